@@ -1,0 +1,14 @@
+module github.com/ragmem/ragmem
+
+go 1.26.8
+
+require (
+	github.com/pkoukk/tiktoken-go v0.1.8
+	github.com/pkoukk/tiktoken-go-loader v0.0.2
+)
+
+require (
+	github.com/dlclark/regexp2 v1.10.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/stretchr/testify v1.11.1 // indirect
+)
