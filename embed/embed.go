@@ -1,0 +1,245 @@
+// Package embed turns text into vectors for ragmem's vector index.
+//
+// Two embedders are provided:
+//
+//   - [Lexical], the offline default: deterministic signed feature hashing of
+//     words, word bigrams and character n-grams. It needs no model download
+//     and no network. It is lexical, not semantic: it matches shared words and
+//     sub-words (and so is robust to typos and inflection) but knows nothing of
+//     synonyms.
+//   - [OpenAI], a client for any OpenAI-compatible POST {base}/embeddings
+//     endpoint: OpenAI itself, Ollama (/v1), vLLM, LM Studio, llama.cpp
+//     server. Use it for semantic search.
+//
+// [Parse] builds either from a command-line spec such as "lexical",
+// "lexical:dim=512" or "openai:text-embedding-3-small".
+//
+// Every vector an [Embedder] returns has length Dimension() and unit L2 norm,
+// so cosine similarity is a plain dot product. Vectors are comparable only
+// between embedders with the same Identity.
+package embed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Embedder turns texts into vectors. Implementations are safe for concurrent use.
+type Embedder interface {
+	// Embed returns one vector per text, in order, each of length Dimension(), L2-normalised.
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	// Identity names the model precisely enough that vectors from two embedders with the
+	// same Identity are comparable, e.g. "lexical-v1/d384/..." or
+	// "openai/text-embedding-3-small/d1536".
+	Identity() string
+	// Dimension is the vector length. It is 0 only for an [OpenAI] embedder whose
+	// dimension is not known until its first successful call.
+	Dimension() int
+}
+
+// QueryEmbedder is optionally implemented by embedders that embed queries
+// differently from documents. Callers embedding a search query should prefer
+// EmbedQuery when the embedder implements it.
+type QueryEmbedder interface {
+	EmbedQuery(ctx context.Context, text string) ([]float32, error)
+}
+
+// Errors returned by this package. They are wrapped with context; test with errors.Is.
+var (
+	// ErrDimensionMismatch: a vector's length differs from the embedder's dimension,
+	// or vectors in one response differ in length.
+	ErrDimensionMismatch = errors.New("embed: dimension mismatch")
+	// ErrBadResponse: an embedding server answered with something that is not a
+	// valid embeddings response (wrong item count, bad index, NaN, empty vector...).
+	ErrBadResponse = errors.New("embed: bad response from embedding server")
+	// ErrRetriesExhausted: a retryable failure (429, 5xx, network) persisted
+	// through every retry. The last failure is wrapped too.
+	ErrRetriesExhausted = errors.New("embed: retries exhausted")
+	// ErrInvalidOptions: options given to a constructor are unusable.
+	ErrInvalidOptions = errors.New("embed: invalid options")
+	// ErrBadSpec: Parse was given a spec it cannot understand.
+	ErrBadSpec = errors.New("embed: bad embedder spec")
+)
+
+// Default returns the offline default embedder, NewLexical(nil).
+func Default() Embedder { return NewLexical(nil) }
+
+// Parse builds an embedder from a command-line spec:
+//
+//	""  or "lexical"                 Default()
+//	"lexical:k=v,k=v"                NewLexical with options:
+//	    dim=N        vector length, 1..65536 (default 384)
+//	    ngram=A-B    character n-gram lengths, 1 <= A <= B <= 8 (default 3-5)
+//	    word=W       weight of word features, 0 switches them off (default 1)
+//	    char=W       weight of character n-grams, 0 switches them off (default 0.35)
+//	    bigram=W     weight of word bigrams, 0 switches them off (default 0, off)
+//	    stem=0|1     English plural folding (default 1)
+//	    stop=0|1     drop English stop words (default 1)
+//	"openai:MODEL[,k=v...]"          NewOpenAI with BaseURL and APIKey from
+//	                                 $OPENAI_BASE_URL and $OPENAI_API_KEY; options:
+//	    dim=N        OpenAIOptions.Dimensions
+//	    batch=N      OpenAIOptions.BatchSize
+//	    retries=N    OpenAIOptions.MaxRetries (-1: none)
+//	    base=URL     OpenAIOptions.BaseURL (overrides the environment)
+//
+// MODEL is taken verbatim up to the first comma, so Ollama tags such as
+// "openai:nomic-embed-text:latest" work. Parse never contacts a server.
+func Parse(spec string) (Embedder, error) {
+	spec = strings.TrimSpace(spec)
+	kind, rest, _ := strings.Cut(spec, ":")
+	switch strings.ToLower(strings.TrimSpace(kind)) {
+	case "", "lexical":
+		opts, err := parseLexicalOptions(rest)
+		if err != nil {
+			return nil, err
+		}
+		return NewLexical(opts), nil
+	case "openai":
+		return parseOpenAI(rest)
+	default:
+		return nil, fmt.Errorf("%w: unknown kind %q (want \"lexical\" or \"openai:MODEL\")", ErrBadSpec, truncateForError(kind))
+	}
+}
+
+func parseLexicalOptions(rest string) (*LexicalOptions, error) {
+	opts := &LexicalOptions{}
+	if strings.TrimSpace(rest) == "" {
+		return opts, nil
+	}
+	seen := map[string]bool{}
+	for _, kv := range strings.Split(rest, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("%w: lexical option %q is not key=value", ErrBadSpec, truncateForError(kv))
+		}
+		if seen[k] {
+			return nil, fmt.Errorf("%w: lexical option %q given twice", ErrBadSpec, truncateForError(k))
+		}
+		seen[k] = true
+		switch k {
+		case "dim", "dimension", "dimensions":
+			n, err := parseIntRange(k, v, 1, maxLexicalDim)
+			if err != nil {
+				return nil, err
+			}
+			opts.Dimension = n
+		case "ngram", "ngrams":
+			lo, hi, found := strings.Cut(v, "-")
+			if !found {
+				hi = lo
+			}
+			a, err := parseIntRange(k, lo, 1, maxNGram)
+			if err != nil {
+				return nil, err
+			}
+			b, err := parseIntRange(k, hi, a, maxNGram)
+			if err != nil {
+				return nil, err
+			}
+			opts.MinN, opts.MaxN = a, b
+		case "word", "char", "bigram":
+			w, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(w) || math.IsInf(w, 0) || w < 0 || w > 1e6 {
+				return nil, fmt.Errorf("%w: %s=%q: want a weight between 0 and 1e6", ErrBadSpec, k, truncateForError(v))
+			}
+			if w == 0 {
+				w = -1 // switched off
+			}
+			switch k {
+			case "word":
+				opts.WordWeight = w
+			case "char":
+				opts.CharWeight = w
+			default:
+				opts.BigramWeight = w
+			}
+		case "stem", "stop":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s=%q: want 0 or 1", ErrBadSpec, k, truncateForError(v))
+			}
+			if k == "stem" {
+				opts.NoStemming = !b
+			} else {
+				opts.KeepStopWords = !b
+			}
+		default:
+			return nil, fmt.Errorf("%w: unknown lexical option %q", ErrBadSpec, truncateForError(k))
+		}
+	}
+	if opts.WordWeight < 0 && opts.CharWeight < 0 && opts.BigramWeight < 0 {
+		return nil, fmt.Errorf("%w: lexical: every feature family is switched off", ErrBadSpec)
+	}
+	return opts, nil
+}
+
+func parseOpenAI(rest string) (Embedder, error) {
+	parts := strings.Split(rest, ",")
+	opts := OpenAIOptions{Model: strings.TrimSpace(parts[0])}
+	if opts.Model == "" {
+		return nil, fmt.Errorf("%w: openai needs a model, e.g. \"openai:text-embedding-3-small\"", ErrBadSpec)
+	}
+	seen := map[string]bool{}
+	for _, kv := range parts[1:] {
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("%w: openai option %q is not key=value", ErrBadSpec, truncateForError(kv))
+		}
+		if seen[k] {
+			return nil, fmt.Errorf("%w: openai option %q given twice", ErrBadSpec, truncateForError(k))
+		}
+		seen[k] = true
+		var err error
+		switch k {
+		case "dim", "dimension", "dimensions":
+			opts.Dimensions, err = parseIntRange(k, v, 1, maxOpenAIDim)
+		case "batch", "batch_size":
+			opts.BatchSize, err = parseIntRange(k, v, 1, maxBatchSize)
+		case "retries", "max_retries":
+			opts.MaxRetries, err = parseIntRange(k, v, -1, maxRetriesLimit)
+			if err == nil && opts.MaxRetries == 0 {
+				opts.MaxRetries = -1 // "retries=0" means none, not the default
+			}
+		case "base", "base_url":
+			opts.BaseURL = v
+		default:
+			err = fmt.Errorf("%w: unknown openai option %q", ErrBadSpec, truncateForError(k))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	e, err := NewOpenAI(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSpec, err)
+	}
+	return e, nil
+}
+
+func parseIntRange(key, v string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("%w: %s=%q: want an integer from %d to %d", ErrBadSpec, key, truncateForError(v), lo, hi)
+	}
+	return n, nil
+}
+
+// truncateForError keeps user-supplied text in error messages short.
+func truncateForError(s string) string {
+	const max = 64
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && (s[cut]&0xC0) == 0x80 {
+		cut--
+	}
+	return s[:cut] + "..."
+}
