@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/pkoukk/tiktoken-go"
@@ -139,11 +140,63 @@ func (e *Encoding) Name() string { return e.name }
 
 // Encode returns the token ids of s. Invalid UTF-8 is replaced by U+FFFD
 // first, exactly as it would be when the text is sent to a model.
+//
+// tiktoken's byte-pair merge is quadratic in the length of one pre-token, so
+// a long unbroken run (a megabyte of "x", a base64 blob) could take minutes.
+// Runs of one character class longer than maxRun bytes are therefore encoded
+// in maxRun-byte pieces. Ordinary text never has such runs and is encoded
+// exactly as tiktoken does; for the pathological runs the count may differ
+// from a whole-run encoding by about one token per piece.
 func (e *Encoding) Encode(s string) []int {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	return e.tk.EncodeOrdinary(s)
+	cut := longRunCuts(s)
+	if cut == nil {
+		return e.tk.EncodeOrdinary(s)
+	}
+	var ids []int
+	start := 0
+	for _, c := range append(cut, len(s)) {
+		ids = append(ids, e.tk.EncodeOrdinary(s[start:c])...)
+		start = c
+	}
+	return ids
+}
+
+// maxRun bounds the bytes of one same-class run passed to the BPE merge.
+const maxRun = 256
+
+// runClass groups runes the way tiktoken's pre-tokenizer separates them.
+func runClass(r rune) int {
+	switch {
+	case unicode.IsLetter(r) || unicode.IsMark(r):
+		return 1
+	case unicode.IsNumber(r):
+		return 2
+	case unicode.IsSpace(r):
+		return 3
+	}
+	return 4
+}
+
+// longRunCuts returns the byte offsets at which runs of one class longer
+// than maxRun are cut, or nil when there are none (the common case).
+func longRunCuts(s string) []int {
+	var cuts []int
+	class, runStart := 0, 0
+	for i, r := range s {
+		c := runClass(r)
+		if c != class {
+			class, runStart = c, i
+			continue
+		}
+		if i-runStart >= maxRun {
+			cuts = append(cuts, i)
+			runStart = i
+		}
+	}
+	return cuts
 }
 
 // Decode turns token ids back into text.

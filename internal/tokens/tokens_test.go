@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestCountKnownValues(t *testing.T) {
@@ -96,5 +97,43 @@ func BenchmarkCount(b *testing.B) {
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		e.Count(text)
+	}
+}
+
+func TestLongRunsAreBounded(t *testing.T) {
+	e := Default()
+	for _, s := range []string{
+		strings.Repeat("x", 1<<20),
+		strings.Repeat("=", 1<<20),
+		strings.Repeat(" ", 1<<20),
+		strings.Repeat("9", 1<<20),
+		"prefix " + strings.Repeat("ab", 300000) + " suffix",
+	} {
+		start := time.Now()
+		ids := e.Encode(s)
+		if d := time.Since(start); d > 20*time.Second {
+			t.Fatalf("encoding a %d-byte run took %v", len(s), d)
+		}
+		if got := e.Decode(ids); got != s {
+			t.Fatalf("round trip of a long run changed it")
+		}
+		if len(ids) == 0 || len(ids) > len(s) {
+			t.Fatalf("%d tokens for %d bytes", len(ids), len(s))
+		}
+	}
+}
+
+func TestOrdinaryTextIsExact(t *testing.T) {
+	// Text without long runs takes the unsplit path.
+	text := strings.Repeat("Ordinary words, numbers like 12345 and punctuation!! ", 200)
+	if longRunCuts(text) != nil {
+		t.Fatal("ordinary text was cut")
+	}
+	if got, want := Default().Count(text), len(Default().tk.EncodeOrdinary(text)); got != want {
+		t.Fatalf("Count = %d, tiktoken = %d", got, want)
+	}
+	cuts := longRunCuts(strings.Repeat("y", 1000))
+	if len(cuts) != 3 || cuts[0] != maxRun {
+		t.Fatalf("cuts of a 1000-byte run = %v", cuts)
 	}
 }
