@@ -874,10 +874,14 @@ func (b *Backend) Sources(ctx context.Context, f driver.Filter, offset, limit in
 		return nil, 0, err
 	}
 	var all []driver.SourceInfo
-	for url, ids := range b.bySource {
-		if f.SourceURL != "" && url != f.SourceURL {
-			continue
+	sources := b.bySource
+	if f.SourceURL != "" {
+		sources = map[string]map[string]struct{}{}
+		if ids, ok := b.bySource[f.SourceURL]; ok {
+			sources[f.SourceURL] = ids
 		}
+	}
+	for _, ids := range sources {
 		var si driver.SourceInfo
 		for id := range ids {
 			r := b.records[id]

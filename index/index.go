@@ -1,0 +1,742 @@
+// Package index is ragmem's persistent store: it chunks documents, embeds the
+// chunks and writes them to a storage backend (by default index/local:
+// chromem-go vectors plus a bleve BM25 index in a data directory).
+//
+// Indexing a source is idempotent (Property 6 of the design): the same source
+// URL with the same content is a no-op, and changed content replaces every
+// chunk of the source in one atomic batch. The store remembers which embedder
+// built it and refuses to open with another one, because vectors from two
+// models are not comparable.
+//
+// IndexPageAsync is the fire-and-forget path for agents and the browser
+// extension: it returns a job id at once and indexes in the background
+// through a bounded queue; errors are logged and counted, never returned to
+// the caller. Flush and Close wait for the queue.
+//
+// An *Index is safe for concurrent use.
+package index
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/index/local"
+)
+
+// Aliases so that users of the index need not import index/driver.
+type (
+	Record     = driver.Record
+	Filter     = driver.Filter
+	Hit        = driver.Hit
+	SourceInfo = driver.SourceInfo
+	Batch      = driver.Batch
+)
+
+// Document types.
+const (
+	DocKnowledge  = driver.DocKnowledge
+	DocPreference = driver.DocPreference
+	DocMemory     = driver.DocMemory
+)
+
+// Errors returned by the index. Backend errors (driver.ErrClosed, ...) pass through wrapped.
+var (
+	ErrEmbedderMismatch = errors.New("index: embedder mismatch")
+	ErrEmptyDocument    = errors.New("index: document has no text to index")
+	ErrEmbedding        = errors.New("index: embedder failed")
+	ErrNoSource         = errors.New("index: document has no source URL")
+	ErrClosed           = driver.ErrClosed
+	ErrNotFound         = driver.ErrNotFound
+)
+
+// Meta keys the index keeps in the backend.
+const (
+	metaEmbedder  = "embedder"
+	metaDimension = "dimension"
+)
+
+// Options configure Open. A nil *Options means all defaults.
+type Options struct {
+	// Embedder embeds chunks and queries. Default embed.Default(), the
+	// offline lexical embedder.
+	Embedder embed.Embedder
+	// Backend stores the records. Default: the local chromem-go + bleve
+	// backend in dir. When set, dir is ignored and Close closes the backend.
+	Backend driver.Backend
+	// Chunking sizes the chunks. Default chunk defaults (about 400 tokens,
+	// 50 tokens of overlap).
+	Chunking *chunk.Options
+	// Logger receives background errors and recovery reports. Default slog.Default().
+	Logger *slog.Logger
+	// QueueSize bounds the IndexPageAsync queue; pages beyond it are dropped
+	// and counted. Default 1024.
+	QueueSize int
+	// EmbedBatch is the number of chunks per Embed call. Default 128.
+	EmbedBatch int
+	// EmbedConcurrency is the number of Embed calls in flight while indexing
+	// many documents. Default runtime.GOMAXPROCS(0).
+	EmbedConcurrency int
+	// Now returns the current time (tests). Default time.Now.
+	Now func() time.Time
+}
+
+// Index is the persistent store. See the package comment.
+type Index struct {
+	be       driver.Backend
+	emb      embed.Embedder
+	chunking chunk.Options
+	log      *slog.Logger
+	now      func() time.Time
+	batch    int
+	conc     int
+
+	embedHealthy atomic.Bool
+
+	qmu     sync.RWMutex // guards sends on queue, and closing, against Close
+	closing bool
+	queue   chan *job
+	jobsMu  sync.Mutex
+	jobs    map[string]*Job
+	jobList []string // job ids, oldest first, for bounded retention
+	worker  sync.WaitGroup
+	nextJob atomic.Uint64
+	stats   asyncCounters
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+	closeErr  error
+}
+
+// Document is one source to index.
+type Document struct {
+	SourceURL string            // required: identifies the source (a URL, a file URL, "memory://...")
+	Title     string            // title; for HTML, taken from <title> when empty
+	Content   string            // the source text, Markdown or HTML
+	Format    chunk.Format      // how to read Content; default chunk.Text
+	DocType   string            // DocKnowledge (default), DocMemory, ...
+	Attrs     map[string]string // extra metadata stored on every chunk
+}
+
+// Result describes what indexing a document did.
+type Result struct {
+	SourceURL   string
+	ContentHash string
+	Chunks      int  // chunks now stored for the source
+	Removed     int  // chunks of an earlier version that were replaced
+	Unchanged   bool // same content was already indexed: nothing was written
+	Superseded  bool // a later document in the same AddMany call had the same source URL
+	Err         error
+}
+
+// Open opens (or creates) the store in dir.
+func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Embedder == nil {
+		o.Embedder = embed.Default()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 1024
+	}
+	if o.EmbedBatch <= 0 {
+		o.EmbedBatch = 128
+	}
+	if o.EmbedConcurrency <= 0 {
+		o.EmbedConcurrency = runtime.GOMAXPROCS(0)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	ix := &Index{
+		emb:   o.Embedder,
+		log:   o.Logger,
+		now:   o.Now,
+		batch: o.EmbedBatch,
+		conc:  o.EmbedConcurrency,
+		queue: make(chan *job, o.QueueSize),
+		jobs:  map[string]*Job{},
+	}
+	if o.Chunking != nil {
+		ix.chunking = *o.Chunking
+	}
+	ix.embedHealthy.Store(true)
+	if o.Backend != nil {
+		ix.be = o.Backend
+	} else {
+		if dir == "" {
+			return nil, errors.New("index: no data directory given")
+		}
+		lb, err := local.Open(ctx, dir, &local.Options{Logger: o.Logger})
+		if err != nil {
+			return nil, err
+		}
+		ix.be = lb
+		if r := lb.Recovery(); len(r.Problems) > 0 {
+			o.Logger.Warn("index: recovered store", "dir", dir, "problems", len(r.Problems), "journalOps", r.JournalOps, "quarantined", len(r.Quarantined))
+		}
+	}
+	if err := ix.checkEmbedder(ctx); err != nil {
+		_ = ix.be.Close()
+		return nil, err
+	}
+	ix.worker.Add(1)
+	go ix.run()
+	return ix, nil
+}
+
+// checkEmbedder records the embedder on a new store and refuses a different one.
+func (ix *Index) checkEmbedder(ctx context.Context) error {
+	id := ix.emb.Identity()
+	stored, ok, err := ix.be.Meta(ctx, metaEmbedder)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		st, err := ix.be.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		if st.Records > 0 {
+			ix.log.Warn("index: store has records but no embedder recorded; adopting the current one", "embedder", id)
+		}
+		if err := ix.be.SetMeta(ctx, metaEmbedder, id); err != nil {
+			return err
+		}
+		if d := ix.emb.Dimension(); d > 0 {
+			return ix.be.SetMeta(ctx, metaDimension, strconv.Itoa(d))
+		}
+		return nil
+	}
+	if !sameEmbedder(stored, id) {
+		return fmt.Errorf("%w: the store was built with embedder %q but %q was given; "+
+			"open it with the same embedder (--embedder) or index into a new data directory (--dir)",
+			ErrEmbedderMismatch, stored, id)
+	}
+	if d := ix.emb.Dimension(); d > 0 {
+		sd, ok, err := ix.be.Meta(ctx, metaDimension)
+		if err != nil {
+			return err
+		}
+		if ok && sd != strconv.Itoa(d) {
+			return fmt.Errorf("%w: the store holds %s-dimensional vectors but embedder %q gives %d", ErrEmbedderMismatch, sd, id, d)
+		}
+		if !ok {
+			return ix.be.SetMeta(ctx, metaDimension, strconv.Itoa(d))
+		}
+	}
+	return nil
+}
+
+// unknownDim matches the "/d0" of an embedder that learns its dimension on
+// first use (an OpenAI-compatible server without a configured dimension).
+var (
+	unknownDim = regexp.MustCompile(`/d0(/|$)`)
+	dimPart    = regexp.MustCompile(`/d[0-9]+(/|$)`)
+)
+
+// sameEmbedder reports whether vectors of the stored embedder identity and
+// the current one are comparable: equal identities, or equal but for a
+// dimension one of them does not know yet.
+func sameEmbedder(stored, current string) bool {
+	if stored == current {
+		return true
+	}
+	if !unknownDim.MatchString(stored) && !unknownDim.MatchString(current) {
+		return false
+	}
+	return dimPart.ReplaceAllString(stored, "/d?$1") == dimPart.ReplaceAllString(current, "/d?$1")
+}
+
+// Backend returns the storage backend (for tools such as check and migrate).
+func (ix *Index) Backend() driver.Backend { return ix.be }
+
+// Embedder returns the embedder the index uses.
+func (ix *Index) Embedder() embed.Embedder { return ix.emb }
+
+// ContentHash is the hash that decides whether a source changed: it covers
+// the content, the title, the format and the doc type.
+func ContentHash(d *Document) string {
+	h := sha256.New()
+	h.Write([]byte(d.Format.String()))
+	h.Write([]byte{0})
+	h.Write([]byte(d.DocType))
+	h.Write([]byte{0})
+	h.Write([]byte(d.Title))
+	h.Write([]byte{0})
+	h.Write([]byte(d.Content))
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// ChunkID derives a chunk id from its source, the source's content hash and
+// its position, so replacing a source never reuses the ids of its old chunks.
+func ChunkID(sourceURL, contentHash string, position int) string {
+	h := sha256.New()
+	h.Write([]byte(sourceURL))
+	h.Write([]byte{0})
+	h.Write([]byte(contentHash))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(position)))
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// EmbedText is the text embedded for a record: its title and heading path
+// give the chunk the context of where it sits.
+func EmbedText(r *Record) string {
+	var b strings.Builder
+	b.Grow(len(r.Title) + len(r.Content) + 32)
+	if r.Title != "" {
+		b.WriteString(r.Title)
+		b.WriteByte('\n')
+	}
+	for _, h := range r.HeadingPath {
+		if h != r.Title {
+			b.WriteString(h)
+			b.WriteByte('\n')
+		}
+	}
+	b.WriteString(r.Content)
+	return b.String()
+}
+
+func normalize(d *Document) {
+	if !utf8.ValidString(d.Content) {
+		d.Content = strings.ToValidUTF8(d.Content, "\uFFFD")
+	}
+	if !utf8.ValidString(d.Title) {
+		d.Title = strings.ToValidUTF8(d.Title, "\uFFFD")
+	}
+	d.Title = strings.TrimSpace(d.Title)
+	d.SourceURL = strings.TrimSpace(d.SourceURL)
+	if d.DocType == "" {
+		d.DocType = DocKnowledge
+	}
+}
+
+// prepared is a document chunked and ready to embed.
+type prepared struct {
+	doc     Document
+	hash    string
+	records []Record
+	res     *Result
+}
+
+// prepare chunks d; it returns nil records when d is unchanged.
+func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepared, error) {
+	normalize(&d)
+	if d.SourceURL == "" {
+		return nil, ErrNoSource
+	}
+	if !utf8.ValidString(d.SourceURL) {
+		return nil, fmt.Errorf("%w: source URL is not valid UTF-8", ErrNoSource)
+	}
+	if d.Format == chunk.HTML && d.Title == "" {
+		_, d.Title = chunk.ExtractHTML(d.Content)
+		d.Title = strings.TrimSpace(d.Title)
+	}
+	p := &prepared{doc: d, hash: ContentHash(&d), res: &Result{SourceURL: d.SourceURL}}
+	p.res.ContentHash = p.hash
+	existing, _, err := ix.be.Sources(ctx, Filter{SourceURL: d.SourceURL}, 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(existing) == 1 {
+		p.res.Removed = existing[0].Chunks
+		if existing[0].ContentHash == p.hash {
+			p.res.Unchanged = true
+			p.res.Chunks = existing[0].Chunks
+			p.res.Removed = 0
+			return p, nil
+		}
+	}
+	chunks := chunk.Split(d.Content, d.Format, &ix.chunking)
+	if len(chunks) == 0 {
+		return nil, ErrEmptyDocument
+	}
+	title := d.Title
+	if title == "" {
+		title = d.SourceURL
+	}
+	p.records = make([]Record, len(chunks))
+	for i, c := range chunks {
+		p.records[i] = Record{
+			ID:          ChunkID(d.SourceURL, p.hash, c.Index),
+			SourceURL:   d.SourceURL,
+			Title:       title,
+			HeadingPath: c.HeadingPath,
+			Content:     c.Text,
+			DocType:     d.DocType,
+			Position:    c.Index,
+			Start:       c.Start,
+			End:         c.End,
+			Tokens:      c.Tokens,
+			CreatedAt:   now,
+			ContentHash: p.hash,
+			Attrs:       cloneAttrs(d.Attrs),
+		}
+	}
+	p.res.Chunks = len(chunks)
+	return p, nil
+}
+
+func cloneAttrs(a map[string]string) map[string]string {
+	if len(a) == 0 {
+		return nil
+	}
+	c := make(map[string]string, len(a))
+	for k, v := range a {
+		c[k] = v
+	}
+	return c
+}
+
+// Add indexes one document, replacing any earlier version of its source.
+func (ix *Index) Add(ctx context.Context, d Document) (Result, error) {
+	res, err := ix.AddMany(ctx, []Document{d})
+	if err != nil {
+		return Result{SourceURL: d.SourceURL}, err
+	}
+	return res[0], res[0].Err
+}
+
+// AddMany indexes several documents and writes all that could be prepared in
+// one atomic batch. A document that cannot be indexed (no text, no URL) gets
+// its own Result.Err and does not stop the others; the returned error is for
+// failures of the whole batch (embedding, storage). When a source URL appears
+// more than once, the last document wins.
+func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error) {
+	if ix.closed.Load() {
+		return nil, ErrClosed
+	}
+	now := ix.now().UTC()
+	results := make([]Result, len(docs))
+	last := map[string]int{}
+	for i := range docs {
+		last[strings.TrimSpace(docs[i].SourceURL)] = i
+	}
+	var work []*prepared
+	var recs []*Record
+	for i, d := range docs {
+		if last[strings.TrimSpace(d.SourceURL)] != i {
+			results[i] = Result{SourceURL: d.SourceURL, Superseded: true}
+			continue
+		}
+		p, err := ix.prepare(ctx, d, now)
+		if err != nil {
+			results[i] = Result{SourceURL: d.SourceURL, Err: err}
+			continue
+		}
+		results[i] = *p.res
+		if p.res.Unchanged {
+			continue
+		}
+		work = append(work, p)
+		for j := range p.records {
+			recs = append(recs, &p.records[j])
+		}
+	}
+	if len(work) == 0 {
+		return results, nil
+	}
+	if err := ix.embedRecords(ctx, recs); err != nil {
+		return nil, err
+	}
+	bt := &Batch{}
+	for _, p := range work {
+		bt.DeleteSources = append(bt.DeleteSources, p.doc.SourceURL)
+		bt.Put = append(bt.Put, p.records...)
+	}
+	if err := ix.be.Apply(ctx, bt); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// embedRecords fills in the vectors of recs, EmbedBatch at a time with up to
+// EmbedConcurrency calls in flight.
+func (ix *Index) embedRecords(ctx context.Context, recs []*Record) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type span struct{ lo, hi int }
+	var spans []span
+	for lo := 0; lo < len(recs); lo += ix.batch {
+		spans = append(spans, span{lo, min(lo+ix.batch, len(recs))})
+	}
+	errs := make([]error, len(spans))
+	sem := make(chan struct{}, ix.conc)
+	var wg sync.WaitGroup
+	for si, sp := range spans {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(si int, sp span) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			texts := make([]string, sp.hi-sp.lo)
+			for i := range texts {
+				texts[i] = EmbedText(recs[sp.lo+i])
+			}
+			vecs, err := ix.emb.Embed(ctx, texts)
+			if err == nil && len(vecs) != len(texts) {
+				err = fmt.Errorf("%w: embedder returned %d vectors for %d texts", embed.ErrDimensionMismatch, len(vecs), len(texts))
+			}
+			if err != nil {
+				errs[si] = err
+				cancel()
+				return
+			}
+			for i, v := range vecs {
+				recs[sp.lo+i].Vector = v
+			}
+		}(si, sp)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		ix.embedHealthy.Store(false)
+		return fmt.Errorf("%w: embed chunks: %w", ErrEmbedding, firstErr(errs))
+	}
+	ix.embedHealthy.Store(true)
+	ix.learnDimension(ctx)
+	return nil
+}
+
+// learnDimension records the dimension and full identity of an embedder
+// that learned its dimension on first use (OpenAI-compatible servers).
+func (ix *Index) learnDimension(ctx context.Context) {
+	d := ix.emb.Dimension()
+	if d <= 0 {
+		return
+	}
+	if _, ok, err := ix.be.Meta(ctx, metaDimension); err == nil && !ok {
+		_ = ix.be.SetMeta(ctx, metaDimension, strconv.Itoa(d))
+	}
+	if stored, ok, err := ix.be.Meta(ctx, metaEmbedder); err == nil && ok && unknownDim.MatchString(stored) {
+		_ = ix.be.SetMeta(ctx, metaEmbedder, ix.emb.Identity())
+	}
+}
+
+func firstErr(errs []error) error {
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, context.Canceled) {
+			return e
+		}
+	}
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// Put stores records as they are (embedding those without a vector), in one
+// atomic batch. It is the primitive for preferences and memories, which are
+// single records rather than chunked sources.
+func (ix *Index) Put(ctx context.Context, recs []Record) error {
+	if ix.closed.Load() {
+		return ErrClosed
+	}
+	var need []*Record
+	now := ix.now().UTC()
+	for i := range recs {
+		r := &recs[i]
+		if r.DocType == "" {
+			r.DocType = DocKnowledge
+		}
+		if r.CreatedAt.IsZero() {
+			r.CreatedAt = now
+		}
+		if !utf8.ValidString(r.Content) {
+			r.Content = strings.ToValidUTF8(r.Content, "\uFFFD")
+		}
+		if len(r.Vector) == 0 {
+			need = append(need, r)
+		}
+	}
+	if len(need) > 0 {
+		if err := ix.embedRecords(ctx, need); err != nil {
+			return err
+		}
+	}
+	return ix.be.Apply(ctx, &Batch{Put: recs})
+}
+
+// Delete removes records by id in one atomic batch.
+func (ix *Index) Delete(ctx context.Context, ids []string) error {
+	if ix.closed.Load() {
+		return ErrClosed
+	}
+	return ix.be.Apply(ctx, &Batch{DeleteIDs: ids})
+}
+
+// Remove deletes every chunk of a source and returns how many there were.
+func (ix *Index) Remove(ctx context.Context, sourceURL string) (int, error) {
+	if ix.closed.Load() {
+		return 0, ErrClosed
+	}
+	ex, _, err := ix.be.Sources(ctx, Filter{SourceURL: sourceURL}, 0, 1)
+	if err != nil {
+		return 0, err
+	}
+	if len(ex) == 0 {
+		return 0, nil
+	}
+	if err := ix.be.Apply(ctx, &Batch{DeleteSources: []string{sourceURL}}); err != nil {
+		return 0, err
+	}
+	return ex[0].Chunks, nil
+}
+
+// Source returns the chunks of one source in order (searchBySourceUrl).
+func (ix *Index) Source(ctx context.Context, sourceURL string) ([]Record, error) {
+	return ix.be.Source(ctx, sourceURL)
+}
+
+// Sources lists sources matching f, with the total before paging.
+func (ix *Index) Sources(ctx context.Context, f Filter, offset, limit int) ([]SourceInfo, int, error) {
+	return ix.be.Sources(ctx, f, offset, limit)
+}
+
+// Records returns every record matching f.
+func (ix *Index) Records(ctx context.Context, f Filter) ([]Record, error) {
+	return ix.be.Records(ctx, f)
+}
+
+// FullText runs a BM25 query.
+func (ix *Index) FullText(ctx context.Context, query string, k int, f Filter) ([]Hit, error) {
+	if !utf8.ValidString(query) {
+		query = strings.ToValidUTF8(query, " ")
+	}
+	return ix.be.SearchText(ctx, query, k, f)
+}
+
+// EmbedQuery embeds a query (with the embedder's query form when it has one).
+func (ix *Index) EmbedQuery(ctx context.Context, query string) ([]float32, error) {
+	if !utf8.ValidString(query) {
+		query = strings.ToValidUTF8(query, " ")
+	}
+	var v []float32
+	var err error
+	if qe, ok := ix.emb.(embed.QueryEmbedder); ok {
+		v, err = qe.EmbedQuery(ctx, query)
+	} else {
+		var vs [][]float32
+		vs, err = ix.emb.Embed(ctx, []string{query})
+		if err == nil && len(vs) != 1 {
+			err = fmt.Errorf("%w: embedder returned %d vectors for 1 text", embed.ErrDimensionMismatch, len(vs))
+		}
+		if err == nil {
+			v = vs[0]
+		}
+	}
+	if err != nil {
+		ix.embedHealthy.Store(false)
+		return nil, fmt.Errorf("%w: embed query: %w", ErrEmbedding, err)
+	}
+	ix.embedHealthy.Store(true)
+	ix.learnDimension(ctx)
+	return v, nil
+}
+
+// Vector runs a vector query for the text of query.
+func (ix *Index) Vector(ctx context.Context, query string, k int, f Filter) ([]Hit, error) {
+	v, err := ix.EmbedQuery(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return ix.be.SearchVector(ctx, v, k, f)
+}
+
+// VectorByEmbedding runs a vector query for a vector the caller already has.
+func (ix *Index) VectorByEmbedding(ctx context.Context, vec []float32, k int, f Filter) ([]Hit, error) {
+	return ix.be.SearchVector(ctx, vec, k, f)
+}
+
+// Stats describes the store (the design's MemoryStats).
+type Stats struct {
+	DocumentCount        int        `json:"documentCount"` // knowledge sources
+	ChunkCount           int        `json:"chunkCount"`    // all records
+	PreferenceCount      int        `json:"preferenceCount"`
+	MemoryCount          int        `json:"memoryCount"`
+	IndexSizeBytes       int64      `json:"indexSizeBytes"`
+	LastSyncTime         time.Time  `json:"lastSyncTime,omitzero"`
+	EmbeddingModelLoaded bool       `json:"embeddingModelLoaded"`
+	Embedder             string     `json:"embedder"`
+	Dimension            int        `json:"dimension"`
+	Queue                QueueStats `json:"queue"`
+}
+
+// Stats returns the store's statistics.
+func (ix *Index) Stats(ctx context.Context) (Stats, error) {
+	bs, err := ix.be.Stats(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	_, docs, err := ix.be.Sources(ctx, Filter{DocTypes: []string{DocKnowledge}}, 0, 1)
+	if err != nil {
+		return Stats{}, err
+	}
+	prefSources, _, err := ix.be.Sources(ctx, Filter{DocTypes: []string{DocPreference}}, 0, 0)
+	if err != nil {
+		return Stats{}, err
+	}
+	prefCount := 0
+	for _, s := range prefSources {
+		prefCount += s.Chunks
+	}
+	_, mems, err := ix.be.Sources(ctx, Filter{DocTypes: []string{DocMemory}}, 0, 1)
+	if err != nil {
+		return Stats{}, err
+	}
+	dim := ix.emb.Dimension()
+	if dim == 0 {
+		if s, ok, _ := ix.be.Meta(ctx, metaDimension); ok {
+			dim, _ = strconv.Atoi(s)
+		}
+	}
+	return Stats{
+		DocumentCount:        docs,
+		ChunkCount:           bs.Records,
+		PreferenceCount:      prefCount,
+		MemoryCount:          mems,
+		IndexSizeBytes:       bs.SizeBytes,
+		LastSyncTime:         bs.LastSync,
+		EmbeddingModelLoaded: ix.embedHealthy.Load(),
+		Embedder:             ix.emb.Identity(),
+		Dimension:            dim,
+		Queue:                ix.QueueStats(),
+	}, nil
+}
+
+// Close waits for queued pages, then closes the backend. It is safe to call
+// more than once.
+func (ix *Index) Close() error {
+	ix.closeOnce.Do(func() {
+		ix.qmu.Lock()
+		ix.closing = true // refuse new pages; queued ones still get indexed
+		close(ix.queue)
+		ix.qmu.Unlock()
+		ix.worker.Wait()
+		ix.closed.Store(true)
+		ix.closeErr = ix.be.Close()
+	})
+	return ix.closeErr
+}
