@@ -1,0 +1,232 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/ragmem/ragmem/index"
+)
+
+type fakeRetriever struct {
+	text, vec      []index.Hit
+	terr, verr     error
+	textK, vecK    int
+	textF, vecF    index.Filter
+	textQ, vecQ    string
+	textN, vectorN int
+}
+
+func (f *fakeRetriever) FullText(_ context.Context, q string, k int, fl index.Filter) ([]index.Hit, error) {
+	f.textQ, f.textK, f.textF = q, k, fl
+	f.textN++
+	if f.terr != nil {
+		return nil, f.terr
+	}
+	return trim(f.text, k), nil
+}
+
+func (f *fakeRetriever) Vector(_ context.Context, q string, k int, fl index.Filter) ([]index.Hit, error) {
+	f.vecQ, f.vecK, f.vecF = q, k, fl
+	f.vectorN++
+	if f.verr != nil {
+		return nil, f.verr
+	}
+	return trim(f.vec, k), nil
+}
+
+func trim(h []index.Hit, k int) []index.Hit {
+	if len(h) > k {
+		return h[:k]
+	}
+	return h
+}
+
+func hit(id string, score float64) index.Hit {
+	return index.Hit{Record: index.Record{ID: id, SourceURL: "https://x/" + id}, Score: score}
+}
+
+func ids(rs []Result) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Record.ID
+	}
+	return out
+}
+
+func eq(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRRFHandComputed(t *testing.T) {
+	// BM25: a, b, c.  Vector: c, a, d.
+	// RRF k=60: a = 1/61 + 1/62, c = 1/63 + 1/61, b = 1/62, d = 1/63.
+	f := &fakeRetriever{
+		text: []index.Hit{hit("a", 12), hit("b", 9), hit("c", 3)},
+		vec:  []index.Hit{hit("c", 0.9), hit("a", 0.8), hit("d", 0.7)},
+	}
+	rs, err := Search(context.Background(), f, "q", &Options{TopK: 10, SimilarityThreshold: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a", "c", "b", "d"}
+	if !eq(ids(rs), want) {
+		t.Fatalf("order = %v, want %v", ids(rs), want)
+	}
+	exp := map[string]float64{"a": 1.0/61 + 1.0/62, "c": 1.0/63 + 1.0/61, "b": 1.0 / 62, "d": 1.0 / 63}
+	for _, r := range rs {
+		if math.Abs(r.Score-exp[r.Record.ID]) > 1e-12 {
+			t.Errorf("%s score %v, want %v", r.Record.ID, r.Score, exp[r.Record.ID])
+		}
+		if r.Explanation.Fused != r.Score || r.Explanation.Method != "rrf(k=60)" {
+			t.Errorf("%s explanation %+v", r.Record.ID, r.Explanation)
+		}
+	}
+	a := rs[0].Explanation
+	if a.BM25Rank != 1 || a.BM25Score != 12 || a.VectorRank != 2 || a.VectorSimilarity != 0.8 {
+		t.Fatalf("explanation of a = %+v", a)
+	}
+	if rs[3].Explanation.BM25Rank != 0 {
+		t.Fatalf("d was never in the BM25 list: %+v", rs[3].Explanation)
+	}
+}
+
+func TestRelativeFusionHandComputed(t *testing.T) {
+	// BM25 10, 5, 0 -> 1, .5, 0.  Vector .9, .5 -> 1, 0.  alpha = .25.
+	f := &fakeRetriever{
+		text: []index.Hit{hit("a", 10), hit("b", 5), hit("c", 0.0001)},
+		vec:  []index.Hit{hit("b", 0.9), hit("d", 0.5)},
+	}
+	rs, _ := Search(context.Background(), f, "q", &Options{TopK: 10, Fusion: Relative, Alpha: 0.25, SimilarityThreshold: -1})
+	tmin := 0.0001
+	exp := map[string]float64{
+		"a": 0.75 * 1,
+		"b": 0.75*((5-tmin)/(10-tmin)) + 0.25*1,
+		"c": 0,
+		"d": 0,
+	}
+	// a = .75, b = .75·(5−tmin)/(10−tmin) + .25 ≈ .625; c and d tie at 0 and
+	// d wins the tie with its better best rank (2 against 3).
+	if !eq(ids(rs), []string{"a", "b", "d", "c"}) {
+		t.Fatalf("order = %v", ids(rs))
+	}
+	for _, r := range rs {
+		if math.Abs(r.Score-exp[r.Record.ID]) > 1e-9 {
+			t.Errorf("%s = %v, want %v", r.Record.ID, r.Score, exp[r.Record.ID])
+		}
+	}
+}
+
+func TestTopKAndDescending(t *testing.T) {
+	var text, vec []index.Hit
+	for i := 0; i < 40; i++ {
+		text = append(text, hit(string(rune('A'+i)), float64(40-i)))
+		vec = append(vec, hit(string(rune('A'+39-i)), 1-float64(i)/100))
+	}
+	for _, mode := range []Mode{Hybrid, FullText, Vector} {
+		for _, k := range []int{1, 3, 7, 100} {
+			f := &fakeRetriever{text: text, vec: vec}
+			rs, err := Search(context.Background(), f, "q", &Options{Mode: mode, TopK: k, SimilarityThreshold: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) > k {
+				t.Fatalf("%s k=%d: %d results", mode, k, len(rs))
+			}
+			for i := 1; i < len(rs); i++ {
+				if rs[i].Score > rs[i-1].Score {
+					t.Fatalf("%s k=%d: not descending at %d", mode, k, i)
+				}
+			}
+		}
+	}
+}
+
+func TestDefaultsAndFilters(t *testing.T) {
+	f := &fakeRetriever{}
+	if _, err := Search(context.Background(), f, "query", nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.textK != 50 || f.vecK != 50 {
+		t.Fatalf("default candidate pool = %d/%d, want 50", f.textK, f.vecK)
+	}
+	if len(f.textF.DocTypes) != 1 || f.textF.DocTypes[0] != index.DocKnowledge {
+		t.Fatalf("default doc types = %v, want knowledge only", f.textF.DocTypes)
+	}
+	f = &fakeRetriever{}
+	Search(context.Background(), f, "query", &Options{TopK: 8, DocTypes: []string{index.DocMemory}, SourceURL: "u"})
+	if f.textK != 80 || f.vecF.DocTypes[0] != index.DocMemory || f.vecF.SourceURL != "u" {
+		t.Fatalf("options not passed through: k=%d filter=%+v", f.textK, f.vecF)
+	}
+	f = &fakeRetriever{}
+	Search(context.Background(), f, "query", &Options{Mode: FullText, TopK: 3})
+	if f.vectorN != 0 || f.textK != 3 {
+		t.Fatalf("fulltext mode ran vector search or asked for %d", f.textK)
+	}
+	f = &fakeRetriever{}
+	rs, err := Search(context.Background(), f, "   ", nil)
+	if err != nil || len(rs) != 0 || f.textN+f.vectorN != 0 {
+		t.Fatalf("blank query searched")
+	}
+	if _, err := Search(context.Background(), f, "q", &Options{Mode: "nope"}); !errors.Is(err, ErrBadMode) {
+		t.Fatalf("bad mode: %v", err)
+	}
+}
+
+func TestThresholdPerMode(t *testing.T) {
+	text := []index.Hit{hit("a", 10), hit("b", 4), hit("c", 2)}      // normalised 1, .4, .2
+	vec := []index.Hit{hit("d", 0.8), hit("c", 0.35), hit("e", 0.1)} // .8 .35 .1
+	cases := []struct {
+		mode Mode
+		want []string
+	}{
+		{FullText, []string{"a", "b"}},
+		{Vector, []string{"d", "c"}},
+		{Hybrid, []string{"c", "a", "d", "b"}}, // e fails both tests
+	}
+	for _, c := range cases {
+		f := &fakeRetriever{text: text, vec: vec}
+		rs, _ := Search(context.Background(), f, "q", &Options{Mode: c.mode, TopK: 10})
+		if !eq(ids(rs), c.want) {
+			t.Errorf("%s: %v, want %v", c.mode, ids(rs), c.want)
+		}
+	}
+}
+
+func TestErrorsPropagate(t *testing.T) {
+	boom := errors.New("boom")
+	f := &fakeRetriever{verr: boom}
+	if _, err := Search(context.Background(), f, "q", nil); !errors.Is(err, boom) {
+		t.Fatalf("vector error lost: %v", err)
+	}
+	f = &fakeRetriever{terr: boom}
+	if _, err := Search(context.Background(), f, "q", &Options{Mode: FullText}); !errors.Is(err, boom) {
+		t.Fatalf("text error lost: %v", err)
+	}
+}
+
+func TestParse(t *testing.T) {
+	for in, want := range map[string]Mode{"": Hybrid, "HYBRID": Hybrid, "bm25": FullText, "vector": Vector} {
+		if m, err := ParseMode(in); err != nil || m != want {
+			t.Errorf("ParseMode(%q) = %v, %v", in, m, err)
+		}
+	}
+	if _, err := ParseMode("fuzzy"); err == nil {
+		t.Error("ParseMode(fuzzy) accepted")
+	}
+	if f, err := ParseFusion("relative"); err != nil || f != Relative {
+		t.Errorf("ParseFusion(relative) = %v %v", f, err)
+	}
+	if _, err := ParseFusion("max"); err == nil {
+		t.Error("ParseFusion(max) accepted")
+	}
+}
