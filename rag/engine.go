@@ -1,0 +1,147 @@
+// Package rag is ragmem's facade: rag.Engine wires the store (index), the
+// retriever (search), token budgets (budget) and the user profile (prefs)
+// into what an agent needs before each model call: a <knowledge_context>
+// block, sized to the model's window, delivered as its own untrusted-data
+// message and never inside the system prompt.
+//
+//	eng, err := rag.Open(ctx, dir, nil)
+//	...
+//	eng.Index(ctx, index.Document{SourceURL: url, Title: title, Content: html, Format: chunk.HTML})
+//	c, err := eng.BuildContext(ctx, question, rag.ContextRequest{Model: "gpt-4o", SystemPrompt: sys})
+//	messages := []openai.ChatCompletionMessage{{Role: "system", Content: sys + "\n" + rag.ReferenceRule}, c.Message, {Role: "user", Content: question}}
+package rag
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/prefs"
+	"github.com/ragmem/ragmem/search"
+)
+
+// Options configure Open. A nil *Options means all defaults.
+type Options struct {
+	Embedder  embed.Embedder // default embed.Default() (offline, lexical)
+	Backend   driver.Backend // default the local store in dir
+	Chunking  *chunk.Options // default chunk defaults
+	Config    Config         // zero fields: DefaultConfig
+	Logger    *slog.Logger   // default slog.Default()
+	QueueSize int            // IndexPageAsync queue bound; default 1024
+	Now       func() time.Time
+}
+
+// Engine is the RAG memory. It is safe for concurrent use.
+type Engine struct {
+	ix    *index.Index
+	prefs *prefs.Store
+	cfg   Config
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+// Open opens (or creates) the memory in dir.
+func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	ix, err := index.Open(ctx, dir, &index.Options{
+		Embedder: o.Embedder, Backend: o.Backend, Chunking: o.Chunking,
+		Logger: o.Logger, QueueSize: o.QueueSize, Now: o.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return New(ix, &o), nil
+}
+
+// New wraps an open index. The engine owns it: Close closes it.
+func New(ix *index.Index, opts *Options) *Engine {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Engine{ix: ix, prefs: prefs.NewStore(ix), cfg: o.Config.withDefaults(), log: o.Logger, now: o.Now}
+}
+
+// Store returns the underlying index.
+func (e *Engine) Store() *index.Index { return e.ix }
+
+// Preferences returns the preference store.
+func (e *Engine) Preferences() *prefs.Store { return e.prefs }
+
+// Config returns the engine's RAG configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Index indexes one document, replacing an earlier version of its source
+// and doing nothing when its content is unchanged (Property 6).
+func (e *Engine) Index(ctx context.Context, d index.Document) (index.Result, error) {
+	return e.ix.Add(ctx, d)
+}
+
+// IndexMany indexes several documents in one atomic batch.
+func (e *Engine) IndexMany(ctx context.Context, docs []index.Document) ([]index.Result, error) {
+	return e.ix.AddMany(ctx, docs)
+}
+
+// IndexPageAsync queues a page for background indexing and returns its job
+// id at once (fire-and-forget; see index.Index.IndexPageAsync).
+func (e *Engine) IndexPageAsync(d index.Document) string { return e.ix.IndexPageAsync(d) }
+
+// Job reports an IndexPageAsync job.
+func (e *Engine) Job(id string) (index.Job, bool) { return e.ix.Job(id) }
+
+// Remove deletes every chunk of a source.
+func (e *Engine) Remove(ctx context.Context, sourceURL string) (int, error) {
+	return e.ix.Remove(ctx, sourceURL)
+}
+
+// Search retrieves chunks. Options default to the engine's configuration.
+// When the embedder fails during a hybrid or vector search, the search falls
+// back to BM25 alone and logs why, so that an agent still gets knowledge.
+func (e *Engine) Search(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
+	o := search.Options{Mode: e.cfg.SearchMode, TopK: e.cfg.TopK, SimilarityThreshold: e.cfg.SimilarityThreshold, Fusion: e.cfg.Fusion}
+	if opts != nil {
+		o = *opts
+		if o.Mode == "" {
+			o.Mode = e.cfg.SearchMode
+		}
+		if o.Fusion == "" {
+			o.Fusion = e.cfg.Fusion
+		}
+	}
+	res, err := search.Search(ctx, e.ix, query, &o)
+	if err != nil && o.Mode != search.FullText && errors.Is(err, index.ErrEmbedding) && ctx.Err() == nil {
+		e.log.Warn("rag: embedder unavailable; falling back to BM25-only search", "err", err)
+		o.Mode = search.FullText
+		return search.Search(ctx, e.ix, query, &o)
+	}
+	return res, err
+}
+
+// Stats returns the store's statistics.
+func (e *Engine) Stats(ctx context.Context) (index.Stats, error) { return e.ix.Stats(ctx) }
+
+// Flush waits for queued background indexing.
+func (e *Engine) Flush(ctx context.Context) error { return e.ix.Flush(ctx) }
+
+// Close finishes queued indexing and closes the store.
+func (e *Engine) Close() error { return e.ix.Close() }
