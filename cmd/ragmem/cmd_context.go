@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/spf13/cobra"
+
+	"github.com/ragmem/ragmem/rag"
+	"github.com/ragmem/ragmem/search"
+)
+
+// defaultSystemPrompt is the system prompt shown with --json: a plain
+// assistant prompt plus the one standing rule about reference data.
+const defaultSystemPrompt = "You are a helpful assistant."
+
+func newContextCmd(g *globals) *cobra.Command {
+	var model, mode, system string
+	var limit, sysTokens, reserve, topK, base int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "context [flags] QUERY",
+		Short: "Print the knowledge-context message an agent would receive for QUERY",
+		Long: "Build the <knowledge_context> block for QUERY within the token budget of --model's context\n" +
+			"window and print it as the separate untrusted-data chat message. --json prints the whole chat\n" +
+			"messages array [system, context, user] together with the budgets.",
+		Example: "  ragmem context --model gpt-4o \"how do I install on linux?\"\n  ragmem context --json --context-limit 8192 \"what is rrf?\"",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := search.ParseMode(mode)
+			if err != nil {
+				return err
+			}
+			query := strings.Join(args, " ")
+			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
+				cfg := eng.Config()
+				cfg.SearchMode = m
+				if topK > 0 {
+					cfg.TopK = topK
+				}
+				if base > 0 {
+					cfg.KnowledgeBudget = base
+				}
+				sys := system + "\n\n" + rag.ReferenceRule
+				c, err := eng.BuildContext(cmd.Context(), query, rag.ContextRequest{
+					Model: model, ModelContextLimit: limit, SystemPrompt: sys, SystemPromptTokens: sysTokens,
+					ResponseReserve: reserve, Config: &cfg,
+				})
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: sys}}
+					if !c.Block.Empty() {
+						msgs = append(msgs, c.Message)
+					}
+					msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: query})
+					return writeJSON(g.stdout, map[string]any{
+						"messages": msgs, "budgets": c.Budgets, "userQueryTokens": c.UserQueryTokens,
+						"totalTokens": c.Block.TotalTokens, "profileTokens": c.Block.ProfileTokens,
+						"knowledgeTokens": c.Block.KnowledgeTokens, "summary": c.Block.Summary,
+					})
+				}
+				if c.Block.Empty() {
+					fmt.Fprintln(g.stderr, "ragmem: no preferences and nothing relevant in the memory for this query")
+					return nil
+				}
+				fmt.Fprintln(g.stdout, c.Message.Content)
+				fmt.Fprintf(g.stderr, "\n# role=%s; %s; %d tokens (profile %d, knowledge %d) of a %d-token knowledge budget\n",
+					c.Message.Role, c.Block.Summary, c.Block.TotalTokens, c.Block.ProfileTokens, c.Block.KnowledgeTokens, c.Budgets.KnowledgeBudget)
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&model, "model", "gpt-4o", "chat model: chooses the tokenizer and the default context limit")
+	f.IntVar(&limit, "context-limit", 0, "model context window in tokens (default: known for the model, else 8192)")
+	f.StringVar(&system, "system-prompt", defaultSystemPrompt, "system prompt whose tokens are deducted")
+	f.IntVar(&sysTokens, "system-prompt-tokens", 0, "system prompt tokens (default: counted from --system-prompt)")
+	f.IntVar(&reserve, "response-reserve", 1024, "tokens reserved for the answer")
+	f.IntVar(&topK, "top-k", 0, "chunks retrieved (default 5)")
+	f.IntVar(&base, "knowledge-budget", 0, "base knowledge budget in tokens (default 2000)")
+	f.StringVar(&mode, "mode", "hybrid", "search mode: hybrid, vector or fulltext")
+	f.BoolVar(&asJSON, "json", false, "print the chat messages array and budgets as JSON")
+	return cmd
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragmem/ragmem/prefs"
+	"github.com/ragmem/ragmem/rag"
+)
+
+func newDemoCmd(g *globals) *cobra.Command {
+	var corpus, question, model string
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Index the sample corpus into a temporary store and print the context for a sample question",
+		Long: "demo shows the whole pipeline offline, with no configuration: it indexes testdata/corpus\n" +
+			"(or --corpus) into a fresh temporary data directory (or --dir), adds a sample preference,\n" +
+			"and prints the <knowledge_context> message an agent would receive for --question.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if g.dir == "" && os.Getenv("RAGMEM_DIR") == "" {
+				tmp, err := os.MkdirTemp("", "ragmem-demo-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(tmp)
+				g.dir = tmp
+			}
+			files, err := collectFiles(corpus)
+			if err != nil {
+				return fmt.Errorf("sample corpus: %w (run from the repository root or pass --corpus)", err)
+			}
+			return g.withEngine(ctx, func(eng *rag.Engine) error {
+				sum := indexSummary{}
+				if err := indexFiles(ctx, g, eng, files, 64, "knowledge", &sum); err != nil {
+					return err
+				}
+				if _, err := eng.Preferences().Add(ctx, prefs.Expertise, "User is a backend developer who knows Go well"); err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stderr, "# %s from %s; question: %q\n\n", sum.String(), corpus, question)
+				c, err := eng.BuildContext(ctx, question, rag.ContextRequest{Model: model, SystemPrompt: defaultSystemPrompt + "\n\n" + rag.ReferenceRule})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(g.stdout, c.Message.Content)
+				fmt.Fprintf(g.stderr, "\n# role=%s; %s; %d tokens of a %d-token knowledge budget (model %s)\n",
+					c.Message.Role, c.Block.Summary, c.Block.TotalTokens, c.Budgets.KnowledgeBudget, model)
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&corpus, "corpus", "testdata/corpus", "folder of sample documents")
+	f.StringVar(&question, "question", "How does hybrid search combine BM25 and vectors?", "question to build the context for")
+	f.StringVar(&model, "model", "gpt-4o", "chat model whose tokenizer and window size the budget uses")
+	return cmd
+}

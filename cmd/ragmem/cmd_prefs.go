@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragmem/ragmem/prefs"
+	"github.com/ragmem/ragmem/rag"
+)
+
+func newPrefsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "prefs",
+		Short: "Manage the user's preferences (the profile included in every context)",
+	}
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List preferences",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
+				ps, err := eng.Preferences().List(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					if ps == nil {
+						ps = []prefs.Preference{}
+					}
+					return writeJSON(g.stdout, ps)
+				}
+				if len(ps) == 0 {
+					fmt.Fprintln(g.stdout, "no preferences")
+				}
+				for _, p := range ps {
+					fmt.Fprintf(g.stdout, "%s  %-9s  %s\n", p.ID, p.Type, p.Content)
+				}
+				return nil
+			})
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	add := &cobra.Command{
+		Use:     "add TYPE TEXT...",
+		Short:   "Add a preference; TYPE is expertise, style, domain or custom",
+		Example: "  ragmem prefs add expertise \"Senior Go developer, 10 years\"\n  ragmem prefs add style \"Concise answers with code\"",
+		Args:    cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := prefs.ParseType(args[0])
+			if err != nil {
+				return err
+			}
+			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
+				p, err := eng.Preferences().Add(cmd.Context(), t, strings.Join(args[1:], " "))
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stdout, "%s  %s  %s\n", p.ID, p.Type, p.Content)
+				return nil
+			})
+		},
+	}
+	rm := &cobra.Command{
+		Use:   "rm ID",
+		Short: "Remove a preference",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
+				ok, err := eng.Preferences().Remove(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("no preference with id %q (see ragmem prefs list)", args[0])
+				}
+				fmt.Fprintln(g.stdout, "removed", args[0])
+				return nil
+			})
+		},
+	}
+	clear := &cobra.Command{
+		Use:   "clear",
+		Short: "Remove every preference",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
+				n, err := eng.Preferences().Clear(cmd.Context())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stdout, "removed %d preferences\n", n)
+				return nil
+			})
+		},
+	}
+	var save bool
+	detect := &cobra.Command{
+		Use:     "detect MESSAGE...",
+		Short:   "Detect a preference statement in a chat message (and store it with --save)",
+		Example: "  ragmem prefs detect \"I'm a data scientist, explain like I'm new to Go\"",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			msg := strings.Join(args, " ")
+			in := prefs.DetectPreferenceIntent(msg)
+			if in == nil {
+				fmt.Fprintln(g.stdout, "no preference detected")
+				return nil
+			}
+			fmt.Fprintf(g.stdout, "%s: %s\n", in.Type, in.Content)
+			if !save {
+				return nil
+			}
+			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
+				p, err := eng.Preferences().Add(cmd.Context(), in.Type, in.Content)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(g.stdout, "saved", p.ID)
+				return nil
+			})
+		},
+	}
+	detect.Flags().BoolVar(&save, "save", false, "store the detected preference")
+	cmd.AddCommand(list, add, rm, clear, detect)
+	return cmd
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/rag"
+)
+
+func newRmCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "rm SOURCE_URL",
+		Short:   "Remove every chunk of a source",
+		Example: "  ragmem rm https://example.com/page\n  ragmem rm file:///home/me/notes/todo.md",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
+				n, err := eng.Remove(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					return fmt.Errorf("no source %q in the memory (see ragmem sources)", args[0])
+				}
+				fmt.Fprintf(g.stdout, "removed %s (%d chunks)\n", args[0], n)
+				return nil
+			})
+		},
+	}
+}
+
+func newStatsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Show store statistics",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
+				st, err := eng.Stats(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(g.stdout, st)
+				}
+				dir, _ := g.dataDir()
+				fmt.Fprintf(g.stdout, "data directory       %s\n", dir)
+				fmt.Fprintf(g.stdout, "documents            %d\n", st.DocumentCount)
+				fmt.Fprintf(g.stdout, "chunks               %d\n", st.ChunkCount)
+				fmt.Fprintf(g.stdout, "preferences          %d\n", st.PreferenceCount)
+				fmt.Fprintf(g.stdout, "memories             %d\n", st.MemoryCount)
+				fmt.Fprintf(g.stdout, "index size           %s\n", humanBytes(st.IndexSizeBytes))
+				last := "never (in this process)"
+				if !st.LastSyncTime.IsZero() {
+					last = st.LastSyncTime.Format(time.RFC3339)
+				}
+				fmt.Fprintf(g.stdout, "last sync            %s\n", last)
+				fmt.Fprintf(g.stdout, "embedder             %s (dimension %d, loaded %v)\n", st.Embedder, st.Dimension, st.EmbeddingModelLoaded)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newSourcesCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	var offset, limit int
+	var types []string
+	cmd := &cobra.Command{
+		Use:   "sources",
+		Short: "List indexed sources",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
+				srcs, total, err := eng.Store().Sources(cmd.Context(), index.Filter{DocTypes: types}, offset, limit)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					if srcs == nil {
+						srcs = []index.SourceInfo{}
+					}
+					return writeJSON(g.stdout, map[string]any{"total": total, "offset": offset, "sources": srcs})
+				}
+				for _, s := range srcs {
+					fmt.Fprintf(g.stdout, "%-60s  %3d chunks  %s  %s\n", s.SourceURL, s.Chunks, s.CreatedAt.Format("2006-01-02 15:04"), s.Title)
+				}
+				fmt.Fprintf(g.stdout, "%d of %d sources\n", len(srcs), total)
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.IntVar(&offset, "offset", 0, "skip this many sources")
+	f.IntVar(&limit, "limit", 100, "list at most this many sources (0: all)")
+	f.StringSliceVar(&types, "types", []string{index.DocKnowledge}, "document types: knowledge, memory, preference")
+	return cmd
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
