@@ -1,0 +1,104 @@
+package ragmem_test
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// stages is the data flow, left to right. A package may import packages of
+// its own stage or of stages to its left (and internal/...), never to its
+// right. A new package must be placed here, which keeps the layout a
+// deliberate decision.
+var stages = [][]string{
+	{"chunk"},
+	{"embed"},
+	{"index"},
+	{"search"},
+	{"budget"},
+	{"prefs"},
+	{"rag"},
+	{"cmd"},
+}
+
+const module = "github.com/ragmem/ragmem"
+
+// stageOf returns the stage of a module package ("" path is the module root),
+// -1 for internal packages (importable by all) and -2 for unknown ones.
+func stageOf(pkg string) int {
+	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+	if rel == "internal" || strings.HasPrefix(rel, "internal/") {
+		return -1
+	}
+	top := strings.SplitN(rel, "/", 2)[0]
+	for i, st := range stages {
+		for _, name := range st {
+			if top == name {
+				return i
+			}
+		}
+	}
+	return -2
+}
+
+func TestImportsFollowTheDataFlow(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	checked := 0
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+			Name       string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if p.ImportPath == module {
+			continue // the root holds only tests
+		}
+		from := stageOf(p.ImportPath)
+		if from == -2 {
+			t.Errorf("package %s is not placed in the data flow; add it to stages in layout_test.go", p.ImportPath)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			to := stageOf(imp)
+			if from == -1 && to >= 0 {
+				t.Errorf("internal package %s imports stage package %s", p.ImportPath, imp)
+			}
+			if from >= 0 && to > from {
+				t.Errorf("%s imports %s, which is to its right in the data flow", p.ImportPath, imp)
+			}
+			checked++
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("only %d imports checked; go list output was not what this test expects", checked)
+	}
+}
+
+func TestStageOf(t *testing.T) {
+	cases := map[string]int{
+		module + "/chunk":           0,
+		module + "/index/local":     2,
+		module + "/internal/tokens": -1,
+		module + "/cmd/ragmem":      7,
+		module + "/nonsense":        -2,
+	}
+	for pkg, want := range cases {
+		if got := stageOf(pkg); got != want {
+			t.Errorf("stageOf(%s) = %d, want %d", pkg, got, want)
+		}
+	}
+}
