@@ -36,6 +36,20 @@ type Options struct {
 	Now       func() time.Time
 }
 
+func (opts *Options) withDefaults() Options {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
 // Engine is the RAG memory. It is safe for concurrent use.
 type Engine struct {
 	ix    *index.Index
@@ -47,16 +61,7 @@ type Engine struct {
 
 // Open opens (or creates) the memory in dir.
 func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o := opts.withDefaults()
 	ix, err := index.Open(ctx, dir, &index.Options{
 		Embedder: o.Embedder, Backend: o.Backend, Chunking: o.Chunking,
 		Logger: o.Logger, QueueSize: o.QueueSize, Now: o.Now,
@@ -69,16 +74,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
 
 // New wraps an open index. The engine owns it: Close closes it.
 func New(ix *index.Index, opts *Options) *Engine {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o := opts.withDefaults()
 	return &Engine{ix: ix, prefs: prefs.NewStore(ix), cfg: o.Config.withDefaults(), log: o.Logger, now: o.Now}
 }
 
