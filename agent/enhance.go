@@ -125,7 +125,7 @@ type EnhancedResult struct {
 }
 
 // EnhanceOptions configure EnhancedSearch. A nil *EnhanceOptions means all
-// defaults.
+// defaults. It is a plain value.
 type EnhanceOptions struct {
 	// Memory is searched for related knowledge. Default nil: web only.
 	Memory *rag.Engine
@@ -299,6 +299,15 @@ func numberSources(mem []search.Result, web []WebResult, maxTokens int, c budget
 // fitTokens cuts s to maxTokens at a sentence boundary, or at a rune
 // boundary when not even the first sentence fits.
 func fitTokens(s string, maxTokens int, c budget.Counter) string {
+	// Counting a huge text costs time; no tokenizer needs more than 16
+	// bytes per token on ordinary text, so the tail beyond that is cut
+	// first (at a rune boundary) without counting it.
+	if limit := max(maxTokens, 1) * 16; len(s) > limit {
+		for limit > 0 && !utf8.RuneStart(s[limit]) {
+			limit--
+		}
+		s = s[:limit]
+	}
 	out, cut := budget.TruncateAtSentence(s, maxTokens, c)
 	if !cut || out != "" {
 		return out

@@ -501,3 +501,18 @@ func TestRunWebSearchTool(t *testing.T) {
 		t.Errorf("searches %+v", res.Searches)
 	}
 }
+
+func TestRunCapsHugePage(t *testing.T) {
+	f := newFakeLLM(t, answer("ok"))
+	huge := strings.Repeat("A sentence about tides and moons. ", 60000) // about 2 MB
+	res, err := Run(bg, "Summarise", Config{LLM: f.llm("gpt-4o"), Logger: quiet(), MaxPageTokens: 100,
+		Page: &Page{URL: "https://big.example", Content: huge}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := budget.CounterForModel("gpt-4o")
+	overhead := c.Count("Summarise\n\n" + PageNotice + "\n<page url=\"https://big.example\" title=\"\">\n\n</page>")
+	if res.UserMessageTokens > overhead+100 || res.UserMessageTokens < overhead+80 {
+		t.Errorf("user message %d tokens, want the page cut to about 100 (+%d overhead)", res.UserMessageTokens, overhead)
+	}
+}

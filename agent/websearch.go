@@ -50,7 +50,8 @@ const (
 	maxTitleRunes = 300
 )
 
-// SearXNGOptions configure NewSearXNG. A nil *SearXNGOptions means all defaults.
+// SearXNGOptions configure NewSearXNG. A nil *SearXNGOptions means all
+// defaults. It is a plain value, copied by NewSearXNG.
 type SearXNGOptions struct {
 	// APIKey, when set, is sent as "Authorization: Bearer KEY" (for an
 	// instance behind an authenticating proxy). Default none.
@@ -192,6 +193,7 @@ func ParseSearXNG(body []byte, limit int) ([]WebResult, error) {
 }
 
 // BraveOptions configure NewBrave. A nil *BraveOptions means all defaults.
+// It is a plain value, copied by NewBrave.
 type BraveOptions struct {
 	// BaseURL is the web search endpoint. Default
 	// "https://api.search.brave.com/res/v1/web/search".

@@ -31,6 +31,9 @@ const (
 	ToolRemovePreference = "remove_preference"
 )
 
+// The tools' input and output types below are plain values; their JSON
+// schemas are inferred from the json and jsonschema tags.
+
 // SearchInput is the input of search_memory.
 type SearchInput struct {
 	Query     string   `json:"query" jsonschema:"What to look for: a question or keywords."`
