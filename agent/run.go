@@ -86,9 +86,10 @@ type Result struct {
 // failed model call returns an error wrapping ErrModel with the partial result.
 //
 // When cfg.Memory is nil Run logs cfg.MemoryErr and answers without
-// knowledge and without memory tools. Unless the context was cancelled or
-// cfg.DisableAutoIndex is set, cfg.Page is then queued for indexing
-// (fire-and-forget), whatever the model answered.
+// knowledge and without memory tools. When Run ends, cfg.Page is queued for
+// background indexing (fire-and-forget, whatever the model answered) unless
+// the context was cancelled, cfg.DisableAutoIndex is set or there is no
+// memory.
 func Run(ctx context.Context, goal string, cfg Config) (res *Result, err error) {
 	if err := cfg.LLM.check(); err != nil {
 		return nil, err
