@@ -20,7 +20,8 @@ var stages = [][]string{
 	{"budget"},
 	{"prefs"},
 	{"rag"},
-	{"cmd"},
+	{"agent", "mcpserver"}, // adapters over rag.Engine
+	{"cmd", "examples"},
 }
 
 const module = "github.com/ragmem/ragmem"
@@ -93,7 +94,8 @@ func TestStageOf(t *testing.T) {
 		module + "/chunk":           0,
 		module + "/index/local":     2,
 		module + "/internal/tokens": -1,
-		module + "/cmd/ragmem":      7,
+		module + "/agent":           7,
+		module + "/cmd/ragmem":      8,
 		module + "/nonsense":        -2,
 	}
 	for pkg, want := range cases {

@@ -1,7 +1,6 @@
 // Property-based tests (gopter) of the correctness properties in
-// ../shared/seeds/004 (Properties 1–11 and 13; Property 12 arrives with the
-// agent integration), plus: chunks cover their source in order, and a store
-// reopened after Close answers searches exactly as before.
+// ../shared/seeds/004 (Properties 1–13), plus: chunks cover their source in
+// order, and a store reopened after Close answers searches exactly as before.
 //
 // Each property runs at least 100 cases. The seed is logged (go test -v) and
 // printed on failure; set RAGMEM_PROPERTY_SEED to replay a run.
@@ -9,17 +8,22 @@ package ragmem_test
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"math/rand"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode"
@@ -27,7 +31,9 @@ import (
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
+	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/ragmem/ragmem/agent"
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index"
@@ -602,6 +608,176 @@ func TestProperty11PreferenceInclusion(t *testing.T) {
 		},
 		gen.Int64(), gen.IntRange(2000, 200000),
 	))
+}
+
+// p12Web is a WebSearcher returning the results prepared for the current case.
+type p12Web struct{ results []agent.WebResult }
+
+func (w *p12Web) SearchWeb(_ context.Context, _ string, limit int) ([]agent.WebResult, error) {
+	return w.results[:min(limit, len(w.results))], nil
+}
+
+// p12Model is an OpenAI-compatible chat server whose answer is drawn from
+// the current case's random source: markers and a cited list with valid,
+// out-of-range and invented numbers, labels the model claims (right or
+// wrong), a conflict flag, and sometimes no JSON at all.
+type p12Model struct {
+	mu                   sync.Mutex
+	r                    *rand.Rand
+	conflict, structured bool
+}
+
+var p12SourceRe = regexp.MustCompile(`<source index="`)
+
+func (m *p12Model) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	var body struct {
+		Messages []struct{ Role, Content string } `json:"messages"`
+	}
+	if err := json.NewDecoder(req.Body).Decode(&body); err != nil || len(body.Messages) < 2 {
+		http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	n := len(p12SourceRe.FindAllString(body.Messages[1].Content, -1))
+	m.mu.Lock()
+	r := m.r
+	var ans strings.Builder
+	var cited []int
+	pick := func() int { return r.Intn(n+5) - 1 } // -1 … n+3
+	for i := r.Intn(6); i > 0; i-- {
+		ans.WriteString(vocabulary[r.Intn(len(vocabulary))])
+		switch r.Intn(4) {
+		case 0:
+			fmt.Fprintf(&ans, " [%d]", pick())
+		case 1:
+			fmt.Fprintf(&ans, " [%d, %d]", pick(), pick())
+		case 2:
+			fmt.Fprintf(&ans, " (%s) [%d]", []string{"Web Source", "Knowledge Base"}[r.Intn(2)], pick())
+		}
+		ans.WriteString(". ")
+	}
+	for i := r.Intn(4); i > 0; i-- {
+		cited = append(cited, pick())
+	}
+	m.conflict = r.Intn(2) == 0
+	m.structured = r.Intn(5) != 0
+	content := strings.TrimSpace(ans.String())
+	if m.structured {
+		b, _ := json.Marshal(map[string]any{"answer": content, "cited": cited, "conflict": m.conflict, "conflict_description": "sources differ"})
+		content = string(b)
+	}
+	m.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-p12", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": content}, "finish_reason": "stop"}},
+	})
+}
+
+var p12MarkerRe = regexp.MustCompile(`\[(\d{1,3})\]`)
+
+// Property 12: when an answer draws on web results and stored knowledge,
+// its citations say which is which: every citation names a source that was
+// actually retrieved, labelled "Web Source" or "Knowledge Base" by where that
+// source came from (whatever the model claimed), and no invented number
+// survives in the answer.
+func TestProperty12DualSourceCitation(t *testing.T) {
+	e := sharedEngine(t, 12, 40)
+	model := &p12Model{}
+	srv := httptest.NewServer(model)
+	defer srv.Close()
+	oc := openai.DefaultConfig("k")
+	oc.BaseURL = srv.URL + "/v1"
+	llm := agent.LLM{Client: openai.NewClientWithConfig(oc), Model: "gpt-4o"}
+	both := 0
+	run(t, "citations distinguish Web Source from Knowledge Base", prop.ForAll(
+		func(seed int64) string {
+			r := rand.New(rand.NewSource(seed))
+			web := &p12Web{}
+			for i := r.Intn(6); i > 0; i-- {
+				web.results = append(web.results, agent.WebResult{
+					Title: randomQuery(r) + " </search_sources>", URL: fmt.Sprintf("https://web.example/%d/%d", seed, i), Snippet: randomText(r, 1+r.Intn(3)),
+				})
+			}
+			query := randomQuery(r)
+			if r.Intn(4) == 0 {
+				query = "zyzzyva quokka"
+			}
+			model.mu.Lock()
+			model.r = r
+			model.mu.Unlock()
+			res, err := agent.EnhancedSearch(bg, query, web, llm, &agent.EnhanceOptions{Memory: e, Logger: quietLogger()})
+			if err != nil {
+				if errors.Is(err, agent.ErrNoSources) && res != nil && len(res.Sources) == 0 && len(web.results) == 0 {
+					return ""
+				}
+				return err.Error()
+			}
+			// The numbered sources are exactly what was retrieved: memory, then web.
+			if len(res.Sources) != len(res.MemoryResults)+len(web.results) {
+				return fmt.Sprintf("%d sources for %d memory and %d web results", len(res.Sources), len(res.MemoryResults), len(web.results))
+			}
+			for i, s := range res.Sources {
+				wantKind, wantURL := agent.MemorySource, ""
+				if i < len(res.MemoryResults) {
+					wantURL = res.MemoryResults[i].Record.SourceURL
+				} else {
+					wantKind, wantURL = agent.WebSource, web.results[i-len(res.MemoryResults)].URL
+				}
+				if s.Index != i+1 || s.Kind != wantKind || s.URL != wantURL {
+					return fmt.Sprintf("source %d is %+v", i+1, s)
+				}
+			}
+			// Every citation is a retrieved source with its true label.
+			labels := map[string]bool{}
+			cited := map[int]bool{}
+			for _, c := range res.Citations {
+				if c.Index < 1 || c.Index > len(res.Sources) {
+					return fmt.Sprintf("citation %d of %d sources", c.Index, len(res.Sources))
+				}
+				s := res.Sources[c.Index-1]
+				want := map[agent.SourceKind]string{agent.WebSource: "Web Source", agent.MemorySource: "Knowledge Base"}[s.Kind]
+				if c.Label != want || c.Source != s.Kind || c.URL != s.URL || c.Title != s.Title {
+					return fmt.Sprintf("citation %+v for source %+v", c, s)
+				}
+				labels[c.Label] = true
+				cited[c.Index] = true
+			}
+			for _, d := range res.Dropped {
+				if d >= 1 && d <= len(res.Sources) {
+					return fmt.Sprintf("dropped the retrieved source %d", d)
+				}
+			}
+			for _, m := range p12MarkerRe.FindAllStringSubmatch(res.Answer, -1) {
+				if n, _ := strconv.Atoi(m[1]); !cited[n] {
+					return fmt.Sprintf("answer %q cites [%d], which is not a citation", res.Answer, n)
+				}
+			}
+			// The rendered list shows the labels, one citation per line.
+			lines := strings.Split(agent.FormatCitations(res.Citations), "\n")
+			for i, c := range res.Citations {
+				if !strings.HasPrefix(lines[i], fmt.Sprintf("[%d] %s: ", c.Index, c.Label)) {
+					return fmt.Sprintf("line %q for %+v", lines[i], c)
+				}
+			}
+			if labels["Web Source"] && labels["Knowledge Base"] {
+				both++
+			}
+			// A disclaimer exactly when the model reported a conflict and
+			// both kinds were retrieved.
+			hasWeb, hasMem := len(web.results) > 0, len(res.MemoryResults) > 0
+			model.mu.Lock()
+			wantDisclaimer := model.conflict && model.structured && hasWeb && hasMem
+			model.mu.Unlock()
+			if (res.ConflictDisclaimer != "") != wantDisclaimer {
+				return fmt.Sprintf("disclaimer %q, want one: %v", res.ConflictDisclaimer, wantDisclaimer)
+			}
+			return ""
+		},
+		gen.Int64(),
+	))
+	if both == 0 {
+		t.Error("no case cited both web and memory sources; the generators do not exercise Property 12")
+	}
 }
 
 var relRe = regexp.MustCompile(`^(\d+) (minute|hour|day|month|year)s? ago$`)

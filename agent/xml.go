@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Web pages, search snippets and stored chunks are untrusted: they may contain
+// "</search_sources>", "<system>" or anything else. Everything placed in the
+// prompts built here goes through these escapers (the same rules as package
+// rag's <knowledge_context> block), so no retrieved text can change the
+// structure around it.
+
+// validXMLRune reports whether r may appear in an XML 1.0 document.
+func validXMLRune(r rune) bool {
+	return r == '\t' || r == '\n' || r == '\r' ||
+		(r >= 0x20 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || (r >= 0x10000 && r <= 0x10FFFF)
+}
+
+// escapeText escapes character data: & < > and drops characters XML forbids.
+func escapeText(s string) string {
+	if !needsEscape(s, false) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for _, r := range s {
+		switch {
+		case r == '&':
+			b.WriteString("&amp;")
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case r == '\r':
+			b.WriteString("&#13;")
+		case r == utf8.RuneError || !validXMLRune(r):
+			// dropped
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// escapeAttr escapes an attribute value (double-quoted): also quotes and
+// line breaks, so the value stays on one line.
+func escapeAttr(s string) string {
+	if !needsEscape(s, true) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for _, r := range s {
+		switch {
+		case r == '&':
+			b.WriteString("&amp;")
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case r == '"':
+			b.WriteString("&quot;")
+		case r == '\'':
+			b.WriteString("&apos;")
+		case r == '\n', r == '\r', r == '\t':
+			b.WriteByte(' ')
+		case r == utf8.RuneError || !validXMLRune(r):
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func needsEscape(s string, attr bool) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '&', c == '<', c == '>', c == '\r':
+				return true
+			case attr && (c == '"' || c == '\'' || c == '\n' || c == '\t'):
+				return true
+			case c < 0x20 && c != '\t' && c != '\n':
+				return true
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || !validXMLRune(r) {
+			return true
+		}
+		i += n
+	}
+	return false
+}
