@@ -330,12 +330,12 @@ func SourcesBlock(srcs []Source, now time.Time) string {
 	b.WriteString(rag.UntrustedPrefix)
 	fmt.Fprintf(&b, "\n<search_sources count=\"%d\">\n", len(srcs))
 	for _, s := range srcs {
-		fmt.Fprintf(&b, "<source index=\"%d\" label=\"%s\" url=\"%s\" title=\"%s\"", s.Index, s.Kind.Label(), escapeAttr(s.URL), escapeAttr(s.Title))
+		fmt.Fprintf(&b, "<source index=\"%d\" label=\"%s\" url=\"%s\" title=\"%s\"", s.Index, s.Kind.Label(), rag.EscapeAttr(s.URL), rag.EscapeAttr(s.Title))
 		if !s.Date.IsZero() {
-			fmt.Fprintf(&b, " date=\"%s\" age=\"%s\"", s.Date.UTC().Format("2006-01-02"), escapeAttr(rag.RelativeTime(s.Date, now)))
+			fmt.Fprintf(&b, " date=\"%s\" age=\"%s\"", s.Date.UTC().Format("2006-01-02"), rag.EscapeAttr(rag.RelativeTime(s.Date, now)))
 		}
 		b.WriteString(">\n")
-		b.WriteString(escapeText(s.Text))
+		b.WriteString(rag.EscapeText(s.Text))
 		b.WriteString("\n</source>\n")
 	}
 	b.WriteString("</search_sources>")

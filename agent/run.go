@@ -262,8 +262,8 @@ func userMessage(goal string, p *Page, maxPage int, c budget.Counter) string {
 	b.WriteString(goal)
 	b.WriteString("\n\n")
 	b.WriteString(PageNotice)
-	fmt.Fprintf(&b, "\n<page url=\"%s\" title=\"%s\">\n", escapeAttr(p.URL), escapeAttr(title))
-	b.WriteString(escapeText(text))
+	fmt.Fprintf(&b, "\n<page url=\"%s\" title=\"%s\">\n", rag.EscapeAttr(p.URL), rag.EscapeAttr(title))
+	b.WriteString(rag.EscapeText(text))
 	b.WriteString("\n</page>")
 	return b.String()
 }

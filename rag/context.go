@@ -126,7 +126,7 @@ func writeProfile(sb *strings.Builder, profile string) {
 		return
 	}
 	sb.WriteString("<user_profile>\n")
-	sb.WriteString(escapeText(profile))
+	sb.WriteString(EscapeText(profile))
 	sb.WriteString("\n</user_profile>\n")
 }
 
@@ -137,7 +137,7 @@ func writeKnowledge(sb *strings.Builder, srcs []Source, found int) {
 	fmt.Fprintf(sb, "<related_knowledge count=\"%d\" total_found=\"%d\" summary=\"%s\">\n", len(srcs), found, summary(len(srcs), found))
 	for _, s := range srcs {
 		sb.WriteString(sourceOpen(s))
-		sb.WriteString(escapeText(s.Content))
+		sb.WriteString(EscapeText(s.Content))
 		sb.WriteString(sourceClose)
 	}
 	sb.WriteString("</related_knowledge>\n")
@@ -145,7 +145,7 @@ func writeKnowledge(sb *strings.Builder, srcs []Source, found int) {
 
 func sourceOpen(s Source) string {
 	return fmt.Sprintf("<source index=\"%d\" url=\"%s\" title=\"%s\" retrieved=\"%s\" age=\"%s\">\n",
-		s.Index, escapeAttr(s.URL), escapeAttr(s.Title), s.Retrieved.UTC().Format("2006-01-02"), escapeAttr(s.Age))
+		s.Index, EscapeAttr(s.URL), EscapeAttr(s.Title), s.Retrieved.UTC().Format("2006-01-02"), EscapeAttr(s.Age))
 }
 
 const sourceClose = "\n</source>\n"
@@ -163,7 +163,7 @@ func BuildRAGContextMessage(b Block) openai.ChatCompletionMessage {
 // escCounter counts tokens of text as it is rendered (escaped).
 type escCounter struct{ c budget.Counter }
 
-func (e escCounter) Count(s string) int { return e.c.Count(escapeText(s)) }
+func (e escCounter) Count(s string) int { return e.c.Count(EscapeText(s)) }
 
 // assemble selects and renders sources for a profile within knowledgeBudget
 // tokens: everything in the block but the <user_profile> element counts

@@ -16,8 +16,10 @@ func validXMLRune(r rune) bool {
 		(r >= 0x20 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || (r >= 0x10000 && r <= 0x10FFFF)
 }
 
-// escapeText escapes character data: & < > and drops characters XML forbids.
-func escapeText(s string) string {
+// EscapeText escapes XML character data: & < > (and CR), and drops the
+// characters XML forbids. Anything that wraps untrusted text in markup for a
+// model should use it, so that no text can change the structure around it.
+func EscapeText(s string) string {
 	if !needsEscape(s, false) {
 		return s
 	}
@@ -42,9 +44,9 @@ func escapeText(s string) string {
 	return b.String()
 }
 
-// escapeAttr escapes an attribute value (double-quoted): also quotes and
-// line breaks, so the value stays on one line.
-func escapeAttr(s string) string {
+// EscapeAttr escapes a double-quoted XML attribute value: also quotes, and
+// line breaks become spaces so the value stays on one line.
+func EscapeAttr(s string) string {
 	if !needsEscape(s, true) {
 		return s
 	}
