@@ -13,6 +13,7 @@ import (
 // right. A new package must be placed here, which keeps the layout a
 // deliberate decision.
 var stages = [][]string{
+	{"extract"},
 	{"chunk"},
 	{"embed"},
 	{"index"},
@@ -20,6 +21,7 @@ var stages = [][]string{
 	{"budget"},
 	{"prefs"},
 	{"rag"},
+	{"server"},
 	{"cmd"},
 }
 
@@ -90,10 +92,12 @@ func TestImportsFollowTheDataFlow(t *testing.T) {
 
 func TestStageOf(t *testing.T) {
 	cases := map[string]int{
-		module + "/chunk":           0,
-		module + "/index/local":     2,
+		module + "/extract":         0,
+		module + "/chunk":           1,
+		module + "/index/local":     3,
 		module + "/internal/tokens": -1,
-		module + "/cmd/ragmem":      7,
+		module + "/server":          8,
+		module + "/cmd/ragmem":      9,
 		module + "/nonsense":        -2,
 	}
 	for pkg, want := range cases {
