@@ -151,9 +151,10 @@ func HTML(src, pageURL string, opts *Options) (Page, error) {
 	if h1 := cleanLine(firstH1(doc), 300); h1 != "" && (p.Title == "" || len(h1) < len(p.Title) && strings.Contains(p.Title, h1)) {
 		p.Title = h1
 	}
-	if p.Method == MethodReadability && p.Title != "" && !strings.Contains(p.HTML, "<h1") {
-		// Readability drops the article's own h1; put the title back as
-		// the top heading so that chunks carry it in their heading path.
+	if p.Method == MethodReadability && p.Title != "" && !startsWithHeading(p.HTML) {
+		// Readability drops the article's own h1 when it repeats the
+		// title; put the title back as the top heading so that chunks
+		// carry it in their heading path.
 		h := "<h1>" + html.EscapeString(p.Title) + "</h1>\n"
 		p.HTML = h + p.HTML
 		p.Text = p.Title + "\n" + p.Text
@@ -190,6 +191,37 @@ func readable(doc *html.Node, base *url.URL) (p Page) {
 	}
 	return p
 }
+
+// startsWithHeading reports whether the first element with text in an
+// HTML fragment is a heading.
+func startsWithHeading(fragment string) bool {
+	ctx := &html.Node{Type: html.ElementNode, Data: "body", DataAtom: atom.Body}
+	nodes, err := html.ParseFragment(strings.NewReader(fragment), ctx)
+	if err != nil {
+		return false
+	}
+	root := &html.Node{Type: html.ElementNode, Data: "div", DataAtom: atom.Div}
+	for _, n := range nodes {
+		root.AppendChild(n)
+	}
+	heading, decided := false, false
+	walk(root, func(n *html.Node) bool {
+		if decided {
+			return false
+		}
+		switch {
+		case n.Type == html.ElementNode && headingTags[n.DataAtom]:
+			heading, decided = true, true
+			return false
+		case n.Type == html.TextNode && strings.TrimSpace(n.Data) != "":
+			decided = true
+		}
+		return true
+	})
+	return heading
+}
+
+var headingTags = map[atom.Atom]bool{atom.H1: true, atom.H2: true, atom.H3: true, atom.H4: true, atom.H5: true, atom.H6: true}
 
 // firstH1 returns the text of the first h1 in doc ("" when none).
 func firstH1(doc *html.Node) string {
