@@ -30,29 +30,32 @@ func chromiumPath() string {
 	return ""
 }
 
+// moduleRoot is the directory of go.mod above the working directory.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for root := wd; ; {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			return root
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			t.Fatalf("no go.mod above %s", wd)
+		}
+		root = parent
+	}
+}
+
 // artifactDir is $RAGMEM_ARTIFACTS, else artifacts/ at the module root
 // (ignored by git).
 func artifactDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("RAGMEM_ARTIFACTS")
 	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			t.Fatal(err)
-		}
-		root := wd
-		for {
-			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-				break
-			}
-			parent := filepath.Dir(root)
-			if parent == root {
-				root = wd
-				break
-			}
-			root = parent
-		}
-		dir = filepath.Join(root, "artifacts")
+		dir = filepath.Join(moduleRoot(t), "artifacts")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -63,7 +66,7 @@ func artifactDir(t *testing.T) string {
 // newBrowser starts headless Chromium with the flags this environment
 // needs. In CI (CI set) a missing Chromium fails the test: a skipped
 // browser test must never pass for a green run.
-func newBrowser(t *testing.T) context.Context {
+func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	path := chromiumPath()
 	if path == "" {
@@ -85,6 +88,7 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1200, 900),
 	)
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
 	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)

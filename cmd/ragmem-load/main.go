@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,6 +60,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	mix := fs.String("mix", "1:6:3", "relative weights of index:search:context requests")
 	seed := fs.Uint64("seed", 1, "corpus and request seed")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (client and in-process server) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -92,6 +94,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "ragmem-load: store has %d chunks (%.1f s); running %d clients for %s (GOMAXPROCS %d)…\n", have, time.Since(t0).Seconds(), cfg.Clients, cfg.Duration, runtime.GOMAXPROCS(0))
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	rep, err := loadtest.Run(ctx, cfg)
 	if err != nil {
 		return err
