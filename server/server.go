@@ -86,6 +86,14 @@ type Options struct {
 	MaxNamespaces int
 	// RequestTimeout bounds each API call's work. Default 60 s.
 	RequestTimeout time.Duration
+	// ReadHeaderTimeout bounds how long a client may take to send the
+	// request headers (slow-loris defence). Default 10 s.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds how long a client may take to send a whole
+	// request, body included. Default 2 min.
+	ReadTimeout time.Duration
+	// IdleTimeout closes keep-alive connections idle this long. Default 2 min.
+	IdleTimeout time.Duration
 	// ShutdownTimeout bounds how long Run waits for requests in flight
 	// when its context is cancelled. Default 30 s. Queued indexing is
 	// always finished, however long it takes.
@@ -151,6 +159,15 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.ReadHeaderTimeout <= 0 {
+		o.ReadHeaderTimeout = 10 * time.Second
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = 2 * time.Minute
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 2 * time.Minute
 	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
@@ -281,9 +298,9 @@ func Namespace(r *http.Request) string {
 func (s *Server) Run(ctx context.Context, ln net.Listener, tlsConfig *tls.Config) error {
 	hs := &http.Server{
 		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       2 * time.Minute,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: s.o.ReadHeaderTimeout,
+		ReadTimeout:       s.o.ReadTimeout,
+		IdleTimeout:       s.o.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },

@@ -565,3 +565,46 @@ func TestHandleMountsBehindMiddleware(t *testing.T) {
 		t.Error("mounted route not in metrics")
 	}
 }
+
+func TestSlowClientsAreCut(t *testing.T) {
+	dir := t.TempDir()
+	tok, _, err := server.EnsureToken(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(context.Background(), dir, &server.Options{Logger: quietLogger(), ReadHeaderTimeout: 300 * time.Millisecond, ReadTimeout: 600 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, ln, nil) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for name, partial := range map[string]string{
+		"headers": "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n", // never ends its headers
+		"body": "POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + tok +
+			"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"query\":\"slow", // never ends its body
+	} {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write([]byte(partial)); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = io.ReadAll(c) // returns when the server closes the connection
+		c.Close()
+		if el := time.Since(start); err != nil || el > 5*time.Second {
+			t.Errorf("%s: connection held for %v (%v)", name, el, err)
+		}
+	}
+}
