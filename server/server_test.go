@@ -608,3 +608,37 @@ func TestSlowClientsAreCut(t *testing.T) {
 		}
 	}
 }
+
+func TestBusyNamespacesAreNotClosed(t *testing.T) {
+	ts := newTestServer(t, &server.Options{MaxNamespaces: 2}) // the default namespace and one more
+	entered, release := make(chan struct{}), make(chan struct{})
+	if err := ts.srv.Handle("GET /v1/hold", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		eng, err := ts.srv.Engine(r)
+		if err != nil {
+			server.WriteError(w, r, http.StatusServiceUnavailable, server.CodeUnavailable, err.Error())
+			return
+		}
+		close(entered)
+		<-release
+		st, err := eng.Stats(r.Context()) // the engine must still be open
+		if err != nil {
+			server.WriteError(w, r, http.StatusInternalServerError, server.CodeInternal, err.Error())
+			return
+		}
+		server.WriteJSON(w, http.StatusOK, st)
+	})); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan response, 1)
+	go func() { held <- ts.req("GET", "/v1/hold", nil, server.NamespaceHeader, "a") }()
+	<-entered
+	r := ts.req("GET", "/v1/stats", nil, server.NamespaceHeader, "b")
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
+		t.Errorf("a third namespace while the second is busy: %d %s", r.status, r.body)
+	}
+	close(release)
+	if r := <-held; r.status != http.StatusOK {
+		t.Errorf("held request: %d %s", r.status, r.body)
+	}
+	ts.must(http.StatusOK, "GET", "/v1/stats", nil, server.NamespaceHeader, "b") // a is idle now and makes room
+}
