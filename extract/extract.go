@@ -51,7 +51,8 @@ const (
 	DefaultMinText     = 200
 )
 
-// Options configure HTML. A nil *Options means all defaults.
+// Options configure HTML. A nil *Options means all defaults. It is a plain
+// value.
 type Options struct {
 	// MaxBytes is the largest input accepted; longer input fails with
 	// ErrTooLarge. Default 10 MiB.

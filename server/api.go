@@ -77,6 +77,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // ChunkJSON is one stored chunk in API responses.
+// It is a plain value.
 type ChunkJSON struct {
 	ID          string            `json:"id"`
 	URL         string            `json:"url"`
@@ -100,6 +101,7 @@ func (s *Server) chunkJSON(r index.Record, now time.Time) ChunkJSON {
 }
 
 // JobJSON reports a background indexing job.
+// It is a plain value.
 type JobJSON struct {
 	ID        string    `json:"id"`
 	URL       string    `json:"url"`
@@ -116,6 +118,7 @@ func jobJSON(j index.Job) JobJSON {
 }
 
 // PageAccepted answers POST /v1/pages.
+// It is a plain value.
 type PageAccepted struct {
 	Status    string   `json:"status"` // "queued" (202) or "unchanged" (200)
 	URL       string   `json:"url"`
@@ -267,6 +270,7 @@ func queryURL(r *http.Request) (string, *apiError) {
 }
 
 // PageJSON answers GET /v1/pages: the chunks of one source, in order.
+// It is a plain value.
 type PageJSON struct {
 	URL    string      `json:"url"`
 	Title  string      `json:"title"`
@@ -332,6 +336,7 @@ func (s *Server) deletePage(w http.ResponseWriter, r *http.Request) {
 }
 
 // SourceJSON summarises one source in GET /v1/sources.
+// It is a plain value.
 type SourceJSON struct {
 	URL       string    `json:"url"`
 	Title     string    `json:"title"`
@@ -343,6 +348,7 @@ type SourceJSON struct {
 }
 
 // SourcesJSON answers GET /v1/sources.
+// It is a plain value.
 type SourcesJSON struct {
 	Total   int          `json:"total"`
 	Offset  int          `json:"offset"`
@@ -408,6 +414,7 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 
 // ResultJSON is one search result: the chunk, its score and how the score
 // was reached.
+// It is a plain value.
 type ResultJSON struct {
 	ChunkJSON
 	Score       float64            `json:"score"`
@@ -415,6 +422,7 @@ type ResultJSON struct {
 }
 
 // SearchJSON answers POST /v1/search.
+// It is a plain value.
 type SearchJSON struct {
 	Query   string       `json:"query"`
 	Mode    search.Mode  `json:"mode"`
@@ -459,6 +467,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 
 // ContextJSON answers POST /v1/context: the block, its token counts and the
 // chat message ready to send (role assistant, marked as untrusted data).
+// It is a plain value.
 type ContextJSON struct {
 	Text    string        `json:"text"`    // the <knowledge_context> block ("" when empty)
 	Message MessageJSON   `json:"message"` // the ready chat message
@@ -472,12 +481,14 @@ type ContextJSON struct {
 }
 
 // MessageJSON is an OpenAI-style chat message.
+// It is a plain value.
 type MessageJSON struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
 }
 
 // TokensJSON counts the tokens of the block.
+// It is a plain value.
 type TokensJSON struct {
 	Total     int `json:"total"`
 	Profile   int `json:"profile"`
@@ -486,6 +497,7 @@ type TokensJSON struct {
 }
 
 // BudgetsJSON are the budgets the block was built within (Property 4).
+// It is a plain value.
 type BudgetsJSON struct {
 	TotalAvailable int `json:"totalAvailable"`
 	Preference     int `json:"preference"`
@@ -494,6 +506,7 @@ type BudgetsJSON struct {
 }
 
 // ContextItem is one source included in the block.
+// It is a plain value.
 type ContextItem struct {
 	Index       int       `json:"index"`
 	URL         string    `json:"url"`
@@ -631,6 +644,7 @@ func (s *Server) deletePreferences(w http.ResponseWriter, r *http.Request) {
 }
 
 // DetectJSON answers POST /v1/preferences/detect.
+// It is a plain value.
 type DetectJSON struct {
 	Detected bool              `json:"detected"`
 	Intent   *IntentJSON       `json:"intent,omitempty"`
@@ -638,6 +652,7 @@ type DetectJSON struct {
 }
 
 // IntentJSON is a detected preference statement.
+// It is a plain value.
 type IntentJSON struct {
 	Type    string `json:"type"`
 	Content string `json:"content"` // what would be stored
@@ -679,6 +694,7 @@ func (s *Server) detectPreference(w http.ResponseWriter, r *http.Request) {
 }
 
 // StatsJSON answers GET /v1/stats.
+// It is a plain value.
 type StatsJSON struct {
 	Namespace string      `json:"namespace"`
 	Store     index.Stats `json:"store"`

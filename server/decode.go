@@ -31,6 +31,7 @@ const (
 
 // PageRequest is the body of POST /v1/pages: a page to remember. Exactly one
 // of HTML and Text is given.
+// It is a plain value.
 type PageRequest struct {
 	URL    string `json:"url"`
 	Title  string `json:"title,omitempty"`
@@ -40,6 +41,7 @@ type PageRequest struct {
 }
 
 // SearchRequest is the body of POST /v1/search.
+// It is a plain value.
 type SearchRequest struct {
 	Query     string         `json:"query"`
 	TopK      int            `json:"topK,omitempty"`
@@ -50,6 +52,7 @@ type SearchRequest struct {
 }
 
 // SearchFilters restrict a search.
+// It is a plain value.
 type SearchFilters struct {
 	URL      string            `json:"url,omitempty"`      // only this source
 	DocTypes []string          `json:"docTypes,omitempty"` // default ["knowledge"]
@@ -57,6 +60,7 @@ type SearchFilters struct {
 }
 
 // ContextRequest is the body of POST /v1/context.
+// It is a plain value.
 type ContextRequest struct {
 	Query              string `json:"query"`
 	Model              string `json:"model,omitempty"`
@@ -67,12 +71,14 @@ type ContextRequest struct {
 }
 
 // PreferenceRequest is the body of POST /v1/preferences.
+// It is a plain value.
 type PreferenceRequest struct {
 	Type    string `json:"type"`
 	Content string `json:"content"`
 }
 
 // DetectRequest is the body of POST /v1/preferences/detect.
+// It is a plain value.
 type DetectRequest struct {
 	Message string `json:"message"`
 	Save    bool   `json:"save,omitempty"` // store the detected preference

@@ -44,12 +44,14 @@ const (
 )
 
 // ErrorBody is the JSON body of every error response.
+// It is a plain value.
 type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }
 
 // ErrorDetail describes an error: a stable machine-readable code, a message
 // for people, and the request id to quote in a bug report.
+// It is a plain value.
 type ErrorDetail struct {
 	Code      string `json:"code"`
 	Message   string `json:"message"`

@@ -44,7 +44,8 @@ func NamespaceDir(dir, namespace string) string {
 	return filepath.Join(dir, "namespaces", namespace)
 }
 
-// OpenFunc opens the engine of one namespace's directory.
+// OpenFunc opens the engine of one namespace's directory. The server may
+// call it from several goroutines at once, for different directories.
 type OpenFunc func(ctx context.Context, dir string) (*rag.Engine, error)
 
 // pool keeps at most max engines open, one per namespace, opening them on

@@ -55,7 +55,8 @@ const (
 	DefaultShutdownTimeout = 30 * time.Second
 )
 
-// Options configure New. A nil *Options means all defaults.
+// Options configure New. A nil *Options means all defaults. Options is a
+// plain value, read once by New.
 type Options struct {
 	// Open opens the engine of one namespace's directory. Default
 	// rag.Open with the offline lexical embedder and Logger.
@@ -105,7 +106,8 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Server serves the API. See the package comment.
+// Server serves the API. See the package comment. It is safe for
+// concurrent use; Handle may be called while it serves.
 type Server struct {
 	dir     string
 	o       Options

@@ -26,7 +26,10 @@ const tokenPrefix = "rgm_"
 
 // Token is one API token. A token with an empty Namespace is the main
 // token: it may use any namespace through the X-Ragmem-Namespace header. A
-// token with a Namespace can only ever reach that namespace.
+// token with a Namespace can only ever reach that namespace. Token is a
+// plain value. The functions on token files (EnsureToken, RotateToken,
+// Tokens) may be called from several processes: every write replaces the
+// file atomically, and the last writer wins.
 type Token struct {
 	Secret    string    `json:"token"`
 	Namespace string    `json:"namespace"`

@@ -16,6 +16,7 @@ type Corpus struct {
 }
 
 // Page is one generated page.
+// It is a plain value.
 type Page struct {
 	URL, Title, Text string
 }

@@ -39,7 +39,8 @@ const (
 	OpContext = "context" // POST /v1/context
 )
 
-// Config configures Run. Zero fields take the defaults given.
+// Config configures Run and Seed. Zero fields take the defaults given. It is
+// a plain value.
 type Config struct {
 	BaseURL     string        // required: http://127.0.0.1:PORT
 	Token       string        // bearer token
@@ -114,7 +115,7 @@ func CheckLoopback(base string) error {
 	return fmt.Errorf("%w: %q", ErrNotLoopback, base)
 }
 
-// OpStats are the figures of one operation.
+// OpStats are the figures of one operation. It is a plain value.
 type OpStats struct {
 	Op         string        `json:"op"`
 	Count      int           `json:"count"`
@@ -125,7 +126,7 @@ type OpStats struct {
 	Max        time.Duration `json:"max"`
 }
 
-// Report is the outcome of a run.
+// Report is the outcome of a run. It is a plain value.
 type Report struct {
 	Clients      int           `json:"clients"`
 	Duration     time.Duration `json:"duration"`
