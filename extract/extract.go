@@ -177,7 +177,6 @@ func readable(doc *html.Node, base *url.URL) (p Page) {
 		}
 	}()
 	ps := readability.NewParser()
-	ps.DisableJSONLD = false
 	art, err := ps.ParseDocument(doc, base)
 	if err != nil || art.Node == nil && strings.TrimSpace(art.Content) == "" {
 		return Page{Title: art.Title}
