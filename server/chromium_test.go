@@ -146,6 +146,20 @@ func until(expr string) chromedp.Action[chromedp.Void] {
 	}
 }
 
+// screenshot saves the page as a PNG in the artifact directory.
+func (b browser) screenshot(name string) {
+	b.t.Helper()
+	shot, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatalf("screenshot: %v", err)
+	}
+	p := filepath.Join(artifactDir(b.t), name)
+	if err := os.WriteFile(p, shot, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshot: %s (%d bytes)", p, len(shot))
+}
+
 // js runs a statement in the page.
 func js(stmt string) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
@@ -220,15 +234,7 @@ func TestWebUIInChromium(t *testing.T) {
 	if ex := b.text(first + " .explain"); !strings.Contains(ex, "rrf") {
 		t.Errorf("explanation %q", ex)
 	}
-	shot, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	shotPath := filepath.Join(artifactDir(t), "webui-search.png")
-	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s (%d bytes)", shotPath, len(shot))
+	b.screenshot("webui-search.png")
 
 	// Stored markup is shown as text and never runs.
 	b.search("wombat droppings")
@@ -242,11 +248,18 @@ func TestWebUIInChromium(t *testing.T) {
 	b.do("delete in the UI",
 		chromedp.Click(chromedp.CSS(`button[data-tab="sources"]`)),
 		chromedp.WaitVisible(chromedp.CSS(row)),
+	)
+	b.screenshot("webui-sources.png")
+	b.do("delete in the UI",
 		chromedp.Click(chromedp.CSS(row+` button.delete`)),
 		chromedp.WaitVisible(chromedp.CSS(row+` button.delete.confirm`)),
 		chromedp.Click(chromedp.CSS(row+` button.delete`)),
 		until(fmt.Sprintf(`!document.querySelector('%s')`, row)),
+		until(`document.getElementById('status').textContent.includes('1 page ·')`),
 	)
+	if n := b.text("#sources-notice"); n != "Deleted "+url+" (1 chunk)." {
+		t.Errorf("notice after delete: %q", n)
+	}
 	ts.must(http.StatusNotFound, "GET", "/v1/pages?url="+url, nil)
 	if hasURL(ts.search("smiling marsupial quokka"), url) {
 		t.Error("the page deleted in the UI is still found through the API")
@@ -270,6 +283,7 @@ func TestWebUIInChromium(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#prefs-list li[data-id] button:nth-of-type(1)`)),
 		until(`[...document.querySelectorAll('#prefs-list .pref-content')].map(e => e.textContent).join('|') === 'Prefers answers with short tables'`),
 	)
+	b.screenshot("webui-preferences.png")
 	var prefs struct {
 		Preferences []struct{ Type, Content string }
 	}

@@ -79,6 +79,10 @@ function sourceLink(url, title) {
     : el('span', { class: 'title', text: label });
 }
 
+function plural(n, word) {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
 function clip(s, n) {
   s = (s || '').replace(/\s+/g, ' ').trim();
   return s.length > n ? s.slice(0, n) + '…' : s;
@@ -120,7 +124,7 @@ async function connect() {
   const st = await api('GET', '/v1/stats');
   hideToken();
   const s = st.store;
-  setStatus(`${st.namespace || 'default'} · ${s.documentCount} pages · ${s.chunkCount} chunks`);
+  setStatus(`${st.namespace || 'default'} · ${plural(s.documentCount, 'page')} · ${plural(s.chunkCount, 'chunk')}`);
 }
 
 // ---- search -----------------------------------------------------------
@@ -187,7 +191,8 @@ function sourceRow(s) {
     del.disabled = true;
     try {
       const r = await api('DELETE', '/v1/pages?url=' + encodeURIComponent(s.url));
-      setStatus(`Deleted ${s.url} (${r.removed} chunks)`);
+      $('sources-notice').textContent = `Deleted ${s.url} (${plural(r.removed, 'chunk')}).`;
+      connect().catch(fail);
       if (!$('source-view').hidden && $('source-view').dataset.url === s.url) $('source-view').hidden = true;
       await loadSources();
     } catch (e) {
@@ -214,7 +219,7 @@ async function viewSource(url) {
     list.append(el('li', {},
       c.headingPath && c.headingPath.length ? el('div', { class: 'path', text: c.headingPath.join(' › ') }) : null,
       el('pre', { class: 'chunk', text: c.content }),
-      el('div', { class: 'muted', text: `${c.tokens} tokens · ${c.age}` })));
+      el('div', { class: 'muted', text: `${plural(c.tokens, 'token')} · ${c.age}` })));
   }
   v.hidden = false;
 }
