@@ -180,8 +180,7 @@ type tokenStore struct {
 
 	mu      sync.Mutex
 	checked time.Time
-	modTime time.Time
-	size    int64
+	file    os.FileInfo // of the file last read; rotation replaces the file (a new inode)
 	tokens  []storedToken
 }
 
@@ -202,7 +201,8 @@ func newTokenStore(path string) (*tokenStore, error) {
 	return ts, nil
 }
 
-// reload re-reads the file when its size or modification time changed.
+// reload re-reads the file when it was replaced or its size or
+// modification time changed.
 func (ts *tokenStore) reload(force bool) error {
 	fi, err := os.Stat(ts.path)
 	if err != nil {
@@ -211,7 +211,7 @@ func (ts *tokenStore) reload(force bool) error {
 		}
 		return err
 	}
-	if !force && fi.ModTime().Equal(ts.modTime) && fi.Size() == ts.size {
+	if !force && ts.file != nil && os.SameFile(fi, ts.file) && fi.ModTime().Equal(ts.file.ModTime()) && fi.Size() == ts.file.Size() {
 		return nil
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
@@ -230,7 +230,7 @@ func (ts *tokenStore) reload(force bool) error {
 		d := sha256.Sum256([]byte(t.Secret))
 		toks = append(toks, storedToken{digest: d, namespace: t.Namespace, id: hex.EncodeToString(d[:4])})
 	}
-	ts.tokens, ts.modTime, ts.size = toks, fi.ModTime(), fi.Size()
+	ts.tokens, ts.file = toks, fi
 	return nil
 }
 
