@@ -189,8 +189,9 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 // Run drives the server for cfg.Duration or cfg.MaxRequests requests,
-// whichever comes first, then waits (up to two minutes) for the server's
-// indexing queue to drain.
+// whichever comes first (requests in flight at the end are let finish and
+// counted), then waits (up to two minutes) for the server's indexing queue
+// to drain.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -225,6 +226,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rng := rand.New(rand.NewPCG(c.Seed, uint64(i)+1))
 			for seq := 0; runCtx.Err() == nil && take(); seq++ {
 				k := rng.IntN(total)
+				if seq == 0 && c.Mix[i%3] > 0 {
+					// Each client starts with a different operation, so
+					// that every operation in the mix runs at least once.
+					k = c.Mix[0] + c.Mix[1] + c.Mix[2] - 1
+					switch i % 3 {
+					case 0:
+						k = 0
+					case 1:
+						k = c.Mix[0]
+					}
+				}
 				var op string
 				var body any
 				switch {
@@ -239,11 +251,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					op = OpContext
 					body = map[string]any{"query": corpus.Query(rng), "model": "gpt-4o"}
 				}
+				// A request started before the end of the run is let finish
+				// (within the client's timeout) and counted.
 				t0 := time.Now()
-				err := post(runCtx, &c, opPath(op), body, nil)
-				if runCtx.Err() != nil && err != nil {
-					break // cut off by the end of the run, not a server error
-				}
+				err := post(ctx, &c, opPath(op), body, nil)
 				rec.add(op, time.Since(t0), err)
 			}
 		}(i)
