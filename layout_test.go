@@ -13,6 +13,7 @@ import (
 // right. A new package must be placed here, which keeps the layout a
 // deliberate decision.
 var stages = [][]string{
+	{"extract"},
 	{"chunk"},
 	{"embed"},
 	{"index"},
@@ -21,6 +22,7 @@ var stages = [][]string{
 	{"prefs"},
 	{"rag"},
 	{"agent", "mcpserver"}, // adapters over rag.Engine
+	{"server"},
 	{"cmd", "examples"},
 }
 
@@ -91,11 +93,13 @@ func TestImportsFollowTheDataFlow(t *testing.T) {
 
 func TestStageOf(t *testing.T) {
 	cases := map[string]int{
-		module + "/chunk":           0,
-		module + "/index/local":     2,
+		module + "/extract":         0,
+		module + "/chunk":           1,
+		module + "/index/local":     3,
 		module + "/internal/tokens": -1,
-		module + "/agent":           7,
-		module + "/cmd/ragmem":      8,
+		module + "/agent":           8,
+		module + "/server":          9,
+		module + "/cmd/ragmem":      10,
 		module + "/nonsense":        -2,
 	}
 	for pkg, want := range cases {

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragmem/ragmem/rag"
+	"github.com/ragmem/ragmem/server"
+)
+
+// serveFlags are the flags of ragmem serve.
+type serveFlags struct {
+	addr            string
+	origins         []string
+	allowRemote     bool
+	insecureRemote  bool
+	tlsCert         string
+	tlsKey          string
+	maxBody         string
+	rateLimit       float64
+	rateBurst       int
+	maxNamespaces   int
+	logFormat       string
+	shutdownTimeout time.Duration
+	mcp             bool
+	mcpReadOnly     bool
+}
+
+func newServeCmd(g *globals) *cobra.Command {
+	f := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API and web UI for browser extensions (loopback only by default)",
+		Long: "Serve the memory over HTTP: the JSON API under /v1 (bearer token required), the web UI at /,\n" +
+			"/healthz, /readyz and /metrics. The first start creates the API token and prints it once.\n" +
+			"SIGINT or SIGTERM stops accepting requests, finishes queued indexing and exits.",
+		Example: "  ragmem serve\n" +
+			"  ragmem serve --allow-origin chrome-extension://abcdefghijklmnopabcdefghijklmnop\n" +
+			"  ragmem serve --addr 0.0.0.0:7437 --allow-remote --tls-cert cert.pem --tls-key key.pem",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runServe(cmd.Context(), g, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", server.DefaultAddr, "address to listen on (host:port; port 0 picks a free one)")
+	fl.StringArrayVar(&f.origins, "allow-origin", nil, "origin allowed to call the API from a browser, e.g. chrome-extension://<id> or moz-extension://<uuid> (repeatable)")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a non-loopback --addr (needs --tls-cert/--tls-key or --insecure-remote)")
+	fl.BoolVar(&f.insecureRemote, "insecure-remote", false, "with --allow-remote: serve plain HTTP to the network, token and memory unencrypted")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM) to serve HTTPS")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest request body accepted (bytes, or with KiB/MiB/GiB)")
+	fl.Float64Var(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per second allowed per client (0 disables)")
+	fl.IntVar(&f.rateBurst, "rate-burst", server.DefaultRateBurst, "requests a client may make in a burst")
+	fl.IntVar(&f.maxNamespaces, "max-namespaces", server.DefaultMaxNamespaces, "namespace stores open at once")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for requests in flight on shutdown")
+	fl.BoolVar(&f.mcp, "mcp", false, "also serve MCP over streamable HTTP at /mcp, behind the same token (and namespaces)")
+	fl.BoolVar(&f.mcpReadOnly, "mcp-read-only", false, "with --mcp: offer only the tools that read the memory")
+	return cmd
+}
+
+// parseBytes reads "10MiB", "512KiB", "1GiB", "1048576".
+func parseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("--max-body %q: want a positive size such as 10MiB", s)
+	}
+	return n * mult, nil
+}
+
+// isLoopback reports whether a listen host is a loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+func (f *serveFlags) check() (*tls.Config, error) {
+	host, _, err := net.SplitHostPort(f.addr)
+	if err != nil {
+		return nil, fmt.Errorf("--addr %q: %v (want host:port, e.g. 127.0.0.1:7437)", f.addr, err)
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return nil, errors.New("give both --tls-cert and --tls-key")
+	}
+	if !isLoopback(host) {
+		if !f.allowRemote {
+			return nil, fmt.Errorf("refusing to listen on %s, which is not a loopback address: the memory would be reachable from the network. "+
+				"Use --addr 127.0.0.1:PORT, or add --allow-remote with --tls-cert/--tls-key (or --insecure-remote)", f.addr)
+		}
+		if f.tlsCert == "" && !f.insecureRemote {
+			return nil, errors.New("--allow-remote needs TLS (--tls-cert and --tls-key) or the explicit --insecure-remote")
+		}
+	}
+	if f.logFormat != "text" && f.logFormat != "json" {
+		return nil, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
+	}
+	if f.tlsCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("load TLS certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+func (f *serveFlags) logger(w io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelInfo
+	if verbose {
+		level = slog.LevelDebug
+	}
+	o := &slog.HandlerOptions{Level: level}
+	if f.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+func runServe(ctx context.Context, g *globals, f *serveFlags) error {
+	tlsConfig, err := f.check()
+	if err != nil {
+		return err
+	}
+	maxBody, err := parseBytes(f.maxBody)
+	if err != nil {
+		return err
+	}
+	dir, err := g.dataDir()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	emb, err := g.newEmbedder()
+	if err != nil {
+		return err
+	}
+	log := f.logger(g.stderr, g.verbose)
+	token, created, err := server.EnsureToken(dir)
+	if err != nil {
+		return err
+	}
+	rate := f.rateLimit
+	if rate <= 0 {
+		rate = -1
+	}
+	opts := &server.Options{
+		Open: func(ctx context.Context, d string) (*rag.Engine, error) {
+			return rag.Open(ctx, d, &rag.Options{Embedder: emb, Logger: log})
+		},
+		Logger:          log,
+		AllowOrigins:    f.origins,
+		MaxBodyBytes:    maxBody,
+		RateLimit:       rate,
+		RateBurst:       f.rateBurst,
+		MaxNamespaces:   f.maxNamespaces,
+		ShutdownTimeout: f.shutdownTimeout,
+	}
+	if f.allowRemote {
+		opts.AllowedHosts = []string{"*"}
+	}
+	srv, err := server.New(ctx, dir, opts)
+	if err != nil {
+		return err
+	}
+	if f.mcp {
+		if err := srv.Handle("/mcp", newMCPMount(srv, f.mcpReadOnly)); err != nil {
+			_ = srv.Close()
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		_ = srv.Close()
+		return err
+	}
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+	}
+	base := scheme + "://" + displayAddr(ln.Addr())
+	out := g.stdout
+	fmt.Fprintf(out, "ragmem: serving %s on %s\n", dir, base)
+	if created {
+		fmt.Fprintf(out, "ragmem: created the API token, stored in %s (mode 0600). It is printed only on this first start:\n\n    %s\n\n", server.TokenPath(dir), token)
+		fmt.Fprintf(out, "  Browser extension: in its options, set the server to %s and paste the token;\n", base)
+		fmt.Fprintf(out, "  then restart ragmem serve with --allow-origin chrome-extension://<its id> (see docs/server.md).\n")
+		fmt.Fprintf(out, "  Web UI: %s/#token=%s\n", base, token)
+		fmt.Fprintf(out, "  Print it again with 'ragmem token show'; replace it with 'ragmem token rotate'.\n")
+	} else {
+		fmt.Fprintf(out, "ragmem: web UI at %s/ (token: 'ragmem token show')\n", base)
+	}
+	if f.mcp {
+		fmt.Fprintf(out, "ragmem: MCP (streamable HTTP) at %s/mcp, with the same bearer token\n", base)
+	}
+	if len(f.origins) > 0 {
+		fmt.Fprintf(out, "ragmem: browser origins allowed: %s\n", strings.Join(f.origins, ", "))
+	}
+	if f.allowRemote && tlsConfig == nil {
+		log.Warn("serving plain HTTP to the network (--insecure-remote): the token and the memory travel unencrypted")
+	}
+	err = srv.Run(ctx, ln, tlsConfig)
+	fmt.Fprintln(out, "ragmem: stopped")
+	return err
+}
+
+func displayAddr(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	host := ta.IP.String()
+	if ta.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(ta.Port))
+}
+
+func newTokenCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Show, list or rotate the API tokens of ragmem serve",
+	}
+	var ns string
+	rotate := &cobra.Command{
+		Use:   "rotate",
+		Short: "Replace the API token (or a namespace's token) with a new one",
+		Long: "Replace the main API token, or with --namespace the token bound to that namespace (created if\n" +
+			"there is none). A running server accepts the new token and refuses the old one within a second.\n" +
+			"A namespace token reaches only its namespace: give it to a user whose memory must stay apart.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := g.dataDir()
+			if err != nil {
+				return err
+			}
+			tok, err := server.RotateToken(dir, ns)
+			if err != nil {
+				return err
+			}
+			what := "main token"
+			if ns != "" {
+				what = fmt.Sprintf("token of namespace %q", ns)
+			}
+			fmt.Fprintf(g.stdout, "%s\n", tok)
+			fmt.Fprintf(g.stderr, "ragmem: new %s stored in %s; the old one stops working within a second\n", what, server.TokenPath(dir))
+			return nil
+		},
+	}
+	rotate.Flags().StringVar(&ns, "namespace", "", "rotate (or create) the token bound to this namespace")
+	var showNS string
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "Print the API token (or a namespace's token)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := g.dataDir()
+			if err != nil {
+				return err
+			}
+			toks, err := server.Tokens(dir)
+			if err != nil {
+				return err
+			}
+			for _, t := range toks {
+				if t.Namespace == showNS {
+					fmt.Fprintln(g.stdout, t.Secret)
+					return nil
+				}
+			}
+			if showNS != "" {
+				return fmt.Errorf("no token for namespace %q; create one with ragmem token rotate --namespace %s", showNS, showNS)
+			}
+			return fmt.Errorf("no API token in %s yet; start ragmem serve once or run ragmem token rotate", dir)
+		},
+	}
+	show.Flags().StringVar(&showNS, "namespace", "", "print the token bound to this namespace")
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the tokens: namespace, creation time and fingerprint (as in the server's logs), not the secrets",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := g.dataDir()
+			if err != nil {
+				return err
+			}
+			toks, err := server.Tokens(dir)
+			if err != nil {
+				return err
+			}
+			if len(toks) == 0 {
+				fmt.Fprintln(g.stdout, "no tokens")
+				return nil
+			}
+			for _, t := range toks {
+				ns := t.Namespace
+				if ns == "" {
+					ns = "(main: any namespace)"
+				}
+				fmt.Fprintf(g.stdout, "%-28s %s  %s\n", ns, t.Created.Format(time.RFC3339), t.Fingerprint())
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(rotate, show, list)
+	return cmd
+}

@@ -1,0 +1,84 @@
+// The popup: remember the active tab's page, and search the memory.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+let settings;
+
+function status(text, isError) {
+  const s = $('remember-status');
+  s.textContent = text;
+  s.className = 'status' + (isError ? ' error' : '');
+}
+
+// pageOfActiveTab reads the URL, title and HTML of the active tab.
+async function pageOfActiveTab() {
+  const [tab] = await chrome.tabs.query({ active: true, currentWindow: true });
+  if (!tab || !/^https?:/.test(tab.url || '')) throw new Error('Only http and https pages can be remembered.');
+  const [res] = await chrome.scripting.executeScript({
+    target: { tabId: tab.id },
+    func: () => ({ url: location.href, title: document.title, html: document.documentElement.outerHTML }),
+  });
+  return res.result;
+}
+
+async function remember() {
+  const btn = $('remember');
+  btn.disabled = true;
+  try {
+    const page = await pageOfActiveTab();
+    status('Sending…');
+    const acc = await api(settings, 'POST', '/v1/pages', { url: page.url, html: page.html });
+    if (acc.status === 'unchanged') {
+      status(`Already remembered, unchanged (${acc.chunks} chunk${acc.chunks === 1 ? "" : "s"}).`);
+      return;
+    }
+    status('Indexing…');
+    for (let i = 0; i < 120; i++) {
+      const job = await api(settings, 'GET', '/v1/jobs/' + encodeURIComponent(acc.jobId));
+      if (job.state === 'done') {
+        status(job.unchanged ? 'Already remembered, unchanged.' : `Remembered: ${acc.title} (${job.chunks} chunk${job.chunks === 1 ? "" : "s"}).`);
+        return;
+      }
+      if (job.state === 'failed') throw new Error('Indexing failed: ' + job.error);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    status('Still indexing in the background.');
+  } catch (e) {
+    status(e.message, true);
+  } finally {
+    btn.disabled = false;
+  }
+}
+
+async function search(ev) {
+  ev.preventDefault();
+  const list = $('results');
+  list.replaceChildren();
+  try {
+    const res = await api(settings, 'POST', '/v1/search', { query: $('query').value, topK: 8 });
+    if (!res.results.length) list.append(el('li', { className: 'muted', textContent: 'Nothing found.' }));
+    for (const r of res.results) {
+      const link = /^https?:/.test(r.url)
+        ? el('a', { href: r.url, target: '_blank', rel: 'noopener noreferrer', textContent: r.title || r.url })
+        : el('span', { textContent: r.title || r.url });
+      const snippet = r.content.replace(/\s+/g, ' ').slice(0, 180);
+      list.append(el('li', { className: 'result' },
+        link,
+        el('div', { className: 'meta', textContent: `${r.score.toFixed(3)} · ${r.age}` }),
+        el('div', { className: 'snippet', textContent: snippet })));
+    }
+  } catch (e) {
+    list.append(el('li', { className: 'error', textContent: e.message }));
+  }
+}
+
+async function init() {
+  settings = await loadSettings();
+  $('remember').addEventListener('click', remember);
+  $('search-form').addEventListener('submit', search);
+  $('options').addEventListener('click', (ev) => { ev.preventDefault(); chrome.runtime.openOptionsPage(); });
+  if (!settings.token) status('Set the server token in Settings first.', true);
+  document.body.dataset.ready = 'true';
+}
+
+init();

@@ -1,0 +1,721 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/extract"
+	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/prefs"
+	"github.com/ragmem/ragmem/rag"
+	"github.com/ragmem/ragmem/search"
+)
+
+// CodeConflict is the error code for a page URL that belongs to another kind
+// of document.
+const CodeConflict = "conflict"
+
+func (s *Server) apiRoutes() {
+	for _, rt := range []struct {
+		pattern string
+		h       http.HandlerFunc
+	}{
+		{"POST /v1/pages", s.postPage},
+		{"GET /v1/pages", s.getPage},
+		{"DELETE /v1/pages", s.deletePage},
+		{"GET /v1/jobs/{id}", s.getJob},
+		{"GET /v1/sources", s.listSources},
+		{"POST /v1/search", s.search},
+		{"POST /v1/context", s.context},
+		{"GET /v1/preferences", s.listPreferences},
+		{"POST /v1/preferences", s.addPreference},
+		{"DELETE /v1/preferences", s.deletePreferences},
+		{"POST /v1/preferences/detect", s.detectPreference},
+		{"GET /v1/stats", s.stats},
+		{"GET /v1/openapi.json", s.openapi},
+	} {
+		s.mustHandle(rt.pattern, rt.h, true)
+	}
+}
+
+// engine returns the request's engine or writes the error.
+func (s *Server) engine(w http.ResponseWriter, r *http.Request) *rag.Engine {
+	eng, err := s.Engine(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return nil
+	}
+	return eng
+}
+
+// fail maps an error from the engine to a response.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		writeAPIError(w, r, ae)
+	case errors.Is(err, ErrTooManyNamespaces):
+		w.Header().Set("Retry-After", "5")
+		WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, err.Error())
+	case errors.Is(err, ErrClosed), errors.Is(err, index.ErrClosed):
+		WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down")
+	case errors.Is(err, context.DeadlineExceeded):
+		WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, fmt.Sprintf("the request took longer than %s", s.o.RequestTimeout))
+	case errors.Is(err, context.Canceled):
+		WriteError(w, r, 499, "canceled", "the client went away")
+	default:
+		s.log.Error("request failed", "requestId", stateOf(r).id, "err", err)
+		WriteError(w, r, http.StatusInternalServerError, CodeInternal, err.Error())
+	}
+}
+
+// ChunkJSON is one stored chunk in API responses.
+// It is a plain value.
+type ChunkJSON struct {
+	ID          string            `json:"id"`
+	URL         string            `json:"url"`
+	Title       string            `json:"title"`
+	HeadingPath []string          `json:"headingPath,omitempty"`
+	Content     string            `json:"content"`
+	Position    int               `json:"position"`
+	Tokens      int               `json:"tokens"`
+	DocType     string            `json:"docType"`
+	CreatedAt   time.Time         `json:"createdAt"`
+	Age         string            `json:"age"` // "3 hours ago"
+	Attrs       map[string]string `json:"attrs,omitempty"`
+}
+
+func (s *Server) chunkJSON(r index.Record, now time.Time) ChunkJSON {
+	return ChunkJSON{
+		ID: r.ID, URL: r.SourceURL, Title: r.Title, HeadingPath: r.HeadingPath, Content: r.Content,
+		Position: r.Position, Tokens: r.Tokens, DocType: r.DocType, CreatedAt: r.CreatedAt.UTC(),
+		Age: rag.RelativeTime(r.CreatedAt, now), Attrs: r.Attrs,
+	}
+}
+
+// JobJSON reports a background indexing job.
+// It is a plain value.
+type JobJSON struct {
+	ID        string    `json:"id"`
+	URL       string    `json:"url"`
+	State     string    `json:"state"` // queued, running, done, failed
+	Chunks    int       `json:"chunks,omitempty"`
+	Unchanged bool      `json:"unchanged,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	Queued    time.Time `json:"queued"`
+	Finished  time.Time `json:"finished,omitzero"`
+}
+
+func jobJSON(j index.Job) JobJSON {
+	return JobJSON{ID: j.ID, URL: j.SourceURL, State: string(j.State), Chunks: j.Chunks, Unchanged: j.Unchanged, Error: j.Error, Queued: j.Queued, Finished: j.Finished}
+}
+
+// PageAccepted answers POST /v1/pages.
+// It is a plain value.
+type PageAccepted struct {
+	Status    string   `json:"status"` // "queued" (202) or "unchanged" (200)
+	URL       string   `json:"url"`
+	JobID     string   `json:"jobId,omitempty"`
+	Job       *JobJSON `json:"job,omitempty"`
+	Chunks    int      `json:"chunks,omitempty"`    // for unchanged pages: chunks stored
+	Title     string   `json:"title"`               // the title indexed
+	Extractor string   `json:"extractor,omitempty"` // readability or fallback, for HTML
+	TextBytes int      `json:"textBytes"`           // size of the text kept
+}
+
+func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
+	var req PageRequest
+	if e := decodeJSON(r, &req); e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	u, e := req.validate()
+	if e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	if scheme, _, _ := strings.Cut(u, ":"); strings.EqualFold(scheme, "preference") || strings.EqualFold(scheme, "memory") {
+		writeAPIError(w, r, badRequest("url scheme %q is reserved for preferences and memories", scheme))
+		return
+	}
+	doc, textBytes, e := s.pageDocument(r.Context(), u, &req)
+	if e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	eng := s.engine(w, r)
+	if eng == nil {
+		return
+	}
+	ctx := r.Context()
+	srcs, _, err := eng.Store().Sources(ctx, index.Filter{SourceURL: u}, 0, 1)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp := PageAccepted{URL: u, Title: doc.Title, Extractor: doc.Attrs["extractor"], TextBytes: textBytes}
+	if len(srcs) == 1 {
+		if srcs[0].DocType != index.DocKnowledge {
+			WriteError(w, r, http.StatusConflict, CodeConflict, fmt.Sprintf("%s is a %s source, not a page", u, srcs[0].DocType))
+			return
+		}
+		if srcs[0].ContentHash == index.ContentHash(&doc) {
+			resp.Status, resp.Chunks = "unchanged", srcs[0].Chunks
+			writeJSON(w, http.StatusOK, resp)
+			return
+		}
+	}
+	id := eng.IndexPageAsync(doc)
+	job, _ := eng.Job(id)
+	if job.State == index.JobFailed {
+		w.Header().Set("Retry-After", "5")
+		code := CodeQueueFull
+		if s.draining.Load() {
+			code = CodeUnavailable
+		}
+		WriteError(w, r, http.StatusServiceUnavailable, code, "the page was not queued: "+job.Error)
+		return
+	}
+	jj := jobJSON(job)
+	resp.Status, resp.JobID, resp.Job = "queued", id, &jj
+	w.Header().Set("Location", "/v1/jobs/"+url.PathEscape(id))
+	writeJSON(w, http.StatusAccepted, resp)
+}
+
+// pageDocument turns a page request into the document to index. The
+// document is normalised the way the index normalises it, so that its
+// ContentHash is the one the index will compute.
+func (s *Server) pageDocument(ctx context.Context, u string, req *PageRequest) (index.Document, int, *apiError) {
+	title := cleanTitle(req.Title)
+	doc := index.Document{SourceURL: u, DocType: index.DocKnowledge}
+	if strings.TrimSpace(req.HTML) != "" {
+		select {
+		case s.extract <- struct{}{}:
+		case <-ctx.Done():
+			return doc, 0, errorf(http.StatusServiceUnavailable, CodeUnavailable, "timed out waiting to extract the page")
+		}
+		p, err := extract.HTML(req.HTML, u, &extract.Options{MaxBytes: int(s.o.MaxBodyBytes)})
+		<-s.extract
+		switch {
+		case errors.Is(err, extract.ErrNoContent):
+			return doc, 0, errorf(http.StatusUnprocessableEntity, CodeNoContent, "the page has no text content after removing scripts, navigation and ads")
+		case errors.Is(err, extract.ErrTooLarge):
+			return doc, 0, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error())
+		case err != nil:
+			return doc, 0, errorf(http.StatusUnprocessableEntity, CodeNoContent, err.Error())
+		}
+		if title == "" {
+			title = p.Title
+		}
+		doc.Content, doc.Format = p.HTML, chunk.HTML
+		doc.Attrs = map[string]string{"extractor": p.Method}
+		for k, v := range map[string]string{"siteName": p.SiteName, "byline": p.Byline, "lang": p.Language} {
+			if v != "" {
+				doc.Attrs[k] = v
+			}
+		}
+		if !p.Published.IsZero() {
+			doc.Attrs["published"] = p.Published.Format(time.RFC3339)
+		}
+		if title == "" {
+			title = u
+		}
+		doc.Title = title
+		return doc, len(p.Text), nil
+	}
+	f, _ := req.textFormat() // validated
+	doc.Content, doc.Format = strings.ToValidUTF8(req.Text, "\uFFFD"), f
+	if title == "" {
+		title = u
+	}
+	doc.Title = title
+	return doc, len(doc.Content), nil
+}
+
+// cleanTitle collapses whitespace and drops control characters.
+func cleanTitle(t string) string {
+	t = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(t, ""))
+	return strings.Join(strings.Fields(t), " ")
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	eng := s.engine(w, r)
+	if eng == nil {
+		return
+	}
+	id := r.PathValue("id")
+	j, ok := eng.Job(id)
+	if !ok {
+		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no job %q in this namespace (jobs are remembered while the server runs)", id))
+		return
+	}
+	writeJSON(w, http.StatusOK, jobJSON(j))
+}
+
+// queryURL reads the url query parameter.
+func queryURL(r *http.Request) (string, *apiError) {
+	return checkSourceURL("url", r.URL.Query().Get("url"))
+}
+
+// PageJSON answers GET /v1/pages: the chunks of one source, in order.
+// It is a plain value.
+type PageJSON struct {
+	URL    string      `json:"url"`
+	Title  string      `json:"title"`
+	Chunks []ChunkJSON `json:"chunks"`
+}
+
+func (s *Server) getPage(w http.ResponseWriter, r *http.Request) {
+	u, e := queryURL(r)
+	if e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	eng := s.engine(w, r)
+	if eng == nil {
+		return
+	}
+	recs, err := eng.Store().Source(r.Context(), u)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	now := s.o.Now()
+	out := PageJSON{URL: u, Chunks: []ChunkJSON{}}
+	for _, rec := range recs {
+		if rec.DocType != index.DocKnowledge {
+			continue
+		}
+		out.Title = rec.Title
+		out.Chunks = append(out.Chunks, s.chunkJSON(rec, now))
+	}
+	if len(out.Chunks) == 0 {
+		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no page %s in the memory", u))
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) deletePage(w http.ResponseWriter, r *http.Request) {
+	u, e := queryURL(r)
+	if e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	eng := s.engine(w, r)
+	if eng == nil {
+		return
+	}
+	srcs, _, err := eng.Store().Sources(r.Context(), index.Filter{SourceURL: u, DocTypes: []string{index.DocKnowledge}}, 0, 1)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(srcs) == 0 {
+		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no page %s in the memory", u))
+		return
+	}
+	n, err := eng.Remove(r.Context(), u)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"url": u, "removed": n})
+}
+
+// SourceJSON summarises one source in GET /v1/sources.
+// It is a plain value.
+type SourceJSON struct {
+	URL       string    `json:"url"`
+	Title     string    `json:"title"`
+	DocType   string    `json:"docType"`
+	Chunks    int       `json:"chunks"`
+	Tokens    int       `json:"tokens"`
+	CreatedAt time.Time `json:"createdAt"`
+	Age       string    `json:"age"`
+}
+
+// SourcesJSON answers GET /v1/sources.
+// It is a plain value.
+type SourcesJSON struct {
+	Total   int          `json:"total"`
+	Offset  int          `json:"offset"`
+	Limit   int          `json:"limit"`
+	Sources []SourceJSON `json:"sources"`
+}
+
+func intParam(r *http.Request, name string, def, lo, hi int) (int, *apiError) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, badRequest("%s must be an integer between %d and %d", name, lo, hi)
+	}
+	return n, nil
+}
+
+func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
+	offset, e := intParam(r, "offset", 0, 0, 1<<30)
+	if e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	limit, e := intParam(r, "limit", 50, 1, maxListLimit)
+	if e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	types := []string{index.DocKnowledge}
+	if t := r.URL.Query().Get("type"); t != "" {
+		types = nil
+		for _, x := range strings.Split(t, ",") {
+			switch x {
+			case index.DocKnowledge, index.DocMemory, index.DocPreference:
+				types = append(types, x)
+			default:
+				writeAPIError(w, r, badRequest("type: unknown document type %q (want knowledge, memory or preference)", x))
+				return
+			}
+		}
+	}
+	eng := s.engine(w, r)
+	if eng == nil {
+		return
+	}
+	srcs, total, err := eng.Store().Sources(r.Context(), index.Filter{DocTypes: types}, offset, limit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	now := s.o.Now()
+	out := SourcesJSON{Total: total, Offset: offset, Limit: limit, Sources: make([]SourceJSON, 0, len(srcs))}
+	for _, si := range srcs {
+		out.Sources = append(out.Sources, SourceJSON{
+			URL: si.SourceURL, Title: si.Title, DocType: si.DocType, Chunks: si.Chunks, Tokens: si.Tokens,
+			CreatedAt: si.CreatedAt.UTC(), Age: rag.RelativeTime(si.CreatedAt, now),
+		})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ResultJSON is one search result: the chunk, its score and how the score
+// was reached.
+// It is a plain value.
+type ResultJSON struct {
+	ChunkJSON
+	Score       float64            `json:"score"`
+	Explanation search.Explanation `json:"explanation"`
+}
+
+// SearchJSON answers POST /v1/search.
+// It is a plain value.
+type SearchJSON struct {
+	Query   string       `json:"query"`
+	Mode    search.Mode  `json:"mode"`
+	Results []ResultJSON `json:"results"`
+	TookMs  float64      `json:"tookMs"`
+}
+
+func (s *Server) search(w http.ResponseWriter, r *http.Request) {
+	var req SearchRequest
+	if e := decodeJSON(r, &req); e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	o, e := req.options()
+	if e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	eng := s.engine(w, r)
+	if eng == nil {
+		return
+	}
+	if o.TopK == 0 {
+		o.TopK = eng.Config().TopK
+	}
+	if o.SimilarityThreshold == 0 {
+		o.SimilarityThreshold = eng.Config().SimilarityThreshold
+	}
+	start := time.Now()
+	res, err := eng.Search(r.Context(), req.Query, &o)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	now := s.o.Now()
+	out := SearchJSON{Query: req.Query, Mode: o.Mode, Results: make([]ResultJSON, 0, len(res)), TookMs: float64(time.Since(start).Microseconds()) / 1000}
+	for _, x := range res {
+		out.Results = append(out.Results, ResultJSON{ChunkJSON: s.chunkJSON(x.Record, now), Score: x.Score, Explanation: x.Explanation})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ContextJSON answers POST /v1/context: the block, its token counts and the
+// chat message ready to send (role assistant, marked as untrusted data).
+// It is a plain value.
+type ContextJSON struct {
+	Text    string        `json:"text"`    // the <knowledge_context> block ("" when empty)
+	Message MessageJSON   `json:"message"` // the ready chat message
+	Empty   bool          `json:"empty"`   // no profile and no knowledge: skip the message
+	Tokens  TokensJSON    `json:"tokens"`
+	Budgets BudgetsJSON   `json:"budgets"`
+	Sources []ContextItem `json:"sources"`
+	Profile string        `json:"profile,omitempty"`
+	Summary string        `json:"summary"`
+	Found   int           `json:"totalFound"`
+}
+
+// MessageJSON is an OpenAI-style chat message.
+// It is a plain value.
+type MessageJSON struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// TokensJSON counts the tokens of the block.
+// It is a plain value.
+type TokensJSON struct {
+	Total     int `json:"total"`
+	Profile   int `json:"profile"`
+	Knowledge int `json:"knowledge"`
+	UserQuery int `json:"userQuery"`
+}
+
+// BudgetsJSON are the budgets the block was built within (Property 4).
+// It is a plain value.
+type BudgetsJSON struct {
+	TotalAvailable int `json:"totalAvailable"`
+	Preference     int `json:"preference"`
+	Knowledge      int `json:"knowledge"`
+	Remaining      int `json:"remaining"`
+}
+
+// ContextItem is one source included in the block.
+// It is a plain value.
+type ContextItem struct {
+	Index       int       `json:"index"`
+	URL         string    `json:"url"`
+	Title       string    `json:"title"`
+	HeadingPath []string  `json:"headingPath,omitempty"`
+	Retrieved   time.Time `json:"retrieved"`
+	Age         string    `json:"age"`
+	Score       float64   `json:"score"`
+	Truncated   bool      `json:"truncated,omitempty"`
+	ChunkID     string    `json:"chunkId"`
+}
+
+func (s *Server) context(w http.ResponseWriter, r *http.Request) {
+	var req ContextRequest
+	if e := decodeJSON(r, &req); e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	if e := req.validate(); e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	eng := s.engine(w, r)
+	if eng == nil {
+		return
+	}
+	c, err := eng.BuildContext(r.Context(), req.Query, rag.ContextRequest{
+		Model: req.Model, ModelContextLimit: req.ModelContextLimit, SystemPrompt: req.SystemPrompt,
+		SystemPromptTokens: req.SystemPromptTokens, ResponseReserve: req.ResponseReserve,
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	b := c.Block
+	out := ContextJSON{
+		Text:    c.Text,
+		Message: MessageJSON{Role: c.Message.Role, Content: c.Message.Content},
+		Empty:   b.Empty(),
+		Tokens:  TokensJSON{Total: b.TotalTokens, Profile: b.ProfileTokens, Knowledge: b.KnowledgeTokens, UserQuery: c.UserQueryTokens},
+		Budgets: BudgetsJSON{TotalAvailable: c.Budgets.TotalAvailable, Preference: c.Budgets.PreferenceBudget, Knowledge: c.Budgets.KnowledgeBudget, Remaining: c.Budgets.Remaining},
+		Sources: make([]ContextItem, 0, len(b.Sources)),
+		Profile: b.UserProfile, Summary: b.Summary, Found: b.TotalFound,
+	}
+	for _, src := range b.Sources {
+		out.Sources = append(out.Sources, ContextItem{
+			Index: src.Index, URL: src.URL, Title: src.Title, HeadingPath: src.HeadingPath,
+			Retrieved: src.Retrieved.UTC(), Age: src.Age, Score: src.Score, Truncated: src.Truncated, ChunkID: src.ChunkID,
+		})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) listPreferences(w http.ResponseWriter, r *http.Request) {
+	eng := s.engine(w, r)
+	if eng == nil {
+		return
+	}
+	ps, err := eng.Preferences().List(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if ps == nil {
+		ps = []prefs.Preference{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"preferences": ps})
+}
+
+func prefError(err error) *apiError {
+	switch {
+	case errors.Is(err, prefs.ErrEmpty), errors.Is(err, prefs.ErrTooLong), errors.Is(err, prefs.ErrUnknownType):
+		return badRequest("%v", err)
+	}
+	return nil
+}
+
+func (s *Server) addPreference(w http.ResponseWriter, r *http.Request) {
+	var req PreferenceRequest
+	if e := decodeJSON(r, &req); e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	t, e := req.validate()
+	if e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	eng := s.engine(w, r)
+	if eng == nil {
+		return
+	}
+	p, err := eng.Preferences().Add(r.Context(), t, req.Content)
+	if err != nil {
+		if ae := prefError(err); ae != nil {
+			writeAPIError(w, r, ae)
+			return
+		}
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"preference": p})
+}
+
+func (s *Server) deletePreferences(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	id, all := q.Get("id"), q.Get("all")
+	if (id == "") == (all != "true") {
+		writeAPIError(w, r, badRequest("give id=<preference id> to remove one preference, or all=true to remove them all"))
+		return
+	}
+	eng := s.engine(w, r)
+	if eng == nil {
+		return
+	}
+	if all == "true" {
+		n, err := eng.Preferences().Clear(r.Context())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"removed": n})
+		return
+	}
+	ok, err := eng.Preferences().Remove(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if !ok {
+		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no preference %q", id))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"removed": 1})
+}
+
+// DetectJSON answers POST /v1/preferences/detect.
+// It is a plain value.
+type DetectJSON struct {
+	Detected bool              `json:"detected"`
+	Intent   *IntentJSON       `json:"intent,omitempty"`
+	Saved    *prefs.Preference `json:"saved,omitempty"`
+}
+
+// IntentJSON is a detected preference statement.
+// It is a plain value.
+type IntentJSON struct {
+	Type    string `json:"type"`
+	Content string `json:"content"` // what would be stored
+	Match   string `json:"match"`   // the words that triggered detection
+}
+
+func (s *Server) detectPreference(w http.ResponseWriter, r *http.Request) {
+	var req DetectRequest
+	if e := decodeJSON(r, &req); e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	if e := req.validate(); e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	in := prefs.DetectPreferenceIntent(req.Message)
+	out := DetectJSON{Detected: in != nil}
+	if in != nil {
+		out.Intent = &IntentJSON{Type: string(in.Type), Content: in.Content, Match: in.Match}
+		if req.Save {
+			eng := s.engine(w, r)
+			if eng == nil {
+				return
+			}
+			p, err := eng.Preferences().Add(r.Context(), in.Type, in.Content)
+			if err != nil {
+				if ae := prefError(err); ae != nil {
+					writeAPIError(w, r, ae)
+					return
+				}
+				s.fail(w, r, err)
+				return
+			}
+			out.Saved = &p
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// StatsJSON answers GET /v1/stats.
+// It is a plain value.
+type StatsJSON struct {
+	Namespace string      `json:"namespace"`
+	Store     index.Stats `json:"store"`
+	Server    struct {
+		UptimeSeconds  float64 `json:"uptimeSeconds"`
+		NamespacesOpen int     `json:"namespacesOpen"`
+	} `json:"server"`
+}
+
+func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+	eng := s.engine(w, r)
+	if eng == nil {
+		return
+	}
+	st, err := eng.Stats(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := StatsJSON{Namespace: Namespace(r), Store: st}
+	out.Server.UptimeSeconds = s.o.Now().Sub(s.started).Seconds()
+	out.Server.NamespacesOpen = s.pool.openCount()
+	writeJSON(w, http.StatusOK, out)
+}

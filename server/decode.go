@@ -1,0 +1,319 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/prefs"
+	"github.com/ragmem/ragmem/search"
+)
+
+// Limits on request fields.
+const (
+	maxURLBytes     = 8 << 10
+	maxTitleBytes   = 1 << 10
+	maxQueryBytes   = 16 << 10
+	maxMessageBytes = 64 << 10
+	maxTopK         = 100
+	maxContextLimit = 10_000_000
+	maxListLimit    = 1000
+)
+
+// PageRequest is the body of POST /v1/pages: a page to remember. Exactly one
+// of HTML and Text is given.
+// It is a plain value.
+type PageRequest struct {
+	URL    string `json:"url"`
+	Title  string `json:"title,omitempty"`
+	HTML   string `json:"html,omitempty"`
+	Text   string `json:"text,omitempty"`
+	Format string `json:"format,omitempty"` // for Text: "text" (default) or "markdown"
+}
+
+// SearchRequest is the body of POST /v1/search.
+// It is a plain value.
+type SearchRequest struct {
+	Query     string         `json:"query"`
+	TopK      int            `json:"topK,omitempty"`
+	Mode      string         `json:"mode,omitempty"`      // hybrid (default), vector, fulltext
+	Fusion    string         `json:"fusion,omitempty"`    // rrf (default), relative
+	Threshold *float64       `json:"threshold,omitempty"` // similarity threshold; negative disables
+	Filters   *SearchFilters `json:"filters,omitempty"`
+}
+
+// SearchFilters restrict a search.
+// It is a plain value.
+type SearchFilters struct {
+	URL      string            `json:"url,omitempty"`      // only this source
+	DocTypes []string          `json:"docTypes,omitempty"` // default ["knowledge"]
+	Attrs    map[string]string `json:"attrs,omitempty"`    // exact attribute values
+}
+
+// ContextRequest is the body of POST /v1/context.
+// It is a plain value.
+type ContextRequest struct {
+	Query              string `json:"query"`
+	Model              string `json:"model,omitempty"`
+	ModelContextLimit  int    `json:"modelContextLimit,omitempty"`
+	SystemPrompt       string `json:"systemPrompt,omitempty"`
+	SystemPromptTokens int    `json:"systemPromptTokens,omitempty"`
+	ResponseReserve    int    `json:"responseReserve,omitempty"`
+}
+
+// PreferenceRequest is the body of POST /v1/preferences.
+// It is a plain value.
+type PreferenceRequest struct {
+	Type    string `json:"type"`
+	Content string `json:"content"`
+}
+
+// DetectRequest is the body of POST /v1/preferences/detect.
+// It is a plain value.
+type DetectRequest struct {
+	Message string `json:"message"`
+	Save    bool   `json:"save,omitempty"` // store the detected preference
+}
+
+func badRequest(format string, args ...any) *apiError {
+	return errorf(http.StatusBadRequest, CodeBadRequest, fmt.Sprintf(format, args...))
+}
+
+// decodeJSON reads one JSON object from the body into v: unknown fields,
+// trailing data, a wrong content type and an oversized body are errors.
+func decodeJSON(r *http.Request, v any) *apiError {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, fmt.Sprintf("content type %q is not JSON; send application/json", ct))
+		}
+	}
+	if r.Body == nil {
+		return errorf(http.StatusBadRequest, CodeInvalidJSON, "request body is empty; send a JSON object")
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, tooLargeMsg(mbe.Limit))
+		}
+		return errorf(http.StatusBadRequest, CodeBadRequest, "reading the request body failed: "+err.Error())
+	}
+	return decodeBody(body, v)
+}
+
+// decodeBody decodes one JSON object from body into v.
+func decodeBody(body []byte, v any) *apiError {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return errorf(http.StatusBadRequest, CodeInvalidJSON, "request body is empty; send a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errorf(http.StatusBadRequest, CodeInvalidJSON, "invalid JSON: "+jsonErr(err))
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, CodeInvalidJSON, "invalid JSON: unexpected data after the object")
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err != io.EOF {
+		return errorf(http.StatusBadRequest, CodeInvalidJSON, "invalid JSON: unexpected data after the object")
+	}
+	return nil
+}
+
+func jsonErr(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("syntax error at byte %d: %v", se.Offset, se)
+	case errors.As(err, &te):
+		if te.Field != "" {
+			return fmt.Sprintf("field %q must be %s, not %s", te.Field, te.Type, te.Value)
+		}
+		return fmt.Sprintf("expected %s, not %s", te.Type, te.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the object is not complete"
+	}
+	return err.Error()
+}
+
+// checkText rejects invalid UTF-8 and over-long strings.
+func checkText(field, s string, max int) *apiError {
+	if !utf8.ValidString(s) {
+		return badRequest("%s is not valid UTF-8", field)
+	}
+	if len(s) > max {
+		return badRequest("%s is longer than %d bytes", field, max)
+	}
+	return nil
+}
+
+// checkSourceURL validates the URL of a page: absolute, with a scheme.
+func checkSourceURL(field, raw string) (string, *apiError) {
+	u := strings.TrimSpace(raw)
+	if u == "" {
+		return "", badRequest("%s is required", field)
+	}
+	if e := checkText(field, u, maxURLBytes); e != nil {
+		return "", e
+	}
+	if strings.ContainsAny(u, "\x00\r\n\t") {
+		return "", badRequest("%s contains control characters", field)
+	}
+	p, err := url.Parse(u)
+	if err != nil || p.Scheme == "" || (p.Host == "" && p.Opaque == "" && p.Path == "") {
+		return "", badRequest("%s %q is not an absolute URL (like https://example.com/page)", field, u)
+	}
+	return u, nil
+}
+
+// validate checks a page request and returns the document text and format.
+func (p *PageRequest) validate() (url string, a *apiError) {
+	url, a = checkSourceURL("url", p.URL)
+	if a != nil {
+		return "", a
+	}
+	if a := checkText("title", p.Title, maxTitleBytes); a != nil {
+		return "", a
+	}
+	hasHTML, hasText := strings.TrimSpace(p.HTML) != "", strings.TrimSpace(p.Text) != ""
+	switch {
+	case hasHTML && hasText:
+		return "", badRequest("give either html or text, not both")
+	case !hasHTML && !hasText:
+		return "", errorf(http.StatusUnprocessableEntity, CodeNoContent, "the page has no content: give html or text")
+	}
+	if hasHTML && p.Format != "" {
+		return "", badRequest("format applies to text only; html is always read as HTML")
+	}
+	if _, err := p.textFormat(); err != nil {
+		return "", badRequest("%v", err)
+	}
+	return url, nil
+}
+
+func (p *PageRequest) textFormat() (chunk.Format, error) {
+	switch strings.ToLower(strings.TrimSpace(p.Format)) {
+	case "", "text", "plain":
+		return chunk.Text, nil
+	case "markdown", "md":
+		return chunk.Markdown, nil
+	}
+	return 0, fmt.Errorf("format %q is not text or markdown", p.Format)
+}
+
+// options validates a search request and returns the search options.
+func (q *SearchRequest) options() (search.Options, *apiError) {
+	var o search.Options
+	if strings.TrimSpace(q.Query) == "" {
+		return o, badRequest("query is required")
+	}
+	if a := checkText("query", q.Query, maxQueryBytes); a != nil {
+		return o, a
+	}
+	if q.TopK < 0 || q.TopK > maxTopK {
+		return o, badRequest("topK must be between 1 and %d", maxTopK)
+	}
+	m, err := search.ParseMode(q.Mode)
+	if err != nil {
+		return o, badRequest("%v", err)
+	}
+	fu, err := search.ParseFusion(q.Fusion)
+	if err != nil {
+		return o, badRequest("%v", err)
+	}
+	o = search.Options{Mode: m, TopK: q.TopK, Fusion: fu}
+	if q.Threshold != nil {
+		t := *q.Threshold
+		if t != t || t > 1e6 || t < -1e6 {
+			return o, badRequest("threshold must be a number (negative disables it)")
+		}
+		if t == 0 {
+			t = -1 // zero means "no threshold" to a client; search reads 0 as the default
+		}
+		o.SimilarityThreshold = t
+	}
+	if f := q.Filters; f != nil {
+		if f.URL != "" {
+			u, a := checkSourceURL("filters.url", f.URL)
+			if a != nil {
+				return o, a
+			}
+			o.SourceURL = u
+		}
+		for _, t := range f.DocTypes {
+			switch t {
+			case index.DocKnowledge, index.DocMemory, index.DocPreference:
+			default:
+				return o, badRequest("filters.docTypes: unknown type %q (want knowledge, memory or preference)", t)
+			}
+		}
+		o.DocTypes = f.DocTypes
+		if len(f.Attrs) > 32 {
+			return o, badRequest("filters.attrs has more than 32 entries")
+		}
+		for k, v := range f.Attrs {
+			if a := checkText("filters.attrs key", k, 256); a != nil {
+				return o, a
+			}
+			if a := checkText("filters.attrs value", v, 4096); a != nil {
+				return o, a
+			}
+		}
+		o.Attrs = f.Attrs
+	}
+	return o, nil
+}
+
+func (c *ContextRequest) validate() *apiError {
+	if strings.TrimSpace(c.Query) == "" {
+		return badRequest("query is required")
+	}
+	if a := checkText("query", c.Query, maxQueryBytes); a != nil {
+		return a
+	}
+	if a := checkText("model", c.Model, 200); a != nil {
+		return a
+	}
+	if a := checkText("systemPrompt", c.SystemPrompt, maxMessageBytes*4); a != nil {
+		return a
+	}
+	for name, v := range map[string]int{"modelContextLimit": c.ModelContextLimit, "systemPromptTokens": c.SystemPromptTokens, "responseReserve": c.ResponseReserve} {
+		if v < 0 || v > maxContextLimit {
+			return badRequest("%s must be between 0 and %d", name, maxContextLimit)
+		}
+	}
+	return nil
+}
+
+func (p *PreferenceRequest) validate() (prefs.Type, *apiError) {
+	t, err := prefs.ParseType(p.Type)
+	if err != nil {
+		return "", badRequest("%v", err)
+	}
+	if a := checkText("content", p.Content, prefs.MaxContentLen); a != nil {
+		return "", a
+	}
+	if strings.TrimSpace(p.Content) == "" {
+		return "", badRequest("content is required")
+	}
+	return t, nil
+}
+
+func (d *DetectRequest) validate() *apiError {
+	if strings.TrimSpace(d.Message) == "" {
+		return badRequest("message is required")
+	}
+	return checkText("message", d.Message, maxMessageBytes)
+}

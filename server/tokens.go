@@ -1,0 +1,264 @@
+package server
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// TokenFileName is the name of the token file in the data directory.
+const TokenFileName = "server-tokens.json"
+
+// tokenPrefix starts every token, so that a leaked one is recognisable.
+const tokenPrefix = "rgm_"
+
+// Token is one API token. A token with an empty Namespace is the main
+// token: it may use any namespace through the X-Ragmem-Namespace header. A
+// token with a Namespace can only ever reach that namespace. Token is a
+// plain value. The functions on token files (EnsureToken, RotateToken,
+// Tokens) may be called from several processes: every write replaces the
+// file atomically, and the last writer wins.
+type Token struct {
+	Secret    string    `json:"token"`
+	Namespace string    `json:"namespace"`
+	Created   time.Time `json:"created"`
+}
+
+// Fingerprint identifies the token in logs and listings without revealing
+// it: the first 8 hex digits of its SHA-256.
+func (t Token) Fingerprint() string {
+	d := sha256.Sum256([]byte(t.Secret))
+	return hex.EncodeToString(d[:4])
+}
+
+type tokenFile struct {
+	Version int     `json:"version"`
+	Tokens  []Token `json:"tokens"`
+}
+
+// TokenPath returns the token file of a data directory.
+func TokenPath(dir string) string { return filepath.Join(dir, TokenFileName) }
+
+func newSecret() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("server: generate token: %w", err)
+	}
+	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+func readTokens(path string) (tokenFile, error) {
+	var tf tokenFile
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return tf, err
+	}
+	if err := json.Unmarshal(b, &tf); err != nil {
+		return tf, fmt.Errorf("server: token file %s is damaged (%v); move it aside and run ragmem token rotate", path, err)
+	}
+	return tf, nil
+}
+
+// writeTokens writes the file atomically with mode 0600: temporary file,
+// fsync, rename, fsync of the directory.
+func writeTokens(path string, tf tokenFile) error {
+	tf.Version = 1
+	sort.Slice(tf.Tokens, func(i, j int) bool { return tf.Tokens[i].Namespace < tf.Tokens[j].Namespace })
+	b, err := json.MarshalIndent(tf, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".tokens-*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after the rename
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// EnsureToken returns the main token of the data directory, creating the
+// token file (mode 0600) with a new random token when there is none.
+// created reports whether it did; the caller prints a new token once.
+func EnsureToken(dir string) (token string, created bool, err error) {
+	path := TokenPath(dir)
+	tf, err := readTokens(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", false, err
+	}
+	for _, t := range tf.Tokens {
+		if t.Namespace == "" {
+			return t.Secret, false, nil
+		}
+	}
+	s, err := RotateToken(dir, "")
+	return s, err == nil, err
+}
+
+// RotateToken replaces the token of namespace ("" for the main token) with
+// a new random one, or adds it, and returns it. A running server accepts the
+// new token and refuses the old one within a second.
+func RotateToken(dir, namespace string) (string, error) {
+	if namespace != "" && !validNamespace(namespace) {
+		return "", fmt.Errorf("%w %q: %s", ErrBadNamespace, namespace, namespaceRule)
+	}
+	path := TokenPath(dir)
+	tf, err := readTokens(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	s, err := newSecret()
+	if err != nil {
+		return "", err
+	}
+	kept := tf.Tokens[:0]
+	for _, t := range tf.Tokens {
+		if t.Namespace != namespace {
+			kept = append(kept, t)
+		}
+	}
+	tf.Tokens = append(kept, Token{Secret: s, Namespace: namespace, Created: time.Now().UTC()})
+	if err := writeTokens(path, tf); err != nil {
+		return "", fmt.Errorf("server: write token file: %w", err)
+	}
+	return s, nil
+}
+
+// Tokens lists the tokens of a data directory.
+func Tokens(dir string) ([]Token, error) {
+	tf, err := readTokens(TokenPath(dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return tf.Tokens, err
+}
+
+// tokenStore answers which token a request carries. It re-reads the token
+// file when it changes (checked at most once a second), so that rotation
+// takes effect without a restart. It is safe for concurrent use.
+type tokenStore struct {
+	path string
+
+	mu      sync.Mutex
+	checked time.Time
+	file    os.FileInfo // of the file last read; rotation replaces the file (a new inode)
+	tokens  []storedToken
+}
+
+type storedToken struct {
+	digest    [32]byte
+	namespace string
+	id        string // short fingerprint for logs and rate-limit keys
+}
+
+func newTokenStore(path string) (*tokenStore, error) {
+	ts := &tokenStore{path: path}
+	if err := ts.reload(true); err != nil {
+		return nil, err
+	}
+	if len(ts.tokens) == 0 {
+		return nil, ErrNoToken
+	}
+	return ts, nil
+}
+
+// reload re-reads the file when it was replaced or its size or
+// modification time changed.
+func (ts *tokenStore) reload(force bool) error {
+	fi, err := os.Stat(ts.path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return ErrNoToken
+		}
+		return err
+	}
+	if !force && ts.file != nil && os.SameFile(fi, ts.file) && fi.ModTime().Equal(ts.file.ModTime()) && fi.Size() == ts.file.Size() {
+		return nil
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		// Tighten a file someone loosened; the token is a password.
+		_ = os.Chmod(ts.path, 0o600)
+	}
+	tf, err := readTokens(ts.path)
+	if err != nil {
+		return err
+	}
+	toks := make([]storedToken, 0, len(tf.Tokens))
+	for _, t := range tf.Tokens {
+		if !strings.HasPrefix(t.Secret, tokenPrefix) || len(t.Secret) < len(tokenPrefix)+16 {
+			continue
+		}
+		d := sha256.Sum256([]byte(t.Secret))
+		toks = append(toks, storedToken{digest: d, namespace: t.Namespace, id: hex.EncodeToString(d[:4])})
+	}
+	ts.tokens, ts.file = toks, fi
+	return nil
+}
+
+// lookup returns the token matching secret. Every stored token is compared
+// in constant time, so timing tells nothing about which one nearly matched.
+func (ts *tokenStore) lookup(secret string) (storedToken, bool) {
+	ts.mu.Lock()
+	if now := time.Now(); now.Sub(ts.checked) >= time.Second {
+		ts.checked = now
+		switch err := ts.reload(false); {
+		case errors.Is(err, ErrNoToken):
+			ts.tokens = nil // the file was removed: nobody gets in
+		case err != nil:
+			// Unreadable or damaged: keep the tokens we have, so that a
+			// half-finished manual edit does not lock every client out.
+		}
+	}
+	toks := ts.tokens
+	ts.mu.Unlock()
+	d := sha256.Sum256([]byte(secret))
+	var found storedToken
+	ok := 0
+	for _, t := range toks {
+		m := subtle.ConstantTimeCompare(d[:], t.digest[:])
+		if m == 1 {
+			found = t
+		}
+		ok |= m
+	}
+	return found, ok == 1
+}
