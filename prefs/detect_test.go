@@ -284,23 +284,35 @@ func TestDetectPreferenceIntentLongMessage(t *testing.T) {
 	if got := DetectPreferenceIntent("I'm a nurse. " + filler); got == nil || got.Content != "User is a nurse" {
 		t.Fatalf("got %+v", got)
 	}
-	// Adversarial shapes stay fast: the scan is bounded and every step is
-	// linear in the clause length.
-	for _, msg := range []string{
-		strings.Repeat("I'm a bit, ", 1<<20),
-		"I like " + strings.Repeat("short, ", 3000),
-		"always use " + strings.Repeat("x ", 8000),
-		strings.Repeat("hi so well ", 1500) + "I'm a nurse",
-		strings.Repeat("a, I ", 3000),
-		"explain like I'm " + strings.Repeat("a ", 8000),
-		strings.Repeat("\"", 16000),
-		strings.Repeat("🎉", 4000),
-	} {
-		start := time.Now()
-		DetectPreferenceIntent(msg)
-		if d := time.Since(start); d > time.Second {
-			t.Errorf("%d-byte message starting %q took %v", len(msg), msg[:20], d)
+	// Adversarial shapes give sane results; their speed is measured by
+	// BenchmarkDetectAdversarial, not timed here.
+	for _, msg := range adversarialMessages {
+		if in := DetectPreferenceIntent(msg); in != nil && (in.Content == "" || !strings.Contains(msg, in.Match)) {
+			t.Errorf("%d-byte message starting %q: %+v", len(msg), msg[:20], in)
 		}
+	}
+}
+
+// adversarialMessages are shapes that would be slow for a scan that is not
+// bounded and linear in the clause length.
+var adversarialMessages = []string{
+	strings.Repeat("I'm a bit, ", 1<<20),
+	"I like " + strings.Repeat("short, ", 3000),
+	"always use " + strings.Repeat("x ", 8000),
+	strings.Repeat("hi so well ", 1500) + "I'm a nurse",
+	strings.Repeat("a, I ", 3000),
+	"explain like I'm " + strings.Repeat("a ", 8000),
+	strings.Repeat("\"", 16000),
+	strings.Repeat("🎉", 4000),
+}
+
+func BenchmarkDetectAdversarial(b *testing.B) {
+	for _, msg := range adversarialMessages {
+		b.Run(fmt.Sprintf("%.12q/%dB", msg, len(msg)), func(b *testing.B) {
+			for b.Loop() {
+				DetectPreferenceIntent(msg)
+			}
+		})
 	}
 }
 
