@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,16 +157,31 @@ func (ts *testServer) indexPage(page map[string]any, headers ...string) server.J
 func (ts *testServer) waitJob(id string, headers ...string) server.JobJSON {
 	ts.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
+	wait := 10 * time.Millisecond
 	for {
-		var j server.JobJSON
-		ts.must(http.StatusOK, "GET", "/v1/jobs/"+id, nil, headers...).json(ts.t, &j)
-		if j.State == "done" || j.State == "failed" {
-			return j
+		// Poll like a well-behaved client: back off, and honour 429's
+		// Retry-After, so a slow job on a loaded machine does not trip
+		// the server's per-client rate limit.
+		r := ts.req("GET", "/v1/jobs/"+id, nil, headers...)
+		switch r.status {
+		case http.StatusOK:
+			var j server.JobJSON
+			r.json(ts.t, &j)
+			if j.State == "done" || j.State == "failed" {
+				return j
+			}
+			if time.Now().After(deadline) {
+				ts.t.Fatalf("job %s still %s", id, j.State)
+			}
+		case http.StatusTooManyRequests:
+			if secs, err := strconv.Atoi(r.header.Get("Retry-After")); err == nil && secs > 0 {
+				wait = time.Duration(secs) * time.Second
+			}
+		default:
+			ts.t.Fatalf("GET /v1/jobs/%s: status %d: %s", id, r.status, r.body)
 		}
-		if time.Now().After(deadline) {
-			ts.t.Fatalf("job %s still %s", id, j.State)
-		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(wait)
+		wait = min(2*wait, 200*time.Millisecond)
 	}
 }
 
