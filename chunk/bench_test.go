@@ -5,7 +5,6 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ragmem/ragmem/internal/tokens"
 )
@@ -137,20 +136,15 @@ func BenchmarkExtractHTML(b *testing.B) {
 // TestSplitMegabyteMarkdown checks that chunking is linear: 1 MB of
 // Markdown must split well under a second even on a busy machine (the limit
 // asserted is generous; the measured time is logged).
+// TestSplitMegabyteMarkdown checks the invariants on a 1 MiB document; its
+// speed is measured by BenchmarkSplitMarkdown.
 func TestSplitMegabyteMarkdown(t *testing.T) {
 	if testing.Short() {
-		t.Skip("timing test")
+		t.Skip("1 MiB input")
 	}
 	src := benchDoc(Markdown, 1<<20)
-	tokens.Default()
-	start := time.Now()
 	chunks := Split(src, Markdown, nil)
-	elapsed := time.Since(start)
-	t.Logf("1 MiB Markdown: %d chunks in %v", len(chunks), elapsed)
 	if err := checkVerbatim(src, chunks, (*Options)(nil).settings()); err != nil {
 		t.Fatal(err)
-	}
-	if elapsed > 3*time.Second && !raceEnabled {
-		t.Fatalf("splitting 1 MiB took %v", elapsed)
 	}
 }

@@ -1,6 +1,0 @@
-//go:build !race
-
-package chunk
-
-// raceEnabled reports a -race build, where timings mean little.
-const raceEnabled = false
