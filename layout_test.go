@@ -20,6 +20,7 @@ var stages = [][]string{
 	{"budget"},
 	{"prefs"},
 	{"rag"},
+	{"memory"},             // agent memory files, layers, injector, extraction (and its HTTP and MCP adapters)
 	{"agent", "mcpserver"}, // adapters over rag.Engine
 	{"cmd", "examples"},
 }
@@ -94,8 +95,9 @@ func TestStageOf(t *testing.T) {
 		module + "/chunk":           0,
 		module + "/index/local":     2,
 		module + "/internal/tokens": -1,
-		module + "/agent":           7,
-		module + "/cmd/ragmem":      8,
+		module + "/memory/memhttp":  7,
+		module + "/agent":           8,
+		module + "/cmd/ragmem":      9,
 		module + "/nonsense":        -2,
 	}
 	for pkg, want := range cases {
