@@ -68,6 +68,28 @@ func BenchmarkRefreshUnchanged(b *testing.B) {
 	}
 }
 
+// BenchmarkInjector: GetMemoryContext for the same query, from the cache
+// and without it (TTL disabled).
+func BenchmarkInjector(b *testing.B) {
+	s := benchDir(b, 100)
+	q := Query{Task: "fix the flaky upload timeout in the proxy config", Agent: "developer"}
+	for _, c := range []struct {
+		name string
+		ttl  time.Duration
+	}{{"cached", time.Hour}, {"uncached", -1}} {
+		b.Run(c.name, func(b *testing.B) {
+			in := NewInjector(&InjectorOptions{Store: s, TTL: c.ttl, Logger: quiet()})
+			in.GetMemoryContext(bg, q)
+			b.ResetTimer()
+			for b.Loop() {
+				if mc := in.GetMemoryContext(bg, q); mc.Err != nil {
+					b.Fatal(mc.Err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkParseFile: parsing the seed's memory file.
 func BenchmarkParseFile(b *testing.B) {
 	data := []byte(seedFile)
