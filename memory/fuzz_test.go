@@ -104,3 +104,18 @@ func FuzzCompilePattern(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseExtraction: the model's answer is read without panicking.
+func FuzzParseExtraction(f *testing.F) {
+	f.Add(`{"shouldCreateMemory":true,"reasoning":"r","title":"t","whenToUse":["a"],"tags":[],"importance":"high","content":"c","duplicateOf":""}`)
+	f.Add("```json\n{\"shouldCreateMemory\":\"yes\",\"whenToUse\":\"a|b\"}\n```")
+	f.Add(`{"shouldCreateMemory": 1}`)
+	f.Add("no json here")
+	f.Fuzz(func(t *testing.T, s string) {
+		ex, err := ParseExtraction(s)
+		if err != nil && !errors.Is(err, ErrBadExtraction) {
+			t.Fatalf("error %v is not ErrBadExtraction", err)
+		}
+		_ = ex
+	})
+}
