@@ -55,6 +55,7 @@ func newRootCmd() *cobra.Command {
 		newRmCmd(g), newStatsCmd(g), newSourcesCmd(g), newDemoCmd(g),
 	)
 	root.AddCommand(newMCPCmd(g))
+	root.AddCommand(newMemoryCmd(g))
 	return root
 }
 
