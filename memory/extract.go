@@ -59,7 +59,8 @@ type ExtractionOutput struct {
 	Structured bool `json:"structured"`
 }
 
-// Duplicate is an existing memory close to a proposed one.
+// Duplicate is an existing memory close to a proposed one. It is a plain
+// value.
 type Duplicate struct {
 	Slug       string  `json:"slug"`
 	Title      string  `json:"title"`
@@ -70,7 +71,7 @@ type Duplicate struct {
 }
 
 // ExtractorOptions configure NewExtractor. A nil *ExtractorOptions means
-// all defaults.
+// all defaults. It is a plain value.
 type ExtractorOptions struct {
 	// DuplicateThreshold is the embedding similarity of a proposed
 	// memory's text to an existing memory's at which it counts as a

@@ -85,7 +85,8 @@ type Entry struct {
 	Line int `json:"line"`
 }
 
-// ParseError reports an invalid memory file with the file and line.
+// ParseError reports an invalid memory file with the file and line. It is a
+// plain value.
 type ParseError struct {
 	File string // file name ("" when parsing bytes)
 	Line int    // 1-based; 0 when the whole file is concerned

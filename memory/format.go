@@ -36,7 +36,8 @@ func Preview(body string) string {
 	return body
 }
 
-// Injected is a selected memory with the body it is shown with.
+// Injected is a selected memory with the body it is shown with. It is a
+// plain value.
 type Injected struct {
 	Match
 	// Body is the body of the memory's latest entry (appended entries

@@ -26,7 +26,8 @@ const (
 )
 
 // InjectorOptions configure NewInjector. A nil *InjectorOptions means all
-// defaults (and no memory: give a Store, a Manager or both).
+// defaults (and no memory: give a Store, a Manager or both). It is a plain
+// value, copied by NewInjector.
 type InjectorOptions struct {
 	// Store is the memory directory. Default nil: no memory files.
 	Store *Store

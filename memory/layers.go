@@ -67,7 +67,7 @@ type LayerEntry struct {
 	Metadata  map[string]any `json:"metadata,omitempty"`
 }
 
-// ScoredEntry is a search result.
+// ScoredEntry is a search result. It is a plain value.
 type ScoredEntry struct {
 	LayerEntry
 	Score float64 `json:"score"`
@@ -91,7 +91,7 @@ type Rule struct {
 }
 
 // CompactOptions configure Compact (seed 002). A nil *CompactOptions means
-// the defaults.
+// the defaults. It is a plain value.
 type CompactOptions struct {
 	// KeepLast is how many of the newest entries are kept. Default 10.
 	KeepLast int
@@ -131,7 +131,7 @@ type Summarizer interface {
 
 // LocalSummarizer summarises without a model, as the seed does: "[Summary
 // of N entries]" and one line per entry, its content cut to 120 characters
-// and its metadata as [key=value].
+// and its metadata as [key=value]. It is safe for concurrent use.
 type LocalSummarizer struct{}
 
 // Summarize implements Summarizer.
@@ -161,7 +161,8 @@ func (LocalSummarizer) Summarize(_ context.Context, es []LayerEntry) (string, er
 	return b.String(), nil
 }
 
-// LLMSummarizer summarises with a chat model.
+// LLMSummarizer summarises with a chat model. It is a plain value, safe for
+// concurrent use.
 type LLMSummarizer struct {
 	LLM LLM
 	// MaxInputTokens caps the entries sent (newest kept). Default 6000.
@@ -206,7 +207,7 @@ func (s LLMSummarizer) Summarize(ctx context.Context, es []LayerEntry) (string, 
 }
 
 // ManagerOptions configure OpenManager. A nil *ManagerOptions means all
-// defaults.
+// defaults. It is a plain value, copied by OpenManager.
 type ManagerOptions struct {
 	// Index makes episodic memory searchable with hybrid search (BM25 and
 	// vectors) and lets rules match by embedding similarity. Default nil:

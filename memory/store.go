@@ -59,7 +59,8 @@ const (
 	DefaultSemanticThreshold = 0.5
 )
 
-// Options configure Open. A nil *Options means all defaults.
+// Options configure Open. A nil *Options means all defaults. It is a plain
+// value, copied by Open.
 type Options struct {
 	// Index holds the memories for hybrid search: their contents are
 	// indexed there with docType "memory", their natural-language patterns

@@ -97,6 +97,8 @@ type handler struct {
 	o       Options
 }
 
+// The request and response types below are plain values.
+
 // ErrorBody is the JSON body of an error response.
 type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
