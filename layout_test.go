@@ -21,6 +21,7 @@ var stages = [][]string{
 	{"budget"},
 	{"prefs"},
 	{"rag"},
+	{"memory"},             // agent memory files, layers, injector, extraction (and its HTTP and MCP adapters)
 	{"agent", "mcpserver"}, // adapters over rag.Engine
 	{"server"},
 	{"cmd", "examples"},
@@ -97,9 +98,10 @@ func TestStageOf(t *testing.T) {
 		module + "/chunk":           1,
 		module + "/index/local":     3,
 		module + "/internal/tokens": -1,
-		module + "/agent":           8,
-		module + "/server":          9,
-		module + "/cmd/ragmem":      10,
+		module + "/memory/memhttp":  8,
+		module + "/agent":           9,
+		module + "/server":          10,
+		module + "/cmd/ragmem":      11,
 		module + "/nonsense":        -2,
 	}
 	for pkg, want := range cases {

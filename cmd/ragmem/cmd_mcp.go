@@ -7,34 +7,43 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/mcpserver"
+	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/memory/memmcp"
 	"github.com/ragmem/ragmem/rag"
 )
 
 // newMCPServer builds the MCP server over eng. Commands serving MCP (stdio
 // here, streamable HTTP in `serve --mcp`) all build it here, so a tool set
 // registered below is served everywhere: add more tools with
-// mcp.AddTool(srv.MCP(), ...).
-func newMCPServer(eng *rag.Engine, readOnly bool) *mcpserver.Server {
-	return mcpserver.New(eng, &mcpserver.Options{ReadOnly: readOnly, Logger: slog.Default()})
+// mcp.AddTool(srv.MCP(), ...). With mem, the agent-memory tools remember and
+// recall_memories are served too.
+func newMCPServer(eng *rag.Engine, readOnly bool, mem *memory.Store) *mcpserver.Server {
+	srv := mcpserver.New(eng, &mcpserver.Options{ReadOnly: readOnly, Logger: slog.Default()})
+	if mem != nil {
+		memmcp.Register(srv.MCP(), mem, &memmcp.Options{ReadOnly: readOnly})
+	}
+	return srv
 }
 
 func newMCPCmd(g *globals) *cobra.Command {
 	var readOnly bool
+	mf := &memoryFlags{}
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the memory to an agent over the Model Context Protocol (stdio)",
 		Long: "Serve the memory over MCP on stdin/stdout until the client disconnects. MCP clients (Claude Desktop,\n" +
 			"IDEs, agent frameworks) start it as a subprocess; see the README for the configuration snippet.\n\n" +
-			"Tools: search_memory, get_context, list_sources, list_preferences, and unless --read-only also\n" +
-			"index_text, forget_source, add_preference and remove_preference.\n\n" +
+			"Tools: search_memory, get_context, list_sources, list_preferences, recall_memories, and unless\n" +
+			"--read-only also index_text, forget_source, add_preference, remove_preference and remember.\n" +
+			"The agent memories are those of --memories (default $RAGMEM_MEMORIES, else <data dir>/memories).\n\n" +
 			"The store is locked while the server runs: other ragmem commands on the same --dir fail with\n" +
 			"\"store is locked\" until it stops.\n" +
 			"Logs go to stderr.",
 		Example: "  ragmem mcp\n  ragmem --dir ~/notes-memory mcp --read-only",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
-				err := newMCPServer(eng, readOnly).Run(cmd.Context(), &mcp.StdioTransport{})
+			return g.withIndexedMemories(cmd.Context(), mf, func(eng *rag.Engine, mem *memory.Store) error {
+				err := newMCPServer(eng, readOnly, mem).Run(cmd.Context(), &mcp.StdioTransport{})
 				if cmd.Context().Err() != nil {
 					return nil // interrupted: a normal way to stop
 				}
@@ -43,5 +52,6 @@ func newMCPCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "offer only the tools that read the memory")
+	cmd.Flags().StringVar(&mf.dir, "memories", "", "agent-memory directory (default $RAGMEM_MEMORIES, else <data dir>/memories)")
 	return cmd
 }

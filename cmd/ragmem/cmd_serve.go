@@ -8,13 +8,17 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/memory/memhttp"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/server"
 )
@@ -188,8 +192,26 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	// Agent memories live in each namespace's directory, under memories/.
+	stores := memory.NewStores(&memory.Options{Logger: log})
+	memoriesOf := func(r *http.Request, eng *rag.Engine) (*memory.Store, error) {
+		return stores.Get(r.Context(), filepath.Join(server.NamespaceDir(dir, server.Namespace(r)), "memories"), eng.Store())
+	}
+	mem := memhttp.New(func(r *http.Request) (*memory.Store, error) {
+		eng, err := srv.Engine(r)
+		if err != nil {
+			return nil, err
+		}
+		return memoriesOf(r, eng)
+	}, &memhttp.Options{WriteError: server.WriteError, Logger: log})
+	for _, p := range []string{memhttp.DefaultPrefix, memhttp.DefaultPrefix + "/"} {
+		if err := srv.Handle(p, mem); err != nil {
+			_ = srv.Close()
+			return err
+		}
+	}
 	if f.mcp {
-		if err := srv.Handle("/mcp", newMCPMount(srv, f.mcpReadOnly)); err != nil {
+		if err := srv.Handle("/mcp", newMCPMount(srv, f.mcpReadOnly, memoriesOf)); err != nil {
 			_ = srv.Close()
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/server"
 )
@@ -17,6 +18,7 @@ import (
 type mcpMount struct {
 	srv      *server.Server
 	readOnly bool
+	memories func(*http.Request, *rag.Engine) (*memory.Store, error) // the namespace's agent memories
 
 	mu       sync.Mutex
 	handlers map[*rag.Engine]http.Handler
@@ -28,17 +30,17 @@ type mcpMount struct {
 // once the bound is reached (its MCP sessions end; clients re-initialize).
 const maxMCPHandlers = 64
 
-func newMCPMount(srv *server.Server, readOnly bool) *mcpMount {
-	return &mcpMount{srv: srv, readOnly: readOnly, handlers: map[*rag.Engine]http.Handler{}}
+func newMCPMount(srv *server.Server, readOnly bool, memories func(*http.Request, *rag.Engine) (*memory.Store, error)) *mcpMount {
+	return &mcpMount{srv: srv, readOnly: readOnly, memories: memories, handlers: map[*rag.Engine]http.Handler{}}
 }
 
-func (m *mcpMount) handler(eng *rag.Engine) http.Handler {
+func (m *mcpMount) handler(eng *rag.Engine, mem *memory.Store) http.Handler {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if h, ok := m.handlers[eng]; ok {
 		return h
 	}
-	h := newMCPServer(eng, m.readOnly).HTTPHandler(nil)
+	h := newMCPServer(eng, m.readOnly, mem).HTTPHandler(nil)
 	m.handlers[eng] = h
 	m.order = append(m.order, eng)
 	if len(m.order) > maxMCPHandlers {
@@ -54,9 +56,14 @@ func (m *mcpMount) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		server.WriteError(w, r, http.StatusServiceUnavailable, "store_unavailable", "the memory store could not be opened: "+err.Error())
 		return
 	}
+	mem, err := m.memories(r, eng)
+	if err != nil {
+		server.WriteError(w, r, http.StatusServiceUnavailable, "memories_unavailable", "the agent memories could not be opened: "+err.Error())
+		return
+	}
 	if r.Method == http.MethodGet {
 		// The server-to-client event stream lives as long as the session.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	}
-	m.handler(eng).ServeHTTP(w, r)
+	m.handler(eng, mem).ServeHTTP(w, r)
 }

@@ -47,8 +47,11 @@ func textOf(res *mcp.CallToolResult) string {
 func TestServeMCP(t *testing.T) {
 	s := startServe(t, t.TempDir(), "--mcp")
 	defer s.stop()
-	if !strings.Contains(s.outText(), "/mcp") {
-		t.Fatalf("banner does not mention /mcp:\n%s", s.outText())
+	// The banner's last lines may still be on their way when serving starts.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.outText(), "/mcp"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("banner does not mention /mcp:\n%s", s.outText())
+		}
 	}
 	if _, err := connectMCP(t, s, nil); err == nil {
 		t.Fatal("MCP without the token connected")
@@ -89,5 +92,39 @@ func TestServeMCP(t *testing.T) {
 	}
 	if strings.Contains(textOf(res), "mcp.example/axolotl") {
 		t.Fatalf("namespace team-b sees the default namespace's memory: %s", textOf(res))
+	}
+}
+
+// TestServeMemories checks /v1/memories behind the server's token, per
+// namespace, and the memory tools over MCP on the same server.
+func TestServeMemories(t *testing.T) {
+	s := startServe(t, t.TempDir(), "--mcp")
+	defer s.stop()
+	if r := s.call("GET", "/v1/memories", nil, true); r.status != http.StatusUnauthorized {
+		t.Fatalf("memories without a token: %d %s", r.status, r.body)
+	}
+	add := map[string]any{
+		"title": "OAuth scopes must be narrow", "content": "# OAuth scopes\n\nRequesting all scopes got the app rejected.",
+		"whenToUse": []string{"oauth|scope"}, "importance": "high", "discoveredBy": "developer",
+	}
+	if r := s.call("POST", "/v1/memories", jsonBody(t, add), false); r.status != http.StatusCreated && r.status != http.StatusOK {
+		t.Fatalf("add memory: %d %s", r.status, r.body)
+	}
+	r := s.call("POST", "/v1/memories/match", jsonBody(t, map[string]any{"task": "Add OAuth login with Google", "agent": "developer"}), false)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), "OAuth scopes must be narrow") {
+		t.Fatalf("match: %d %s", r.status, r.body)
+	}
+	r = s.call("GET", "/v1/memories", nil, false, "X-Ragmem-Namespace", "team-b")
+	if r.status != http.StatusOK || strings.Contains(string(r.body), "OAuth scopes") {
+		t.Fatalf("namespace team-b sees the default namespace's memories: %d %s", r.status, r.body)
+	}
+	sess, err := connectMCP(t, s, map[string]string{"Authorization": "Bearer " + s.token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	res, err := sess.CallTool(context.Background(), &mcp.CallToolParams{Name: "recall_memories", Arguments: map[string]any{"task": "Implement OAuth login", "agent": "developer"}})
+	if err != nil || res.IsError || !strings.Contains(textOf(res), "OAuth scopes must be narrow") {
+		t.Fatalf("recall_memories over HTTP MCP: %v %s", err, textOf(res))
 	}
 }

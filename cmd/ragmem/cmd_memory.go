@@ -1,0 +1,434 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/spf13/cobra"
+
+	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/rag"
+)
+
+// maxStdinBytes bounds what `memory add -` and `memory extract` read.
+const maxStdinBytes = 8 << 20
+
+// memoryFlags are the flags every memory command shares.
+type memoryFlags struct {
+	dir string
+}
+
+// memoriesDir resolves the memory directory: --memories, else
+// $RAGMEM_MEMORIES, else <data dir>/memories.
+func (g *globals) memoriesDir(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if d := os.Getenv("RAGMEM_MEMORIES"); d != "" {
+		return d, nil
+	}
+	dir, err := g.dataDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "memories"), nil
+}
+
+// openMemories opens the memory directory without the index (add, list,
+// show): these never take the store's lock, so they work while `ragmem mcp`
+// runs; the index catches up when the memories are next opened with it.
+func (g *globals) openMemories(ctx context.Context, mf *memoryFlags) (*memory.Store, error) {
+	dir, err := g.memoriesDir(mf.dir)
+	if err != nil {
+		return nil, err
+	}
+	return memory.Open(ctx, dir, &memory.Options{Logger: slog.Default()})
+}
+
+// withIndexedMemories opens the engine and the memory directory over its
+// index (match, extract).
+func (g *globals) withIndexedMemories(ctx context.Context, mf *memoryFlags, fn func(*rag.Engine, *memory.Store) error) error {
+	dir, err := g.memoriesDir(mf.dir)
+	if err != nil {
+		return err
+	}
+	return g.withEngine(ctx, func(eng *rag.Engine) error {
+		st, err := memory.Open(ctx, dir, &memory.Options{Index: eng.Store(), Logger: slog.Default()})
+		if err != nil {
+			return err
+		}
+		return fn(eng, st)
+	})
+}
+
+func (g *globals) warnProblems(st *memory.Store) {
+	for _, p := range st.Problems() {
+		fmt.Fprintf(g.stderr, "warning: skipped %s\n", p)
+	}
+}
+
+func newMemoryCmd(g *globals) *cobra.Command {
+	mf := &memoryFlags{}
+	cmd := &cobra.Command{
+		Use:   "memory",
+		Short: "Agent memories: Markdown files with whenToUse patterns, matched to a task and injected as background knowledge",
+		Long: "Agent memories are Markdown files with YAML frontmatter (title, whenToUse, tags, importance,\n" +
+			"discoveredAt, discoveredBy, ...) in a memory directory: --memories, else $RAGMEM_MEMORIES, else\n" +
+			"<data dir>/memories. Writes append: a memory whose title gives an existing file name is added to that\n" +
+			"file after a '---' separator. See docs/memory.md.",
+	}
+	cmd.PersistentFlags().StringVar(&mf.dir, "memories", "", "memory directory (default $RAGMEM_MEMORIES, else <data dir>/memories)")
+	cmd.AddCommand(newMemoryAddCmd(g, mf), newMemoryListCmd(g, mf), newMemoryShowCmd(g, mf), newMemoryMatchCmd(g, mf), newMemoryExtractCmd(g, mf))
+	return cmd
+}
+
+func newMemoryAddCmd(g *globals, mf *memoryFlags) *cobra.Command {
+	var nm memory.NewMemory
+	var importance, at string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "add --title T --when PATTERN [flags] (CONTENT... | -)",
+		Short: "Write a memory (appended to its file when the title's slug exists)",
+		Example: "  ragmem memory add --title \"Project uses JWT authentication\" --when \"auth|jwt|login\" \\\n" +
+			"      --when \"When changing the authentication system\" --tag auth --importance high --by planner \\\n" +
+			"      \"The project signs JWTs with HS256; tokens expire after 15 minutes.\"\n" +
+			"  ragmem memory add --title \"Build needs Go 1.26\" --when \"build|go version\" - < notes.md",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			imp, err := memory.ParseImportance(importance)
+			if err != nil {
+				return err
+			}
+			nm.Importance = imp
+			if at != "" {
+				t, err := memory.ParseTime(at)
+				if err != nil {
+					return fmt.Errorf("--at %q is not an ISO 8601 time (e.g. 2026-01-23T10:30:00Z)", at)
+				}
+				nm.DiscoveredAt = t
+			}
+			if len(args) == 1 && args[0] == "-" {
+				b, err := io.ReadAll(io.LimitReader(g.stdin, maxStdinBytes+1))
+				if err != nil {
+					return fmt.Errorf("read stdin: %w", err)
+				}
+				if len(b) > maxStdinBytes {
+					return fmt.Errorf("stdin is larger than %d bytes", maxStdinBytes)
+				}
+				nm.Content = string(b)
+			} else {
+				nm.Content = strings.Join(args, " ")
+			}
+			st, err := g.openMemories(cmd.Context(), mf)
+			if err != nil {
+				return err
+			}
+			res, err := st.Add(cmd.Context(), nm)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(g.stdout, res)
+			}
+			verb := "wrote"
+			if res.Appended {
+				verb = fmt.Sprintf("appended entry %d to", res.Memory.Entries)
+			}
+			fmt.Fprintf(g.stdout, "%s %s\n", verb, res.Memory.Path)
+			if res.Problem != nil {
+				fmt.Fprintf(g.stderr, "warning: the file does not parse, so the memory is not used until it is fixed: %s\n", res.Problem)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&nm.Title, "title", "", "title (required); the file name is its slug")
+	f.StringArrayVar(&nm.WhenToUse, "when", nil, "whenToUse pattern (required, repeatable): \"auth|login\", \"implement*auth\", \"implement.*auth\" or \"When implementing security features\"")
+	f.StringArrayVar(&nm.Tags, "tag", nil, "tag (repeatable)")
+	f.StringVar(&importance, "importance", "medium", "low, medium, high or critical")
+	f.StringVar(&nm.DiscoveredBy, "by", "user", "who discovered it (an agent name)")
+	f.StringVar(&nm.DiscoveredIn, "in", "", "the task that led to it")
+	f.StringVar(&nm.Source, "source", "", "where it came from")
+	f.StringArrayVar(&nm.RelatedMemories, "related", nil, "a related memory's slug (repeatable)")
+	f.StringVar(&at, "at", "", "when it was discovered (ISO 8601; default now)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	_ = cmd.MarkFlagRequired("title")
+	_ = cmd.MarkFlagRequired("when")
+	return cmd
+}
+
+func newMemoryListCmd(g *globals, mf *memoryFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List memories (invalid files are reported on stderr)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := g.openMemories(cmd.Context(), mf)
+			if err != nil {
+				return err
+			}
+			ms, err := st.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := struct {
+					Dir      string           `json:"dir"`
+					Memories []memory.Memory  `json:"memories"`
+					Problems []memory.Problem `json:"problems"`
+				}{st.Dir(), ms, st.Problems()}
+				if out.Memories == nil {
+					out.Memories = []memory.Memory{}
+				}
+				if out.Problems == nil {
+					out.Problems = []memory.Problem{}
+				}
+				return writeJSON(g.stdout, out)
+			}
+			g.warnProblems(st)
+			if len(ms) == 0 {
+				fmt.Fprintf(g.stdout, "no memories in %s\n", st.Dir())
+			}
+			for _, m := range ms {
+				fmt.Fprintf(g.stdout, "%-40s  %-8s  %s\n", m.Slug, m.Importance, m.Title)
+				fmt.Fprintf(g.stdout, "%-40s  %-8s  when: %s\n", "", "", strings.Join(m.WhenToUse, " ; "))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newMemoryShowCmd(g *globals, mf *memoryFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Print a memory file (NAME is its slug or file name)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := g.openMemories(cmd.Context(), mf)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				m, err := st.Get(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				es, err := st.Entries(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				return writeJSON(g.stdout, struct {
+					Memory  memory.Memory  `json:"memory"`
+					Entries []memory.Entry `json:"entries"`
+				}{m, es})
+			}
+			raw, err := st.Raw(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			_, err = g.stdout.Write(raw)
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the metadata and the entries as JSON")
+	return cmd
+}
+
+func newMemoryMatchCmd(g *globals, mf *memoryFlags) *cobra.Command {
+	var req memory.MatchRequest
+	var minImp string
+	var asJSON, prompt bool
+	cmd := &cobra.Command{
+		Use:   "match --agent NAME [flags] TASK...",
+		Short: "Select the memories for an agent's task, in rank order with their scores",
+		Long: "Select the memories relevant to TASK for agent NAME: whenToUse patterns (with natural-language patterns\n" +
+			"matched through hybrid search), scored with the seed's table (importance, recency, keywords, agent\n" +
+			"specialty, same discoverer; 0-100) and ranked with retrieval relevance (rank = score + 10 x relevance).\n" +
+			"--prompt prints the context message an agent would receive instead.",
+		Example: "  ragmem memory match --agent developer \"Add OAuth integration to existing auth system\"\n" +
+			"  ragmem memory match --memories .ragmem/memories --agent tester --min-importance high --prompt \"Fix flaky uploads\"",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.Task = strings.Join(args, " ")
+			if minImp != "" {
+				imp, err := memory.ParseImportance(minImp)
+				if err != nil {
+					return err
+				}
+				req.MinImportance = imp
+			}
+			return g.withIndexedMemories(cmd.Context(), mf, func(_ *rag.Engine, st *memory.Store) error {
+				g.warnProblems(st)
+				ms, err := st.Match(cmd.Context(), req)
+				if err != nil {
+					return err
+				}
+				if prompt {
+					ins, err := st.Load(cmd.Context(), ms)
+					if err != nil {
+						return err
+					}
+					if len(ins) == 0 {
+						fmt.Fprintln(g.stderr, "no memories selected")
+						return nil
+					}
+					fmt.Fprintln(g.stdout, memory.ContextMessage(memory.FormatForPrompt(ins)).Content)
+					return nil
+				}
+				if asJSON {
+					if ms == nil {
+						ms = []memory.Match{}
+					}
+					return writeJSON(g.stdout, struct {
+						Matches []memory.Match `json:"matches"`
+					}{ms})
+				}
+				if len(ms) == 0 {
+					fmt.Fprintln(g.stdout, "no memories selected")
+				}
+				for i, m := range ms {
+					printMatch(g.stdout, i+1, m)
+				}
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Agent, "agent", "", "the agent's name (planner, developer, tester, reviewer or any other)")
+	f.StringArrayVar(&req.AgentTags, "agent-tag", nil, "an extra specialty tag of the agent (repeatable)")
+	f.IntVar(&req.MaxMemories, "max", memory.DefaultMaxMemories, "select at most this many memories")
+	f.StringVar(&minImp, "min-importance", "", "leave out memories below low, medium, high or critical")
+	f.BoolVar(&req.NoWeak, "no-weak", false, "only memories whose whenToUse fires (no weak matches by agent specialty)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.BoolVar(&prompt, "prompt", false, "print the context message with the memories' contents")
+	_ = cmd.MarkFlagRequired("agent")
+	return cmd
+}
+
+func printMatch(w io.Writer, n int, m memory.Match) {
+	s := m.Score
+	var parts []string
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"importance", s.Importance}, {"recency", s.Recency}, {"keyword", s.Keyword}, {"agent tags", s.AgentTags}, {"discoverer", s.Discoverer}} {
+		if p.v != 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", p.name, p.v))
+		}
+	}
+	fmt.Fprintf(w, "%d. %s  score %d (%s)  relevance %.3f  rank %.2f\n", n, m.Memory.Slug, s.Total, strings.Join(parts, ", "), m.Relevance, m.Rank)
+	fmt.Fprintf(w, "   %s [%s]\n", m.Memory.Title, m.Memory.Importance)
+	for _, r := range m.Reasons {
+		fmt.Fprintf(w, "   - %s\n", r)
+	}
+}
+
+func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
+	var in memory.ExtractionInput
+	var model string
+	var dryRun, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "extract --agent NAME --task TASK --model MODEL [flags] [OUTPUT_FILE | -]",
+		Short: "Ask a language model whether an agent's run is worth remembering, and write the memory",
+		Long: "Send the agent's task and output (OUTPUT_FILE, or stdin) to an OpenAI-compatible chat model\n" +
+			"(--base-url / $OPENAI_BASE_URL, --api-key / $OPENAI_API_KEY) with the seed's lists of what to keep and\n" +
+			"what to skip. A memory it proposes is written unless it nearly duplicates an existing one.",
+		Example: "  go test ./... 2>&1 | ragmem memory extract --agent tester --task \"Run the test suite\" --result failure --model gpt-4o-mini\n" +
+			"  ragmem --base-url http://localhost:11434/v1 memory extract --agent developer --task \"Fix uploads\" --model llama3.1 run.log",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if model == "" {
+				model = os.Getenv("RAGMEM_LLM_MODEL")
+			}
+			if model == "" {
+				return errors.New("no model: give --model (or set $RAGMEM_LLM_MODEL)")
+			}
+			var r io.Reader = g.stdin
+			if len(args) == 1 && args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				r = f
+			}
+			b, err := io.ReadAll(io.LimitReader(r, maxStdinBytes+1))
+			if err != nil {
+				return fmt.Errorf("read the agent output: %w", err)
+			}
+			if len(b) > maxStdinBytes {
+				return fmt.Errorf("the agent output is larger than %d bytes", maxStdinBytes)
+			}
+			in.AgentOutput = string(b)
+			llm := memory.LLM{Client: openai.NewClientWithConfig(g.openAIConfig()), Model: model}
+			return g.withIndexedMemories(cmd.Context(), mf, func(_ *rag.Engine, st *memory.Store) error {
+				x, err := memory.NewExtractor(llm, st, &memory.ExtractorOptions{DryRun: dryRun, Logger: slog.Default()})
+				if err != nil {
+					return err
+				}
+				out, err := x.ExtractMemory(cmd.Context(), in)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(g.stdout, out)
+				}
+				switch {
+				case !out.ShouldCreateMemory && out.Duplicate != nil:
+					fmt.Fprintf(g.stdout, "nothing new: already in %s (%s)\n", out.Duplicate.Slug, out.Reasoning)
+				case !out.ShouldCreateMemory:
+					fmt.Fprintf(g.stdout, "nothing worth remembering: %s\n", out.Reasoning)
+				case out.Duplicate != nil:
+					fmt.Fprintf(g.stdout, "not written: %q nearly duplicates %s (%s, similarity %.2f)\n", out.Memory.Title, out.Duplicate.Slug, out.Duplicate.By, out.Duplicate.Similarity)
+				case out.Written == nil:
+					fmt.Fprintf(g.stdout, "would write %q (dry run): %s\n", out.Memory.Title, out.Reasoning)
+				default:
+					verb := "wrote"
+					if out.Written.Appended {
+						verb = "appended to"
+					}
+					fmt.Fprintf(g.stdout, "%s %s: %s\n", verb, out.Written.Memory.Path, out.Reasoning)
+				}
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&in.Agent, "agent", "", "the agent that ran")
+	f.StringVar(&in.Task, "task", "", "its task")
+	f.StringVar(&in.Result, "result", "success", "success, failure or partial")
+	f.StringVar(&in.Error, "error", "", "the error it ended with, if any")
+	f.StringVar(&model, "model", "", "chat model (default $RAGMEM_LLM_MODEL)")
+	f.BoolVar(&dryRun, "dry-run", false, "decide, but write nothing")
+	f.BoolVar(&asJSON, "json", false, "print the decision as JSON")
+	_ = cmd.MarkFlagRequired("agent")
+	_ = cmd.MarkFlagRequired("task")
+	return cmd
+}
+
+// openAIConfig is the chat client configuration: --base-url, else
+// $OPENAI_BASE_URL, else OpenAI; --api-key, else $OPENAI_API_KEY.
+func (g *globals) openAIConfig() openai.ClientConfig {
+	key := g.apiKey
+	if key == "" {
+		key = os.Getenv("OPENAI_API_KEY")
+	}
+	cfg := openai.DefaultConfig(key)
+	if u := g.baseURL; u != "" {
+		cfg.BaseURL = u
+	} else if u := os.Getenv("OPENAI_BASE_URL"); u != "" {
+		cfg.BaseURL = u
+	}
+	return cfg
+}

@@ -1,0 +1,520 @@
+// Package memhttp serves a memory directory (memory.Store) over HTTP under
+// /v1/memories, with the JSON conventions of ragmem's HTTP API: JSON
+// bodies, errors as {"error":{"code":"...","message":"..."}} with the
+// matching status, request bodies limited.
+//
+//	GET  /v1/memories            list the memories (and invalid files)
+//	POST /v1/memories            write a memory (201; appended to an existing slug)
+//	GET  /v1/memories/{name}     one memory with its entries
+//	POST /v1/memories/match      select the memories for an agent's task
+//	POST /v1/memories/extract    ask the model whether a run is worth remembering
+//	POST /v1/memories/refresh    re-read the directory now
+//
+// The handler does no authentication: mount it behind the server's.
+package memhttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ragmem/ragmem/memory"
+)
+
+// DefaultPrefix is where the handler expects to be mounted.
+const DefaultPrefix = "/v1/memories"
+
+// DefaultMaxBodyBytes caps request bodies (agent outputs for extraction
+// included).
+const DefaultMaxBodyBytes = 1 << 20
+
+// Error codes (the same as ragmem's HTTP API).
+const (
+	CodeBadRequest       = "bad_request"
+	CodeInvalidJSON      = "invalid_json"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeTooLarge         = "payload_too_large"
+	CodeUnsupportedMedia = "unsupported_media_type"
+	CodeUnavailable      = "unavailable"
+	CodeInternal         = "internal"
+)
+
+// Resolver returns the memory store a request works on (for example the
+// one of the request's namespace).
+type Resolver func(r *http.Request) (*memory.Store, error)
+
+// Options configure New. A nil *Options means all defaults. It is a plain
+// value.
+type Options struct {
+	// Prefix is the path the handler is mounted at. Default "/v1/memories".
+	Prefix string
+	// MaxBodyBytes caps a request body (413 beyond). Default 1 MiB.
+	MaxBodyBytes int64
+	// LLM enables POST {prefix}/extract. Default nil: extract answers 503.
+	LLM *memory.LLM
+	// WriteError writes an error response. Default: the JSON error body
+	// {"error":{"code","message"}}; pass the server's own writer (e.g.
+	// server.WriteError, which adds the request id) to share its format.
+	WriteError func(w http.ResponseWriter, r *http.Request, status int, code, message string)
+	// Logger receives internal errors. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// New returns the handler. It is safe for concurrent use.
+func New(resolve Resolver, opts *Options) http.Handler {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	o.Prefix = strings.TrimRight(o.Prefix, "/")
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.WriteError == nil {
+		o.WriteError = WriteError
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &handler{resolve: resolve, o: o}
+}
+
+type handler struct {
+	resolve Resolver
+	o       Options
+}
+
+// The request and response types below are plain values.
+
+// ErrorBody is the JSON body of an error response.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is a machine-readable code and a message for people.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// WriteError writes {"error":{"code","message"}} with status.
+func WriteError(w http.ResponseWriter, _ *http.Request, status int, code, message string) {
+	WriteJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: message}})
+}
+
+// WriteJSON writes v as JSON with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":{"code":"internal","message":"response could not be encoded"}}` + "\n")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, h.o.Prefix)
+	if !ok || (rest != "" && !strings.HasPrefix(rest, "/")) {
+		h.o.WriteError(w, r, http.StatusNotFound, CodeNotFound, "no such endpoint: "+clip(r.URL.Path, 200))
+		return
+	}
+	rest = strings.Trim(rest, "/")
+	var allow string
+	var fn func(http.ResponseWriter, *http.Request, *memory.Store)
+	switch rest {
+	case "":
+		allow = "GET, POST"
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			fn = h.list
+		case http.MethodPost:
+			fn = h.add
+		}
+	case "match", "extract", "refresh":
+		allow = "POST"
+		if r.Method == http.MethodPost {
+			fn = map[string]func(http.ResponseWriter, *http.Request, *memory.Store){"match": h.match, "extract": h.extract, "refresh": h.refresh}[rest]
+		}
+	default:
+		if strings.Contains(rest, "/") {
+			h.o.WriteError(w, r, http.StatusNotFound, CodeNotFound, "no such endpoint: "+clip(r.URL.Path, 200))
+			return
+		}
+		allow = "GET"
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			fn = func(w http.ResponseWriter, r *http.Request, st *memory.Store) { h.show(w, r, st, rest) }
+		}
+	}
+	if fn == nil {
+		w.Header().Set("Allow", allow)
+		h.o.WriteError(w, r, http.StatusMethodNotAllowed, CodeMethodNotAllowed, fmt.Sprintf("%s is not allowed here; use %s", r.Method, allow))
+		return
+	}
+	if r.ContentLength > h.o.MaxBodyBytes {
+		w.Header().Set("Connection", "close")
+		h.o.WriteError(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, tooLarge(h.o.MaxBodyBytes))
+		return
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes)
+	}
+	st, err := h.resolve(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	fn(w, r, st)
+}
+
+func tooLarge(n int64) string {
+	return fmt.Sprintf("request body is larger than the limit of %d bytes", n)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// fail maps an error to its status and code.
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		h.o.WriteError(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, tooLarge(mbe.Limit))
+	case errors.Is(err, memory.ErrNotFound):
+		h.o.WriteError(w, r, http.StatusNotFound, CodeNotFound, err.Error())
+	case errors.Is(err, memory.ErrInvalid):
+		h.o.WriteError(w, r, http.StatusBadRequest, CodeBadRequest, err.Error())
+	case errors.Is(err, memory.ErrTooLarge):
+		h.o.WriteError(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error())
+	case errors.Is(err, memory.ErrLocked):
+		w.Header().Set("Retry-After", "1")
+		h.o.WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, err.Error())
+	case errors.Is(err, memory.ErrModel), errors.Is(err, memory.ErrBadExtraction):
+		h.o.WriteError(w, r, http.StatusBadGateway, CodeUnavailable, err.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		h.o.WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "the request was cancelled or timed out")
+	default:
+		h.o.Logger.Error("memhttp: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		h.o.WriteError(w, r, http.StatusInternalServerError, CodeInternal, "the memory store failed; see the server log")
+	}
+}
+
+// decode reads one JSON object into v: a wrong content type, unknown
+// fields, trailing data and an oversized body are errors. It writes the
+// error response and reports false.
+func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			h.o.WriteError(w, r, http.StatusUnsupportedMediaType, CodeUnsupportedMedia, fmt.Sprintf("content type %q is not JSON; send application/json", clip(ct, 100)))
+			return false
+		}
+	}
+	var body []byte
+	if r.Body != nil {
+		var err error
+		body, err = io.ReadAll(r.Body)
+		if err != nil {
+			h.fail(w, r, err)
+			return false
+		}
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		h.o.WriteError(w, r, http.StatusBadRequest, CodeInvalidJSON, "request body is empty; send a JSON object")
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		h.o.WriteError(w, r, http.StatusBadRequest, CodeInvalidJSON, "invalid JSON: "+jsonErr(err))
+		return false
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err != io.EOF {
+		h.o.WriteError(w, r, http.StatusBadRequest, CodeInvalidJSON, "invalid JSON: unexpected data after the object")
+		return false
+	}
+	return true
+}
+
+func jsonErr(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("syntax error at byte %d: %v", se.Offset, se)
+	case errors.As(err, &te):
+		if te.Field != "" {
+			return fmt.Sprintf("field %q must be %s, not %s", te.Field, te.Type, te.Value)
+		}
+		return fmt.Sprintf("expected %s, not %s", te.Type, te.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the object is not complete"
+	}
+	return clip(err.Error(), 300)
+}
+
+// ListResponse is the body of GET /v1/memories.
+type ListResponse struct {
+	Dir      string           `json:"dir"`
+	Memories []memory.Memory  `json:"memories"`
+	Problems []memory.Problem `json:"problems"`
+}
+
+func (h *handler) list(w http.ResponseWriter, r *http.Request, st *memory.Store) {
+	ms, err := st.List(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := ListResponse{Dir: st.Dir(), Memories: ms, Problems: st.Problems()}
+	if out.Memories == nil {
+		out.Memories = []memory.Memory{}
+	}
+	if out.Problems == nil {
+		out.Problems = []memory.Problem{}
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
+// AddRequest is the body of POST /v1/memories.
+type AddRequest struct {
+	Title           string   `json:"title"`
+	Content         string   `json:"content"`
+	WhenToUse       []string `json:"whenToUse"`
+	Tags            []string `json:"tags,omitempty"`
+	Importance      string   `json:"importance,omitempty"` // default medium
+	DiscoveredAt    string   `json:"discoveredAt,omitempty"`
+	DiscoveredBy    string   `json:"discoveredBy,omitempty"`
+	DiscoveredIn    string   `json:"discoveredIn,omitempty"`
+	Source          string   `json:"source,omitempty"`
+	RelatedMemories []string `json:"relatedMemories,omitempty"`
+}
+
+func (h *handler) add(w http.ResponseWriter, r *http.Request, st *memory.Store) {
+	var req AddRequest
+	if !h.decode(w, r, &req) {
+		return
+	}
+	nm := memory.NewMemory{
+		Frontmatter: memory.Frontmatter{Title: req.Title, WhenToUse: req.WhenToUse, Tags: req.Tags, DiscoveredBy: req.DiscoveredBy,
+			DiscoveredIn: req.DiscoveredIn, Source: req.Source, RelatedMemories: req.RelatedMemories},
+		Content: req.Content,
+	}
+	if req.Importance != "" {
+		imp, err := memory.ParseImportance(req.Importance)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		nm.Importance = imp
+	}
+	if req.DiscoveredAt != "" {
+		t, err := memory.ParseTime(req.DiscoveredAt)
+		if err != nil {
+			h.o.WriteError(w, r, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("discoveredAt %q is not an ISO 8601 time", clip(req.DiscoveredAt, 60)))
+			return
+		}
+		nm.DiscoveredAt = t
+	}
+	if strings.TrimSpace(req.Content) == "" {
+		h.o.WriteError(w, r, http.StatusBadRequest, CodeBadRequest, "content is empty")
+		return
+	}
+	res, err := st.Add(r.Context(), nm)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	status := http.StatusCreated
+	if res.Appended {
+		status = http.StatusOK
+	}
+	w.Header().Set("Location", h.o.Prefix+"/"+res.Memory.Slug)
+	WriteJSON(w, status, res)
+}
+
+// ShowResponse is the body of GET /v1/memories/{name}.
+type ShowResponse struct {
+	Memory  memory.Memory  `json:"memory"`
+	Entries []memory.Entry `json:"entries"`
+}
+
+func (h *handler) show(w http.ResponseWriter, r *http.Request, st *memory.Store, name string) {
+	m, err := st.Get(r.Context(), name)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	es, err := st.Entries(r.Context(), name)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, ShowResponse{Memory: m, Entries: es})
+}
+
+// MatchRequest is the body of POST /v1/memories/match.
+type MatchRequest struct {
+	Task          string   `json:"task"`
+	Agent         string   `json:"agent,omitempty"`
+	AgentTags     []string `json:"agentTags,omitempty"`
+	MaxMemories   int      `json:"maxMemories,omitempty"`   // default 5, at most 50
+	MinImportance string   `json:"minImportance,omitempty"` // default low
+	NoWeak        bool     `json:"noWeak,omitempty"`
+	// Context asks for the context message with the memories' contents.
+	Context bool `json:"context,omitempty"`
+}
+
+// MatchResponse is the body of the answer to POST /v1/memories/match.
+type MatchResponse struct {
+	Matches []memory.Match `json:"matches"`
+	// Message is the untrusted-data context message (when asked for and
+	// something matched).
+	Message *Message `json:"message,omitempty"`
+}
+
+// Message is a chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+const (
+	maxTaskBytes = 16 << 10
+	maxMatches   = 50
+)
+
+func (h *handler) match(w http.ResponseWriter, r *http.Request, st *memory.Store) {
+	var req MatchRequest
+	if !h.decode(w, r, &req) {
+		return
+	}
+	if strings.TrimSpace(req.Task) == "" {
+		h.o.WriteError(w, r, http.StatusBadRequest, CodeBadRequest, "task is empty")
+		return
+	}
+	if len(req.Task) > maxTaskBytes || !utf8.ValidString(req.Task) {
+		h.o.WriteError(w, r, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("task must be valid UTF-8 of at most %d bytes", maxTaskBytes))
+		return
+	}
+	if req.MaxMemories < 0 || req.MaxMemories > maxMatches {
+		h.o.WriteError(w, r, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("maxMemories must be between 1 and %d", maxMatches))
+		return
+	}
+	mr := memory.MatchRequest{Task: req.Task, Agent: req.Agent, AgentTags: req.AgentTags, MaxMemories: req.MaxMemories, NoWeak: req.NoWeak}
+	if req.MinImportance != "" {
+		imp, err := memory.ParseImportance(req.MinImportance)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		mr.MinImportance = imp
+	}
+	ms, err := st.Match(r.Context(), mr)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := MatchResponse{Matches: ms}
+	if out.Matches == nil {
+		out.Matches = []memory.Match{}
+	}
+	if req.Context && len(ms) > 0 {
+		ins, err := st.Load(r.Context(), ms)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		msg := memory.ContextMessage(memory.FormatForPrompt(ins))
+		out.Message = &Message{Role: msg.Role, Content: msg.Content}
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
+// ExtractRequest is the body of POST /v1/memories/extract.
+type ExtractRequest struct {
+	Agent       string `json:"agent"`
+	Task        string `json:"task"`
+	AgentOutput string `json:"agentOutput"`
+	Result      string `json:"result,omitempty"` // success (default), failure, partial
+	Error       string `json:"error,omitempty"`
+	DryRun      bool   `json:"dryRun,omitempty"`
+}
+
+func (h *handler) extract(w http.ResponseWriter, r *http.Request, st *memory.Store) {
+	if h.o.LLM == nil {
+		h.o.WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "memory extraction is not configured on this server (no language model)")
+		return
+	}
+	var req ExtractRequest
+	if !h.decode(w, r, &req) {
+		return
+	}
+	x, err := memory.NewExtractor(*h.o.LLM, st, &memory.ExtractorOptions{DryRun: req.DryRun, Logger: h.o.Logger})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out, err := x.ExtractMemory(r.Context(), memory.ExtractionInput{Agent: req.Agent, Task: req.Task, AgentOutput: req.AgentOutput, Result: req.Result, Error: req.Error})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if out.Written != nil && !out.Written.Appended {
+		status = http.StatusCreated
+		w.Header().Set("Location", h.o.Prefix+"/"+out.Written.Memory.Slug)
+	}
+	WriteJSON(w, status, out)
+}
+
+func (h *handler) refresh(w http.ResponseWriter, r *http.Request, st *memory.Store) {
+	if r.ContentLength > 0 {
+		var empty struct{}
+		if !h.decode(w, r, &empty) {
+			return
+		}
+	}
+	rep, err := st.Refresh(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, l := range []*[]string{&rep.Added, &rep.Changed, &rep.Removed, &rep.Unchanged} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+	if rep.Problems == nil {
+		rep.Problems = []memory.Problem{}
+	}
+	WriteJSON(w, http.StatusOK, rep)
+}
