@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/internal/wal"
 )
 
 // A snapshot holds the whole store at one sequence number:
@@ -32,9 +33,9 @@ type snapshotData struct {
 	records []driver.Record
 }
 
-func writeSnapshot(fs vfs, dir string, seq uint64, meta map[string]string, records []*driver.Record) error {
+func writeSnapshot(fs wal.FS, dir string, seq uint64, meta map[string]string, records []*driver.Record) error {
 	path := filepath.Join(dir, snapName(seq))
-	return writeFileAtomic(fs, path, func(w io.Writer) error {
+	return wal.WriteFileAtomic(fs, path, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<20)
 		head := []byte(snapMagic)
 		head = binary.LittleEndian.AppendUint64(head, seq)
@@ -47,7 +48,7 @@ func writeSnapshot(fs vfs, dir string, seq uint64, meta map[string]string, recor
 		if m == nil {
 			m = map[string]string{}
 		}
-		frame = appendFrame(frame[:0], encodeOp(&batchOp{Seq: seq, Meta: m}))
+		frame = wal.AppendFrame(frame[:0], encodeOp(&batchOp{Seq: seq, Meta: m}))
 		if _, err := bw.Write(frame); err != nil {
 			return err
 		}
@@ -55,13 +56,13 @@ func writeSnapshot(fs vfs, dir string, seq uint64, meta map[string]string, recor
 		for _, r := range records {
 			e.buf = e.buf[:0]
 			e.record(r)
-			frame = appendFrame(frame[:0], e.buf)
+			frame = wal.AppendFrame(frame[:0], e.buf)
 			if _, err := bw.Write(frame); err != nil {
 				return err
 			}
 		}
 		end := binary.LittleEndian.AppendUint64([]byte(snapEnd), uint64(len(records)))
-		if _, err := bw.Write(appendFrame(nil, end)); err != nil {
+		if _, err := bw.Write(wal.AppendFrame(nil, end)); err != nil {
 			return err
 		}
 		return bw.Flush()
@@ -69,15 +70,19 @@ func writeSnapshot(fs vfs, dir string, seq uint64, meta map[string]string, recor
 }
 
 // readSnapshot loads a snapshot completely or fails with a driver.ErrCorrupt error.
-func readSnapshot(fs vfs, path string) (*snapshotData, error) {
+func readSnapshot(fs wal.FS, path string) (*snapshotData, error) {
 	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
+	return readSnapshotFrom(bufio.NewReaderSize(f, 1<<20), filepath.Base(path))
+}
+
+// readSnapshotFrom reads a snapshot from r (the fuzz target's entry point).
+func readSnapshotFrom(r *bufio.Reader, name string) (*snapshotData, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: snapshot %s: %s", driver.ErrCorrupt, filepath.Base(path), fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: snapshot %s: %s", driver.ErrCorrupt, name, fmt.Sprintf(format, args...))
 	}
 	head := make([]byte, len(snapMagic)+16)
 	if _, err := io.ReadFull(r, head); err != nil {
@@ -88,7 +93,7 @@ func readSnapshot(fs vfs, path string) (*snapshotData, error) {
 	}
 	s := &snapshotData{seq: binary.LittleEndian.Uint64(head[8:])}
 	count := binary.LittleEndian.Uint64(head[16:])
-	p, err := readFrame(r, nil)
+	p, err := wal.ReadFrame(r, nil)
 	if err != nil {
 		return nil, bad("meta: %v", err)
 	}
@@ -97,13 +102,15 @@ func readSnapshot(fs vfs, path string) (*snapshotData, error) {
 		return nil, bad("meta frame unreadable")
 	}
 	s.meta = mo.Meta
-	if count > 1<<28 {
+	if count > 1<<32 {
 		return nil, bad("impossible record count %d", count)
 	}
-	s.records = make([]driver.Record, 0, count)
+	// The count is only a hint for the allocation until the end frame
+	// confirms it.
+	s.records = make([]driver.Record, 0, min(count, 1<<16))
 	var buf []byte
 	for {
-		p, err := readFrame(r, buf)
+		p, err := wal.ReadFrame(r, buf)
 		if err != nil {
 			return nil, bad("record %d: %v", len(s.records), err)
 		}
