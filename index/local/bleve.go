@@ -136,7 +136,7 @@ func openFullText(path string, readOnly bool) (bi bleve.Index, created bool, err
 		}
 		bi, err = bleve.NewUsing(path, storeMapping(), scorch.Name, scorch.Name, scorchConfig(false))
 		if err == nil {
-			err = bi.SetInternal([]byte(formatKey), []byte(bleveFormat))
+			err = setFormatDurably(bi)
 		}
 		return bi, true, err
 	}
@@ -147,6 +147,25 @@ func openFullText(path string, readOnly bool) (bi bleve.Index, created bool, err
 	}()
 	bi, err = bleve.OpenUsing(path, scorchConfig(readOnly))
 	return bi, false, err
+}
+
+// setFormatDurably records the document layout version in a new index and
+// waits until scorch has persisted it, so that a store closed at once (or a
+// crash right after) does not look like one an older version built.
+func setFormatDurably(bi bleve.Index) error {
+	persisted := make(chan error, 1)
+	bb := bi.NewBatch()
+	bb.SetInternal([]byte(formatKey), []byte(bleveFormat))
+	bb.SetPersistedCallback(func(err error) { persisted <- err })
+	if err := bi.Batch(bb); err != nil {
+		return err
+	}
+	select {
+	case err := <-persisted:
+		return err
+	case <-time.After(bleveWait):
+		return fmt.Errorf("index: the new full-text index was not persisted within %v", bleveWait)
+	}
 }
 
 // bleveFormatOf returns the document layout version of an open index.

@@ -329,9 +329,11 @@ func (b *Backend) bleveBatch(del []string, put []driver.Record, seq uint64) erro
 // commitBleve sets the sequence on a bleve batch and applies it.
 func (b *Backend) commitBleve(bb *bleve.Batch, seq uint64) error {
 	bb.SetInternal([]byte(seqKey), []byte(strconv.FormatUint(seq, 10)))
+	b.bleveBatches++
+	n := b.bleveBatches
 	bb.SetPersistedCallback(func(err error) {
 		if err == nil {
-			b.markDurable(seq)
+			b.markDurable(n, seq)
 		}
 	})
 	if err := b.bl.Batch(bb); err != nil {

@@ -44,6 +44,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashChildEnv); dir != "" {
 		os.Exit(crashChild(dir))
 	}
+	if dir := os.Getenv(lockChildEnv); dir != "" {
+		os.Exit(lockChild(dir))
+	}
 	os.Exit(m.Run())
 }
 

@@ -100,7 +100,16 @@ func scanJournal(fs wal.FS, path string, fn func(o *batchOp) error) (journalScan
 	if st, err := f.Stat(); err == nil {
 		js.size = st.Size()
 	}
-	return readJournal(bufio.NewReaderSize(f, 1<<20), filepath.Base(path), js.size, fn)
+	name := filepath.Base(path)
+	r := bufio.NewReaderSize(f, 1<<20)
+	// The header is not checksummed: its base must match the file name
+	// before any operation is believed.
+	if head, err := r.Peek(journalHeader); err == nil && string(head[:len(journalMagic)]) == journalMagic {
+		if base := binary.LittleEndian.Uint64(head[len(journalMagic):]); journalName(base) != name {
+			return js, fmt.Errorf("%w: journal %s: header names base sequence %d", driver.ErrCorrupt, name, base)
+		}
+	}
+	return readJournal(r, name, js.size, fn)
 }
 
 // readJournal is scanJournal over a reader (the fuzz target's entry point).

@@ -109,11 +109,13 @@ type Backend struct {
 	journal      *journal
 	broken       error // set when the journal state is unknown; refuses writes
 	seq          uint64
-	snapSeq      uint64 // sequence of the newest snapshot on disk
-	bleveSeq     uint64 // sequence of the last batch applied to bleve
-	nextCkpt     int64  // journal size at which the next checkpoint is tried
-	bleveDurable atomic.Uint64
-	pendingFix   []Problem // read-only: what a normal open would repair
+	snapSeq      uint64        // sequence of the newest snapshot on disk
+	bleveSeq     uint64        // sequence of the last batch applied to bleve
+	nextCkpt     int64         // journal size at which the next checkpoint is tried
+	bleveDurable atomic.Uint64 // highest sequence whose bleve batch scorch has persisted
+	bleveBatches uint64        // bleve batches submitted since open
+	blevePersist atomic.Uint64 // highest such batch number scorch has persisted
+	pendingFix   []Problem     // read-only: what a normal open would repair
 
 	mu       sync.RWMutex // guards the fields below
 	records  map[string]*driver.Record
@@ -554,7 +556,7 @@ func (b *Backend) Close() error {
 // or until d has passed (the next open then replays what is missing).
 func (b *Backend) waitBleveDurable(d time.Duration) bool {
 	deadline := time.Now().Add(d)
-	for b.bleveDurable.Load() < b.bleveSeq {
+	for b.blevePersist.Load() < b.bleveBatches {
 		if time.Now().After(deadline) {
 			b.log.Warn("index: full-text index has not persisted its last writes; the next open replays them from the journal",
 				"persisted", b.bleveDurable.Load(), "applied", b.bleveSeq)
@@ -565,11 +567,17 @@ func (b *Backend) waitBleveDurable(d time.Duration) bool {
 	return true
 }
 
-// markDurable records that scorch persisted the batch of sequence seq.
-func (b *Backend) markDurable(seq uint64) {
+// markDurable records that scorch persisted batch number n, which recorded
+// sequence seq.
+func (b *Backend) markDurable(n, seq uint64) {
+	raise(&b.blevePersist, n)
+	raise(&b.bleveDurable, seq)
+}
+
+func raise(v *atomic.Uint64, to uint64) {
 	for {
-		cur := b.bleveDurable.Load()
-		if seq <= cur || b.bleveDurable.CompareAndSwap(cur, seq) {
+		cur := v.Load()
+		if to <= cur || v.CompareAndSwap(cur, to) {
 			return
 		}
 	}

@@ -90,6 +90,7 @@ type bleveState struct {
 	usable  bool   // open and trusted
 	created bool   // new and empty
 	rebuild bool   // open but must be rebuilt (old layout, unreadable sequence)
+	damaged bool   // with rebuild: quarantine the old one rather than delete it
 	seq     uint64 // the sequence it recorded
 }
 
@@ -189,8 +190,16 @@ func (b *Backend) recover(ctx context.Context) error {
 					b.quarantineCopy(path)
 				}
 				b.lost(fmt.Sprintf("journal %s is damaged after byte %d (%v); the operations after sequence %d in it are lost", filepath.Base(path), js.validEnd, js.tail, js.lastSeq))
+			case b.readOnly:
+				b.needsFix("damaged", fmt.Sprintf("journal %s is damaged after byte %d (%v); opening the store keeps a copy in quarantine/ and cuts it there", filepath.Base(path), js.validEnd, js.tail))
 			default:
-				b.note("journal %s is damaged after byte %d (%v)", filepath.Base(path), js.validEnd, js.tail)
+				// An older journal: what it holds past the damage is either
+				// covered by a later snapshot or reported lost below.
+				b.quarantineCopy(path)
+				if l, err := wal.OpenLog(b.fs, path, js.validEnd); err == nil {
+					_ = l.Close()
+				}
+				b.note("journal %s is damaged after byte %d (%v); kept a copy and cut it there", filepath.Base(path), js.validEnd, js.tail)
 			}
 		}
 		if last {
@@ -235,7 +244,7 @@ func (b *Backend) recover(ctx context.Context) error {
 	b.bleveSeq = bs.seq
 	switch {
 	case bs.rebuild:
-		return b.rebuildBleve(ctx, true)
+		return b.rebuildBleve(ctx, bs.damaged)
 	case bs.created:
 		if len(b.records) > 0 {
 			b.note("full-text index missing; rebuilding it from %d records", len(b.records))
@@ -377,7 +386,7 @@ func (b *Backend) openBleve() (bleveState, error) {
 		} else {
 			b.note("full-text index sequence unreadable (%v); rebuilding it", err)
 		}
-		bs.rebuild = true
+		bs.rebuild, bs.damaged = true, true
 		return bs, nil
 	}
 	bs.seq = seq

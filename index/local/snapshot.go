@@ -76,7 +76,11 @@ func readSnapshot(fs wal.FS, path string) (*snapshotData, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return readSnapshotFrom(bufio.NewReaderSize(f, 1<<20), filepath.Base(path))
+	s, err := readSnapshotFrom(bufio.NewReaderSize(f, 1<<20), filepath.Base(path))
+	if err == nil && filepath.Base(path) != snapName(s.seq) {
+		return nil, fmt.Errorf("%w: snapshot %s holds sequence %d", driver.ErrCorrupt, filepath.Base(path), s.seq)
+	}
+	return s, err
 }
 
 // readSnapshotFrom reads a snapshot from r (the fuzz target's entry point).
@@ -100,6 +104,10 @@ func readSnapshotFrom(r *bufio.Reader, name string) (*snapshotData, error) {
 	mo, err := decodeOp(p)
 	if err != nil || mo.Meta == nil {
 		return nil, bad("meta frame unreadable")
+	}
+	if mo.Seq != s.seq {
+		// The header is not checksummed; the meta frame repeats the sequence.
+		return nil, bad("header says sequence %d, its checksummed meta frame %d", s.seq, mo.Seq)
 	}
 	s.meta = mo.Meta
 	if count > 1<<32 {
