@@ -204,10 +204,36 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 	return ix, nil
 }
 
+// VerifyEmbedder reports, without changing anything, whether the store in be
+// was built with emb: nil when it was or when the store records no embedder
+// yet, an error wrapping ErrEmbedderMismatch that names both when not.
+func VerifyEmbedder(ctx context.Context, be driver.Backend, emb embed.Embedder) error {
+	id := emb.Identity()
+	stored, ok, err := be.Meta(ctx, metaEmbedder)
+	if err != nil || !ok {
+		return err
+	}
+	if !sameEmbedder(stored, id) {
+		return fmt.Errorf("%w: the store was built with embedder %q but %q was given; "+
+			"open it with the same embedder (--embedder) or index into a new data directory (--dir)",
+			ErrEmbedderMismatch, stored, id)
+	}
+	if d := emb.Dimension(); d > 0 {
+		sd, ok, err := be.Meta(ctx, metaDimension)
+		if err != nil {
+			return err
+		}
+		if ok && sd != strconv.Itoa(d) {
+			return fmt.Errorf("%w: the store holds %s-dimensional vectors but embedder %q gives %d", ErrEmbedderMismatch, sd, id, d)
+		}
+	}
+	return nil
+}
+
 // checkEmbedder records the embedder on a new store and refuses a different one.
 func (ix *Index) checkEmbedder(ctx context.Context) error {
 	id := ix.emb.Identity()
-	stored, ok, err := ix.be.Meta(ctx, metaEmbedder)
+	_, ok, err := ix.be.Meta(ctx, metaEmbedder)
 	if err != nil {
 		return err
 	}
@@ -227,20 +253,13 @@ func (ix *Index) checkEmbedder(ctx context.Context) error {
 		}
 		return nil
 	}
-	if !sameEmbedder(stored, id) {
-		return fmt.Errorf("%w: the store was built with embedder %q but %q was given; "+
-			"open it with the same embedder (--embedder) or index into a new data directory (--dir)",
-			ErrEmbedderMismatch, stored, id)
+	if err := VerifyEmbedder(ctx, ix.be, ix.emb); err != nil {
+		return err
 	}
 	if d := ix.emb.Dimension(); d > 0 {
-		sd, ok, err := ix.be.Meta(ctx, metaDimension)
-		if err != nil {
+		if _, ok, err := ix.be.Meta(ctx, metaDimension); err != nil {
 			return err
-		}
-		if ok && sd != strconv.Itoa(d) {
-			return fmt.Errorf("%w: the store holds %s-dimensional vectors but embedder %q gives %d", ErrEmbedderMismatch, sd, id, d)
-		}
-		if !ok {
+		} else if !ok {
 			return ix.be.SetMeta(ctx, metaDimension, strconv.Itoa(d))
 		}
 	}
