@@ -54,6 +54,7 @@ func newRootCmd() *cobra.Command {
 		newIndexCmd(g), newSearchCmd(g), newContextCmd(g), newPrefsCmd(g),
 		newRmCmd(g), newStatsCmd(g), newSourcesCmd(g), newDemoCmd(g),
 	)
+	root.AddCommand(newCheckCmd(g))
 	return root
 }
 
