@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 
 	"github.com/ragmem/ragmem/index/driver"
@@ -65,6 +66,7 @@ func (b *Backend) Check(ctx context.Context) ([]Problem, error) {
 	}
 	probs = append(probs, vectors...)
 	probs = append(probs, b.checkVersions()...)
+	probs = append(probs, b.checkFallbacks()...)
 	sort.SliceStable(probs, func(i, j int) bool {
 		if probs[i].Kind != probs[j].Kind {
 			return probs[i].Kind < probs[j].Kind
@@ -72,6 +74,32 @@ func (b *Backend) Check(ctx context.Context) ([]Problem, error) {
 		return probs[i].ID < probs[j].ID
 	})
 	return probs, nil
+}
+
+// checkFallbacks reads the snapshots kept as fallbacks, which opening the
+// store does not need to read, and reports those that are damaged.
+func (b *Backend) checkFallbacks() []Problem {
+	var probs []Problem
+	snaps, err := listGenerations(b.fs, b.dir, snapPrefix, snapSuffix)
+	if err != nil {
+		return []Problem{{Kind: "damaged", Msg: fmt.Sprintf("the store directory is unreadable: %v", err)}}
+	}
+	for _, s := range snaps {
+		name := snapName(s)
+		if name == b.report.Snapshot {
+			continue
+		}
+		if _, err := readSnapshot(b.fs, filepath.Join(b.dir, name)); err != nil {
+			already := false
+			for _, p := range b.pendingFix {
+				already = already || p.ID == name
+			}
+			if !already {
+				probs = append(probs, Problem{Kind: "damaged", ID: name, Msg: fmt.Sprintf("fallback snapshot %s is damaged (%v); --repair moves it to quarantine/", name, err)})
+			}
+		}
+	}
+	return probs
 }
 
 // fullTextComparable reports whether bleve can be compared chunk by chunk
@@ -237,6 +265,10 @@ func (b *Backend) Repair(ctx context.Context) (fixed, remaining []Problem, err e
 	var fullText, vectors bool
 	for _, p := range before {
 		switch p.Kind {
+		case "damaged":
+			if p.ID != "" {
+				b.quarantine(filepath.Join(b.dir, p.ID), p.Msg)
+			}
 		case "fulltext-missing", "fulltext-extra", "fulltext-stale", "sequence", "fulltext-damaged":
 			fullText = true
 		case "vector-missing", "vector-extra", "vector-stale":

@@ -132,7 +132,13 @@ func TestDamageEveryFile(t *testing.T) {
 			if err != nil {
 				t.Errorf("%s: store is inconsistent: %v", name, err)
 			}
-			if probs, err := b.Check(ctx); err != nil || len(probs) > 0 {
+			probs, err := b.Check(ctx)
+			if err == nil && len(probs) == 1 && probs[0].Kind == "damaged" && probs[0].ID == filepath.Base(rel) {
+				// A damaged fallback snapshot, which opening does not read:
+				// Check names it and Repair quarantines it.
+				_, probs, err = b.Repair(ctx)
+			}
+			if err != nil || len(probs) > 0 {
 				t.Errorf("%s: check: %v %v", name, err, probs)
 			}
 			hits, err := b.SearchText(ctx, "durable", 1000, driver.Filter{})

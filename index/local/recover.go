@@ -33,15 +33,18 @@ func (b *Backend) note(format string, args ...any) {
 }
 
 // needsFix records, in read-only mode, something a normal open would repair.
-func (b *Backend) needsFix(kind, msg string) {
-	b.pendingFix = append(b.pendingFix, Problem{Kind: kind, Msg: msg})
+func (b *Backend) needsFix(kind, msg string) { b.needsFixFile(kind, "", msg) }
+
+// needsFixFile is needsFix for a problem with one of the store's files.
+func (b *Backend) needsFixFile(kind, file, msg string) {
+	b.pendingFix = append(b.pendingFix, Problem{Kind: kind, ID: file, Msg: msg})
 	b.report.Problems = append(b.report.Problems, msg)
 }
 
 // quarantine moves a damaged file or directory into dir/quarantine.
 func (b *Backend) quarantine(path, why string) {
 	if b.readOnly {
-		b.needsFix("damaged", fmt.Sprintf("%s is damaged (%s); opening the store moves it to quarantine/", filepath.Base(path), why))
+		b.needsFixFile("damaged", filepath.Base(path), fmt.Sprintf("%s is damaged (%s); opening the store moves it to quarantine/", filepath.Base(path), why))
 		return
 	}
 	qdir := filepath.Join(b.dir, "quarantine")
@@ -179,7 +182,7 @@ func (b *Backend) recover(ctx context.Context) error {
 			switch {
 			case last && tailLooksTorn(b.fs, path, js):
 				if b.readOnly {
-					b.needsFix("journal-tail", fmt.Sprintf("journal %s ends in %d bytes of an unfinished write that was never acknowledged; opening the store cuts them", filepath.Base(path), cut))
+					b.needsFixFile("journal-tail", filepath.Base(path), fmt.Sprintf("journal %s ends in %d bytes of an unfinished write that was never acknowledged; opening the store cuts them", filepath.Base(path), cut))
 				} else {
 					b.report.TornTailBytes = cut
 					b.note("cut %d bytes of an unfinished write from %s", cut, filepath.Base(path))
@@ -191,7 +194,7 @@ func (b *Backend) recover(ctx context.Context) error {
 				}
 				b.lost(fmt.Sprintf("journal %s is damaged after byte %d (%v); the operations after sequence %d in it are lost", filepath.Base(path), js.validEnd, js.tail, js.lastSeq))
 			case b.readOnly:
-				b.needsFix("damaged", fmt.Sprintf("journal %s is damaged after byte %d (%v); opening the store keeps a copy in quarantine/ and cuts it there", filepath.Base(path), js.validEnd, js.tail))
+				b.needsFixFile("damaged", filepath.Base(path), fmt.Sprintf("journal %s is damaged after byte %d (%v); opening the store keeps a copy in quarantine/ and cuts it there", filepath.Base(path), js.validEnd, js.tail))
 			default:
 				// An older journal: what it holds past the damage is either
 				// covered by a later snapshot or reported lost below.

@@ -36,37 +36,42 @@ type snapshotData struct {
 func writeSnapshot(fs wal.FS, dir string, seq uint64, meta map[string]string, records []*driver.Record) error {
 	path := filepath.Join(dir, snapName(seq))
 	return wal.WriteFileAtomic(fs, path, func(w io.Writer) error {
-		bw := bufio.NewWriterSize(w, 1<<20)
-		head := []byte(snapMagic)
-		head = binary.LittleEndian.AppendUint64(head, seq)
-		head = binary.LittleEndian.AppendUint64(head, uint64(len(records)))
-		if _, err := bw.Write(head); err != nil {
-			return err
-		}
-		var frame []byte
-		m := meta
-		if m == nil {
-			m = map[string]string{}
-		}
-		frame = wal.AppendFrame(frame[:0], encodeOp(&batchOp{Seq: seq, Meta: m}))
+		return encodeSnapshot(w, seq, meta, records)
+	})
+}
+
+// encodeSnapshot writes the snapshot format to w.
+func encodeSnapshot(w io.Writer, seq uint64, meta map[string]string, records []*driver.Record) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	head := []byte(snapMagic)
+	head = binary.LittleEndian.AppendUint64(head, seq)
+	head = binary.LittleEndian.AppendUint64(head, uint64(len(records)))
+	if _, err := bw.Write(head); err != nil {
+		return err
+	}
+	var frame []byte
+	m := meta
+	if m == nil {
+		m = map[string]string{}
+	}
+	frame = wal.AppendFrame(frame[:0], encodeOp(&batchOp{Seq: seq, Meta: m}))
+	if _, err := bw.Write(frame); err != nil {
+		return err
+	}
+	e := encoder{}
+	for _, r := range records {
+		e.buf = e.buf[:0]
+		e.record(r)
+		frame = wal.AppendFrame(frame[:0], e.buf)
 		if _, err := bw.Write(frame); err != nil {
 			return err
 		}
-		e := encoder{}
-		for _, r := range records {
-			e.buf = e.buf[:0]
-			e.record(r)
-			frame = wal.AppendFrame(frame[:0], e.buf)
-			if _, err := bw.Write(frame); err != nil {
-				return err
-			}
-		}
-		end := binary.LittleEndian.AppendUint64([]byte(snapEnd), uint64(len(records)))
-		if _, err := bw.Write(wal.AppendFrame(nil, end)); err != nil {
-			return err
-		}
-		return bw.Flush()
-	})
+	}
+	end := binary.LittleEndian.AppendUint64([]byte(snapEnd), uint64(len(records)))
+	if _, err := bw.Write(wal.AppendFrame(nil, end)); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // readSnapshot loads a snapshot completely or fails with a driver.ErrCorrupt error.
