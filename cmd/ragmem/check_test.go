@@ -97,6 +97,24 @@ func TestCheckCommand(t *testing.T) {
 		t.Fatalf("repair torn tail: %v\n%s", err, out)
 	}
 
+	// An unfinished write at the end of the background indexing queue.
+	qf, err := os.OpenFile(filepath.Join(dir, "queue.rgq"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qf.Write([]byte{7, 0, 0, 0, 9})
+	qf.Close()
+	out, _, err = runCLI(t, "--dir", dir, "check")
+	if exitCode(err) != 1 || !strings.Contains(out, "problem    queue: the indexing queue ends in an unfinished write") {
+		t.Fatalf("torn queue: status %d\n%s", exitCode(err), out)
+	}
+	if out, _, err = runCLI(t, "--dir", dir, "check", "--repair"); err != nil {
+		t.Fatalf("repair torn queue: %v\n%s", err, out)
+	}
+	if out, _, err = runCLI(t, "--dir", dir, "check"); err != nil {
+		t.Fatalf("after repairing the queue: %v\n%s", err, out)
+	}
+
 	// Another embedder than the one that built the store.
 	out, _, err = runCLI(t, "--dir", dir, "--embedder", "lexical:dim=128", "check")
 	if exitCode(err) != 1 || !strings.Contains(out, "embedder") {

@@ -23,7 +23,8 @@ func newCheckCmd(g *globals) *cobra.Command {
 		Long: "Verify the store without changing it: every chunk is in both the vector and the full-text\n" +
 			"index with the same source and content hash, no index holds anything else, every source's\n" +
 			"chunks come from one version of it, the embedder matches the one that built the store, and\n" +
-			"the journal is clean (no unfinished write, no damaged file, nothing waiting to be applied).\n\n" +
+			"the journal is clean (no unfinished write, no damaged file, nothing waiting to be applied),\n" +
+			"and so is the background indexing queue.\n\n" +
 			"Exit status: 0 when the store is consistent, 1 when it is not (each problem is listed),\n" +
 			"2 when it cannot be checked (for example while another ragmem process uses it).\n\n" +
 			"--repair opens the store normally, which recovers it (cuts unfinished writes, quarantines\n" +
@@ -42,15 +43,16 @@ func newCheckCmd(g *globals) *cobra.Command {
 
 // checkReport is what check prints with --json.
 type checkReport struct {
-	Dir        string          `json:"dir"`
-	Records    int             `json:"records"`
-	Sources    int             `json:"sources"`
-	Sequence   uint64          `json:"sequence"`
-	Embedder   string          `json:"embedder,omitempty"`
-	Recovered  []string        `json:"recovered,omitempty"` // what opening the store did (--repair)
-	Repaired   []local.Problem `json:"repaired,omitempty"`
-	Problems   []local.Problem `json:"problems"`
-	Consistent bool            `json:"consistent"`
+	Dir         string          `json:"dir"`
+	Records     int             `json:"records"`
+	Sources     int             `json:"sources"`
+	Sequence    uint64          `json:"sequence"`
+	Embedder    string          `json:"embedder,omitempty"`
+	QueuedPages int             `json:"queuedPages"`         // background pages waiting; the next open indexes them
+	Recovered   []string        `json:"recovered,omitempty"` // what opening the store did (--repair)
+	Repaired    []local.Problem `json:"repaired,omitempty"`
+	Problems    []local.Problem `json:"problems"`
+	Consistent  bool            `json:"consistent"`
 }
 
 func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
@@ -103,6 +105,15 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 	if embProblem != nil {
 		rep.Problems = append(rep.Problems, *embProblem)
 	}
+	qc, err := index.CheckQueue(dir, repair)
+	if err != nil {
+		return exitError{2, err.Error()}
+	}
+	rep.QueuedPages = qc.Pending
+	rep.Recovered = append(rep.Recovered, qc.Repaired...)
+	for _, p := range qc.Problems {
+		rep.Problems = append(rep.Problems, local.Problem{Kind: "queue", Msg: p})
+	}
 	if st, err := be.Stats(ctx); err == nil {
 		rep.Records, rep.Sources = st.Records, st.Sources
 	}
@@ -130,6 +141,9 @@ func printCheck(g *globals, rep *checkReport) {
 	fmt.Fprintf(w, "contents   %d chunks in %d sources, journal at sequence %d\n", rep.Records, rep.Sources, rep.Sequence)
 	if rep.Embedder != "" {
 		fmt.Fprintf(w, "embedder   %s\n", rep.Embedder)
+	}
+	if rep.QueuedPages > 0 {
+		fmt.Fprintf(w, "queue      %d pages waiting for background indexing (the next open indexes them)\n", rep.QueuedPages)
 	}
 	for _, r := range rep.Recovered {
 		fmt.Fprintf(w, "recovered  %s\n", r)
