@@ -133,3 +133,67 @@ func BenchmarkApplyConcurrent(b *testing.B) {
 		})
 	}
 }
+
+// benchStore builds a closed store of n chunk-sized records.
+func benchStore(b *testing.B, n int) string {
+	b.Helper()
+	dir := b.TempDir()
+	be, err := Open(context.Background(), dir, &Options{Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for lo := 0; lo < n; lo += 500 {
+		var bt driver.Batch
+		for i := lo; i < min(lo+500, n); i++ {
+			bt.Put = append(bt.Put, benchRecord(fmt.Sprintf("https://bench/%d", i/10), i%10, uint64(i)))
+		}
+		if err := be.Apply(context.Background(), &bt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := be.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// BenchmarkOpen opens and closes a cleanly closed store of 10,000 chunks:
+// snapshot load, vector collection, bleve verification and open.
+func BenchmarkOpen(b *testing.B) {
+	dir := benchStore(b, 10000)
+	for b.Loop() {
+		be, err := Open(context.Background(), dir, &Options{Logger: quietLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !be.Recovery().OpenedCleanShut {
+			b.Fatalf("recovery: %v", be.Recovery().Problems)
+		}
+		be.Close()
+	}
+}
+
+// BenchmarkVerifyFullText is the part of Open that checks bleve's files.
+func BenchmarkVerifyFullText(b *testing.B) {
+	dir := benchStore(b, 10000)
+	for b.Loop() {
+		if err := verifyFullText(filepath.Join(dir, bleveDirName)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCheck runs Check over a store of 10,000 chunks.
+func BenchmarkCheck(b *testing.B) {
+	dir := benchStore(b, 10000)
+	be, err := Open(context.Background(), dir, &Options{Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Close()
+	for b.Loop() {
+		if probs, err := be.Check(context.Background()); err != nil || len(probs) > 0 {
+			b.Fatal(probs, err)
+		}
+	}
+}

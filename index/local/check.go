@@ -18,7 +18,7 @@ type Problem struct {
 	//	fulltext-extra    the full-text index holds a chunk the store does not
 	//	fulltext-stale    the full-text index holds another version of a chunk
 	//	vector-missing    a chunk of the store is not in the vector index
-	//	vector-extra      the vector index holds chunks the store does not
+	//	vector-extra      the vector index holds a chunk the store does not
 	//	vector-stale      the vector index holds another version of a chunk
 	//	mixed-version     a source's chunks come from different versions of it
 	//	sequence          the full-text index has not applied the journal's last operation
@@ -169,10 +169,37 @@ func (b *Backend) checkVectors(ctx context.Context) ([]Problem, error) {
 			probs = append(probs, Problem{Kind: "vector-stale", ID: id, Source: r.SourceURL, Msg: "the vector index holds another version of the chunk"})
 		}
 	}
-	if n := b.coll.Count(); n > len(b.records) {
-		probs = append(probs, Problem{Kind: "vector-extra", Msg: fmt.Sprintf("the vector index holds %d chunks, the store %d", n, len(b.records))})
+	extra, err := b.vectorExtras(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range extra {
+		probs = append(probs, Problem{Kind: "vector-extra", ID: id, Msg: "the vector index holds a chunk the store does not"})
 	}
 	return probs, nil
+}
+
+// vectorExtras lists the ids in the vector collection that are not records.
+// chromem-go cannot list its ids; an exhaustive query returns them all.
+// Called with mu held.
+func (b *Backend) vectorExtras(ctx context.Context) ([]string, error) {
+	n := b.coll.Count()
+	if n == 0 || b.dim == 0 {
+		return nil, nil
+	}
+	q := make([]float32, b.dim)
+	q[0] = 1
+	res, err := b.coll.QueryEmbedding(ctx, q, n, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("index: list vectors: %w", err)
+	}
+	var extra []string
+	for _, r := range res {
+		if _, ok := b.records[r.ID]; !ok {
+			extra = append(extra, r.ID)
+		}
+	}
+	return extra, nil
 }
 
 // sameDirection reports whether got is want normalised (chromem-go stores
@@ -239,6 +266,31 @@ func keys(m map[string]int) []string {
 	return out
 }
 
+// repairVectors makes the vector collection hold exactly the records, in
+// place (searches keep using it meanwhile).
+func (b *Backend) repairVectors(ctx context.Context) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for id, r := range b.records {
+		doc, err := b.coll.GetByID(ctx, id)
+		if err == nil && doc.Content == r.Content && doc.Metadata[fieldSource] == r.SourceURL &&
+			doc.Metadata[fieldDocType] == r.DocType && sameDirection(doc.Embedding, r.Vector) {
+			continue
+		}
+		if err := b.coll.AddDocument(ctx, chromemDoc(r)); err != nil {
+			return fmt.Errorf("index: repair vector of %s: %w", id, err)
+		}
+	}
+	extra, err := b.vectorExtras(ctx)
+	if err != nil {
+		return err
+	}
+	if len(extra) > 0 {
+		return b.coll.Delete(ctx, nil, nil, extra...)
+	}
+	return nil
+}
+
 // Repair fixes what Check finds where the records say what is right: the
 // full-text index is reconciled with the records (missing and outdated
 // documents indexed, extra ones removed, the sequence recorded) and the
@@ -281,7 +333,7 @@ func (b *Backend) Repair(ctx context.Context) (fixed, remaining []Problem, err e
 		}
 	}
 	if err == nil && vectors {
-		err = b.buildVectors(ctx)
+		err = b.repairVectors(ctx)
 	}
 	b.wmu.Unlock()
 	if err != nil {

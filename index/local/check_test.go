@@ -54,6 +54,9 @@ func TestCheckFindsAndRepairs(t *testing.T) {
 	if err := b.coll.Delete(ctx, nil, nil, c.ID); err != nil { // missing from vectors
 		t.Fatal(err)
 	}
+	if err := b.coll.AddDocument(ctx, chromemDoc(&ghost)); err != nil { // extra in vectors
+		t.Fatal(err)
+	}
 	// A chunk of another version of d put next to d's own: mixed versions.
 	odd := versionRecords("https://d/", 9)[1]
 	if err := b.Apply(ctx, &driver.Batch{Put: []driver.Record{odd}}); err != nil {
@@ -68,6 +71,7 @@ func TestCheckFindsAndRepairs(t *testing.T) {
 		"fulltext-missing " + a.ID + " https://a/",
 		"fulltext-stale " + bb.ID + " https://b/",
 		"mixed-version  https://d/",
+		"vector-extra " + ghost.ID + " ",
 		"vector-missing " + c.ID + " https://c/",
 	}
 	if got := problemKeys(probs); strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -77,7 +81,7 @@ func TestCheckFindsAndRepairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fixed) != 4 || len(remaining) != 1 || remaining[0].Kind != "mixed-version" {
+	if len(fixed) != 5 || len(remaining) != 1 || remaining[0].Kind != "mixed-version" {
 		t.Fatalf("repair fixed %v, left %v", fixed, remaining)
 	}
 	if err := b.Close(); err != nil {

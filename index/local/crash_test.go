@@ -129,6 +129,10 @@ type crashStats struct {
 	byKind                   map[string]int // kill points with a write of this kind in flight
 	duringCheckpoint         int
 	acked                    int
+	tornTails                int // reopens that cut an unfinished journal write
+	bleveBehind              int // reopens where bleve had not persisted the last operations
+	bleveOpsReplayed         int // journal operations bleve had missed, in all
+	bleveRebuilt             int // reopens that rebuilt bleve
 	reopenFailures           int
 	inconsistencies          int
 	lostAcked                int
@@ -140,8 +144,12 @@ func (s *crashStats) String() string {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 	}
 	sort.Strings(kinds)
-	return fmt.Sprintf("kill points %d (in flight: %s; during open %d; between writes %d; during a checkpoint %d); acknowledged writes %d; reopen failures %d; inconsistencies %d; lost acknowledged writes %d",
-		s.points, strings.Join(kinds, ", "), s.duringOpen, s.idle, s.duringCheckpoint, s.acked, s.reopenFailures, s.inconsistencies, s.lostAcked)
+	return fmt.Sprintf("kill points %d (in flight: %s; during open %d; between writes %d; during a checkpoint %d); acknowledged writes %d; "+
+		"recovery: torn journal tails cut %d, bleve behind %d (%d operations replayed), bleve rebuilt %d; "+
+		"reopen failures %d; inconsistencies %d; lost acknowledged writes %d",
+		s.points, strings.Join(kinds, ", "), s.duringOpen, s.idle, s.duringCheckpoint, s.acked,
+		s.tornTails, s.bleveBehind, s.bleveOpsReplayed, s.bleveRebuilt,
+		s.reopenFailures, s.inconsistencies, s.lostAcked)
 }
 
 func TestCrashSuite(t *testing.T) {
@@ -284,8 +292,19 @@ func TestCrashSuite(t *testing.T) {
 			stats.inconsistencies++
 			t.Errorf("kill point %d: "+format+"\nrecovery log:\n%s", append([]any{i}, append(args, logBuf.String())...)...)
 		}
-		if r := b.Recovery(); r.Lost != "" {
+		r := b.Recovery()
+		if r.Lost != "" {
 			bad("recovery reports lost data: %s", r.Lost)
+		}
+		if r.TornTailBytes > 0 {
+			stats.tornTails++
+		}
+		if r.BleveSeqOnOpen < r.SequenceOnOpen {
+			stats.bleveBehind++
+			stats.bleveOpsReplayed += int(r.SequenceOnOpen - r.BleveSeqOnOpen)
+		}
+		if r.BleveRebuilt {
+			stats.bleveRebuilt++
 		}
 		if probs, err := b.Check(ctx); err != nil || len(probs) > 0 {
 			bad("check: %v %v", err, probs)

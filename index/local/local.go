@@ -354,6 +354,9 @@ func (b *Backend) SearchText(ctx context.Context, text string, k int, f driver.F
 	if err := b.readableLocked(); err != nil {
 		return nil, err
 	}
+	if b.bl == nil { // read-only open of a damaged index
+		return nil, fmt.Errorf("%w: the full-text index is unreadable; open the store normally to rebuild it", driver.ErrCorrupt)
+	}
 	if k <= 0 {
 		return nil, nil
 	}
