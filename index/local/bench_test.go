@@ -83,10 +83,22 @@ func BenchmarkBleveBatch(b *testing.B) {
 }
 
 // BenchmarkApply measures a whole durable mutation: one record (a
-// preference or memory), or a 20-chunk source replacing its previous version.
+// preference or memory), or a 20-chunk source replacing its previous version;
+// and the same with bleve persisting every batch itself before Apply returns
+// (the design this store replaced).
 func BenchmarkApply(b *testing.B) {
-	for _, n := range []int{1, 20} {
-		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		n    int
+		safe bool
+	}{{1, false}, {20, false}, {1, true}, {20, true}} {
+		name := fmt.Sprintf("records=%d", c.n)
+		if c.safe {
+			name += "/bleve-persists-each-batch"
+		}
+		n := c.n
+		b.Run(name, func(b *testing.B) {
+			unsafeBatches = !c.safe
+			defer func() { unsafeBatches = true }()
 			be, err := Open(context.Background(), b.TempDir(), &Options{Logger: quietLogger()})
 			if err != nil {
 				b.Fatal(err)
@@ -194,6 +206,30 @@ func BenchmarkCheck(b *testing.B) {
 	for b.Loop() {
 		if probs, err := be.Check(context.Background()); err != nil || len(probs) > 0 {
 			b.Fatal(probs, err)
+		}
+	}
+}
+
+// BenchmarkCheckpoint writes a snapshot of a store of 10,000 chunks (and
+// starts a new journal), which holds the writer lock while it runs.
+func BenchmarkCheckpoint(b *testing.B) {
+	dir := benchStore(b, 10000)
+	be, err := Open(context.Background(), dir, &Options{Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Close()
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		r := benchRecord("https://bench/ckpt", 0, uint64(i))
+		if err := be.Apply(context.Background(), &driver.Batch{Put: []driver.Record{r}}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+		b.StartTimer()
+		if err := be.Checkpoint(context.Background()); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -120,11 +120,15 @@ func vectorHash(id, source, docType, content string, vec []float32) string {
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
+// unsafeBatches is false only in the benchmark that measures what scorch's
+// own per-batch persistence would cost.
+var unsafeBatches = true
+
 func scorchConfig(readOnly bool) map[string]any {
 	if readOnly {
 		return map[string]any{"read_only": true}
 	}
-	return map[string]any{"unsafe_batch": true}
+	return map[string]any{"unsafe_batch": unsafeBatches}
 }
 
 // openFullText opens the bleve index at path, or creates it when there is
