@@ -91,13 +91,14 @@ func TestDamageEveryFile(t *testing.T) {
 				ds = append(ds, damage{name, f})
 			}
 		}
-		for _, n := range []int{0, 1, size / 2, size - 1} {
+		for _, n := range []int{0, size / 2, size - 1} {
 			if n >= 0 && n < size {
 				n := n
 				add(fmt.Sprintf("truncate-%d", n), func(d []byte) []byte { return d[:n] })
 			}
 		}
-		for _, off := range []int{0, 7, 12, size / 3, size / 2, size - 5, size - 1} {
+		// 12 lands in a snapshot's or journal's sequence field.
+		for _, off := range []int{0, 12, size / 3, size / 2, size - 1} {
 			if off >= 0 && off < size {
 				off := off
 				add(fmt.Sprintf("flip-%d", off), func(d []byte) []byte { d[off] ^= 0x5a; return d })
