@@ -2,6 +2,7 @@ package index
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -308,7 +309,8 @@ func (q *queueLog) close() error {
 	return errors.Join(errs...)
 }
 
-// QueueCheck describes the persisted indexing queue in a directory.
+// QueueCheck describes the persisted indexing queue in a directory. It is a
+// plain value.
 type QueueCheck struct {
 	Pending  int      // pages waiting to be indexed; the next Open indexes them
 	Finished int      // finished jobs remembered for Job lookups
@@ -320,8 +322,11 @@ type QueueCheck struct {
 // directory, or Options.QueueDir) without changing it, or with repair cuts an
 // unfinished write and quarantines damage as Open would. A directory without
 // a queue is not an error. It fails with ErrQueueLocked while the queue is open.
-func CheckQueue(dir string, repair bool) (QueueCheck, error) {
+func CheckQueue(ctx context.Context, dir string, repair bool) (QueueCheck, error) {
 	var qc QueueCheck
+	if err := ctx.Err(); err != nil {
+		return qc, err
+	}
 	path := filepath.Join(dir, queueFile)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return qc, nil

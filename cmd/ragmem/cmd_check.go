@@ -105,7 +105,7 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 	if embProblem != nil {
 		rep.Problems = append(rep.Problems, *embProblem)
 	}
-	qc, err := index.CheckQueue(dir, repair)
+	qc, err := index.CheckQueue(ctx, dir, repair)
 	if err != nil {
 		return exitError{2, err.Error()}
 	}

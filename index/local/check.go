@@ -10,7 +10,7 @@ import (
 	"github.com/ragmem/ragmem/index/driver"
 )
 
-// Problem is one inconsistency found by Check.
+// Problem is one inconsistency found by Check. It is a plain value.
 type Problem struct {
 	// Kind classifies the problem:
 	//

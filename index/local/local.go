@@ -131,7 +131,8 @@ type Backend struct {
 	report Recovery
 }
 
-// Recovery reports what Open had to do to bring the store back.
+// Recovery reports what Open had to do to bring the store back. It is a
+// plain value.
 type Recovery struct {
 	Snapshot      string   // snapshot loaded ("" for a new or snapshot-less store)
 	JournalOps    int      // journal operations replayed into memory

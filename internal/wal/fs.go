@@ -8,6 +8,7 @@ import (
 
 // FS is the slice of the file system a store's own files go through, so
 // that tests can inject write, sync, rename and disk-full errors.
+// Implementations must be safe for concurrent use.
 type FS interface {
 	OpenFile(name string, flag int, perm os.FileMode) (File, error)
 	Rename(oldpath, newpath string) error
@@ -29,7 +30,8 @@ type File interface {
 	Stat() (os.FileInfo, error)
 }
 
-// OS is the operating system's file system.
+// OS is the operating system's file system. It is stateless and safe for
+// concurrent use.
 type OS struct{}
 
 // OpenFile implements FS.

@@ -6,7 +6,7 @@ import "errors"
 // process holds a lock.
 var ErrLocked = errors.New("wal: locked")
 
-// LockedError says which process holds a lock.
+// LockedError says which process holds a lock. It is a plain value.
 type LockedError struct {
 	Path string // the lock file
 	PID  string // the holder's process id, or "unknown"

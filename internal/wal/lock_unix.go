@@ -13,7 +13,7 @@ import (
 
 // Lock is an exclusive advisory lock on a file that holds the owner's pid.
 // The kernel releases it when the process dies, so a crash never leaves a
-// store locked.
+// store locked. Unlock is not safe to call concurrently.
 type Lock struct{ f *os.File }
 
 // TryLock takes the lock at path without waiting. When another process

@@ -11,7 +11,7 @@ import (
 )
 
 // Lock is an exclusive lock on a file that holds the owner's pid. Windows
-// releases it when the process dies.
+// releases it when the process dies. Unlock is not safe to call concurrently.
 type Lock struct{ f *os.File }
 
 // TryLock takes the lock at path without waiting. When another process
