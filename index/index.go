@@ -11,7 +11,10 @@
 // IndexPageAsync is the fire-and-forget path for agents and the browser
 // extension: it returns a job id at once and indexes in the background
 // through a bounded queue; errors are logged and counted, never returned to
-// the caller. Flush and Close wait for the queue.
+// the caller. The queue is durable by default: a page is persisted before
+// IndexPageAsync returns, a crash before it is indexed loses nothing (the
+// next Open indexes it), and job ids stay valid across restarts. Flush and
+// Close wait for the queue.
 //
 // An *Index is safe for concurrent use.
 package index
@@ -36,6 +39,7 @@ import (
 	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/wal"
 )
 
 // Aliases so that users of the index need not import index/driver.
@@ -86,6 +90,11 @@ type Options struct {
 	// QueueSize bounds the IndexPageAsync queue; pages beyond it are dropped
 	// and counted. Default 1024.
 	QueueSize int
+	// QueueDir is where IndexPageAsync persists the pages it has not indexed
+	// yet, so that they survive a crash. Default: dir, the local store's own
+	// directory. With another Backend, the default "" keeps the queue in
+	// memory only: pages not yet indexed are lost in a crash.
+	QueueDir string
 	// EmbedBatch is the number of chunks per Embed call. Default 128.
 	EmbedBatch int
 	// EmbedConcurrency is the number of Embed calls in flight while indexing
@@ -107,15 +116,17 @@ type Index struct {
 
 	embedHealthy atomic.Bool
 
-	qmu     sync.RWMutex // guards sends on queue, and closing, against Close
-	closing bool
-	queue   chan *job
-	jobsMu  sync.Mutex
-	jobs    map[string]*Job
-	jobList []string // job ids, oldest first, for bounded retention
-	worker  sync.WaitGroup
-	nextJob atomic.Uint64
-	stats   asyncCounters
+	qmu       sync.RWMutex // guards sends on queue, and closing, against Close
+	closing   bool
+	queue     chan *job
+	queueSize int
+	q         *queueLog // the persisted queue; nil when it lives in memory only
+	jobsMu    sync.Mutex
+	jobs      map[string]*Job
+	jobList   []string // job ids, oldest first, for bounded retention
+	worker    sync.WaitGroup
+	nextJob   atomic.Uint64
+	stats     asyncCounters
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -168,13 +179,13 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 		o.Now = time.Now
 	}
 	ix := &Index{
-		emb:   o.Embedder,
-		log:   o.Logger,
-		now:   o.Now,
-		batch: o.EmbedBatch,
-		conc:  o.EmbedConcurrency,
-		queue: make(chan *job, o.QueueSize),
-		jobs:  map[string]*Job{},
+		emb:       o.Embedder,
+		log:       o.Logger,
+		now:       o.Now,
+		batch:     o.EmbedBatch,
+		conc:      o.EmbedConcurrency,
+		queueSize: o.QueueSize,
+		jobs:      map[string]*Job{},
 	}
 	if o.Chunking != nil {
 		ix.chunking = *o.Chunking
@@ -199,15 +210,64 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 		_ = ix.be.Close()
 		return nil, err
 	}
+	queueDir := o.QueueDir
+	if queueDir == "" && o.Backend == nil {
+		queueDir = dir
+	}
+	var qs *queueState
+	if queueDir != "" {
+		var err error
+		if ix.q, qs, err = openQueue(wal.OS{}, queueDir, o.Logger); err != nil {
+			_ = ix.be.Close()
+			return nil, err
+		}
+	}
+	ix.queue = make(chan *job, o.QueueSize+len(qsPending(qs)))
+	if qs != nil {
+		ix.replayQueue(qs)
+	}
 	ix.worker.Add(1)
 	go ix.run()
 	return ix, nil
 }
 
+// VerifyEmbedder reports, without changing anything, whether the store in be
+// was built with emb: nil when it was or when the store records no embedder
+// yet, an error wrapping ErrEmbedderMismatch that names both when not.
+func VerifyEmbedder(ctx context.Context, be driver.Backend, emb embed.Embedder) error {
+	id := emb.Identity()
+	stored, ok, err := be.Meta(ctx, metaEmbedder)
+	if err != nil || !ok {
+		return err
+	}
+	if !sameEmbedder(stored, id) {
+		return fmt.Errorf("%w: the store was built with embedder %q but %q was given; "+
+			"open it with the same embedder (--embedder) or index into a new data directory (--dir)",
+			ErrEmbedderMismatch, stored, id)
+	}
+	if d := emb.Dimension(); d > 0 {
+		sd, ok, err := be.Meta(ctx, metaDimension)
+		if err != nil {
+			return err
+		}
+		if ok && sd != strconv.Itoa(d) {
+			return fmt.Errorf("%w: the store holds %s-dimensional vectors but embedder %q gives %d", ErrEmbedderMismatch, sd, id, d)
+		}
+	}
+	return nil
+}
+
+func qsPending(qs *queueState) []*queueRecord {
+	if qs == nil {
+		return nil
+	}
+	return qs.pending
+}
+
 // checkEmbedder records the embedder on a new store and refuses a different one.
 func (ix *Index) checkEmbedder(ctx context.Context) error {
 	id := ix.emb.Identity()
-	stored, ok, err := ix.be.Meta(ctx, metaEmbedder)
+	_, ok, err := ix.be.Meta(ctx, metaEmbedder)
 	if err != nil {
 		return err
 	}
@@ -227,20 +287,13 @@ func (ix *Index) checkEmbedder(ctx context.Context) error {
 		}
 		return nil
 	}
-	if !sameEmbedder(stored, id) {
-		return fmt.Errorf("%w: the store was built with embedder %q but %q was given; "+
-			"open it with the same embedder (--embedder) or index into a new data directory (--dir)",
-			ErrEmbedderMismatch, stored, id)
+	if err := VerifyEmbedder(ctx, ix.be, ix.emb); err != nil {
+		return err
 	}
 	if d := ix.emb.Dimension(); d > 0 {
-		sd, ok, err := ix.be.Meta(ctx, metaDimension)
-		if err != nil {
+		if _, ok, err := ix.be.Meta(ctx, metaDimension); err != nil {
 			return err
-		}
-		if ok && sd != strconv.Itoa(d) {
-			return fmt.Errorf("%w: the store holds %s-dimensional vectors but embedder %q gives %d", ErrEmbedderMismatch, sd, id, d)
-		}
-		if !ok {
+		} else if !ok {
 			return ix.be.SetMeta(ctx, metaDimension, strconv.Itoa(d))
 		}
 	}
@@ -736,7 +789,11 @@ func (ix *Index) Close() error {
 		ix.qmu.Unlock()
 		ix.worker.Wait()
 		ix.closed.Store(true)
-		ix.closeErr = ix.be.Close()
+		var qerr error
+		if ix.q != nil {
+			qerr = ix.q.close()
+		}
+		ix.closeErr = errors.Join(ix.be.Close(), qerr)
 	})
 	return ix.closeErr
 }

@@ -33,6 +33,7 @@ type Options struct {
 	Config    Config         // zero fields: DefaultConfig
 	Logger    *slog.Logger   // default slog.Default()
 	QueueSize int            // IndexPageAsync queue bound; default 1024
+	QueueDir  string         // where IndexPageAsync persists queued pages; default dir (see index.Options.QueueDir)
 	Now       func() time.Time
 }
 
@@ -64,7 +65,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
 	o := opts.withDefaults()
 	ix, err := index.Open(ctx, dir, &index.Options{
 		Embedder: o.Embedder, Backend: o.Backend, Chunking: o.Chunking,
-		Logger: o.Logger, QueueSize: o.QueueSize, Now: o.Now,
+		Logger: o.Logger, QueueSize: o.QueueSize, QueueDir: o.QueueDir, Now: o.Now,
 	})
 	if err != nil {
 		return nil, err

@@ -218,7 +218,13 @@ func (d *decoder) record(r *driver.Record) {
 	if dim > 0 {
 		r.Vector = make([]float32, dim)
 		for i := range r.Vector {
-			r.Vector[i] = math.Float32frombits(binary.LittleEndian.Uint32(d.buf[4*i:]))
+			f := math.Float32frombits(binary.LittleEndian.Uint32(d.buf[4*i:]))
+			if f != f || math.IsInf(float64(f), 0) {
+				// Writes refuse non-finite vectors; one here is damage.
+				d.fail("non-finite vector component")
+				return
+			}
+			r.Vector[i] = f
 		}
 		d.buf = d.buf[4*dim:]
 	}

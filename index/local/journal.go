@@ -13,12 +13,13 @@ import (
 	"strings"
 
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/internal/wal"
 )
 
 // The journal (write-ahead log) holds every mutation since the snapshot it
 // follows. A mutation is acknowledged only after its frame is fsynced here.
 //
-// File: "RGMJNL01" + uint64 base sequence, then frames each holding one
+// File: "RGMJNL01" + uint64 base sequence, then wal frames each holding one
 // encoded batchOp with Seq = previous Seq + 1, starting at base + 1.
 
 const (
@@ -32,179 +33,126 @@ func journalName(base uint64) string {
 	return fmt.Sprintf("%s%016x%s", journalPrefix, base, journalSuffix)
 }
 
-// journal is the active, appendable journal. Not safe for concurrent use:
-// the backend's writer lock guards it.
-type journal struct {
-	fs   vfs
-	path string
-	base uint64
-	f    file
-	size int64
-	buf  []byte
-}
-
-// createJournal durably creates an empty journal whose entries follow base.
-func createJournal(fs vfs, dir string, base uint64) (*journal, error) {
-	path := filepath.Join(dir, journalName(base))
-	err := writeFileAtomic(fs, path, func(w io.Writer) error {
-		_, err := w.Write(journalHead(base))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("index: create journal: %w", err)
-	}
-	return openJournalForAppend(fs, path, base, int64(journalHeader))
-}
-
 func journalHead(base uint64) []byte {
 	return binary.LittleEndian.AppendUint64([]byte(journalMagic), base)
 }
 
-// openJournalForAppend opens an existing journal whose valid data ends at size;
-// anything after size (a torn tail) is cut off first.
-func openJournalForAppend(fs vfs, path string, base uint64, size int64) (*journal, error) {
-	f, err := fs.OpenFile(path, os.O_RDWR, 0o600)
+// journal is the active, appendable journal. Not safe for concurrent use:
+// the backend's writer lock guards it.
+type journal struct {
+	*wal.Log
+	base uint64
+}
+
+// createJournal durably creates an empty journal whose entries follow base.
+func createJournal(fs wal.FS, dir string, base uint64) (*journal, error) {
+	l, err := wal.CreateLog(fs, filepath.Join(dir, journalName(base)), journalHead(base))
 	if err != nil {
-		return nil, fmt.Errorf("index: open journal: %w", err)
+		return nil, fmt.Errorf("index: create journal: %w", err)
 	}
-	st, err := f.Stat()
+	return &journal{Log: l, base: base}, nil
+}
+
+// openJournal opens an existing journal for appending after validEnd,
+// cutting off a torn tail.
+func openJournal(fs wal.FS, path string, base uint64, validEnd int64) (*journal, error) {
+	l, err := wal.OpenLog(fs, path, validEnd)
 	if err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("index: open journal: %w", err)
+		return nil, fmt.Errorf("index: open journal %s: %w", filepath.Base(path), err)
 	}
-	if st.Size() != size {
-		if err := f.Truncate(size); err != nil {
-			_ = f.Close()
-			return nil, fmt.Errorf("index: cut torn journal tail: %w", err)
-		}
-		if err := f.Sync(); err != nil {
-			_ = f.Close()
-			return nil, fmt.Errorf("index: cut torn journal tail: %w", err)
-		}
-	}
-	if _, err := f.Seek(size, io.SeekStart); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("index: open journal: %w", err)
-	}
-	return &journal{fs: fs, path: path, base: base, f: f, size: size}, nil
-}
-
-// append writes one operation and fsyncs it. On failure the journal is cut
-// back to its previous length so that a failed write leaves no trace; if even
-// that fails the returned error says the journal is in an unknown state.
-func (j *journal) append(o *batchOp) error {
-	payload := encodeOp(o)
-	if len(payload) > maxFrame {
-		return fmt.Errorf("%w: batch of %d bytes exceeds the %d-byte limit", driver.ErrInvalid, len(payload), maxFrame)
-	}
-	j.buf = appendFrame(j.buf[:0], payload)
-	if _, err := j.f.Write(j.buf); err != nil {
-		return j.undo(fmt.Errorf("index: write journal: %w", err))
-	}
-	if err := j.f.Sync(); err != nil {
-		return j.undo(fmt.Errorf("index: sync journal: %w", err))
-	}
-	j.size += int64(len(j.buf))
-	if cap(j.buf) > 1<<20 {
-		j.buf = nil
-	}
-	return nil
-}
-
-// errJournalUnknown marks a journal whose tail could not be restored after a
-// failed write; the store refuses further writes until it is reopened.
-var errJournalUnknown = errors.New("index: journal state unknown after a failed write; reopen the store")
-
-func (j *journal) undo(cause error) error {
-	terr := j.f.Truncate(j.size)
-	if terr == nil {
-		_, terr = j.f.Seek(j.size, io.SeekStart)
-	}
-	if terr == nil {
-		terr = j.f.Sync()
-	}
-	if terr != nil {
-		return fmt.Errorf("%w (%v); %w", cause, terr, errJournalUnknown)
-	}
-	return cause
-}
-
-// rollback removes the last appended operation of length n bytes.
-func (j *journal) rollback(prevSize int64) error {
-	j.size = prevSize
-	return j.undo(nil)
+	return &journal{Log: l, base: base}, nil
 }
 
 func (j *journal) close() error {
-	if j == nil || j.f == nil {
+	if j == nil {
 		return nil
 	}
-	err := j.f.Close()
-	j.f = nil
-	return err
+	return j.Close()
 }
 
 // journalScan is the result of reading a journal file.
 type journalScan struct {
 	base     uint64
+	size     int64 // file size
 	validEnd int64 // byte offset after the last good frame
 	ops      int
-	tail     error // nil, errTorn or a corruption error found after validEnd
+	lastSeq  uint64 // sequence of the last good operation (base when none)
+	tail     error  // nil, wal.ErrTorn or a corruption error found at validEnd
+}
+
+// torn reports whether the journal ends in the unfinished frame of a write
+// that was never acknowledged, as opposed to damage inside written data.
+func (js *journalScan) torn() bool {
+	return errors.Is(js.tail, wal.ErrTorn)
 }
 
 // scanJournal reads a journal, calling fn for each operation in order. It
 // stops at the first torn or corrupt frame and reports it in tail; an error
-// returned by fn or an unreadable header is returned as err.
-func scanJournal(fs vfs, path string, fn func(o *batchOp) error) (journalScan, error) {
+// returned by fn, an unreadable file or a bad header is returned as err
+// (wrapping driver.ErrCorrupt for a bad header).
+func scanJournal(fs wal.FS, path string, fn func(o *batchOp) error) (journalScan, error) {
 	var js journalScan
 	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return js, err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil {
+		js.size = st.Size()
+	}
+	name := filepath.Base(path)
 	r := bufio.NewReaderSize(f, 1<<20)
+	// The header is not checksummed: its base must match the file name
+	// before any operation is believed.
+	if head, err := r.Peek(journalHeader); err == nil && string(head[:len(journalMagic)]) == journalMagic {
+		if base := binary.LittleEndian.Uint64(head[len(journalMagic):]); journalName(base) != name {
+			return js, fmt.Errorf("%w: journal %s: header names base sequence %d", driver.ErrCorrupt, name, base)
+		}
+	}
+	return readJournal(r, name, js.size, fn)
+}
+
+// readJournal is scanJournal over a reader (the fuzz target's entry point).
+func readJournal(r *bufio.Reader, name string, size int64, fn func(o *batchOp) error) (journalScan, error) {
+	js := journalScan{size: size}
 	head := make([]byte, journalHeader)
 	if _, err := io.ReadFull(r, head); err != nil {
-		return js, fmt.Errorf("%w: journal %s: short header", driver.ErrCorrupt, filepath.Base(path))
+		return js, fmt.Errorf("%w: journal %s: short header", driver.ErrCorrupt, name)
 	}
 	if string(head[:len(journalMagic)]) != journalMagic {
-		return js, fmt.Errorf("%w: journal %s: bad magic", driver.ErrCorrupt, filepath.Base(path))
+		return js, fmt.Errorf("%w: journal %s: bad magic", driver.ErrCorrupt, name)
 	}
 	js.base = binary.LittleEndian.Uint64(head[len(journalMagic):])
-	js.validEnd = int64(journalHeader)
-	var buf []byte
+	js.lastSeq = js.base
 	next := js.base + 1
-	for {
-		p, err := readFrame(r, buf)
-		if err == io.EOF {
-			return js, nil
-		}
-		if err != nil {
-			js.tail = err
-			return js, nil
-		}
-		buf = p
+	res, err := wal.Scan(r, int64(journalHeader), func(p []byte) error {
 		o, err := decodeOp(p)
 		if err != nil {
-			js.tail = err
-			return js, nil
+			return fmt.Errorf("%w: %w", wal.ErrCorrupt, err)
 		}
 		if o.Seq != next {
-			js.tail = fmt.Errorf("%w: journal sequence %d where %d was expected", driver.ErrCorrupt, o.Seq, next)
-			return js, nil
+			return fmt.Errorf("%w: journal sequence %d where %d was expected", wal.ErrCorrupt, o.Seq, next)
 		}
 		if err := fn(&o); err != nil {
-			return js, err
+			return err
 		}
+		js.lastSeq = o.Seq
 		next++
-		js.ops++
-		js.validEnd += int64(frameHeader + len(p))
+		return nil
+	})
+	js.validEnd, js.ops, js.tail = res.ValidEnd, res.Frames, res.Tail
+	if err != nil {
+		return js, err
 	}
+	if js.tail == nil && size > 0 && js.validEnd < size {
+		js.tail = wal.ErrTorn
+	}
+	return js, nil
 }
 
 // listGenerations returns the bases of the files with the given prefix and
 // suffix in dir, ascending.
-func listGenerations(fs vfs, dir, prefix, suffix string) ([]uint64, error) {
+func listGenerations(fs wal.FS, dir, prefix, suffix string) ([]uint64, error) {
 	entries, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -215,7 +163,11 @@ func listGenerations(fs vfs, dir, prefix, suffix string) ([]uint64, error) {
 		if e.IsDir() || !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, suffix) {
 			continue
 		}
-		v, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, prefix), suffix), 16, 64)
+		hex := strings.TrimSuffix(strings.TrimPrefix(name, prefix), suffix)
+		if len(hex) != 16 {
+			continue
+		}
+		v, err := strconv.ParseUint(hex, 16, 64)
 		if err != nil {
 			continue
 		}

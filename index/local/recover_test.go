@@ -3,6 +3,8 @@ package local
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +13,33 @@ import (
 
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
+	"github.com/ragmem/ragmem/internal/wal"
 )
+
+// abandon drops a backend the way a crash would: its files stay as they
+// are (no checkpoint, no closed marker), only the process's handles go.
+func abandon(b *Backend) {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	if b.bl != nil {
+		b.bl.Close()
+	}
+	b.journal.close()
+	b.lock.Unlock()
+}
+
+func appendBytes(t *testing.T, path string, data []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
 
 func mustOpen(t *testing.T, dir string, opts *Options) *Backend {
 	t.Helper()
@@ -60,13 +88,11 @@ func TestTornJournalTailIsCut(t *testing.T) {
 	b := mustOpen(t, dir, nil)
 	putSource(t, b, "https://a/", 3, 1)
 	putSource(t, b, "https://b/", 2, 10)
-	jpath := b.journal.path
-	size := b.journal.size
+	jpath := b.journal.Path()
+	size := b.journal.Size()
+	abandon(b)
 	// Simulate a crash in the middle of appending a third operation.
-	b.journal.f.Write([]byte{200, 1, 0, 0, 9, 9, 9, 9, 1, 2, 3})
-	b.bl.Close()
-	b.journal.close()
-	b.lock.unlock()
+	appendBytes(t, jpath, []byte{200, 1, 0, 0, 9, 9, 9, 9, 1, 2, 3})
 
 	b = mustOpen(t, dir, nil)
 	defer b.Close()
@@ -131,7 +157,7 @@ func TestCorruptSnapshotFallsBack(t *testing.T) {
 	putSource(t, b, "https://a/", 2, 1) // checkpoint after each write
 	putSource(t, b, "https://b/", 2, 10)
 	b.Close()
-	snaps, _ := listGenerations(osFS{}, dir, snapPrefix, snapSuffix)
+	snaps, _ := listGenerations(wal.OS{}, dir, snapPrefix, snapSuffix)
 	if len(snaps) < 2 {
 		t.Fatalf("expected two snapshot generations, have %v", snaps)
 	}
@@ -162,3 +188,5 @@ func TestSecondOpenIsRefused(t *testing.T) {
 		t.Fatalf("error %q does not say %q", got, want)
 	}
 }
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

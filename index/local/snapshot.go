@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/internal/wal"
 )
 
 // A snapshot holds the whole store at one sequence number:
@@ -32,52 +33,65 @@ type snapshotData struct {
 	records []driver.Record
 }
 
-func writeSnapshot(fs vfs, dir string, seq uint64, meta map[string]string, records []*driver.Record) error {
+func writeSnapshot(fs wal.FS, dir string, seq uint64, meta map[string]string, records []*driver.Record) error {
 	path := filepath.Join(dir, snapName(seq))
-	return writeFileAtomic(fs, path, func(w io.Writer) error {
-		bw := bufio.NewWriterSize(w, 1<<20)
-		head := []byte(snapMagic)
-		head = binary.LittleEndian.AppendUint64(head, seq)
-		head = binary.LittleEndian.AppendUint64(head, uint64(len(records)))
-		if _, err := bw.Write(head); err != nil {
-			return err
-		}
-		var frame []byte
-		m := meta
-		if m == nil {
-			m = map[string]string{}
-		}
-		frame = appendFrame(frame[:0], encodeOp(&batchOp{Seq: seq, Meta: m}))
-		if _, err := bw.Write(frame); err != nil {
-			return err
-		}
-		e := encoder{}
-		for _, r := range records {
-			e.buf = e.buf[:0]
-			e.record(r)
-			frame = appendFrame(frame[:0], e.buf)
-			if _, err := bw.Write(frame); err != nil {
-				return err
-			}
-		}
-		end := binary.LittleEndian.AppendUint64([]byte(snapEnd), uint64(len(records)))
-		if _, err := bw.Write(appendFrame(nil, end)); err != nil {
-			return err
-		}
-		return bw.Flush()
+	return wal.WriteFileAtomic(fs, path, func(w io.Writer) error {
+		return encodeSnapshot(w, seq, meta, records)
 	})
 }
 
+// encodeSnapshot writes the snapshot format to w.
+func encodeSnapshot(w io.Writer, seq uint64, meta map[string]string, records []*driver.Record) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	head := []byte(snapMagic)
+	head = binary.LittleEndian.AppendUint64(head, seq)
+	head = binary.LittleEndian.AppendUint64(head, uint64(len(records)))
+	if _, err := bw.Write(head); err != nil {
+		return err
+	}
+	var frame []byte
+	m := meta
+	if m == nil {
+		m = map[string]string{}
+	}
+	frame = wal.AppendFrame(frame[:0], encodeOp(&batchOp{Seq: seq, Meta: m}))
+	if _, err := bw.Write(frame); err != nil {
+		return err
+	}
+	e := encoder{}
+	for _, r := range records {
+		e.buf = e.buf[:0]
+		e.record(r)
+		frame = wal.AppendFrame(frame[:0], e.buf)
+		if _, err := bw.Write(frame); err != nil {
+			return err
+		}
+	}
+	end := binary.LittleEndian.AppendUint64([]byte(snapEnd), uint64(len(records)))
+	if _, err := bw.Write(wal.AppendFrame(nil, end)); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
 // readSnapshot loads a snapshot completely or fails with a driver.ErrCorrupt error.
-func readSnapshot(fs vfs, path string) (*snapshotData, error) {
+func readSnapshot(fs wal.FS, path string) (*snapshotData, error) {
 	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
+	s, err := readSnapshotFrom(bufio.NewReaderSize(f, 1<<20), filepath.Base(path))
+	if err == nil && filepath.Base(path) != snapName(s.seq) {
+		return nil, fmt.Errorf("%w: snapshot %s holds sequence %d", driver.ErrCorrupt, filepath.Base(path), s.seq)
+	}
+	return s, err
+}
+
+// readSnapshotFrom reads a snapshot from r (the fuzz target's entry point).
+func readSnapshotFrom(r *bufio.Reader, name string) (*snapshotData, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: snapshot %s: %s", driver.ErrCorrupt, filepath.Base(path), fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: snapshot %s: %s", driver.ErrCorrupt, name, fmt.Sprintf(format, args...))
 	}
 	head := make([]byte, len(snapMagic)+16)
 	if _, err := io.ReadFull(r, head); err != nil {
@@ -88,7 +102,7 @@ func readSnapshot(fs vfs, path string) (*snapshotData, error) {
 	}
 	s := &snapshotData{seq: binary.LittleEndian.Uint64(head[8:])}
 	count := binary.LittleEndian.Uint64(head[16:])
-	p, err := readFrame(r, nil)
+	p, err := wal.ReadFrame(r, nil)
 	if err != nil {
 		return nil, bad("meta: %v", err)
 	}
@@ -96,14 +110,20 @@ func readSnapshot(fs vfs, path string) (*snapshotData, error) {
 	if err != nil || mo.Meta == nil {
 		return nil, bad("meta frame unreadable")
 	}
+	if mo.Seq != s.seq {
+		// The header is not checksummed; the meta frame repeats the sequence.
+		return nil, bad("header says sequence %d, its checksummed meta frame %d", s.seq, mo.Seq)
+	}
 	s.meta = mo.Meta
-	if count > 1<<28 {
+	if count > 1<<32 {
 		return nil, bad("impossible record count %d", count)
 	}
-	s.records = make([]driver.Record, 0, count)
+	// The count is only a hint for the allocation until the end frame
+	// confirms it.
+	s.records = make([]driver.Record, 0, min(count, 1<<16))
 	var buf []byte
 	for {
-		p, err := readFrame(r, buf)
+		p, err := wal.ReadFrame(r, buf)
 		if err != nil {
 			return nil, bad("record %d: %v", len(s.records), err)
 		}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+)
+
+// TestMain lets tests run this binary's main in a child process.
+func exitCode(err error) int {
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// TestCheckCommand: a healthy store checks clean; a chunk deleted from the
+// full-text index behind ragmem's back is named and the status is 1;
+// --repair fixes it; an unfinished journal write and a wrong embedder are
+// reported too; check itself changes nothing.
+func TestCheckCommand(t *testing.T) {
+	dir := t.TempDir()
+	docs := t.TempDir()
+	writeFile(t, filepath.Join(docs, "a.md"), "# Alpha\n\nAardvarks dig burrows at night.\n")
+	writeFile(t, filepath.Join(docs, "b.txt"), "Badgers are bold. They fear nothing.\n")
+	mustRun(t, "--dir", dir, "index", docs)
+
+	out, _, err := runCLI(t, "--dir", dir, "check")
+	if err != nil || !strings.Contains(out, "consistent") {
+		t.Fatalf("healthy store: %v\n%s", err, out)
+	}
+
+	// Delete one chunk from bleve behind ragmem's back.
+	bi, err := bleve.OpenUsing(filepath.Join(dir, "bleve"), map[string]any{"unsafe_batch": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := bi.Search(bleve.NewSearchRequest(bleve.NewMatchAllQuery()))
+	if err != nil || len(res.Hits) != 2 {
+		t.Fatalf("bleve holds %v (%v)", res, err)
+	}
+	victim := res.Hits[0].ID
+	if err := bi.Delete(victim); err != nil {
+		t.Fatal(err)
+	}
+	bi.Close()
+	before := snapshotFiles(t, dir)
+	out, _, err = runCLI(t, "--dir", dir, "check")
+	if exitCode(err) != 1 || !strings.Contains(out, "fulltext-missing "+victim) {
+		t.Fatalf("after deleting %s: status %d (%v)\n%s", victim, exitCode(err), err, out)
+	}
+	if after := snapshotFiles(t, dir); after != before {
+		t.Fatalf("check changed the store:\nbefore %s\nafter  %s", before, after)
+	}
+	out, _, err = runCLI(t, "--dir", dir, "check", "--repair")
+	if err != nil || !strings.Contains(out, "consistent") {
+		t.Fatalf("repair: %v\n%s", err, out)
+	}
+	if out, _, err = runCLI(t, "--dir", dir, "check"); err != nil {
+		t.Fatalf("after repair: %v\n%s", err, out)
+	}
+
+	// An unfinished write at the end of the journal.
+	journals, _ := filepath.Glob(filepath.Join(dir, "journal-*.rgj"))
+	f, err := os.OpenFile(journals[len(journals)-1], os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte{100, 0, 0, 0, 1, 2, 3, 4, 5})
+	f.Close()
+	out, _, err = runCLI(t, "--dir", dir, "check", "--json")
+	if exitCode(err) != 1 || !strings.Contains(out, `"journal-tail"`) {
+		t.Fatalf("torn tail: status %d\n%s", exitCode(err), out)
+	}
+	if out, _, err = runCLI(t, "--dir", dir, "check", "--repair"); err != nil {
+		t.Fatalf("repair torn tail: %v\n%s", err, out)
+	}
+
+	// An unfinished write at the end of the background indexing queue.
+	qf, err := os.OpenFile(filepath.Join(dir, "queue.rgq"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qf.Write([]byte{7, 0, 0, 0, 9})
+	qf.Close()
+	out, _, err = runCLI(t, "--dir", dir, "check")
+	if exitCode(err) != 1 || !strings.Contains(out, "problem    queue: the indexing queue ends in an unfinished write") {
+		t.Fatalf("torn queue: status %d\n%s", exitCode(err), out)
+	}
+	if out, _, err = runCLI(t, "--dir", dir, "check", "--repair"); err != nil {
+		t.Fatalf("repair torn queue: %v\n%s", err, out)
+	}
+	if out, _, err = runCLI(t, "--dir", dir, "check"); err != nil {
+		t.Fatalf("after repairing the queue: %v\n%s", err, out)
+	}
+
+	// Another embedder than the one that built the store.
+	out, _, err = runCLI(t, "--dir", dir, "--embedder", "lexical:dim=128", "check")
+	if exitCode(err) != 1 || !strings.Contains(out, "embedder") {
+		t.Fatalf("embedder mismatch: status %d\n%s", exitCode(err), out)
+	}
+	if _, _, err = runCLI(t, "--dir", t.TempDir(), "check"); exitCode(err) != 2 {
+		t.Fatalf("empty directory: status %d (%v)", exitCode(err), err)
+	}
+}
+
+// snapshotFiles describes every file of a store by name, size and content.
+func snapshotFiles(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == "LOCK" {
+			return nil
+		}
+		data, _ := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(&b, "%s:%d:%x ", rel, len(data), hash(data))
+		return nil
+	})
+	return b.String()
+}
+
+func hash(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
+}
+
+// TestSecondIndexProcessFailsFast runs two ragmem index processes on one data
+// directory: the second fails at once, naming the first.
+func TestSecondIndexProcessFailsFast(t *testing.T) {
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "RAGMEM_TEST_AS_MAIN=1")
+	// The first holds the store while it waits for its document on stdin.
+	first := exec.Command(exe, "--dir", dir, "index", "-", "--url", "https://first.example/")
+	first.Env = env
+	stdin, _ := first.StdinPipe()
+	var firstOut bytes.Buffer
+	first.Stdout, first.Stderr = &firstOut, &firstOut
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(first.Process.Pid)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(filepath.Join(dir, "LOCK")); strings.TrimSpace(string(b)) == pid {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("first process never locked the store: %s", firstOut.String())
+		}
+	}
+	docs := t.TempDir()
+	writeFile(t, filepath.Join(docs, "x.md"), "# X\n\nSecond process content.\n")
+	second := exec.Command(exe, "--dir", dir, "index", docs)
+	second.Env = env
+	var stderr bytes.Buffer
+	second.Stderr = &stderr
+	start := time.Now()
+	err = second.Run()
+	took := time.Since(start)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+		t.Fatalf("second process: %v", err)
+	}
+	msg := strings.TrimSpace(stderr.String())
+	if !strings.Contains(msg, "store is locked by pid "+pid) || strings.Count(msg, "\n") != 0 {
+		t.Fatalf("second process said %q", msg)
+	}
+	if took > 10*time.Second {
+		t.Fatalf("second process took %v to fail", took)
+	}
+	stdin.Write([]byte("First process content about lemurs.\n"))
+	stdin.Close()
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first process: %v\n%s", err, firstOut.String())
+	}
+}

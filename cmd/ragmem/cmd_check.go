@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/local"
+)
+
+func newCheckCmd(g *globals) *cobra.Command {
+	var repair, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Verify the store; --repair fixes what it can",
+		Long: "Verify the store without changing it: every chunk is in both the vector and the full-text\n" +
+			"index with the same source and content hash, no index holds anything else, every source's\n" +
+			"chunks come from one version of it, the embedder matches the one that built the store, and\n" +
+			"the journal is clean (no unfinished write, no damaged file, nothing waiting to be applied),\n" +
+			"and so is the background indexing queue.\n\n" +
+			"Exit status: 0 when the store is consistent, 1 when it is not (each problem is listed),\n" +
+			"2 when it cannot be checked (for example while another ragmem process uses it).\n\n" +
+			"--repair opens the store normally, which recovers it (cuts unfinished writes, quarantines\n" +
+			"damaged files, brings the full-text index forward), then rebuilds whatever still disagrees\n" +
+			"with the stored records, and checks again.",
+		Example: "  ragmem check\n  ragmem check --repair",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCheck(cmd.Context(), g, repair, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&repair, "repair", false, "repair what can be repaired, then check again")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// checkReport is what check prints with --json.
+type checkReport struct {
+	Dir         string          `json:"dir"`
+	Records     int             `json:"records"`
+	Sources     int             `json:"sources"`
+	Sequence    uint64          `json:"sequence"`
+	Embedder    string          `json:"embedder,omitempty"`
+	QueuedPages int             `json:"queuedPages"`         // background pages waiting; the next open indexes them
+	Recovered   []string        `json:"recovered,omitempty"` // what opening the store did (--repair)
+	Repaired    []local.Problem `json:"repaired,omitempty"`
+	Problems    []local.Problem `json:"problems"`
+	Consistent  bool            `json:"consistent"`
+}
+
+func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
+	dir, err := g.dataDir()
+	if err != nil {
+		return exitError{2, err.Error()}
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return exitError{2, fmt.Sprintf("no store at %s (set --dir or $RAGMEM_DIR)", dir)}
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "journal-*.rgj")); len(m) == 0 {
+		if s, _ := filepath.Glob(filepath.Join(dir, "snap-*.rgs")); len(s) == 0 {
+			return exitError{2, fmt.Sprintf("no store at %s (set --dir or $RAGMEM_DIR)", dir)}
+		}
+	}
+	emb, err := g.newEmbedder()
+	if err != nil {
+		return exitError{2, err.Error()}
+	}
+	be, err := local.Open(ctx, dir, &local.Options{Logger: slog.Default(), ReadOnly: !repair})
+	if err != nil {
+		return exitError{2, err.Error()}
+	}
+	defer be.Close()
+	rep := checkReport{Dir: dir, Sequence: be.Recovery().SequenceOnOpen, Problems: []local.Problem{}}
+	if repair {
+		rep.Recovered = be.Recovery().Problems
+	}
+	if v, ok, _ := be.Meta(ctx, "embedder"); ok {
+		rep.Embedder = v
+	}
+	var embProblem *local.Problem
+	if err := index.VerifyEmbedder(ctx, be, emb); err != nil {
+		embProblem = &local.Problem{Kind: "embedder", Msg: err.Error()}
+	}
+	if repair {
+		fixed, remaining, err := be.Repair(ctx)
+		if err != nil {
+			return exitError{2, "repair: " + err.Error()}
+		}
+		rep.Repaired = fixed
+		rep.Problems = append(rep.Problems, remaining...)
+	} else {
+		probs, err := be.Check(ctx)
+		if err != nil {
+			return exitError{2, err.Error()}
+		}
+		rep.Problems = append(rep.Problems, probs...)
+	}
+	if embProblem != nil {
+		rep.Problems = append(rep.Problems, *embProblem)
+	}
+	qc, err := index.CheckQueue(ctx, dir, repair)
+	if err != nil {
+		return exitError{2, err.Error()}
+	}
+	rep.QueuedPages = qc.Pending
+	rep.Recovered = append(rep.Recovered, qc.Repaired...)
+	for _, p := range qc.Problems {
+		rep.Problems = append(rep.Problems, local.Problem{Kind: "queue", Msg: p})
+	}
+	if st, err := be.Stats(ctx); err == nil {
+		rep.Records, rep.Sources = st.Records, st.Sources
+	}
+	rep.Consistent = len(rep.Problems) == 0
+	if asJSON {
+		if err := writeJSON(g.stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		printCheck(g, &rep)
+	}
+	if !rep.Consistent {
+		hint := " (ragmem check --repair fixes what it can)"
+		if repair {
+			hint = " that --repair could not fix"
+		}
+		return exitError{1, fmt.Sprintf("store is inconsistent: %d problem(s)%s", len(rep.Problems), hint)}
+	}
+	return nil
+}
+
+func printCheck(g *globals, rep *checkReport) {
+	w := g.stdout
+	fmt.Fprintf(w, "store      %s\n", rep.Dir)
+	fmt.Fprintf(w, "contents   %d chunks in %d sources, journal at sequence %d\n", rep.Records, rep.Sources, rep.Sequence)
+	if rep.Embedder != "" {
+		fmt.Fprintf(w, "embedder   %s\n", rep.Embedder)
+	}
+	if rep.QueuedPages > 0 {
+		fmt.Fprintf(w, "queue      %d pages waiting for background indexing (the next open indexes them)\n", rep.QueuedPages)
+	}
+	for _, r := range rep.Recovered {
+		fmt.Fprintf(w, "recovered  %s\n", r)
+	}
+	for _, p := range rep.Repaired {
+		fmt.Fprintf(w, "repaired   %s\n", p)
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintf(w, "problem    %s\n", p)
+	}
+	if rep.Consistent {
+		fmt.Fprintln(w, "consistent")
+	}
+}

@@ -1,0 +1,134 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	chromem "github.com/philippgille/chromem-go"
+
+	"github.com/ragmem/ragmem/index/driver"
+)
+
+// The in-memory side of the store: records by id and by source, and the
+// chromem-go collection built from them.
+
+func refuseEmbedding(context.Context, string) ([]float32, error) {
+	return nil, errors.New("index: record without vector")
+}
+
+func chromemDoc(r *driver.Record) chromem.Document {
+	md := make(map[string]string, 2+len(r.Attrs))
+	md[fieldDocType] = r.DocType
+	md[fieldSource] = r.SourceURL
+	for k, v := range r.Attrs {
+		md["attr."+k] = v
+	}
+	return chromem.Document{ID: r.ID, Metadata: md, Embedding: r.Vector, Content: r.Content}
+}
+
+// putMem stores r in the in-memory maps (not the vector collection).
+func (b *Backend) putMem(r *driver.Record) {
+	if old, ok := b.records[r.ID]; ok && old.SourceURL != r.SourceURL {
+		b.unindexSource(old)
+	}
+	b.records[r.ID] = r
+	s := b.bySource[r.SourceURL]
+	if s == nil {
+		s = map[string]struct{}{}
+		b.bySource[r.SourceURL] = s
+	}
+	s[r.ID] = struct{}{}
+	if b.dim == 0 && len(r.Vector) > 0 {
+		b.dim = len(r.Vector)
+	}
+}
+
+func (b *Backend) unindexSource(r *driver.Record) {
+	if s := b.bySource[r.SourceURL]; s != nil {
+		delete(s, r.ID)
+		if len(s) == 0 {
+			delete(b.bySource, r.SourceURL)
+		}
+	}
+}
+
+func (b *Backend) deleteMem(id string) {
+	if r, ok := b.records[id]; ok {
+		b.unindexSource(r)
+		delete(b.records, id)
+	}
+}
+
+// plan resolves a batch against the current records: the ids it deletes.
+func (b *Backend) plan(bt *driver.Batch) []string {
+	var del []string
+	seen := map[string]bool{}
+	for _, s := range bt.DeleteSources {
+		for id := range b.bySource[s] {
+			if !seen[id] {
+				seen[id] = true
+				del = append(del, id)
+			}
+		}
+	}
+	for _, id := range bt.DeleteIDs {
+		if _, ok := b.records[id]; ok && !seen[id] {
+			seen[id] = true
+			del = append(del, id)
+		}
+	}
+	sort.Strings(del)
+	return del
+}
+
+// applyMem applies an operation to the in-memory maps only (used on replay,
+// before the vector collection exists).
+func (b *Backend) applyMem(o *batchOp) {
+	if o.Meta != nil {
+		for k, v := range o.Meta {
+			b.meta[k] = v
+		}
+		return
+	}
+	for _, id := range b.plan(&o.Batch) {
+		b.deleteMem(id)
+	}
+	for i := range o.Batch.Put {
+		r := o.Batch.Put[i]
+		b.putMem(&r)
+	}
+}
+
+// validate checks a batch against the vector dimension dim (0: not yet
+// known) and returns the dimension the store has after it.
+func validate(bt *driver.Batch, dim int) (int, error) {
+	seen := make(map[string]bool, len(bt.Put))
+	for i := range bt.Put {
+		r := &bt.Put[i]
+		switch {
+		case r.ID == "":
+			return dim, fmt.Errorf("%w: record %d has no id", driver.ErrInvalid, i)
+		case seen[r.ID]:
+			return dim, fmt.Errorf("%w: id %q appears twice in one batch", driver.ErrInvalid, r.ID)
+		case r.SourceURL == "":
+			return dim, fmt.Errorf("%w: record %q has no source URL", driver.ErrInvalid, r.ID)
+		case len(r.Vector) == 0:
+			return dim, fmt.Errorf("%w: record %q has no vector", driver.ErrInvalid, r.ID)
+		}
+		seen[r.ID] = true
+		if dim == 0 {
+			dim = len(r.Vector)
+		}
+		if len(r.Vector) != dim {
+			return dim, fmt.Errorf("%w: record %q has a %d-dimensional vector, the store holds %d-dimensional ones", driver.ErrInvalid, r.ID, len(r.Vector), dim)
+		}
+		for _, f := range r.Vector {
+			if f != f || f > 1e30 || f < -1e30 {
+				return dim, fmt.Errorf("%w: record %q has a non-finite vector", driver.ErrInvalid, r.ID)
+			}
+		}
+	}
+	return dim, nil
+}
