@@ -219,7 +219,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 		now:      o.Now,
 	}
 	if b.http == nil {
-		b.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		b.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: o.Timeout}
 		b.ownHTTP = true
 	}
 	// Check the server first, with our own request, so that an unreachable

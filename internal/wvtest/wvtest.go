@@ -106,12 +106,6 @@ func Start(t testing.TB, n int) []*Node {
 		nodes[i].LogPath = filepath.Join(root, fmt.Sprintf("node%d.log", i+1))
 		join = append(join, fmt.Sprintf("%s:%d", nodes[i].Name, nodes[i].Raft))
 	}
-	for _, nd := range nodes {
-		nd.env = env(nd, nodes[0], strings.Join(join, ","), n)
-		if err := nd.start(); err != nil {
-			t.Fatalf("wvtest: start %s: %v", nd.Name, err)
-		}
-	}
 	t.Cleanup(func() {
 		for _, nd := range nodes {
 			nd.Kill()
@@ -119,6 +113,19 @@ func Start(t testing.TB, n int) []*Node {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	for i, nd := range nodes {
+		nd.env = env(nd, nodes[0], strings.Join(join, ","), n)
+		if err := nd.start(); err != nil {
+			t.Fatalf("wvtest: start %s: %v", nd.Name, err)
+		}
+		// The others join the first node's gossip: it must listen first,
+		// since a node does not retry a failed join.
+		if i == 0 && n > 1 {
+			if err := waitListen(ctx, nd.Gossip); err != nil {
+				t.Fatalf("wvtest: %s gossip port: %v\n%s", nd.Name, err, nd.Tail(40))
+			}
+		}
+	}
 	for _, nd := range nodes {
 		if err := nd.WaitReady(ctx); err != nil {
 			t.Fatalf("wvtest: %s not ready: %v\n%s", nd.Name, err, nd.Tail(40))
@@ -174,7 +181,7 @@ func (nd *Node) start() error {
 	cmd := exec.Command(nd.bin, "--host", "127.0.0.1", "--port", strconv.Itoa(nd.HTTP), "--scheme", "http")
 	cmd.Env = nd.env
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return err
@@ -248,6 +255,21 @@ func (nd *Node) WaitReady(ctx context.Context) error {
 	}
 }
 
+func waitListen(ctx context.Context, port int) error {
+	for {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // WaitNodes waits until the node at url sees n healthy nodes.
 func WaitNodes(ctx context.Context, url string, n int) error {
 	for {
@@ -273,6 +295,42 @@ func WaitNodes(ctx context.Context, url string, n int) error {
 		case <-ctx.Done():
 			return fmt.Errorf("fewer than %d healthy nodes: %w", n, ctx.Err())
 		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// WaitLeader waits until the node at url reports a Raft leader among the
+// cluster's live nodes, as it does again some seconds after the leader died.
+// Schema requests made before that can hang until the old leader's
+// connection times out.
+func WaitLeader(ctx context.Context, url string) error {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, url+"/v1/cluster/statistics", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			var body struct {
+				Statistics []struct {
+					Status string `json:"status"`
+					Raft   struct {
+						State string `json:"state"`
+					} `json:"raft"`
+				} `json:"statistics"`
+			}
+			if decodeJSON(resp, &body) == nil {
+				for _, s := range body.Statistics {
+					if s.Raft.State == "Leader" && s.Status == "HEALTHY" {
+						cancel()
+						return nil
+					}
+				}
+			}
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no Raft leader: %w", ctx.Err())
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
