@@ -28,17 +28,23 @@ const nativeRRFK = 60
 // Mapping: RRF is ranked fusion with equal weights (alpha 0.5), its scores
 // doubled so that they read Σ 1/(60 + i) over the lists a result is in,
 // with i its 0-based position; relative fusion is relative-score fusion with
-// the same alpha. The threshold drops vector candidates below it on the
-// server; BM25 matches are kept when their BM25 score is at least threshold
-// × the best BM25 score among the results, where the store reports BM25
-// scores (relative fusion), and always otherwise (ranked fusion reports only
-// ranks). The candidate pools are the store's own (Weaviate: 100 per side).
+// the same alpha. The threshold keeps, as in ragmem's own fusion, a result
+// that passes on either side: its cosine similarity is at least the
+// threshold, or it is a BM25 match whose score is at least threshold × the
+// best BM25 score among the fused candidates (where the store reports BM25
+// scores: Weaviate does for relative fusion; with ranked fusion, which
+// reports only ranks, every BM25 match passes). The store's candidate pools
+// are its own (Weaviate: 100 per side); the fused list is cut to
+// max(2·TopK, 20) candidates before the threshold and TopK apply.
 func searchNative(ctx context.Context, r Retriever, query string, f index.Filter, o *Options) ([]Result, bool, error) {
 	nr, ok := r.(NativeHybridRetriever)
 	if !ok || o.Mode != Hybrid || !nr.NativeHybrid() || (o.Fusion == RRF && o.RRFK != nativeRRFK) {
 		return nil, false, nil
 	}
-	q := index.HybridQuery{K: o.TopK, Filter: f, MinSimilarity: o.SimilarityThreshold}
+	q := index.HybridQuery{K: o.TopK, Filter: f}
+	if o.SimilarityThreshold >= 0 {
+		q.K = max(2*o.TopK, 20)
+	}
 	method := ""
 	scale := 1.0
 	switch o.Fusion {
@@ -59,8 +65,12 @@ func searchNative(ctx context.Context, r Retriever, query string, f index.Filter
 	}
 	out := make([]Result, 0, len(hits))
 	for _, h := range hits {
-		if o.SimilarityThreshold >= 0 && !h.InVector && h.BM25Score > 0 && bestBM25 > 0 && h.BM25Score/bestBM25 < o.SimilarityThreshold {
-			continue
+		if thr := o.SimilarityThreshold; thr >= 0 {
+			textOK := h.InBM25 && (h.BM25Score == 0 || bestBM25 > 0 && h.BM25Score/bestBM25 >= thr)
+			vecOK := h.VectorSimilarity >= thr
+			if !textOK && !vecOK {
+				continue
+			}
 		}
 		s := h.Score * scale
 		out = append(out, Result{Record: h.Record, Score: s, Explanation: Explanation{

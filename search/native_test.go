@@ -45,22 +45,24 @@ func nhit(id string, score float64, bm25Rank, vecRank int, bm25, sim float64) in
 
 func TestNativeHybridRRF(t *testing.T) {
 	f := &nativeFake{native: true, hits: []index.HybridHit{
-		nhit("a", 0.5/60+0.5/61, 1, 2, 0, 0),
-		nhit("b", 0.5/60, 0, 1, 0, 0),
-		nhit("c", 0.5/62, 3, 0, 0, 0),
+		nhit("a", 0.5/60+0.5/61, 1, 2, 0, 0.5),
+		nhit("b", 0.5/60, 0, 1, 0, 0.6),
+		nhit("c", 0.5/62, 3, 0, 0, 0.1),
+		nhit("d", 0.5/63, 0, 3, 0, 0.29), // vector only, below the threshold
 	}}
-	res, err := Search(context.Background(), f, "q", &Options{TopK: 2, DocTypes: []string{"knowledge"}})
+	res, err := Search(context.Background(), f, "q", &Options{TopK: 3, DocTypes: []string{"knowledge"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f.got == nil || f.singleUsed != 0 {
 		t.Fatalf("native hybrid not used (single-sided calls: %d)", f.singleUsed)
 	}
-	if f.got.Fusion != driver.FusionRanked || f.got.Alpha != 0.5 || f.got.K != 2 || f.got.MinSimilarity != DefaultThreshold {
+	if f.got.Fusion != driver.FusionRanked || f.got.Alpha != 0.5 || f.got.K != 20 {
 		t.Fatalf("query = %+v", *f.got)
 	}
-	if len(res) != 2 || res[0].Record.ID != "a" || res[1].Record.ID != "b" {
-		t.Fatalf("results %v", ids(res))
+	// d is dropped: a vector-only match below the threshold.
+	if got := ids(res); len(got) != 3 || got[0] != "a" || got[1] != "b" || got[2] != "c" {
+		t.Fatalf("results %v, want [a b c]", got)
 	}
 	// Equal weights of 0.5 are undone so that the score is Σ 1/(60+i).
 	if want := 1.0/60 + 1.0/61; math.Abs(res[0].Score-want) > 1e-12 || res[0].Explanation.Fused != res[0].Score {
@@ -75,8 +77,9 @@ func TestNativeHybridRRF(t *testing.T) {
 func TestNativeHybridRelativeAndThreshold(t *testing.T) {
 	f := &nativeFake{native: true, hits: []index.HybridHit{
 		nhit("strong", 0.9, 0, 0, 10, 0.8),
-		nhit("weakbm25", 0.2, 0, 0, 1, 0), // BM25 only, 1/10 of the best: below 0.3
-		nhit("okbm25", 0.3, 0, 0, 5, 0),   // BM25 only, half the best
+		nhit("weakbm25", 0.2, 0, 0, 1, 0.1), // 1/10 of the best BM25 and dissimilar: dropped
+		nhit("okbm25", 0.3, 0, 0, 5, 0.1),   // half the best BM25
+		nhit("close", 0.25, 0, 0, 0, 0.35),  // similar enough
 	}}
 	res, err := Search(context.Background(), f, "q", &Options{TopK: 5, Fusion: Relative, Alpha: 0.7})
 	if err != nil {
@@ -85,16 +88,16 @@ func TestNativeHybridRelativeAndThreshold(t *testing.T) {
 	if f.got.Fusion != driver.FusionRelative || f.got.Alpha != 0.7 {
 		t.Fatalf("query = %+v", *f.got)
 	}
-	if got := ids(res); len(got) != 2 || got[0] != "strong" || got[1] != "okbm25" {
-		t.Fatalf("results %v, want [strong okbm25]", got)
+	if got := ids(res); len(got) != 3 || got[0] != "strong" || got[1] != "okbm25" || got[2] != "close" {
+		t.Fatalf("results %v, want [strong okbm25 close]", got)
 	}
 	if res[0].Explanation.BM25Score != 10 || res[0].Explanation.VectorSimilarity != 0.8 || res[0].Score != 0.9 {
 		t.Fatalf("explanation %+v", res[0].Explanation)
 	}
 	// A negative threshold keeps everything.
 	res, _ = Search(context.Background(), f, "q", &Options{TopK: 5, Fusion: Relative, SimilarityThreshold: -1})
-	if len(res) != 3 || f.got.MinSimilarity != -1 {
-		t.Fatalf("threshold off: %v, min %v", ids(res), f.got.MinSimilarity)
+	if len(res) != 4 || f.got.K != 5 {
+		t.Fatalf("threshold off: %v, k %d", ids(res), f.got.K)
 	}
 }
 

@@ -113,7 +113,7 @@ func TestClusterSurvivesANodeKill(t *testing.T) {
 		if err != nil || len(vh) != 3 || vh[0].Record.ID != replaced.ID {
 			t.Fatalf("%s: vector search: %v, %v", when, len(vh), err)
 		}
-		hh, err := b2.SearchHybrid(ctx, driver.HybridQuery{Text: "replaced version", Vector: replaced.Vector, K: 3, Alpha: 0.5, Fusion: driver.FusionRanked, MinSimilarity: -1})
+		hh, err := b2.SearchHybrid(ctx, driver.HybridQuery{Text: "replaced version", Vector: replaced.Vector, K: 3, Alpha: 0.5, Fusion: driver.FusionRanked})
 		if err != nil || len(hh) == 0 || hh[0].Record.ID != replaced.ID {
 			t.Fatalf("%s: hybrid search: %v, %v", when, len(hh), err)
 		}

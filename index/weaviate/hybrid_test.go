@@ -50,7 +50,7 @@ func TestHybridExplanations(t *testing.T) {
 		vecRank[h.Record.ID], vecScore[h.Record.ID] = i+1, h.Score
 	}
 
-	ranked, err := b.SearchHybrid(ctx, driver.HybridQuery{Text: "fox fusion", Vector: qv, K: 10, Alpha: 0.5, Fusion: driver.FusionRanked, MinSimilarity: -1})
+	ranked, err := b.SearchHybrid(ctx, driver.HybridQuery{Text: "fox fusion", Vector: qv, K: 10, Alpha: 0.5, Fusion: driver.FusionRanked})
 	if err != nil || len(ranked) != 10 {
 		t.Fatalf("ranked hybrid: %d, %v", len(ranked), err)
 	}
@@ -78,7 +78,7 @@ func TestHybridExplanations(t *testing.T) {
 		}
 	}
 
-	rel, err := b.SearchHybrid(ctx, driver.HybridQuery{Text: "fox fusion", Vector: qv, K: 10, Alpha: 0.7, Fusion: driver.FusionRelative, MinSimilarity: -1})
+	rel, err := b.SearchHybrid(ctx, driver.HybridQuery{Text: "fox fusion", Vector: qv, K: 10, Alpha: 0.7, Fusion: driver.FusionRelative})
 	if err != nil || len(rel) != 10 {
 		t.Fatalf("relative hybrid: %d, %v", len(rel), err)
 	}
@@ -95,23 +95,15 @@ func TestHybridExplanations(t *testing.T) {
 		}
 	}
 
-	// The vector-side threshold: no result came only from a vector match
-	// below it.
-	thr := vec[5].Score
-	th, err := b.SearchHybrid(ctx, driver.HybridQuery{Text: "fox fusion", Vector: qv, K: 40, Alpha: 0.5, Fusion: driver.FusionRelative, MinSimilarity: thr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range th {
-		if h.InVector && h.VectorSimilarity < thr-1e-4 {
-			t.Fatalf("%s: vector side %v below the threshold %v", h.Record.ID, h.VectorSimilarity, thr)
-		}
-		if !h.InVector && !h.InBM25 {
-			t.Fatalf("%s: in neither list", h.Record.ID)
+	// Every hit carries its true similarity, whichever list it came from,
+	// and no vector.
+	for _, h := range ranked {
+		if math.Abs(h.VectorSimilarity-vecScore[h.Record.ID]) > 1e-4 || h.Record.Vector != nil {
+			t.Fatalf("%s: similarity %v, SearchVector says %v", h.Record.ID, h.VectorSimilarity, vecScore[h.Record.ID])
 		}
 	}
 	// Filters apply to both sides.
-	fh, err := b.SearchHybrid(ctx, driver.HybridQuery{Text: "fox", Vector: qv, K: 10, Alpha: 0.5, Fusion: driver.FusionRanked, MinSimilarity: -1, Filter: driver.Filter{SourceURL: "https://h.example/3"}})
+	fh, err := b.SearchHybrid(ctx, driver.HybridQuery{Text: "fox", Vector: qv, K: 10, Alpha: 0.5, Fusion: driver.FusionRanked, Filter: driver.Filter{SourceURL: "https://h.example/3"}})
 	if err != nil || len(fh) != 1 || fh[0].Record.SourceURL != "https://h.example/3" {
 		t.Fatalf("filtered hybrid: %v, %v", len(fh), err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -416,7 +417,8 @@ func (b *Backend) SearchVector(ctx context.Context, vec []float32, k int, f driv
 // query: BM25 over the analysed terms and the vector index, fused on the
 // server by ranked fusion (Σ weight/(60 + rank), rank 0-based) or relative
 // score fusion. The explanation Weaviate returns is parsed into ranks
-// (ranked fusion) or original scores (relative fusion).
+// (ranked fusion) or original scores (relative fusion); the cosine
+// similarity of every hit to the query is computed from its vector.
 func (b *Backend) SearchHybrid(ctx context.Context, q driver.HybridQuery) ([]driver.HybridHit, error) {
 	if err := b.usable(); err != nil {
 		return nil, err
@@ -446,10 +448,11 @@ func (b *Backend) SearchHybrid(ctx context.Context, q driver.HybridQuery) ([]dri
 	} else {
 		h = h.WithAlpha(0) // no vector side: BM25 alone
 	}
-	if q.MinSimilarity >= 0 && !zero {
-		h = h.WithMaxVectorDistance(float32(1 - q.MinSimilarity))
-	}
-	gb := b.get().WithLimit(k).WithFields(recordFields("score", "explainScore")...).WithHybrid(h)
+	// No maxVectorDistance: Weaviate applies it to the BM25 side too (a
+	// result must be that close), while ragmem's threshold lets a result
+	// pass on either side. The similarity is computed here instead, from
+	// the hits' vectors.
+	gb := b.get().WithLimit(k).WithFields(recordFields("score", "explainScore", "vector")...).WithHybrid(h)
 	if w := where(q.Filter); w != nil {
 		gb = gb.WithWhere(w)
 	}
@@ -466,6 +469,10 @@ func (b *Backend) SearchHybrid(ctx context.Context, q driver.HybridQuery) ([]dri
 		}
 		hh := driver.HybridHit{Record: r, Score: gs[i].score(), Explain: strings.TrimSpace(gs[i].Additional.ExplainScore)}
 		explainHybrid(&hh, hh.Explain, weights)
+		if !zero {
+			hh.VectorSimilarity = cosine(q.Vector, r.Vector)
+		}
+		hh.Record.Vector = nil
 		out = append(out, hh)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -475,6 +482,22 @@ func (b *Backend) SearchHybrid(ctx context.Context, q driver.HybridQuery) ([]dri
 		return out[i].Record.ID < out[j].Record.ID
 	})
 	return out, nil
+}
+
+func cosine(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return 0
+	}
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(na*nb)
 }
 
 // The lines Weaviate 1.2x–1.35 writes into explainScore for hybrid queries.
