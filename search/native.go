@@ -35,7 +35,9 @@ const nativeRRFK = 60
 // scores: Weaviate does for relative fusion; with ranked fusion, which
 // reports only ranks, every BM25 match passes). The store's candidate pools
 // are its own (Weaviate: 100 per side); the fused list is cut to
-// max(2·TopK, 20) candidates before the threshold and TopK apply.
+// max(2·TopK, 10) candidates before the threshold and TopK apply. Without a
+// threshold no similarity is asked for (it costs fetching vectors), and
+// results carry only what the store's fusion reports.
 func searchNative(ctx context.Context, r Retriever, query string, f index.Filter, o *Options) ([]Result, bool, error) {
 	nr, ok := r.(NativeHybridRetriever)
 	if !ok || o.Mode != Hybrid || !nr.NativeHybrid() || (o.Fusion == RRF && o.RRFK != nativeRRFK) {
@@ -43,7 +45,7 @@ func searchNative(ctx context.Context, r Retriever, query string, f index.Filter
 	}
 	q := index.HybridQuery{K: o.TopK, Filter: f}
 	if o.SimilarityThreshold >= 0 {
-		q.K = max(2*o.TopK, 20)
+		q.K, q.Similarity = max(2*o.TopK, 10), true
 	}
 	method := ""
 	scale := 1.0

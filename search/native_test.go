@@ -57,7 +57,7 @@ func TestNativeHybridRRF(t *testing.T) {
 	if f.got == nil || f.singleUsed != 0 {
 		t.Fatalf("native hybrid not used (single-sided calls: %d)", f.singleUsed)
 	}
-	if f.got.Fusion != driver.FusionRanked || f.got.Alpha != 0.5 || f.got.K != 20 {
+	if f.got.Fusion != driver.FusionRanked || f.got.Alpha != 0.5 || f.got.K != 10 || !f.got.Similarity {
 		t.Fatalf("query = %+v", *f.got)
 	}
 	// d is dropped: a vector-only match below the threshold.
@@ -96,7 +96,7 @@ func TestNativeHybridRelativeAndThreshold(t *testing.T) {
 	}
 	// A negative threshold keeps everything.
 	res, _ = Search(context.Background(), f, "q", &Options{TopK: 5, Fusion: Relative, SimilarityThreshold: -1})
-	if len(res) != 4 || f.got.K != 5 {
+	if len(res) != 4 || f.got.K != 5 || f.got.Similarity {
 		t.Fatalf("threshold off: %v, k %d", ids(res), f.got.K)
 	}
 }

@@ -17,6 +17,9 @@ type HybridQuery struct {
 	Fusion string    // FusionRanked or FusionRelative
 	Alpha  float64   // weight of the vector side in [0, 1]; the BM25 side weighs 1−Alpha
 	Filter Filter
+	// Similarity asks for every hit's cosine similarity to Vector, whichever
+	// list it came from (a backend may have to fetch the hits' vectors).
+	Similarity bool
 }
 
 // HybridHit is one fused result. Rank and score fields the backend does not
@@ -27,7 +30,7 @@ type HybridHit struct {
 	BM25Rank         int     // 1-based rank in the BM25 list; 0 = absent or not reported
 	BM25Score        float64 // the BM25 score; 0 = absent or not reported
 	VectorRank       int     // 1-based rank in the vector list; 0 = absent or not reported
-	VectorSimilarity float64 // cosine similarity to the query, whichever list the hit came from; 0 = not reported
+	VectorSimilarity float64 // cosine similarity to the query; 0 = not reported
 	InBM25, InVector bool    // whether the hit came from each list, when the backend says
 	Explain          string  // the backend's own explanation, verbatim
 }

@@ -106,8 +106,13 @@ func (b *Backend) Apply(ctx context.Context, bt *driver.Batch) error {
 		putSet[putIDs[i]] = struct{}{}
 	}
 	doomedSet := map[string]struct{}{}
-	for _, src := range bt.DeleteSources {
-		ids, err := b.objectIDs(ctx, whereEq(pSourceKey, key(src)))
+	for lo := 0; lo < len(bt.DeleteSources); lo += 200 {
+		srcs := bt.DeleteSources[lo:min(lo+200, len(bt.DeleteSources))]
+		keys := make([]string, len(srcs))
+		for i, src := range srcs {
+			keys[i] = key(src)
+		}
+		ids, err := b.objectIDs(ctx, filters.Where().WithPath([]string{pSourceKey}).WithOperator(filters.ContainsAny).WithValueText(keys...))
 		if err != nil {
 			return err
 		}
@@ -149,13 +154,15 @@ func (b *Backend) Apply(ctx context.Context, bt *driver.Batch) error {
 
 	in := intent{State: statePending, Owner: ownerToken, Del: doomed}
 	if len(objs) > 0 {
-		existing, err := b.objectIDs(ctx, whereIDs(putIDs))
-		if err != nil {
-			return err
-		}
-		ex := make(map[string]struct{}, len(existing))
-		for _, id := range existing {
-			ex[id] = struct{}{}
+		ex := make(map[string]struct{})
+		for lo := 0; lo < len(putIDs); lo += 500 {
+			existing, err := b.objectIDs(ctx, whereIDs(putIDs[lo:min(lo+500, len(putIDs))]))
+			if err != nil {
+				return err
+			}
+			for _, id := range existing {
+				ex[id] = struct{}{}
+			}
 		}
 		for _, id := range putIDs {
 			if _, ok := ex[id]; !ok {

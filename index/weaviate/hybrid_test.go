@@ -50,7 +50,7 @@ func TestHybridExplanations(t *testing.T) {
 		vecRank[h.Record.ID], vecScore[h.Record.ID] = i+1, h.Score
 	}
 
-	ranked, err := b.SearchHybrid(ctx, driver.HybridQuery{Text: "fox fusion", Vector: qv, K: 10, Alpha: 0.5, Fusion: driver.FusionRanked})
+	ranked, err := b.SearchHybrid(ctx, driver.HybridQuery{Text: "fox fusion", Vector: qv, K: 10, Alpha: 0.5, Fusion: driver.FusionRanked, Similarity: true})
 	if err != nil || len(ranked) != 10 {
 		t.Fatalf("ranked hybrid: %d, %v", len(ranked), err)
 	}

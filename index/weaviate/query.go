@@ -417,8 +417,8 @@ func (b *Backend) SearchVector(ctx context.Context, vec []float32, k int, f driv
 // query: BM25 over the analysed terms and the vector index, fused on the
 // server by ranked fusion (Σ weight/(60 + rank), rank 0-based) or relative
 // score fusion. The explanation Weaviate returns is parsed into ranks
-// (ranked fusion) or original scores (relative fusion); the cosine
-// similarity of every hit to the query is computed from its vector.
+// (ranked fusion) or original scores (relative fusion). With q.Similarity
+// the hits' vectors are fetched and each hit's cosine similarity computed.
 func (b *Backend) SearchHybrid(ctx context.Context, q driver.HybridQuery) ([]driver.HybridHit, error) {
 	if err := b.usable(); err != nil {
 		return nil, err
@@ -450,9 +450,13 @@ func (b *Backend) SearchHybrid(ctx context.Context, q driver.HybridQuery) ([]dri
 	}
 	// No maxVectorDistance: Weaviate applies it to the BM25 side too (a
 	// result must be that close), while ragmem's threshold lets a result
-	// pass on either side. The similarity is computed here instead, from
-	// the hits' vectors.
-	gb := b.get().WithLimit(k).WithFields(recordFields("score", "explainScore", "vector")...).WithHybrid(h)
+	// pass on either side. With q.Similarity the similarity is computed
+	// here instead, from the hits' vectors.
+	add := []string{"score", "explainScore"}
+	if q.Similarity && !zero {
+		add = append(add, "vector")
+	}
+	gb := b.get().WithLimit(k).WithFields(recordFields(add...)...).WithHybrid(h)
 	if w := where(q.Filter); w != nil {
 		gb = gb.WithWhere(w)
 	}
@@ -469,7 +473,7 @@ func (b *Backend) SearchHybrid(ctx context.Context, q driver.HybridQuery) ([]dri
 		}
 		hh := driver.HybridHit{Record: r, Score: gs[i].score(), Explain: strings.TrimSpace(gs[i].Additional.ExplainScore)}
 		explainHybrid(&hh, hh.Explain, weights)
-		if !zero {
+		if q.Similarity && !zero {
 			hh.VectorSimilarity = cosine(q.Vector, r.Vector)
 		}
 		hh.Record.Vector = nil

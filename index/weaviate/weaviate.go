@@ -141,7 +141,6 @@ type Backend struct {
 	applyMu   sync.Mutex // serialises Apply and recovery
 	dim       atomic.Int64
 	lastSync  atomic.Int64 // unix nanos of the last acknowledged mutation
-	recover   atomic.Bool  // an unfinished intent of ours may need finishing
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -241,7 +240,6 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 		b.closeIdle()
 		return nil, err
 	}
-	b.recover.Store(true)
 	b.applyMu.Lock()
 	err = b.recoverIntents(ctx, true)
 	b.applyMu.Unlock()
