@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/weaviate"
@@ -81,6 +82,10 @@ func BenchmarkBackendQuery(b *testing.B) {
 			}
 			stores[name] = ix
 		}
+		// Weaviate keeps fresh writes in memtables and flushes them after 60 s
+		// without writes (PERSISTENCE_FLUSH_IDLE_MEMTABLES_AFTER); BM25 over
+		// unflushed data is far slower. Measure the steady state.
+		time.Sleep(65 * time.Second)
 		for _, mode := range []search.Mode{search.Hybrid, search.FullText, search.Vector} {
 			for _, name := range []string{"local", "weaviate"} {
 				ix := stores[name]
