@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ragmem/ragmem/index"
@@ -15,16 +16,16 @@ type nativeFake struct {
 	native     bool
 	hits       []index.HybridHit
 	got        *index.HybridQuery
-	singleUsed int
+	singleUsed atomic.Int32 // Search calls both sides concurrently
 }
 
 func (n *nativeFake) FullText(context.Context, string, int, index.Filter) ([]index.Hit, error) {
-	n.singleUsed++
+	n.singleUsed.Add(1)
 	return nil, nil
 }
 
 func (n *nativeFake) Vector(context.Context, string, int, index.Filter) ([]index.Hit, error) {
-	n.singleUsed++
+	n.singleUsed.Add(1)
 	return nil, nil
 }
 
@@ -54,8 +55,8 @@ func TestNativeHybridRRF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.got == nil || f.singleUsed != 0 {
-		t.Fatalf("native hybrid not used (single-sided calls: %d)", f.singleUsed)
+	if f.got == nil || f.singleUsed.Load() != 0 {
+		t.Fatalf("native hybrid not used (single-sided calls: %d)", f.singleUsed.Load())
 	}
 	if f.got.Fusion != driver.FusionRanked || f.got.Alpha != 0.5 || f.got.K != 10 || !f.got.Similarity {
 		t.Fatalf("query = %+v", *f.got)
@@ -115,7 +116,7 @@ func TestNativeHybridNotUsed(t *testing.T) {
 		if _, err := Search(context.Background(), f, "q", &tc.opts); err != nil {
 			t.Fatal(err)
 		}
-		if f.got != nil || f.singleUsed == 0 {
+		if f.got != nil || f.singleUsed.Load() == 0 {
 			t.Errorf("%s: native hybrid used", name)
 		}
 	}
