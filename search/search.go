@@ -201,6 +201,9 @@ func Search(ctx context.Context, r Retriever, query string, opts *Options) ([]Re
 		}
 		return single(hits, o, false), nil
 	}
+	if res, ok, err := searchNative(ctx, r, query, f, &o); ok {
+		return res, err
+	}
 	var text, vec []index.Hit
 	var terr, verr error
 	done := make(chan struct{})

@@ -22,6 +22,7 @@ type globals struct {
 	baseURL  string
 	apiKey   string
 	verbose  bool
+	store    backendFlags
 	stdout   io.Writer
 	stderr   io.Writer
 	stdin    io.Reader
@@ -50,11 +51,12 @@ func newRootCmd() *cobra.Command {
 	pf.StringVar(&g.baseURL, "base-url", "", "base URL of an OpenAI-compatible API for openai:MODEL (default $OPENAI_BASE_URL, else OpenAI)")
 	pf.StringVar(&g.apiKey, "api-key", "", "API key for openai:MODEL (default $OPENAI_API_KEY)")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug information to stderr")
+	addBackendFlags(pf, &g.store)
 	root.AddCommand(
 		newIndexCmd(g), newSearchCmd(g), newContextCmd(g), newPrefsCmd(g),
 		newRmCmd(g), newStatsCmd(g), newSourcesCmd(g), newDemoCmd(g),
 	)
-	root.AddCommand(newMCPCmd(g), newServeCmd(g), newTokenCmd(g), newMemoryCmd(g), newCheckCmd(g))
+	root.AddCommand(newMCPCmd(g), newServeCmd(g), newTokenCmd(g), newMemoryCmd(g), newCheckCmd(g), newMigrateCmd(g))
 	return root
 }
 
@@ -115,7 +117,11 @@ func (g *globals) open(ctx context.Context) (*rag.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rag.Open(ctx, dir, &rag.Options{Embedder: emb, Logger: slog.Default()})
+	be, err := g.store.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return rag.Open(ctx, dir, &rag.Options{Embedder: emb, Backend: be, Logger: slog.Default()})
 }
 
 // withEngine opens the engine, runs fn and closes the engine, reporting a

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/local"
+)
+
+func newMigrateCmd(g *globals) *cobra.Command {
+	var to string
+	cmd := &cobra.Command{
+		Use:   "migrate --to weaviate",
+		Short: "Copy the local store to a Weaviate backend and verify the counts",
+		Long: "migrate copies every record of the local store in the data directory (chunks with their\n" +
+			"vectors, preferences and memories) and its embedder setting into the Weaviate collection\n" +
+			"named by --weaviate-url and --weaviate-namespace, then checks that every source arrived with\n" +
+			"all its chunks. Records keep their ids, so running it again overwrites rather than duplicates.\n" +
+			"The local store is left as it was.",
+		Example: "  ragmem migrate --to weaviate --weaviate-url http://127.0.0.1:8080\n" +
+			"  ragmem --dir ~/mem migrate --to weaviate --weaviate-url https://wv.example.com --weaviate-api-key $KEY --weaviate-namespace team",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if strings.ToLower(to) != "weaviate" {
+				return fmt.Errorf("--to %q: the only destination is weaviate", to)
+			}
+			dir, err := g.dataDir()
+			if err != nil {
+				return err
+			}
+			if _, err := os.Stat(dir); err != nil {
+				return fmt.Errorf("no local store to migrate: %w", err)
+			}
+			src, err := local.Open(ctx, dir, &local.Options{Logger: slog.Default()})
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			st, err := src.Stats(ctx)
+			if err != nil {
+				return err
+			}
+			if _, ok, _ := src.Meta(ctx, index.MetaKeys[0]); !ok && st.Records == 0 {
+				return fmt.Errorf("no local store in %s (nothing indexed there)", dir)
+			}
+			dst, err := g.store.openWeaviate(ctx)
+			if err != nil {
+				return err
+			}
+			defer dst.Close()
+			rep, err := index.Copy(ctx, dst, src, &index.CopyOptions{Progress: func(done, total int) {
+				if g.verbose {
+					fmt.Fprintf(g.stderr, "copied %d of %d records\n", done, total)
+				}
+			}})
+			if err != nil {
+				if errors.Is(err, index.ErrCopyMismatch) {
+					return fmt.Errorf("migrate: %w", err)
+				}
+				return err
+			}
+			fmt.Fprintf(g.stdout, "copied %d records from %s to %s (collection %s)\n", rep.Records, dir, dst.URL(), dst.Class())
+			for _, t := range []string{index.DocKnowledge, index.DocPreference, index.DocMemory} {
+				fmt.Fprintf(g.stdout, "  %-11s %d sources, %d chunks\n", t, rep.Sources[t], rep.Chunks[t])
+			}
+			if e, ok := rep.Meta[index.MetaKeys[0]]; ok {
+				fmt.Fprintf(g.stdout, "  embedder    %s\n", e)
+			}
+			fmt.Fprintf(g.stdout, "verified: every source is in Weaviate with all its chunks\n")
+			fmt.Fprintf(g.stdout, "use it with: ragmem --backend weaviate --weaviate-url %s --weaviate-namespace %s ...\n", dst.URL(), dst.Namespace())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "destination backend: weaviate")
+	_ = cmd.MarkFlagRequired("to")
+	return cmd
+}

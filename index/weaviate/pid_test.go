@@ -1,0 +1,5 @@
+package weaviate
+
+import "os"
+
+var testPID = os.Getpid()

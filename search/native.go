@@ -1,0 +1,89 @@
+package search
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
+)
+
+// NativeHybridRetriever is a Retriever whose store can fuse a hybrid query
+// itself in one request (for example a Weaviate backend); *index.Index
+// implements it. Search uses it for hybrid queries when NativeHybrid reports
+// true and the options can be expressed natively.
+type NativeHybridRetriever interface {
+	Retriever
+	NativeHybrid() bool
+	Hybrid(ctx context.Context, query string, q index.HybridQuery) ([]index.HybridHit, error)
+}
+
+// nativeRRFK is the k of the backend's ranked fusion (Weaviate's is fixed).
+const nativeRRFK = 60
+
+// searchNative runs a hybrid query through the store's own fusion. ok is
+// false when the store has none or the options cannot be expressed by it
+// (an RRF k other than 60); Search then fuses in ragmem.
+//
+// Mapping: RRF is ranked fusion with equal weights (alpha 0.5), its scores
+// doubled so that they read Σ 1/(60 + i) over the lists a result is in,
+// with i its 0-based position; relative fusion is relative-score fusion with
+// the same alpha. The threshold keeps, as in ragmem's own fusion, a result
+// that passes on either side: its cosine similarity is at least the
+// threshold, or it is a BM25 match whose score is at least threshold × the
+// best BM25 score among the fused candidates (where the store reports BM25
+// scores: Weaviate does for relative fusion; with ranked fusion, which
+// reports only ranks, every BM25 match passes). The store's candidate pools
+// are its own (Weaviate: 100 per side); the fused list is cut to
+// max(2·TopK, 10) candidates before the threshold and TopK apply. Without a
+// threshold no similarity is asked for (it costs fetching vectors), and
+// results carry only what the store's fusion reports.
+func searchNative(ctx context.Context, r Retriever, query string, f index.Filter, o *Options) ([]Result, bool, error) {
+	nr, ok := r.(NativeHybridRetriever)
+	if !ok || o.Mode != Hybrid || !nr.NativeHybrid() || (o.Fusion == RRF && o.RRFK != nativeRRFK) {
+		return nil, false, nil
+	}
+	q := index.HybridQuery{K: o.TopK, Filter: f}
+	if o.SimilarityThreshold >= 0 {
+		q.K, q.Similarity = max(2*o.TopK, 10), true
+	}
+	method := ""
+	scale := 1.0
+	switch o.Fusion {
+	case Relative:
+		q.Fusion, q.Alpha = driver.FusionRelative, o.Alpha
+		method = fmt.Sprintf("native relative(alpha=%.2f)", o.Alpha)
+	default:
+		q.Fusion, q.Alpha, scale = driver.FusionRanked, 0.5, 2
+		method = fmt.Sprintf("native rrf(k=%d)", nativeRRFK)
+	}
+	hits, err := nr.Hybrid(ctx, query, q)
+	if err != nil {
+		return nil, true, err
+	}
+	bestBM25 := 0.0
+	for _, h := range hits {
+		bestBM25 = max(bestBM25, h.BM25Score)
+	}
+	out := make([]Result, 0, len(hits))
+	for _, h := range hits {
+		if thr := o.SimilarityThreshold; thr >= 0 {
+			textOK := h.InBM25 && (h.BM25Score == 0 || bestBM25 > 0 && h.BM25Score/bestBM25 >= thr)
+			vecOK := h.VectorSimilarity >= thr
+			if !textOK && !vecOK {
+				continue
+			}
+		}
+		s := h.Score * scale
+		out = append(out, Result{Record: h.Record, Score: s, Explanation: Explanation{
+			BM25Rank: h.BM25Rank, BM25Score: h.BM25Score,
+			VectorRank: h.VectorRank, VectorSimilarity: h.VectorSimilarity,
+			Fused: s, Method: method,
+		}})
+	}
+	sortResults(out)
+	if len(out) > o.TopK {
+		out = out[:o.TopK]
+	}
+	return out, true, nil
+}
