@@ -57,6 +57,9 @@ type Options struct {
 	// CheckpointBytes is the journal size that triggers a new snapshot.
 	// Default 64 MiB.
 	CheckpointBytes int64
+	// FullText configures the BM25 index (analysis and scoring). Default
+	// nil: the FullTextOptions defaults.
+	FullText *FullTextOptions
 
 	fs vfs // file layer for the store's own files; default the OS (tests inject faults)
 }
@@ -69,6 +72,7 @@ type Backend struct {
 	log  *slog.Logger
 	ckpt int64
 	lock *dirLock
+	ft   *fullText
 
 	wmu     sync.Mutex // serialises mutations, checkpoints and Close
 	journal *journal
@@ -122,6 +126,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Backend, error) {
 		records:  map[string]*driver.Record{},
 		bySource: map[string]map[string]struct{}{},
 		meta:     map[string]string{},
+		ft:       newFullText(opts.FullText),
 	}
 	if b.fs == nil {
 		b.fs = osFS{}
@@ -307,15 +312,19 @@ func (b *Backend) buildVectors(ctx context.Context) error {
 
 func (b *Backend) recoverBleve(ctx context.Context, ops []batchOp) error {
 	path := filepath.Join(b.dir, "bleve")
-	bi, created, err := openBleve(path)
+	bi, created, err := openBleve(path, b.ft)
 	if err != nil && !created {
 		b.quarantine(path, "bleve index unreadable: "+err.Error())
-		bi, created, err = openBleve(path)
+		bi, created, err = openBleve(path, b.ft)
 	}
 	if err != nil {
 		return fmt.Errorf("index: create full-text index: %w", err)
 	}
 	b.bl = bi
+	if why := analysisStale(bi, b.ft); why != "" && !created {
+		b.note("rebuilding the full-text index: %s", why)
+		return b.rebuildBleve(ctx)
+	}
 	bseq, err := bleveSeq(bi)
 	if err != nil {
 		b.note("bleve sequence unreadable (%v); rebuilding it", err)
@@ -412,7 +421,7 @@ func (b *Backend) rebuildBleve(ctx context.Context) error {
 	if err := os.RemoveAll(path); err != nil {
 		return fmt.Errorf("index: remove damaged full-text index: %w", err)
 	}
-	bi, err := bleve.New(path, newMapping())
+	bi, err := newBleve(path, b.ft)
 	if err != nil {
 		return fmt.Errorf("index: create full-text index: %w", err)
 	}
@@ -953,7 +962,7 @@ func (b *Backend) SearchText(ctx context.Context, text string, k int, f driver.F
 		want = k * 4
 	}
 	for {
-		ids, scores, err := searchBleve(ctx, b.bl, text, want, &f)
+		ids, scores, err := b.ft.search(ctx, b.bl, text, want, &f, b.bodyText)
 		if err != nil {
 			return nil, err
 		}
