@@ -20,6 +20,7 @@ var stages = [][]string{
 	{"budget"},
 	{"prefs"},
 	{"rag"},
+	{"eval"}, // measures search and index; a tool beside the servers, left of cmd
 	{"cmd"},
 }
 
