@@ -19,8 +19,7 @@ var stages = [][]string{
 	{"search"},
 	{"budget"},
 	{"prefs"},
-	{"rag"},
-	{"eval"}, // measures search and index; a tool beside the servers, left of cmd
+	{"rag", "eval"}, // eval measures search and index from beside the facade
 	{"cmd"},
 }
 
