@@ -38,7 +38,7 @@ type Embedder interface {
 	// Embed returns one vector per text, in order, each of length Dimension(), L2-normalised.
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 	// Identity names the model precisely enough that vectors from two embedders with the
-	// same Identity are comparable, e.g. "lexical-v1/d384/..." or
+	// same Identity are comparable, e.g. "lexical-v1/d768/..." or
 	// "openai/text-embedding-3-small/d1536".
 	Identity() string
 	// Dimension is the vector length. It is 0 only for an [OpenAI] embedder whose
@@ -77,7 +77,7 @@ func Default() Embedder { return NewLexical(nil) }
 //
 //	""  or "lexical"                 Default()
 //	"lexical:k=v,k=v"                NewLexical with options:
-//	    dim=N        vector length, 1..65536 (default 384)
+//	    dim=N        vector length, 1..65536 (default 768)
 //	    ngram=A-B    character n-gram lengths, 1 <= A <= B <= 8 (default 3-5)
 //	    word=W       weight of word features, 0 switches them off (default 1)
 //	    char=W       weight of character n-grams, 0 switches them off (default 0.35)
