@@ -102,7 +102,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 	f.StringVar(&dataset, "dataset", "", "BEIR-format data set folder (required)")
 	f.StringVar(&split, "split", "test", "qrels split to evaluate: qrels/SPLIT.tsv (tune on train, report test)")
 	f.StringSliceVar(&modes, "modes", []string{"fulltext", "vector", "hybrid"}, "search modes to evaluate")
-	f.StringVar(&fusion, "fusion", "rrf", "hybrid fusion: rrf or relative")
+	f.StringVar(&fusion, "fusion", string(search.DefaultFusion), "hybrid fusion: relative or rrf")
 	f.IntVar(&rrfK, "rrf-k", 0, "k of reciprocal rank fusion (default: the search default)")
 	f.Float64Var(&alpha, "alpha", 0, "vector weight of relative fusion (default: the search default)")
 	f.IntVar(&pool, "pool", 0, "candidates per side before fusion (default: the search default for the depth asked)")
