@@ -8,15 +8,15 @@
 // (score = Σ w/(k + rank), k = 60, weights 2·(1−alpha) and 2·alpha, so alpha
 // 0.5 is plain RRF).
 //
-// The vector weight alpha defaults to 0.1 when the retriever embeds with the
+// The vector weight alpha defaults to 0.05 when the retriever embeds with the
 // offline lexical embedder, and to 0.5 otherwise. The lexical default was
 // chosen by measurement on SciFact's training queries and checked on
 // Cranfield (docs/evaluation.md): a lexical vector ranking mostly agrees
-// with BM25, a small weight was the only setting measured that never fell
-// below BM25 alone, and plain RRF cost about 0.09 nDCG@10. Semantic
-// embedders (Model2Vec, OpenAI-compatible) bring what BM25 lacks and get
-// the conventional equal weight; no semantic model could be measured here,
-// so measure yours with ragmem eval.
+// with BM25, only a small weight kept hybrid at or above BM25 alone, and
+// plain RRF cost 0.06 to 0.09 nDCG@10. Semantic embedders (Model2Vec,
+// OpenAI-compatible) bring what BM25 lacks and get the conventional equal
+// weight; no semantic model could be measured here, so measure yours with
+// ragmem eval.
 //
 // Every result carries its explanation: its BM25 rank and score, its vector
 // rank and similarity, and the fused score. Results are in descending score
@@ -91,9 +91,9 @@ const (
 	DefaultThreshold = 0.3
 	DefaultFusion    = Relative
 	DefaultRRFK      = 60
-	DefaultAlpha     = 0.1 // vector weight of relative fusion with the lexical embedder
-	SemanticAlpha    = 0.5 // vector weight of relative fusion with any other embedder
-	DefaultRRFAlpha  = 0.5 // vector weight of RRF: plain, unweighted RRF
+	DefaultAlpha     = 0.05 // vector weight of relative fusion with the lexical embedder
+	SemanticAlpha    = 0.5  // vector weight of relative fusion with any other embedder
+	DefaultRRFAlpha  = 0.5  // vector weight of RRF: plain, unweighted RRF
 	MinCandidatePool = 100
 )
 
@@ -117,7 +117,7 @@ type Options struct {
 	RRFK int
 	// Alpha is the weight of the vector ranking against BM25's (1−alpha),
 	// in (0, 1]; for BM25 alone use Mode FullText. Default with relative
-	// fusion: 0.1 when the retriever uses the lexical embedder (or cannot
+	// fusion: 0.05 when the retriever uses the lexical embedder (or cannot
 	// say which it uses), else 0.5; with RRF: 0.5, plain RRF.
 	Alpha float64
 	// CandidatePool is how many candidates each side of a hybrid search
@@ -178,7 +178,7 @@ type Explanation struct {
 	VectorRank       int     `json:"vectorRank,omitempty"`
 	VectorSimilarity float64 `json:"vectorSimilarity,omitempty"`
 	Fused            float64 `json:"fused"`
-	Method           string  `json:"method"` // "bm25", "vector", "relative(alpha=0.10)", "rrf(k=60)" or "rrf(k=60,alpha=0.30)"
+	Method           string  `json:"method"` // "bm25", "vector", "relative(alpha=0.05)", "rrf(k=60)" or "rrf(k=60,alpha=0.30)"
 }
 
 // Result is one retrieved chunk.

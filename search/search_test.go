@@ -138,7 +138,7 @@ func (semanticStub) Embed(context.Context, []string) ([][]float32, error) { retu
 func (semanticStub) Identity() string                                     { return "stub/d2" }
 func (semanticStub) Dimension() int                                       { return 2 }
 
-// The default vector weight follows the embedder: 0.1 for the lexical one,
+// The default vector weight follows the embedder: 0.05 for the lexical one,
 // 0.5 for others; an explicit alpha always wins.
 func TestDefaultAlphaFollowsTheEmbedder(t *testing.T) {
 	lists := func() *fakeRetriever {
@@ -149,8 +149,8 @@ func TestDefaultAlphaFollowsTheEmbedder(t *testing.T) {
 		alpha  float64
 		method string
 	}{
-		{lists(), 0, "relative(alpha=0.10)"},
-		{withEmbedder{lists(), embed.NewLexical(nil)}, 0, "relative(alpha=0.10)"},
+		{lists(), 0, "relative(alpha=0.05)"},
+		{withEmbedder{lists(), embed.NewLexical(nil)}, 0, "relative(alpha=0.05)"},
 		{withEmbedder{lists(), semanticStub{}}, 0, "relative(alpha=0.50)"},
 		{withEmbedder{lists(), semanticStub{}}, 0.3, "relative(alpha=0.30)"},
 	}
@@ -161,16 +161,16 @@ func TestDefaultAlphaFollowsTheEmbedder(t *testing.T) {
 		}
 	}
 	// b: 0.5·0 + 0.5·1 beats a: 0.5·1 + 0.5·0 only by the tie-break; with
-	// the lexical weight a wins clearly (0.9 against 0.1).
+	// the lexical weight a wins clearly (0.95 against 0.05).
 	rs, _ := Search(context.Background(), withEmbedder{lists(), embed.NewLexical(nil)}, "q", &Options{TopK: 2, SimilarityThreshold: -1})
-	if rs[0].Record.ID != "a" || math.Abs(rs[0].Score-0.9) > 1e-12 {
+	if rs[0].Record.ID != "a" || math.Abs(rs[0].Score-0.95) > 1e-12 {
 		t.Errorf("lexical: %v", rs)
 	}
 }
 
 func TestDefaults(t *testing.T) {
 	o := (*Options)(nil).withDefaults()
-	if o.Mode != Hybrid || o.Fusion != Relative || o.Alpha != 0.1 || o.RRFK != 60 || o.TopK != 5 || o.CandidatePool != 100 {
+	if o.Mode != Hybrid || o.Fusion != Relative || o.Alpha != 0.05 || o.RRFK != 60 || o.TopK != 5 || o.CandidatePool != 100 {
 		t.Errorf("defaults %+v", o)
 	}
 	if o := (&Options{Fusion: RRF}).withDefaults(); o.Alpha != 0.5 {
