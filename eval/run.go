@@ -285,13 +285,13 @@ func runMode(ctx context.Context, ix *index.Index, ds *Dataset, m search.Mode, o
 	mr.NDCG10, mr.Recall10, mr.Recall100, mr.MRR10 = sum.NDCG10/n, sum.Recall10/n, sum.Recall100/n, sum.MRR10/n
 	mr.LatencyP50Ms, mr.LatencyP95Ms = Percentile(lat, 50), Percentile(lat, 95)
 	if mr.Method == "" {
-		mr.Method = methodOf(m, &base)
+		mr.Method = methodOf(m)
 	}
 	return mr, nil
 }
 
 // methodOf names a mode's method when no query returned anything to read it from.
-func methodOf(m search.Mode, o *search.Options) string {
+func methodOf(m search.Mode) string {
 	switch m {
 	case search.FullText:
 		return "bm25"
