@@ -9,6 +9,10 @@
 // asks for chunks until Depth distinct documents are ranked (or the store has
 // no more), so Recall@100 is computed over 100 documents however the corpus
 // was chunked.
+//
+// Run may be called from several goroutines at once (each call has its own
+// temporary store); a loaded Dataset is read-only, and the other types are
+// plain values.
 package eval
 
 import (

@@ -28,7 +28,8 @@ var ErrNotFound = errors.New("safetensors: no such tensor")
 // maxHeader bounds the JSON header, as the reference implementation does.
 const maxHeader = 100 << 20
 
-// Tensor is one tensor of a file. Data aliases the file's bytes.
+// Tensor is one tensor of a file. Data aliases the file's bytes; a Tensor is
+// read-only and safe for concurrent use.
 type Tensor struct {
 	Name  string
 	DType string // "F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL", ...
