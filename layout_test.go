@@ -20,7 +20,7 @@ var stages = [][]string{
 	{"search"},
 	{"budget"},
 	{"prefs"},
-	{"rag"},
+	{"rag", "eval"},        // eval measures search and index from beside the facade
 	{"memory"},             // agent memory files, layers, injector, extraction (and its HTTP and MCP adapters)
 	{"agent", "mcpserver"}, // adapters over rag.Engine
 	{"server"},

@@ -1,18 +1,23 @@
 // Package embed turns text into vectors for ragmem's vector index.
 //
-// Two embedders are provided:
+// Three embedders are provided:
 //
 //   - [Lexical], the offline default: deterministic signed feature hashing of
 //     words, word bigrams and character n-grams. It needs no model download
 //     and no network. It is lexical, not semantic: it matches shared words and
 //     sub-words (and so is robust to typos and inflection) but knows nothing of
 //     synonyms.
+//   - [Model2Vec], a static embedder loaded from a Model2Vec model directory
+//     (minishlab/potion-base-8M, potion-retrieval-32M, ...): semantic, pure
+//     Go, offline once the model is on disk. [PullModel] downloads one from
+//     the Hugging Face hub into the user cache.
 //   - [OpenAI], a client for any OpenAI-compatible POST {base}/embeddings
 //     endpoint: OpenAI itself, Ollama (/v1), vLLM, LM Studio, llama.cpp
-//     server. Use it for semantic search.
+//     server.
 //
-// [Parse] builds either from a command-line spec such as "lexical",
-// "lexical:dim=512" or "openai:text-embedding-3-small".
+// [Parse] builds any of them from a command-line spec such as "lexical",
+// "lexical:dim=512", "model2vec:/path/to/potion-base-8M" or
+// "openai:text-embedding-3-small".
 //
 // Every vector an [Embedder] returns has length Dimension() and unit L2 norm,
 // so cosine similarity is a plain dot product. Vectors are comparable only
@@ -33,7 +38,7 @@ type Embedder interface {
 	// Embed returns one vector per text, in order, each of length Dimension(), L2-normalised.
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 	// Identity names the model precisely enough that vectors from two embedders with the
-	// same Identity are comparable, e.g. "lexical-v1/d384/..." or
+	// same Identity are comparable, e.g. "lexical-v1/d768/..." or
 	// "openai/text-embedding-3-small/d1536".
 	Identity() string
 	// Dimension is the vector length. It is 0 only for an [OpenAI] embedder whose
@@ -72,13 +77,15 @@ func Default() Embedder { return NewLexical(nil) }
 //
 //	""  or "lexical"                 Default()
 //	"lexical:k=v,k=v"                NewLexical with options:
-//	    dim=N        vector length, 1..65536 (default 384)
+//	    dim=N        vector length, 1..65536 (default 768)
 //	    ngram=A-B    character n-gram lengths, 1 <= A <= B <= 8 (default 3-5)
 //	    word=W       weight of word features, 0 switches them off (default 1)
 //	    char=W       weight of character n-grams, 0 switches them off (default 0.35)
 //	    bigram=W     weight of word bigrams, 0 switches them off (default 0, off)
 //	    stem=0|1     English plural folding (default 1)
 //	    stop=0|1     drop English stop words (default 1)
+//	"model2vec:DIR[,maxtokens=N]"    LoadModel2Vec(DIR); DIR may also be the
+//	                                 owner/name of a model pulled with PullModel
 //	"openai:MODEL[,k=v...]"          NewOpenAI with BaseURL and APIKey from
 //	                                 $OPENAI_BASE_URL and $OPENAI_API_KEY; options:
 //	    dim=N        OpenAIOptions.Dimensions
@@ -87,7 +94,8 @@ func Default() Embedder { return NewLexical(nil) }
 //	    base=URL     OpenAIOptions.BaseURL (overrides the environment)
 //
 // MODEL is taken verbatim up to the first comma, so Ollama tags such as
-// "openai:nomic-embed-text:latest" work. Parse never contacts a server.
+// "openai:nomic-embed-text:latest" work. Parse never contacts a server; a
+// model2vec spec loads the model from disk.
 func Parse(spec string) (Embedder, error) {
 	spec = strings.TrimSpace(spec)
 	kind, rest, _ := strings.Cut(spec, ":")
@@ -100,8 +108,10 @@ func Parse(spec string) (Embedder, error) {
 		return NewLexical(opts), nil
 	case "openai":
 		return parseOpenAI(rest)
+	case "model2vec":
+		return parseModel2Vec(rest)
 	default:
-		return nil, fmt.Errorf("%w: unknown kind %q (want \"lexical\" or \"openai:MODEL\")", ErrBadSpec, truncateForError(kind))
+		return nil, fmt.Errorf("%w: unknown kind %q (want \"lexical\", \"model2vec:DIR\" or \"openai:MODEL\")", ErrBadSpec, truncateForError(kind))
 	}
 }
 

@@ -29,8 +29,8 @@ func ExampleLexical() {
 	fmt.Println("identity:", l.Identity())
 	fmt.Println("similar closer than unrelated:", dot(vecs[0], vecs[1]) > dot(vecs[0], vecs[2]))
 	// Output:
-	// dimension: 384
-	// identity: lexical-v1/d384/w1/c3-5x0.35/b0/stem/stop
+	// dimension: 768
+	// identity: lexical-v1/d768/w1/c3-5x0.35/b0/stem/stop
 	// similar closer than unrelated: true
 }
 
@@ -43,7 +43,7 @@ func ExampleParse() {
 		fmt.Println(e.Identity())
 	}
 	// Output:
-	// lexical-v1/d384/w1/c3-5x0.35/b0/stem/stop
+	// lexical-v1/d768/w1/c3-5x0.35/b0/stem/stop
 	// lexical-v1/d256/w1/c3-5x0.5/b0/stem/stop
 	// openai/nomic-embed-text/d768
 }

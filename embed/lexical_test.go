@@ -230,14 +230,14 @@ func TestLexicalTypoRobustness(t *testing.T) {
 
 func TestLexicalOptionsAndIdentity(t *testing.T) {
 	def := NewLexical(nil)
-	if got := def.Identity(); got != "lexical-v1/d384/w1/c3-5x0.35/b0/stem/stop" {
+	if got := def.Identity(); got != "lexical-v1/d768/w1/c3-5x0.35/b0/stem/stop" {
 		t.Errorf("default identity = %q", got)
 	}
-	if def.Dimension() != 384 || Default().Dimension() != 384 || Default().Identity() != def.Identity() {
+	if def.Dimension() != 768 || Default().Dimension() != 768 || Default().Identity() != def.Identity() {
 		t.Errorf("Default() differs from NewLexical(nil)")
 	}
 	// Options equal to the defaults give the same identity and the same vectors.
-	explicit := NewLexical(&LexicalOptions{Dimension: 384, MinN: 3, MaxN: 5, WordWeight: 1, CharWeight: 0.35})
+	explicit := NewLexical(&LexicalOptions{Dimension: 768, MinN: 3, MaxN: 5, WordWeight: 1, CharWeight: 0.35})
 	if explicit.Identity() != def.Identity() {
 		t.Errorf("explicit defaults: identity %q", explicit.Identity())
 	}
@@ -278,15 +278,15 @@ func TestLexicalClamping(t *testing.T) {
 		dim     int
 		idParts []string
 	}{
-		{LexicalOptions{Dimension: -5}, 384, []string{"/d384/"}},
+		{LexicalOptions{Dimension: -5}, 768, []string{"/d768/"}},
 		{LexicalOptions{Dimension: 1 << 20}, 65536, []string{"/d65536/"}},
-		{LexicalOptions{MinN: 6}, 384, []string{"/c6-6x"}},
-		{LexicalOptions{MinN: 4, MaxN: 2}, 384, []string{"/c4-4x"}},
-		{LexicalOptions{MaxN: 100}, 384, []string{"/c3-8x"}},
-		{LexicalOptions{MinN: 100}, 384, []string{"/c8-8x"}},
-		{LexicalOptions{WordWeight: math.NaN(), CharWeight: math.Inf(1)}, 384, []string{"/w1/", "x0.35/"}},
-		{LexicalOptions{WordWeight: -1, CharWeight: -1, BigramWeight: -1}, 384, []string{"/w1/", "/c0/", "/b0"}},
-		{LexicalOptions{WordWeight: 1e300}, 384, []string{"/w1e+06/"}},
+		{LexicalOptions{MinN: 6}, 768, []string{"/c6-6x"}},
+		{LexicalOptions{MinN: 4, MaxN: 2}, 768, []string{"/c4-4x"}},
+		{LexicalOptions{MaxN: 100}, 768, []string{"/c3-8x"}},
+		{LexicalOptions{MinN: 100}, 768, []string{"/c8-8x"}},
+		{LexicalOptions{WordWeight: math.NaN(), CharWeight: math.Inf(1)}, 768, []string{"/w1/", "x0.35/"}},
+		{LexicalOptions{WordWeight: -1, CharWeight: -1, BigramWeight: -1}, 768, []string{"/w1/", "/c0/", "/b0"}},
+		{LexicalOptions{WordWeight: 1e300}, 768, []string{"/w1e+06/"}},
 	}
 	for _, c := range cases {
 		l := NewLexical(&c.opts)
@@ -410,9 +410,11 @@ func TestStopWordList(t *testing.T) {
 	}
 }
 
-// The golden file pins the vectors of lexical-v1. If this test fails, the
-// algorithm changed: bump lexicalVersion (stored indexes depend on it), then
-// run go test ./embed -run TestLexicalGolden -update.
+// The golden file pins the vectors of lexical-v1 at 384 dimensions, its
+// first default (the default became 768 by measurement; the algorithm is
+// the same at any dimension). If this test fails, the algorithm changed: bump
+// lexicalVersion (stored indexes depend on it), then run
+// go test ./embed -run TestLexicalGolden -update.
 func TestLexicalGolden(t *testing.T) {
 	texts := []string{
 		"",
@@ -430,8 +432,8 @@ func TestLexicalGolden(t *testing.T) {
 		Identity string  `json:"identity"`
 		Entries  []entry `json:"entries"`
 	}
-	small := NewLexical(&LexicalOptions{Dimension: 16})
-	def := NewLexical(nil)
+	small := NewLexical(&LexicalOptions{Dimension: 16, CharWeight: 0.35})
+	def := NewLexical(&LexicalOptions{Dimension: 384, CharWeight: 0.35})
 	got := golden{Identity: def.Identity()}
 	for _, text := range texts {
 		v := def.EmbedText(text)

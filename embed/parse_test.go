@@ -11,17 +11,17 @@ func TestParseLexical(t *testing.T) {
 	cases := []struct {
 		spec, identity string
 	}{
-		{"", "lexical-v1/d384/w1/c3-5x0.35/b0/stem/stop"},
-		{"lexical", "lexical-v1/d384/w1/c3-5x0.35/b0/stem/stop"},
-		{"  LEXICAL  ", "lexical-v1/d384/w1/c3-5x0.35/b0/stem/stop"},
-		{"lexical:", "lexical-v1/d384/w1/c3-5x0.35/b0/stem/stop"},
+		{"", "lexical-v1/d768/w1/c3-5x0.35/b0/stem/stop"},
+		{"lexical", "lexical-v1/d768/w1/c3-5x0.35/b0/stem/stop"},
+		{"  LEXICAL  ", "lexical-v1/d768/w1/c3-5x0.35/b0/stem/stop"},
+		{"lexical:", "lexical-v1/d768/w1/c3-5x0.35/b0/stem/stop"},
 		{"lexical:dim=512", "lexical-v1/d512/w1/c3-5x0.35/b0/stem/stop"},
 		{"lexical: dim = 64 , ngram = 4 ", "lexical-v1/d64/w1/c4-4x0.35/b0/stem/stop"},
 		{"lexical:dim=512,ngram=2-4,char=0.5,word=2,bigram=0.25,stem=0,stop=false",
 			"lexical-v1/d512/w2/c2-4x0.5/b0.25"},
-		{"lexical:char=0", "lexical-v1/d384/w1/c0/b0/stem/stop"},
-		{"lexical:word=0,bigram=1", "lexical-v1/d384/w0/c3-5x0.35/b1/stem/stop"},
-		{"lexical:stem=1,stop=true", "lexical-v1/d384/w1/c3-5x0.35/b0/stem/stop"},
+		{"lexical:char=0", "lexical-v1/d768/w1/c0/b0/stem/stop"},
+		{"lexical:word=0,bigram=1", "lexical-v1/d768/w0/c3-5x0.35/b1/stem/stop"},
+		{"lexical:stem=1,stop=true", "lexical-v1/d768/w1/c3-5x0.35/b0/stem/stop"},
 	}
 	for _, c := range cases {
 		e, err := Parse(c.spec)

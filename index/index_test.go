@@ -331,7 +331,7 @@ func TestStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st.DocumentCount != 1 || st.ChunkCount != 3 || st.PreferenceCount != 1 || st.MemoryCount != 1 ||
-		st.IndexSizeBytes <= 0 || st.LastSyncTime.IsZero() || !st.EmbeddingModelLoaded || st.Dimension != 384 {
+		st.IndexSizeBytes <= 0 || st.LastSyncTime.IsZero() || !st.EmbeddingModelLoaded || st.Dimension != embed.Default().Dimension() {
 		t.Fatalf("stats %+v", st)
 	}
 }

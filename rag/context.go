@@ -29,13 +29,13 @@ type Config struct {
 	KnowledgeBudget     int           // base knowledge budget in tokens; default 2000
 	PreferenceBudget    int           // maximum tokens of the user profile; default 500
 	SearchMode          search.Mode   // default hybrid
-	Fusion              search.Fusion // default RRF
+	Fusion              search.Fusion // default search.DefaultFusion (relative)
 	Model               string        // model whose tokenizer counts tokens; default cl100k_base
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{TopK: 5, SimilarityThreshold: search.DefaultThreshold, KnowledgeBudget: 2000, PreferenceBudget: 500, SearchMode: search.Hybrid, Fusion: search.RRF}
+	return Config{TopK: 5, SimilarityThreshold: search.DefaultThreshold, KnowledgeBudget: 2000, PreferenceBudget: 500, SearchMode: search.Hybrid, Fusion: search.DefaultFusion}
 }
 
 func (c Config) withDefaults() Config {

@@ -141,7 +141,7 @@ func TestTokenCountsMatchRendering(t *testing.T) {
 	e.Preferences().Add(ctx, prefs.Expertise, "User is a geologist.")
 	counter := budget.CounterForModel("gpt-4o")
 	sawTruncated, sawFull := false, false
-	for _, kb := range []int{0, 30, 80, 150, 400, 1000, 3000} {
+	for _, kb := range []int{0, 30, 80, 150, 400, 1000, 3000, 8000} {
 		blk, err := e.BuildRAGContext(ctx, "rivers sediment valleys", kb, Config{Model: "gpt-4o", TopK: 8, SimilarityThreshold: -1})
 		if err != nil {
 			t.Fatal(err)

@@ -25,9 +25,9 @@ const nativeRRFK = 60
 // false when the store has none or the options cannot be expressed by it
 // (an RRF k other than 60); Search then fuses in ragmem.
 //
-// Mapping: RRF is ranked fusion with equal weights (alpha 0.5), its scores
-// doubled so that they read Σ 1/(60 + i) over the lists a result is in,
-// with i its 0-based position; relative fusion is relative-score fusion with
+// Mapping: RRF is ranked fusion with the same alpha, its scores doubled so
+// that with equal weights (alpha 0.5) they read Σ 1/(60 + i) over the lists
+// a result is in, with i its 0-based position; relative fusion is relative-score fusion with
 // the same alpha. The threshold keeps, as in ragmem's own fusion, a result
 // that passes on either side: its cosine similarity is at least the
 // threshold, or it is a BM25 match whose score is at least threshold × the
@@ -54,8 +54,13 @@ func searchNative(ctx context.Context, r Retriever, query string, f index.Filter
 		q.Fusion, q.Alpha = driver.FusionRelative, o.Alpha
 		method = fmt.Sprintf("native relative(alpha=%.2f)", o.Alpha)
 	default:
-		q.Fusion, q.Alpha, scale = driver.FusionRanked, 0.5, 2
+		// The backend weights ranked fusion as alpha·vector + (1−alpha)·BM25;
+		// doubled, that is ragmem's weighted RRF (weights 2·alpha, 2·(1−alpha)).
+		q.Fusion, q.Alpha, scale = driver.FusionRanked, o.Alpha, 2
 		method = fmt.Sprintf("native rrf(k=%d)", nativeRRFK)
+		if o.Alpha != 0.5 {
+			method = fmt.Sprintf("native rrf(k=%d,alpha=%.2f)", nativeRRFK, o.Alpha)
+		}
 	}
 	hits, err := nr.Hybrid(ctx, query, q)
 	if err != nil {

@@ -51,7 +51,7 @@ func TestNativeHybridRRF(t *testing.T) {
 		nhit("c", 0.5/62, 3, 0, 0, 0.1),
 		nhit("d", 0.5/63, 0, 3, 0, 0.29), // vector only, below the threshold
 	}}
-	res, err := Search(context.Background(), f, "q", &Options{TopK: 3, DocTypes: []string{"knowledge"}})
+	res, err := Search(context.Background(), f, "q", &Options{TopK: 3, Fusion: RRF, DocTypes: []string{"knowledge"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +72,14 @@ func TestNativeHybridRRF(t *testing.T) {
 	e := res[0].Explanation
 	if e.BM25Rank != 1 || e.VectorRank != 2 || !strings.HasPrefix(e.Method, "native rrf") {
 		t.Fatalf("explanation %+v", e)
+	}
+	// A weighted RRF passes its alpha; scores stay doubled.
+	res, err = Search(context.Background(), f, "q", &Options{TopK: 3, Fusion: RRF, Alpha: 0.2})
+	if err != nil || f.got.Alpha != 0.2 || len(res) == 0 || res[0].Explanation.Method != "native rrf(k=60,alpha=0.20)" {
+		t.Fatalf("weighted rrf: query %+v, results %+v, err %v", *f.got, res, err)
+	}
+	if want := 2 * (0.5/60 + 0.5/61); math.Abs(res[0].Score-want) > 1e-12 {
+		t.Fatalf("weighted rrf score %v, want %v", res[0].Score, want)
 	}
 }
 
@@ -108,7 +116,7 @@ func TestNativeHybridNotUsed(t *testing.T) {
 		opts   Options
 	}{
 		"store without native fusion": {false, Options{}},
-		"rrf k other than 60":         {true, Options{RRFK: 10}},
+		"rrf k other than 60":         {true, Options{Fusion: RRF, RRFK: 10}},
 		"vector mode":                 {true, Options{Mode: Vector}},
 		"full-text mode":              {true, Options{Mode: FullText}},
 	} {

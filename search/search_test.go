@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
 )
 
@@ -74,7 +75,7 @@ func TestRRFHandComputed(t *testing.T) {
 		text: []index.Hit{hit("a", 12), hit("b", 9), hit("c", 3)},
 		vec:  []index.Hit{hit("c", 0.9), hit("a", 0.8), hit("d", 0.7)},
 	}
-	rs, err := Search(context.Background(), f, "q", &Options{TopK: 10, SimilarityThreshold: -1})
+	rs, err := Search(context.Background(), f, "q", &Options{TopK: 10, SimilarityThreshold: -1, Fusion: RRF})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +98,89 @@ func TestRRFHandComputed(t *testing.T) {
 	}
 	if rs[3].Explanation.BM25Rank != 0 {
 		t.Fatalf("d was never in the BM25 list: %+v", rs[3].Explanation)
+	}
+}
+
+// Weighted RRF, alpha 0.2: BM25 ranks weigh 1.6, vector ranks 0.4.
+// a = 1.6/61 + 0.4/62 = .03268, c = 1.6/63 + 0.4/61 = .03195,
+// b = 1.6/62 = .02581, d = 0.4/63 = .00635.
+func TestWeightedRRFHandComputed(t *testing.T) {
+	f := &fakeRetriever{
+		text: []index.Hit{hit("a", 12), hit("b", 9), hit("c", 3)},
+		vec:  []index.Hit{hit("c", 0.9), hit("a", 0.8), hit("d", 0.7)},
+	}
+	rs, err := Search(context.Background(), f, "q", &Options{TopK: 10, SimilarityThreshold: -1, Fusion: RRF, Alpha: 0.2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := map[string]float64{"a": 1.6/61 + 0.4/62, "b": 1.6 / 62, "c": 1.6/63 + 0.4/61, "d": 0.4 / 63}
+	if !eq(ids(rs), []string{"a", "c", "b", "d"}) {
+		t.Fatalf("order = %v", ids(rs))
+	}
+	for _, r := range rs {
+		if math.Abs(r.Score-exp[r.Record.ID]) > 1e-12 || r.Explanation.Method != "rrf(k=60,alpha=0.20)" {
+			t.Errorf("%s = %v (%s), want %v", r.Record.ID, r.Score, r.Explanation.Method, exp[r.Record.ID])
+		}
+	}
+}
+
+// withEmbedder is a retriever that says which embedder it uses.
+type withEmbedder struct {
+	*fakeRetriever
+	emb embed.Embedder
+}
+
+func (w withEmbedder) Embedder() embed.Embedder { return w.emb }
+
+type semanticStub struct{}
+
+func (semanticStub) Embed(context.Context, []string) ([][]float32, error) { return nil, nil }
+func (semanticStub) Identity() string                                     { return "stub/d2" }
+func (semanticStub) Dimension() int                                       { return 2 }
+
+// The default vector weight follows the embedder: 0.05 for the lexical one,
+// 0.5 for others; an explicit alpha always wins.
+func TestDefaultAlphaFollowsTheEmbedder(t *testing.T) {
+	lists := func() *fakeRetriever {
+		return &fakeRetriever{text: []index.Hit{hit("a", 10), hit("b", 5)}, vec: []index.Hit{hit("b", 0.9), hit("a", 0.1)}}
+	}
+	cases := []struct {
+		r      Retriever
+		alpha  float64
+		method string
+	}{
+		{lists(), 0, "relative(alpha=0.05)"},
+		{withEmbedder{lists(), embed.NewLexical(nil)}, 0, "relative(alpha=0.05)"},
+		{withEmbedder{lists(), semanticStub{}}, 0, "relative(alpha=0.50)"},
+		{withEmbedder{lists(), semanticStub{}}, 0.3, "relative(alpha=0.30)"},
+	}
+	for i, c := range cases {
+		rs, err := Search(context.Background(), c.r, "q", &Options{TopK: 2, SimilarityThreshold: -1, Alpha: c.alpha})
+		if err != nil || len(rs) != 2 || rs[0].Explanation.Method != c.method {
+			t.Errorf("case %d: %v %v", i, rs, err)
+		}
+	}
+	// b: 0.5·0 + 0.5·1 beats a: 0.5·1 + 0.5·0 only by the tie-break; with
+	// the lexical weight a wins clearly (0.95 against 0.05).
+	rs, _ := Search(context.Background(), withEmbedder{lists(), embed.NewLexical(nil)}, "q", &Options{TopK: 2, SimilarityThreshold: -1})
+	if rs[0].Record.ID != "a" || math.Abs(rs[0].Score-0.95) > 1e-12 {
+		t.Errorf("lexical: %v", rs)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	o := (*Options)(nil).withDefaults()
+	if o.Mode != Hybrid || o.Fusion != Relative || o.Alpha != 0.05 || o.RRFK != 60 || o.TopK != 5 || o.CandidatePool != 100 {
+		t.Errorf("defaults %+v", o)
+	}
+	if o := (&Options{Fusion: RRF}).withDefaults(); o.Alpha != 0.5 {
+		t.Errorf("RRF alpha %v, want 0.5 (plain RRF)", o.Alpha)
+	}
+	if o := (&Options{TopK: 200}).withDefaults(); o.CandidatePool != 2000 {
+		t.Errorf("pool for top 200: %d", o.CandidatePool)
+	}
+	if f, err := ParseFusion(""); err != nil || f != DefaultFusion {
+		t.Errorf("ParseFusion(\"\") = %v %v", f, err)
 	}
 }
 
@@ -156,15 +240,15 @@ func TestDefaultsAndFilters(t *testing.T) {
 	if _, err := Search(context.Background(), f, "query", nil); err != nil {
 		t.Fatal(err)
 	}
-	if f.textK != 50 || f.vecK != 50 {
-		t.Fatalf("default candidate pool = %d/%d, want 50", f.textK, f.vecK)
+	if f.textK != 100 || f.vecK != 100 {
+		t.Fatalf("default candidate pool = %d/%d, want 100", f.textK, f.vecK)
 	}
 	if len(f.textF.DocTypes) != 1 || f.textF.DocTypes[0] != index.DocKnowledge {
 		t.Fatalf("default doc types = %v, want knowledge only", f.textF.DocTypes)
 	}
 	f = &fakeRetriever{}
-	Search(context.Background(), f, "query", &Options{TopK: 8, DocTypes: []string{index.DocMemory}, SourceURL: "u"})
-	if f.textK != 80 || f.vecF.DocTypes[0] != index.DocMemory || f.vecF.SourceURL != "u" {
+	Search(context.Background(), f, "query", &Options{TopK: 12, DocTypes: []string{index.DocMemory}, SourceURL: "u"})
+	if f.textK != 120 || f.vecF.DocTypes[0] != index.DocMemory || f.vecF.SourceURL != "u" {
 		t.Fatalf("options not passed through: k=%d filter=%+v", f.textK, f.vecF)
 	}
 	f = &fakeRetriever{}
@@ -191,11 +275,11 @@ func TestThresholdPerMode(t *testing.T) {
 	}{
 		{FullText, []string{"a", "b"}},
 		{Vector, []string{"d", "c"}},
-		{Hybrid, []string{"c", "a", "d", "b"}}, // e fails both tests
+		{Hybrid, []string{"c", "a", "d", "b"}}, // RRF order; e fails both tests
 	}
 	for _, c := range cases {
 		f := &fakeRetriever{text: text, vec: vec}
-		rs, _ := Search(context.Background(), f, "q", &Options{Mode: c.mode, TopK: 10})
+		rs, _ := Search(context.Background(), f, "q", &Options{Mode: c.mode, TopK: 10, Fusion: RRF})
 		if !eq(ids(rs), c.want) {
 			t.Errorf("%s: %v, want %v", c.mode, ids(rs), c.want)
 		}

@@ -231,7 +231,7 @@ func TestWebUIInChromium(t *testing.T) {
 	if title, score, age := b.text(first+" .title"), b.text(first+" .score"), b.text(first+" .age"); title != "Quokkas" || score == "" || age != "just now" {
 		t.Errorf("first result: title %q score %q age %q", title, score, age)
 	}
-	if ex := b.text(first + " .explain"); !strings.Contains(ex, "rrf") {
+	if ex := b.text(first + " .explain"); !strings.Contains(ex, "relative(alpha=") {
 		t.Errorf("explanation %q", ex)
 	}
 	b.screenshot("webui-search.png")

@@ -46,7 +46,7 @@ type SearchRequest struct {
 	Query     string         `json:"query"`
 	TopK      int            `json:"topK,omitempty"`
 	Mode      string         `json:"mode,omitempty"`      // hybrid (default), vector, fulltext
-	Fusion    string         `json:"fusion,omitempty"`    // rrf (default), relative
+	Fusion    string         `json:"fusion,omitempty"`    // relative (default), rrf
 	Threshold *float64       `json:"threshold,omitempty"` // similarity threshold; negative disables
 	Filters   *SearchFilters `json:"filters,omitempty"`
 }

@@ -57,7 +57,7 @@ func newSearchCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&mode, "mode", "hybrid", "hybrid, vector or fulltext")
-	f.StringVar(&fusion, "fusion", "rrf", "hybrid fusion: rrf or relative")
+	f.StringVar(&fusion, "fusion", string(search.DefaultFusion), "hybrid fusion: relative or rrf")
 	f.IntVar(&topK, "top-k", search.DefaultTopK, "maximum number of results")
 	f.Float64Var(&threshold, "threshold", search.DefaultThreshold, "similarity threshold (negative disables; see docs for what it compares per mode)")
 	f.StringSliceVar(&types, "types", []string{index.DocKnowledge}, "document types to search: knowledge, memory, preference")

@@ -41,7 +41,7 @@ func TestMigrateToWeaviate(t *testing.T) {
 
 	local := mustRun(t, "--dir", dir, "search", "--json", "otters sleeping")
 	remote := mustRun(t, append(wv, "search", "--json", "otters sleeping")...)
-	if !strings.Contains(remote, "otters.txt") || !strings.Contains(remote, "native rrf") {
+	if !strings.Contains(remote, "otters.txt") || !strings.Contains(remote, "native relative") {
 		t.Fatalf("search on Weaviate:\n%s", remote)
 	}
 	if !strings.Contains(local, "otters.txt") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
 
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
@@ -61,7 +62,7 @@ func BenchmarkBleveBatch(b *testing.B) {
 			if unsafe {
 				cfg["unsafe_batch"] = true
 			}
-			bi, err := bleve.NewUsing(filepath.Join(b.TempDir(), "bl"), storeMapping(), scorch.Name, scorch.Name, cfg)
+			bi, err := bleve.NewUsing(filepath.Join(b.TempDir(), "bl"), mustMapping(b, newFullText(nil)), scorch.Name, scorch.Name, cfg)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -232,4 +233,12 @@ func BenchmarkCheckpoint(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func mustMapping(tb testing.TB, ft *fullText) mapping.IndexMapping {
+	m, err := storeMapping(ft)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
 }

@@ -53,12 +53,15 @@ const (
 	bleveDirName = "bleve"
 )
 
-// storeMapping is the BM25 mapping plus the stored check field.
-func storeMapping() mapping.IndexMapping {
-	im := newMapping()
+// storeMapping is the BM25 mapping of ft plus the stored check field.
+func storeMapping(ft *fullText) (mapping.IndexMapping, error) {
+	im, err := ft.mapping()
+	if err != nil {
+		return nil, fmt.Errorf("index: full-text mapping: %w", err)
+	}
 	impl, ok := im.(*mapping.IndexMappingImpl)
 	if !ok || impl.DefaultMapping == nil {
-		return im
+		return im, nil
 	}
 	chk := bleve.NewTextFieldMapping()
 	chk.Analyzer = keyword.Name
@@ -68,7 +71,7 @@ func storeMapping() mapping.IndexMapping {
 	chk.IncludeInAll = false
 	chk.DocValues = false
 	impl.DefaultMapping.AddFieldMappingsAt(fieldCheck, chk)
-	return impl
+	return impl, nil
 }
 
 // storeDoc is the bleve document of a record, with its check field.
@@ -131,16 +134,21 @@ func scorchConfig(readOnly bool) map[string]any {
 	return map[string]any{"unsafe_batch": unsafeBatches}
 }
 
-// openFullText opens the bleve index at path, or creates it when there is
-// none (created = true). readOnly opens an existing index without writing.
-func openFullText(path string, readOnly bool) (bi bleve.Index, created bool, err error) {
+// openFullText opens the bleve index at path, or creates it with ft's
+// analysis when there is none (created = true). readOnly opens an existing
+// index without writing.
+func openFullText(path string, readOnly bool, ft *fullText) (bi bleve.Index, created bool, err error) {
 	if _, serr := os.Stat(path); errors.Is(serr, os.ErrNotExist) {
 		if readOnly {
 			return nil, false, serr
 		}
-		bi, err = bleve.NewUsing(path, storeMapping(), scorch.Name, scorch.Name, scorchConfig(false))
+		m, err := storeMapping(ft)
+		if err != nil {
+			return nil, false, err
+		}
+		bi, err = bleve.NewUsing(path, m, scorch.Name, scorch.Name, scorchConfig(false))
 		if err == nil {
-			err = setFormatDurably(bi)
+			err = setFormatDurably(bi, ft)
 		}
 		return bi, true, err
 	}
@@ -153,13 +161,14 @@ func openFullText(path string, readOnly bool) (bi bleve.Index, created bool, err
 	return bi, false, err
 }
 
-// setFormatDurably records the document layout version in a new index and
+// setFormatDurably records the document layout and analysis versions in a new index and
 // waits until scorch has persisted it, so that a store closed at once (or a
 // crash right after) does not look like one an older version built.
-func setFormatDurably(bi bleve.Index) error {
+func setFormatDurably(bi bleve.Index, ft *fullText) error {
 	persisted := make(chan error, 1)
 	bb := bi.NewBatch()
 	bb.SetInternal([]byte(formatKey), []byte(bleveFormat))
+	bb.SetInternal([]byte(analysisKey), []byte(ft.analysisVersion()))
 	bb.SetPersistedCallback(func(err error) { persisted <- err })
 	if err := bi.Batch(bb); err != nil {
 		return err

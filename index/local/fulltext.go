@@ -1,19 +1,25 @@
 package local
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
+	"math"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
+	"github.com/blevesearch/bleve/v2/analysis/token/porter"
+	"github.com/blevesearch/bleve/v2/analysis/token/stop"
+	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
+	"github.com/blevesearch/bleve/v2/analysis/tokenmap"
 	"github.com/blevesearch/bleve/v2/mapping"
-	"github.com/blevesearch/bleve/v2/search/query"
-	index "github.com/blevesearch/bleve_index_api"
+	"github.com/blevesearch/bleve/v2/registry"
 
 	"github.com/ragmem/ragmem/index/driver"
 )
@@ -21,29 +27,285 @@ import (
 // The BM25 side: a bleve (scorch) index whose documents carry only what
 // queries read. Nothing is stored in bleve (hits are resolved against the
 // in-memory records) and no term vectors or doc values are kept.
+//
+// bleve is used for analysis, the inverted index and its persistence, but
+// not for scoring: bleve's BM25 takes the square root of the term frequency,
+// estimates the average document length from the number of distinct terms,
+// multiplies by a query norm, and fixes k1 = 1.2, b = 0.75. ragmem scores
+// BM25 itself (fulltext_score.go) the way Lucene does, from bleve's postings
+// (term frequencies, and field lengths recovered from the norms) and
+// collection statistics read from a length marker (see markerTerm).
 
 const (
 	fieldBody    = "body"
+	fieldTitle   = "title"
 	fieldSource  = "source"
 	fieldDocType = "docType"
-	seqKey       = "ragmem.seq" // bleve internal key: last applied journal sequence
+	seqKey       = "ragmem.seq"      // bleve internal key: last applied journal sequence
+	analysisKey  = "ragmem.analysis" // bleve internal key: FullTextOptions.analysisVersion of the index
+
+	analyzerIndex = "ragmem_index" // analysis of documents: the query chain plus the length marker
+	analyzerQuery = "ragmem_query"
+
+	// markerTerm is added once to every analysed body and title. No
+	// tokenizer emits a space inside a token, so no text can produce it. Its
+	// postings list every document that has the field, with the field length
+	// (one more than the text's tokens) in the norm: that gives BM25 the
+	// document count and the total length, which bleve does not keep.
+	markerTerm   = " "
+	markerFilter = "ragmem_length_marker"
 )
 
-func newMapping() mapping.IndexMapping {
+// Choices of FullTextOptions.Stemmer and StopWords.
+const (
+	StemPorter   = "porter"   // Porter (1980), as Lucene's PorterStemFilter
+	StemSnowball = "snowball" // Snowball English (Porter2)
+	StemPlural   = "plural"   // English plurals only
+	StemNone     = "none"
+
+	StopLucene  = "lucene"  // Lucene's 33 English stop words (EnglishAnalyzer, Anserini)
+	StopEnglish = "english" // bleve's longer English list (about 170 words)
+	StopNone    = "none"
+)
+
+// FullTextOptions configure the BM25 index of a local backend. A nil
+// *FullTextOptions, and each zero field, means the default. The defaults
+// were chosen by measurement on SciFact's training queries and checked on
+// Cranfield (docs/evaluation.md): Lucene's BM25 parameters, Porter stemming,
+// a longer English stop list than Lucene's, and a light title boost.
+// {K1: 0.9, B: 0.4, StopWords: "lucene", TitleWeight: -1} reproduces
+// Anserini's BM25 baseline.
+//
+// Stemmer, StopWords and TitleWeight > 0 change what is indexed: opening a
+// store whose full-text index was built with other values rebuilds it from
+// the records (the vectors and records are untouched). The other fields
+// apply at query time only.
+type FullTextOptions struct {
+	// K1 is BM25's term-frequency saturation. Default 1.2.
+	K1 float64
+	// B is BM25's document-length normalisation, in [0, 1]. Default 0.75;
+	// a negative value means 0 (no length normalisation).
+	B float64
+	// Stemmer is "porter", "snowball", "plural" or "none". Default "porter".
+	Stemmer string
+	// StopWords is "lucene" (33 words), "english" (about 170) or "none".
+	// Default "english".
+	StopWords string
+	// TitleWeight, when positive, indexes each record's title and headings
+	// in a field of their own as well (they are always part of the text
+	// too) and adds TitleWeight times that field's BM25 score. Default 0.3;
+	// a negative value searches the title only as part of the text (one
+	// field, as Lucene baselines do).
+	TitleWeight float64
+	// Proximity, when positive, adds Proximity times a proximity score to
+	// each of the best ProximityDepth matches: for each pair of query terms
+	// adjacent in the query, how often they occur within a small window of
+	// each other in the chunk (BM25-saturated, weighted by the smaller idf).
+	// Default 0, off.
+	Proximity float64
+	// ProximityDepth is how many of the best matches are rescored for
+	// proximity. Default 100.
+	ProximityDepth int
+	// Feedback, when non-nil, expands each query by RM3 pseudo-relevance
+	// feedback before the final ranking. Default nil, off.
+	Feedback *Feedback
+}
+
+// Feedback configures RM3 pseudo-relevance feedback: the query is run once,
+// a relevance model is estimated from the terms of its best Docs matches
+// (each weighted by its score), its Terms heaviest terms are mixed with the
+// query's own with weight OriginalWeight, and the expanded, weighted query
+// is run again. Zero fields take the defaults (Anserini's).
+type Feedback struct {
+	// Docs is the number of feedback documents. Default 10.
+	Docs int
+	// Terms is the number of expansion terms. Default 10.
+	Terms int
+	// OriginalWeight is the weight of the original query in (0, 1].
+	// Default 0.5.
+	OriginalWeight float64
+}
+
+// Defaults of FullTextOptions.
+const (
+	DefaultK1             = 1.2
+	DefaultB              = 0.75
+	DefaultStopWords      = StopEnglish
+	DefaultStemmer        = StemPorter
+	DefaultTitleWeight    = 0.3
+	DefaultProximityDepth = 100
+)
+
+// fullText is the resolved configuration and the query-time state of the
+// BM25 side. It is safe for concurrent use.
+type fullText struct {
+	k1, b       float64
+	stemmer     string
+	stop        string
+	titleWeight float64
+	proximity   float64
+	proxDepth   int
+	fb          *Feedback
+
+	statsMu sync.Mutex
+	stats   collectionStats // cached for one index snapshot
+}
+
+func newFullText(o *FullTextOptions) *fullText {
+	var opt FullTextOptions
+	if o != nil {
+		opt = *o
+	}
+	ft := &fullText{
+		k1: opt.K1, b: opt.B, stemmer: strings.ToLower(opt.Stemmer), stop: strings.ToLower(opt.StopWords),
+		titleWeight: opt.TitleWeight, proximity: opt.Proximity, proxDepth: opt.ProximityDepth,
+	}
+	if !(ft.k1 > 0) || math.IsInf(ft.k1, 0) {
+		ft.k1 = DefaultK1
+	}
+	switch {
+	case ft.b == 0 || math.IsNaN(ft.b):
+		ft.b = DefaultB
+	case ft.b < 0:
+		ft.b = 0
+	case ft.b > 1:
+		ft.b = 1
+	}
+	switch ft.stemmer {
+	case StemPorter, StemSnowball, StemPlural, StemNone:
+	default:
+		ft.stemmer = DefaultStemmer
+	}
+	switch ft.stop {
+	case StopLucene, StopEnglish, StopNone:
+	default:
+		ft.stop = DefaultStopWords
+	}
+	switch {
+	case ft.titleWeight == 0 || math.IsNaN(ft.titleWeight):
+		ft.titleWeight = DefaultTitleWeight
+	case ft.titleWeight < 0 || math.IsInf(ft.titleWeight, 0):
+		ft.titleWeight = 0
+	}
+	if !(ft.proximity > 0) || math.IsInf(ft.proximity, 0) {
+		ft.proximity = 0
+	}
+	if ft.proxDepth <= 0 {
+		ft.proxDepth = DefaultProximityDepth
+	}
+	if opt.Feedback != nil {
+		f := *opt.Feedback
+		if f.Docs <= 0 {
+			f.Docs = 10
+		}
+		if f.Terms <= 0 {
+			f.Terms = 10
+		}
+		if !(f.OriginalWeight > 0 && f.OriginalWeight <= 1) {
+			f.OriginalWeight = 0.5
+		}
+		ft.fb = &f
+	}
+	return ft
+}
+
+// analysisVersion names everything that decides what the index holds. A
+// store whose index was built under another name is rebuilt on open.
+func (ft *fullText) analysisVersion() string {
+	v := "bm25-v1/unicode/possessive/lower/stop=" + ft.stop + "/stem=" + ft.stemmer
+	if ft.titleWeight > 0 {
+		v += "/title"
+	}
+	return v
+}
+
+// String describes the whole configuration (for reports).
+func (ft *fullText) String() string {
+	s := fmt.Sprintf("%s k1=%g b=%g", ft.analysisVersion(), ft.k1, ft.b)
+	if ft.titleWeight > 0 {
+		s += fmt.Sprintf(" title=%g", ft.titleWeight)
+	}
+	if ft.proximity > 0 {
+		s += fmt.Sprintf(" proximity=%g@%d", ft.proximity, ft.proxDepth)
+	}
+	if ft.fb != nil {
+		s += fmt.Sprintf(" rm3(docs=%d,terms=%d,orig=%g)", ft.fb.Docs, ft.fb.Terms, ft.fb.OriginalWeight)
+	}
+	return s
+}
+
+// FullTextConfig describes the BM25 configuration of the backend, e.g.
+// "bm25-v1/unicode/possessive/lower/stop=lucene/stem=porter k1=0.9 b=0.4".
+func (b *Backend) FullTextConfig() string { return b.ft.String() }
+
+// luceneStopWords is Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET, the
+// stop list of Anserini's default English analyzer.
+var luceneStopWords = []string{
+	"a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+	"no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
+	"they", "this", "to", "was", "will", "with",
+}
+
+// filters returns the token filters of the query analysis chain.
+func (ft *fullText) filters(im *mapping.IndexMappingImpl) ([]string, error) {
+	fs := []string{en.PossessiveName, lowercase.Name}
+	switch ft.stop {
+	case StopLucene:
+		toks := make([]any, len(luceneStopWords))
+		for i, w := range luceneStopWords {
+			toks[i] = w
+		}
+		if err := im.AddCustomTokenMap("ragmem_stop_lucene", map[string]any{"type": tokenmap.Name, "tokens": toks}); err != nil {
+			return nil, err
+		}
+		if err := im.AddCustomTokenFilter("ragmem_stop", map[string]any{"type": stop.Name, "stop_token_map": "ragmem_stop_lucene"}); err != nil {
+			return nil, err
+		}
+		fs = append(fs, "ragmem_stop")
+	case StopEnglish:
+		fs = append(fs, en.StopName)
+	}
+	switch ft.stemmer {
+	case StemPorter:
+		fs = append(fs, porter.Name)
+	case StemSnowball:
+		fs = append(fs, en.SnowballStemmerName)
+	case StemPlural:
+		fs = append(fs, en.PluralStemmerName)
+	}
+	return fs, nil
+}
+
+func (ft *fullText) mapping() (mapping.IndexMapping, error) {
 	im := bleve.NewIndexMapping()
-	im.ScoringModel = index.BM25Scoring
-	im.DefaultAnalyzer = en.AnalyzerName
 	im.StoreDynamic = false
 	im.IndexDynamic = false
 	im.DocValuesDynamic = false
+	fs, err := ft.filters(im)
+	if err != nil {
+		return nil, err
+	}
+	if err := im.AddCustomAnalyzer(analyzerQuery, map[string]any{
+		"type": custom.Name, "tokenizer": unicode.Name, "token_filters": toAny(fs),
+	}); err != nil {
+		return nil, err
+	}
+	if err := im.AddCustomAnalyzer(analyzerIndex, map[string]any{
+		"type": custom.Name, "tokenizer": unicode.Name, "token_filters": toAny(append(fs, markerFilter)),
+	}); err != nil {
+		return nil, err
+	}
+	im.DefaultAnalyzer = analyzerIndex
 
-	body := bleve.NewTextFieldMapping()
-	body.Analyzer = en.AnalyzerName
-	body.Store = false
-	body.IncludeTermVectors = false
-	body.IncludeInAll = false
-	body.DocValues = false
-
+	text := func() *mapping.FieldMapping {
+		f := bleve.NewTextFieldMapping()
+		f.Analyzer = analyzerIndex
+		f.Store = false
+		f.IncludeTermVectors = false
+		f.IncludeInAll = false
+		f.DocValues = false
+		return f
+	}
 	kw := bleve.NewTextFieldMapping()
 	kw.Analyzer = keyword.Name
 	kw.Store = false
@@ -52,15 +314,47 @@ func newMapping() mapping.IndexMapping {
 	kw.DocValues = false
 
 	doc := bleve.NewDocumentStaticMapping()
-	doc.AddFieldMappingsAt(fieldBody, body)
+	doc.AddFieldMappingsAt(fieldBody, text())
+	if ft.titleWeight > 0 {
+		doc.AddFieldMappingsAt(fieldTitle, text())
+	}
 	doc.AddFieldMappingsAt(fieldSource, kw)
 	doc.AddFieldMappingsAt(fieldDocType, kw)
 	im.DefaultMapping = doc
-	return im
+	return im, im.Validate()
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// lengthMarker appends markerTerm to a token stream; see markerTerm.
+type lengthMarker struct{}
+
+func (lengthMarker) Filter(in analysis.TokenStream) analysis.TokenStream {
+	pos, end := 1, 0
+	if n := len(in); n > 0 {
+		pos, end = in[n-1].Position+1, in[n-1].End
+	}
+	return append(in, &analysis.Token{Term: []byte(markerTerm), Position: pos, Start: end, End: end, Type: analysis.Shingle})
+}
+
+func init() {
+	err := registry.RegisterTokenFilter(markerFilter, func(map[string]any, *registry.Cache) (analysis.TokenFilter, error) {
+		return lengthMarker{}, nil
+	})
+	if err != nil {
+		panic(err)
+	}
 }
 
 // bleveDoc is what a record looks like to bleve: the title and heading path
-// are searched together with the text (one field, as Lucene baselines do).
+// are searched together with the text (one field, as Lucene baselines do),
+// and on their own in the title field when the mapping has one.
 func bleveDoc(r *driver.Record) map[string]any {
 	var b strings.Builder
 	b.Grow(len(r.Title) + len(r.Content) + 64)
@@ -74,21 +368,34 @@ func bleveDoc(r *driver.Record) map[string]any {
 			b.WriteString("\n")
 		}
 	}
+	title := b.String()
 	b.WriteString(r.Content)
 	return map[string]any{
 		fieldBody:    b.String(),
+		fieldTitle:   title,
 		fieldSource:  r.SourceURL,
 		fieldDocType: r.DocType,
 	}
 }
 
-func openBleve(path string) (bleve.Index, bool, error) {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		bi, err := bleve.New(path, newMapping())
-		return bi, true, err
+// analysisStale reports why an existing index must be rebuilt for ft: it
+// was built with another analysis (or before ragmem recorded one), or its
+// mapping lacks what ft queries. "" means it is current.
+func analysisStale(bi bleve.Index, ft *fullText) string {
+	v, err := bi.GetInternal([]byte(analysisKey))
+	if err != nil {
+		return fmt.Sprintf("its analysis version is unreadable (%v)", err)
 	}
-	bi, err := bleve.Open(path)
-	return bi, false, err
+	if string(v) != ft.analysisVersion() {
+		if len(v) == 0 {
+			return "it was built before ragmem recorded its analysis"
+		}
+		return fmt.Sprintf("it was built with analysis %q, this version uses %q", v, ft.analysisVersion())
+	}
+	if bi.Mapping().AnalyzerNamed(analyzerQuery) == nil {
+		return "its mapping has no query analyzer"
+	}
+	return ""
 }
 
 func bleveSeq(bi bleve.Index) (uint64, error) {
@@ -102,58 +409,119 @@ func bleveSeq(bi bleve.Index) (uint64, error) {
 	return strconv.ParseUint(string(v), 10, 64)
 }
 
-// filterQuery turns the parts of f bleve can evaluate into a query; attribute
-// filters are applied by the caller against the records.
-func filterQuery(f *driver.Filter) []query.Query {
-	var qs []query.Query
-	if len(f.DocTypes) == 1 {
-		t := bleve.NewTermQuery(f.DocTypes[0])
-		t.SetField(fieldDocType)
-		qs = append(qs, t)
-	} else if len(f.DocTypes) > 1 {
-		var alts []query.Query
-		for _, dt := range f.DocTypes {
-			t := bleve.NewTermQuery(dt)
-			t.SetField(fieldDocType)
-			alts = append(alts, t)
+// ErrBadFullTextSpec is returned by ParseFullTextOptions.
+var ErrBadFullTextSpec = errors.New("index: bad full-text options")
+
+// ParseFullTextOptions parses a comma-separated list of key=value settings
+// into FullTextOptions ("" gives nil, all defaults):
+//
+//	k1=X             FullTextOptions.K1
+//	b=X              FullTextOptions.B
+//	stem=NAME        porter, snowball, plural or none
+//	stop=NAME        lucene, english or none
+//	title=W          FullTextOptions.TitleWeight
+//	prox=W[@DEPTH]   FullTextOptions.Proximity (and ProximityDepth)
+//	rm3=1|0|D/T/W    Feedback: on with defaults, off, or Docs/Terms/OriginalWeight
+func ParseFullTextOptions(spec string) (*FullTextOptions, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return nil, nil
+	}
+	o := &FullTextOptions{}
+	seen := map[string]bool{}
+	for _, kv := range strings.Split(spec, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("%w: %q is not key=value", ErrBadFullTextSpec, clipSpec(kv))
 		}
-		qs = append(qs, bleve.NewDisjunctionQuery(alts...))
+		if seen[k] {
+			return nil, fmt.Errorf("%w: %q given twice", ErrBadFullTextSpec, clipSpec(k))
+		}
+		seen[k] = true
+		num := func(s string, lo, hi float64) (float64, error) {
+			x, err := strconv.ParseFloat(s, 64)
+			if err != nil || math.IsNaN(x) || x < lo || x > hi {
+				return 0, fmt.Errorf("%w: %s=%q: want a number from %g to %g", ErrBadFullTextSpec, k, clipSpec(s), lo, hi)
+			}
+			return x, nil
+		}
+		var err error
+		switch k {
+		case "k1":
+			o.K1, err = num(v, 1e-6, 1000)
+		case "b":
+			o.B, err = num(v, 0, 1)
+			if err == nil && o.B == 0 {
+				o.B = -1 // b=0 asked explicitly: no length normalisation
+			}
+		case "stem", "stemmer":
+			switch strings.ToLower(v) {
+			case StemPorter, StemSnowball, StemPlural, StemNone:
+				o.Stemmer = strings.ToLower(v)
+			default:
+				err = fmt.Errorf("%w: stem=%q: want porter, snowball, plural or none", ErrBadFullTextSpec, clipSpec(v))
+			}
+		case "stop", "stopwords":
+			switch strings.ToLower(v) {
+			case StopLucene, StopEnglish, StopNone:
+				o.StopWords = strings.ToLower(v)
+			default:
+				err = fmt.Errorf("%w: stop=%q: want lucene, english or none", ErrBadFullTextSpec, clipSpec(v))
+			}
+		case "title":
+			o.TitleWeight, err = num(v, 0, 1000)
+			if err == nil && o.TitleWeight == 0 {
+				o.TitleWeight = -1 // title=0: no title field
+			}
+		case "prox", "proximity":
+			w, d, hasDepth := strings.Cut(v, "@")
+			if o.Proximity, err = num(w, 0, 1000); err == nil && hasDepth {
+				var n float64
+				n, err = num(d, 1, 100000)
+				o.ProximityDepth = int(n)
+			}
+		case "rm3":
+			switch v {
+			case "0", "false", "off":
+			case "1", "true", "on":
+				o.Feedback = &Feedback{}
+			default:
+				parts := strings.Split(v, "/")
+				if len(parts) != 3 {
+					err = fmt.Errorf("%w: rm3=%q: want 1, 0 or DOCS/TERMS/WEIGHT", ErrBadFullTextSpec, clipSpec(v))
+					break
+				}
+				var d, t, w float64
+				if d, err = num(parts[0], 1, 1000); err != nil {
+					break
+				}
+				if t, err = num(parts[1], 1, 1000); err != nil {
+					break
+				}
+				if w, err = num(parts[2], 1e-6, 1); err != nil {
+					break
+				}
+				o.Feedback = &Feedback{Docs: int(d), Terms: int(t), OriginalWeight: w}
+			}
+		default:
+			err = fmt.Errorf("%w: unknown key %q (want k1, b, stem, stop, title, prox or rm3)", ErrBadFullTextSpec, clipSpec(k))
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if f.SourceURL != "" {
-		t := bleve.NewTermQuery(f.SourceURL)
-		t.SetField(fieldSource)
-		qs = append(qs, t)
-	}
-	return qs
+	return o, nil
 }
 
-// searchBleve returns (id, score) pairs for the best k matches of text.
-func searchBleve(ctx context.Context, bi bleve.Index, text string, k int, f *driver.Filter) ([]string, []float64, error) {
-	mq := bleve.NewMatchQuery(text)
-	mq.SetField(fieldBody)
-	mq.Analyzer = en.AnalyzerName
-	var q query.Query = mq
-	if fq := filterQuery(f); len(fq) > 0 {
-		// A boolean filter restricts matches without adding to their scores.
-		bq := bleve.NewBooleanQuery()
-		bq.AddMust(mq)
-		if len(fq) == 1 {
-			bq.AddFilter(fq[0])
-		} else {
-			bq.AddFilter(bleve.NewConjunctionQuery(fq...))
-		}
-		q = bq
+func clipSpec(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= 40 {
+		return s
 	}
-	req := bleve.NewSearchRequestOptions(q, k, 0, false)
-	res, err := bi.SearchInContext(ctx, req)
-	if err != nil {
-		return nil, nil, fmt.Errorf("index: full-text search: %w", err)
+	cut := 40
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
 	}
-	ids := make([]string, len(res.Hits))
-	scores := make([]float64, len(res.Hits))
-	for i, h := range res.Hits {
-		ids[i] = h.ID
-		scores[i] = h.Score
-	}
-	return ids, scores, nil
+	return s[:cut] + "…"
 }

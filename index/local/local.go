@@ -84,6 +84,10 @@ type Options struct {
 	// writes fail with ErrReadOnly. What a normal open would repair is
 	// reported by Check. Default false.
 	ReadOnly bool
+	// FullText configures the BM25 index (analysis and scoring). Default
+	// nil: the FullTextOptions defaults. A store whose index was built with
+	// other analysis settings has its index rebuilt on open.
+	FullText *FullTextOptions
 
 	fs         wal.FS // file layer for the store's own files; default wal.OS (tests inject faults)
 	groupLimit int    // most mutations per group commit; default unlimited (benchmarks set 1)
@@ -99,6 +103,7 @@ type Backend struct {
 	ckpt     int64
 	readOnly bool
 	lock     *wal.Lock
+	ft       *fullText // BM25 analysis and scoring
 
 	cmu        sync.Mutex // guards pending and leading (group commit)
 	pending    []*commitReq
@@ -166,6 +171,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Backend, error) {
 		ckpt:       opts.CheckpointBytes,
 		readOnly:   opts.ReadOnly,
 		groupLimit: opts.groupLimit,
+		ft:         newFullText(opts.FullText),
 		records:    map[string]*driver.Record{},
 		bySource:   map[string]map[string]struct{}{},
 		meta:       map[string]string{},
@@ -367,7 +373,7 @@ func (b *Backend) SearchText(ctx context.Context, text string, k int, f driver.F
 		want = k * 4
 	}
 	for {
-		ids, scores, err := searchBleve(ctx, b.bl, text, want, &f)
+		ids, scores, err := b.ft.search(ctx, b.bl, text, want, &f, b.bodyText)
 		if err != nil {
 			return nil, err
 		}

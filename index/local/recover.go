@@ -344,7 +344,7 @@ func (b *Backend) openBleve() (bleveState, error) {
 	var created bool
 	var err error
 	if verr == nil {
-		bi, created, err = openFullText(path, b.readOnly)
+		bi, created, err = openFullText(path, b.readOnly, b.ft)
 		if err != nil && b.readOnly && errors.Is(err, os.ErrNotExist) {
 			b.needsFix("fulltext-absent", "the full-text index is missing; opening the store rebuilds it")
 			return bs, nil
@@ -359,7 +359,7 @@ func (b *Backend) openBleve() (bleveState, error) {
 			return bs, nil
 		}
 		b.quarantine(path, "full-text index unreadable: "+verr.Error())
-		if bi, created, err = openFullText(path, false); err != nil {
+		if bi, created, err = openFullText(path, false, b.ft); err != nil {
 			return bs, fmt.Errorf("index: create full-text index: %w", err)
 		}
 		if !created {
@@ -379,6 +379,15 @@ func (b *Backend) openBleve() (bleveState, error) {
 			return bs, nil
 		}
 		b.note("the full-text index was built by an older ragmem (format %q); rebuilding it", f)
+		bs.rebuild = true
+		return bs, nil
+	}
+	if why := analysisStale(bi, b.ft); why != "" {
+		if b.readOnly {
+			b.needsFix("fulltext-analysis", "the full-text index must be rebuilt: "+why+"; opening the store rebuilds it")
+		} else {
+			b.note("rebuilding the full-text index: %s", why)
+		}
 		bs.rebuild = true
 		return bs, nil
 	}
@@ -510,7 +519,7 @@ func (b *Backend) rebuildBleve(ctx context.Context, damaged bool) error {
 	if err := os.RemoveAll(path); err != nil {
 		return fmt.Errorf("index: remove old full-text index: %w", err)
 	}
-	bi, _, err := openFullText(path, false)
+	bi, _, err := openFullText(path, false, b.ft)
 	if err != nil {
 		return fmt.Errorf("index: create full-text index: %w", err)
 	}

@@ -1,0 +1,310 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/search"
+)
+
+func approx(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// Hand-computed: ranking d1 d2 d3 d4, judgements d2:2 d4:1 d9:3 (d9 never
+// retrieved).
+//
+//	DCG@10  = 2/log2(3) + 1/log2(5)            = 1.26186 + 0.43068 = 1.69254
+//	IDCG@10 = 3/log2(2) + 2/log2(3) + 1/log2(4) = 3 + 1.26186 + 0.5 = 4.76186
+//	nDCG@10 = 0.355436; at k = 2: (2/log2 3) / (3 + 2/log2 3) = 0.296082
+func TestMetricsHandComputed(t *testing.T) {
+	ranking := []string{"d1", "d2", "d3", "d4"}
+	rel := map[string]int{"d2": 2, "d4": 1, "d9": 3, "d1": 0}
+	cases := []struct {
+		name      string
+		got, want float64
+	}{
+		{"nDCG@10", NDCG(ranking, rel, 10), 0.35543595158098623},
+		{"nDCG@2", NDCG(ranking, rel, 2), 0.2960819109658652},
+		{"nDCG@1", NDCG(ranking, rel, 1), 0},
+		{"Recall@2", Recall(ranking, rel, 2), 1.0 / 3},
+		{"Recall@10", Recall(ranking, rel, 10), 2.0 / 3},
+		{"MRR@10", MRR(ranking, rel, 10), 0.5},
+		{"MRR@1", MRR(ranking, rel, 1), 0},
+		// A document repeated (two chunks) counts once, at its first rank.
+		{"nDCG dup", NDCG([]string{"d2", "d2", "d4"}, rel, 10), (2 + 1/math.Log2(3)) / (3 + 2/math.Log2(3) + 0.5)},
+		{"Recall dup", Recall([]string{"d2", "d2"}, rel, 2), 1.0 / 3},
+		// Perfect ranking.
+		{"nDCG perfect", NDCG([]string{"d9", "d2", "d4"}, rel, 10), 1},
+		// No relevant document, an empty ranking, k <= 0.
+		{"nDCG none", NDCG(ranking, map[string]int{"d1": 0, "d2": -1}, 10), 0},
+		{"Recall none", Recall(ranking, map[string]int{}, 10), 0},
+		{"nDCG empty", NDCG(nil, rel, 10), 0},
+		{"nDCG k0", NDCG(ranking, rel, 0), 0},
+	}
+	for _, c := range cases {
+		if !approx(c.got, c.want) {
+			t.Errorf("%s = %.12f, want %.12f", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	xs := []float64{5, 1, 3, 2, 4}
+	for p, want := range map[float64]float64{50: 3, 95: 5, 100: 5, 1: 1, 20: 1, 21: 2} {
+		if got := Percentile(xs, p); got != want {
+			t.Errorf("p%g = %v, want %v", p, got, want)
+		}
+	}
+	if xs[0] != 5 {
+		t.Error("Percentile sorted its input")
+	}
+	if Percentile([]float64(nil), 50) != 0 {
+		t.Error("empty")
+	}
+}
+
+func TestLoadBEIR(t *testing.T) {
+	ds, err := LoadBEIR("testdata/tiny", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Name != "tiny" || ds.Split != "test" || len(ds.Corpus) != 10 || len(ds.Order) != 4 {
+		t.Fatalf("name %q split %q: %d docs, %d queries", ds.Name, ds.Split, len(ds.Corpus), len(ds.Order))
+	}
+	if ds.Order[0] != "q1" || ds.Queries["q3"] != "oxidised tea leaves" || ds.Qrels["q1"]["sol-1"] != 2 || ds.Qrels["q3"]["tea-1"] != 0 {
+		t.Errorf("order %v, q3 %q, qrels %v", ds.Order, ds.Queries["q3"], ds.Qrels)
+	}
+	if _, ok := ds.Queries["q5"]; ok {
+		t.Error("an unjudged query was kept")
+	}
+	if _, err := LoadBEIR("testdata/tiny", "train"); !errors.Is(err, ErrBadDataset) {
+		t.Errorf("missing split: %v", err)
+	}
+	if _, err := LoadBEIR("testdata/tiny", "../x"); !errors.Is(err, ErrBadDataset) {
+		t.Errorf("split with a path: %v", err)
+	}
+}
+
+func TestReadersRejectBadInput(t *testing.T) {
+	corpus := map[string]string{
+		"not json":     "{\"_id\": 1\n",
+		"no id":        `{"title":"x","text":"y"}`,
+		"empty id":     `{"_id":"","text":"y"}`,
+		"id an object": `{"_id":{},"text":"y"}`,
+		"duplicate":    "{\"_id\":\"a\"}\n{\"_id\":\"a\"}\n",
+	}
+	for name, in := range corpus {
+		if _, err := ReadCorpus(strings.NewReader(in)); !errors.Is(err, ErrBadDataset) {
+			t.Errorf("corpus %s: %v", name, err)
+		}
+	}
+	if _, err := ReadQueries(strings.NewReader("{\"_id\":\"q\"}\n{\"_id\":\"q\"}")); !errors.Is(err, ErrBadDataset) {
+		t.Errorf("duplicate query: %v", err)
+	}
+	qrels := map[string]string{
+		"two columns": "q\td\n",
+		"bad score":   "q\td\t1\nq\td\tx\n",
+		"empty":       "query-id\tcorpus-id\tscore\n",
+	}
+	for name, in := range qrels {
+		if _, err := ReadQrels(strings.NewReader(in)); !errors.Is(err, ErrBadDataset) {
+			t.Errorf("qrels %s: %v", name, err)
+		}
+	}
+	// Tolerated: numeric ids, a BOM, CRLF, blank lines, invalid UTF-8, the
+	// TREC four-column layout.
+	docs, err := ReadCorpus(strings.NewReader("\ufeff{\"_id\": 42, \"title\": \"t\\u00e9\", \"text\": \"a\xffb\"}\r\n\r\n"))
+	if err != nil || len(docs) != 1 || docs[0].ID != "42" || docs[0].Title != "té" || docs[0].Text != "a\ufffdb" {
+		t.Errorf("lenient corpus: %+v %v", docs, err)
+	}
+	q, err := ReadQrels(strings.NewReader("1 0 d1 2\r\n1 0 d2 0\n"))
+	if err != nil || q["1"]["d1"] != 2 || q["1"]["d2"] != 0 {
+		t.Errorf("TREC qrels: %v %v", q, err)
+	}
+	long := strings.Repeat("x", maxLine+10)
+	if _, err := ReadQueries(strings.NewReader(long)); !errors.Is(err, ErrBadDataset) {
+		t.Errorf("over-long line: %v", err)
+	}
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// The tiny data set is built so that BM25 ranks the judged documents first:
+// q1's two relevant documents (grades 2 and 1) first and second, q2 and q3's
+// first, and q4's only document, whose answer is in its last chunk.
+func TestRunTiny(t *testing.T) {
+	ds, err := LoadBEIR("testdata/tiny", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stages []string
+	tmp := t.TempDir()
+	rep, err := Run(context.Background(), ds, &Options{
+		Modes:    []search.Mode{search.FullText, search.Hybrid},
+		Dir:      tmp,
+		PerQuery: true,
+		Logger:   quiet(),
+		Progress: func(p Progress) {
+			if len(stages) == 0 || stages[len(stages)-1] != p.Stage {
+				stages = append(stages, p.Stage)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Documents != 9 || rep.Skipped != 1 || rep.Queries != 4 || rep.Chunks <= rep.Documents {
+		t.Errorf("documents %d skipped %d queries %d chunks %d", rep.Documents, rep.Skipped, rep.Queries, rep.Chunks)
+	}
+	if strings.Join(stages, ",") != "index,search fulltext,search hybrid" {
+		t.Errorf("progress stages %v", stages)
+	}
+	ft := rep.Results[0]
+	if ft.Mode != "fulltext" || ft.Method != "bm25" {
+		t.Fatalf("first result %+v", ft)
+	}
+	for _, q := range ft.PerQuery {
+		if q.NDCG10 != 1 || q.Recall100 != 1 {
+			t.Errorf("%s: nDCG@10 %v, Recall@100 %v, ranking %v", q.ID, q.NDCG10, q.Recall100, q.Ranking)
+		}
+		seen := map[string]bool{}
+		for _, d := range q.Ranking {
+			if seen[d] {
+				t.Errorf("%s: document %s ranked twice: %v", q.ID, d, q.Ranking)
+			}
+			seen[d] = true
+		}
+	}
+	if ft.NDCG10 != 1 || ft.MRR10 != 1 || ft.Recall10 != 1 {
+		t.Errorf("fulltext averages %+v", ft)
+	}
+	if h := rep.Results[1]; h.Mode != "hybrid" || !strings.HasPrefix(h.Method, "rrf") && !strings.HasPrefix(h.Method, "relative") {
+		t.Errorf("hybrid result %+v", h)
+	}
+	if ft.LatencyP95Ms < ft.LatencyP50Ms || rep.IndexSeconds <= 0 {
+		t.Errorf("latency %v/%v, indexing %v", ft.LatencyP50Ms, ft.LatencyP95Ms, rep.IndexSeconds)
+	}
+	// The temporary store is gone.
+	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// rank keeps asking for more chunks until it has depth distinct documents.
+func TestRankFillsDepth(t *testing.T) {
+	r := &chunky{perDoc: 5, docs: 50}
+	docs, _, _, err := rank(context.Background(), r, "anything", search.Options{Mode: search.FullText, SimilarityThreshold: -1}, 20, 250)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 20 || r.maxK < 100 {
+		t.Errorf("%d documents after asking for at most %d chunks", len(docs), r.maxK)
+	}
+	r = &chunky{perDoc: 5, docs: 3}
+	docs, _, _, _ = rank(context.Background(), r, "anything", search.Options{Mode: search.FullText, SimilarityThreshold: -1}, 20, 15)
+	if len(docs) != 3 {
+		t.Errorf("small store: %v", docs)
+	}
+}
+
+// chunky is a retriever whose every document has perDoc chunks in a row.
+type chunky struct {
+	perDoc, docs, maxK int
+}
+
+func (c *chunky) FullText(_ context.Context, _ string, k int, _ index.Filter) ([]index.Hit, error) {
+	c.maxK = max(c.maxK, k)
+	var hits []index.Hit
+	for i := 0; i < min(k, c.perDoc*c.docs); i++ {
+		hits = append(hits, index.Hit{Record: index.Record{ID: strconv.Itoa(i), SourceURL: sourcePrefix + strconv.Itoa(i/c.perDoc)}, Score: float64(1000 - i)})
+	}
+	return hits, nil
+}
+
+func (c *chunky) Vector(ctx context.Context, q string, k int, f index.Filter) ([]index.Hit, error) {
+	return c.FullText(ctx, q, k, f)
+}
+
+func TestRunErrors(t *testing.T) {
+	if _, err := Run(context.Background(), &Dataset{}, nil); !errors.Is(err, ErrNoQueries) {
+		t.Errorf("no queries: %v", err)
+	}
+	ds, _ := LoadBEIR("testdata/tiny", "test")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, ds, &Options{Dir: t.TempDir(), Logger: quiet()}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+func FuzzReadCorpus(f *testing.F) {
+	f.Add("{\"_id\":\"a\",\"title\":\"t\",\"text\":\"x\"}\n{\"_id\":7}\n")
+	f.Add("\ufeff{\"_id\":\"\\u0000\"}\r\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		docs, err := ReadCorpus(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, d := range docs {
+			if d.ID == "" || seen[d.ID] {
+				t.Fatalf("id %q empty or repeated", d.ID)
+			}
+			seen[d.ID] = true
+		}
+	})
+}
+
+func FuzzReadQrels(f *testing.F) {
+	f.Add("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+	f.Add("1 0 d 2\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		q, err := ReadQrels(strings.NewReader(in))
+		if err == nil && len(q) == 0 {
+			t.Fatal("no error and no judgements")
+		}
+	})
+}
+
+func FuzzReadQueries(f *testing.F) {
+	f.Add("{\"_id\":\"q\",\"text\":\"why?\"}\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		_, _ = ReadQueries(strings.NewReader(in))
+	})
+}
+
+// TestFullDataset runs a whole BEIR data set when RAGMEM_EVAL_DATASET names
+// one (e.g. ../shared/eval/scifact), and checks the targets of the issue:
+//
+//	RAGMEM_EVAL_DATASET=/work/shared/eval/scifact go test -run FullDataset -v ./eval
+func TestFullDataset(t *testing.T) {
+	dir := os.Getenv("RAGMEM_EVAL_DATASET")
+	if dir == "" {
+		t.Skip("set RAGMEM_EVAL_DATASET to a BEIR folder to run")
+	}
+	ds, err := LoadBEIR(dir, os.Getenv("RAGMEM_EVAL_SPLIT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), ds, &Options{Modes: []search.Mode{search.FullText, search.Hybrid}, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft, hy := rep.Results[0], rep.Results[1]
+	t.Logf("%s: fulltext nDCG@10 %.4f R@100 %.4f; hybrid nDCG@10 %.4f R@100 %.4f; indexing %.1f s",
+		rep.Dataset, ft.NDCG10, ft.Recall100, hy.NDCG10, hy.Recall100, rep.IndexSeconds)
+	if hy.NDCG10 < ft.NDCG10 {
+		t.Errorf("hybrid nDCG@10 %.4f < fulltext %.4f", hy.NDCG10, ft.NDCG10)
+	}
+	if rep.Dataset == "scifact" && rep.Split == "test" && (ft.NDCG10 < 0.678 || ft.Recall100 < 0.91) {
+		t.Errorf("SciFact fulltext below Lucene's: nDCG@10 %.4f, Recall@100 %.4f", ft.NDCG10, ft.Recall100)
+	}
+}

@@ -1,0 +1,476 @@
+package local
+
+import (
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	index "github.com/blevesearch/bleve_index_api"
+
+	"github.com/ragmem/ragmem/index/driver"
+)
+
+// BM25 as Lucene computes it (BM25Similarity since Lucene 8, used by
+// Anserini), for a query of weighted terms q:
+//
+//	score(D) = Σ_{t∈q} w_t · idf(t) · tf / (tf + k1·(1 − b + b·|D|/avgdl))
+//	idf(t)   = ln(1 + (N − df + 0.5) / (df + 0.5))
+//
+// tf is the term's frequency in D's field, |D| the field's length in tokens,
+// N the number of documents with the field and avgdl their mean length. The
+// query weight w_t is the term's count in the query (Anserini's bag of words),
+// or its RM3 weight. Unlike Lucene, field lengths are exact, not quantised to
+// a byte.
+
+// fieldStats are a field's collection statistics.
+type fieldStats struct {
+	docs   uint64 // documents with the field
+	sumLen uint64 // total tokens
+}
+
+func (s fieldStats) avgdl() float64 {
+	if s.docs == 0 {
+		return 1
+	}
+	return math.Max(float64(s.sumLen)/float64(s.docs), 1e-9)
+}
+
+// collectionStats caches the statistics of one index snapshot.
+type collectionStats struct {
+	reader      index.IndexReader // the snapshot they were computed on
+	body, title fieldStats
+}
+
+// fieldLength recovers a field's token count from a posting's norm, which
+// bleve computes as 1/sqrt(length) and keeps as a float32.
+func fieldLength(norm float64) float64 {
+	if norm <= 0 || math.IsNaN(norm) {
+		return 1
+	}
+	return math.Round(1 / (norm * norm))
+}
+
+// readFieldStats walks the marker's postings: one per document with the
+// field, whose length includes the marker itself.
+func readFieldStats(ctx context.Context, r index.IndexReader, field string) (fieldStats, error) {
+	tfr, err := r.TermFieldReader(ctx, []byte(markerTerm), field, false, true, false)
+	if err != nil {
+		return fieldStats{}, err
+	}
+	defer tfr.Close()
+	var s fieldStats
+	var tfd index.TermFieldDoc
+	for {
+		d, err := tfr.Next(tfd.Reset())
+		if err != nil {
+			return fieldStats{}, err
+		}
+		if d == nil {
+			return s, nil
+		}
+		s.docs++
+		s.sumLen += uint64(fieldLength(d.Norm)) - 1
+	}
+}
+
+func (ft *fullText) collection(ctx context.Context, r index.IndexReader) (collectionStats, error) {
+	ft.statsMu.Lock()
+	defer ft.statsMu.Unlock()
+	if ft.stats.reader == r {
+		return ft.stats, nil
+	}
+	var cs collectionStats
+	var err error
+	if cs.body, err = readFieldStats(ctx, r, fieldBody); err != nil {
+		return cs, err
+	}
+	if ft.titleWeight > 0 {
+		if cs.title, err = readFieldStats(ctx, r, fieldTitle); err != nil {
+			return cs, err
+		}
+	}
+	cs.reader = r
+	ft.stats = cs
+	return cs, nil
+}
+
+// qterm is one term of a weighted query.
+type qterm struct {
+	term   string
+	weight float64
+}
+
+// analyze runs the query analyzer over text and returns its tokens.
+func analyze(a analysis.Analyzer, text string) analysis.TokenStream {
+	return a.Analyze([]byte(text))
+}
+
+// bagOfWords turns tokens into weighted terms, in order of first
+// occurrence, each weighted by its count.
+func bagOfWords(toks analysis.TokenStream) []qterm {
+	var q []qterm
+	at := map[string]int{}
+	for _, t := range toks {
+		s := string(t.Term)
+		if i, ok := at[s]; ok {
+			q[i].weight++
+			continue
+		}
+		at[s] = len(q)
+		q = append(q, qterm{term: s, weight: 1})
+	}
+	return q
+}
+
+// docKeys maps bleve's internal ids (8 bytes in scorch) to map keys and back.
+type docKeys struct {
+	ids  map[string]uint64
+	back []index.IndexInternalID
+}
+
+const genericKey = uint64(1) << 63
+
+func (k *docKeys) key(id index.IndexInternalID) uint64 {
+	if len(id) == 8 && id[0]&0x80 == 0 {
+		return binary.BigEndian.Uint64(id)
+	}
+	if k.ids == nil {
+		k.ids = map[string]uint64{}
+	}
+	if v, ok := k.ids[string(id)]; ok {
+		return v
+	}
+	v := genericKey | uint64(len(k.back))
+	k.ids[string(id)] = v
+	k.back = append(k.back, append(index.IndexInternalID(nil), id...))
+	return v
+}
+
+func (k *docKeys) id(key uint64) index.IndexInternalID {
+	if key&genericKey != 0 {
+		return k.back[key&^genericKey]
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], key)
+	return b[:]
+}
+
+// scorer holds the state of one search against one index snapshot.
+type scorer struct {
+	ft    *fullText
+	ctx   context.Context
+	r     index.IndexReader
+	stats collectionStats
+	keys  docKeys
+	// allow, when non-nil, is the set of documents the filter admits; deny
+	// the set it rejects. At most one is set.
+	allow, deny map[uint64]bool
+}
+
+// df returns the document frequency of term in field.
+func (s *scorer) df(field, term string) (uint64, error) {
+	tfr, err := s.r.TermFieldReader(s.ctx, []byte(term), field, false, false, false)
+	if err != nil {
+		return 0, err
+	}
+	defer tfr.Close()
+	return tfr.Count(), nil
+}
+
+func idf(n, df uint64) float64 {
+	return math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
+}
+
+// accumulate adds scale · BM25(q) over field to acc.
+func (s *scorer) accumulate(acc map[uint64]float64, field string, fs fieldStats, q []qterm, scale float64) error {
+	if fs.docs == 0 {
+		return nil
+	}
+	k1, b := s.ft.k1, s.ft.b
+	avgdl := fs.avgdl()
+	var tfd index.TermFieldDoc
+	for _, t := range q {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		tfr, err := s.r.TermFieldReader(s.ctx, []byte(t.term), field, true, true, false)
+		if err != nil {
+			return err
+		}
+		w := scale * t.weight * idf(fs.docs, tfr.Count())
+		for {
+			d, err := tfr.Next(tfd.Reset())
+			if err != nil {
+				_ = tfr.Close()
+				return err
+			}
+			if d == nil {
+				break
+			}
+			tf := float64(d.Freq)
+			dl := fieldLength(d.Norm) - 1
+			acc[s.keys.key(d.ID)] += w * tf / (tf + k1*(1-b+b*dl/avgdl))
+		}
+		if err := tfr.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scores returns the BM25 score of every matching document for q.
+func (s *scorer) scores(q []qterm) (map[uint64]float64, error) {
+	acc := make(map[uint64]float64, 256)
+	if err := s.accumulate(acc, fieldBody, s.stats.body, q, 1); err != nil {
+		return nil, err
+	}
+	if s.ft.titleWeight > 0 {
+		if err := s.accumulate(acc, fieldTitle, s.stats.title, q, s.ft.titleWeight); err != nil {
+			return nil, err
+		}
+	}
+	return acc, nil
+}
+
+// hit is a scored document.
+type hit struct {
+	key   uint64
+	score float64
+	id    string // external id, once resolved
+}
+
+// hitHeap is a min-heap by (score, then larger key first) for top-k selection.
+type hitHeap []hit
+
+func (h hitHeap) Len() int { return len(h) }
+func (h hitHeap) Less(i, j int) bool {
+	if h[i].score != h[j].score {
+		return h[i].score < h[j].score
+	}
+	return h[i].key > h[j].key
+}
+func (h hitHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *hitHeap) Push(x any)   { *h = append(*h, x.(hit)) }
+func (h *hitHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// top returns the k best admitted documents of acc with their external
+// ids, best first (ties by external id).
+func (s *scorer) top(acc map[uint64]float64, k int) ([]hit, error) {
+	h := make(hitHeap, 0, min(k, len(acc)))
+	for key, sc := range acc {
+		if s.allow != nil && !s.allow[key] || s.deny != nil && s.deny[key] {
+			continue
+		}
+		x := hit{key: key, score: sc}
+		if len(h) < k {
+			heap.Push(&h, x)
+		} else if sc > h[0].score || sc == h[0].score && key < h[0].key {
+			h[0] = x
+			heap.Fix(&h, 0)
+		}
+	}
+	out := []hit(h)
+	for i := range out {
+		id, err := s.r.ExternalID(s.keys.id(out[i].key))
+		if err != nil {
+			return nil, err
+		}
+		out[i].id = id
+	}
+	sortHits(out)
+	return out, nil
+}
+
+func sortHits(hs []hit) {
+	sort.Slice(hs, func(i, j int) bool {
+		if hs[i].score != hs[j].score {
+			return hs[i].score > hs[j].score
+		}
+		return hs[i].id < hs[j].id
+	})
+}
+
+// postings adds every document of term in field to set.
+func (s *scorer) postings(set map[uint64]bool, field, term string) error {
+	tfr, err := s.r.TermFieldReader(s.ctx, []byte(term), field, false, false, false)
+	if err != nil {
+		return err
+	}
+	defer tfr.Close()
+	var tfd index.TermFieldDoc
+	for {
+		d, err := tfr.Next(tfd.Reset())
+		if err != nil {
+			return err
+		}
+		if d == nil {
+			return nil
+		}
+		set[s.keys.key(d.ID)] = true
+	}
+}
+
+// setFilter turns the doc-type and source parts of f into the allow or deny
+// set, whichever is smaller. Attribute filters are left to the caller.
+func (s *scorer) setFilter(f *driver.Filter) error {
+	if f.SourceURL != "" {
+		s.allow = map[uint64]bool{}
+		if err := s.postings(s.allow, fieldSource, f.SourceURL); err != nil {
+			return err
+		}
+		// Doc types are then checked by the caller against the records:
+		// one source's chunks are few.
+		return nil
+	}
+	if len(f.DocTypes) == 0 {
+		return nil
+	}
+	want := map[string]bool{}
+	for _, t := range f.DocTypes {
+		want[t] = true
+	}
+	dict, err := s.r.FieldDict(fieldDocType)
+	if err != nil {
+		return err
+	}
+	var in, out []string
+	var nIn, nOut uint64
+	for {
+		e, err := dict.Next()
+		if err != nil {
+			_ = dict.Close()
+			return err
+		}
+		if e == nil {
+			break
+		}
+		if want[e.Term] {
+			in, nIn = append(in, e.Term), nIn+e.Count
+		} else {
+			out, nOut = append(out, e.Term), nOut+e.Count
+		}
+	}
+	if err := dict.Close(); err != nil {
+		return err
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	terms := out
+	if nIn <= nOut {
+		s.allow, terms = map[uint64]bool{}, in
+	} else {
+		s.deny = map[uint64]bool{}
+	}
+	set := s.allow
+	if set == nil {
+		set = s.deny
+	}
+	for _, t := range terms {
+		if err := s.postings(set, fieldDocType, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// search returns the ids and BM25 scores of the best k matches of text under
+// f, best first. body, when the configuration needs documents' text
+// (proximity, feedback), returns a record's analysed text by id.
+func (ft *fullText) search(ctx context.Context, bi bleve.Index, text string, k int, f *driver.Filter, body func(id string) (string, bool)) ([]string, []float64, error) {
+	ids, scores, err := ft.searchIndex(ctx, bi, text, k, f, body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("index: full-text search: %w", err)
+	}
+	return ids, scores, nil
+}
+
+func (ft *fullText) searchIndex(ctx context.Context, bi bleve.Index, text string, k int, f *driver.Filter, body func(id string) (string, bool)) ([]string, []float64, error) {
+	if k <= 0 {
+		return nil, nil, nil
+	}
+	qa := bi.Mapping().AnalyzerNamed(analyzerQuery)
+	if qa == nil {
+		return nil, nil, fmt.Errorf("the index has no %s analyzer", analyzerQuery)
+	}
+	toks := analyze(qa, text)
+	q := bagOfWords(toks)
+	if len(q) == 0 {
+		return nil, nil, nil
+	}
+	adv, err := bi.Advanced()
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer r.Close()
+	s := &scorer{ft: ft, ctx: ctx, r: r}
+	if s.stats, err = ft.collection(ctx, r); err != nil {
+		return nil, nil, err
+	}
+	if err := s.setFilter(f); err != nil {
+		return nil, nil, err
+	}
+	acc, err := s.scores(q)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ft.fb != nil && body != nil {
+		fbq, err := s.feedback(acc, q, qa, body)
+		if err != nil {
+			return nil, nil, err
+		}
+		if fbq != nil {
+			if acc, err = s.scores(fbq); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	depth := k
+	prox := ft.proximity > 0 && body != nil && len(q) > 1
+	if prox {
+		depth = max(k, ft.proxDepth)
+	}
+	hits, err := s.top(acc, depth)
+	if err != nil {
+		return nil, nil, err
+	}
+	if prox {
+		// Only the best proxDepth are boosted; the boost is never negative,
+		// so they stay above the rest.
+		s.proximityRescore(hits[:min(len(hits), ft.proxDepth)], toks, qa, body)
+		sortHits(hits)
+		hits = hits[:min(k, len(hits))]
+	}
+	ids := make([]string, len(hits))
+	scores := make([]float64, len(hits))
+	for i, h := range hits {
+		ids[i], scores[i] = h.id, h.score
+	}
+	return ids, scores, nil
+}
+
+// bodyText returns the text bleve indexes in the body field of record id.
+func (b *Backend) bodyText(id string) (string, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	r, ok := b.records[id]
+	if !ok {
+		return "", false
+	}
+	s, _ := bleveDoc(r)[fieldBody].(string)
+	return s, true
+}

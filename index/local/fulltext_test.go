@@ -1,0 +1,314 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ragmem/ragmem/index/driver"
+)
+
+var fctx = context.Background()
+
+// plain is a full-text configuration without analysis beyond lower-casing,
+// so that hand computations stay simple.
+var plain = &FullTextOptions{K1: 1.2, B: 0.75, StopWords: StopNone, Stemmer: StemNone, TitleWeight: -1}
+
+func rec(id, title, content, docType string) driver.Record {
+	return driver.Record{ID: id, SourceURL: "src://" + id, Title: title, Content: content, DocType: docType, Vector: []float32{1, 0}}
+}
+
+func openFT(t *testing.T, dir string, o *FullTextOptions, recs ...driver.Record) *Backend {
+	t.Helper()
+	b, err := Open(fctx, dir, &Options{FullText: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) > 0 {
+		if err := b.Apply(fctx, &driver.Batch{Put: recs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+func searchText(t *testing.T, b *Backend, q string, k int, f driver.Filter) ([]string, []float64) {
+	t.Helper()
+	hits, err := b.SearchText(fctx, q, k, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(hits))
+	scores := make([]float64, len(hits))
+	for i, h := range hits {
+		ids[i], scores[i] = h.Record.ID, h.Score
+	}
+	return ids, scores
+}
+
+func approx(a, b float64) bool { return math.Abs(a-b) < 1e-4 }
+
+// Three documents of lengths 3, 2 and 4 (average 3), query "apple cherry":
+//
+//	idf(apple)  = ln(1 + (3−1+0.5)/(1+0.5)) = ln(2.6667) = 0.98083
+//	idf(cherry) = ln(1 + (3−2+0.5)/(2+0.5)) = ln(1.6)    = 0.47000
+//	d1: apple×2, |d|=3:  0.98083 · 2/(2 + 1.2·(0.25 + 0.75·3/3)) = 0.98083 · 0.625  = 0.61302
+//	d3: cherry×3, |d|=4: 0.47000 · 3/(3 + 1.2·(0.25 + 0.75·4/3)) = 0.47000 · 0.6667 = 0.31333
+//	d2: cherry×1, |d|=2: 0.47000 · 1/(1 + 1.2·(0.25 + 0.75·2/3)) = 0.47000 · 0.5263 = 0.24737
+func TestBM25HandComputed(t *testing.T) {
+	b := openFT(t, t.TempDir(), plain,
+		rec("d1", "", "Apple banana apple", driver.DocKnowledge),
+		rec("d2", "", "banana cherry", driver.DocKnowledge),
+		rec("d3", "", "cherry cherry cherry date", driver.DocKnowledge))
+	defer b.Close()
+	ids, scores := searchText(t, b, "apple cherry", 10, driver.Filter{})
+	want := []struct {
+		id    string
+		score float64
+	}{{"d1", 0.61302}, {"d3", 0.31333}, {"d2", 0.24737}}
+	if len(ids) != len(want) {
+		t.Fatalf("hits %v", ids)
+	}
+	for i, w := range want {
+		if ids[i] != w.id || !approx(scores[i], w.score) {
+			t.Errorf("hit %d = %s %.5f, want %s %.5f", i, ids[i], scores[i], w.id, w.score)
+		}
+	}
+	// A repeated query term counts twice (Anserini's bag of words).
+	_, s2 := searchText(t, b, "apple apple", 1, driver.Filter{})
+	if !approx(s2[0], 2*0.61302) {
+		t.Errorf("apple apple: %.5f, want %.5f", s2[0], 2*0.61302)
+	}
+	// After a delete the statistics follow: N = 2, lengths 2 and 4,
+	//	idf(cherry) = ln(1 + 0.5/2.5) = 0.18232; d3: 0.18232 · 3/(3 + 1.2·1.25) = 0.12155.
+	if err := b.Apply(fctx, &driver.Batch{DeleteIDs: []string{"d1"}}); err != nil {
+		t.Fatal(err)
+	}
+	ids, scores = searchText(t, b, "apple cherry", 10, driver.Filter{})
+	if len(ids) != 2 || ids[0] != "d3" || !approx(scores[0], 0.12155) {
+		t.Errorf("after delete: %v %v", ids, scores)
+	}
+	// Nothing matches: no hits, no error; a blank or stop-word query too.
+	for _, q := range []string{"zebra", "", "   ", "\x00"} {
+		if ids, _ := searchText(t, b, q, 10, driver.Filter{}); len(ids) != 0 {
+			t.Errorf("%q: %v", q, ids)
+		}
+	}
+}
+
+// Filters are applied before the top k is cut: the best knowledge chunk is
+// found even when preferences score higher.
+func TestFullTextFilters(t *testing.T) {
+	var recs []driver.Record
+	for _, id := range []string{"p1", "p2", "p3"} {
+		recs = append(recs, rec(id, "", "kiwi kiwi kiwi", driver.DocPreference))
+	}
+	recs = append(recs, rec("k1", "", "kiwi and a lot of other words here", driver.DocKnowledge))
+	recs = append(recs, rec("m1", "", "kiwi kiwi", driver.DocMemory))
+	b := openFT(t, t.TempDir(), plain, recs...)
+	defer b.Close()
+	if ids, _ := searchText(t, b, "kiwi", 1, driver.Filter{DocTypes: []string{driver.DocKnowledge}}); len(ids) != 1 || ids[0] != "k1" {
+		t.Errorf("knowledge only: %v", ids)
+	}
+	// The scorer itself applies the filter (SearchText would otherwise have
+	// to ask again for more).
+	for _, f := range []driver.Filter{{DocTypes: []string{driver.DocKnowledge}}, {SourceURL: "src://k1"}} {
+		if ids, _, err := b.ft.search(fctx, b.bl, "kiwi", 1, &f, nil); err != nil || len(ids) != 1 || ids[0] != "k1" {
+			t.Errorf("scorer with filter %+v: %v %v", f, ids, err)
+		}
+	}
+	if ids, _ := searchText(t, b, "kiwi", 10, driver.Filter{DocTypes: []string{driver.DocKnowledge, driver.DocMemory}}); len(ids) != 2 || ids[0] != "m1" {
+		t.Errorf("knowledge and memory: %v", ids)
+	}
+	if ids, _ := searchText(t, b, "kiwi", 10, driver.Filter{SourceURL: "src://p2"}); len(ids) != 1 || ids[0] != "p2" {
+		t.Errorf("one source: %v", ids)
+	}
+	if ids, _ := searchText(t, b, "kiwi", 10, driver.Filter{DocTypes: []string{"none-such"}}); len(ids) != 0 {
+		t.Errorf("unknown doc type: %v", ids)
+	}
+}
+
+// The title field adds TitleWeight times its own BM25 score: of two chunks
+// with the same text, the one whose title matches ranks first, and by
+// exactly the title's share.
+func TestTitleWeight(t *testing.T) {
+	recs := []driver.Record{
+		rec("a", "Solar panels", "how to clean them", driver.DocKnowledge),
+		rec("b", "Wind turbines", "how to clean them", driver.DocKnowledge),
+	}
+	o := *plain
+	off := openFT(t, t.TempDir(), &o, recs...)
+	_, base := searchText(t, off, "clean solar", 2, driver.Filter{})
+	off.Close()
+	o.TitleWeight = 0.5
+	on := openFT(t, t.TempDir(), &o, recs...)
+	defer on.Close()
+	ids, with := searchText(t, on, "clean solar", 2, driver.Filter{})
+	if ids[0] != "a" || with[0] <= base[0] || !approx(with[1], base[1]) {
+		t.Errorf("with title field: %v %v, without %v", ids, with, base)
+	}
+}
+
+// Proximity lifts the chunk where the query's words stand together.
+func TestProximity(t *testing.T) {
+	recs := []driver.Record{
+		rec("apart", "", "heat flows in one direction while exchange of mass goes the other way", driver.DocKnowledge),
+		rec("together", "", "mass goes one direction while heat exchange flows the other way in it", driver.DocKnowledge),
+	}
+	o := *plain
+	b := openFT(t, t.TempDir(), &o, recs...)
+	ids, s := searchText(t, b, "heat exchange", 2, driver.Filter{})
+	b.Close()
+	if !approx(s[0], s[1]) {
+		t.Fatalf("the two chunks should tie without proximity: %v %v", ids, s)
+	}
+	o.Proximity = 1
+	b = openFT(t, t.TempDir(), &o, recs...)
+	defer b.Close()
+	if ids, s := searchText(t, b, "heat exchange", 2, driver.Filter{}); ids[0] != "together" || s[0] <= s[1] {
+		t.Errorf("with proximity: %v %v", ids, s)
+	}
+}
+
+// RM3 brings in a chunk that shares no word with the query but many with
+// the chunks the query finds.
+func TestRM3Expansion(t *testing.T) {
+	recs := []driver.Record{
+		rec("q1", "", "myocardial infarction treated with thrombolysis and aspirin", driver.DocKnowledge),
+		rec("q2", "", "myocardial infarction outcomes after thrombolysis and aspirin", driver.DocKnowledge),
+		rec("x", "", "thrombolysis aspirin thrombolysis aspirin regimen", driver.DocKnowledge),
+	}
+	for i := 0; i < 40; i++ { // background, so that expansion terms are not too common
+		recs = append(recs, rec("bg"+string(rune('a'+i%26))+string(rune('a'+i/26)), "", "unrelated text about gardening and soil", driver.DocKnowledge))
+	}
+	o := *plain
+	b := openFT(t, t.TempDir(), &o, recs...)
+	ids, _ := searchText(t, b, "myocardial infarction", 10, driver.Filter{})
+	b.Close()
+	for _, id := range ids {
+		if id == "x" {
+			t.Fatalf("x found without feedback: %v", ids)
+		}
+	}
+	o.Feedback = &Feedback{Docs: 2, Terms: 5}
+	b = openFT(t, t.TempDir(), &o, recs...)
+	defer b.Close()
+	ids, _ = searchText(t, b, "myocardial infarction", 10, driver.Filter{})
+	if len(ids) != 3 || ids[2] != "x" {
+		t.Errorf("with RM3: %v, want q1/q2 then x", ids)
+	}
+}
+
+// A store whose full-text index was built with another analysis (or before
+// ragmem recorded one) is rebuilt on open; a query-time change is not.
+func TestAnalysisChangeRebuilds(t *testing.T) {
+	dir := t.TempDir()
+	recs := []driver.Record{rec("a", "", "the running dogs", driver.DocKnowledge), rec("b", "", "a cat", driver.DocKnowledge)}
+	b := openFT(t, dir, &FullTextOptions{Stemmer: StemNone}, recs...)
+	if ids, _ := searchText(t, b, "dog", 5, driver.Filter{}); len(ids) != 0 {
+		t.Fatalf("without stemming, dog matched %v", ids)
+	}
+	b.Close()
+
+	b = openFT(t, dir, &FullTextOptions{Stemmer: StemNone, K1: 2})
+	if b.Recovery().BleveRebuilt {
+		t.Error("a query-time change rebuilt the index")
+	}
+	b.Close()
+
+	b = openFT(t, dir, nil) // Porter stemming
+	if !b.Recovery().BleveRebuilt {
+		t.Error("an analysis change did not rebuild the index")
+	}
+	if ids, _ := searchText(t, b, "dog", 5, driver.Filter{}); len(ids) != 1 || ids[0] != "a" {
+		t.Errorf("after rebuild, dog: %v", ids)
+	}
+	// An index from before analysis versions (no key) is rebuilt too.
+	if err := b.bl.DeleteInternal([]byte(analysisKey)); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	b = openFT(t, dir, nil)
+	defer b.Close()
+	if !b.Recovery().BleveRebuilt {
+		t.Error("an unversioned index was not rebuilt")
+	}
+	if probs, err := b.Check(fctx); err != nil || len(probs) != 0 {
+		t.Errorf("check: %v %v", probs, err)
+	}
+}
+
+// The length marker never matches a query and is not counted in lengths.
+func TestLengthMarker(t *testing.T) {
+	b := openFT(t, t.TempDir(), plain, rec("a", "", "one two three", driver.DocKnowledge), rec("b", "", "four", driver.DocKnowledge))
+	defer b.Close()
+	adv, _ := b.bl.Advanced()
+	r, _ := adv.Reader()
+	defer r.Close()
+	st, err := readFieldStats(fctx, r, fieldBody)
+	if err != nil || st.docs != 2 || st.sumLen != 4 {
+		t.Errorf("stats %+v, %v; want 2 documents of 4 tokens", st, err)
+	}
+	if ids, _ := searchText(t, b, markerTerm, 5, driver.Filter{}); len(ids) != 0 {
+		t.Errorf("the marker matched %v", ids)
+	}
+}
+
+func TestParseFullTextOptions(t *testing.T) {
+	o, err := ParseFullTextOptions("k1=0.9, b=0, stem=Snowball, stop=lucene, title=0, prox=0.5@50, rm3=5/20/0.6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := FullTextOptions{K1: 0.9, B: -1, Stemmer: StemSnowball, StopWords: StopLucene, TitleWeight: -1,
+		Proximity: 0.5, ProximityDepth: 50, Feedback: &Feedback{Docs: 5, Terms: 20, OriginalWeight: 0.6}}
+	if o.K1 != want.K1 || o.B != want.B || o.Stemmer != want.Stemmer || o.StopWords != want.StopWords ||
+		o.TitleWeight != want.TitleWeight || o.Proximity != want.Proximity || o.ProximityDepth != want.ProximityDepth ||
+		*o.Feedback != *want.Feedback {
+		t.Errorf("got %+v", o)
+	}
+	ft := newFullText(o)
+	if ft.b != 0 || ft.titleWeight != 0 || !strings.Contains(ft.String(), "rm3(docs=5,terms=20,orig=0.6)") {
+		t.Errorf("resolved %s", ft)
+	}
+	if o, err := ParseFullTextOptions(""); o != nil || err != nil {
+		t.Errorf("empty: %v %v", o, err)
+	}
+	if o, _ := ParseFullTextOptions("rm3=1"); o.Feedback == nil || newFullText(o).fb.Docs != 10 {
+		t.Errorf("rm3=1: %+v", o)
+	}
+	for _, bad := range []string{"k1", "k1=x", "k1=-1", "b=2", "stem=lancaster", "stop=french", "rm3=1/2", "rm3=0/10/0.5",
+		"k1=1,k1=2", "foo=1", "prox=1@0", "title=NaN"} {
+		if _, err := ParseFullTextOptions(bad); !errors.Is(err, ErrBadFullTextSpec) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+func FuzzParseFullTextOptions(f *testing.F) {
+	for _, s := range []string{"k1=1.2,b=0.75", "stem=none,stop=none,title=0.3", "prox=0.2@10,rm3=10/10/0.5", "rm3=1", ",=,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		o, err := ParseFullTextOptions(s)
+		if err != nil {
+			return
+		}
+		ft := newFullText(o)
+		if !(ft.k1 > 0) || ft.b < 0 || ft.b > 1 || ft.titleWeight < 0 || ft.proximity < 0 || ft.proxDepth <= 0 {
+			t.Fatalf("%q resolved to %s", s, ft)
+		}
+	})
+}
+
+// Sanity of the defaults: a fresh store reports them.
+func TestFullTextDefaults(t *testing.T) {
+	b := openFT(t, filepath.Join(t.TempDir(), "s"), nil)
+	defer b.Close()
+	want := "bm25-v1/unicode/possessive/lower/stop=english/stem=porter/title k1=1.2 b=0.75 title=0.3"
+	if got := b.FullTextConfig(); got != want {
+		t.Errorf("FullTextConfig() = %q, want %q", got, want)
+	}
+}
