@@ -48,6 +48,7 @@ import (
 	chromem "github.com/philippgille/chromem-go"
 
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/index/vecindex"
 )
 
 // Options configure a local backend. A nil *Options means all defaults.
@@ -57,6 +58,8 @@ type Options struct {
 	// CheckpointBytes is the journal size that triggers a new snapshot.
 	// Default 64 MiB.
 	CheckpointBytes int64
+	// Vectors configures the vector index (vector.go). Default: vecindex defaults.
+	Vectors *vecindex.Options
 
 	fs vfs // file layer for the store's own files; default the OS (tests inject faults)
 }
@@ -84,8 +87,10 @@ type Backend struct {
 	lastSync time.Time
 	closed   bool
 
-	coll *chromem.Collection
-	bl   bleve.Index
+	coll    *chromem.Collection
+	bl      bleve.Index
+	vx      *vecindex.Index // answers vector queries (vector.go)
+	vecOpts *vecindex.Options
 
 	report Recovery
 }
@@ -119,6 +124,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Backend, error) {
 		fs:       opts.fs,
 		log:      opts.Logger,
 		ckpt:     opts.CheckpointBytes,
+		vecOpts:  opts.Vectors,
 		records:  map[string]*driver.Record{},
 		bySource: map[string]map[string]struct{}{},
 		meta:     map[string]string{},
@@ -302,7 +308,7 @@ func (b *Backend) buildVectors(ctx context.Context) error {
 			return fmt.Errorf("index: load vector of %s: %w", r.ID, err)
 		}
 	}
-	return nil
+	return b.loadVectors()
 }
 
 func (b *Backend) recoverBleve(ctx context.Context, ops []batchOp) error {
@@ -713,6 +719,7 @@ func (b *Backend) Apply(ctx context.Context, bt *driver.Batch) error {
 			b.log.Error("index: vector collection rejected a record", "id", put[i].ID, "err", err)
 		}
 	}
+	b.applyVectors(del, put)
 	if b.journal.size >= b.ckpt {
 		if err := b.checkpointLocked(); err != nil {
 			b.log.Warn("index: checkpoint failed; the journal keeps growing until one succeeds", "err", err)
@@ -983,86 +990,12 @@ func (b *Backend) readableLocked() error {
 	return b.readable()
 }
 
-// SearchVector implements driver.Backend. chromem-go's exhaustive search is
-// asked for at most as many results as the collection holds, once per doc type
-// when the filter names several.
+// SearchVector implements driver.Backend; the vector index answers it.
 func (b *Backend) SearchVector(ctx context.Context, vec []float32, k int, f driver.Filter) ([]driver.Hit, error) {
-	if err := b.readableLocked(); err != nil {
-		return nil, err
-	}
 	if k <= 0 || len(vec) == 0 {
-		return nil, nil
+		return nil, b.readableLocked()
 	}
-	b.mu.RLock()
-	dim := b.dim
-	b.mu.RUnlock()
-	if dim != 0 && len(vec) != dim {
-		return nil, fmt.Errorf("%w: query vector has %d dimensions, the store holds %d", driver.ErrInvalid, len(vec), dim)
-	}
-	var norm float64
-	for _, x := range vec {
-		norm += float64(x) * float64(x)
-	}
-	if norm == 0 || norm != norm {
-		return nil, nil
-	}
-	types := f.DocTypes
-	if len(types) == 0 {
-		types = []string{""}
-	}
-	var hits []driver.Hit
-	for _, dt := range types {
-		where := map[string]string{}
-		if dt != "" {
-			where[fieldDocType] = dt
-		}
-		if f.SourceURL != "" {
-			where[fieldSource] = f.SourceURL
-		}
-		for k2, v := range f.Attrs {
-			where["attr."+k2] = v
-		}
-		n := min(k, b.coll.Count())
-		if n == 0 {
-			continue
-		}
-		if len(where) == 0 {
-			where = nil
-		}
-		res, err := b.coll.QueryEmbedding(ctx, vec, n, where, nil)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			// chromem-go counts documents and queries under separate locks;
-			// a concurrent delete can make n exceed the count. Retry smaller.
-			if n2 := min(k, b.coll.Count()); n2 < n && n2 > 0 {
-				res, err = b.coll.QueryEmbedding(ctx, vec, n2, where, nil)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("index: vector search failed: %v", err)
-			}
-		}
-		b.mu.RLock()
-		for _, r := range res {
-			rec, ok := b.records[r.ID]
-			if !ok {
-				continue
-			}
-			hits = append(hits, driver.Hit{Record: copyRecord(rec, false), Score: float64(r.Similarity)})
-		}
-		b.mu.RUnlock()
-	}
-	sort.SliceStable(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
-		}
-		return hits[i].Record.ID < hits[j].Record.ID
-	})
-	if len(hits) > k {
-		hits = hits[:k]
-	}
-	return hits, nil
+	return b.searchVectors(ctx, vec, k, f)
 }
 
 // Meta implements driver.Backend.
@@ -1153,6 +1086,9 @@ func (b *Backend) Close() error {
 		if err := b.bl.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("index: close full-text index: %w", err))
 		}
+	}
+	if b.vx != nil {
+		b.vx.Close()
 	}
 	if err := b.lock.unlock(); err != nil {
 		errs = append(errs, err)
