@@ -53,6 +53,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newIndexCmd(g), newSearchCmd(g), newContextCmd(g), newPrefsCmd(g),
 		newRmCmd(g), newStatsCmd(g), newSourcesCmd(g), newDemoCmd(g),
+		newBenchCmd(g),
 	)
 	return root
 }

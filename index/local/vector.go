@@ -105,3 +105,9 @@ func (b *Backend) VectorIndexStats() vecindex.Stats { return b.vx.Stats() }
 func (b *Backend) VectorRecall(queries [][]float32, k int) (float64, error) {
 	return b.vx.Recall(queries, k, nil)
 }
+
+// VectorSearchExact runs the vector index's exhaustive scan for the top k
+// knowledge chunks (benchmarks compare it with the approximate search).
+func (b *Backend) VectorSearchExact(vec []float32, k int) ([]vecindex.Result, error) {
+	return b.vx.SearchExact(vec, k, &vecindex.Filter{DocTypes: []string{driver.DocKnowledge}})
+}

@@ -32,6 +32,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/viterin/vek/vek32"
 )
@@ -55,6 +56,12 @@ type Options struct {
 	EfSearch int
 	// Seed seeds the level generator. Default 1.
 	Seed int64
+	// EagerGraph builds the graph as soon as GraphThreshold is reached.
+	// Default false: the graph is built after the first dense query (more
+	// than half of its dimensions non-zero), since sparse queries, such as
+	// those of the lexical embedder, are answered by the quantised scan
+	// whatever the index size and never use it.
+	EagerGraph bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -128,6 +135,8 @@ type Index struct {
 	nType   []int // live vectors per type
 	deleted int
 	g       *graph // nil below the threshold
+	quant   quantStore
+	dense   atomic.Bool // a dense query was seen: the graph is worth building
 	// graveyard keeps the vectors of deleted slots, which graph walks still
 	// pass through, until the next compaction.
 	graveyard map[int32][]float32
@@ -254,6 +263,9 @@ func (x *Index) Add(items []Item) error {
 			return fmt.Errorf("%w: %q has %d dimensions, the index %d", ErrDimension, items[i].ID, len(items[i].Vector), dim)
 		}
 	}
+	if x.dim == 0 {
+		x.quant.reset(dim)
+	}
 	x.dim = dim
 	for i := range items {
 		it := &items[i]
@@ -264,6 +276,7 @@ func (x *Index) Add(items []Item) error {
 		t := x.typeOf(it.DocType)
 		s := x.sourceOf(it.Source)
 		x.vecs = append(x.vecs, normalised(it.Vector))
+		x.quant.set(int(slot), x.vecs[slot])
 		x.ids = append(x.ids, it.ID)
 		x.docType = append(x.docType, t)
 		x.source = append(x.source, s)
@@ -307,6 +320,7 @@ func (x *Index) deleteSlot(slot int32) {
 	}
 	x.graveyard[slot] = x.vecs[slot]
 	x.vecs[slot] = nil
+	x.quant.clear(int(slot))
 	x.deleted++
 }
 
@@ -316,11 +330,20 @@ func (x *Index) maintain() {
 	if x.deleted > 1024 && x.deleted*4 > len(x.vecs) {
 		x.compact()
 	}
-	if x.opt.GraphThreshold >= 0 && len(x.slotOf) >= x.opt.GraphThreshold && (x.g == nil || x.g.n < len(x.vecs)) {
-		select {
-		case x.wake <- struct{}{}:
-		default:
-		}
+	if x.graphWanted() && (x.g == nil || x.g.n < len(x.vecs)) {
+		x.wakeBuilder()
+	}
+}
+
+// graphWanted reports whether the graph should exist (mu held).
+func (x *Index) graphWanted() bool {
+	return x.opt.GraphThreshold >= 0 && len(x.slotOf) >= x.opt.GraphThreshold && (x.opt.EagerGraph || x.dense.Load())
+}
+
+func (x *Index) wakeBuilder() {
+	select {
+	case x.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -370,6 +393,10 @@ func (x *Index) compact() {
 		src[i] = remap[src[i]]
 	}
 	x.vecs, x.ids, x.docType, x.source, x.srcIDs, x.bySrc = vecs, ids, dt, src, srcIDs, bySrc
+	x.quant.reset(x.dim)
+	for slot, v := range x.vecs {
+		x.quant.set(slot, v)
+	}
 	x.deleted = 0
 	x.graveyard = nil
 	x.g = nil
@@ -387,6 +414,9 @@ type compiled struct {
 func (x *Index) compile(f *Filter) compiled {
 	c := compiled{src: -1, all: true}
 	if f == nil {
+		for i := range c.types {
+			c.types[i] = true
+		}
 		return c
 	}
 	if len(f.DocTypes) > 0 {
@@ -451,8 +481,9 @@ func (x *Index) matching(c *compiled) int {
 }
 
 // Search returns the k vectors most similar to q that pass f, best first
-// (ties by id). It is exact below the graph threshold and for selective
-// filters, and approximate (see Recall) when the graph answers.
+// (ties by id), with exact scores. Which vectors are considered is
+// approximate (see Recall): candidates come from the quantised scan, or for
+// dense queries on a large index from the HNSW graph.
 func (x *Index) Search(q []float32, k int, f *Filter) ([]Result, error) {
 	return x.search(q, k, f, false)
 }
@@ -478,6 +509,14 @@ func (x *Index) search(q []float32, k int, f *Filter, exact bool) ([]Result, err
 	}
 	var top topK
 	top.init(k)
+	sq := sparsify(q)
+	denseQ := len(sq.dims) > x.dim/2
+	if denseQ && !x.dense.Load() {
+		x.dense.Store(true)
+		if x.graphWanted() {
+			x.wakeBuilder()
+		}
+	}
 	switch {
 	case c.src >= 0:
 		// One source: score its few vectors.
@@ -486,9 +525,9 @@ func (x *Index) search(q []float32, k int, f *Filter, exact bool) ([]Result, err
 				top.push(vek32.Dot(q, x.vecs[slot]), slot)
 			}
 		}
-	case exact || x.g == nil || x.matching(&c) <= x.exactBelow(k):
+	case exact:
 		x.scan(q, &c, 0, len(x.vecs), &top)
-	default:
+	case denseQ && x.g != nil && x.matching(&c) > x.exactBelow(k):
 		ef := max(x.opt.EfSearch, 2*k)
 		x.g.search(x, q, ef, &c, &top)
 		// The vectors added since the graph was last extended.
@@ -496,10 +535,20 @@ func (x *Index) search(q []float32, k int, f *Filter, exact bool) ([]Result, err
 		if top.len() < k && top.len() < x.matching(&c) {
 			// A filter the graph walk could not satisfy: scan.
 			top.init(k)
-			x.scan(q, &c, 0, len(x.vecs), &top)
+			x.quantSearch(q, sq, &c, &top)
 		}
+	default:
+		x.quantSearch(q, sq, &c, &top)
 	}
 	return x.results(&top), nil
+}
+
+// quantSearch is the quantised scan with exact rescoring.
+func (x *Index) quantSearch(q []float32, sq sparseQuery, c *compiled, top *topK) {
+	var cand topK
+	cand.init(candidates(top.k))
+	x.scanQuant(sq, c, 0, len(x.vecs), &cand)
+	x.rescore(q, &cand, top)
 }
 
 // exactBelow is the number of matching vectors under which a scan is

@@ -167,7 +167,7 @@ func TestGraphRecall(t *testing.T) {
 	}
 	r := rand.New(rand.NewSource(7))
 	vecs := clustered(r, n, 64)
-	x := New(&Options{GraphThreshold: 1000})
+	x := New(&Options{GraphThreshold: 1000, EagerGraph: true})
 	defer x.Close()
 	items := make([]Item, n)
 	for i, v := range vecs {
@@ -270,7 +270,7 @@ func TestDimensionMismatch(t *testing.T) {
 // checks that the survivors are still found exactly.
 func TestCompaction(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
-	x := New(&Options{GraphThreshold: 500})
+	x := New(&Options{GraphThreshold: 500, EagerGraph: true})
 	defer x.Close()
 	ref := map[string]Item{}
 	var items []Item
@@ -308,7 +308,7 @@ func TestCompaction(t *testing.T) {
 func TestConcurrentSearchAndWrite(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
 	vecs := clustered(r, 3000, 32)
-	x := New(&Options{GraphThreshold: 300})
+	x := New(&Options{GraphThreshold: 300, EagerGraph: true})
 	defer x.Close()
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
