@@ -135,13 +135,19 @@ func (x *Index) scanQuantRange(sq sparseQuery, c *compiled, lo, hi int, cand *to
 			col := blk[d*blockSize+off : d*blockSize+off+n]
 			axpyInt8(a, col, sq.vals[k])
 		}
+		scales := qs.scale[start:end]
 		for j, s := range a {
-			slot := start + j
-			sc := qs.scale[slot]
-			if sc == 0 || !x.match(c, int32(slot)) {
-				continue
+			sc := scales[j]
+			if sc == 0 {
+				continue // deleted
 			}
-			cand.push(s*sc, int32(slot))
+			v := s * sc
+			if len(cand.items) == cand.k && v < cand.items[0].score {
+				continue // cannot enter the candidates: skip the filter
+			}
+			if slot := int32(start + j); x.match(c, slot) {
+				cand.push(v, slot)
+			}
 		}
 		start = end
 	}
