@@ -20,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -523,15 +522,6 @@ func indexCorpus(ctx context.Context, ix *index.Index, c *corpus, o benchOptions
 	default:
 		return nil
 	}
-}
-
-// cpuSeconds is the process's user + system CPU time.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // waitGraph waits until the vector index's background graph covers every
