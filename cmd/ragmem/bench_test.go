@@ -13,7 +13,7 @@ import (
 // checks that every figure is present and plausible.
 func TestBenchCommand(t *testing.T) {
 	exp := t.TempDir()
-	out := mustRun(t, "bench", "--corpora", "1500", "--queries", "30", "--peers", "--export", exp, "--work-dir", t.TempDir(), "--json")
+	out := mustRun(t, "bench", "--corpora", "800", "--queries", "30", "--peers", "--export", exp, "--work-dir", t.TempDir(), "--json")
 	var rs []benchResult
 	if err := json.Unmarshal([]byte(out), &rs); err != nil {
 		t.Fatalf("bench --json: %v\n%s", err, out)
@@ -22,7 +22,7 @@ func TestBenchCommand(t *testing.T) {
 		t.Fatalf("%d results", len(rs))
 	}
 	r := rs[0]
-	if r.Documents != 1500 || r.Chunks < 1500 || r.Dimension != 384 {
+	if r.Documents != 800 || r.Chunks < 800 || r.Dimension != 384 {
 		t.Fatalf("corpus figures: %+v", r)
 	}
 	for name, l := range map[string]latency{"hybrid": r.Hybrid, "vector": r.Vector, "fulltext": r.FullText, "top50": r.VectorTop50} {
@@ -40,12 +40,12 @@ func TestBenchCommand(t *testing.T) {
 		t.Errorf("peers: %+v", r.Peers)
 	}
 	for _, f := range []string{"chunks.jsonl", "chunk_vectors.f32", "queries.jsonl", "query_vectors.f32", "meta.json"} {
-		st, err := os.Stat(filepath.Join(exp, "1500", f))
+		st, err := os.Stat(filepath.Join(exp, "800", f))
 		if err != nil || st.Size() == 0 {
 			t.Errorf("export %s: %v", f, err)
 		}
 	}
-	if st, _ := os.Stat(filepath.Join(exp, "1500", "chunk_vectors.f32")); st != nil && st.Size() != int64(r.Chunks*384*4) {
+	if st, _ := os.Stat(filepath.Join(exp, "800", "chunk_vectors.f32")); st != nil && st.Size() != int64(r.Chunks*384*4) {
 		t.Errorf("chunk_vectors.f32 has %d bytes for %d chunks", st.Size(), r.Chunks)
 	}
 	text := mustRun(t, "bench", "--corpora", "300", "--queries", "10")

@@ -162,7 +162,7 @@ func TestExactMatchesBruteForce(t *testing.T) {
 // the exact scan, unfiltered and with a filter that matches most vectors.
 func TestGraphRecall(t *testing.T) {
 	n := 6000
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		n = 3000
 	}
 	r := rand.New(rand.NewSource(7))
