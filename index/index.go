@@ -486,6 +486,29 @@ func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error)
 	for i := range docs {
 		last[strings.TrimSpace(docs[i].SourceURL)] = i
 	}
+	// Chunk the documents in parallel (chunking is CPU-bound), then
+	// collect them in input order.
+	preps := make([]*prepared, len(docs))
+	errs := make([]error, len(docs))
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for w := 0; w < min(ix.conc, len(docs)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(docs) {
+					return
+				}
+				if last[strings.TrimSpace(docs[i].SourceURL)] != i {
+					continue
+				}
+				preps[i], errs[i] = ix.prepare(ctx, docs[i], now)
+			}
+		}()
+	}
+	wg.Wait()
 	var work []*prepared
 	var recs []*Record
 	for i, d := range docs {
@@ -493,7 +516,7 @@ func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error)
 			results[i] = Result{SourceURL: d.SourceURL, Superseded: true}
 			continue
 		}
-		p, err := ix.prepare(ctx, d, now)
+		p, err := preps[i], errs[i]
 		if err != nil {
 			results[i] = Result{SourceURL: d.SourceURL, Err: err}
 			continue

@@ -55,6 +55,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newIndexCmd(g), newSearchCmd(g), newContextCmd(g), newPrefsCmd(g),
 		newRmCmd(g), newStatsCmd(g), newSourcesCmd(g), newDemoCmd(g),
+		newBenchCmd(g),
 	)
 	root.AddCommand(newMCPCmd(g), newServeCmd(g), newTokenCmd(g), newMemoryCmd(g), newCheckCmd(g), newMigrateCmd(g), newEvalCmd(g), newModelCmd(g))
 	return root

@@ -310,6 +310,7 @@ func (b *Backend) vectorsApply(del []string, put []driver.Record) {
 			b.log.Error("index: vector collection rejected a record", "id", put[i].ID, "err", err)
 		}
 	}
+	b.applyVectors(del, put)
 }
 
 // bleveBatch deletes del, indexes put and records seq in one bleve batch.

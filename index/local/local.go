@@ -61,6 +61,7 @@ import (
 	chromem "github.com/philippgille/chromem-go"
 
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/index/vecindex"
 	"github.com/ragmem/ragmem/internal/wal"
 )
 
@@ -88,6 +89,8 @@ type Options struct {
 	// nil: the FullTextOptions defaults. A store whose index was built with
 	// other analysis settings has its index rebuilt on open.
 	FullText *FullTextOptions
+	// Vectors configures the vector index (vector.go). Default: vecindex defaults.
+	Vectors *vecindex.Options
 
 	fs         wal.FS // file layer for the store's own files; default wal.OS (tests inject faults)
 	groupLimit int    // most mutations per group commit; default unlimited (benchmarks set 1)
@@ -130,8 +133,10 @@ type Backend struct {
 	lastSync time.Time
 	closed   bool
 
-	coll *chromem.Collection
-	bl   bleve.Index
+	coll    *chromem.Collection
+	bl      bleve.Index
+	vx      *vecindex.Index // answers vector queries (vector.go)
+	vecOpts *vecindex.Options
 
 	report Recovery
 }
@@ -172,6 +177,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Backend, error) {
 		readOnly:   opts.ReadOnly,
 		groupLimit: opts.groupLimit,
 		ft:         newFullText(opts.FullText),
+		vecOpts:    opts.Vectors,
 		records:    map[string]*driver.Record{},
 		bySource:   map[string]map[string]struct{}{},
 		meta:       map[string]string{},
@@ -403,86 +409,12 @@ func (b *Backend) readableLocked() error {
 	return b.readable()
 }
 
-// SearchVector implements driver.Backend. chromem-go's exhaustive search is
-// asked for at most as many results as the collection holds, once per doc type
-// when the filter names several.
+// SearchVector implements driver.Backend; the vector index answers it.
 func (b *Backend) SearchVector(ctx context.Context, vec []float32, k int, f driver.Filter) ([]driver.Hit, error) {
-	if err := b.readableLocked(); err != nil {
-		return nil, err
-	}
 	if k <= 0 || len(vec) == 0 {
-		return nil, nil
+		return nil, b.readableLocked()
 	}
-	b.mu.RLock()
-	dim := b.dim
-	b.mu.RUnlock()
-	if dim != 0 && len(vec) != dim {
-		return nil, fmt.Errorf("%w: query vector has %d dimensions, the store holds %d", driver.ErrInvalid, len(vec), dim)
-	}
-	var norm float64
-	for _, x := range vec {
-		norm += float64(x) * float64(x)
-	}
-	if norm == 0 || norm != norm {
-		return nil, nil
-	}
-	types := f.DocTypes
-	if len(types) == 0 {
-		types = []string{""}
-	}
-	var hits []driver.Hit
-	for _, dt := range types {
-		where := map[string]string{}
-		if dt != "" {
-			where[fieldDocType] = dt
-		}
-		if f.SourceURL != "" {
-			where[fieldSource] = f.SourceURL
-		}
-		for k2, v := range f.Attrs {
-			where["attr."+k2] = v
-		}
-		n := min(k, b.coll.Count())
-		if n == 0 {
-			continue
-		}
-		if len(where) == 0 {
-			where = nil
-		}
-		res, err := b.coll.QueryEmbedding(ctx, vec, n, where, nil)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			// chromem-go counts documents and queries under separate locks;
-			// a concurrent delete can make n exceed the count. Retry smaller.
-			if n2 := min(k, b.coll.Count()); n2 < n && n2 > 0 {
-				res, err = b.coll.QueryEmbedding(ctx, vec, n2, where, nil)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("index: vector search failed: %v", err)
-			}
-		}
-		b.mu.RLock()
-		for _, r := range res {
-			rec, ok := b.records[r.ID]
-			if !ok {
-				continue
-			}
-			hits = append(hits, driver.Hit{Record: copyRecord(rec, false), Score: float64(r.Similarity)})
-		}
-		b.mu.RUnlock()
-	}
-	sort.SliceStable(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
-		}
-		return hits[i].Record.ID < hits[j].Record.ID
-	})
-	if len(hits) > k {
-		hits = hits[:k]
-	}
-	return hits, nil
+	return b.searchVectors(ctx, vec, k, f)
 }
 
 // Meta implements driver.Backend.
@@ -555,6 +487,9 @@ func (b *Backend) Close() error {
 		if err := b.bl.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("index: close full-text index: %w", err))
 		}
+	}
+	if b.vx != nil {
+		b.vx.Close()
 	}
 	if err := b.lock.Unlock(); err != nil {
 		errs = append(errs, err)

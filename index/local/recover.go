@@ -424,7 +424,7 @@ func (b *Backend) buildVectors(ctx context.Context) error {
 	b.mu.Lock()
 	b.coll = coll
 	b.mu.Unlock()
-	return nil
+	return b.loadVectors()
 }
 
 // replayBleve brings bleve forward over the operations it missed by
