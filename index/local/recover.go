@@ -16,6 +16,7 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	chromem "github.com/philippgille/chromem-go"
 
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/wal"
 )
 
@@ -119,6 +120,9 @@ func (b *Backend) recover(ctx context.Context) error {
 		}
 		for k, v := range sd.meta {
 			b.meta[k] = v
+		}
+		if len(b.records) == 0 {
+			b.records = make(map[string]*driver.Record, len(sd.records))
 		}
 		for j := range sd.records {
 			b.putMem(&sd.records[j])
@@ -407,6 +411,18 @@ func (b *Backend) openBleve() (bleveState, error) {
 }
 
 func (b *Backend) buildVectors(ctx context.Context) error {
+	// The vector index is loaded while chromem-go's collection is filled;
+	// both only read the records.
+	vxErr := make(chan error, 1)
+	go func() { vxErr <- b.loadVectors() }()
+	if err := b.buildCollection(ctx); err != nil {
+		<-vxErr
+		return err
+	}
+	return <-vxErr
+}
+
+func (b *Backend) buildCollection(ctx context.Context) error {
 	db := chromem.NewDB()
 	coll, err := db.CreateCollection("chunks", nil, refuseEmbedding)
 	if err != nil {
@@ -424,7 +440,7 @@ func (b *Backend) buildVectors(ctx context.Context) error {
 	b.mu.Lock()
 	b.coll = coll
 	b.mu.Unlock()
-	return b.loadVectors()
+	return nil
 }
 
 // replayBleve brings bleve forward over the operations it missed by

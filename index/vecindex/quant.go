@@ -31,19 +31,23 @@ func (s *quantStore) reset(dim int) {
 	s.dim, s.blocks, s.scale = dim, nil, nil
 }
 
-// set stores the codes of slot (which is len(scale) or less).
-func (s *quantStore) set(slot int, v []float32) {
-	for slot/blockSize >= len(s.blocks) {
+// grow makes room for slots [0, n); set may then be called for different
+// slots from different goroutines.
+func (s *quantStore) grow(n int) {
+	for (n-1)/blockSize >= len(s.blocks) {
 		s.blocks = append(s.blocks, make([]int8, s.dim*blockSize))
 	}
-	for len(s.scale) <= slot {
-		s.scale = append(s.scale, 0)
+	if len(s.scale) < n {
+		s.scale = append(s.scale, make([]float32, n-len(s.scale))...)
 	}
+}
+
+// set stores the codes of slot (which is len(scale) or less).
+func (s *quantStore) set(slot int, v []float32) {
+	s.grow(slot + 1)
 	var m float32
 	for _, f := range v {
-		if a := float32(math.Abs(float64(f))); a > m {
-			m = a
-		}
+		m = max(m, f, -f)
 	}
 	b, off := s.blocks[slot/blockSize], slot%blockSize
 	if m == 0 {

@@ -3,6 +3,9 @@ package vecindex
 import (
 	"context"
 	"fmt"
+	"math"
+	"math/rand"
+	"runtime"
 	"testing"
 
 	"github.com/ragmem/ragmem/embed"
@@ -56,5 +59,80 @@ func TestQuantisedScanRecall(t *testing.T) {
 	}
 	if st := x.Stats(); st.GraphNodes != 0 {
 		t.Errorf("sparse queries started a graph: %+v", st)
+	}
+}
+
+// TestBulkAddMatchesIncremental checks that one large Add, which normalises
+// and quantises over several goroutines, stores exactly what many small
+// Adds store, including an id added twice in the same call.
+func TestBulkAddMatchesIncremental(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // the parallel path whatever the machine
+	r := rand.New(rand.NewSource(5))
+	n := 3*blockSize + 17
+	items := make([]Item, n)
+	for i := range items {
+		v := gauss(r, 24, 1)
+		for j := range v {
+			v[j] *= 3 // not normalised: Add must normalise
+		}
+		items[i] = Item{ID: fmt.Sprint(i), Vector: v, DocType: "knowledge"}
+	}
+	items[n-1].ID = items[5].ID // replaced within the call
+
+	bulk, small := New(nil), New(nil)
+	defer bulk.Close()
+	defer small.Close()
+	if err := bulk.Add(items); err != nil {
+		t.Fatal(err)
+	}
+	for lo := 0; lo < n; lo += 1000 {
+		if err := small.Add(items[lo:min(n, lo+1000)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(bulk.vecs) != len(small.vecs) || len(bulk.quant.blocks) != len(small.quant.blocks) {
+		t.Fatalf("slots %d vs %d, blocks %d vs %d", len(bulk.vecs), len(small.vecs), len(bulk.quant.blocks), len(small.quant.blocks))
+	}
+	live := 0
+	for slot := range bulk.vecs {
+		a, b := bulk.vecs[slot], small.vecs[slot]
+		if (a == nil) != (b == nil) {
+			t.Fatalf("slot %d: deleted in one index only", slot)
+		}
+		if a == nil {
+			continue
+		}
+		live++
+		var norm float64
+		for d := range a {
+			if a[d] != b[d] {
+				t.Fatalf("slot %d dim %d: %v vs %v", slot, d, a[d], b[d])
+			}
+			norm += float64(a[d]) * float64(a[d])
+		}
+		if math.Abs(norm-1) > 1e-4 {
+			t.Fatalf("slot %d not normalised: |v|² = %v", slot, norm)
+		}
+		if bulk.quant.scale[slot] != small.quant.scale[slot] || bulk.quant.scale[slot] == 0 {
+			t.Fatalf("slot %d: scale %v vs %v", slot, bulk.quant.scale[slot], small.quant.scale[slot])
+		}
+		blk, off := slot/blockSize, slot%blockSize
+		for d := 0; d < bulk.quant.dim; d++ {
+			if bulk.quant.blocks[blk][d*blockSize+off] != small.quant.blocks[blk][d*blockSize+off] {
+				t.Fatalf("slot %d dim %d: codes differ", slot, d)
+			}
+		}
+	}
+	if live != n-1 || bulk.Stats().Live != n-1 {
+		t.Fatalf("%d live slots, stats %+v; want %d", live, bulk.Stats(), n-1)
+	}
+	q := unit(gauss(r, 24, 1))
+	got, err := bulk.Search(q, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := small.Search(q, 10, nil)
+	if !sameIDs(got, want) {
+		t.Fatalf("search differs: %v vs %v", got, want)
 	}
 }

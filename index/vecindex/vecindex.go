@@ -267,6 +267,7 @@ func (x *Index) Add(items []Item) error {
 		x.quant.reset(dim)
 	}
 	x.dim = dim
+	first := len(x.vecs)
 	for i := range items {
 		it := &items[i]
 		if old, ok := x.slotOf[it.ID]; ok {
@@ -275,8 +276,7 @@ func (x *Index) Add(items []Item) error {
 		slot := int32(len(x.vecs))
 		t := x.typeOf(it.DocType)
 		s := x.sourceOf(it.Source)
-		x.vecs = append(x.vecs, normalised(it.Vector))
-		x.quant.set(int(slot), x.vecs[slot])
+		x.vecs = append(x.vecs, it.Vector) // normalised and quantised below
 		x.ids = append(x.ids, it.ID)
 		x.docType = append(x.docType, t)
 		x.source = append(x.source, s)
@@ -289,8 +289,47 @@ func (x *Index) Add(items []Item) error {
 		}
 		m[slot] = struct{}{}
 	}
+	x.encode(first, len(x.vecs))
 	x.maintain()
 	return nil
+}
+
+// parallelEncode is the number of new vectors from which encode splits the
+// work over the cores (opening a store adds every vector in one call).
+const parallelEncode = 2 * blockSize
+
+// encode normalises the vectors of slots [lo, hi) in place in x.vecs and
+// stores their quantised codes. The slots are disjoint memory, so large
+// ranges are split at block boundaries over GOMAXPROCS goroutines.
+func (x *Index) encode(lo, hi int) {
+	if hi <= lo {
+		return
+	}
+	x.quant.grow(hi)
+	run := func(a, b int) {
+		for slot := a; slot < b; slot++ {
+			if x.vecs[slot] == nil {
+				continue // added and replaced within the same call
+			}
+			x.vecs[slot] = normalised(x.vecs[slot])
+			x.quant.set(slot, x.vecs[slot])
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), (hi-lo)/blockSize)
+	if hi-lo < parallelEncode || workers <= 1 {
+		run(lo, hi)
+		return
+	}
+	per := ((hi-lo)/workers/blockSize + 1) * blockSize
+	var wg sync.WaitGroup
+	for a := lo; a < hi; a += per {
+		wg.Add(1)
+		go func(a, b int) {
+			defer wg.Done()
+			run(a, b)
+		}(a, min(hi, a+per))
+	}
+	wg.Wait()
 }
 
 // Delete removes vectors by id; unknown ids are ignored.
