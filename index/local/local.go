@@ -128,6 +128,7 @@ type Backend struct {
 	mu       sync.RWMutex // guards the fields below
 	records  map[string]*driver.Record
 	bySource map[string]map[string]struct{}
+	byType   map[string]map[string]struct{} // doc type -> ids
 	meta     map[string]string
 	dim      int
 	lastSync time.Time
@@ -180,6 +181,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Backend, error) {
 		vecOpts:    opts.Vectors,
 		records:    map[string]*driver.Record{},
 		bySource:   map[string]map[string]struct{}{},
+		byType:     map[string]map[string]struct{}{},
 		meta:       map[string]string{},
 	}
 	if b.fs == nil {
@@ -345,9 +347,19 @@ func (b *Backend) Records(ctx context.Context, f driver.Filter) ([]driver.Record
 		return nil, err
 	}
 	var out []driver.Record
-	for _, r := range b.records {
-		if f.Match(r) {
-			out = append(out, copyRecord(r, true))
+	if sets, all := b.candidates(f); all {
+		for _, r := range b.records {
+			if f.Match(r) {
+				out = append(out, copyRecord(r, true))
+			}
+		}
+	} else {
+		for _, ids := range sets {
+			for id := range ids {
+				if r := b.records[id]; r != nil && f.Match(r) {
+					out = append(out, copyRecord(r, true))
+				}
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

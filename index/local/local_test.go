@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -63,4 +64,88 @@ func TestIndexesHoldExactlyTheRecords(t *testing.T) {
 	if r := b.Recovery(); !r.OpenedCleanShut || len(r.Problems) != 0 {
 		t.Fatalf("clean reopen reported recovery work: %+v", r)
 	}
+}
+
+// TestRecordsByTypeAndSource checks Records, which reads the by-type and
+// by-source sets, against a filter applied to every record, through puts,
+// a record changing type and source, deletes, and a reopen.
+func TestRecordsByTypeAndSource(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b, err := Open(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := []string{driver.DocKnowledge, driver.DocPreference, "memory"}
+	var put []driver.Record
+	for i := 0; i < 30; i++ {
+		r := indextest.Rec(fmt.Sprintf("https://s%d.example/", i%4), i, fmt.Sprint("text ", i), uint64(i+1))
+		r.DocType = types[i%3]
+		put = append(put, r)
+	}
+	moved := put[7]
+	moved.DocType, moved.SourceURL = driver.DocKnowledge, "https://moved.example/"
+	filters := []driver.Filter{
+		{},
+		{DocTypes: []string{driver.DocPreference}},
+		{DocTypes: []string{driver.DocKnowledge, "memory", driver.DocKnowledge}},
+		{DocTypes: []string{"nothing"}},
+		{SourceURL: "https://s1.example/"},
+		{SourceURL: "https://moved.example/", DocTypes: []string{driver.DocKnowledge}},
+		{SourceURL: "https://s2.example/", DocTypes: []string{"memory"}},
+	}
+	check := func(step string, want map[string]driver.Record) {
+		t.Helper()
+		for _, f := range filters {
+			got, err := b.Records(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, r := range want {
+				if f.Match(&r) {
+					n++
+				}
+			}
+			if len(got) != n {
+				t.Fatalf("%s: filter %+v: %d records, want %d", step, f, len(got), n)
+			}
+			for _, r := range got {
+				w, ok := want[r.ID]
+				if !ok || !f.Match(&r) || w.DocType != r.DocType || w.SourceURL != r.SourceURL {
+					t.Fatalf("%s: filter %+v returned %s (%s, %s)", step, f, r.ID, r.DocType, r.SourceURL)
+				}
+			}
+		}
+	}
+	want := map[string]driver.Record{}
+	for _, r := range put {
+		want[r.ID] = r
+	}
+	if err := b.Apply(ctx, &driver.Batch{Put: put}); err != nil {
+		t.Fatal(err)
+	}
+	check("put", want)
+	if err := b.Apply(ctx, &driver.Batch{Put: []driver.Record{moved}}); err != nil {
+		t.Fatal(err)
+	}
+	want[moved.ID] = moved
+	check("moved", want)
+	if err := b.Apply(ctx, &driver.Batch{DeleteSources: []string{"https://s1.example/"}, DeleteIDs: []string{put[2].ID}}); err != nil {
+		t.Fatal(err)
+	}
+	for id, r := range want {
+		if r.SourceURL == "https://s1.example/" || id == put[2].ID {
+			delete(want, id)
+		}
+	}
+	check("deleted", want)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = Open(ctx, dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	check("reopened", want)
 }

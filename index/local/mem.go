@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	chromem "github.com/philippgille/chromem-go"
@@ -30,35 +31,65 @@ func chromemDoc(r *driver.Record) chromem.Document {
 
 // putMem stores r in the in-memory maps (not the vector collection).
 func (b *Backend) putMem(r *driver.Record) {
-	if old, ok := b.records[r.ID]; ok && old.SourceURL != r.SourceURL {
-		b.unindexSource(old)
+	if old, ok := b.records[r.ID]; ok {
+		b.unindex(old)
 	}
 	b.records[r.ID] = r
-	s := b.bySource[r.SourceURL]
-	if s == nil {
-		s = map[string]struct{}{}
-		b.bySource[r.SourceURL] = s
-	}
-	s[r.ID] = struct{}{}
+	addTo(b.bySource, r.SourceURL, r.ID)
+	addTo(b.byType, r.DocType, r.ID)
 	if b.dim == 0 && len(r.Vector) > 0 {
 		b.dim = len(r.Vector)
 	}
 }
 
-func (b *Backend) unindexSource(r *driver.Record) {
-	if s := b.bySource[r.SourceURL]; s != nil {
-		delete(s, r.ID)
+func addTo(m map[string]map[string]struct{}, key, id string) {
+	s := m[key]
+	if s == nil {
+		s = map[string]struct{}{}
+		m[key] = s
+	}
+	s[id] = struct{}{}
+}
+
+func removeFrom(m map[string]map[string]struct{}, key, id string) {
+	if s := m[key]; s != nil {
+		delete(s, id)
 		if len(s) == 0 {
-			delete(b.bySource, r.SourceURL)
+			delete(m, key)
 		}
 	}
 }
 
+// unindex removes r from the by-source and by-type sets.
+func (b *Backend) unindex(r *driver.Record) {
+	removeFrom(b.bySource, r.SourceURL, r.ID)
+	removeFrom(b.byType, r.DocType, r.ID)
+}
+
 func (b *Backend) deleteMem(id string) {
 	if r, ok := b.records[id]; ok {
-		b.unindexSource(r)
+		b.unindex(r)
 		delete(b.records, id)
 	}
+}
+
+// candidates returns the sets of ids a filter can match, from the narrowest
+// index that covers it (one source, or the named document types), or all
+// true when every record must be examined.
+func (b *Backend) candidates(f driver.Filter) (sets []map[string]struct{}, all bool) {
+	switch {
+	case f.SourceURL != "":
+		return []map[string]struct{}{b.bySource[f.SourceURL]}, false
+	case len(f.DocTypes) > 0:
+		// A record has one type, so the sets of different types are disjoint.
+		for i, t := range f.DocTypes {
+			if s := b.byType[t]; s != nil && !slices.Contains(f.DocTypes[:i], t) {
+				sets = append(sets, s)
+			}
+		}
+		return sets, false
+	}
+	return nil, true
 }
 
 // plan resolves a batch against the current records: the ids it deletes.
