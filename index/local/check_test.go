@@ -119,7 +119,7 @@ func fileDigest(t *testing.T, dir string) string {
 func TestReadOnlyReportsAndChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	b := mustOpen(t, dir, &Options{Logger: quietLogger(), CheckpointBytes: 1})
+	b := mustOpen(t, dir, &Options{Logger: quietLogger(), CheckpointBytes: 1, CheckpointRatio: -1})
 	for i := 0; i < 3; i++ { // a snapshot after each write
 		if err := b.Apply(ctx, putVersion(fmt.Sprintf("https://s/%d", i), i+1)); err != nil {
 			t.Fatal(err)

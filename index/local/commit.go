@@ -400,6 +400,15 @@ func (b *Backend) Checkpoint(ctx context.Context) error {
 	return b.checkpointLocked()
 }
 
+// checkpointAt is the journal size at which the next checkpoint is due:
+// CheckpointBytes, or CheckpointRatio of the newest snapshot if that is more.
+func (b *Backend) checkpointAt() int64 {
+	if b.ckptRate > 0 {
+		return max(b.ckpt, int64(b.ckptRate*float64(b.snapBytes)))
+	}
+	return b.ckpt
+}
+
 func (b *Backend) checkpointLocked() error {
 	if b.seq == b.snapSeq && b.journal.base == b.seq {
 		return nil
@@ -428,8 +437,11 @@ func (b *Backend) checkpointLocked() error {
 	_ = old.close()
 	prevSnap := b.snapSeq
 	b.snapSeq = b.seq
-	b.nextCkpt = b.ckpt
-	b.log.Debug("index: checkpoint", "seq", b.seq, "records", len(recs), "took", time.Since(start))
+	if st, err := b.fs.Stat(filepath.Join(b.dir, snapName(b.seq))); err == nil {
+		b.snapBytes = st.Size()
+	}
+	b.nextCkpt = b.checkpointAt()
+	b.log.Debug("index: checkpoint", "seq", b.seq, "records", len(recs), "bytes", b.snapBytes, "took", time.Since(start))
 	b.pruneGenerations(prevSnap)
 	return nil
 }

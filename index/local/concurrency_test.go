@@ -24,7 +24,7 @@ import (
 func TestConcurrentWritersAndReaders(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	b := mustOpen(t, dir, &Options{Logger: quietLogger(), CheckpointBytes: 32 << 10})
+	b := mustOpen(t, dir, &Options{Logger: quietLogger(), CheckpointBytes: 32 << 10, CheckpointRatio: -1})
 	const writers, opsEach = 8, 40
 	finals := make([]state, writers)
 	var wg sync.WaitGroup

@@ -60,7 +60,7 @@ func crashChild(dir string) int {
 		os.Stdout.WriteString(fmt.Sprintf(format, args...) + "\n")
 	}
 	ctx := context.Background()
-	b, err := Open(ctx, dir, &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), CheckpointBytes: 16 << 10})
+	b, err := Open(ctx, dir, &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), CheckpointBytes: 16 << 10, CheckpointRatio: -1})
 	if err != nil {
 		say("openfail %v", err)
 		return 3

@@ -24,7 +24,7 @@ import (
 func TestDamageEveryFile(t *testing.T) {
 	ctx := context.Background()
 	template := filepath.Join(t.TempDir(), "store")
-	b := mustOpen(t, template, &Options{Logger: quietLogger(), CheckpointBytes: 4 << 10})
+	b := mustOpen(t, template, &Options{Logger: quietLogger(), CheckpointBytes: 4 << 10, CheckpointRatio: -1})
 	want := state{}
 	for i := 0; i < 24; i++ {
 		src := fmt.Sprintf("https://d/%d", i%7)

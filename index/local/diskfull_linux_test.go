@@ -29,7 +29,7 @@ func TestRealDiskFull(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
 	ctx := context.Background()
 	dir := filepath.Join(mnt, "store")
-	b := mustOpen(t, dir, &Options{Logger: quietLogger(), CheckpointBytes: 1 << 20})
+	b := mustOpen(t, dir, &Options{Logger: quietLogger(), CheckpointBytes: 1 << 20, CheckpointRatio: -1})
 	want := state{}
 	var failure error
 	for i := 0; i < 10000 && failure == nil; i++ {

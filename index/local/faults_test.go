@@ -63,7 +63,7 @@ func TestFaultInjection(t *testing.T) {
 				dir := filepath.Join(t.TempDir(), "store")
 				copyDir(t, template, dir)
 				ffs := &faultFS{}
-				b := mustOpen(t, dir, &Options{Logger: quietLogger(), CheckpointBytes: max(o.ckpt, 0), fs: ffs})
+				b := mustOpen(t, dir, &Options{Logger: quietLogger(), CheckpointBytes: max(o.ckpt, 0), CheckpointRatio: -1, fs: ffs})
 				ffs.arm(f.kind, n, f.err, f.partial)
 				err := o.run(b)
 				hits := ffs.disarm()

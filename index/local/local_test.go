@@ -26,7 +26,7 @@ func TestConformance(t *testing.T) {
 func TestIndexesHoldExactlyTheRecords(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	b, err := Open(ctx, dir, &Options{CheckpointBytes: 4096})
+	b, err := Open(ctx, dir, &Options{CheckpointBytes: 4096, CheckpointRatio: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,6 +129,10 @@ func (b *Backend) recover(ctx context.Context) error {
 		}
 		b.seq, b.snapSeq = sd.seq, sd.seq
 		b.report.Snapshot = filepath.Base(path)
+		if st, err := b.fs.Stat(path); err == nil {
+			b.snapBytes = st.Size()
+			b.nextCkpt = b.checkpointAt()
+		}
 		break
 	}
 	if b.report.Snapshot == "" && len(snaps) > 0 {

@@ -153,7 +153,7 @@ func TestBleveBehindIsReplayed(t *testing.T) {
 
 func TestCorruptSnapshotFallsBack(t *testing.T) {
 	dir := t.TempDir()
-	b := mustOpen(t, dir, &Options{CheckpointBytes: 1})
+	b := mustOpen(t, dir, &Options{CheckpointBytes: 1, CheckpointRatio: -1})
 	putSource(t, b, "https://a/", 2, 1) // checkpoint after each write
 	putSource(t, b, "https://b/", 2, 10)
 	b.Close()
