@@ -98,6 +98,7 @@ type benchResult struct {
 	IndexCPUSeconds float64 `json:"indexCpuSeconds"`
 	Writers         int     `json:"writers"`
 	GraphSeconds    float64 `json:"graphBuildSeconds"` // background HNSW build after the last write
+	SettleSeconds   float64 `json:"settleSeconds"`     // until background work (bleve merges) stopped using CPU
 
 	Hybrid   latency `json:"hybrid"`
 	Vector   latency `json:"vector"`
@@ -289,6 +290,22 @@ func (o benchOptions) logf(format string, args ...any) {
 	}
 }
 
+// settle waits until the process has been idle for a second (less than a
+// tenth of a core: bleve's background segment merges done), at most two
+// minutes, so that query latencies are those of a store at rest rather than
+// of one still merging what a bulk load wrote. It returns the time waited.
+func settle() float64 {
+	start := time.Now()
+	for time.Since(start) < 2*time.Minute {
+		c0 := cpuSeconds()
+		time.Sleep(time.Second)
+		if cpuSeconds()-c0 < 0.1 {
+			break
+		}
+	}
+	return time.Since(start).Seconds()
+}
+
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func benchCorpus(ctx context.Context, c *corpus, dir string, o benchOptions) (*benchResult, error) {
@@ -330,6 +347,10 @@ func benchCorpus(ctx context.Context, c *corpus, dir string, o benchOptions) (*b
 	res.GraphSeconds = time.Since(gstart).Seconds()
 	o.logf("%s: %d chunks in %.1fs (%.0f chunks/s); graph complete %.1fs later", c.name, res.Chunks, res.IndexSeconds, res.ChunksPerSec, res.GraphSeconds)
 	res.RSSAfterIndexBytes, res.HeapAfterIndexBytes = memUsage()
+	res.SettleSeconds = settle()
+	if res.SettleSeconds >= 1 {
+		o.logf("%s: background work (bleve's segment merges) settled %.0fs after indexing", c.name, res.SettleSeconds)
+	}
 
 	// Queries in each mode, as the CLI runs them (top 5, no threshold so
 	// that every query returns results to rank).
@@ -804,8 +825,8 @@ func printBench(w io.Writer, rs []benchResult) {
 	ms := func(l latency) string { return fmt.Sprintf("%.2f / %.2f / %.2f", l.P50, l.P95, l.P99) }
 	for _, r := range rs {
 		fmt.Fprintf(w, "corpus %s: %d documents, %d chunks, embedder %s, %d dimensions (GOMAXPROCS %d, load %.1f)\n", r.Corpus, r.Documents, r.Chunks, r.Embedder, r.Dimension, r.GOMAXPROCS, r.Load1)
-		fmt.Fprintf(w, "  indexing                 %.0f chunks/s (%.1f s, %d writers; %.0f chunks per CPU second; graph complete %.1f s later)\n",
-			r.ChunksPerSec, r.IndexSeconds, r.Writers, float64(r.Chunks)/max(r.IndexCPUSeconds, 1e-9), r.GraphSeconds)
+		fmt.Fprintf(w, "  indexing                 %.0f chunks/s (%.1f s, %d writers; %.0f chunks per CPU second; graph complete %.1f s later; settled %.0f s later)\n",
+			r.ChunksPerSec, r.IndexSeconds, r.Writers, float64(r.Chunks)/max(r.IndexCPUSeconds, 1e-9), r.GraphSeconds, r.SettleSeconds)
 		fmt.Fprintf(w, "  hybrid    p50/p95/p99 ms %s   nDCG@10 %.4f\n", ms(r.Hybrid), r.NDCG10["hybrid"])
 		fmt.Fprintf(w, "  vector    p50/p95/p99 ms %s   nDCG@10 %.4f\n", ms(r.Vector), r.NDCG10["vector"])
 		fmt.Fprintf(w, "  fulltext  p50/p95/p99 ms %s   nDCG@10 %.4f\n", ms(r.FullText), r.NDCG10["fulltext"])
