@@ -322,12 +322,14 @@ func (x *Index) encode(lo, hi int) {
 	}
 	per := ((hi-lo)/workers/blockSize + 1) * blockSize
 	var wg sync.WaitGroup
-	for a := lo; a < hi; a += per {
+	for a := lo; a < hi; {
+		b := min(hi, a/blockSize*blockSize+per) // a block boundary: no block is shared
 		wg.Add(1)
 		go func(a, b int) {
 			defer wg.Done()
 			run(a, b)
-		}(a, min(hi, a+per))
+		}(a, b)
+		a = b
 	}
 	wg.Wait()
 }
