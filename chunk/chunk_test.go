@@ -602,3 +602,45 @@ func TestCodeLineIndentationNeverStartsABlankChunk(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadingOnlySectionsOpenTheirChild: a heading followed directly by a
+// nested heading is not a chunk of its own (it would carry no information,
+// and BM25 would rank its few words first); it opens the nested section's
+// chunk. A heading followed by a sibling or by nothing keeps its own chunk,
+// since no other chunk's heading path would name it.
+func TestHeadingOnlySectionsOpenTheirChild(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      [][]string // heading path of each chunk
+		first     string     // prefix of the first chunk's text
+	}{
+		{"nested", "# Install\n\n## Linux\n\nUnpack the tarball.\n\n## macOS\n\nUse brew.\n",
+			[][]string{{"Install", "Linux"}, {"Install", "macOS"}}, "# Install\n\n## Linux\n\nUnpack"},
+		{"chain", "# A\n## B\n### C\nBody text here.\n",
+			[][]string{{"A", "B", "C"}}, "# A\n## B\n### C\nBody"},
+		{"setext parent", "Guide\n=====\n\n## Start\n\nRun it.\n",
+			[][]string{{"Guide", "Start"}}, "Guide\n=====\n\n## Start"},
+		{"sibling", "# A\n\n# B\n\nText of B.\n",
+			[][]string{{"A"}, {"B"}}, "# A"},
+		{"trailing", "Intro text.\n\n# End\n",
+			[][]string{nil, {"End"}}, "Intro text."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := Split(tc.src, Markdown, nil)
+			if len(cs) != len(tc.want) {
+				t.Fatalf("%d chunks, want %d: %+v", len(cs), len(tc.want), cs)
+			}
+			for i, c := range cs {
+				if strings.Join(c.HeadingPath, "/") != strings.Join(tc.want[i], "/") {
+					t.Errorf("chunk %d: heading path %q, want %q", i, c.HeadingPath, tc.want[i])
+				}
+				if c.Text != tc.src[c.Start:c.End] {
+					t.Errorf("chunk %d: text is not source[%d:%d]", i, c.Start, c.End)
+				}
+			}
+			if !strings.HasPrefix(cs[0].Text, tc.first) || cs[0].Start != 0 {
+				t.Errorf("first chunk %q at %d, want it to start with %q at 0", cs[0].Text, cs[0].Start, tc.first)
+			}
+		})
+	}
+}

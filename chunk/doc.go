@@ -45,6 +45,13 @@ type headingEntry struct {
 
 // sectionize groups blocks into sections, each starting at a heading block
 // (the first may have no heading), and computes heading paths.
+//
+// A section that is only headings ("# Install" directly followed by
+// "## Linux") is not a section of its own: its headings open the next
+// section when that one is nested under it, whose heading path names them
+// anyway. Alone, such a chunk would carry no information, and BM25's length
+// normalisation would rank its few words above every real section that
+// mentions them.
 func sectionize(blocks []block) []section {
 	var secs []section
 	var stack []headingEntry
@@ -54,7 +61,10 @@ func sectionize(blocks []block) []section {
 			cur.blocks = append(cur.blocks, b)
 			continue
 		}
-		if len(cur.blocks) > 0 {
+		var carry []block
+		if n := len(cur.blocks); n > 0 && onlyHeadings(cur.blocks) && cur.blocks[n-1].level < b.level {
+			carry = cur.blocks // nested: the parent's headings open the child's section
+		} else if n > 0 {
 			secs = append(secs, cur)
 		}
 		for len(stack) > 0 && stack[len(stack)-1].level >= b.level {
@@ -67,12 +77,21 @@ func sectionize(blocks []block) []section {
 				path = append(path, h.title)
 			}
 		}
-		cur = section{path: path, blocks: []block{b}}
+		cur = section{path: path, blocks: append(carry, b)}
 	}
 	if len(cur.blocks) > 0 {
 		secs = append(secs, cur)
 	}
 	return secs
+}
+
+func onlyHeadings(bs []block) bool {
+	for _, b := range bs {
+		if b.kind != blockHeading {
+			return false
+		}
+	}
+	return true
 }
 
 // maxTitle caps the length of a heading title in bytes: a setext heading
