@@ -147,8 +147,9 @@ type fullText struct {
 	proxDepth   int
 	fb          *Feedback
 
-	statsMu sync.Mutex
-	stats   collectionStats // cached for one index snapshot
+	statsMu  sync.Mutex
+	stats    collectionStats    // cached for one index snapshot
+	segStats map[segKey]segStat // per segment of that snapshot
 }
 
 func newFullText(o *FullTextOptions) *fullText {

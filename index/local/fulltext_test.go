@@ -3,10 +3,14 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	index "github.com/blevesearch/bleve_index_api"
 
 	"github.com/ragmem/ragmem/index/driver"
 )
@@ -310,5 +314,75 @@ func TestFullTextDefaults(t *testing.T) {
 	want := "bm25-v1/unicode/possessive/lower/stop=english/stem=porter/title k1=1.2 b=0.75 title=0.3"
 	if got := b.FullTextConfig(); got != want {
 		t.Errorf("FullTextConfig() = %q, want %q", got, want)
+	}
+}
+
+// TestSegmentedStatsMatchTheWalk checks the per-segment collection
+// statistics against a walk of the whole index after every write of a
+// sequence of puts, replacements and deletes (many small segments, some
+// merged away), and that the statistics of unchanged segments are reused.
+func TestSegmentedStatsMatchTheWalk(t *testing.T) {
+	b := openFT(t, t.TempDir(), nil)
+	defer b.Close()
+	reader := func() (index.IndexReader, func()) {
+		adv, err := b.bl.Advanced()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := adv.Reader()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, func() { r.Close() }
+	}
+	check := func(step int) (recounted, segments int) {
+		r, done := reader()
+		defer done()
+		before := map[segKey]bool{}
+		for k := range b.ft.segStats {
+			before[k] = true
+		}
+		got, err := b.ft.segmentedStats(r.(*scorch.IndexSnapshot))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := b.ft.walkStats(fctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.body != want.body || got.title != want.title {
+			t.Fatalf("step %d: segmented %+v/%+v, walk %+v/%+v", step, got.body, got.title, want.body, want.title)
+		}
+		for k := range b.ft.segStats {
+			if !before[k] {
+				recounted++
+			}
+		}
+		return recounted, len(r.(*scorch.IndexSnapshot).Segments())
+	}
+	words := strings.Fields("otter badger heron marten stoat vole shrew weasel ferret mink")
+	maxSegs, reused := 0, 0
+	for i := 0; i < 60; i++ {
+		var bt driver.Batch
+		for j := 0; j < 3; j++ {
+			n := (i*3 + j) % 70 // ids repeat: later steps replace earlier records
+			content := strings.Repeat(words[(i+j)%len(words)]+" ", 1+(i*7+j)%11)
+			bt.Put = append(bt.Put, rec(fmt.Sprint("r", n), words[j%len(words)], content, driver.DocKnowledge))
+		}
+		if i%7 == 6 {
+			bt.DeleteIDs = []string{fmt.Sprint("r", i%70), fmt.Sprint("r", (i+30)%70)}
+		}
+		if err := b.Apply(fctx, &bt); err != nil {
+			t.Fatal(err)
+		}
+		// A step can recount every segment when a background merge has
+		// just replaced them; over the sequence most statistics are reused.
+		recounted, segs := check(i)
+		maxSegs = max(maxSegs, segs)
+		reused += segs - recounted
+	}
+	t.Logf("up to %d segments; %d segment statistics reused", maxSegs, reused)
+	if maxSegs < 2 || reused == 0 {
+		t.Errorf("the sequence made %d segments at most and reused %d: it no longer tests the cache", maxSegs, reused)
 	}
 }
