@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ragmem/ragmem/budget"
+	"github.com/ragmem/ragmem/internal/llmchat"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
@@ -354,35 +354,7 @@ func synthesize(ctx context.Context, llm LLM, query string, srcs []Source, now t
 		Temperature: llm.Temperature,
 		MaxTokens:   llm.MaxTokens,
 	}
-	structured := !llm.NoStructuredOutput
-	if structured {
-		req.ResponseFormat = &openai.ChatCompletionResponseFormat{
-			Type:       openai.ChatCompletionResponseFormatTypeJSONSchema,
-			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: "cited_answer", Schema: synthesisSchema, Strict: true},
-		}
-	}
-	resp, err := llm.Client.CreateChatCompletion(ctx, req)
-	var apiErr *openai.APIError
-	var reqErr *openai.RequestError
-	if structured && err != nil && ctx.Err() == nil &&
-		((errors.As(err, &apiErr) && apiErr.HTTPStatusCode == http.StatusBadRequest) ||
-			(errors.As(err, &reqErr) && reqErr.HTTPStatusCode == http.StatusBadRequest)) {
-		// The server does not support response_format json_schema: ask
-		// again, relying on the prompt alone.
-		req.ResponseFormat = nil
-		structured = false
-		resp, err = llm.Client.CreateChatCompletion(ctx, req)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return "", structured, ctx.Err()
-		}
-		return "", structured, fmt.Errorf("%w: %w", ErrModel, err)
-	}
-	if len(resp.Choices) == 0 {
-		return "", structured, fmt.Errorf("%w: the response has no choices", ErrModel)
-	}
-	return resp.Choices[0].Message.Content, structured, nil
+	return llmchat.Complete(ctx, llm.Client, req, "cited_answer", synthesisSchema, !llm.NoStructuredOutput, ErrModel)
 }
 
 // Synthesis is the model's structured answer. It is a plain value.
@@ -408,7 +380,7 @@ func ParseSynthesis(content string) (Synthesis, bool) {
 	content = strings.ToValidUTF8(content, "")
 	raw := strings.TrimSpace(content)
 	var s Synthesis
-	if obj, ok := jsonObject(raw); ok {
+	if obj, ok := llmchat.JSONObject(raw); ok {
 		var loose struct {
 			Answer              *string           `json:"answer"`
 			Cited               []json.RawMessage `json:"cited"`
@@ -430,26 +402,6 @@ func ParseSynthesis(content string) (Synthesis, bool) {
 	}
 	s.Answer = raw
 	return s, false
-}
-
-// jsonObject returns the outermost {...} of s, preferring a fenced block.
-func jsonObject(s string) (string, bool) {
-	if i := strings.Index(s, "```"); i >= 0 {
-		rest := s[i+3:]
-		if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
-			rest = rest[nl+1:]
-		}
-		if j := strings.Index(rest, "```"); j >= 0 {
-			if o, ok := jsonObject(rest[:j]); ok {
-				return o, true
-			}
-		}
-	}
-	i, j := strings.IndexByte(s, '{'), strings.LastIndexByte(s, '}')
-	if i < 0 || j <= i {
-		return "", false
-	}
-	return s[i : j+1], true
 }
 
 func citedNumber(raw json.RawMessage) (int, bool) {

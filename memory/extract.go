@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/llmchat"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
@@ -188,7 +189,7 @@ const maxExtractionBytes = 1 << 20
 // It never panics.
 func ParseExtraction(content string) (Extraction, error) {
 	content = strings.ToValidUTF8(clip(content, maxExtractionBytes), "")
-	obj, ok := jsonObject(strings.TrimSpace(content))
+	obj, ok := llmchat.JSONObject(strings.TrimSpace(content))
 	if !ok {
 		return Extraction{}, fmt.Errorf("%w: the answer is not a JSON object", ErrBadExtraction)
 	}

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ragmem/ragmem/internal/llmchat"
 )
 
 // ErrModel wraps failures of the language model (transport, HTTP status,
@@ -53,51 +54,5 @@ func (l LLM) complete(ctx context.Context, msgs []openai.ChatCompletionMessage, 
 		return "", false, err
 	}
 	req := openai.ChatCompletionRequest{Model: l.Model, Messages: msgs, Temperature: l.Temperature, MaxTokens: l.MaxTokens}
-	structured := schema != nil && !l.NoStructuredOutput
-	if structured {
-		req.ResponseFormat = &openai.ChatCompletionResponseFormat{
-			Type:       openai.ChatCompletionResponseFormatTypeJSONSchema,
-			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: name, Schema: schema, Strict: true},
-		}
-	}
-	resp, err := l.Client.CreateChatCompletion(ctx, req)
-	var apiErr *openai.APIError
-	var reqErr *openai.RequestError
-	if structured && err != nil && ctx.Err() == nil &&
-		((errors.As(err, &apiErr) && apiErr.HTTPStatusCode == http.StatusBadRequest) ||
-			(errors.As(err, &reqErr) && reqErr.HTTPStatusCode == http.StatusBadRequest)) {
-		req.ResponseFormat = nil
-		structured = false
-		resp, err = l.Client.CreateChatCompletion(ctx, req)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return "", structured, ctx.Err()
-		}
-		return "", structured, fmt.Errorf("%w: %w", ErrModel, err)
-	}
-	if len(resp.Choices) == 0 {
-		return "", structured, fmt.Errorf("%w: the response has no choices", ErrModel)
-	}
-	return resp.Choices[0].Message.Content, structured, nil
-}
-
-// jsonObject returns the outermost {...} of s, preferring a fenced block.
-func jsonObject(s string) (string, bool) {
-	if i := strings.Index(s, "```"); i >= 0 {
-		rest := s[i+3:]
-		if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
-			rest = rest[nl+1:]
-		}
-		if j := strings.Index(rest, "```"); j >= 0 {
-			if o, ok := jsonObject(rest[:j]); ok {
-				return o, true
-			}
-		}
-	}
-	i, j := strings.IndexByte(s, '{'), strings.LastIndexByte(s, '}')
-	if i < 0 || j <= i {
-		return "", false
-	}
-	return s[i : j+1], true
+	return llmchat.Complete(ctx, l.Client, req, name, schema, !l.NoStructuredOutput, ErrModel)
 }
