@@ -1,12 +1,9 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/jsonbody"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/search"
 )
@@ -91,11 +89,8 @@ func badRequest(format string, args ...any) *apiError {
 // decodeJSON reads one JSON object from the body into v: unknown fields,
 // trailing data, a wrong content type and an oversized body are errors.
 func decodeJSON(r *http.Request, v any) *apiError {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, fmt.Sprintf("content type %q is not JSON; send application/json", ct))
-		}
+	if err := jsonbody.ContentType(r.Header.Get("Content-Type")); err != nil {
+		return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, err.Error())
 	}
 	if r.Body == nil {
 		return errorf(http.StatusBadRequest, CodeInvalidJSON, "request body is empty; send a JSON object")
@@ -113,39 +108,10 @@ func decodeJSON(r *http.Request, v any) *apiError {
 
 // decodeBody decodes one JSON object from body into v.
 func decodeBody(body []byte, v any) *apiError {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return errorf(http.StatusBadRequest, CodeInvalidJSON, "request body is empty; send a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return errorf(http.StatusBadRequest, CodeInvalidJSON, "invalid JSON: "+jsonErr(err))
-	}
-	if dec.More() {
-		return errorf(http.StatusBadRequest, CodeInvalidJSON, "invalid JSON: unexpected data after the object")
-	}
-	var extra json.RawMessage
-	if err := dec.Decode(&extra); err != io.EOF {
-		return errorf(http.StatusBadRequest, CodeInvalidJSON, "invalid JSON: unexpected data after the object")
+	if err := jsonbody.Decode(body, v); err != nil {
+		return errorf(http.StatusBadRequest, CodeInvalidJSON, err.Error())
 	}
 	return nil
-}
-
-func jsonErr(err error) string {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Sprintf("syntax error at byte %d: %v", se.Offset, se)
-	case errors.As(err, &te):
-		if te.Field != "" {
-			return fmt.Sprintf("field %q must be %s, not %s", te.Field, te.Type, te.Value)
-		}
-		return fmt.Sprintf("expected %s, not %s", te.Type, te.Value)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "the object is not complete"
-	}
-	return err.Error()
 }
 
 // checkText rejects invalid UTF-8 and over-long strings.

@@ -21,12 +21,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ragmem/ragmem/internal/jsonbody"
 	"github.com/ragmem/ragmem/memory"
 )
 
@@ -230,12 +230,9 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 // fields, trailing data and an oversized body are errors. It writes the
 // error response and reports false.
 func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			h.o.WriteError(w, r, http.StatusUnsupportedMediaType, CodeUnsupportedMedia, fmt.Sprintf("content type %q is not JSON; send application/json", clip(ct, 100)))
-			return false
-		}
+	if err := jsonbody.ContentType(r.Header.Get("Content-Type")); err != nil {
+		h.o.WriteError(w, r, http.StatusUnsupportedMediaType, CodeUnsupportedMedia, err.Error())
+		return false
 	}
 	var body []byte
 	if r.Body != nil {
@@ -246,39 +243,11 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 			return false
 		}
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		h.o.WriteError(w, r, http.StatusBadRequest, CodeInvalidJSON, "request body is empty; send a JSON object")
-		return false
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		h.o.WriteError(w, r, http.StatusBadRequest, CodeInvalidJSON, "invalid JSON: "+jsonErr(err))
-		return false
-	}
-	var extra json.RawMessage
-	if err := dec.Decode(&extra); err != io.EOF {
-		h.o.WriteError(w, r, http.StatusBadRequest, CodeInvalidJSON, "invalid JSON: unexpected data after the object")
+	if err := jsonbody.Decode(body, v); err != nil {
+		h.o.WriteError(w, r, http.StatusBadRequest, CodeInvalidJSON, err.Error())
 		return false
 	}
 	return true
-}
-
-func jsonErr(err error) string {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Sprintf("syntax error at byte %d: %v", se.Offset, se)
-	case errors.As(err, &te):
-		if te.Field != "" {
-			return fmt.Sprintf("field %q must be %s, not %s", te.Field, te.Type, te.Value)
-		}
-		return fmt.Sprintf("expected %s, not %s", te.Type, te.Value)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "the object is not complete"
-	}
-	return clip(err.Error(), 300)
 }
 
 // ListResponse is the body of GET /v1/memories.

@@ -1,0 +1,76 @@
+// Package jsonbody reads the JSON request bodies of ragmem's HTTP handlers
+// (server and memory/memhttp) by one set of rules: a JSON content type when
+// one is given, exactly one object, no unknown fields, nothing after it. Its
+// errors are written for the client who sent the body.
+package jsonbody
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"strings"
+	"unicode/utf8"
+)
+
+// ContentType checks a Content-Type header: empty, application/json or a
+// +json type pass.
+func ContentType(ct string) error {
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		return fmt.Errorf("content type %q is not JSON; send application/json", clip(ct, 100))
+	}
+	return nil
+}
+
+// Decode decodes exactly one JSON object from body into v, refusing unknown
+// fields and trailing data.
+func Decode(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return errors.New("request body is empty; send a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errors.New("invalid JSON: " + describe(err))
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err != io.EOF {
+		return errors.New("invalid JSON: unexpected data after the object")
+	}
+	return nil
+}
+
+// describe says what is wrong with a body in terms of its bytes and fields.
+func describe(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("syntax error at byte %d: %v", se.Offset, se)
+	case errors.As(err, &te):
+		if te.Field != "" {
+			return fmt.Sprintf("field %q must be %s, not %s", te.Field, te.Type, te.Value)
+		}
+		return fmt.Sprintf("expected %s, not %s", te.Type, te.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the object is not complete"
+	}
+	return clip(err.Error(), 300)
+}
+
+// clip shortens s to at most n bytes at a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

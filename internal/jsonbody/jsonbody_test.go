@@ -1,0 +1,54 @@
+package jsonbody
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestContentType(t *testing.T) {
+	for _, ct := range []string{"", "application/json", "application/json; charset=utf-8", "application/problem+json"} {
+		if err := ContentType(ct); err != nil {
+			t.Errorf("%q refused: %v", ct, err)
+		}
+	}
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", ";;;", "text/" + strings.Repeat("x", 500)} {
+		err := ContentType(ct)
+		if err == nil || !strings.Contains(err.Error(), "is not JSON") || len(err.Error()) > 200 {
+			t.Errorf("%.20q: %v", ct, err)
+		}
+	}
+}
+
+func TestDecode(t *testing.T) {
+	type req struct {
+		Query string `json:"query"`
+		TopK  int    `json:"topK"`
+	}
+	var ok req
+	if err := Decode([]byte(` {"query":"q","topK":3} `), &ok); err != nil || ok.Query != "q" || ok.TopK != 3 {
+		t.Fatalf("valid body: %+v, %v", ok, err)
+	}
+	for body, want := range map[string]string{
+		"":                         "request body is empty",
+		"  \n ":                    "request body is empty",
+		`{"query":`:                "invalid JSON: the object is not complete",
+		`{"query":"q",}`:           "invalid JSON: syntax error at byte",
+		`{"topK":"three"}`:         `invalid JSON: field "topK" must be int, not string`,
+		`[1,2]`:                    "invalid JSON: expected",
+		`{"other":1}`:              `invalid JSON: json: unknown field "other"`,
+		`{"query":"q"} {"x":1}`:    "invalid JSON: unexpected data after the object",
+		"{\"query\":\"\xff\xfe\"}": "",
+	} {
+		var v req
+		err := Decode([]byte(body), &v)
+		if want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", body, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want it to contain %q", body, err, want)
+		}
+	}
+}
