@@ -19,8 +19,14 @@ func validXMLRune(r rune) bool {
 // EscapeText escapes XML character data: & < > (and CR), and drops the
 // characters XML forbids. Anything that wraps untrusted text in markup for a
 // model should use it, so that no text can change the structure around it.
-func EscapeText(s string) string {
-	if !needsEscape(s, false) {
+func EscapeText(s string) string { return escape(s, false) }
+
+// EscapeAttr escapes a double-quoted XML attribute value: also quotes, and
+// line breaks become spaces so the value stays on one line.
+func EscapeAttr(s string) string { return escape(s, true) }
+
+func escape(s string, attr bool) string {
+	if !needsEscape(s, attr) {
 		return s
 	}
 	var b strings.Builder
@@ -33,40 +39,16 @@ func EscapeText(s string) string {
 			b.WriteString("&lt;")
 		case r == '>':
 			b.WriteString("&gt;")
+		case attr && r == '"':
+			b.WriteString("&quot;")
+		case attr && r == '\'':
+			b.WriteString("&apos;")
+		case attr && (r == '\n' || r == '\r' || r == '\t'):
+			b.WriteByte(' ')
 		case r == '\r':
 			b.WriteString("&#13;")
 		case r == utf8.RuneError || !validXMLRune(r):
 			// dropped
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// EscapeAttr escapes a double-quoted XML attribute value: also quotes, and
-// line breaks become spaces so the value stays on one line.
-func EscapeAttr(s string) string {
-	if !needsEscape(s, true) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 16)
-	for _, r := range s {
-		switch {
-		case r == '&':
-			b.WriteString("&amp;")
-		case r == '<':
-			b.WriteString("&lt;")
-		case r == '>':
-			b.WriteString("&gt;")
-		case r == '"':
-			b.WriteString("&quot;")
-		case r == '\'':
-			b.WriteString("&apos;")
-		case r == '\n', r == '\r', r == '\t':
-			b.WriteByte(' ')
-		case r == utf8.RuneError || !validXMLRune(r):
 		default:
 			b.WriteRune(r)
 		}
