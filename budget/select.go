@@ -218,30 +218,13 @@ func endsWithTerminator(s string) bool {
 	for s != "" {
 		r, size := utf8.DecodeLastRuneInString(s)
 		switch {
-		case isTerminator(r):
+		case chunk.IsSentenceTerminator(r):
 			return true
-		case isCloser(r):
+		case chunk.IsSentenceCloser(r):
 			s = s[:len(s)-size]
 		default:
 			return false
 		}
-	}
-	return false
-}
-
-func isTerminator(r rune) bool {
-	switch r {
-	case '.', '!', '?', '…', '‼', '⁇', '⁈', '⁉', '。', '！', '？', '｡':
-		return true
-	}
-	return false
-}
-
-func isCloser(r rune) bool {
-	switch r {
-	case '"', '\'', ')', ']', '}', '*', '_', '`',
-		'”', '’', '»', '›', '」', '』', '）', '】', '〉', '》', '］', '｝', '〕', '〗', '〙', '〛':
-		return true
 	}
 	return false
 }

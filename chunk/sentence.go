@@ -53,7 +53,7 @@ func forSentences(text string, fn func(Span)) {
 			}
 			start = i
 		}
-		if !isTerminator(r) {
+		if !IsSentenceTerminator(r) {
 			i += size
 			continue
 		}
@@ -64,7 +64,7 @@ func forSentences(text string, fn func(Span)) {
 		j := i
 		for j < len(text) {
 			r2, s2 := utf8.DecodeRuneInString(text[j:])
-			if !isTerminator(r2) {
+			if !IsSentenceTerminator(r2) {
 				break
 			}
 			switch r2 {
@@ -86,7 +86,7 @@ func forSentences(text string, fn func(Span)) {
 		closed := false
 		for j < len(text) {
 			r2, s2 := utf8.DecodeRuneInString(text[j:])
-			if !isCloser(r2) {
+			if !IsSentenceCloser(r2) {
 				break
 			}
 			if isQuote(r2) {
@@ -206,7 +206,7 @@ func wordBefore(text string, start, end int) string {
 	w := text[i:end]
 	for w != "" {
 		r, size := utf8.DecodeRuneInString(w)
-		if !isOpener(r) && !isCloser(r) {
+		if !isOpener(r) && !IsSentenceCloser(r) {
 			break
 		}
 		w = w[size:]
@@ -247,7 +247,9 @@ func isSpaceRune(r rune, size int) bool {
 	return size > 1 && unicode.IsSpace(r)
 }
 
-func isTerminator(r rune) bool {
+// IsSentenceTerminator reports runes that end a sentence: . ! ? … and their
+// CJK and compound forms. budget cuts at sentence ends by the same rules.
+func IsSentenceTerminator(r rune) bool {
 	switch r {
 	case '.', '!', '?', '…', '‼', '⁇', '⁈', '⁉', '。', '！', '？', '｡':
 		return true
@@ -255,9 +257,9 @@ func isTerminator(r rune) bool {
 	return false
 }
 
-// isCloser reports runes that may follow a terminator and still belong to
-// its sentence: closing quotes and brackets, and Markdown emphasis.
-func isCloser(r rune) bool {
+// IsSentenceCloser reports runes that may follow a terminator and still
+// belong to its sentence: closing quotes and brackets, and Markdown emphasis.
+func IsSentenceCloser(r rune) bool {
 	switch r {
 	case '"', '\'', ')', ']', '}', '*', '_', '`',
 		'”', '’', '»', '›', '」', '』', '）', '】', '〉', '》', '］', '｝', '〕', '〗', '〙', '〛':
