@@ -1,12 +1,16 @@
 // Package embed turns text into vectors for ragmem's vector index.
 //
-// Three embedders are provided:
+// Four embedders are provided:
 //
 //   - [Lexical], the offline default: deterministic signed feature hashing of
 //     words, word bigrams and character n-grams. It needs no model download
 //     and no network. It is lexical, not semantic: it matches shared words and
 //     sub-words (and so is robust to typos and inflection) but knows nothing of
 //     synonyms.
+//   - [RandProj], the dense test embedder: a fixed Gaussian random projection
+//     of the lexical vectors. Dense like a neural model's vectors, but needing
+//     nothing outside the binary, so that tests and benchmarks exercise the
+//     dense-vector path hermetically. Lexical, not semantic.
 //   - [Model2Vec], a static embedder loaded from a Model2Vec model directory
 //     (minishlab/potion-base-8M, potion-retrieval-32M, ...): semantic, pure
 //     Go, offline once the model is on disk. [PullModel] downloads one from
@@ -84,6 +88,12 @@ func Default() Embedder { return NewLexical(nil) }
 //	    bigram=W     weight of word bigrams, 0 switches them off (default 0, off)
 //	    stem=0|1     English plural folding (default 1)
 //	    stop=0|1     drop English stop words (default 1)
+//	"randproj[:k=v,...]"             NewRandProj: the dense test embedder, a fixed
+//	                                 Gaussian projection of lexical vectors; options:
+//	    dim=N        output vector length, 1..8192 (default 768)
+//	    seed=S       projection matrix seed, a positive integer (default 1)
+//	    lexdim=N     lexical buckets projected (the lexical "dim", default 768)
+//	    and any other lexical option above
 //	"model2vec:DIR[,maxtokens=N]"    LoadModel2Vec(DIR); DIR may also be the
 //	                                 owner/name of a model pulled with PullModel
 //	"openai:MODEL[,k=v...]"          NewOpenAI with BaseURL and APIKey from
@@ -110,8 +120,10 @@ func Parse(spec string) (Embedder, error) {
 		return parseOpenAI(rest)
 	case "model2vec":
 		return parseModel2Vec(rest)
+	case "randproj":
+		return parseRandProj(rest)
 	default:
-		return nil, fmt.Errorf("%w: unknown kind %q (want \"lexical\", \"model2vec:DIR\" or \"openai:MODEL\")", ErrBadSpec, truncateForError(kind))
+		return nil, fmt.Errorf("%w: unknown kind %q (want \"lexical\", \"randproj\", \"model2vec:DIR\" or \"openai:MODEL\")", ErrBadSpec, truncateForError(kind))
 	}
 }
 

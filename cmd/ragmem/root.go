@@ -47,7 +47,7 @@ func newRootCmd() *cobra.Command {
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.dir, "dir", "", "data directory (default $RAGMEM_DIR, else the user data directory)")
-	pf.StringVar(&g.embedder, "embedder", envOr("RAGMEM_EMBEDDER", "lexical"), "embedder: lexical (offline default), model2vec:DIR_OR_OWNER/NAME or openai:MODEL (env RAGMEM_EMBEDDER)")
+	pf.StringVar(&g.embedder, "embedder", envOr("RAGMEM_EMBEDDER", "lexical"), "embedder: lexical (offline default), randproj[:dim=N] (dense test embedder), model2vec:DIR_OR_OWNER/NAME or openai:MODEL (env RAGMEM_EMBEDDER)")
 	pf.StringVar(&g.baseURL, "base-url", "", "base URL of an OpenAI-compatible API for openai:MODEL (default $OPENAI_BASE_URL, else OpenAI)")
 	pf.StringVar(&g.apiKey, "api-key", "", "API key for openai:MODEL (default $OPENAI_API_KEY)")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug information to stderr")
