@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -57,7 +58,7 @@ func TestMetricsHandComputed(t *testing.T) {
 }
 
 // Recall at every depth the report gives, on a ranking of 30 documents
-// whose relevant ones are at ranks 3, 7, 20 and 26, with a fifth relevant
+// whose relevant ones are at ranks 3, 7, 24 and 26, with a fifth relevant
 // document never retrieved and a judged non-relevant one at rank 1:
 // R@5 = 1/5, R@10 = 2/5, R@25 = 3/5, R@100 = 4/5; MRR@10 = 1/3;
 // nDCG@10 = (1/log2 4 + 1/log2 8) / (1 + 1/log2 3 + 1/log2 4 + 1/log2 5 + 1/log2 6).
@@ -66,7 +67,7 @@ func TestMeasureHandComputed(t *testing.T) {
 	for i := 1; i <= 30; i++ {
 		ranking = append(ranking, "d"+strconv.Itoa(i))
 	}
-	rel := map[string]int{"d3": 1, "d7": 1, "d20": 1, "d26": 1, "x": 1, "d1": 0}
+	rel := map[string]int{"d3": 1, "d7": 1, "d24": 1, "d26": 1, "x": 1, "d1": 0}
 	m := Measure(ranking, rel)
 	ideal := 1 + 1/math.Log2(3) + 1/math.Log2(4) + 1/math.Log2(5) + 1/math.Log2(6)
 	want := Metrics{
@@ -301,6 +302,30 @@ func TestRunHybrids(t *testing.T) {
 	}
 	if len(a.PerQuery) != len(ds.Order) || len(a.PerQuery[0].Ranking) != 3 {
 		t.Errorf("per-query rankings %+v", a.PerQuery)
+	}
+
+	// Rankings are kept to the depth, beyond the 10 the metrics look at.
+	dir := t.TempDir()
+	var corpus, qrels strings.Builder
+	qrels.WriteString("query-id\tcorpus-id\tscore\n")
+	for i := 0; i < 30; i++ {
+		fmt.Fprintf(&corpus, `{"_id":"d%d","title":"","text":"otters number %d swim in the kelp forest"}`+"\n", i, i)
+		fmt.Fprintf(&qrels, "q1\td%d\t1\n", i)
+	}
+	os.MkdirAll(filepath.Join(dir, "qrels"), 0o755)
+	os.WriteFile(filepath.Join(dir, "corpus.jsonl"), []byte(corpus.String()), 0o644)
+	os.WriteFile(filepath.Join(dir, "queries.jsonl"), []byte(`{"_id":"q1","text":"otters kelp"}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "qrels", "test.tsv"), []byte(qrels.String()), 0o644)
+	deep, err := LoadBEIR(dir, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), deep, &Options{Modes: []search.Mode{search.FullText}, Dir: t.TempDir(), PerQuery: true, Depth: 25, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := rep.Results[0].PerQuery[0]; len(q.Ranking) != 25 || !approx(q.Recall25, 25.0/30) || !approx(q.Recall10, 10.0/30) {
+		t.Errorf("deep ranking: %d documents, R@10 %v, R@25 %v", len(q.Ranking), q.Recall10, q.Recall25)
 	}
 }
 

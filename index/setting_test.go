@@ -45,6 +45,13 @@ func TestSettings(t *testing.T) {
 	if v, ok, _ := ix.Setting(ctx, "search.fusion"); v != "behind" || !ok {
 		t.Errorf("after reopening: %q %v", v, ok)
 	}
+	// A value read from the backend is kept too.
+	if err := ix.Backend().SetMeta(ctx, "search.fusion", "behind again"); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := ix.Setting(ctx, "search.fusion"); v != "behind" {
+		t.Errorf("the setting read was not kept: %q", v)
+	}
 	if v, _, _ := ix.Backend().Meta(ctx, "embedder"); v == "" {
 		t.Error("the index's own setting is gone")
 	}
