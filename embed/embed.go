@@ -57,6 +57,17 @@ type QueryEmbedder interface {
 	EmbedQuery(ctx context.Context, text string) ([]float32, error)
 }
 
+// WordMatcher is optionally implemented by embedders whose vectors encode the
+// words of a text rather than its meaning: [Lexical] and [RandProj], a
+// projection of it. Their vector ranking mostly repeats, less precisely, what
+// BM25 finds, so hybrid search gives it a small fixed weight instead of
+// calibrating one on the store (see package search). An embedder that does
+// not implement it is treated as semantic.
+type WordMatcher interface {
+	// MatchesWords reports whether the vectors encode words, not meaning.
+	MatchesWords() bool
+}
+
 // Errors returned by this package. They are wrapped with context; test with errors.Is.
 var (
 	// ErrDimensionMismatch: a vector's length differs from the embedder's dimension,

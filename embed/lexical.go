@@ -188,6 +188,9 @@ func (l *Lexical) Identity() string { return l.identity }
 // Dimension returns the vector length.
 func (l *Lexical) Dimension() int { return l.dim }
 
+// MatchesWords implements [WordMatcher]: lexical vectors encode words.
+func (l *Lexical) MatchesWords() bool { return true }
+
 // Embed returns one unit vector per text. It fails only if ctx is done.
 func (l *Lexical) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))

@@ -106,6 +106,10 @@ func (p *RandProj) Identity() string { return p.identity }
 // Dimension returns the vector length.
 func (p *RandProj) Dimension() int { return p.dim }
 
+// MatchesWords implements [WordMatcher]: a projection of lexical vectors
+// encodes words, as they do.
+func (p *RandProj) MatchesWords() bool { return true }
+
 // Embed returns one unit vector per text. It fails only if ctx is done.
 func (p *RandProj) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	lex, err := p.lex.Embed(ctx, texts)

@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -53,6 +54,70 @@ func TestMetricsHandComputed(t *testing.T) {
 		if !approx(c.got, c.want) {
 			t.Errorf("%s = %.12f, want %.12f", c.name, c.got, c.want)
 		}
+	}
+}
+
+// Recall at every depth the report gives, on a ranking of 30 documents
+// whose relevant ones are at ranks 3, 7, 24 and 26, with a fifth relevant
+// document never retrieved and a judged non-relevant one at rank 1:
+// R@5 = 1/5, R@10 = 2/5, R@25 = 3/5, R@100 = 4/5; MRR@10 = 1/3;
+// nDCG@10 = (1/log2 4 + 1/log2 8) / (1 + 1/log2 3 + 1/log2 4 + 1/log2 5 + 1/log2 6).
+func TestMeasureHandComputed(t *testing.T) {
+	var ranking []string
+	for i := 1; i <= 30; i++ {
+		ranking = append(ranking, "d"+strconv.Itoa(i))
+	}
+	rel := map[string]int{"d3": 1, "d7": 1, "d24": 1, "d26": 1, "x": 1, "d1": 0}
+	m := Measure(ranking, rel)
+	ideal := 1 + 1/math.Log2(3) + 1/math.Log2(4) + 1/math.Log2(5) + 1/math.Log2(6)
+	want := Metrics{
+		NDCG10: (1/math.Log2(4) + 1/math.Log2(8)) / ideal, Recall5: 0.2, Recall10: 0.4, Recall25: 0.6, Recall100: 0.8, MRR10: 1.0 / 3,
+	}
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"nDCG@10", m.NDCG10, want.NDCG10}, {"R@5", m.Recall5, want.Recall5}, {"R@10", m.Recall10, want.Recall10},
+		{"R@25", m.Recall25, want.Recall25}, {"R@100", m.Recall100, want.Recall100}, {"MRR@10", m.MRR10, want.MRR10},
+	} {
+		if !approx(c.got, c.want) {
+			t.Errorf("%s = %.12f, want %.12f", c.name, c.got, c.want)
+		}
+	}
+	// Cut exactly at the depth: rank 5 counts for R@5, rank 6 does not.
+	if r := Recall([]string{"a", "b", "c", "d", "e", "f"}, map[string]int{"e": 1, "f": 1}, 5); !approx(r, 0.5) {
+		t.Errorf("R@5 at the cut = %v", r)
+	}
+}
+
+// The macro average weighs every data set the same, whatever its number of
+// queries, and keeps rows apart by mode and fusion.
+func TestMacro(t *testing.T) {
+	row := func(mode, fusion, method string, ndcg, r10 float64) ModeResult {
+		return ModeResult{Mode: mode, Fusion: fusion, Method: method, Metrics: Metrics{NDCG10: ndcg, Recall10: r10, Recall5: r10 / 2}}
+	}
+	reps := []*Report{
+		{Dataset: "a", Queries: 1000, Results: []ModeResult{row("fulltext", "", "bm25", 0.5, 0.6), row("hybrid", "relative", "relative(alpha=0.10, calibrated)", 0.6, 0.7), row("hybrid", "rrf", "rrf(k=60)", 0.4, 0.5)}},
+		{Dataset: "b", Queries: 10, Results: []ModeResult{row("fulltext", "", "bm25", 0.3, 0.2), row("hybrid", "relative", "relative(alpha=0.30, calibrated)", 0.2, 0.3)}},
+	}
+	got := Macro(reps)
+	want := []MacroResult{
+		{Mode: "fulltext", Method: "bm25", Metrics: Metrics{NDCG10: 0.4, Recall10: 0.4, Recall5: 0.2}, Datasets: 2},
+		{Mode: "hybrid", Fusion: "relative", Method: "", Metrics: Metrics{NDCG10: 0.4, Recall10: 0.5, Recall5: 0.25}, Datasets: 2},
+		{Mode: "hybrid", Fusion: "rrf", Method: "rrf(k=60)", Metrics: Metrics{NDCG10: 0.4, Recall10: 0.5, Recall5: 0.25}, Datasets: 1},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Macro = %+v", got)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Mode != w.Mode || g.Fusion != w.Fusion || g.Method != w.Method || g.Datasets != w.Datasets ||
+			!approx(g.NDCG10, w.NDCG10) || !approx(g.Recall10, w.Recall10) || !approx(g.Recall5, w.Recall5) {
+			t.Errorf("row %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if Macro(nil) != nil {
+		t.Error("Macro(nil) not empty")
 	}
 }
 
@@ -164,7 +229,7 @@ func TestRunTiny(t *testing.T) {
 	if rep.Documents != 9 || rep.Skipped != 1 || rep.Queries != 4 || rep.Chunks <= rep.Documents {
 		t.Errorf("documents %d skipped %d queries %d chunks %d", rep.Documents, rep.Skipped, rep.Queries, rep.Chunks)
 	}
-	if strings.Join(stages, ",") != "index,search fulltext,search hybrid" {
+	if strings.Join(stages, ",") != "index,calibrate,search fulltext,search hybrid" {
 		t.Errorf("progress stages %v", stages)
 	}
 	ft := rep.Results[0]
@@ -189,12 +254,102 @@ func TestRunTiny(t *testing.T) {
 	if h := rep.Results[1]; h.Mode != "hybrid" || !strings.HasPrefix(h.Method, "rrf") && !strings.HasPrefix(h.Method, "relative") {
 		t.Errorf("hybrid result %+v", h)
 	}
+	if rep.Calibration != nil {
+		t.Errorf("calibrated a store of %d chunks: %+v", rep.Chunks, rep.Calibration)
+	}
 	if ft.LatencyP95Ms < ft.LatencyP50Ms || rep.IndexSeconds <= 0 {
 		t.Errorf("latency %v/%v, indexing %v", ft.LatencyP50Ms, ft.LatencyP95Ms, rep.IndexSeconds)
 	}
 	// The temporary store is gone.
 	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
+	}
+}
+
+// Several hybrid fusions are evaluated on one index, each a row of its own;
+// per-query rankings keep Depth documents.
+func TestRunHybrids(t *testing.T) {
+	ds, err := LoadBEIR("testdata/tiny", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(hs []Hybrid) *Report {
+		rep, err := Run(context.Background(), ds, &Options{
+			Modes: []search.Mode{search.Hybrid}, Hybrids: hs, Dir: t.TempDir(), PerQuery: true, Depth: 3, Logger: quiet(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	rrf := Hybrid{Label: "rrf:k=10", Search: search.Options{Fusion: search.RRF, RRFK: 10}}
+	rel := Hybrid{Label: "relative:alpha=0.3", Search: search.Options{Fusion: search.Relative, Alpha: 0.3}}
+	both := run([]Hybrid{rel, rrf})
+	alone := run([]Hybrid{rrf})
+	if len(both.Results) != 2 || both.Results[0].Fusion != rel.Label || both.Results[1].Fusion != rrf.Label ||
+		both.Results[0].Method != "relative(alpha=0.30)" || both.Results[1].Method != "rrf(k=10)" {
+		t.Fatalf("rows %+v", both.Results)
+	}
+	// The second fusion, on the first one's candidates, ranks as it does alone.
+	a, b := both.Results[1], alone.Results[0]
+	if a.Metrics != b.Metrics {
+		t.Errorf("rrf after relative %+v, alone %+v", a.Metrics, b.Metrics)
+	}
+	for i, q := range a.PerQuery {
+		if strings.Join(q.Ranking, " ") != strings.Join(b.PerQuery[i].Ranking, " ") || len(q.Ranking) > 3 {
+			t.Errorf("%s: %v against %v", q.ID, q.Ranking, b.PerQuery[i].Ranking)
+		}
+	}
+	if len(a.PerQuery) != len(ds.Order) || len(a.PerQuery[0].Ranking) != 3 {
+		t.Errorf("per-query rankings %+v", a.PerQuery)
+	}
+
+	// Rankings are kept to the depth, beyond the 10 the metrics look at.
+	dir := t.TempDir()
+	var corpus, qrels strings.Builder
+	qrels.WriteString("query-id\tcorpus-id\tscore\n")
+	for i := 0; i < 30; i++ {
+		fmt.Fprintf(&corpus, `{"_id":"d%d","title":"","text":"otters number %d swim in the kelp forest"}`+"\n", i, i)
+		fmt.Fprintf(&qrels, "q1\td%d\t1\n", i)
+	}
+	os.MkdirAll(filepath.Join(dir, "qrels"), 0o755)
+	os.WriteFile(filepath.Join(dir, "corpus.jsonl"), []byte(corpus.String()), 0o644)
+	os.WriteFile(filepath.Join(dir, "queries.jsonl"), []byte(`{"_id":"q1","text":"otters kelp"}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "qrels", "test.tsv"), []byte(qrels.String()), 0o644)
+	deep, err := LoadBEIR(dir, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), deep, &Options{Modes: []search.Mode{search.FullText}, Dir: t.TempDir(), PerQuery: true, Depth: 25, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := rep.Results[0].PerQuery[0]; len(q.Ranking) != 25 || !approx(q.Recall25, 25.0/30) || !approx(q.Recall10, 10.0/30) {
+		t.Errorf("deep ranking: %d documents, R@10 %v, R@25 %v", len(q.Ranking), q.Recall10, q.Recall25)
+	}
+}
+
+// The recorder answers a repeated search of the current query from memory
+// and forgets it at the next query.
+func TestRecorderReusesLists(t *testing.T) {
+	r := &recorder{}
+	calls := 0
+	search := func(_ context.Context, q string, k int, _ index.Filter) ([]index.Hit, error) {
+		calls++
+		return []index.Hit{{Record: index.Record{ID: q + strconv.Itoa(k)}}}, nil
+	}
+	seen := map[int][]index.Hit{}
+	r.reset("q1")
+	for i := 0; i < 3; i++ {
+		hs, _ := r.lookup(context.Background(), seen, search, "q1", 100, index.Filter{})
+		if hs[0].Record.ID != "q1100" {
+			t.Fatal(hs)
+		}
+	}
+	r.lookup(context.Background(), seen, search, "q1", 400, index.Filter{})
+	r.lookup(context.Background(), seen, search, "other", 100, index.Filter{})
+	if calls != 3 {
+		t.Errorf("%d searches, want 3 (q1@100, q1@400, other@100)", calls)
 	}
 }
 

@@ -1,8 +1,9 @@
 // Package eval measures retrieval quality: it loads a BEIR-format data set,
 // indexes its corpus into a temporary store through ragmem's normal pipeline
 // (chunking, embedding, both indexes), runs every judged query in each
-// search mode and reports nDCG@10, Recall@10, Recall@100 and MRR@10 (the
-// trec_eval definitions, see [NDCG]), query latency and indexing time.
+// search mode and reports nDCG@10, Recall@5, @10, @25 and @100 and MRR@10
+// (the trec_eval definitions, see [NDCG]), query latency and indexing time.
+// [Macro] averages the reports of several data sets.
 //
 // Retrieval returns chunks; the metrics judge documents. A document's rank is
 // that of its best chunk (the first of its chunks in the ranking), and Run
@@ -22,6 +23,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
@@ -62,14 +64,29 @@ type Options struct {
 	Dir string
 	// BatchSize is the number of documents per indexing batch. Default 256.
 	BatchSize int
-	// PerQuery keeps every query's metrics and ranking in the report.
-	// Default false.
+	// Hybrids are the hybrid searches evaluated when Modes has Hybrid, one
+	// result row each, in order: several fusion methods compared on one
+	// index. Each is used as Search is (Mode, TopK, SimilarityThreshold and
+	// DocTypes are set by Run). The first is searched as usual; the others
+	// reuse, per query, the two candidate lists the first retrieved (their
+	// latency is that of the fusion alone). Default: one, Search.
+	Hybrids []Hybrid
+	// PerQuery keeps every query's metrics and its ranking (Depth documents)
+	// in the report. Default false.
 	PerQuery bool
 	// Progress, when set, is called as indexing and searching advance, from
 	// the goroutine that called Run. Default nil.
 	Progress func(Progress)
 	// Logger receives the store's warnings. Default slog.Default().
 	Logger *slog.Logger
+}
+
+// Hybrid is one hybrid search configuration to evaluate.
+type Hybrid struct {
+	// Label names the row (ModeResult.Fusion), e.g. the fusion spec given
+	// on the command line. Default "".
+	Label  string
+	Search search.Options
 }
 
 // Progress reports how far Run is.
@@ -81,27 +98,65 @@ type Progress struct {
 
 // Report is what Run measured.
 type Report struct {
-	Dataset      string       `json:"dataset"`
-	Split        string       `json:"split"`
-	Documents    int          `json:"documents"`        // documents indexed
-	Skipped      int          `json:"skippedDocuments"` // documents without text
-	Chunks       int          `json:"chunks"`
-	Queries      int          `json:"queries"`
-	Embedder     string       `json:"embedder"`
-	FullText     string       `json:"fullText"`      // the BM25 configuration
-	IndexSeconds float64      `json:"indexSeconds"`  // chunk + embed + both indexes, durable
-	Depth        int          `json:"documentDepth"` // documents ranked per query
-	Results      []ModeResult `json:"results"`
+	Dataset      string  `json:"dataset"`
+	Split        string  `json:"split"`
+	Documents    int     `json:"documents"`        // documents indexed
+	Skipped      int     `json:"skippedDocuments"` // documents without text
+	Chunks       int     `json:"chunks"`
+	Queries      int     `json:"queries"`
+	Embedder     string  `json:"embedder"`
+	FullText     string  `json:"fullText"`      // the BM25 configuration
+	IndexSeconds float64 `json:"indexSeconds"`  // chunk + embed + both indexes, durable
+	Depth        int     `json:"documentDepth"` // documents ranked per query
+	// Calibration is the store's fusion calibration (search.Calibrate), run
+	// after indexing when hybrid search is evaluated and the store is large
+	// enough; nil otherwise. Hybrid search uses it when its vector weight is
+	// automatic and the embedder does not match words.
+	Calibration      *search.Calibration `json:"calibration,omitempty"`
+	CalibrateSeconds float64             `json:"calibrateSeconds,omitempty"`
+	Results          []ModeResult        `json:"results"`
+}
+
+// Metrics are the quality figures of one query or their mean over queries.
+type Metrics struct {
+	NDCG10    float64 `json:"ndcg@10"`
+	Recall5   float64 `json:"recall@5"`
+	Recall10  float64 `json:"recall@10"`
+	Recall25  float64 `json:"recall@25"`
+	Recall100 float64 `json:"recall@100"`
+	MRR10     float64 `json:"mrr@10"`
+}
+
+// Measure computes every metric of one ranking against its judgements.
+func Measure(ranking []string, rel map[string]int) Metrics {
+	return Metrics{
+		NDCG10:    NDCG(ranking, rel, 10),
+		Recall5:   Recall(ranking, rel, 5),
+		Recall10:  Recall(ranking, rel, 10),
+		Recall25:  Recall(ranking, rel, 25),
+		Recall100: Recall(ranking, rel, 100),
+		MRR10:     MRR(ranking, rel, 10),
+	}
+}
+
+func (m *Metrics) add(o Metrics, w float64) {
+	m.NDCG10 += w * o.NDCG10
+	m.Recall5 += w * o.Recall5
+	m.Recall10 += w * o.Recall10
+	m.Recall25 += w * o.Recall25
+	m.Recall100 += w * o.Recall100
+	m.MRR10 += w * o.MRR10
 }
 
 // ModeResult holds one mode's metrics, averaged over the queries.
 type ModeResult struct {
-	Mode         string        `json:"mode"`
-	Method       string        `json:"method"` // "bm25", "vector", "rrf(k=60)", ...
-	NDCG10       float64       `json:"ndcg@10"`
-	Recall10     float64       `json:"recall@10"`
-	Recall100    float64       `json:"recall@100"`
-	MRR10        float64       `json:"mrr@10"`
+	Mode string `json:"mode"`
+	// Fusion is the Hybrid's Label (hybrid rows only).
+	Fusion string `json:"fusion,omitempty"`
+	// Method is the explanation's method of the last query that returned
+	// a result: "bm25", "vector", "relative(alpha=0.05, lexical)", ...
+	Method string `json:"method"`
+	Metrics
 	LatencyP50Ms float64       `json:"latencyP50Ms"`
 	LatencyP95Ms float64       `json:"latencyP95Ms"`
 	PerQuery     []QueryResult `json:"perQuery,omitempty"`
@@ -109,11 +164,10 @@ type ModeResult struct {
 
 // QueryResult is one query's outcome (Options.PerQuery).
 type QueryResult struct {
-	ID        string   `json:"id"`
-	NDCG10    float64  `json:"ndcg@10"`
-	Recall100 float64  `json:"recall@100"`
+	ID string `json:"id"`
+	Metrics
 	LatencyMs float64  `json:"latencyMs"`
-	Ranking   []string `json:"ranking"` // document ids, best first, at most 10
+	Ranking   []string `json:"ranking"` // document ids, best first, at most Depth
 }
 
 // ErrNoQueries is returned when a data set has no judged query.
@@ -182,13 +236,25 @@ func Run(ctx context.Context, ds *Dataset, opts *Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Chunks = st.ChunkCount
+	if slices.Contains(o.Modes, search.Hybrid) {
+		progress(&o, "calibrate", 0, 1)
+		start := time.Now()
+		cal, err := search.Calibrate(ctx, ix, nil)
+		switch {
+		case err == nil:
+			rep.Calibration, rep.CalibrateSeconds = &cal, time.Since(start).Seconds()
+		case !errors.Is(err, search.ErrTooSmall):
+			return nil, fmt.Errorf("eval: %w", err)
+		}
+		progress(&o, "calibrate", 1, 1)
+	}
 
 	for _, m := range o.Modes {
-		mr, err := runMode(ctx, ix, ds, m, &o, st.ChunkCount)
+		mrs, err := runMode(ctx, ix, ds, m, &o, st.ChunkCount)
 		if err != nil {
 			return nil, err
 		}
-		rep.Results = append(rep.Results, *mr)
+		rep.Results = append(rep.Results, mrs...)
 	}
 	return rep, nil
 }
@@ -240,58 +306,121 @@ func progress(o *Options, stage string, done, total int) {
 	}
 }
 
-func runMode(ctx context.Context, ix *index.Index, ds *Dataset, m search.Mode, o *Options, chunks int) (*ModeResult, error) {
-	var base search.Options
+// runMode evaluates mode m: one result, or one per Hybrid for hybrid search.
+// Queries run one at a time; for each, the hybrid variants run in turn, the
+// first through the store and the others on the candidates it retrieved.
+func runMode(ctx context.Context, ix *index.Index, ds *Dataset, m search.Mode, o *Options, chunks int) ([]ModeResult, error) {
+	variants := []Hybrid{{}}
 	if o.Search != nil {
-		base = *o.Search
+		variants[0].Search = *o.Search
 	}
-	base.Mode = m
-	base.SimilarityThreshold = -1
-	base.DocTypes = []string{index.DocKnowledge}
-	base.SourceURL, base.Attrs = "", nil
-
-	mr := &ModeResult{Mode: string(m)}
+	if m == search.Hybrid && len(o.Hybrids) > 0 {
+		variants = o.Hybrids
+	}
+	bases := make([]search.Options, len(variants))
+	mrs := make([]ModeResult, len(variants))
+	lats := make([][]float64, len(variants))
+	for i, v := range variants {
+		b := v.Search
+		b.Mode = m
+		b.SimilarityThreshold = -1
+		b.DocTypes = []string{index.DocKnowledge}
+		b.SourceURL, b.Attrs = "", nil
+		bases[i] = b
+		mrs[i].Mode = string(m)
+		if m == search.Hybrid {
+			mrs[i].Fusion = v.Label
+		}
+		lats[i] = make([]float64, 0, len(ds.Order))
+	}
+	rec := newRecorder(ix)
 	stage := "search " + string(m)
-	lat := make([]float64, 0, len(ds.Order))
-	var sum ModeResult
-	for i, qid := range ds.Order {
+	for qi, qid := range ds.Order {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		ranking, method, took, err := rank(ctx, ix, ds.Queries[qid], base, o.Depth, chunks)
-		if err != nil {
-			return nil, fmt.Errorf("eval: query %s (%s): %w", clip(qid), m, err)
-		}
-		if method != "" {
-			mr.Method = method
-		}
+		rec.reset(ds.Queries[qid])
 		rel := ds.Qrels[qid]
-		q := QueryResult{
-			ID:        qid,
-			NDCG10:    NDCG(ranking, rel, 10),
-			Recall100: Recall(ranking, rel, 100),
-			LatencyMs: float64(took.Microseconds()) / 1000,
+		for i := range variants {
+			ranking, method, took, err := rank(ctx, rec, ds.Queries[qid], bases[i], o.Depth, chunks)
+			if err != nil {
+				return nil, fmt.Errorf("eval: query %s (%s): %w", clip(qid), m, err)
+			}
+			if method != "" {
+				mrs[i].Method = method
+			}
+			q := QueryResult{ID: qid, Metrics: Measure(ranking, rel), LatencyMs: float64(took.Microseconds()) / 1000}
+			mrs[i].Metrics.add(q.Metrics, 1)
+			lats[i] = append(lats[i], q.LatencyMs)
+			if o.PerQuery {
+				q.Ranking = ranking
+				mrs[i].PerQuery = append(mrs[i].PerQuery, q)
+			}
 		}
-		sum.NDCG10 += q.NDCG10
-		sum.Recall10 += Recall(ranking, rel, 10)
-		sum.Recall100 += q.Recall100
-		sum.MRR10 += MRR(ranking, rel, 10)
-		lat = append(lat, q.LatencyMs)
-		if o.PerQuery {
-			q.Ranking = ranking[:min(10, len(ranking))]
-			mr.PerQuery = append(mr.PerQuery, q)
-		}
-		if (i+1)%10 == 0 || i+1 == len(ds.Order) {
-			progress(o, stage, i+1, len(ds.Order))
+		if (qi+1)%10 == 0 || qi+1 == len(ds.Order) {
+			progress(o, stage, qi+1, len(ds.Order))
 		}
 	}
 	n := float64(len(ds.Order))
-	mr.NDCG10, mr.Recall10, mr.Recall100, mr.MRR10 = sum.NDCG10/n, sum.Recall10/n, sum.Recall100/n, sum.MRR10/n
-	mr.LatencyP50Ms, mr.LatencyP95Ms = Percentile(lat, 50), Percentile(lat, 95)
-	if mr.Method == "" {
-		mr.Method = methodOf(m)
+	for i := range mrs {
+		mrs[i].Metrics = scaled(mrs[i].Metrics, 1/n)
+		mrs[i].LatencyP50Ms, mrs[i].LatencyP95Ms = Percentile(lats[i], 50), Percentile(lats[i], 95)
+		if mrs[i].Method == "" {
+			mrs[i].Method = methodOf(m)
+		}
 	}
-	return mr, nil
+	return mrs, nil
+}
+
+func scaled(m Metrics, w float64) Metrics {
+	var r Metrics
+	r.add(m, w)
+	return r
+}
+
+// recorder is the retriever the queries of runMode go through: it keeps the
+// candidate lists of the current query, so that the second and later hybrid
+// variants fuse the very lists the first retrieved.
+type recorder struct {
+	ix    *index.Index
+	query string
+	text  map[int][]index.Hit
+	vec   map[int][]index.Hit
+}
+
+func newRecorder(ix *index.Index) *recorder { return &recorder{ix: ix} }
+
+// Embedder and Setting let search see the store through the recorder, as
+// it would see the index itself (its automatic fusion weight).
+func (r *recorder) Embedder() embed.Embedder { return r.ix.Embedder() }
+
+func (r *recorder) Setting(ctx context.Context, key string) (string, bool, error) {
+	return r.ix.Setting(ctx, key)
+}
+
+func (r *recorder) reset(query string) {
+	r.query, r.text, r.vec = query, map[int][]index.Hit{}, map[int][]index.Hit{}
+}
+
+func (r *recorder) FullText(ctx context.Context, query string, k int, f index.Filter) ([]index.Hit, error) {
+	return r.lookup(ctx, r.text, r.ix.FullText, query, k, f)
+}
+
+func (r *recorder) Vector(ctx context.Context, query string, k int, f index.Filter) ([]index.Hit, error) {
+	return r.lookup(ctx, r.vec, r.ix.Vector, query, k, f)
+}
+
+func (r *recorder) lookup(ctx context.Context, seen map[int][]index.Hit, search func(context.Context, string, int, index.Filter) ([]index.Hit, error), query string, k int, f index.Filter) ([]index.Hit, error) {
+	if query == r.query {
+		if hs, ok := seen[k]; ok {
+			return hs, nil
+		}
+	}
+	hs, err := search(ctx, query, k, f)
+	if err == nil && query == r.query {
+		seen[k] = hs
+	}
+	return hs, err
 }
 
 // methodOf names a mode's method when no query returned anything to read it from.

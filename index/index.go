@@ -116,6 +116,9 @@ type Index struct {
 
 	embedHealthy atomic.Bool
 
+	settingsMu sync.RWMutex
+	settings   map[string]setting // store-level settings of other packages, read once
+
 	qmu       sync.RWMutex // guards sends on queue, and closing, against Close
 	closing   bool
 	queue     chan *job
@@ -800,6 +803,71 @@ func (ix *Index) Stats(ctx context.Context) (Stats, error) {
 		Dimension:            dim,
 		Queue:                ix.QueueStats(),
 	}, nil
+}
+
+// ErrBadSetting is returned for a setting key that is not namespaced.
+var ErrBadSetting = errors.New("index: bad setting key")
+
+type setting struct {
+	value string
+	ok    bool
+}
+
+// Setting returns a store-level setting that another package keeps with the
+// store (search keeps its fusion calibration as "search.fusion"), and whether
+// it is set. The backend is asked once per key; later calls are answered from
+// memory, so a search may consult a setting cheaply.
+func (ix *Index) Setting(ctx context.Context, key string) (string, bool, error) {
+	if err := checkSettingKey(key); err != nil {
+		return "", false, err
+	}
+	ix.settingsMu.RLock()
+	s, cached := ix.settings[key]
+	ix.settingsMu.RUnlock()
+	if cached {
+		return s.value, s.ok, nil
+	}
+	ix.settingsMu.Lock()
+	defer ix.settingsMu.Unlock()
+	if s, ok := ix.settings[key]; ok {
+		return s.value, s.ok, nil
+	}
+	v, ok, err := ix.be.Meta(ctx, key)
+	if err != nil {
+		return "", false, err
+	}
+	if ix.settings == nil {
+		ix.settings = map[string]setting{}
+	}
+	ix.settings[key] = setting{v, ok}
+	return v, ok, nil
+}
+
+// SetSetting records a store-level setting durably (see Setting). Keys are
+// namespaced by the package that owns them, "pkg.name", so that they never
+// clash with the index's own settings.
+func (ix *Index) SetSetting(ctx context.Context, key, value string) error {
+	if err := checkSettingKey(key); err != nil {
+		return err
+	}
+	ix.settingsMu.Lock()
+	defer ix.settingsMu.Unlock()
+	if err := ix.be.SetMeta(ctx, key, value); err != nil {
+		return err
+	}
+	if ix.settings == nil {
+		ix.settings = map[string]setting{}
+	}
+	ix.settings[key] = setting{value, true}
+	return nil
+}
+
+func checkSettingKey(key string) error {
+	pkg, name, ok := strings.Cut(key, ".")
+	if !ok || pkg == "" || name == "" || pkg == "index" {
+		return fmt.Errorf("%w %q: want \"package.name\"", ErrBadSetting, key)
+	}
+	return nil
 }
 
 // Close waits for queued pages, then closes the backend. It is safe to call

@@ -54,6 +54,7 @@ func (opts *Options) withDefaults() Options {
 // Engine is the RAG memory. It is safe for concurrent use.
 type Engine struct {
 	ix    *index.Index
+	cal   *search.Calibrator // keeps the hybrid fusion weight measured on the store
 	prefs *prefs.Store
 	cfg   Config
 	log   *slog.Logger
@@ -73,10 +74,24 @@ func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
 	return New(ix, &o), nil
 }
 
-// New wraps an open index. The engine owns it: Close closes it.
+// New wraps an open index. The engine owns it: Close closes it. With a
+// semantic embedder the engine keeps the store's hybrid fusion weight
+// calibrated in the background (search.Calibrator): at open when the store
+// has no calibration, and again as it grows.
 func New(ix *index.Index, opts *Options) *Engine {
 	o := opts.withDefaults()
-	return &Engine{ix: ix, prefs: prefs.NewStore(ix), cfg: o.Config.withDefaults(), log: o.Logger, now: o.Now}
+	return &Engine{ix: ix, cal: search.NewCalibrator(ix, o.Logger), prefs: prefs.NewStore(ix), cfg: o.Config.withDefaults(), log: o.Logger, now: o.Now}
+}
+
+// changed tells the calibrator what indexing did.
+func (e *Engine) changed(rs ...index.Result) {
+	n := 0
+	for _, r := range rs {
+		if r.Err == nil && !r.Unchanged {
+			n += r.Chunks + r.Removed
+		}
+	}
+	e.cal.Changed(n)
 }
 
 // Store returns the underlying index.
@@ -91,24 +106,36 @@ func (e *Engine) Config() Config { return e.cfg }
 // Index indexes one document, replacing an earlier version of its source
 // and doing nothing when its content is unchanged (Property 6).
 func (e *Engine) Index(ctx context.Context, d index.Document) (index.Result, error) {
-	return e.ix.Add(ctx, d)
+	r, err := e.ix.Add(ctx, d)
+	if err == nil {
+		e.changed(r)
+	}
+	return r, err
 }
 
 // IndexMany indexes several documents in one atomic batch.
 func (e *Engine) IndexMany(ctx context.Context, docs []index.Document) ([]index.Result, error) {
-	return e.ix.AddMany(ctx, docs)
+	rs, err := e.ix.AddMany(ctx, docs)
+	e.changed(rs...)
+	return rs, err
 }
 
 // IndexPageAsync queues a page for background indexing and returns its job
 // id at once (fire-and-forget; see index.Index.IndexPageAsync).
-func (e *Engine) IndexPageAsync(d index.Document) string { return e.ix.IndexPageAsync(d) }
+func (e *Engine) IndexPageAsync(d index.Document) string {
+	id := e.ix.IndexPageAsync(d)
+	e.cal.Changed(1) // its chunks are not known yet; a page counts as one
+	return id
+}
 
 // Job reports an IndexPageAsync job.
 func (e *Engine) Job(id string) (index.Job, bool) { return e.ix.Job(id) }
 
 // Remove deletes every chunk of a source.
 func (e *Engine) Remove(ctx context.Context, sourceURL string) (int, error) {
-	return e.ix.Remove(ctx, sourceURL)
+	n, err := e.ix.Remove(ctx, sourceURL)
+	e.cal.Changed(n)
+	return n, err
 }
 
 // Search retrieves chunks. Options default to the engine's configuration.
@@ -140,5 +167,9 @@ func (e *Engine) Stats(ctx context.Context) (index.Stats, error) { return e.ix.S
 // Flush waits for queued background indexing.
 func (e *Engine) Flush(ctx context.Context) error { return e.ix.Flush(ctx) }
 
-// Close finishes queued indexing and closes the store.
-func (e *Engine) Close() error { return e.ix.Close() }
+// Close finishes queued indexing and a fusion calibration under way, then
+// closes the store.
+func (e *Engine) Close() error {
+	e.cal.Close()
+	return e.ix.Close()
+}

@@ -2,7 +2,6 @@ package search
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
@@ -23,7 +22,8 @@ const nativeRRFK = 60
 
 // searchNative runs a hybrid query through the store's own fusion. ok is
 // false when the store has none or the options cannot be expressed by it
-// (an RRF k other than 60); Search then fuses in ragmem.
+// (an RRF k other than 60, DBSF, per-query weighting); Search then fuses in
+// ragmem.
 //
 // Mapping: RRF is ranked fusion with the same alpha, its scores doubled so
 // that with equal weights (alpha 0.5) they read Σ 1/(60 + i) over the lists
@@ -40,7 +40,7 @@ const nativeRRFK = 60
 // results carry only what the store's fusion reports.
 func searchNative(ctx context.Context, r Retriever, query string, f index.Filter, o *Options) ([]Result, bool, error) {
 	nr, ok := r.(NativeHybridRetriever)
-	if !ok || o.Mode != Hybrid || !nr.NativeHybrid() || (o.Fusion == RRF && o.RRFK != nativeRRFK) {
+	if !ok || o.Mode != Hybrid || !nr.NativeHybrid() || o.Fusion == DBSF || o.Agreement > 0 || (o.Fusion == RRF && o.RRFK != nativeRRFK) {
 		return nil, false, nil
 	}
 	q := index.HybridQuery{K: o.TopK, Filter: f}
@@ -52,15 +52,12 @@ func searchNative(ctx context.Context, r Retriever, query string, f index.Filter
 	switch o.Fusion {
 	case Relative:
 		q.Fusion, q.Alpha = driver.FusionRelative, o.Alpha
-		method = fmt.Sprintf("native relative(alpha=%.2f)", o.Alpha)
+		method = "native " + methodName(o.Fusion, o.RRFK, o.Alpha, o.weightedBy, false)
 	default:
 		// The backend weights ranked fusion as alpha·vector + (1−alpha)·BM25;
 		// doubled, that is ragmem's weighted RRF (weights 2·alpha, 2·(1−alpha)).
 		q.Fusion, q.Alpha, scale = driver.FusionRanked, o.Alpha, 2
-		method = fmt.Sprintf("native rrf(k=%d)", nativeRRFK)
-		if o.Alpha != 0.5 {
-			method = fmt.Sprintf("native rrf(k=%d,alpha=%.2f)", nativeRRFK, o.Alpha)
-		}
+		method = "native " + methodName(o.Fusion, nativeRRFK, o.Alpha, o.weightedBy, false)
 	}
 	hits, err := nr.Hybrid(ctx, query, q)
 	if err != nil {

@@ -4,24 +4,33 @@
 //
 // Fusion is relative-score fusion by default: each list's scores are min-max
 // normalised to [0, 1] over the candidate pool, then combined as
-// alpha·vector + (1−alpha)·BM25. Reciprocal Rank Fusion is the alternative
-// (score = Σ w/(k + rank), k = 60, weights 2·(1−alpha) and 2·alpha, so alpha
-// 0.5 is plain RRF).
+// alpha·vector + (1−alpha)·BM25. Reciprocal Rank Fusion (score = Σ w/(k +
+// rank), k = 60, weights 2·(1−alpha) and 2·alpha, so alpha 0.5 is plain RRF)
+// and distribution-based score fusion (DBSF: each list scaled between its
+// mean minus and plus three standard deviations) are the alternatives.
 //
-// The vector weight alpha defaults to 0.05 when the retriever embeds with the
-// offline lexical embedder, and to 0.5 otherwise. The lexical default was
-// chosen by measurement on SciFact's training queries and checked on
-// Cranfield (docs/evaluation.md): a lexical vector ranking mostly agrees
-// with BM25, only a small weight kept hybrid at or above BM25 alone, and
-// plain RRF cost 0.06 to 0.09 nDCG@10. Semantic embedders (Model2Vec,
-// OpenAI-compatible) bring what BM25 lacks and get the conventional equal
-// weight; no semantic model could be measured here, so measure yours with
-// ragmem eval.
+// The vector weight alpha is automatic unless the caller gives one ([Weight]):
+//
+//   - an embedder whose vectors encode words (embed.WordMatcher: the lexical
+//     default and randproj) gets LexicalAlpha, 0.05: its ranking repeats
+//     BM25's less precisely, and larger weights cost nDCG@10;
+//   - any other embedder gets the weight its store measured for it
+//     ([Calibrate]): BM25 and the vector index search spans of the store's
+//     own chunks, and alpha is 0.4 × the vector's MRR over BM25's, within
+//     [0.05, 0.5], so that a weak model gets a small say and one that finds
+//     the store's texts as well as BM25 gets 0.4. The measurement is kept in
+//     the store and refreshed as it grows ([Calibrator], run by rag.Engine);
+//   - until then, DefaultAlpha, 0.1, which no measured embedder loses with.
+//
+// Every choice was made on SciFact's training queries, Cranfield and LoCoMo's
+// development conversations, with the lexical embedder, randproj and a real
+// small semantic model (docs/evaluation.md has every candidate measured).
 //
 // Every result carries its explanation: its BM25 rank and score, its vector
-// rank and similarity, and the fused score. Results are in descending score
-// (Property 1) and at most TopK. Preferences and memories are excluded unless
-// the options ask for them.
+// rank and similarity, the fused score, and the method with the weight used
+// and where it came from ("relative(alpha=0.12, calibrated)"). Results are in
+// descending score (Property 1) and at most TopK. Preferences and memories
+// are excluded unless the options ask for them.
 package search
 
 import (
@@ -32,7 +41,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
 )
 
@@ -51,6 +59,7 @@ type Fusion string
 const (
 	RRF      Fusion = "rrf"
 	Relative Fusion = "relative"
+	DBSF     Fusion = "dbsf"
 )
 
 // ParseMode parses "hybrid", "vector" or "fulltext" (also "bm25", "text").
@@ -66,7 +75,7 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("%w %q (want hybrid, vector or fulltext)", ErrBadMode, s)
 }
 
-// ParseFusion parses "rrf" or "relative" ("" is DefaultFusion).
+// ParseFusion parses "relative", "rrf" or "dbsf" ("" is DefaultFusion).
 func ParseFusion(s string) (Fusion, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "":
@@ -75,8 +84,10 @@ func ParseFusion(s string) (Fusion, error) {
 		return RRF, nil
 	case "relative", "relative-score", "rsf":
 		return Relative, nil
+	case "dbsf", "distribution":
+		return DBSF, nil
 	}
-	return "", fmt.Errorf("%w %q (want rrf or relative)", ErrBadFusion, s)
+	return "", fmt.Errorf("%w %q (want relative, rrf or dbsf)", ErrBadFusion, s)
 }
 
 // Errors.
@@ -91,10 +102,19 @@ const (
 	DefaultThreshold = 0.3
 	DefaultFusion    = Relative
 	DefaultRRFK      = 60
-	DefaultAlpha     = 0.05 // vector weight of relative fusion with the lexical embedder
-	SemanticAlpha    = 0.5  // vector weight of relative fusion with any other embedder
-	DefaultRRFAlpha  = 0.5  // vector weight of RRF: plain, unweighted RRF
+	DefaultRRFAlpha  = 0.5 // vector weight of RRF: plain, unweighted RRF
 	MinCandidatePool = 100
+)
+
+// Special values of Options.Alpha.
+const (
+	// AlphaAuto asks for the automatic vector weight with any fusion
+	// method (see [Weight]).
+	AlphaAuto = -1.0
+	// AlphaCalibrated asks for the store's calibrated weight even when the
+	// embedder matches words (DefaultAlpha when the store has none): for
+	// measuring what calibration would do for such an embedder.
+	AlphaCalibrated = -2.0
 )
 
 // Options configure a search. A nil *Options means all defaults.
@@ -116,10 +136,19 @@ type Options struct {
 	// RRFK is the k of Reciprocal Rank Fusion. Default 60.
 	RRFK int
 	// Alpha is the weight of the vector ranking against BM25's (1−alpha),
-	// in (0, 1]; for BM25 alone use Mode FullText. Default with relative
-	// fusion: 0.05 when the retriever uses the lexical embedder (or cannot
-	// say which it uses), else 0.5; with RRF: 0.5, plain RRF.
+	// in (0, 1]; for BM25 alone use Mode FullText. Default (0) with
+	// relative fusion and DBSF, and always with AlphaAuto: automatic, see
+	// [Weight]; default with RRF: 0.5, plain RRF.
 	Alpha float64
+	// CalibrationScale replaces CalibrationScale in the calibrated weight
+	// (alpha = scale × the store's vector-to-BM25 MRR ratio, clamped), for
+	// measuring other scales. Default 0: CalibrationScale.
+	CalibrationScale float64
+	// Agreement turns on per-query weighting, an experiment that is off by
+	// default (0): each query's alpha grows by Agreement × the share of
+	// results the two top-10 lists have in common, up to 1. It is kept for
+	// measurement (docs/evaluation.md says why it is not the default).
+	Agreement float64
 	// CandidatePool is how many candidates each side of a hybrid search
 	// retrieves before fusion. Default max(10·TopK, 100).
 	CandidatePool int
@@ -129,7 +158,21 @@ type Options struct {
 	SourceURL string
 	// Attrs restricts the search to records with these attribute values.
 	Attrs map[string]string
+
+	// auto is the automatic weight asked for (set by withDefaults);
+	// weightedBy says where an automatic Alpha came from (set by
+	// withDefaults and Search; "" when the caller gave Alpha).
+	auto       autoWeight
+	weightedBy WeightSource
 }
+
+type autoWeight int
+
+const (
+	autoNone autoWeight = iota
+	autoAny
+	autoCalibrated
+)
 
 func (o *Options) withDefaults() Options {
 	var r Options
@@ -151,13 +194,25 @@ func (o *Options) withDefaults() Options {
 	if r.RRFK <= 0 {
 		r.RRFK = DefaultRRFK
 	}
-	if r.Alpha == 0 || math.IsNaN(r.Alpha) {
-		r.Alpha = DefaultAlpha
-		if r.Fusion == RRF {
-			r.Alpha = DefaultRRFAlpha
-		}
+	switch {
+	case r.Alpha == 0 && r.Fusion == RRF:
+		r.Alpha = DefaultRRFAlpha
+	case r.Alpha == AlphaCalibrated:
+		r.auto = autoCalibrated
+	case r.Alpha == 0 || r.Alpha == AlphaAuto || math.IsNaN(r.Alpha):
+		r.auto = autoAny
 	}
-	r.Alpha = math.Max(0, math.Min(1, r.Alpha))
+	if r.auto != autoNone && r.weightedBy == "" {
+		// Search resolves it from the retriever; Fuse alone cannot.
+		r.Alpha, r.weightedBy = DefaultAlpha, WeightDefault
+	}
+	if r.weightedBy == "" {
+		r.Alpha = math.Max(0, math.Min(1, r.Alpha))
+	}
+	r.Agreement = math.Max(0, r.Agreement)
+	if math.IsNaN(r.Agreement) {
+		r.Agreement = 0
+	}
 	if r.CandidatePool <= 0 {
 		r.CandidatePool = max(10*r.TopK, MinCandidatePool)
 	}
@@ -178,7 +233,12 @@ type Explanation struct {
 	VectorRank       int     `json:"vectorRank,omitempty"`
 	VectorSimilarity float64 `json:"vectorSimilarity,omitempty"`
 	Fused            float64 `json:"fused"`
-	Method           string  `json:"method"` // "bm25", "vector", "relative(alpha=0.05)", "rrf(k=60)" or "rrf(k=60,alpha=0.30)"
+	// Method names the ranking and, for hybrid search, the fusion, the
+	// vector weight and where that weight came from: "bm25", "vector",
+	// "relative(alpha=0.12, calibrated)", "relative(alpha=0.05, lexical)",
+	// "relative(alpha=0.30)" (given by the caller), "rrf(k=60)",
+	// "dbsf(alpha=0.10, default)", ... (see [WeightSource]).
+	Method string `json:"method"`
 }
 
 // Result is one retrieved chunk.
@@ -194,21 +254,11 @@ type Retriever interface {
 	Vector(ctx context.Context, query string, k int, f index.Filter) ([]index.Hit, error)
 }
 
-// embedderOf is implemented by retrievers that say which embedder they
-// use, as *index.Index does.
-type embedderOf interface {
-	Embedder() embed.Embedder
-}
-
 // Search runs a query. A blank query returns no results.
 func Search(ctx context.Context, r Retriever, query string, opts *Options) ([]Result, error) {
 	o := opts.withDefaults()
-	if (opts == nil || opts.Alpha == 0) && o.Fusion == Relative {
-		if e, ok := r.(embedderOf); ok {
-			if _, lexical := e.Embedder().(*embed.Lexical); !lexical && e.Embedder() != nil {
-				o.Alpha = SemanticAlpha
-			}
-		}
+	if o.auto != autoNone && o.Mode == Hybrid {
+		o.Alpha, o.weightedBy = weight(ctx, r, o.auto == autoCalibrated, o.CalibrationScale)
 	}
 	switch o.Mode {
 	case Hybrid, Vector, FullText:
@@ -216,7 +266,7 @@ func Search(ctx context.Context, r Retriever, query string, opts *Options) ([]Re
 		return nil, fmt.Errorf("%w %q", ErrBadMode, o.Mode)
 	}
 	switch o.Fusion {
-	case RRF, Relative:
+	case RRF, Relative, DBSF:
 	default:
 		return nil, fmt.Errorf("%w %q", ErrBadFusion, o.Fusion)
 	}
@@ -289,111 +339,6 @@ func single(hits []index.Hit, o Options, bm25 bool) []Result {
 		out = out[:o.TopK]
 	}
 	return out
-}
-
-// Fuse merges a BM25 ranking and a vector ranking under o (defaults applied
-// for zero fields), applies the threshold and returns the top results.
-func Fuse(text, vec []index.Hit, opts *Options) []Result {
-	o := opts.withDefaults()
-	byID := map[string]*Result{}
-	var order []string
-	get := func(h index.Hit) *Result {
-		r, ok := byID[h.Record.ID]
-		if !ok {
-			r = &Result{Record: h.Record}
-			byID[h.Record.ID] = r
-			order = append(order, h.Record.ID)
-		}
-		return r
-	}
-	for i, h := range text {
-		r := get(h)
-		r.Explanation.BM25Rank, r.Explanation.BM25Score = i+1, h.Score
-	}
-	for i, h := range vec {
-		r := get(h)
-		r.Explanation.VectorRank, r.Explanation.VectorSimilarity = i+1, h.Score
-	}
-	bestText := 0.0
-	if len(text) > 0 {
-		bestText = text[0].Score
-	}
-	switch o.Fusion {
-	case Relative:
-		tmin, tmax := minMax(text)
-		vmin, vmax := minMax(vec)
-		method := fmt.Sprintf("relative(alpha=%.2f)", o.Alpha)
-		for _, id := range order {
-			r := byID[id]
-			var s float64
-			if r.Explanation.BM25Rank > 0 {
-				s += (1 - o.Alpha) * norm(r.Explanation.BM25Score, tmin, tmax)
-			}
-			if r.Explanation.VectorRank > 0 {
-				s += o.Alpha * norm(r.Explanation.VectorSimilarity, vmin, vmax)
-			}
-			r.Score, r.Explanation.Fused, r.Explanation.Method = s, s, method
-		}
-	default:
-		k := float64(o.RRFK)
-		// Weighted RRF: each list's reciprocal ranks are scaled by its
-		// weight, 2·(1−alpha) for BM25 and 2·alpha for vectors, so alpha 0.5
-		// is plain RRF.
-		wt, wv := 2*(1-o.Alpha), 2*o.Alpha
-		method := fmt.Sprintf("rrf(k=%d)", o.RRFK)
-		if o.Alpha != 0.5 {
-			method = fmt.Sprintf("rrf(k=%d,alpha=%.2f)", o.RRFK, o.Alpha)
-		}
-		for _, id := range order {
-			r := byID[id]
-			var s float64
-			if r.Explanation.BM25Rank > 0 {
-				s += wt / (k + float64(r.Explanation.BM25Rank))
-			}
-			if r.Explanation.VectorRank > 0 {
-				s += wv / (k + float64(r.Explanation.VectorRank))
-			}
-			r.Score, r.Explanation.Fused, r.Explanation.Method = s, s, method
-		}
-	}
-	out := make([]Result, 0, len(order))
-	for _, id := range order {
-		r := byID[id]
-		if o.SimilarityThreshold >= 0 {
-			textOK := r.Explanation.BM25Rank > 0 && bestText > 0 && r.Explanation.BM25Score/bestText >= o.SimilarityThreshold
-			vecOK := r.Explanation.VectorRank > 0 && r.Explanation.VectorSimilarity >= o.SimilarityThreshold
-			if !textOK && !vecOK {
-				continue
-			}
-		}
-		out = append(out, *r)
-	}
-	sortResults(out)
-	if len(out) > o.TopK {
-		out = out[:o.TopK]
-	}
-	return out
-}
-
-func minMax(hs []index.Hit) (lo, hi float64) {
-	if len(hs) == 0 {
-		return 0, 0
-	}
-	lo, hi = hs[0].Score, hs[0].Score
-	for _, h := range hs[1:] {
-		lo = math.Min(lo, h.Score)
-		hi = math.Max(hi, h.Score)
-	}
-	return lo, hi
-}
-
-// norm maps s from [lo, hi] to [0, 1]; a list whose scores are all equal
-// maps to 1 (each of its members is as good as its best).
-func norm(s, lo, hi float64) float64 {
-	if hi <= lo {
-		return 1
-	}
-	return (s - lo) / (hi - lo)
 }
 
 // sortResults orders by descending score; ties by better best rank, then id,

@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
@@ -138,39 +139,86 @@ func (semanticStub) Embed(context.Context, []string) ([][]float32, error) { retu
 func (semanticStub) Identity() string                                     { return "stub/d2" }
 func (semanticStub) Dimension() int                                       { return 2 }
 
-// The default vector weight follows the embedder: 0.05 for the lexical one,
-// 0.5 for others; an explicit alpha always wins.
-func TestDefaultAlphaFollowsTheEmbedder(t *testing.T) {
+// withSettings is a retriever with an embedder and store settings, as
+// *index.Index has.
+type withSettings struct {
+	withEmbedder
+	settings map[string]string
+}
+
+func (w withSettings) Setting(_ context.Context, key string) (string, bool, error) {
+	v, ok := w.settings[key]
+	return v, ok, nil
+}
+
+func calibrated(mrrText, mrrVec float64) map[string]string {
+	c := Calibration{Version: calibrationVersion, Chunks: 100, Samples: 100, MRRFullText: mrrText, MRRVector: mrrVec,
+		Alpha: AlphaFor(CalibrationScale, mrrText, mrrVec)}
+	b, _ := json.Marshal(c)
+	return map[string]string{CalibrationKey: string(b)}
+}
+
+// The automatic vector weight: the embedder's declaration, else the store's
+// calibration, else the default; an explicit alpha always wins, and the
+// explanation says which.
+func TestAutomaticWeight(t *testing.T) {
 	lists := func() *fakeRetriever {
 		return &fakeRetriever{text: []index.Hit{hit("a", 10), hit("b", 5)}, vec: []index.Hit{hit("b", 0.9), hit("a", 0.1)}}
 	}
+	sem := func(settings map[string]string) Retriever {
+		return withSettings{withEmbedder{lists(), semanticStub{}}, settings}
+	}
 	cases := []struct {
+		name   string
 		r      Retriever
-		alpha  float64
+		opts   Options
 		method string
 	}{
-		{lists(), 0, "relative(alpha=0.05)"},
-		{withEmbedder{lists(), embed.NewLexical(nil)}, 0, "relative(alpha=0.05)"},
-		{withEmbedder{lists(), semanticStub{}}, 0, "relative(alpha=0.50)"},
-		{withEmbedder{lists(), semanticStub{}}, 0.3, "relative(alpha=0.30)"},
+		{"unknown embedder", lists(), Options{}, "relative(alpha=0.10, default)"},
+		{"lexical", withEmbedder{lists(), embed.NewLexical(nil)}, Options{}, "relative(alpha=0.05, lexical)"},
+		{"randproj", withEmbedder{lists(), embed.NewRandProj(&embed.RandProjOptions{Dimension: 8})}, Options{}, "relative(alpha=0.05, lexical)"},
+		{"semantic, not calibrated", withEmbedder{lists(), semanticStub{}}, Options{}, "relative(alpha=0.10, default)"},
+		{"semantic, calibrated", sem(calibrated(1, 0.3)), Options{}, "relative(alpha=0.12, calibrated)"},
+		{"calibration clamped", sem(calibrated(1, 0.01)), Options{}, "relative(alpha=0.05, calibrated)"},
+		{"other scale", sem(calibrated(1, 0.3)), Options{CalibrationScale: 1}, "relative(alpha=0.30, calibrated)"},
+		{"broken calibration", sem(map[string]string{CalibrationKey: "{"}), Options{}, "relative(alpha=0.10, default)"},
+		{"old calibration", sem(map[string]string{CalibrationKey: `{"v":0,"alpha":0.3}`}), Options{}, "relative(alpha=0.10, default)"},
+		{"explicit", sem(calibrated(1, 0.3)), Options{Alpha: 0.3}, "relative(alpha=0.30)"},
+		{"auto with rrf", sem(calibrated(1, 0.3)), Options{Fusion: RRF, Alpha: AlphaAuto}, "rrf(k=60,alpha=0.12, calibrated)"},
+		{"plain rrf", sem(calibrated(1, 0.3)), Options{Fusion: RRF}, "rrf(k=60)"},
+		{"dbsf", sem(calibrated(1, 0.3)), Options{Fusion: DBSF}, "dbsf(alpha=0.12, calibrated)"},
+		{"lexical, calibration asked for", withSettings{withEmbedder{lists(), embed.NewLexical(nil)}, calibrated(1, 0.9)},
+			Options{Alpha: AlphaCalibrated}, "relative(alpha=0.36, calibrated)"},
+		{"lexical, calibrated store", withSettings{withEmbedder{lists(), embed.NewLexical(nil)}, calibrated(1, 0.9)},
+			Options{}, "relative(alpha=0.05, lexical)"},
 	}
-	for i, c := range cases {
-		rs, err := Search(context.Background(), c.r, "q", &Options{TopK: 2, SimilarityThreshold: -1, Alpha: c.alpha})
+	for _, c := range cases {
+		o := c.opts
+		o.TopK, o.SimilarityThreshold = 2, -1
+		rs, err := Search(context.Background(), c.r, "q", &o)
 		if err != nil || len(rs) != 2 || rs[0].Explanation.Method != c.method {
-			t.Errorf("case %d: %v %v", i, rs, err)
+			t.Errorf("%s: %+v %v, want method %s", c.name, rs, err, c.method)
 		}
 	}
-	// b: 0.5·0 + 0.5·1 beats a: 0.5·1 + 0.5·0 only by the tie-break; with
-	// the lexical weight a wins clearly (0.95 against 0.05).
+	// a: 0.95·1 + 0.05·0 against b: 0.95·0 + 0.05·1 with the lexical
+	// weight; with the calibrated 0.12, 0.88 against 0.12.
 	rs, _ := Search(context.Background(), withEmbedder{lists(), embed.NewLexical(nil)}, "q", &Options{TopK: 2, SimilarityThreshold: -1})
 	if rs[0].Record.ID != "a" || math.Abs(rs[0].Score-0.95) > 1e-12 {
 		t.Errorf("lexical: %v", rs)
+	}
+	rs, _ = Search(context.Background(), sem(calibrated(1, 0.3)), "q", &Options{TopK: 2, SimilarityThreshold: -1})
+	if rs[0].Record.ID != "a" || math.Abs(rs[0].Score-0.88) > 1e-12 || math.Abs(rs[1].Score-0.12) > 1e-12 {
+		t.Errorf("calibrated: %v", rs)
+	}
+	// Weight alone: 0.4 × 0.5/0.5.
+	if w, src := Weight(context.Background(), sem(calibrated(0.5, 0.5))); w != 0.4 || src != WeightCalibrated {
+		t.Errorf("Weight = %v %v", w, src)
 	}
 }
 
 func TestDefaults(t *testing.T) {
 	o := (*Options)(nil).withDefaults()
-	if o.Mode != Hybrid || o.Fusion != Relative || o.Alpha != 0.05 || o.RRFK != 60 || o.TopK != 5 || o.CandidatePool != 100 {
+	if o.Mode != Hybrid || o.Fusion != Relative || o.Alpha != DefaultAlpha || o.weightedBy != WeightDefault || o.RRFK != 60 || o.TopK != 5 || o.CandidatePool != 100 {
 		t.Errorf("defaults %+v", o)
 	}
 	if o := (&Options{Fusion: RRF}).withDefaults(); o.Alpha != 0.5 {

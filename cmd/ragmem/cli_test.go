@@ -83,7 +83,7 @@ func TestCLIWorkflow(t *testing.T) {
 		}
 	}
 	human := mustRun(t, "--dir", dir, "search", "otters")
-	if !strings.Contains(human, "notes.txt") || !strings.Contains(human, "relative(alpha=0.05)") {
+	if !strings.Contains(human, "notes.txt") || !strings.Contains(human, "relative(alpha=0.05, lexical)") {
 		t.Fatalf("human search output: %s", human)
 	}
 

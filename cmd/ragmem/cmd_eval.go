@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -18,28 +19,38 @@ import (
 
 func newEvalCmd(g *globals) *cobra.Command {
 	var (
-		dataset, split, fusion, bm25, tmp string
-		modes                             []string
-		rrfK, pool, depth                 int
-		alpha                             float64
-		asJSON, perQuery                  bool
+		split, bm25, tmp        string
+		datasets, modes, fusion []string
+		rrfK, pool, depth       int
+		alpha                   float64
+		asJSON, perQuery        bool
 	)
 	cmd := &cobra.Command{
-		Use:   "eval --dataset DIR [flags]",
-		Short: "Measure retrieval quality on a BEIR-format data set",
+		Use:   "eval --dataset DIR [--dataset DIR ...] [flags]",
+		Short: "Measure retrieval quality on BEIR-format data sets",
 		Long: "eval indexes the corpus of a BEIR-format folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)\n" +
 			"into a temporary store through the normal pipeline, runs every judged query in each mode and\n" +
-			"prints nDCG@10, Recall@10, Recall@100, MRR@10 (trec_eval definitions, document level: a\n" +
-			"document ranks with its best chunk), query latency p50/p95 and indexing time.\n\n" +
+			"prints nDCG@10, Recall@5/10/25/100, MRR@10 (trec_eval definitions, document level: a document\n" +
+			"ranks with its best chunk), query latency p50/p95 and indexing time. With several data sets\n" +
+			"(--dataset repeated or comma-separated, or a folder whose subfolders are data sets) it prints\n" +
+			"each, then their macro average (every data set counts the same).\n\n" +
+			"--fusion FUSION may be repeated to compare hybrid fusions on one index: METHOD[:key=value,...]\n" +
+			"with METHOD relative, rrf or dbsf and keys alpha=A|auto|calibrated, k=K (rrf), scale=C, agree=W.\n\n" +
 			"--bm25 tunes the full-text index: comma-separated k1=X, b=X, stem=porter|snowball|plural|none,\n" +
 			"stop=lucene|english|none, title=W, prox=W, rm3=DOCS/TERMS/WEIGHT (or rm3=1 for 10/10/0.5).",
 		Example: "  ragmem eval --dataset ../shared/eval/scifact --modes fulltext,hybrid\n" +
+			"  ragmem eval --dataset ../shared/eval/locomo-dev          # its three conversations, and their macro average\n" +
+			"  ragmem eval --dataset ../shared/eval/scifact --split train --fusion relative --fusion rrf --fusion dbsf:alpha=0.2\n" +
 			"  ragmem eval --dataset ../shared/eval/scifact --split train --bm25 k1=1.2,b=0.75 --json\n" +
 			"  ragmem eval --dataset ../shared/eval/scifact --embedder openai:nomic-embed-text --base-url http://localhost:11434/v1",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if dataset == "" {
+			if len(datasets) == 0 {
 				return fmt.Errorf("--dataset is required (a BEIR folder with corpus.jsonl, queries.jsonl and qrels/)")
+			}
+			dirs, err := expandDatasets(datasets)
+			if err != nil {
+				return err
 			}
 			var ms []search.Mode
 			for _, s := range modes {
@@ -54,9 +65,23 @@ func newEvalCmd(g *globals) *cobra.Command {
 					ms = append(ms, m)
 				}
 			}
-			fu, err := search.ParseFusion(fusion)
-			if err != nil {
-				return err
+			if len(fusion) == 0 {
+				fusion = []string{string(search.DefaultFusion)}
+			}
+			var hybrids []eval.Hybrid
+			for _, spec := range fusion {
+				so, err := search.ParseFusionSpec(spec)
+				if err != nil {
+					return err
+				}
+				if so.Alpha == 0 {
+					so.Alpha = alpha
+				}
+				if so.RRFK == 0 {
+					so.RRFK = rrfK
+				}
+				so.CandidatePool = pool
+				hybrids = append(hybrids, eval.Hybrid{Label: spec, Search: so})
 			}
 			ftOpts, err := local.ParseFullTextOptions(bm25)
 			if err != nil {
@@ -66,55 +91,112 @@ func newEvalCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ds, err := eval.LoadBEIR(dataset, split)
-			if err != nil {
-				return err
+			sets := make([]*eval.Dataset, len(dirs))
+			for i, dir := range dirs {
+				if sets[i], err = eval.LoadBEIR(dir, split); err != nil {
+					return err
+				}
 			}
-			opts := &eval.Options{
-				Modes:    ms,
-				Search:   &search.Options{Fusion: fu, RRFK: rrfK, Alpha: alpha, CandidatePool: pool},
-				Embedder: emb,
-				FullText: ftOpts,
-				Depth:    depth,
-				Dir:      tmp,
-				PerQuery: perQuery,
-			}
-			bar := newEvalProgress(g.stderr)
-			if bar != nil {
-				opts.Progress = bar.update
-				defer bar.finish()
-			}
-			rep, err := eval.Run(cmd.Context(), ds, opts)
-			if bar != nil {
-				bar.finish()
-			}
-			if err != nil {
-				return err
+			var reps []*eval.Report
+			for _, ds := range sets {
+				opts := &eval.Options{
+					Modes:    ms,
+					Search:   &hybrids[0].Search,
+					Hybrids:  hybrids,
+					Embedder: emb,
+					FullText: ftOpts,
+					Depth:    depth,
+					Dir:      tmp,
+					PerQuery: perQuery,
+				}
+				bar := newEvalProgress(g.stderr)
+				if bar != nil {
+					prefix := ""
+					if len(sets) > 1 {
+						prefix = ds.Name + " "
+					}
+					opts.Progress = func(p eval.Progress) { p.Stage = prefix + p.Stage; bar.update(p) }
+				}
+				rep, err := eval.Run(cmd.Context(), ds, opts)
+				if bar != nil {
+					bar.finish()
+				}
+				if err != nil {
+					return fmt.Errorf("%s: %w", ds.Name, err)
+				}
+				reps = append(reps, rep)
 			}
 			if asJSON {
-				return writeJSON(g.stdout, rep)
+				if len(reps) == 1 {
+					return writeJSON(g.stdout, reps[0])
+				}
+				return writeJSON(g.stdout, struct {
+					Datasets []*eval.Report     `json:"datasets"`
+					Macro    []eval.MacroResult `json:"macro"`
+				}{reps, eval.Macro(reps)})
 			}
-			printReport(g.stdout, rep)
+			for i, rep := range reps {
+				if i > 0 {
+					fmt.Fprintln(g.stdout)
+				}
+				printReport(g.stdout, rep, len(hybrids) > 1)
+				if perQuery {
+					fmt.Fprintln(g.stdout)
+					printPerQuery(g.stdout, rep)
+				}
+			}
+			if len(reps) > 1 {
+				fmt.Fprintln(g.stdout)
+				printMacro(g.stdout, reps, len(hybrids) > 1)
+			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dataset, "dataset", "", "BEIR-format data set folder (required)")
+	f.StringSliceVar(&datasets, "dataset", nil, "BEIR-format data set folder; repeat or comma-separate for several; a folder of data sets stands for each (required)")
 	f.StringVar(&split, "split", "test", "qrels split to evaluate: qrels/SPLIT.tsv (tune on train, report test)")
 	f.StringSliceVar(&modes, "modes", []string{"fulltext", "vector", "hybrid"}, "search modes to evaluate")
-	f.StringVar(&fusion, "fusion", string(search.DefaultFusion), "hybrid fusion: relative or rrf")
-	f.IntVar(&rrfK, "rrf-k", 0, "k of reciprocal rank fusion (default: the search default)")
-	f.Float64Var(&alpha, "alpha", 0, "vector weight of relative fusion (default: the search default)")
+	f.StringArrayVar(&fusion, "fusion", nil, "hybrid fusion METHOD[:alpha=A|auto|calibrated,k=K,scale=C,agree=W], METHOD relative, rrf or dbsf; repeat to compare (default relative)")
+	f.IntVar(&rrfK, "rrf-k", 0, "k of reciprocal rank fusion, for --fusion values that do not set it (default: the search default)")
+	f.Float64Var(&alpha, "alpha", 0, "vector weight, for --fusion values that do not set it (default: automatic, see docs/evaluation.md)")
 	f.IntVar(&pool, "pool", 0, "candidates per side before fusion (default: the search default for the depth asked)")
 	f.StringVar(&bm25, "bm25", "", "full-text options, e.g. k1=0.9,b=0.4,stem=porter,stop=lucene (default: the store defaults)")
 	f.IntVar(&depth, "depth", eval.DefaultDepth, "documents ranked per query (at least 100 for Recall@100)")
 	f.StringVar(&tmp, "tmp", "", "where to create the temporary store (default the system temp directory)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	f.BoolVar(&perQuery, "per-query", false, "include each query's metrics and top 10 in the JSON report")
+	f.BoolVar(&perQuery, "per-query", false, "also give each query's metrics and ranking (--depth documents)")
 	return cmd
 }
 
-func printReport(w io.Writer, r *eval.Report) {
+// expandDatasets replaces a folder that holds no corpus.jsonl but whose
+// subfolders do by those subfolders, in name order.
+func expandDatasets(dirs []string) ([]string, error) {
+	var out []string
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "corpus.jsonl")); err == nil {
+			out = append(out, d)
+			continue
+		}
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", eval.ErrBadDataset, err)
+		}
+		n := len(out)
+		for _, e := range entries {
+			if sub := filepath.Join(d, e.Name()); e.IsDir() {
+				if _, err := os.Stat(filepath.Join(sub, "corpus.jsonl")); err == nil {
+					out = append(out, sub)
+				}
+			}
+		}
+		if len(out) == n {
+			out = append(out, d) // LoadBEIR says what is missing
+		}
+	}
+	return out, nil
+}
+
+func printReport(w io.Writer, r *eval.Report, labels bool) {
 	fmt.Fprintf(w, "data set   %s (%s split): %d documents indexed", r.Dataset, r.Split, r.Documents)
 	if r.Skipped > 0 {
 		fmt.Fprintf(w, ", %d without text skipped", r.Skipped)
@@ -122,14 +204,66 @@ func printReport(w io.Writer, r *eval.Report) {
 	fmt.Fprintf(w, ", %d chunks, %d queries\n", r.Chunks, r.Queries)
 	fmt.Fprintf(w, "embedder   %s\n", r.Embedder)
 	fmt.Fprintf(w, "full text  %s\n", r.FullText)
-	fmt.Fprintf(w, "indexing   %.1f s\n\n", r.IndexSeconds)
+	fmt.Fprintf(w, "indexing   %.1f s\n", r.IndexSeconds)
+	if c := r.Calibration; c != nil {
+		fmt.Fprintf(w, "calibrated alpha %.2f: MRR@10 of %d pseudo-queries, BM25 %.3f, vector %.3f (%.1f s)\n",
+			c.Alpha, c.Samples, c.MRRFullText, c.MRRVector, r.CalibrateSeconds)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "mode\tmethod\tnDCG@10\tRecall@10\tRecall@100\tMRR@10\tp50 ms\tp95 ms")
+	fmt.Fprintln(tw, "mode\t"+fusionHeader(labels)+"method\tnDCG@10\tR@5\tR@10\tR@25\tR@100\tMRR@10\tp50 ms\tp95 ms")
 	for _, m := range r.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.2f\t%.2f\n",
-			m.Mode, m.Method, m.NDCG10, m.Recall10, m.Recall100, m.MRR10, m.LatencyP50Ms, m.LatencyP95Ms)
+		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%.2f\t%.2f\n", m.Mode, fusionCell(labels, m.Fusion), m.Method, metricCells(m.Metrics),
+			m.LatencyP50Ms, m.LatencyP95Ms)
 	}
 	tw.Flush()
+}
+
+func printMacro(w io.Writer, reps []*eval.Report, labels bool) {
+	names := make([]string, len(reps))
+	for i, r := range reps {
+		names[i] = r.Dataset
+	}
+	fmt.Fprintf(w, "macro average over %d data sets (%s)\n\n", len(reps), strings.Join(names, ", "))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "mode\t"+fusionHeader(labels)+"method\tnDCG@10\tR@5\tR@10\tR@25\tR@100\tMRR@10")
+	for _, m := range eval.Macro(reps) {
+		method := m.Method
+		if method == "" {
+			method = "(differs)"
+		}
+		fmt.Fprintf(tw, "%s\t%s%s\t%s\n", m.Mode, fusionCell(labels, m.Fusion), method, metricCells(m.Metrics))
+	}
+	tw.Flush()
+}
+
+func printPerQuery(w io.Writer, r *eval.Report) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "query\tmode\tfusion\tnDCG@10\tR@5\tR@10\tR@25\tR@100\tMRR@10\tranking")
+	for _, m := range r.Results {
+		for _, q := range m.PerQuery {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", q.ID, m.Mode, m.Fusion, metricCells(q.Metrics), strings.Join(q.Ranking, " "))
+		}
+	}
+	tw.Flush()
+}
+
+func fusionHeader(labels bool) string {
+	if labels {
+		return "fusion\t"
+	}
+	return ""
+}
+
+func fusionCell(labels bool, f string) string {
+	if labels {
+		return f + "\t"
+	}
+	return ""
+}
+
+func metricCells(m eval.Metrics) string {
+	return fmt.Sprintf("%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f", m.NDCG10, m.Recall5, m.Recall10, m.Recall25, m.Recall100, m.MRR10)
 }
 
 // evalProgress draws a progress bar per stage on a terminal.

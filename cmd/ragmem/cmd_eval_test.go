@@ -22,7 +22,7 @@ const tinyBEIR = "../../eval/testdata/tiny"
 
 func TestCLIEval(t *testing.T) {
 	out := mustRun(t, "eval", "--dataset", tinyBEIR, "--modes", "fulltext,hybrid", "--tmp", t.TempDir())
-	for _, want := range []string{"tiny (test split): 9 documents indexed, 1 without text skipped", "mode", "nDCG@10", "fulltext", "bm25", "hybrid", "indexing"} {
+	for _, want := range []string{"tiny (test split): 9 documents indexed, 1 without text skipped", "mode", "nDCG@10", "R@5", "R@25", "R@100", "fulltext", "bm25", "hybrid", "indexing"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -48,6 +48,8 @@ func TestCLIEval(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"eval"},
+		{"eval", "--dataset", tinyBEIR, "--fusion", "relative:alpha=2"},
+		{"eval", "--dataset", tinyBEIR, "--dataset", t.TempDir()},
 		{"eval", "--dataset", tinyBEIR, "--modes", "sideways"},
 		{"eval", "--dataset", tinyBEIR, "--bm25", "k1=banana"},
 		{"eval", "--dataset", tinyBEIR, "--fusion", "mean"},
@@ -57,6 +59,88 @@ func TestCLIEval(t *testing.T) {
 		if _, _, err := runCLI(t, args...); err == nil {
 			t.Errorf("ragmem %s: no error", strings.Join(args, " "))
 		}
+	}
+}
+
+// Several data sets give each one's table and their macro average; several
+// fusions give a hybrid row each; --per-query lists every query's ranking.
+func TestCLIEvalSeveral(t *testing.T) {
+	// A folder of data sets stands for each of them.
+	parent := t.TempDir()
+	for _, name := range []string{"one", "two"} {
+		copyDir(t, tinyBEIR, filepath.Join(parent, name))
+	}
+	if err := os.Mkdir(filepath.Join(parent, "raw"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := mustRun(t, "eval", "--dataset", parent, "--modes", "fulltext,hybrid", "--fusion", "relative",
+		"--fusion", "rrf:k=10", "--per-query", "--depth", "4", "--tmp", t.TempDir())
+	for _, want := range []string{"data set   one (test split)", "data set   two (test split)", "macro average over 2 data sets (one, two)",
+		"relative(alpha=0.05, lexical)", "rrf(k=10)", "rrf:k=10", "query  mode"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out = mustRun(t, "eval", "--dataset", tinyBEIR+","+tinyBEIR, "--modes", "fulltext,hybrid", "--fusion", "relative",
+		"--fusion", "rrf:k=10", "--per-query", "--depth", "4", "--json", "--tmp", t.TempDir())
+	var rep struct {
+		Datasets []struct {
+			Dataset string `json:"dataset"`
+			Results []struct {
+				Mode     string  `json:"mode"`
+				Fusion   string  `json:"fusion"`
+				NDCG10   float64 `json:"ndcg@10"`
+				R5       float64 `json:"recall@5"`
+				R25      float64 `json:"recall@25"`
+				PerQuery []struct {
+					ID      string   `json:"id"`
+					Ranking []string `json:"ranking"`
+				} `json:"perQuery"`
+			} `json:"results"`
+		} `json:"datasets"`
+		Macro []struct {
+			Mode     string  `json:"mode"`
+			Fusion   string  `json:"fusion"`
+			NDCG10   float64 `json:"ndcg@10"`
+			Datasets int     `json:"datasets"`
+		} `json:"macro"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rep.Datasets) != 2 || len(rep.Macro) != 3 || rep.Macro[2].Fusion != "rrf:k=10" || rep.Macro[0].Datasets != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	for i, m := range rep.Macro {
+		if r := rep.Datasets[0].Results[i]; m.NDCG10 != r.NDCG10 || r.R5 == 0 || r.R25 == 0 {
+			t.Errorf("macro row %d %+v against %+v", i, m, r)
+		}
+	}
+	for _, q := range rep.Datasets[1].Results[2].PerQuery {
+		if len(q.Ranking) == 0 || len(q.Ranking) > 4 {
+			t.Errorf("%s: ranking %v, want 1 to 4 documents", q.ID, q.Ranking)
+		}
+	}
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

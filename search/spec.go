@@ -1,0 +1,89 @@
+package search
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// maxSpec bounds a fusion spec; anything longer is a mistake.
+const maxSpec = 200
+
+// ParseFusionSpec parses a fusion method with its parameters, as given on a
+// command line: "METHOD[:key=value,...]" where METHOD is anything
+// ParseFusion accepts and the keys are
+//
+//	alpha=A       vector weight in (0, 1], or "auto" (AlphaAuto) or
+//	              "calibrated" (AlphaCalibrated) (Options.Alpha)
+//	k=K           the k of RRF, 1..10000 (Options.RRFK)
+//	scale=C       calibration scale, in (0, 10] (Options.CalibrationScale)
+//	agree=W       per-query weighting, in [0, 1] (Options.Agreement)
+//
+// e.g. "relative", "relative:alpha=0.3", "rrf:k=10,alpha=auto", "dbsf". It
+// returns Options with only those fields and Fusion set.
+func ParseFusionSpec(spec string) (Options, error) {
+	if len(spec) > maxSpec {
+		return Options{}, fmt.Errorf("%w: spec longer than %d bytes", ErrBadFusion, maxSpec)
+	}
+	name, params, _ := strings.Cut(spec, ":")
+	f, err := ParseFusion(name)
+	if err != nil {
+		return Options{}, err
+	}
+	o := Options{Fusion: f}
+	seen := map[string]bool{}
+	for _, kv := range strings.Split(params, ",") {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
+		if !ok || k == "" || v == "" {
+			return Options{}, fmt.Errorf("%w: %q is not key=value in %q", ErrBadFusion, kv, spec)
+		}
+		if seen[k] {
+			return Options{}, fmt.Errorf("%w: %q given twice in %q", ErrBadFusion, k, spec)
+		}
+		seen[k] = true
+		switch k {
+		case "alpha":
+			switch {
+			case strings.EqualFold(v, "auto"):
+				o.Alpha = AlphaAuto
+			case strings.EqualFold(v, "calibrated"):
+				o.Alpha = AlphaCalibrated
+			default:
+				a, err := strconv.ParseFloat(v, 64)
+				if err != nil || math.IsNaN(a) || a <= 0 || a > 1 {
+					return Options{}, fmt.Errorf("%w: alpha %q is not auto, calibrated or a number in (0, 1]", ErrBadFusion, v)
+				}
+				o.Alpha = a
+			}
+		case "scale":
+			c, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(c) || c <= 0 || c > 10 {
+				return Options{}, fmt.Errorf("%w: scale %q is not a number in (0, 10]", ErrBadFusion, v)
+			}
+			o.CalibrationScale = c
+		case "k":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 10000 {
+				return Options{}, fmt.Errorf("%w: k %q is not an integer in 1..10000", ErrBadFusion, v)
+			}
+			if f != RRF {
+				return Options{}, fmt.Errorf("%w: k applies to rrf only, not %s", ErrBadFusion, f)
+			}
+			o.RRFK = n
+		case "agree", "agreement":
+			w, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(w) || w < 0 || w > 1 {
+				return Options{}, fmt.Errorf("%w: agree %q is not a number in [0, 1]", ErrBadFusion, v)
+			}
+			o.Agreement = w
+		default:
+			return Options{}, fmt.Errorf("%w: unknown parameter %q in %q (want alpha, k, scale or agree)", ErrBadFusion, k, spec)
+		}
+	}
+	return o, nil
+}

@@ -1,0 +1,61 @@
+package search
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseFusionSpec(t *testing.T) {
+	good := map[string]Options{
+		"relative":                       {Fusion: Relative},
+		"":                               {Fusion: Relative},
+		"RRF":                            {Fusion: RRF},
+		"relative:alpha=0.3":             {Fusion: Relative, Alpha: 0.3},
+		"rrf:k=10,alpha=auto":            {Fusion: RRF, RRFK: 10, Alpha: AlphaAuto},
+		"dbsf:alpha=calibrated,scale=.5": {Fusion: DBSF, Alpha: AlphaCalibrated, CalibrationScale: 0.5},
+		"relative: agree = 0.6 ,":        {Fusion: Relative, Agreement: 0.6},
+		"relative:alpha=1":               {Fusion: Relative, Alpha: 1},
+	}
+	for in, want := range good {
+		got, err := ParseFusionSpec(in)
+		if err != nil || got.Fusion != want.Fusion || got.Alpha != want.Alpha || got.RRFK != want.RRFK ||
+			got.CalibrationScale != want.CalibrationScale || got.Agreement != want.Agreement {
+			t.Errorf("ParseFusionSpec(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{
+		"max", "relative:alpha", "relative:alpha=0", "relative:alpha=1.5", "relative:alpha=NaN", "relative:alpha=-1",
+		"relative:k=10", "rrf:k=0", "rrf:k=x", "relative:alpha=0.1,alpha=0.2", "relative:beta=1",
+		"relative:agree=2", "relative:scale=0", "relative:scale=11", "relative:=3", strings.Repeat("x", 300),
+	} {
+		if _, err := ParseFusionSpec(in); !errors.Is(err, ErrBadFusion) {
+			t.Errorf("ParseFusionSpec(%q): %v, want ErrBadFusion", in, err)
+		}
+	}
+}
+
+func FuzzParseFusionSpec(f *testing.F) {
+	for _, s := range []string{"relative", "rrf:k=10,alpha=auto", "dbsf:alpha=calibrated,scale=0.5,agree=0.2", "relative:alpha=0.3,", ":", "rrf:k=1e3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		o, err := ParseFusionSpec(in)
+		if err != nil {
+			if !errors.Is(err, ErrBadFusion) {
+				t.Fatalf("%q: error %v is not ErrBadFusion", in, err)
+			}
+			return
+		}
+		if o.Fusion != Relative && o.Fusion != RRF && o.Fusion != DBSF {
+			t.Fatalf("%q: fusion %q", in, o.Fusion)
+		}
+		if !(o.Alpha == 0 || o.Alpha == AlphaAuto || o.Alpha == AlphaCalibrated || o.Alpha > 0 && o.Alpha <= 1) ||
+			o.RRFK < 0 || o.RRFK > 10000 || o.Agreement < 0 || o.Agreement > 1 || o.CalibrationScale < 0 || o.CalibrationScale > 10 {
+			t.Fatalf("%q: out-of-range options %+v", in, o)
+		}
+		// Whatever parses fuses.
+		o.TopK, o.SimilarityThreshold = 5, -1
+		_ = Fuse(nil, nil, &o)
+	})
+}
