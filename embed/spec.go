@@ -530,11 +530,12 @@ func (m *Model2Vec) Spec() Spec {
 
 // Spec describes the client: model, base URL (as configured, which may hold
 // credentials: see [Spec.Public]) and the options not at their defaults.
+// "dim" is the configured dimension, else the one learned from the server.
 func (o *OpenAI) Spec() Spec {
 	s := Spec{Kind: KindOpenAI, Model: o.model, BaseURL: o.base}
 	opts := map[string]string{}
-	if o.wantDim > 0 {
-		opts["dim"] = strconv.Itoa(o.wantDim)
+	if d := o.Dimension(); d > 0 {
+		opts["dim"] = strconv.Itoa(d)
 	}
 	if o.batch != defaultBatchSize {
 		opts["batch"] = strconv.Itoa(o.batch)

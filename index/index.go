@@ -765,7 +765,9 @@ func (ix *Index) learnDimension(ctx context.Context) {
 		_ = ix.be.SetMeta(ctx, metaDimension, strconv.Itoa(d))
 	}
 	if stored, ok, err := ix.be.Meta(ctx, metaEmbedder); err == nil && ok && unknownDim.MatchString(stored) {
-		_ = ix.be.SetMeta(ctx, metaEmbedder, ix.emb.Identity())
+		if ix.be.SetMeta(ctx, metaEmbedder, ix.emb.Identity()) == nil {
+			_ = ix.recordSpec(ctx) // with the dimension now known
+		}
 	}
 }
 
