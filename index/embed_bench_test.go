@@ -1,0 +1,187 @@
+package index
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/benchdata"
+)
+
+// denseServer answers POST /v1/embeddings as an OpenAI-compatible server
+// whose model needs delay per request: 768-dimensional randproj vectors,
+// memoised by text so that the server's own CPU time is paid once, before
+// the timed runs.
+type denseServer struct {
+	*httptest.Server
+	requests atomic.Int64
+	inflight atomic.Int64
+	peak     atomic.Int64
+	memo     sync.Map // text -> []float32
+}
+
+func newDenseServer(tb testing.TB, delay time.Duration) *denseServer {
+	s := &denseServer{}
+	rp := embed.NewRandProj(nil)
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		n := s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+		for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
+		}
+		var req struct {
+			Model string   `json:"model"`
+			Input []string `json:"input"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, `{"error":{"message":"bad body"}}`, http.StatusBadRequest)
+			return
+		}
+		type item struct {
+			Object    string    `json:"object"`
+			Index     int       `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		}
+		data := make([]item, len(req.Input))
+		for i, in := range req.Input {
+			v, ok := s.memo.Load(in)
+			if !ok {
+				vs, _ := rp.Embed(r.Context(), []string{in})
+				v = vs[0]
+				s.memo.Store(in, v)
+			}
+			data[i] = item{Object: "embedding", Index: i, Embedding: v.([]float32)}
+		}
+		time.Sleep(delay)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "model": req.Model,
+			"usage": map[string]int{"prompt_tokens": 1, "total_tokens": 1}})
+	}))
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// benchDelay is the server's time per request: $RAGMEM_BENCH_EMBED_DELAY,
+// else 50 ms.
+func benchDelay(b *testing.B) time.Duration {
+	d := 50 * time.Millisecond
+	if v := os.Getenv("RAGMEM_BENCH_EMBED_DELAY"); v != "" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return d
+}
+
+func sciFactDocs(b *testing.B) []Document {
+	dir := benchdata.SciFactDir()
+	if dir == "" {
+		b.Skip("no SciFact collection (shared/eval/scifact or $RAGMEM_SCIFACT_DIR)")
+	}
+	docs, _, err := benchdata.LoadBEIR(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := make([]Document, len(docs))
+	for i, d := range docs {
+		out[i] = Document{SourceURL: "scifact://" + d.ID, Title: d.Title, Content: d.Text}
+	}
+	return out
+}
+
+// BenchmarkIndexSciFactOpenAI indexes SciFact through an OpenAI-compatible
+// loopback server that takes a fixed time per request, with one request at
+// a time and with several in flight:
+//
+//	go test ./index -run XXX -bench IndexSciFactOpenAI -benchtime 1x
+func BenchmarkIndexSciFactOpenAI(b *testing.B) {
+	docs := sciFactDocs(b)
+	srv := newDenseServer(b, benchDelay(b))
+	quiet := slog.New(slog.DiscardHandler)
+	index := func(b *testing.B, conc int) (chunks int, took time.Duration) {
+		emb, err := embed.NewOpenAI(embed.OpenAIOptions{Model: "dense", BaseURL: srv.URL + "/v1", APIKey: "k", Concurrency: conc, Dimensions: 768})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ix, err := Open(ctx, b.TempDir(), &Options{Embedder: emb, Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ix.Close()
+		t0 := time.Now()
+		res, err := ix.AddMany(ctx, docs)
+		took = time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			chunks += r.Chunks
+		}
+		return chunks, took
+	}
+	index(b, 8) // fills the server's memo: its own CPU time is not measured
+	for _, conc := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
+			var chunks int
+			var took time.Duration
+			srv.peak.Store(0)
+			before := srv.requests.Load()
+			for b.Loop() {
+				c, d := index(b, conc)
+				chunks += c
+				took += d
+			}
+			b.ReportMetric(float64(chunks)/took.Seconds(), "chunks/s")
+			b.ReportMetric(float64(srv.requests.Load()-before)/float64(b.N), "requests/op")
+			b.ReportMetric(float64(srv.peak.Load()), "peak-inflight")
+		})
+	}
+}
+
+// BenchmarkRepeatedQuery asks one question again and again through an
+// OpenAI-compatible embedder whose server takes a fixed time per request,
+// with the query cache and without:
+//
+//	go test ./index -run XXX -bench RepeatedQuery
+func BenchmarkRepeatedQuery(b *testing.B) {
+	srv := newDenseServer(b, benchDelay(b))
+	quiet := slog.New(slog.DiscardHandler)
+	for _, cached := range []bool{true, false} {
+		b.Run(fmt.Sprintf("cache=%v", cached), func(b *testing.B) {
+			emb, err := embed.NewOpenAI(embed.OpenAIOptions{Model: "dense", BaseURL: srv.URL + "/v1", APIKey: "k", Dimensions: 768})
+			if err != nil {
+				b.Fatal(err)
+			}
+			opts := &Options{Embedder: emb, Logger: quiet}
+			if !cached {
+				opts.QueryCache = embed.NewQueryCache(&embed.QueryCacheOptions{MaxEntries: -1})
+			}
+			ix, err := Open(ctx, b.TempDir(), opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ix.Close()
+			for i := range 200 {
+				if _, err := ix.Add(ctx, Document{SourceURL: fmt.Sprint("doc://", i), Content: longDoc(120, fmt.Sprint("topic ", i))}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			before := srv.requests.Load()
+			for b.Loop() {
+				if _, err := ix.Vector(ctx, "which documents talk about topic 42", 10, Filter{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(srv.requests.Load()-before)/float64(b.N), "requests/op")
+		})
+	}
+}
