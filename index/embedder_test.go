@@ -293,3 +293,36 @@ func TestSelfParallelEmbedderGetsEveryChunkAtOnce(t *testing.T) {
 		t.Errorf("vectors out of order: %+v %v", hits, err)
 	}
 }
+
+func TestCopyCarriesTheEmbedderSpec(t *testing.T) {
+	srcDir := t.TempDir()
+	ix := open(t, srcDir, &Options{Embedder: embed.NewRandProj(&embed.RandProjOptions{Dimension: 24})})
+	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	src, err := local.Open(ctx, srcDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dstDir := t.TempDir()
+	dst, err := local.Open(ctx, dstDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Copy(ctx, dst, src, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec, ok, err := ReadEmbedderRecord(ctx, dst)
+	if err != nil || !ok || rec.FromIdentity || rec.Spec.String() != "randproj:dim=24" {
+		t.Errorf("copied record %+v %v %v", rec, ok, err)
+	}
+	dst.Close()
+	// The copy reopens with no embedder given.
+	ix = open(t, dstDir, nil)
+	defer ix.Close()
+	if got := ix.Embedder().Identity(); got != embed.NewRandProj(&embed.RandProjOptions{Dimension: 24}).Identity() {
+		t.Errorf("copy rebuilt %q", got)
+	}
+}
