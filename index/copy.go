@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -117,7 +118,7 @@ func Copy(ctx context.Context, dst, src driver.Backend, opts *CopyOptions) (*Cop
 	}
 	// Settings last: a destination with settings but missing records would
 	// look complete.
-	for _, k := range append(MetaKeys, metaEmbedderSpec) {
+	for _, k := range append(slices.Clone(MetaKeys), metaEmbedderSpec) {
 		if v, ok := rep.Meta[k]; ok {
 			if err := dst.SetMeta(ctx, k, v); err != nil {
 				return rep, fmt.Errorf("write setting %s: %w", k, err)
