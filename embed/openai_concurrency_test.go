@@ -137,29 +137,34 @@ func TestOpenAIRateLimitPausesEveryRequest(t *testing.T) {
 	const retryAfter = 300 * time.Millisecond
 	f := newFakeServer(t, 8)
 	var (
-		mu       sync.Mutex
-		limited  time.Time   // when the 429 was sent
-		arrivals []time.Time // of the requests after it
-		first    = true
+		mu         sync.Mutex
+		limited    time.Time   // when the 429 was sent
+		releasedAt time.Time   // when the requests in flight then were answered
+		arrivals   []time.Time // of every request
+		first      = true
 	)
 	released := make(chan struct{})
 	f.hook = func(_ int, _ *embRequest, w http.ResponseWriter) bool {
 		mu.Lock()
+		arrivals = append(arrivals, time.Now())
 		if first {
 			first = false
 			limited = time.Now()
 			mu.Unlock()
 			w.Header().Set("Retry-After-Ms", fmt.Sprint(retryAfter.Milliseconds()))
 			openAIError(w, http.StatusTooManyRequests, "requests", "rate_limit_exceeded", "Rate limit reached")
-			go func() { time.Sleep(50 * time.Millisecond); close(released) }()
+			go func() {
+				time.Sleep(50 * time.Millisecond)
+				mu.Lock()
+				releasedAt = time.Now()
+				mu.Unlock()
+				close(released)
+			}()
 			return true
 		}
-		if !limited.IsZero() {
-			arrivals = append(arrivals, time.Now())
-		}
 		mu.Unlock()
-		// Requests in flight when the 429 went out finish 50 ms after it; a
-		// client that does not share the pause sends its next ones at once.
+		// Requests in flight when the 429 went out are answered 50 ms after
+		// it; a client that does not share the pause sends its next ones at once.
 		select {
 		case <-released:
 		case <-time.After(5 * time.Second):
@@ -178,7 +183,7 @@ func TestOpenAIRateLimitPausesEveryRequest(t *testing.T) {
 	defer mu.Unlock()
 	early := 0
 	for _, a := range arrivals {
-		if d := a.Sub(limited); d > 60*time.Millisecond && d < retryAfter-30*time.Millisecond {
+		if a.After(releasedAt) && a.Sub(limited) < retryAfter-30*time.Millisecond {
 			early++
 		}
 	}

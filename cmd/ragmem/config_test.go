@@ -265,6 +265,7 @@ func TestConfigPrecedence(t *testing.T) {
 
 	cfg := writeConfig(t, `dir: /config/dir
 backend: weaviate
+embedder: openai:m,retries=2
 openai:
   base_url: http://config.example/v1
   api_key_env: MY_KEY
@@ -275,14 +276,15 @@ serve:
   rate_burst: 9
 `, 0o600)
 	s = showSettings(t, "--config", cfg, "--dir", store, "--backend", "local")
-	if s["embedder.concurrency"] != [2]string{"3", cfg + ":7"} || s["openai.base_url"] != [2]string{"http://config.example/v1", cfg + ":4"} ||
-		s["openai.api_key"] != [2]string{redacted, cfg + ":6"} || s["embedder"][1] != srcStore {
-		t.Errorf("config over store: %v %v %v %v", s["embedder"], s["embedder.concurrency"], s["openai.base_url"], s["openai.api_key"])
+	if s["embedder.concurrency"] != [2]string{"3", cfg + ":8"} || s["openai.base_url"] != [2]string{"http://config.example/v1", cfg + ":5"} ||
+		s["openai.api_key"] != [2]string{redacted, cfg + ":7"} || s["embedder"][1] != cfg+":3" || s["embedder.retries"] != [2]string{"2", cfg + ":3"} ||
+		s["embedder.dim"] != [2]string{"64", srcStore} {
+		t.Errorf("config over store: %v %v %v %v %v", s["embedder"], s["embedder.concurrency"], s["openai.base_url"], s["openai.api_key"], s["embedder.retries"])
 	}
 	if s["dir"] != [2]string{store, "--dir"} || s["backend"] != [2]string{"local", "--backend"} {
 		t.Errorf("flags over config: %v %v", s["dir"], s["backend"])
 	}
-	if s["serve.rate_limit"] != [2]string{"3", cfg + ":9"} {
+	if s["serve.rate_limit"] != [2]string{"3", cfg + ":10"} {
 		t.Errorf("serve.rate_limit %v", s["serve.rate_limit"])
 	}
 
@@ -300,9 +302,12 @@ serve:
 		t.Errorf("dim %v", s["embedder.dim"])
 	}
 
-	s = showSettings(t, "--config", cfg, "--dir", store, "--embedder", "openai:m,concurrency=7", "--base-url", "http://flag.example/v1", "--api-key", "sk-flag-2222")
+	if s["embedder.retries"] != [2]string{"2", cfg + ":3"} {
+		t.Errorf("retries %v", s["embedder.retries"])
+	}
+	s = showSettings(t, "--config", cfg, "--dir", store, "--embedder", "openai:m,concurrency=7,retries=4", "--base-url", "http://flag.example/v1", "--api-key", "sk-flag-2222")
 	if s["embedder.concurrency"] != [2]string{"7", "--embedder"} || s["openai.base_url"] != [2]string{"http://flag.example/v1", "--base-url"} ||
-		s["openai.api_key"] != [2]string{redacted, "--api-key"} {
+		s["openai.api_key"] != [2]string{redacted, "--api-key"} || s["embedder.retries"] != [2]string{"4", "--embedder"} {
 		t.Errorf("flags over environment: %v %v %v", s["embedder.concurrency"], s["openai.base_url"], s["openai.api_key"])
 	}
 	out := mustRun(t, "--config", cfg, "--dir", store, "--api-key", "sk-flag-2222", "config", "show")
