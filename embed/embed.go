@@ -21,7 +21,13 @@
 //
 // [Parse] builds any of them from a command-line spec such as "lexical",
 // "lexical:dim=512", "model2vec:/path/to/potion-base-8M" or
-// "openai:text-embedding-3-small".
+// "openai:text-embedding-3-small". A [Spec] is such a spec as a value: every
+// embedder here describes itself as one ([SpecOf]), without secrets, so that
+// a store can record it and [New] can build the embedder again.
+//
+// [QueryCache] remembers query embeddings by embedder identity and text.
+// Decorators (caches, circuit breakers, metrics) wrap an Embedder and should
+// implement [Unwrapper], so that [SpecOf] and [Concurrency] see through them.
 //
 // Every vector an [Embedder] returns has length Dimension() and unit L2 norm,
 // so cosine similarity is a plain dot product. Vectors are comparable only

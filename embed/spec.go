@@ -26,7 +26,8 @@ const (
 // command-line spec, what [New] builds, and what a store records so that it
 // can rebuild its embedder later. A Spec never holds an API key or HTTP
 // headers; those are given to [New] in [BuildOptions]. The zero Spec is the
-// lexical default.
+// lexical default. A Spec is a plain value: reading it from several
+// goroutines is safe; [Spec.Clone] it before changing its Options.
 type Spec struct {
 	// Kind is KindLexical (also for ""), KindRandProj, KindModel2Vec or KindOpenAI.
 	Kind string `json:"kind"`
@@ -42,6 +43,7 @@ type Spec struct {
 
 // BuildOptions are what [New] needs besides a [Spec]: the secrets a Spec
 // never holds and the HTTP client. A nil *BuildOptions means the defaults.
+// New only reads it.
 type BuildOptions struct {
 	// APIKey authenticates openai requests. Default: the environment variable
 	// named by APIKeyEnv.

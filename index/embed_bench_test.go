@@ -2,14 +2,9 @@ package index
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,57 +12,10 @@ import (
 	"github.com/ragmem/ragmem/internal/benchdata"
 )
 
-// denseServer answers POST /v1/embeddings as an OpenAI-compatible server
-// whose model needs delay per request: 768-dimensional randproj vectors,
-// memoised by text so that the server's own CPU time is paid once, before
-// the timed runs.
-type denseServer struct {
-	*httptest.Server
-	requests atomic.Int64
-	inflight atomic.Int64
-	peak     atomic.Int64
-	memo     sync.Map // text -> []float32
-}
-
-func newDenseServer(tb testing.TB, delay time.Duration) *denseServer {
-	s := &denseServer{}
-	rp := embed.NewRandProj(nil)
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.requests.Add(1)
-		n := s.inflight.Add(1)
-		defer s.inflight.Add(-1)
-		for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
-		}
-		var req struct {
-			Model string   `json:"model"`
-			Input []string `json:"input"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			http.Error(w, `{"error":{"message":"bad body"}}`, http.StatusBadRequest)
-			return
-		}
-		type item struct {
-			Object    string    `json:"object"`
-			Index     int       `json:"index"`
-			Embedding []float32 `json:"embedding"`
-		}
-		data := make([]item, len(req.Input))
-		for i, in := range req.Input {
-			v, ok := s.memo.Load(in)
-			if !ok {
-				vs, _ := rp.Embed(r.Context(), []string{in})
-				v = vs[0]
-				s.memo.Store(in, v)
-			}
-			data[i] = item{Object: "embedding", Index: i, Embedding: v.([]float32)}
-		}
-		time.Sleep(delay)
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "model": req.Model,
-			"usage": map[string]int{"prompt_tokens": 1, "total_tokens": 1}})
-	}))
-	tb.Cleanup(s.Close)
-	return s
+// newDenseServer is an OpenAI-compatible server that answers with
+// 768-dimensional randproj vectors after delay per request.
+func newDenseServer(tb testing.TB, delay time.Duration) *openAIServer {
+	return startOpenAIServer(tb, &openAIServer{emb: embed.NewRandProj(nil), delay: delay})
 }
 
 // timedEmbedder adds up the time spent in Embed. It unwraps, so that the
@@ -152,7 +100,7 @@ func BenchmarkIndexSciFactOpenAI(b *testing.B) {
 			var chunks int
 			var took, embedding time.Duration
 			srv.peak.Store(0)
-			before := srv.requests.Load()
+			before := srv.calls.Load()
 			for b.Loop() {
 				c, d, e := index(b, conc)
 				chunks += c
@@ -161,7 +109,7 @@ func BenchmarkIndexSciFactOpenAI(b *testing.B) {
 			}
 			b.ReportMetric(float64(chunks)/took.Seconds(), "chunks/s")
 			b.ReportMetric(embedding.Seconds()/float64(b.N), "embed-s/op")
-			b.ReportMetric(float64(srv.requests.Load()-before)/float64(b.N), "requests/op")
+			b.ReportMetric(float64(srv.calls.Load()-before)/float64(b.N), "requests/op")
 			b.ReportMetric(float64(srv.peak.Load()), "peak-inflight")
 		})
 	}
@@ -195,13 +143,13 @@ func BenchmarkRepeatedQuery(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			before := srv.requests.Load()
+			before := srv.calls.Load()
 			for b.Loop() {
 				if _, err := ix.Vector(ctx, "which documents talk about topic 42", 10, Filter{}); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(srv.requests.Load()-before)/float64(b.N), "requests/op")
+			b.ReportMetric(float64(srv.calls.Load()-before)/float64(b.N), "requests/op")
 		})
 	}
 }

@@ -11,26 +11,41 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index/local"
 )
 
-// openAIServer speaks POST /v1/embeddings of the OpenAI API, answering with
-// lexical vectors, and counts requests and the inputs of each.
+// openAIServer speaks POST /v1/embeddings of the OpenAI API. It answers
+// with the vectors of emb (memoised by text, so that its own CPU time is
+// paid once), after delay, and counts requests, the inputs of each and the
+// peak of requests in flight. A non-empty key must come as a bearer token.
 type openAIServer struct {
 	*httptest.Server
-	key   string
-	lex   *embed.Lexical
-	calls atomic.Int64
-	mu    sync.Mutex
-	sizes []int
+	key      string
+	emb      embed.Embedder
+	delay    time.Duration
+	calls    atomic.Int64
+	inflight atomic.Int64
+	peak     atomic.Int64
+	memo     sync.Map // text -> []float32
+	mu       sync.Mutex
+	sizes    []int
 }
 
-func newOpenAIServer(t *testing.T, key string) *openAIServer {
-	s := &openAIServer{key: key, lex: embed.NewLexical(&embed.LexicalOptions{Dimension: 16})}
+// newOpenAIServer answers with 16-dimensional lexical vectors at once.
+func newOpenAIServer(t testing.TB, key string) *openAIServer {
+	return startOpenAIServer(t, &openAIServer{key: key, emb: embed.NewLexical(&embed.LexicalOptions{Dimension: 16})})
+}
+
+func startOpenAIServer(t testing.TB, s *openAIServer) *openAIServer {
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.calls.Add(1)
+		n := s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+		for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
+		}
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/embeddings" {
 			http.Error(w, `{"error":{"message":"unknown URL","type":"invalid_request_error"}}`, http.StatusNotFound)
 			return
@@ -45,6 +60,7 @@ func newOpenAIServer(t *testing.T, key string) *openAIServer {
 			Model          string   `json:"model"`
 			Input          []string `json:"input"`
 			EncodingFormat string   `json:"encoding_format"`
+			Dimensions     int      `json:"dimensions"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Model == "" || len(req.Input) == 0 {
 			w.WriteHeader(http.StatusBadRequest)
@@ -61,8 +77,19 @@ func newOpenAIServer(t *testing.T, key string) *openAIServer {
 		}
 		data := make([]item, len(req.Input))
 		for i, in := range req.Input {
-			data[i] = item{Object: "embedding", Index: i, Embedding: s.lex.EmbedText(in)}
+			v, ok := s.memo.Load(in)
+			if !ok {
+				vs, err := s.emb.Embed(r.Context(), []string{in})
+				if err != nil {
+					http.Error(w, `{"error":{"message":"server error"}}`, http.StatusInternalServerError)
+					return
+				}
+				v = vs[0]
+				s.memo.Store(in, v)
+			}
+			data[i] = item{Object: "embedding", Index: i, Embedding: v.([]float32)}
 		}
+		time.Sleep(s.delay)
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "model": req.Model,
 			"usage": map[string]int{"prompt_tokens": len(req.Input), "total_tokens": len(req.Input)}})

@@ -288,6 +288,7 @@ func VerifyEmbedder(ctx context.Context, be driver.Backend, emb embed.Embedder) 
 }
 
 // EmbedderRecord is what a store records about the embedder that built it.
+// It is a plain value, safe to read from several goroutines.
 type EmbedderRecord struct {
 	// Identity is the embedder's identity (embed.Embedder.Identity).
 	Identity string

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -103,9 +102,9 @@ func newConfigCmd(g *globals) *cobra.Command {
 		Args:        cobra.NoArgs,
 		Annotations: map[string]string{annotConfigOptional: "1"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, _, _, _ := locateConfig(g.configPath)
-			if p == "" {
-				return errors.New("no config file location: no home directory; use --config or $RAGMEM_CONFIG")
+			p, err := g.configFilePath()
+			if err != nil {
+				return err
 			}
 			fmt.Fprintln(g.stdout, p)
 			return nil
@@ -117,9 +116,9 @@ func newConfigCmd(g *globals) *cobra.Command {
 		Short: "Write a config file with every key commented out (mode 0600)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, _, _, _ := locateConfig(g.configPath)
-			if p == "" {
-				return errors.New("no config file location: no home directory; use --config or $RAGMEM_CONFIG")
+			p, err := g.configFilePath()
+			if err != nil {
+				return err
 			}
 			if _, err := os.Stat(p); err == nil && !force {
 				return fmt.Errorf("%s already exists (use --force to replace it)", p)
@@ -141,6 +140,15 @@ func newConfigCmd(g *globals) *cobra.Command {
 	initCmd.Flags().BoolVar(&force, "force", false, "replace an existing file")
 	cmd.AddCommand(show, path, initCmd)
 	return cmd
+}
+
+// configFilePath is the config file's location (whether or not it exists).
+func (g *globals) configFilePath() (string, error) {
+	p, _, _ := locateConfig(g.configPath)
+	if p == "" {
+		return "", errors.New("no config file location: no home directory; use --config or $RAGMEM_CONFIG")
+	}
+	return p, nil
 }
 
 func (g *globals) configFileInfo() map[string]string {
@@ -268,9 +276,6 @@ func (g *globals) readStoreRecord(ctx context.Context, dir string) (*index.Embed
 	journals, _ := filepath.Glob(filepath.Join(dir, "journal-*.rgj"))
 	snaps, _ := filepath.Glob(filepath.Join(dir, "snap-*.rgs"))
 	if len(journals)+len(snaps) == 0 {
-		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-			return nil, "(none yet)"
-		}
 		return nil, "(none yet)"
 	}
 	be, err := local.Open(ctx, dir, &local.Options{ReadOnly: true, Logger: slog.New(slog.DiscardHandler)})

@@ -173,28 +173,26 @@ func defaultConfigPath() (string, error) {
 }
 
 // locateConfig returns the config path and where it came from; explicit is
-// true when the user named it (then it must exist).
-func locateConfig(flag string) (path, source string, explicit bool, err error) {
+// true when the user named it (then it must exist). The path is "" when
+// there is no home directory to look in.
+func locateConfig(flag string) (path, source string, explicit bool) {
 	if flag != "" {
-		return expandHome(flag), "--config", true, nil
+		return expandHome(flag), "--config", true
 	}
 	if p := os.Getenv("RAGMEM_CONFIG"); p != "" {
-		return expandHome(p), "$RAGMEM_CONFIG", true, nil
+		return expandHome(p), "$RAGMEM_CONFIG", true
 	}
 	p, err := defaultConfigPath()
 	if err != nil {
-		return "", "", false, nil // no home: no config, which is fine
+		return "", "default location", false
 	}
-	return p, "default location", false, nil
+	return p, "default location", false
 }
 
 // loadConfig reads the config file the flag, the environment or the
 // default location names. warn receives a warning about its permissions.
 func loadConfig(flag string, warn io.Writer) (*config, error) {
-	path, source, explicit, err := locateConfig(flag)
-	if err != nil {
-		return nil, err
-	}
+	path, source, explicit := locateConfig(flag)
 	c := &config{path: path, source: source, values: map[string]configValue{}}
 	if path == "" {
 		return c, nil
