@@ -158,15 +158,21 @@ func TestStoreRecordsAndRebuildsItsEmbedder(t *testing.T) {
 func TestStoreDoesNotRecordURLCredentials(t *testing.T) {
 	dir := t.TempDir()
 	emb, err := embed.New(embed.Spec{Kind: embed.KindOpenAI, Model: "m", BaseURL: "https://user:hunter2@gw.example.com/v1?key=sk-x",
-		Options: map[string]string{"dim": "16"}}, nil)
+		Options: map[string]string{"dim": "16"}}, &embed.BuildOptions{APIKey: "sk-api-key-1", Headers: map[string]string{"X-Gateway-Key": "hdr-secret-2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ix := open(t, dir, &Options{Embedder: emb})
 	rec, ok, err := ReadEmbedderRecord(ctx, ix.Backend())
+	raw, _, _ := ix.Backend().Meta(ctx, metaEmbedderSpec)
 	ix.Close()
 	if err != nil || !ok {
 		t.Fatal(ok, err)
+	}
+	for _, secret := range []string{"hunter2", "sk-x", "sk-api-key-1", "hdr-secret-2", "X-Gateway-Key"} {
+		if strings.Contains(raw, secret) {
+			t.Errorf("the store records %q: %s", secret, raw)
+		}
 	}
 	if s := rec.Spec.String(); strings.Contains(s, "hunter2") || strings.Contains(s, "sk-x") || rec.Spec.BaseURL != "https://gw.example.com/v1" {
 		t.Errorf("recorded %q", s)
