@@ -85,16 +85,9 @@ func addGlobalFlags(pf *pflag.FlagSet, g *globals) {
 	pf.StringVar(&g.embedder, "embedder", "", "embedder: lexical (offline default), randproj[:dim=N] (dense test embedder), model2vec:DIR_OR_OWNER/NAME or openai:MODEL[,k=v...] "+
 		"(default $RAGMEM_EMBEDDER, else the config file's, else the one the store records, else lexical)")
 	pf.StringVar(&g.baseURL, "base-url", "", "base URL of an OpenAI-compatible API for openai:MODEL (default $OPENAI_BASE_URL, else the config file's, else the one the store records, else OpenAI)")
-	pf.StringVar(&g.apiKey, "api-key", "", "API key for openai:MODEL (default the environment variable openai.api_key_env names, $OPENAI_API_KEY, else the config file's)")
+	pf.StringVar(&g.apiKey, "api-key", "", "API key for openai:MODEL (default $OPENAI_API_KEY, or the variable the config file's openai.api_key_env names; else its openai.api_key)")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug information to stderr")
 	addBackendFlags(pf, &g.store)
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 // dataDir resolves the data directory: --dir, else $RAGMEM_DIR, else the
