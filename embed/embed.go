@@ -21,7 +21,13 @@
 //
 // [Parse] builds any of them from a command-line spec such as "lexical",
 // "lexical:dim=512", "model2vec:/path/to/potion-base-8M" or
-// "openai:text-embedding-3-small".
+// "openai:text-embedding-3-small". A [Spec] is such a spec as a value: every
+// embedder here describes itself as one ([SpecOf]), without secrets, so that
+// a store can record it and [New] can build the embedder again.
+//
+// [QueryCache] remembers query embeddings by embedder identity and text.
+// Decorators (caches, circuit breakers, metrics) wrap an Embedder and should
+// implement [Unwrapper], so that [SpecOf] and [Concurrency] see through them.
 //
 // Every vector an [Embedder] returns has length Dimension() and unit L2 norm,
 // so cosine similarity is a plain dot product. Vectors are comparable only
@@ -32,7 +38,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -83,12 +88,14 @@ var (
 	ErrInvalidOptions = errors.New("embed: invalid options")
 	// ErrBadSpec: Parse was given a spec it cannot understand.
 	ErrBadSpec = errors.New("embed: bad embedder spec")
+	// ErrNoAPIKey: the embedding server needs an API key and none was given.
+	ErrNoAPIKey = errors.New("embed: no API key")
 )
 
 // Default returns the offline default embedder, NewLexical(nil).
 func Default() Embedder { return NewLexical(nil) }
 
-// Parse builds an embedder from a command-line spec:
+// Parse builds an embedder from a command-line spec, [ParseSpec] then [New]:
 //
 //	""  or "lexical"                 Default()
 //	"lexical:k=v,k=v"                NewLexical with options:
@@ -109,150 +116,23 @@ func Default() Embedder { return NewLexical(nil) }
 //	                                 owner/name of a model pulled with PullModel
 //	"openai:MODEL[,k=v...]"          NewOpenAI with BaseURL and APIKey from
 //	                                 $OPENAI_BASE_URL and $OPENAI_API_KEY; options:
-//	    dim=N        OpenAIOptions.Dimensions
-//	    batch=N      OpenAIOptions.BatchSize
-//	    retries=N    OpenAIOptions.MaxRetries (-1: none)
-//	    base=URL     OpenAIOptions.BaseURL (overrides the environment)
+//	    dim=N             OpenAIOptions.Dimensions
+//	    batch=N           OpenAIOptions.BatchSize (texts per request, default 64, at most 2048)
+//	    request_tokens=N  OpenAIOptions.MaxRequestTokens (default 300000)
+//	    concurrency=N     OpenAIOptions.Concurrency (requests in flight, default 4)
+//	    retries=N         OpenAIOptions.MaxRetries (0: none; default 5)
+//	    timeout=D         OpenAIOptions.Timeout, a Go duration (default 60s)
+//	    base=URL          OpenAIOptions.BaseURL (overrides the environment)
 //
 // MODEL is taken verbatim up to the first comma, so Ollama tags such as
 // "openai:nomic-embed-text:latest" work. Parse never contacts a server; a
 // model2vec spec loads the model from disk.
 func Parse(spec string) (Embedder, error) {
-	spec = strings.TrimSpace(spec)
-	kind, rest, _ := strings.Cut(spec, ":")
-	switch strings.ToLower(strings.TrimSpace(kind)) {
-	case "", "lexical":
-		opts, err := parseLexicalOptions(rest)
-		if err != nil {
-			return nil, err
-		}
-		return NewLexical(opts), nil
-	case "openai":
-		return parseOpenAI(rest)
-	case "model2vec":
-		return parseModel2Vec(rest)
-	case "randproj":
-		return parseRandProj(rest)
-	default:
-		return nil, fmt.Errorf("%w: unknown kind %q (want \"lexical\", \"randproj\", \"model2vec:DIR\" or \"openai:MODEL\")", ErrBadSpec, truncateForError(kind))
-	}
-}
-
-func parseLexicalOptions(rest string) (*LexicalOptions, error) {
-	opts := &LexicalOptions{}
-	if strings.TrimSpace(rest) == "" {
-		return opts, nil
-	}
-	seen := map[string]bool{}
-	for _, kv := range strings.Split(rest, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
-		if !ok || k == "" || v == "" {
-			return nil, fmt.Errorf("%w: lexical option %q is not key=value", ErrBadSpec, truncateForError(kv))
-		}
-		if seen[k] {
-			return nil, fmt.Errorf("%w: lexical option %q given twice", ErrBadSpec, truncateForError(k))
-		}
-		seen[k] = true
-		switch k {
-		case "dim", "dimension", "dimensions":
-			n, err := parseIntRange(k, v, 1, maxLexicalDim)
-			if err != nil {
-				return nil, err
-			}
-			opts.Dimension = n
-		case "ngram", "ngrams":
-			lo, hi, found := strings.Cut(v, "-")
-			if !found {
-				hi = lo
-			}
-			a, err := parseIntRange(k, lo, 1, maxNGram)
-			if err != nil {
-				return nil, err
-			}
-			b, err := parseIntRange(k, hi, a, maxNGram)
-			if err != nil {
-				return nil, err
-			}
-			opts.MinN, opts.MaxN = a, b
-		case "word", "char", "bigram":
-			w, err := strconv.ParseFloat(v, 64)
-			if err != nil || math.IsNaN(w) || math.IsInf(w, 0) || w < 0 || w > 1e6 {
-				return nil, fmt.Errorf("%w: %s=%q: want a weight between 0 and 1e6", ErrBadSpec, k, truncateForError(v))
-			}
-			if w == 0 {
-				w = -1 // switched off
-			}
-			switch k {
-			case "word":
-				opts.WordWeight = w
-			case "char":
-				opts.CharWeight = w
-			default:
-				opts.BigramWeight = w
-			}
-		case "stem", "stop":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s=%q: want 0 or 1", ErrBadSpec, k, truncateForError(v))
-			}
-			if k == "stem" {
-				opts.NoStemming = !b
-			} else {
-				opts.KeepStopWords = !b
-			}
-		default:
-			return nil, fmt.Errorf("%w: unknown lexical option %q", ErrBadSpec, truncateForError(k))
-		}
-	}
-	if opts.WordWeight < 0 && opts.CharWeight < 0 && opts.BigramWeight < 0 {
-		return nil, fmt.Errorf("%w: lexical: every feature family is switched off", ErrBadSpec)
-	}
-	return opts, nil
-}
-
-func parseOpenAI(rest string) (Embedder, error) {
-	parts := strings.Split(rest, ",")
-	opts := OpenAIOptions{Model: strings.TrimSpace(parts[0])}
-	if opts.Model == "" {
-		return nil, fmt.Errorf("%w: openai needs a model, e.g. \"openai:text-embedding-3-small\"", ErrBadSpec)
-	}
-	seen := map[string]bool{}
-	for _, kv := range parts[1:] {
-		k, v, ok := strings.Cut(kv, "=")
-		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
-		if !ok || k == "" || v == "" {
-			return nil, fmt.Errorf("%w: openai option %q is not key=value", ErrBadSpec, truncateForError(kv))
-		}
-		if seen[k] {
-			return nil, fmt.Errorf("%w: openai option %q given twice", ErrBadSpec, truncateForError(k))
-		}
-		seen[k] = true
-		var err error
-		switch k {
-		case "dim", "dimension", "dimensions":
-			opts.Dimensions, err = parseIntRange(k, v, 1, maxOpenAIDim)
-		case "batch", "batch_size":
-			opts.BatchSize, err = parseIntRange(k, v, 1, maxBatchSize)
-		case "retries", "max_retries":
-			opts.MaxRetries, err = parseIntRange(k, v, -1, maxRetriesLimit)
-			if err == nil && opts.MaxRetries == 0 {
-				opts.MaxRetries = -1 // "retries=0" means none, not the default
-			}
-		case "base", "base_url":
-			opts.BaseURL = v
-		default:
-			err = fmt.Errorf("%w: unknown openai option %q", ErrBadSpec, truncateForError(k))
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	e, err := NewOpenAI(opts)
+	s, err := ParseSpec(spec)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadSpec, err)
+		return nil, err
 	}
-	return e, nil
+	return New(s, nil)
 }
 
 func parseIntRange(key, v string, lo, hi int) (int, error) {

@@ -28,11 +28,58 @@ func FuzzParse(f *testing.F) {
 			}
 			checkUnit(t, e.EmbedText("fuzzing the spec parser"), e.Dimension())
 		case *OpenAI:
-			if e.model == "" || e.batch < 1 || e.Dimension() < 0 {
+			if e.model == "" || e.batch < 1 || e.Dimension() < 0 || e.concurrency < 1 || e.maxTokens < 1 {
 				t.Fatalf("Parse(%q) = %+v", spec, e)
 			}
+		case *RandProj, *Model2Vec:
 		default:
 			t.Fatalf("Parse(%q) = %T", spec, e)
+		}
+	})
+}
+
+// FuzzParseSpec checks that every spec ParseSpec accepts prints as a spec
+// that parses back to the same Spec, and that identities never make
+// SpecFromIdentity panic or invent a spec that builds another embedder.
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range specCases {
+		f.Add(s)
+	}
+	for _, s := range []string{"openai:a,base=http://h/v1?x=1,timeout=3s", "randproj:seed=18446744073709551615", "model2vec:x,max_length=9",
+		"lexical-v1/d768/w1/c3-5x0.35/b0/stem/stop", "randproj-v1/d8/s2/lexical-v1/d64/w1/c0/b0", "openai/a/b/d0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		s, err := ParseSpec(spec)
+		if err != nil {
+			if !errors.Is(err, ErrBadSpec) {
+				t.Fatalf("ParseSpec(%q): error %v is not ErrBadSpec", spec, err)
+			}
+		} else {
+			again, err := ParseSpec(s.String())
+			if err != nil || again.String() != s.String() || !again.SameModel(s) || again.BaseURL != s.BaseURL || len(again.Options) != len(s.Options) {
+				t.Fatalf("ParseSpec(%q) = %+v prints as %q, which parses to %+v, %v", spec, s, s.String(), again, err)
+			}
+			if s.kind() != KindModel2Vec { // which would read the disk
+				e, err := New(s, nil)
+				if err != nil {
+					t.Fatalf("New(%+v) of a valid spec: %v", s, err)
+				}
+				if e.Identity() == "" {
+					t.Fatalf("New(%+v): no identity", s)
+				}
+			}
+		}
+		if d, ok := SpecFromIdentity(spec); ok {
+			if err := d.Validate(); err != nil {
+				t.Fatalf("SpecFromIdentity(%q) = %+v: %v", spec, d, err)
+			}
+			if d.kind() != KindOpenAI {
+				e, err := New(d, nil)
+				if err != nil || e.Identity() != spec {
+					t.Fatalf("SpecFromIdentity(%q) = %s builds %v, %v", spec, d, e, err)
+				}
+			}
 		}
 	})
 }

@@ -65,6 +65,7 @@ type Model2Vec struct {
 	maxChars  int // texts are cut to this many characters before tokenising
 	identity  string
 	name      string
+	source    string // what Spec reports: the absolute directory, or the owner/name it was loaded by
 }
 
 // LoadModel2Vec loads the model in dir: config.json, tokenizer.json and
@@ -155,6 +156,7 @@ func LoadModel2Vec(dir string, opts *Model2VecOptions) (*Model2Vec, error) {
 	}
 	m.maxChars = o.MaxTokens * medianTokenLength(tok)
 
+	m.source = absDir(dir)
 	m.name = filepath.Base(filepath.Clean(dir))
 	if man, err := readManifest(dir); err == nil && man.Repo != "" {
 		m.name = man.Repo
@@ -317,54 +319,6 @@ func readManifest(dir string) (*modelManifest, error) {
 		return nil, err
 	}
 	return &m, nil
-}
-
-// parseModel2Vec handles "model2vec:DIR_OR_REPO[,maxtokens=N]". A directory
-// that exists is loaded; otherwise an owner/name is looked up among pulled
-// models in the model cache.
-func parseModel2Vec(rest string) (Embedder, error) {
-	parts := strings.Split(rest, ",")
-	target := strings.TrimSpace(parts[0])
-	if target == "" {
-		return nil, fmt.Errorf("%w: model2vec needs a model directory or a pulled model, e.g. \"model2vec:/path/to/potion-base-8M\" or \"model2vec:minishlab/potion-base-8M\"", ErrBadSpec)
-	}
-	opts := &Model2VecOptions{}
-	seen := map[string]bool{}
-	for _, kv := range parts[1:] {
-		k, v, ok := strings.Cut(kv, "=")
-		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
-		if !ok || k == "" || v == "" {
-			return nil, fmt.Errorf("%w: model2vec option %q is not key=value", ErrBadSpec, truncateForError(kv))
-		}
-		if seen[k] {
-			return nil, fmt.Errorf("%w: model2vec option %q given twice", ErrBadSpec, truncateForError(k))
-		}
-		seen[k] = true
-		switch k {
-		case "maxtokens", "max_tokens", "max_length":
-			n, err := parseIntRange(k, v, 1, 1<<20)
-			if err != nil {
-				return nil, err
-			}
-			opts.MaxTokens = n
-		default:
-			return nil, fmt.Errorf("%w: unknown model2vec option %q", ErrBadSpec, truncateForError(k))
-		}
-	}
-	dir := target
-	if st, err := os.Stat(target); err != nil || !st.IsDir() {
-		cached, cerr := CachedModelDir(target)
-		if cerr != nil {
-			return nil, fmt.Errorf("%w: model2vec: %q is neither a model directory nor a pulled model (%v); "+
-				"download one with \"ragmem model pull minishlab/potion-base-8M\"", ErrBadSpec, truncateForError(target), cerr)
-		}
-		dir = cached
-	}
-	m, err := LoadModel2Vec(dir, opts)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadSpec, err)
-	}
-	return m, nil
 }
 
 // ModelCacheDir is where PullModel puts models: $RAGMEM_MODELS if set, else

@@ -14,10 +14,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ragmem/ragmem/internal/tokens"
 )
 
 const (
@@ -25,10 +28,20 @@ const (
 	defaultBatchSize     = 64
 	defaultMaxRetries    = 5
 	defaultHTTPTimeout   = 60 * time.Second
+	defaultAPIKeyEnv     = "OPENAI_API_KEY"
 
-	maxOpenAIDim    = 1 << 16
-	maxBatchSize    = 2048 // OpenAI's own limit on inputs per request
-	maxRetriesLimit = 100
+	// DefaultConcurrency is the default number of requests an [OpenAI]
+	// embedder has in flight at once, across all its callers.
+	DefaultConcurrency = 4
+	// DefaultMaxRequestTokens is the default bound on the estimated tokens of
+	// one request: OpenAI's limit of 300,000 tokens summed over a request's inputs.
+	DefaultMaxRequestTokens = 300_000
+
+	maxOpenAIDim          = 1 << 16
+	maxBatchSize          = 2048 // OpenAI's own limit on inputs per request
+	maxRetriesLimit       = 100
+	maxConcurrency        = 256
+	maxRequestTokensLimit = 1 << 30
 
 	defaultBackoffBase   = 500 * time.Millisecond
 	defaultBackoffMax    = 30 * time.Second
@@ -47,20 +60,42 @@ type OpenAIOptions struct {
 	// Ollama "http://localhost:11434/v1", LM Studio "http://localhost:1234/v1",
 	// llama.cpp and vLLM "http://localhost:8080/v1" / ":8000/v1".
 	BaseURL string
-	// APIKey is sent as "Authorization: Bearer KEY". Default $OPENAI_API_KEY;
-	// may be empty for local servers, and then no Authorization header is sent.
+	// APIKey is sent as "Authorization: Bearer KEY". Default: the environment
+	// variable APIKeyEnv. It may be empty for local servers, and then no
+	// Authorization header is sent; OpenAI's own API (api.openai.com) needs
+	// one, and without it Embed fails with ErrNoAPIKey before sending anything.
 	APIKey string
+	// APIKeyEnv names the environment variable read when APIKey is empty, and
+	// the one error messages tell the user to set. Default "OPENAI_API_KEY".
+	APIKeyEnv string
+	// Headers are extra HTTP headers sent with every request (a gateway's own
+	// authentication, an organisation id, ...). Their values are redacted from
+	// error messages, like the key. Default none.
+	Headers map[string]string
 	// Dimensions is the expected vector length. It is requested from the server
 	// (the "dimensions" field) only for text-embedding-3 models, which can shorten
 	// their vectors; for other models it is only checked. 0 = whatever the server
 	// returns: learned on the first successful call, then enforced.
 	Dimensions int
-	// BatchSize is the number of texts per request. Default 64, at most 2048.
+	// BatchSize is the largest number of texts per request. Default 64, at
+	// most 2048 (OpenAI's limit on inputs per request).
 	BatchSize int
+	// MaxRequestTokens bounds the estimated tokens of one request's inputs
+	// together. Default 300,000 (OpenAI's limit). A text's estimate is its
+	// length in bytes (an upper bound for byte-level BPE tokenizers), refined
+	// by counting it with the model's tiktoken encoding (cl100k_base for
+	// models it does not know) when the bound would not fit.
+	MaxRequestTokens int
+	// Concurrency is the largest number of requests in flight at once, across
+	// all the embedder's callers. Default 4. When a request is rate limited
+	// (429) every request waits the Retry-After (or backoff) period.
+	Concurrency int
 	// MaxRetries is how often a request is retried after 429, 5xx or a network
 	// error, with exponential backoff and jitter. Default 5; -1 means no retries.
 	MaxRetries int
-	// HTTPClient sends the requests. Default a client with a 60 s timeout.
+	// Timeout bounds each HTTP request when HTTPClient is nil. Default 60 s.
+	Timeout time.Duration
+	// HTTPClient sends the requests. Default a client with Timeout.
 	HTTPClient *http.Client
 }
 
@@ -69,12 +104,16 @@ type OpenAIOptions struct {
 // as served by OpenAI, Ollama, vLLM, LM Studio and llama.cpp. It is safe for
 // concurrent use.
 //
-// Texts are sent in batches of BatchSize; results are placed by the index
-// field of each response item. 429 (honouring Retry-After), 5xx and network
-// errors are retried with exponential backoff and jitter; other 4xx fail at
-// once with a [*StatusError] carrying the server's message. Every vector is
-// checked for length and finiteness and L2-normalised if the server did not.
-// Error messages never contain the API key.
+// Texts are sent in batches of at most BatchSize texts and MaxRequestTokens
+// estimated tokens, up to Concurrency requests at once (a limit shared by
+// all callers); results are placed by the index field of each response item,
+// in input order. 429 (honouring Retry-After, and pausing every request of
+// the embedder for that long), 5xx and network errors are retried with
+// exponential backoff and jitter; other 4xx fail at once with a
+// [*StatusError] carrying the server's message, and cancel the call's other
+// requests. Every vector is checked for length and finiteness and
+// L2-normalised if the server did not. Error messages never contain the API
+// key or header values.
 //
 // Identity is "openai/<model>/d<dim>". The base URL is deliberately not part
 // of it: the same model served by different hosts (OpenAI, a proxy, a local
@@ -89,13 +128,25 @@ type OpenAI struct {
 	model       string
 	base        string // BaseURL without trailing slash
 	apiKey      string // only for redaction
+	keyEnv      string // the variable the key comes from, for error messages
+	keyMissing  bool   // the server needs a key and none was given
+	secrets     []string
 	wantDim     int
 	requestDims bool
 	batch       int
 	maxRetries  int
+	concurrency int
+	maxTokens   int
+	timeout     time.Duration
+
+	slots chan struct{} // one per request in flight
 
 	mu         sync.Mutex
 	learnedDim int
+	pauseUntil time.Time // no request starts before this (a shared 429 backoff)
+
+	encOnce sync.Once
+	enc     *tokens.Encoding // counts tokens when the byte bound does not fit; nil if unavailable
 
 	// Unexported knobs, shortened by tests.
 	backoffBase, backoffMax, retryAfterCap time.Duration
@@ -108,6 +159,7 @@ type StatusError struct {
 	Type       string // the error type from an OpenAI error body, if any
 	Message    string // the server's message, at most 512 bytes, API key redacted
 	URL        string // the endpoint that was called
+	Hint       string // what the user can do about it, if known
 }
 
 func (e *StatusError) Error() string {
@@ -118,6 +170,9 @@ func (e *StatusError) Error() string {
 	s := fmt.Sprintf("embed: %s returned HTTP %d %s: %s", e.URL, e.StatusCode, http.StatusText(e.StatusCode), msg)
 	if e.StatusCode == http.StatusNotFound {
 		s += " (check the model name, and that the base URL is the API root, usually ending in /v1)"
+	}
+	if e.Hint != "" {
+		s += " (" + e.Hint + ")"
 	}
 	return s
 }
@@ -138,6 +193,15 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 	if opts.MaxRetries < -1 || opts.MaxRetries > maxRetriesLimit {
 		return nil, fmt.Errorf("%w: MaxRetries %d out of range -1..%d", ErrInvalidOptions, opts.MaxRetries, maxRetriesLimit)
 	}
+	if opts.Concurrency < 0 || opts.Concurrency > maxConcurrency {
+		return nil, fmt.Errorf("%w: Concurrency %d out of range 0..%d", ErrInvalidOptions, opts.Concurrency, maxConcurrency)
+	}
+	if opts.MaxRequestTokens < 0 || opts.MaxRequestTokens > maxRequestTokensLimit {
+		return nil, fmt.Errorf("%w: MaxRequestTokens %d out of range 0..%d", ErrInvalidOptions, opts.MaxRequestTokens, maxRequestTokensLimit)
+	}
+	if opts.Timeout < 0 {
+		return nil, fmt.Errorf("%w: negative Timeout %v", ErrInvalidOptions, opts.Timeout)
+	}
 	base := strings.TrimSpace(opts.BaseURL)
 	if base == "" {
 		base = strings.TrimSpace(os.Getenv("OPENAI_BASE_URL"))
@@ -145,34 +209,55 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 	if base == "" {
 		base = defaultOpenAIBaseURL
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: base URL %q is not an http(s) URL", ErrInvalidOptions, truncateForError(redactURL(base)))
+	if err := checkBaseURL(base); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	keyEnv := strings.TrimSpace(opts.APIKeyEnv)
+	if keyEnv == "" {
+		keyEnv = defaultAPIKeyEnv
 	}
 	key := opts.APIKey
 	if key == "" {
-		key = os.Getenv("OPENAI_API_KEY")
+		key = os.Getenv(keyEnv)
 	}
 	key = strings.TrimSpace(key)
-
+	var secrets []string
+	for name, v := range opts.Headers {
+		if name = strings.TrimSpace(name); name == "" || !validHeader(name, v) {
+			return nil, fmt.Errorf("%w: header %q is not a valid HTTP header", ErrInvalidOptions, truncateForError(name))
+		}
+		if len(v) >= 4 {
+			secrets = append(secrets, v)
+		}
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = defaultHTTPTimeout
+	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: defaultHTTPTimeout}
+		hc = &http.Client{Timeout: timeout}
 	}
 	cfg := openai.DefaultConfig(key)
 	base = strings.TrimRight(base, "/")
 	cfg.BaseURL = base
-	cfg.HTTPClient = recordingDoer{hc}
+	cfg.HTTPClient = recordingDoer{c: hc, headers: opts.Headers}
 
 	o := &OpenAI{
 		client:        openai.NewClientWithConfig(cfg),
 		model:         model,
 		base:          base,
 		apiKey:        key,
+		keyEnv:        keyEnv,
+		keyMissing:    key == "" && needsKey(base) && !hasAuthHeader(opts.Headers),
+		secrets:       secrets,
 		wantDim:       opts.Dimensions,
 		requestDims:   opts.Dimensions > 0 && strings.HasPrefix(model, "text-embedding-3"),
 		batch:         opts.BatchSize,
 		maxRetries:    opts.MaxRetries,
+		concurrency:   opts.Concurrency,
+		maxTokens:     opts.MaxRequestTokens,
+		timeout:       timeout,
 		backoffBase:   defaultBackoffBase,
 		backoffMax:    defaultBackoffMax,
 		retryAfterCap: defaultRetryAfterCap,
@@ -180,6 +265,13 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 	if o.batch == 0 {
 		o.batch = defaultBatchSize
 	}
+	if o.concurrency == 0 {
+		o.concurrency = DefaultConcurrency
+	}
+	if o.maxTokens == 0 {
+		o.maxTokens = DefaultMaxRequestTokens
+	}
+	o.slots = make(chan struct{}, o.concurrency)
 	switch o.maxRetries {
 	case 0:
 		o.maxRetries = defaultMaxRetries
@@ -205,6 +297,12 @@ func (o *OpenAI) Dimension() int {
 	return o.learnedDim
 }
 
+// Concurrency is the largest number of requests o has in flight at once.
+// An embedder with this method splits large inputs itself: callers with many
+// texts should pass them in one Embed call rather than fan out (see
+// [Concurrency]).
+func (o *OpenAI) Concurrency() int { return o.concurrency }
+
 // Probe embeds one short text so that Dimension and Identity are known
 // afterwards; it also checks that the endpoint, key and model work.
 func (o *OpenAI) Probe(ctx context.Context) error {
@@ -212,25 +310,20 @@ func (o *OpenAI) Probe(ctx context.Context) error {
 	return err
 }
 
-// Embed embeds texts in batches of BatchSize, one request at a time.
-// Empty texts are sent as a single space, since OpenAI rejects empty input.
+// Embed embeds texts in batches of at most BatchSize texts and
+// MaxRequestTokens estimated tokens, with up to Concurrency requests in
+// flight (shared with every other call on o), and returns the vectors in
+// input order. Empty texts are sent as a single space, since OpenAI rejects
+// empty input. On a failure that is not retried, or once retries are
+// exhausted, the call's other requests are cancelled and the first error is
+// returned; every goroutine has ended when Embed returns.
 func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	out := make([][]float32, len(texts))
-	for start := 0; start < len(texts); start += o.batch {
-		end := min(start+o.batch, len(texts))
-		vecs, err := o.embedBatch(ctx, texts[start:end])
-		if err != nil {
-			if len(texts) > o.batch {
-				return nil, fmt.Errorf("texts %d..%d of %d: %w", start, end-1, len(texts), err)
-			}
-			return nil, err
-		}
-		copy(out[start:], vecs)
+	if len(texts) == 0 {
+		return [][]float32{}, nil
 	}
-	return out, nil
-}
-
-func (o *OpenAI) embedBatch(ctx context.Context, texts []string) ([][]float32, error) {
+	if o.keyMissing {
+		return nil, fmt.Errorf("%w for %s: set $%s", ErrNoAPIKey, o.endpoint(), o.keyEnv)
+	}
 	inputs := make([]string, len(texts))
 	for i, t := range texts {
 		if !utf8.ValidString(t) {
@@ -241,6 +334,103 @@ func (o *OpenAI) embedBatch(ctx context.Context, texts []string) ([][]float32, e
 		}
 		inputs[i] = t
 	}
+	spans := o.plan(inputs)
+	if len(spans) == 1 {
+		return o.embedBatch(ctx, inputs)
+	}
+	out := make([][]float32, len(inputs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(spans))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(o.concurrency, len(spans)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(spans) || ctx.Err() != nil {
+					return
+				}
+				sp := spans[i]
+				vecs, err := o.embedBatch(ctx, inputs[sp.lo:sp.hi])
+				if err != nil {
+					errs[i] = fmt.Errorf("texts %d..%d of %d: %w", sp.lo, sp.hi-1, len(inputs), err)
+					cancel()
+					return
+				}
+				copy(out[sp.lo:], vecs)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := firstError(errs); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // the caller's context ended between batches
+	}
+	return out, nil
+}
+
+// firstError returns the first error that is not a cancellation caused by
+// another failure, else the first error.
+func firstError(errs []error) error {
+	var first error
+	for _, e := range errs {
+		if e == nil {
+			continue
+		}
+		if !errors.Is(e, context.Canceled) {
+			return e
+		}
+		if first == nil {
+			first = e
+		}
+	}
+	return first
+}
+
+// span is a batch: inputs[lo:hi].
+type span struct{ lo, hi int }
+
+// plan cuts inputs into batches of at most o.batch texts and o.maxTokens
+// estimated tokens (a text too large on its own is a batch of its own).
+func (o *OpenAI) plan(inputs []string) []span {
+	var spans []span
+	lo, tok := 0, 0
+	for i, t := range inputs {
+		n := len(t) // an upper bound on its tokens
+		if tok+n > o.maxTokens {
+			n = o.countTokens(t)
+		}
+		if i > lo && (i-lo >= o.batch || tok+n > o.maxTokens) {
+			spans = append(spans, span{lo, i})
+			lo, tok = i, 0
+		}
+		tok += n
+	}
+	return append(spans, span{lo, len(inputs)})
+}
+
+// countTokens counts t with the model's tiktoken encoding, or returns its
+// length in bytes when no encoding can be loaded.
+func (o *OpenAI) countTokens(t string) int {
+	o.encOnce.Do(func() {
+		if e, err := tokens.Get(tokens.EncodingNameForModel(o.model)); err == nil {
+			o.enc = e
+		}
+	})
+	if o.enc == nil {
+		return len(t)
+	}
+	return o.enc.Count(t)
+}
+
+// embedBatch sends one batch, retrying as documented, and returns its
+// vectors in input order.
+func (o *OpenAI) embedBatch(ctx context.Context, inputs []string) ([][]float32, error) {
 	req := openai.EmbeddingRequest{
 		Input:          inputs,
 		Model:          openai.EmbeddingModel(o.model),
@@ -250,11 +440,12 @@ func (o *OpenAI) embedBatch(ctx context.Context, texts []string) ([][]float32, e
 		req.Dimensions = o.wantDim
 	}
 	for attempt := 0; ; attempt++ {
-		if err := ctx.Err(); err != nil {
+		if err := o.waitTurn(ctx); err != nil {
 			return nil, err
 		}
 		info := &attemptInfo{}
 		resp, err := o.client.CreateEmbeddings(context.WithValue(ctx, attemptKey{}, info), req)
+		<-o.slots
 		if err == nil {
 			return o.check(resp, len(inputs))
 		}
@@ -268,10 +459,57 @@ func (o *OpenAI) embedBatch(ctx context.Context, texts []string) ([][]float32, e
 		if attempt >= o.maxRetries {
 			return nil, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, attempt+1, failure)
 		}
-		if err := sleepCtx(ctx, o.delay(attempt, info)); err != nil {
+		d := o.delay(attempt, info)
+		if info.status == http.StatusTooManyRequests {
+			o.pause(d) // the provider's limit holds for every request, not just this one
+		}
+		if err := sleepCtx(ctx, d); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// waitTurn waits until no shared pause is in force and a request slot is
+// free, and takes the slot; the caller gives it back after the request.
+func (o *OpenAI) waitTurn(ctx context.Context) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		o.mu.Lock()
+		wait := time.Until(o.pauseUntil)
+		o.mu.Unlock()
+		if wait > 0 {
+			if err := sleepCtx(ctx, wait); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case o.slots <- struct{}{}:
+		}
+		// A pause may have begun while this request waited for its slot.
+		o.mu.Lock()
+		wait = time.Until(o.pauseUntil)
+		o.mu.Unlock()
+		if wait <= 0 {
+			return nil
+		}
+		<-o.slots
+	}
+}
+
+// pause holds back every request of o for d from now (extending, never
+// shortening, a pause in force).
+func (o *OpenAI) pause(d time.Duration) {
+	until := time.Now().Add(d)
+	o.mu.Lock()
+	if until.After(o.pauseUntil) {
+		o.pauseUntil = until
+	}
+	o.mu.Unlock()
 }
 
 // classify turns a failed attempt into the error to report and whether it may be retried.
@@ -310,6 +548,13 @@ func (o *OpenAI) classify(err error, info *attemptInfo) (error, bool) {
 		se.Message = err.Error()
 	}
 	se.Message = truncateBytes(strings.TrimSpace(o.redact(se.Message)), maxErrorMessage)
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		if o.apiKey == "" {
+			se.Hint = "no API key was sent: set $" + o.keyEnv
+		} else {
+			se.Hint = "the API key (from $" + o.keyEnv + " or as configured) was refused"
+		}
+	}
 	if status == 0 {
 		return fmt.Errorf("embed: embedding request failed: %s", se.Message), false
 	}
@@ -450,7 +695,52 @@ func (o *OpenAI) redact(s string) string {
 	if len(o.apiKey) >= 4 {
 		s = strings.ReplaceAll(s, o.apiKey, "[redacted]")
 	}
+	for _, v := range o.secrets {
+		s = strings.ReplaceAll(s, v, "[redacted]")
+	}
 	return s
+}
+
+// checkBaseURL accepts an absolute http(s) URL.
+func checkBaseURL(base string) error {
+	u, err := url.Parse(strings.TrimSpace(base))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("base URL %q is not an http(s) URL", truncateForError(redactURL(base)))
+	}
+	return nil
+}
+
+// needsKey reports whether the server is known to refuse requests without
+// an API key: OpenAI's own API.
+func needsKey(base string) bool {
+	u, err := url.Parse(base)
+	return err == nil && strings.EqualFold(u.Hostname(), "api.openai.com")
+}
+
+// hasAuthHeader reports whether the extra headers authenticate by themselves.
+func hasAuthHeader(h map[string]string) bool {
+	for k := range h {
+		if strings.EqualFold(strings.TrimSpace(k), "Authorization") {
+			return true
+		}
+	}
+	return false
+}
+
+// validHeader checks a header's name (an RFC 9110 token) and value (no
+// control characters but tab).
+func validHeader(name, value string) bool {
+	for _, r := range name {
+		if r > 0x7e || r <= 0x20 || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
+			return false
+		}
+	}
+	for _, r := range value {
+		if (r < 0x20 && r != '\t') || r == 0x7f {
+			return false
+		}
+	}
+	return len(value) <= 8192
 }
 
 // redactURL hides a password in a URL's userinfo.
@@ -510,11 +800,17 @@ type attemptInfo struct {
 
 type attemptKey struct{}
 
-// recordingDoer wraps the HTTP client and fills the attemptInfo found in the
-// request's context.
-type recordingDoer struct{ c *http.Client }
+// recordingDoer wraps the HTTP client: it adds the extra headers and fills
+// the attemptInfo found in the request's context.
+type recordingDoer struct {
+	c       *http.Client
+	headers map[string]string
+}
 
 func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
+	for k, v := range d.headers {
+		req.Header.Set(strings.TrimSpace(k), v)
+	}
 	resp, err := d.c.Do(req)
 	if info, ok := req.Context().Value(attemptKey{}).(*attemptInfo); ok {
 		if err != nil {

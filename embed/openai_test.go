@@ -30,6 +30,7 @@ type embRequest struct {
 
 	inputs []string // Input decoded
 	raw    []byte
+	ctx    context.Context // the HTTP request's: done when the client gives up
 }
 
 type embItem struct {
@@ -117,7 +118,7 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 		openAIError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
 		return
 	}
-	req := &embRequest{raw: raw}
+	req := &embRequest{raw: raw, ctx: r.Context()}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(req); err != nil {
@@ -279,7 +280,7 @@ func TestOpenAIOutOfOrderIndexes(t *testing.T) {
 
 func TestOpenAIBatching(t *testing.T) {
 	f := newFakeServer(t, 8)
-	o := newTestOpenAI(t, f, OpenAIOptions{BatchSize: 3})
+	o := newTestOpenAI(t, f, OpenAIOptions{BatchSize: 3, Concurrency: 1}) // one at a time: requests arrive in order
 	texts := make([]string, 10)
 	for i := range texts {
 		texts[i] = fmt.Sprintf("text number %d about topic %c", i, 'a'+i)
@@ -317,8 +318,13 @@ func TestOpenAIDefaultBatchSize(t *testing.T) {
 	if _, err := o.Embed(context.Background(), texts); err != nil {
 		t.Fatal(err)
 	}
-	if f.calls() != 3 || len(f.request(0).inputs) != 64 || len(f.request(2).inputs) != 2 {
-		t.Errorf("130 texts: %d requests, first of %d", f.calls(), len(f.request(0).inputs))
+	// The requests run concurrently and may arrive in any order.
+	sizes := map[int]int{}
+	for i := range f.calls() {
+		sizes[len(f.request(i).inputs)]++
+	}
+	if f.calls() != 3 || sizes[64] != 2 || sizes[2] != 1 {
+		t.Errorf("130 texts: %d requests of sizes %v, want 64, 64 and 2", f.calls(), sizes)
 	}
 }
 

@@ -2,10 +2,8 @@ package embed
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/viterin/vek/vek32"
 )
@@ -48,6 +46,7 @@ type RandProj struct {
 	lex      *Lexical
 	dim      int
 	in       int
+	seed     uint64
 	matrix   []float32 // in x dim, row-major: row i is the image of lexical bucket i
 	identity string
 }
@@ -69,7 +68,7 @@ func NewRandProj(opts *RandProjOptions) *RandProj {
 		seed = defaultRandProjSeed
 	}
 	lex := NewLexical(o.Lexical)
-	p := &RandProj{lex: lex, dim: dim, in: lex.Dimension()}
+	p := &RandProj{lex: lex, dim: dim, in: lex.Dimension(), seed: seed}
 	p.matrix = gaussianMatrix(p.in*dim, seed, 1/math.Sqrt(float64(dim)))
 	p.identity = randProjVersion + "/d" + strconv.Itoa(dim) + "/s" + strconv.FormatUint(seed, 10) + "/" + lex.Identity()
 	return p
@@ -140,49 +139,4 @@ func (p *RandProj) project(v []float32) []float32 {
 	}
 	vek32.MulNumber_Inplace(dst, float32(1/math.Sqrt(n)))
 	return dst
-}
-
-// parseRandProj reads "dim=N,seed=S" and any lexical option (ngram, word,
-// char, bigram, stem, stop, and lexdim for the lexical bucket count).
-func parseRandProj(rest string) (Embedder, error) {
-	o := &RandProjOptions{}
-	var lexParts []string
-	if strings.TrimSpace(rest) != "" {
-		seen := map[string]bool{}
-		for _, kv := range strings.Split(rest, ",") {
-			k, v, ok := strings.Cut(kv, "=")
-			k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
-			if !ok || k == "" || v == "" {
-				return nil, fmt.Errorf("%w: randproj option %q is not key=value", ErrBadSpec, truncateForError(kv))
-			}
-			if seen[k] {
-				return nil, fmt.Errorf("%w: randproj option %q given twice", ErrBadSpec, truncateForError(k))
-			}
-			seen[k] = true
-			switch k {
-			case "dim", "dimension", "dimensions":
-				n, err := parseIntRange(k, v, 1, maxRandProjDim)
-				if err != nil {
-					return nil, err
-				}
-				o.Dimension = n
-			case "seed":
-				s, err := strconv.ParseUint(v, 10, 64)
-				if err != nil || s == 0 {
-					return nil, fmt.Errorf("%w: seed=%q: want a positive integer", ErrBadSpec, truncateForError(v))
-				}
-				o.Seed = s
-			case "lexdim":
-				lexParts = append(lexParts, "dim="+v)
-			default:
-				lexParts = append(lexParts, k+"="+v)
-			}
-		}
-	}
-	lo, err := parseLexicalOptions(strings.Join(lexParts, ","))
-	if err != nil {
-		return nil, err
-	}
-	o.Lexical = lo
-	return NewRandProj(o), nil
 }

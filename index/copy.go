@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -38,7 +39,8 @@ type CopyReport struct {
 }
 
 // Copy copies every record of src (text, metadata and vector: knowledge,
-// preferences and memories alike) and the index's settings (MetaKeys) into
+// preferences and memories alike) and the index's settings (MetaKeys, and
+// the embedder's spec, see EmbedderRecord) into
 // dst, then verifies that dst lists, per doc type, the same sources with the
 // same chunk counts. Records keep their ids, so copying again overwrites
 // rather than duplicates. Each source's records go in one atomic batch.
@@ -71,6 +73,12 @@ func Copy(ctx context.Context, dst, src driver.Backend, opts *CopyOptions) (*Cop
 				ErrCopyMismatch, k, dv, v)
 		}
 		rep.Meta[k] = v
+	}
+	// How to rebuild the embedder goes along; only the identity must agree.
+	if v, ok, err := src.Meta(ctx, metaEmbedderSpec); err != nil {
+		return nil, fmt.Errorf("read source setting %s: %w", metaEmbedderSpec, err)
+	} else if ok {
+		rep.Meta[metaEmbedderSpec] = v
 	}
 	recs, err := src.Records(ctx, driver.Filter{})
 	if err != nil {
@@ -110,7 +118,7 @@ func Copy(ctx context.Context, dst, src driver.Backend, opts *CopyOptions) (*Cop
 	}
 	// Settings last: a destination with settings but missing records would
 	// look complete.
-	for _, k := range MetaKeys {
+	for _, k := range append(slices.Clone(MetaKeys), metaEmbedderSpec) {
 		if v, ok := rep.Meta[k]; ok {
 			if err := dst.SetMeta(ctx, k, v); err != nil {
 				return rep, fmt.Errorf("write setting %s: %w", k, err)

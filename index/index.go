@@ -6,7 +6,12 @@
 // URL with the same content is a no-op, and changed content replaces every
 // chunk of the source in one atomic batch. The store remembers which embedder
 // built it and refuses to open with another one, because vectors from two
-// models are not comparable.
+// models are not comparable. It also records how to rebuild that embedder
+// (kind, model, base URL and options, never an API key or header; see
+// [EmbedderRecord]), so that opening it later needs no embedder at all.
+//
+// Query embeddings are cached ([embed.QueryCache]): a repeated question costs
+// no embedder call.
 //
 // IndexPageAsync is the fire-and-forget path for agents and the browser
 // extension: it returns a job id at once and indexes in the background
@@ -23,6 +28,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -70,15 +76,26 @@ var (
 
 // Meta keys the index keeps in the backend.
 const (
-	metaEmbedder  = "embedder"
-	metaDimension = "dimension"
+	metaEmbedder     = "embedder"
+	metaDimension    = "dimension"
+	metaEmbedderSpec = "embedder_spec" // an embedderRecordV1, as JSON
 )
 
 // Options configure Open. A nil *Options means all defaults.
 type Options struct {
-	// Embedder embeds chunks and queries. Default embed.Default(), the
-	// offline lexical embedder.
+	// Embedder embeds chunks and queries. When nil, EmbedderFor builds it.
 	Embedder embed.Embedder
+	// EmbedderFor builds the embedder when Embedder is nil, given what the
+	// store records about the embedder that built it (nil for a new store,
+	// or one that records nothing). Default: embed.New of the recorded spec
+	// (with the API key from the environment), else embed.Default(), the
+	// offline lexical embedder.
+	EmbedderFor func(ctx context.Context, rec *EmbedderRecord) (embed.Embedder, error)
+	// QueryCache caches query embeddings. Default: a cache of this index's
+	// own with the embed.QueryCacheOptions defaults (1024 queries, 16 MiB).
+	// Share one between stores to bound them together; a cache made with a
+	// negative MaxEntries caches nothing.
+	QueryCache *embed.QueryCache
 	// Backend stores the records. Default: the local chromem-go + bleve
 	// backend in dir. When set, dir is ignored and Close closes the backend.
 	Backend driver.Backend
@@ -95,7 +112,10 @@ type Options struct {
 	// directory. With another Backend, the default "" keeps the queue in
 	// memory only: pages not yet indexed are lost in a crash.
 	QueueDir string
-	// EmbedBatch is the number of chunks per Embed call. Default 128.
+	// EmbedBatch is the number of chunks per Embed call. Default 128. An
+	// embedder that batches and parallelises its own requests (see
+	// embed.Concurrency: the OpenAI-compatible one) is given all the chunks
+	// of a write in one call instead.
 	EmbedBatch int
 	// EmbedConcurrency is the number of Embed calls in flight while indexing
 	// many documents. Default runtime.GOMAXPROCS(0).
@@ -108,6 +128,7 @@ type Options struct {
 type Index struct {
 	be       driver.Backend
 	emb      embed.Embedder
+	qcache   *embed.QueryCache
 	chunking chunk.Options
 	log      *slog.Logger
 	now      func() time.Time
@@ -163,9 +184,6 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Embedder == nil {
-		o.Embedder = embed.Default()
-	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -181,8 +199,12 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.QueryCache == nil {
+		o.QueryCache = embed.NewQueryCache(nil)
+	}
 	ix := &Index{
 		emb:       o.Embedder,
+		qcache:    o.QueryCache,
 		log:       o.Logger,
 		now:       o.Now,
 		batch:     o.EmbedBatch,
@@ -208,6 +230,14 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 		if r := lb.Recovery(); len(r.Problems) > 0 {
 			o.Logger.Warn("index: recovered store", "dir", dir, "problems", len(r.Problems), "journalOps", r.JournalOps, "quarantined", len(r.Quarantined))
 		}
+	}
+	if ix.emb == nil {
+		emb, err := ix.buildEmbedder(ctx, o.EmbedderFor)
+		if err != nil {
+			_ = ix.be.Close()
+			return nil, err
+		}
+		ix.emb = emb
 	}
 	if err := ix.checkEmbedder(ctx); err != nil {
 		_ = ix.be.Close()
@@ -260,6 +290,121 @@ func VerifyEmbedder(ctx context.Context, be driver.Backend, emb embed.Embedder) 
 	return nil
 }
 
+// EmbedderRecord is what a store records about the embedder that built it.
+// It is a plain value, safe to read from several goroutines.
+type EmbedderRecord struct {
+	// Identity is the embedder's identity (embed.Embedder.Identity).
+	Identity string
+	// Spec is how to rebuild the embedder: kind, model, base URL and
+	// options, never an API key or header. nil when the store records only
+	// an identity that cannot be turned into a spec (a model2vec store
+	// created before specs were recorded).
+	Spec *embed.Spec
+	// FromIdentity is set when the store was created before specs were
+	// recorded and Spec was derived from the identity; an openai spec so
+	// derived has no base URL. The next open with a matching embedder
+	// records the full spec.
+	FromIdentity bool
+	// Omitted names the credentials left out of the recorded base URL
+	// (its password, secret-looking query parameters): they must come
+	// from the configuration when the embedder is rebuilt.
+	Omitted []string
+}
+
+// embedderRecordV1 is the JSON kept under metaEmbedderSpec.
+type embedderRecordV1 struct {
+	Version int        `json:"v"`
+	Spec    embed.Spec `json:"spec"`
+	Omitted []string   `json:"omitted,omitempty"`
+}
+
+// ErrBadEmbedderRecord: the embedder record in a store cannot be read.
+var ErrBadEmbedderRecord = errors.New("index: unreadable embedder record")
+
+// ReadEmbedderRecord returns what the store in be records about its
+// embedder, and false when it records nothing (a new store). It changes
+// nothing.
+func ReadEmbedderRecord(ctx context.Context, be driver.Backend) (*EmbedderRecord, bool, error) {
+	id, ok, err := be.Meta(ctx, metaEmbedder)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	rec := &EmbedderRecord{Identity: id}
+	raw, ok, err := be.Meta(ctx, metaEmbedderSpec)
+	if err != nil {
+		return nil, false, err
+	}
+	if ok {
+		var v embedderRecordV1
+		if err := json.Unmarshal([]byte(raw), &v); err != nil || v.Version != 1 {
+			return nil, false, fmt.Errorf("%w: %q", ErrBadEmbedderRecord, truncate(raw, 200))
+		}
+		if err := v.Spec.Validate(); err != nil {
+			return nil, false, fmt.Errorf("%w: %w", ErrBadEmbedderRecord, err)
+		}
+		rec.Spec, rec.Omitted = &v.Spec, v.Omitted
+		return rec, true, nil
+	}
+	if sp, ok := embed.SpecFromIdentity(id); ok {
+		rec.Spec, rec.FromIdentity = &sp, true
+	}
+	return rec, true, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
+}
+
+// buildEmbedder builds the embedder of a store opened without one.
+func (ix *Index) buildEmbedder(ctx context.Context, embedderFor func(context.Context, *EmbedderRecord) (embed.Embedder, error)) (embed.Embedder, error) {
+	rec, ok, err := ReadEmbedderRecord(ctx, ix.be)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		rec = nil
+	}
+	if embedderFor != nil {
+		emb, err := embedderFor(ctx, rec)
+		if err != nil {
+			return nil, err
+		}
+		if emb == nil {
+			return nil, errors.New("index: Options.EmbedderFor returned no embedder")
+		}
+		return emb, nil
+	}
+	if rec == nil || rec.Spec == nil {
+		return embed.Default(), nil
+	}
+	emb, err := embed.New(*rec.Spec, nil)
+	if err != nil {
+		return nil, fmt.Errorf("index: rebuild the embedder the store records (%s): %w", rec.Spec, err)
+	}
+	return emb, nil
+}
+
+// recordSpec writes the embedder's spec to the store, without credentials.
+func (ix *Index) recordSpec(ctx context.Context) error {
+	sp, ok := embed.SpecOf(ix.emb)
+	if !ok {
+		return nil
+	}
+	pub, omitted := sp.Public()
+	raw, err := json.Marshal(embedderRecordV1{Version: 1, Spec: pub, Omitted: omitted})
+	if err != nil {
+		return err
+	}
+	if len(omitted) > 0 {
+		ix.log.Warn("index: the store does not record credentials; give them in the configuration when you open it again",
+			"embedder", pub.String(), "omitted", strings.Join(omitted, "; "))
+	}
+	return ix.be.SetMeta(ctx, metaEmbedderSpec, string(raw))
+}
+
 func qsPending(qs *queueState) []*queueRecord {
 	if qs == nil {
 		return nil
@@ -285,6 +430,9 @@ func (ix *Index) checkEmbedder(ctx context.Context) error {
 		if err := ix.be.SetMeta(ctx, metaEmbedder, id); err != nil {
 			return err
 		}
+		if err := ix.recordSpec(ctx); err != nil {
+			return err
+		}
 		if d := ix.emb.Dimension(); d > 0 {
 			return ix.be.SetMeta(ctx, metaDimension, strconv.Itoa(d))
 		}
@@ -292,6 +440,14 @@ func (ix *Index) checkEmbedder(ctx context.Context) error {
 	}
 	if err := VerifyEmbedder(ctx, ix.be, ix.emb); err != nil {
 		return err
+	}
+	// A store created before specs were recorded learns its embedder's now.
+	if _, ok, err := ix.be.Meta(ctx, metaEmbedderSpec); err != nil {
+		return err
+	} else if !ok {
+		if err := ix.recordSpec(ctx); err != nil {
+			return err
+		}
 	}
 	if d := ix.emb.Dimension(); d > 0 {
 		if _, ok, err := ix.be.Meta(ctx, metaDimension); err != nil {
@@ -551,14 +707,19 @@ func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error)
 }
 
 // embedRecords fills in the vectors of recs, EmbedBatch at a time with up to
-// EmbedConcurrency calls in flight.
+// EmbedConcurrency calls in flight, or in one call to an embedder that
+// batches and parallelises its requests itself.
 func (ix *Index) embedRecords(ctx context.Context, recs []*Record) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type span struct{ lo, hi int }
 	var spans []span
-	for lo := 0; lo < len(recs); lo += ix.batch {
-		spans = append(spans, span{lo, min(lo+ix.batch, len(recs))})
+	batch := ix.batch
+	if embed.Concurrency(ix.emb) > 0 {
+		batch = max(len(recs), 1)
+	}
+	for lo := 0; lo < len(recs); lo += batch {
+		spans = append(spans, span{lo, min(lo+batch, len(recs))})
 	}
 	errs := make([]error, len(spans))
 	sem := make(chan struct{}, ix.conc)
@@ -608,7 +769,9 @@ func (ix *Index) learnDimension(ctx context.Context) {
 		_ = ix.be.SetMeta(ctx, metaDimension, strconv.Itoa(d))
 	}
 	if stored, ok, err := ix.be.Meta(ctx, metaEmbedder); err == nil && ok && unknownDim.MatchString(stored) {
-		_ = ix.be.SetMeta(ctx, metaEmbedder, ix.emb.Identity())
+		if ix.be.SetMeta(ctx, metaEmbedder, ix.emb.Identity()) == nil {
+			_ = ix.recordSpec(ctx) // with the dimension now known
+		}
 	}
 }
 
@@ -707,25 +870,14 @@ func (ix *Index) FullText(ctx context.Context, query string, k int, f Filter) ([
 	return ix.be.SearchText(ctx, query, k, f)
 }
 
-// EmbedQuery embeds a query (with the embedder's query form when it has one).
+// EmbedQuery embeds a query (with the embedder's query form when it has
+// one), through the query cache: a query embedded before costs no embedder
+// call. The caller owns the returned vector.
 func (ix *Index) EmbedQuery(ctx context.Context, query string) ([]float32, error) {
 	if !utf8.ValidString(query) {
 		query = strings.ToValidUTF8(query, " ")
 	}
-	var v []float32
-	var err error
-	if qe, ok := ix.emb.(embed.QueryEmbedder); ok {
-		v, err = qe.EmbedQuery(ctx, query)
-	} else {
-		var vs [][]float32
-		vs, err = ix.emb.Embed(ctx, []string{query})
-		if err == nil && len(vs) != 1 {
-			err = fmt.Errorf("%w: embedder returned %d vectors for 1 text", embed.ErrDimensionMismatch, len(vs))
-		}
-		if err == nil {
-			v = vs[0]
-		}
-	}
+	v, err := ix.qcache.Embed(ctx, ix.emb, query)
 	if err != nil {
 		ix.embedHealthy.Store(false)
 		return nil, fmt.Errorf("%w: embed query: %w", ErrEmbedding, err)
@@ -751,16 +903,20 @@ func (ix *Index) VectorByEmbedding(ctx context.Context, vec []float32, k int, f 
 
 // Stats describes the store (the design's MemoryStats).
 type Stats struct {
-	DocumentCount        int        `json:"documentCount"` // knowledge sources
-	ChunkCount           int        `json:"chunkCount"`    // all records
-	PreferenceCount      int        `json:"preferenceCount"`
-	MemoryCount          int        `json:"memoryCount"`
-	IndexSizeBytes       int64      `json:"indexSizeBytes"`
-	LastSyncTime         time.Time  `json:"lastSyncTime,omitzero"`
-	EmbeddingModelLoaded bool       `json:"embeddingModelLoaded"`
-	Embedder             string     `json:"embedder"`
-	Dimension            int        `json:"dimension"`
-	Queue                QueueStats `json:"queue"`
+	DocumentCount        int       `json:"documentCount"` // knowledge sources
+	ChunkCount           int       `json:"chunkCount"`    // all records
+	PreferenceCount      int       `json:"preferenceCount"`
+	MemoryCount          int       `json:"memoryCount"`
+	IndexSizeBytes       int64     `json:"indexSizeBytes"`
+	LastSyncTime         time.Time `json:"lastSyncTime,omitzero"`
+	EmbeddingModelLoaded bool      `json:"embeddingModelLoaded"`
+	Embedder             string    `json:"embedder"`
+	// EmbedderSpec is the embedder configuration the store records (no
+	// credentials), "" for a store that records none.
+	EmbedderSpec string                `json:"embedderSpec,omitempty"`
+	Dimension    int                   `json:"dimension"`
+	Queue        QueueStats            `json:"queue"`
+	QueryCache   embed.QueryCacheStats `json:"queryCache"`
 }
 
 // Stats returns the store's statistics.
@@ -791,7 +947,13 @@ func (ix *Index) Stats(ctx context.Context) (Stats, error) {
 			dim, _ = strconv.Atoi(s)
 		}
 	}
+	spec := ""
+	if rec, ok, err := ReadEmbedderRecord(ctx, ix.be); err == nil && ok && rec.Spec != nil && !rec.FromIdentity {
+		spec = rec.Spec.String()
+	}
 	return Stats{
+		EmbedderSpec:         spec,
+		QueryCache:           ix.qcache.Stats(),
 		DocumentCount:        docs,
 		ChunkCount:           bs.Records,
 		PreferenceCount:      prefCount,

@@ -27,7 +27,7 @@ import (
 
 // Options configure Open. A nil *Options means all defaults.
 type Options struct {
-	Embedder  embed.Embedder // default embed.Default() (offline, lexical)
+	Embedder  embed.Embedder // default: EmbedderFor, else the embedder the store records, else embed.Default()
 	Backend   driver.Backend // default the local store in dir
 	Chunking  *chunk.Options // default chunk defaults
 	Config    Config         // zero fields: DefaultConfig
@@ -35,6 +35,13 @@ type Options struct {
 	QueueSize int            // IndexPageAsync queue bound; default 1024
 	QueueDir  string         // where IndexPageAsync persists queued pages; default dir (see index.Options.QueueDir)
 	Now       func() time.Time
+
+	// EmbedderFor builds the embedder from what the store records when
+	// Embedder is nil (see index.Options.EmbedderFor).
+	EmbedderFor func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error)
+	// QueryCache caches query embeddings; default a cache of the store's own
+	// (see index.Options.QueryCache).
+	QueryCache *embed.QueryCache
 }
 
 func (opts *Options) withDefaults() Options {
@@ -65,7 +72,7 @@ type Engine struct {
 func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
 	o := opts.withDefaults()
 	ix, err := index.Open(ctx, dir, &index.Options{
-		Embedder: o.Embedder, Backend: o.Backend, Chunking: o.Chunking,
+		Embedder: o.Embedder, EmbedderFor: o.EmbedderFor, QueryCache: o.QueryCache, Backend: o.Backend, Chunking: o.Chunking,
 		Logger: o.Logger, QueueSize: o.QueueSize, QueueDir: o.QueueDir, Now: o.Now,
 	})
 	if err != nil {

@@ -22,10 +22,10 @@ type backendFlags struct {
 }
 
 func addBackendFlags(pf *pflag.FlagSet, b *backendFlags) {
-	pf.StringVar(&b.backend, "backend", envOr("RAGMEM_BACKEND", "local"), "storage backend: local (the data directory) or weaviate (env RAGMEM_BACKEND)")
-	pf.StringVar(&b.url, "weaviate-url", envOr("RAGMEM_WEAVIATE_URL", "http://127.0.0.1:8080"), "Weaviate server URL for --backend weaviate (env RAGMEM_WEAVIATE_URL)")
+	pf.StringVar(&b.backend, "backend", "local", "storage backend: local (the data directory) or weaviate (env RAGMEM_BACKEND)")
+	pf.StringVar(&b.url, "weaviate-url", "http://127.0.0.1:8080", "Weaviate server URL for --backend weaviate (env RAGMEM_WEAVIATE_URL)")
 	pf.StringVar(&b.apiKey, "weaviate-api-key", "", "Weaviate API key (default $WEAVIATE_API_KEY; none: anonymous access)")
-	pf.StringVar(&b.namespace, "weaviate-namespace", envOr("RAGMEM_WEAVIATE_NAMESPACE", "default"), "namespace: the Weaviate collection Ragmem_NAMESPACE (env RAGMEM_WEAVIATE_NAMESPACE)")
+	pf.StringVar(&b.namespace, "weaviate-namespace", "default", "namespace: the Weaviate collection Ragmem_NAMESPACE (env RAGMEM_WEAVIATE_NAMESPACE)")
 	pf.StringVar(&b.consistency, "weaviate-consistency", "QUORUM", "consistency level of reads and writes on a replicated collection: ONE, QUORUM or ALL")
 }
 
@@ -46,11 +46,7 @@ func (b *backendFlags) open(ctx context.Context) (driver.Backend, error) {
 }
 
 func (b *backendFlags) openWeaviate(ctx context.Context) (*weaviate.Backend, error) {
-	key := b.apiKey
-	if key == "" {
-		key = envOr("WEAVIATE_API_KEY", "")
-	}
 	return weaviate.Open(ctx, b.url, &weaviate.Options{
-		Namespace: b.namespace, APIKey: key, ConsistencyLevel: b.consistency, Logger: slog.Default(),
+		Namespace: b.namespace, APIKey: b.apiKey, ConsistencyLevel: b.consistency, Logger: slog.Default(),
 	})
 }

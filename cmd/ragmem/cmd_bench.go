@@ -317,7 +317,9 @@ func benchCorpus(ctx context.Context, c *corpus, dir string, o benchOptions) (*b
 		emb = embed.Default()
 	}
 	res.Embedder = emb.Identity()
-	ix, err := index.Open(ctx, dir, &index.Options{Embedder: emb, Logger: quietLogger()})
+	// No query cache: every mode's latency includes embedding its query.
+	noCache := embed.NewQueryCache(&embed.QueryCacheOptions{MaxEntries: -1})
+	ix, err := index.Open(ctx, dir, &index.Options{Embedder: emb, QueryCache: noCache, Logger: quietLogger()})
 	if err != nil {
 		return nil, err
 	}
@@ -469,7 +471,7 @@ func benchCorpus(ctx context.Context, c *corpus, dir string, o benchOptions) (*b
 	runtime.GC()
 	debug.FreeOSMemory()
 	start = time.Now()
-	ix, err = index.Open(ctx, dir, &index.Options{Embedder: emb, Logger: quietLogger()})
+	ix, err = index.Open(ctx, dir, &index.Options{Embedder: emb, QueryCache: noCache, Logger: quietLogger()})
 	if err != nil {
 		return nil, err
 	}

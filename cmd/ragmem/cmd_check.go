@@ -68,15 +68,22 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 			return exitError{2, fmt.Sprintf("no store at %s (set --dir or $RAGMEM_DIR)", dir)}
 		}
 	}
-	emb, err := g.newEmbedder()
-	if err != nil {
-		return exitError{2, err.Error()}
-	}
 	be, err := local.Open(ctx, dir, &local.Options{Logger: slog.Default(), ReadOnly: !repair})
 	if err != nil {
 		return exitError{2, err.Error()}
 	}
 	defer be.Close()
+	rec, ok, err := index.ReadEmbedderRecord(ctx, be)
+	if err != nil {
+		return exitError{2, err.Error()}
+	}
+	if !ok {
+		rec = nil
+	}
+	emb, err := g.embedderFor(ctx, rec)
+	if err != nil {
+		return exitError{2, err.Error()}
+	}
 	rep := checkReport{Dir: dir, Sequence: be.Recovery().SequenceOnOpen, Problems: []local.Problem{}}
 	if repair {
 		rep.Recovered = be.Recovery().Problems

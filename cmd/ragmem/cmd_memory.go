@@ -26,13 +26,16 @@ type memoryFlags struct {
 }
 
 // memoriesDir resolves the memory directory: --memories, else
-// $RAGMEM_MEMORIES, else <data dir>/memories.
+// $RAGMEM_MEMORIES, else the config file's, else <data dir>/memories.
 func (g *globals) memoriesDir(flag string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
 	if d := os.Getenv("RAGMEM_MEMORIES"); d != "" {
 		return d, nil
+	}
+	if v, ok := g.cfg.get("memories"); ok && v.scalar != "" {
+		return v.scalar, nil
 	}
 	dir, err := g.dataDir()
 	if err != nil {
@@ -418,17 +421,13 @@ func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
 }
 
 // openAIConfig is the chat client configuration: --base-url, else
-// $OPENAI_BASE_URL, else OpenAI; --api-key, else $OPENAI_API_KEY.
+// $OPENAI_BASE_URL, else the config file's openai.base_url, else OpenAI;
+// the API key as for embedders.
 func (g *globals) openAIConfig() openai.ClientConfig {
-	key := g.apiKey
-	if key == "" {
-		key = os.Getenv("OPENAI_API_KEY")
-	}
+	base, key := g.chatConfig()
 	cfg := openai.DefaultConfig(key)
-	if u := g.baseURL; u != "" {
-		cfg.BaseURL = u
-	} else if u := os.Getenv("OPENAI_BASE_URL"); u != "" {
-		cfg.BaseURL = u
+	if base != "" {
+		cfg.BaseURL = base
 	}
 	return cfg
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/memory/memhttp"
 	"github.com/ragmem/ragmem/rag"
@@ -160,10 +161,13 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	emb, err := g.newEmbedder()
-	if err != nil {
+	// Fail now on a bad --embedder, $RAGMEM_EMBEDDER or config file; each
+	// store's embedder is built when the store is opened, from these and
+	// what the store records.
+	if _, err := g.resolveEmbedder(nil); err != nil {
 		return err
 	}
+	queryCache := embed.NewQueryCache(nil) // one bound for every namespace's store
 	log := f.logger(g.stderr, g.verbose)
 	token, created, err := server.EnsureToken(dir)
 	if err != nil {
@@ -175,7 +179,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	}
 	opts := &server.Options{
 		Open: func(ctx context.Context, d string) (*rag.Engine, error) {
-			return rag.Open(ctx, d, &rag.Options{Embedder: emb, Logger: log})
+			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, QueryCache: queryCache, Logger: log})
 		},
 		Logger:          log,
 		AllowOrigins:    f.origins,

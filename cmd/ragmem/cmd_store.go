@@ -60,6 +60,9 @@ func newStatsCmd(g *globals) *cobra.Command {
 				}
 				fmt.Fprintf(g.stdout, "last sync            %s\n", last)
 				fmt.Fprintf(g.stdout, "embedder             %s (dimension %d, loaded %v)\n", st.Embedder, st.Dimension, st.EmbeddingModelLoaded)
+				if st.EmbedderSpec != "" {
+					fmt.Fprintf(g.stdout, "embedder config      %s (recorded in the store)\n", st.EmbedderSpec)
+				}
 				return nil
 			})
 		},

@@ -2,30 +2,42 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
-// globals are the persistent flags shared by every command.
+// globals are the persistent flags shared by every command, and the
+// settings resolved from them, the environment and the config file.
 type globals struct {
-	dir      string
-	embedder string
-	baseURL  string
-	apiKey   string
-	verbose  bool
-	store    backendFlags
-	stdout   io.Writer
-	stderr   io.Writer
-	stdin    io.Reader
+	dir        string
+	embedder   string
+	baseURL    string
+	apiKey     string
+	configPath string
+	verbose    bool
+	store      backendFlags
+	stdout     io.Writer
+	stderr     io.Writer
+	stdin      io.Reader
+
+	cfg     *config           // the loaded config file (found false: none)
+	sources map[string]string // config key -> where its value came from, for `config show`
+
+	embMu     sync.Mutex
+	embedders map[string]embed.Embedder // built embedders by spec and secrets, shared by a server's stores
 }
 
 func newRootCmd() *cobra.Command {
@@ -36,45 +48,59 @@ func newRootCmd() *cobra.Command {
 		Long:          "ragmem indexes documents, pages and memories into a local vector + BM25 store and builds\n<knowledge_context> messages for language-model agents.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			g.stdout, g.stderr, g.stdin = cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin()
 			level := slog.LevelWarn
 			if g.verbose {
 				level = slog.LevelDebug
 			}
 			slog.SetDefault(slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level})))
+			cfg, err := loadConfig(g.configPath, g.stderr)
+			if err != nil {
+				if cmd.Annotations[annotConfigOptional] != "" {
+					fmt.Fprintf(g.stderr, "ragmem: %v\n", err)
+					return nil
+				}
+				return err
+			}
+			g.cfg = cfg
+			return g.applySettings(cmd)
 		},
 	}
-	pf := root.PersistentFlags()
-	pf.StringVar(&g.dir, "dir", "", "data directory (default $RAGMEM_DIR, else the user data directory)")
-	pf.StringVar(&g.embedder, "embedder", envOr("RAGMEM_EMBEDDER", "lexical"), "embedder: lexical (offline default), randproj[:dim=N] (dense test embedder), model2vec:DIR_OR_OWNER/NAME or openai:MODEL (env RAGMEM_EMBEDDER)")
-	pf.StringVar(&g.baseURL, "base-url", "", "base URL of an OpenAI-compatible API for openai:MODEL (default $OPENAI_BASE_URL, else OpenAI)")
-	pf.StringVar(&g.apiKey, "api-key", "", "API key for openai:MODEL (default $OPENAI_API_KEY)")
-	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug information to stderr")
-	addBackendFlags(pf, &g.store)
+	addGlobalFlags(root.PersistentFlags(), g)
 	root.AddCommand(
 		newIndexCmd(g), newSearchCmd(g), newContextCmd(g), newPrefsCmd(g),
 		newRmCmd(g), newStatsCmd(g), newSourcesCmd(g), newDemoCmd(g),
 		newBenchCmd(g),
 	)
 	root.AddCommand(newMCPCmd(g), newServeCmd(g), newTokenCmd(g), newMemoryCmd(g), newCheckCmd(g), newMigrateCmd(g), newEvalCmd(g), newModelCmd(g))
+	root.AddCommand(newConfigCmd(g))
 	return root
 }
 
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
+// addGlobalFlags defines the persistent flags of the root command on pf.
+func addGlobalFlags(pf *pflag.FlagSet, g *globals) {
+	pf.StringVar(&g.configPath, "config", "", "config file (default $RAGMEM_CONFIG, else $XDG_CONFIG_HOME/ragmem/config.yaml or ~/.config/ragmem/config.yaml)")
+	pf.StringVar(&g.dir, "dir", "", "data directory (default $RAGMEM_DIR, else the config file's dir, else the user data directory)")
+	pf.StringVar(&g.embedder, "embedder", "", "embedder: lexical (offline default), randproj[:dim=N] (dense test embedder), model2vec:DIR_OR_OWNER/NAME or openai:MODEL[,k=v...] "+
+		"(default $RAGMEM_EMBEDDER, else the config file's, else the one the store records, else lexical)")
+	pf.StringVar(&g.baseURL, "base-url", "", "base URL of an OpenAI-compatible API for openai:MODEL (default $OPENAI_BASE_URL, else the config file's, else the one the store records, else OpenAI)")
+	pf.StringVar(&g.apiKey, "api-key", "", "API key for openai:MODEL (default $OPENAI_API_KEY, or the variable the config file's openai.api_key_env names; else its openai.api_key)")
+	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug information to stderr")
+	addBackendFlags(pf, &g.store)
 }
 
-// dataDir resolves the data directory.
+// dataDir resolves the data directory: --dir, else $RAGMEM_DIR, else the
+// config file's, else the user data directory.
 func (g *globals) dataDir() (string, error) {
 	if g.dir != "" {
 		return g.dir, nil
 	}
 	if d := os.Getenv("RAGMEM_DIR"); d != "" {
 		return d, nil
+	}
+	if v, ok := g.cfg.get("dir"); ok && v.scalar != "" {
+		return v.scalar, nil
 	}
 	return defaultDataDir()
 }
@@ -98,23 +124,17 @@ func defaultDataDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "ragmem"), nil
 }
 
+// newEmbedder builds the embedder the flags, the environment and the config
+// file name, for commands without a store (bench, eval).
 func (g *globals) newEmbedder() (embed.Embedder, error) {
-	if g.baseURL != "" {
-		os.Setenv("OPENAI_BASE_URL", g.baseURL)
-	}
-	if g.apiKey != "" {
-		os.Setenv("OPENAI_API_KEY", g.apiKey)
-	}
-	return embed.Parse(g.embedder)
+	return g.embedderFor(context.Background(), nil)
 }
 
-// open opens the engine in the data directory.
+// open opens the engine in the data directory. The embedder is the one the
+// flags, the environment or the config file name, else the one the store
+// records, else the lexical default.
 func (g *globals) open(ctx context.Context) (*rag.Engine, error) {
 	dir, err := g.dataDir()
-	if err != nil {
-		return nil, err
-	}
-	emb, err := g.newEmbedder()
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +142,20 @@ func (g *globals) open(ctx context.Context) (*rag.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rag.Open(ctx, dir, &rag.Options{Embedder: emb, Backend: be, Logger: slog.Default()})
+	var choice *embedderChoice
+	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: slog.Default(),
+		EmbedderFor: func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error) {
+			c, err := g.resolveEmbedder(rec)
+			if err != nil {
+				return nil, err
+			}
+			choice = c
+			return g.buildEmbedder(c)
+		}})
+	if err != nil && choice != nil && errors.Is(err, index.ErrEmbedderMismatch) {
+		return nil, choice.explainMismatch(err)
+	}
+	return eng, err
 }
 
 // withEngine opens the engine, runs fn and closes the engine, reporting a

@@ -25,7 +25,16 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// The user's own config file must not reach the tests.
+	cfgHome, err := os.MkdirTemp("", "ragmem-test-config-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", cfgHome)
+	os.Unsetenv("RAGMEM_CONFIG")
+	code := m.Run()
+	os.RemoveAll(cfgHome)
+	os.Exit(code)
 }
 
 // served is a running `ragmem serve` process.
@@ -49,9 +58,15 @@ var (
 // waits until it listens. The token is read from its first-start banner.
 func startServe(t *testing.T, dir string, args ...string) *served {
 	t.Helper()
+	return startServeEnv(t, dir, []string{"RAGMEM_EMBEDDER=lexical"}, args...)
+}
+
+// startServeEnv is startServe with env added to the process's environment.
+func startServeEnv(t *testing.T, dir string, env []string, args ...string) *served {
+	t.Helper()
 	full := append([]string{"--dir", dir, "serve", "--addr", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(os.Args[0], full...)
-	cmd.Env = append(os.Environ(), "RAGMEM_TEST_AS_MAIN=1", "RAGMEM_EMBEDDER=lexical")
+	cmd.Env = append(append(os.Environ(), "RAGMEM_TEST_AS_MAIN=1"), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
