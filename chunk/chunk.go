@@ -257,6 +257,15 @@ type limits struct {
 	maxChunks, maxPieces int
 	units                int
 	chunks               []Chunk // made so far, for the error
+
+	// The sections the blocks so far make, counted as sectionize cuts
+	// them, so that a source of many headings fails as soon as it has
+	// one too many rather than once it is all parsed.
+	blocks        int
+	sections      int  // sections complete before the current one
+	cur           bool // a current section has blocks
+	curOnlyTitles bool // ... and they are all headings
+	curLevel      int  // ... the level of the last one
 }
 
 // limitError is ErrTooManyChunks with what was passed.
@@ -272,11 +281,15 @@ func (l *limits) fail(format string, args ...any) {
 	panic(&limitError{msg: fmt.Sprintf(format, args...), chunks: l.chunks})
 }
 
-// section checks the number of sections so far: each yields a chunk.
+// section checks the number of sections sectionize made.
 func (l *limits) section(n int) {
 	if l != nil && n > l.maxChunks {
-		l.fail("it has more than %d sections, and each starts a chunk (the limit is %d chunks)", l.maxChunks, l.maxChunks)
+		l.tooManySections()
 	}
+}
+
+func (l *limits) tooManySections() {
+	l.fail("it has more than %d sections, each of which starts a chunk", l.maxChunks)
 }
 
 // chunk checks the number of chunks so far.
@@ -287,17 +300,39 @@ func (l *limits) chunk(out []Chunk) {
 	}
 }
 
-// block checks the number of blocks so far.
-func (l *limits) block(n int) {
-	if l != nil && n > l.maxPieces {
-		l.fail("it has more than %d paragraphs, headings and code blocks (%d per allowed chunk; the limit is %d chunks)", l.maxPieces, PiecesPerChunk, l.maxChunks)
+// block checks the blocks so far with one more, b: their number, and the
+// sections they make (see sectionize).
+func (l *limits) block(b *block) {
+	if l == nil {
+		return
 	}
+	if l.blocks++; l.blocks > l.maxPieces {
+		l.fail("it has more than %d paragraphs, headings and code blocks (%d per chunk allowed)", l.maxPieces, PiecesPerChunk)
+	}
+	switch {
+	case b.kind != blockHeading:
+		if !l.cur {
+			l.cur = true
+		}
+		l.curOnlyTitles = false
+		return
+	case l.cur && l.curOnlyTitles && l.curLevel < b.level:
+		// Nested under the current headings: the same section.
+	default:
+		if l.cur {
+			if l.sections++; l.sections+1 > l.maxChunks {
+				l.tooManySections()
+			}
+		}
+		l.cur, l.curOnlyTitles = true, true
+	}
+	l.curLevel = b.level
 }
 
 // piece checks the number of HTML text runs so far.
 func (l *limits) piece(n int) {
 	if l != nil && n > l.maxPieces {
-		l.fail("it has more than %d separate runs of text (%d per allowed chunk; the limit is %d chunks)", l.maxPieces, PiecesPerChunk, l.maxChunks)
+		l.fail("it has more than %d separate runs of text (%d per chunk allowed)", l.maxPieces, PiecesPerChunk)
 	}
 }
 
@@ -307,6 +342,6 @@ func (l *limits) unit() {
 		return
 	}
 	if l.units++; l.units > l.maxPieces {
-		l.fail("it has more than %d sentences, lines and list items (%d per allowed chunk; the limit is %d chunks)", l.maxPieces, PiecesPerChunk, l.maxChunks)
+		l.fail("it has more than %d sentences, lines and list items (%d per chunk allowed)", l.maxPieces, PiecesPerChunk)
 	}
 }

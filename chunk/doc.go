@@ -178,7 +178,7 @@ func parseText(src string, lim *limits) *doc {
 	flush := func() {
 		if pStart >= 0 {
 			blocks = append(blocks, block{start: pStart, end: pEnd, kind: blockPara})
-			lim.block(len(blocks))
+			lim.block(&blocks[len(blocks)-1])
 			pStart = -1
 		}
 	}

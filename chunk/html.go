@@ -340,7 +340,7 @@ func (x *extractor) closeBlock() {
 			b.title = strings.Join(strings.Fields(x.headingText.String()), " ")
 		}
 		x.blocks = append(x.blocks, b)
-		x.lim.block(len(x.blocks))
+		x.lim.block(&b)
 	}
 	x.blockStart = -1
 	x.pendingSep = ""

@@ -110,7 +110,7 @@ func (p *mdParser) line(line string, off int) {
 
 func (p *mdParser) addBlock(b block) {
 	p.blocks = append(p.blocks, b)
-	p.lim.block(len(p.blocks))
+	p.lim.block(&b)
 }
 
 func (p *mdParser) flushPara() {
