@@ -51,7 +51,7 @@ func bound(src string, maxNodes int) (string, error) {
 		return src, nil
 	}
 	if m := estimateNodes(src, maxNodes, false); m > maxNodes {
-		return "", fmt.Errorf("%w: it has more than %d elements and runs of text (the limit is %d)", ErrTooComplex, maxNodes, maxNodes)
+		return "", fmt.Errorf("%w: it would make more than %d elements and runs of text, even without its formatting tags", ErrTooComplex, maxNodes)
 	}
 	return stripFormatting(src), nil
 }

@@ -86,3 +86,23 @@ func (ix *Index) storeBytes(ctx context.Context) (int64, error) {
 	})
 	return size, err
 }
+
+// Check tells, without writing anything, whether Add would accept d: it
+// chunks d within MaxChunksPerDocument and checks the quotas, returning the
+// number of chunks d makes, or the error Add would fail with
+// (ErrTooManyChunks, ErrEmptyDocument, ErrNoSource, ErrQuotaExceeded). A
+// surface that queues documents for IndexPageAsync calls it first, to
+// refuse at once what the background worker would give up on.
+func (ix *Index) Check(ctx context.Context, d Document) (int, error) {
+	if ix.closed.Load() {
+		return 0, ErrClosed
+	}
+	p, err := ix.prepare(ctx, d, ix.now().UTC())
+	if err != nil {
+		return 0, err
+	}
+	if p.res.Unchanged {
+		return p.res.Chunks, nil
+	}
+	return len(p.records), ix.checkQuota(ctx, []*prepared{p})
+}

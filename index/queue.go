@@ -585,6 +585,7 @@ func (q *queueLog) close() error {
 // plain value.
 type QueueCheck struct {
 	Pending     int      // pages waiting to be indexed; the next Open indexes them
+	PendingJobs []Job    // their jobs, in queue order
 	Interrupted int      // of Pending, pages whose indexing the end of the last process interrupted
 	Finished    int      // finished jobs remembered for Job lookups
 	Dead        []Job    // dead letters: pages given up on (ragmem jobs list, retry, drop)
@@ -623,6 +624,9 @@ func CheckQueue(ctx context.Context, dir string, repair bool) (QueueCheck, error
 		}
 		qc.Pending, qc.Finished, qc.Repaired, qc.Dead = len(st.pending), len(st.finished), st.notes, st.dead
 		qc.Interrupted = len(st.crashed)
+		for _, r := range st.pending {
+			qc.PendingJobs = append(qc.PendingJobs, r.Job)
+		}
 		return qc, q.close()
 	}
 	defer lock.Unlock()
@@ -639,6 +643,13 @@ func CheckQueue(ctx context.Context, dir string, repair bool) (QueueCheck, error
 		return qc, nil
 	}
 	qc.Pending, qc.Finished, qc.Interrupted, qc.Dead = len(q.order), len(q.finished), len(q.inflight), q.deadList()
+	for _, id := range q.order {
+		j := q.pending[id].Job
+		if q.inflight[id] {
+			j.State = JobRunning // interrupted: the next open counts the attempt
+		}
+		qc.PendingJobs = append(qc.PendingJobs, j)
+	}
 	if res.Tail != nil {
 		what := "is damaged after byte %d (%v); opening the store keeps a copy in quarantine/ and cuts it there"
 		if errors.Is(res.Tail, wal.ErrTorn) {

@@ -41,7 +41,11 @@ type Options struct {
 	EmbedderFor func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error)
 	// QueryCache caches query embeddings; default a cache of the store's own
 	// (see index.Options.QueryCache).
-	QueryCache *embed.QueryCache
+	QueryCache           *embed.QueryCache
+	MaxChunksPerDocument int                   // see index.Options; default index.DefaultMaxChunksPerDocument
+	QuotaChunks          int                   // see index.Options; default 0, no quota
+	QuotaBytes           int64                 // see index.Options; default 0, no quota
+	Breaker              *embed.BreakerOptions // the embedder's circuit breaker; default embed defaults
 }
 
 func (opts *Options) withDefaults() Options {
@@ -74,6 +78,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
 	ix, err := index.Open(ctx, dir, &index.Options{
 		Embedder: o.Embedder, EmbedderFor: o.EmbedderFor, QueryCache: o.QueryCache, Backend: o.Backend, Chunking: o.Chunking,
 		Logger: o.Logger, QueueSize: o.QueueSize, QueueDir: o.QueueDir, Now: o.Now,
+		MaxChunksPerDocument: o.MaxChunksPerDocument, QuotaChunks: o.QuotaChunks, QuotaBytes: o.QuotaBytes, Breaker: o.Breaker,
 	})
 	if err != nil {
 		return nil, err

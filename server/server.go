@@ -53,6 +53,8 @@ const (
 	DefaultMaxNamespaces   = 16
 	DefaultRequestTimeout  = 60 * time.Second
 	DefaultShutdownTimeout = 30 * time.Second
+	DefaultQuotaChunks     = 500_000
+	DefaultQuotaBytes      = 4 << 30
 )
 
 // Options configure New. A nil *Options means all defaults. Options is a
@@ -100,8 +102,28 @@ type Options struct {
 	// always finished, however long it takes.
 	ShutdownTimeout time.Duration
 	// ExtractConcurrency bounds concurrent HTML extractions, which are
-	// CPU-bound. Default GOMAXPROCS.
+	// CPU-bound. A namespace may use all but one of them, and a freed one
+	// goes to the waiting namespace that holds the fewest, so one
+	// namespace's pages never stall the others'. Default GOMAXPROCS, at
+	// least 2.
 	ExtractConcurrency int
+	// ExtractMaxNodes bounds the document tree of a page (see
+	// extract.Options.MaxNodes); larger pages get 422 page_too_complex.
+	// Default extract.DefaultMaxNodes (250,000).
+	ExtractMaxNodes int
+	// ExtractTimeout bounds the extraction of one page (see
+	// extract.Options.Timeout); slower pages get 422 page_too_complex.
+	// Default extract.DefaultTimeout (10 s).
+	ExtractTimeout time.Duration
+	// MaxChunksPerDocument, QuotaChunks and QuotaBytes are given to the
+	// default Open (see index.Options): the chunks one page may make
+	// (more: 422 too_many_chunks), and each namespace's quotas of chunks
+	// and of bytes on disk (past them: 507 quota_exceeded). Defaults
+	// index.DefaultMaxChunksPerDocument (4096), DefaultQuotaChunks
+	// (500,000) and DefaultQuotaBytes (4 GiB); negative means none.
+	MaxChunksPerDocument int
+	QuotaChunks          int
+	QuotaBytes           int64
 	// Now returns the current time (tests). Default time.Now.
 	Now func() time.Time
 }
@@ -119,7 +141,7 @@ type Server struct {
 	origins map[string]bool
 	hosts   map[string]bool
 	anyHost bool
-	extract chan struct{}
+	extract *fairSlots
 	started time.Time
 
 	mu        sync.Mutex
@@ -141,10 +163,24 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	switch {
+	case o.QuotaChunks == 0:
+		o.QuotaChunks = DefaultQuotaChunks
+	case o.QuotaChunks < 0:
+		o.QuotaChunks = 0
+	}
+	switch {
+	case o.QuotaBytes == 0:
+		o.QuotaBytes = DefaultQuotaBytes
+	case o.QuotaBytes < 0:
+		o.QuotaBytes = 0
+	}
 	if o.Open == nil {
 		lg := o.Logger
+		ro := rag.Options{Logger: lg, MaxChunksPerDocument: o.MaxChunksPerDocument, QuotaChunks: o.QuotaChunks, QuotaBytes: o.QuotaBytes}
 		o.Open = func(ctx context.Context, d string) (*rag.Engine, error) {
-			return rag.Open(ctx, d, &rag.Options{Logger: lg})
+			ro := ro
+			return rag.Open(ctx, d, &ro)
 		}
 	}
 	if o.MaxBodyBytes <= 0 {
@@ -175,7 +211,7 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if o.ExtractConcurrency <= 0 {
-		o.ExtractConcurrency = runtime.GOMAXPROCS(0)
+		o.ExtractConcurrency = max(2, runtime.GOMAXPROCS(0))
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -208,7 +244,7 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 		pool:    newPool(dir, o.Open, o.MaxNamespaces),
 		limits:  newLimiters(o.RateLimit, o.RateBurst),
 		origins: origins, hosts: hosts, anyHost: anyHost,
-		extract:   make(chan struct{}, o.ExtractConcurrency),
+		extract:   newFairSlots(o.ExtractConcurrency),
 		started:   o.Now(),
 		mux:       http.NewServeMux(),
 		protected: map[string]bool{},

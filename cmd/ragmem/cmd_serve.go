@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/memory/memhttp"
 	"github.com/ragmem/ragmem/rag"
@@ -40,6 +41,10 @@ type serveFlags struct {
 	shutdownTimeout time.Duration
 	mcp             bool
 	mcpReadOnly     bool
+	quotaChunks     int
+	quotaBytes      string
+	extractNodes    int
+	extractTimeout  time.Duration
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -71,11 +76,15 @@ func newServeCmd(g *globals) *cobra.Command {
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for requests in flight on shutdown")
 	fl.BoolVar(&f.mcp, "mcp", false, "also serve MCP over streamable HTTP at /mcp, behind the same token (and namespaces)")
 	fl.BoolVar(&f.mcpReadOnly, "mcp-read-only", false, "with --mcp: offer only the tools that read the memory")
+	fl.IntVar(&f.quotaChunks, "quota-chunks", server.DefaultQuotaChunks, "most chunks a namespace may hold (0: no quota)")
+	fl.StringVar(&f.quotaBytes, "quota-bytes", "4GiB", "most bytes a namespace's store may take on disk (0: no quota)")
+	fl.IntVar(&f.extractNodes, "extract-max-nodes", extract.DefaultMaxNodes, "most elements and runs of text a page may make when its HTML is parsed")
+	fl.DurationVar(&f.extractTimeout, "extract-timeout", extract.DefaultTimeout, "longest the extraction of one page may take")
 	return cmd
 }
 
-// parseBytes reads "10MiB", "512KiB", "1GiB", "1048576".
-func parseBytes(s string) (int64, error) {
+// parseBytes reads "10MiB", "512KiB", "1GiB", "1048576" for a flag.
+func parseBytes(flag, s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	mult := int64(1)
 	for _, u := range []struct {
@@ -89,7 +98,7 @@ func parseBytes(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || n <= 0 || n > (1<<40)/mult {
-		return 0, fmt.Errorf("--max-body %q: want a positive size such as 10MiB", s)
+		return 0, fmt.Errorf("%s %q: want a positive size such as 10MiB", flag, s)
 	}
 	return n * mult, nil
 }
@@ -150,9 +159,22 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	maxBody, err := parseBytes(f.maxBody)
+	maxBody, err := parseBytes("--max-body", f.maxBody)
 	if err != nil {
 		return err
+	}
+	quotaBytes := int64(-1)
+	if strings.TrimSpace(f.quotaBytes) != "0" {
+		if quotaBytes, err = parseBytes("--quota-bytes", f.quotaBytes); err != nil {
+			return err
+		}
+	}
+	quotaChunks := f.quotaChunks
+	if quotaChunks <= 0 {
+		quotaChunks = -1
+	}
+	if f.extractNodes <= 0 || f.extractTimeout <= 0 {
+		return errors.New("--extract-max-nodes and --extract-timeout must be positive")
 	}
 	dir, err := g.dataDir()
 	if err != nil {
@@ -179,8 +201,11 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	}
 	opts := &server.Options{
 		Open: func(ctx context.Context, d string) (*rag.Engine, error) {
-			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, QueryCache: queryCache, Logger: log})
+			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, QueryCache: queryCache, Logger: log,
+				MaxChunksPerDocument: g.maxChunksOption(), QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0)})
 		},
+		ExtractMaxNodes: f.extractNodes,
+		ExtractTimeout:  f.extractTimeout,
 		Logger:          log,
 		AllowOrigins:    f.origins,
 		MaxBodyBytes:    maxBody,
