@@ -5,16 +5,14 @@ package memory
 import (
 	"errors"
 	"os"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
-func tryLock(f *os.File) (bool, error) {
-	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-	if errors.Is(err, unix.EWOULDBLOCK) {
-		return false, nil
-	}
-	return err == nil, err
+// openNoFollow opens path without following a symbolic link in its last
+// component, and without blocking on a named pipe or a device.
+func openNoFollow(path string, flag int, perm os.FileMode) (*os.File, error) {
+	return os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
 }
 
-func unlock(f *os.File) { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN) }
+// isLinkError reports whether an open failed because of O_NOFOLLOW.
+func isLinkError(err error) bool { return errors.Is(err, syscall.ELOOP) }

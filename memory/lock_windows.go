@@ -3,20 +3,23 @@
 package memory
 
 import (
-	"errors"
+	"fmt"
 	"os"
-
-	"golang.org/x/sys/windows"
 )
 
-func tryLock(f *os.File) (bool, error) {
-	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, new(windows.Overlapped))
-	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
-		return false, nil
+// openNoFollow opens path, refusing a symbolic link in its last component
+// (Windows has no O_NOFOLLOW: checked with Lstat first) and anything that
+// is not a regular file.
+func openNoFollow(path string, flag int, perm os.FileMode) (*os.File, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return nil, &os.PathError{Op: "open", Path: path, Err: errLink}
 	}
-	return err == nil, err
+	return os.OpenFile(path, flag, perm)
 }
 
-func unlock(f *os.File) {
-	_ = windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, new(windows.Overlapped))
+var errLink = fmt.Errorf("is a symbolic link")
+
+func isLinkError(err error) bool {
+	pe, ok := err.(*os.PathError)
+	return ok && pe.Err == errLink
 }
