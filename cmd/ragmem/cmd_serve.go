@@ -45,6 +45,7 @@ type serveFlags struct {
 	quotaBytes      string
 	extractNodes    int
 	extractTimeout  time.Duration
+	metricsPublic   bool
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -69,7 +70,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM) to serve HTTPS")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest request body accepted (bytes, or with KiB/MiB/GiB)")
-	fl.Float64Var(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per second allowed per client (0 disables)")
+	fl.Float64Var(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per second allowed per client (0 disables; failed logins stay limited)")
 	fl.IntVar(&f.rateBurst, "rate-burst", server.DefaultRateBurst, "requests a client may make in a burst")
 	fl.IntVar(&f.maxNamespaces, "max-namespaces", server.DefaultMaxNamespaces, "namespace stores open at once")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
@@ -78,6 +79,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.mcpReadOnly, "mcp-read-only", false, "with --mcp: offer only the tools that read the memory")
 	fl.IntVar(&f.quotaChunks, "quota-chunks", server.DefaultQuotaChunks, "most chunks a namespace may hold (0: no quota)")
 	fl.StringVar(&f.quotaBytes, "quota-bytes", "4GiB", "most bytes a namespace's store may take on disk (0: no quota)")
+	fl.BoolVar(&f.metricsPublic, "metrics-public", false, "serve /metrics without the bearer token (it needs the token by default)")
 	fl.IntVar(&f.extractNodes, "extract-max-nodes", extract.DefaultMaxNodes, "most elements and runs of text a page may make when its HTML is parsed")
 	fl.DurationVar(&f.extractTimeout, "extract-timeout", extract.DefaultTimeout, "longest the extraction of one page may take")
 	return cmd
@@ -204,6 +206,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, QueryCache: queryCache, Logger: log,
 				MaxChunksPerDocument: g.maxChunksOption(), QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0)})
 		},
+		MetricsPublic:   f.metricsPublic,
 		ExtractMaxNodes: f.extractNodes,
 		ExtractTimeout:  f.extractTimeout,
 		Logger:          log,
@@ -257,15 +260,20 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	base := scheme + "://" + displayAddr(ln.Addr())
 	out := g.stdout
 	fmt.Fprintf(out, "ragmem: serving %s on %s\n", dir, base)
+	login, err := srv.LoginURL(base, server.DefaultLoginTTL)
+	if err != nil {
+		_ = srv.Close()
+		return err
+	}
 	if created {
 		fmt.Fprintf(out, "ragmem: created the API token, stored in %s (mode 0600). It is printed only on this first start:\n\n    %s\n\n", server.TokenPath(dir), token)
 		fmt.Fprintf(out, "  Browser extension: in its options, set the server to %s and paste the token;\n", base)
 		fmt.Fprintf(out, "  then restart ragmem serve with --allow-origin chrome-extension://<its id> (see docs/server.md).\n")
-		fmt.Fprintf(out, "  Web UI: %s/#token=%s\n", base, token)
 		fmt.Fprintf(out, "  Print it again with 'ragmem token show'; replace it with 'ragmem token rotate'.\n")
-	} else {
-		fmt.Fprintf(out, "ragmem: web UI at %s/ (token: 'ragmem token show')\n", base)
 	}
+	fmt.Fprintf(out, "ragmem: web UI: %s\n", login)
+	fmt.Fprintf(out, "  (this link logs one browser in, once, within %s; the token itself never goes in a URL:\n", server.DefaultLoginTTL)
+	fmt.Fprintf(out, "  afterwards open %s/ and paste the token, or restart the server for a new link)\n", base)
 	if f.mcp {
 		fmt.Fprintf(out, "ragmem: MCP (streamable HTTP) at %s/mcp, with the same bearer token\n", base)
 	}
