@@ -66,13 +66,21 @@ func CheckPageURL(raw string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if r := reserved(u); r != "" {
+		return "", fmt.Errorf("%w: the URL scheme %q is reserved for %ss", ErrBadURL, u[:len(r)], r)
+	}
+	return u, nil
+}
+
+// reserved returns the reserved scheme of u ("" when none).
+func reserved(u string) string {
 	scheme, _, _ := strings.Cut(u, ":")
 	for _, r := range reservedSchemes {
 		if strings.EqualFold(scheme, r) {
-			return "", fmt.Errorf("%w: the URL scheme %q is reserved for %ss", ErrBadURL, scheme, r)
+			return r
 		}
 	}
-	return u, nil
+	return ""
 }
 
 func clipURL(u string) string {
@@ -121,6 +129,9 @@ func (e *Engine) ForgetPage(ctx context.Context, raw string) (int, error) {
 	u, err := CheckURL(raw)
 	if err != nil {
 		return 0, err
+	}
+	if r := reserved(u); r != "" {
+		return 0, fmt.Errorf("%w: %s is the address of %ss, not of a page", ErrConflict, clipURL(u), r)
 	}
 	_, ok, err := e.PageSource(ctx, u)
 	switch {
