@@ -57,6 +57,13 @@ func (s *Server) engine(w http.ResponseWriter, r *http.Request) *rag.Engine {
 	return eng
 }
 
+// Fail writes the response for an error of the engine (or of
+// Server.Engine) the way the API's own handlers do, for handlers mounted
+// with Handle: a busy or locked namespace is 503, a full disk 507, and an
+// unexpected error 500 with only the request id (the details go to the
+// log, never to the client).
+func (s *Server) Fail(w http.ResponseWriter, r *http.Request, err error) { s.fail(w, r, err) }
+
 // fail maps an error from the engine to a response. Only errors whose
 // message is written for the client pass their message on; any other error
 // is logged with the request id and answered with a message that names

@@ -101,7 +101,7 @@ func decodeJSON(r *http.Request, v any) *apiError {
 		if errors.As(err, &mbe) {
 			return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, tooLargeMsg(mbe.Limit))
 		}
-		return errorf(http.StatusBadRequest, CodeBadRequest, "reading the request body failed: "+err.Error())
+		return errorf(http.StatusBadRequest, CodeBadRequest, "reading the request body failed (the connection broke or timed out)")
 	}
 	return decodeBody(body, v)
 }

@@ -235,7 +235,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 			return nil, err
 		}
 		return memoriesOf(r, eng)
-	}, &memhttp.Options{WriteError: server.WriteError, Logger: log})
+	}, &memhttp.Options{WriteError: server.WriteError, Fail: srv.Fail, Logger: log})
 	for _, p := range []string{memhttp.DefaultPrefix, memhttp.DefaultPrefix + "/"} {
 		if err := srv.Handle(p, mem); err != nil {
 			_ = srv.Close()

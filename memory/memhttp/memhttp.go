@@ -72,6 +72,11 @@ type Options struct {
 	WriteError func(w http.ResponseWriter, r *http.Request, status int, code, message string)
 	// Logger receives internal errors. Default slog.Default().
 	Logger *slog.Logger
+	// Fail answers an error that is not the memory store's own (one from
+	// the Resolver: a namespace that cannot be opened, say). Default: 500
+	// with a message that names nothing of the server; pass the server's
+	// own (e.g. server.Server.Fail) to answer them as it does.
+	Fail func(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // New returns the handler. It is safe for concurrent use.
@@ -185,6 +190,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := h.resolve(r)
 	if err != nil {
+		if h.o.Fail != nil && !isMemoryError(err) {
+			h.o.Fail(w, r, err)
+			return
+		}
 		h.fail(w, r, err)
 		return
 	}
@@ -235,6 +244,16 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// isMemoryError reports whether err is one of the memory store's own.
+func isMemoryError(err error) bool {
+	for _, e := range []error{memory.ErrNotFound, memory.ErrNotRegular, memory.ErrInvalid, memory.ErrTooLarge, memory.ErrLocked, memory.ErrModel, memory.ErrBadExtraction} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // fail maps an error to its status and code. Messages never name the
