@@ -589,7 +589,8 @@ type QueueCheck struct {
 	Interrupted int      // of Pending, pages whose indexing the end of the last process interrupted
 	Finished    int      // finished jobs remembered for Job lookups
 	Dead        []Job    // dead letters: pages given up on (ragmem jobs list, retry, drop)
-	Problems    []string // damage found: an unfinished write at the end, an unreadable or damaged log
+	Problems    []string // damage found: an unreadable or damaged log
+	Recovery    []string // what the next open does by itself, losing nothing queued: cut an unfinished write at the end
 	Repaired    []string // with repair: what was done about it
 }
 
@@ -650,12 +651,12 @@ func CheckQueue(ctx context.Context, dir string, repair bool) (QueueCheck, error
 		}
 		qc.PendingJobs = append(qc.PendingJobs, j)
 	}
-	if res.Tail != nil {
-		what := "is damaged after byte %d (%v); opening the store keeps a copy in quarantine/ and cuts it there"
-		if errors.Is(res.Tail, wal.ErrTorn) {
-			what = "ends in an unfinished write after byte %d (%v); opening the store cuts it"
-		}
-		qc.Problems = append(qc.Problems, fmt.Sprintf("the indexing queue "+what, res.ValidEnd, res.Tail))
+	switch {
+	case res.Tail == nil:
+	case errors.Is(res.Tail, wal.ErrTorn):
+		qc.Recovery = append(qc.Recovery, fmt.Sprintf("the indexing queue ends in an unfinished write after byte %d (%v); opening the store cuts it", res.ValidEnd, res.Tail))
+	default:
+		qc.Problems = append(qc.Problems, fmt.Sprintf("the indexing queue is damaged after byte %d (%v); opening the store keeps a copy in quarantine/ and cuts it there", res.ValidEnd, res.Tail))
 	}
 	return qc, nil
 }
