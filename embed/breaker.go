@@ -285,3 +285,26 @@ func (b *Breaker) State() BreakerState {
 	}
 	return st
 }
+
+// Reason says in words what an embedding failure means ("it cannot be
+// reached", "it returns vectors of another dimension ..."), without the
+// error's own text, which may name servers: for messages to people who
+// cannot see the server's log.
+func Reason(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, ErrDimensionMismatch):
+		return "it returns vectors of another dimension than the store's (is it serving another model?)"
+	case errors.Is(err, ErrBadResponse):
+		return "it returns invalid answers"
+	case errors.Is(err, ErrRetriesExhausted):
+		return "it keeps answering with errors"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "it does not answer in time"
+	case errors.Is(err, syscall.ECONNREFUSED), errors.As(err, &ne):
+		return "it cannot be reached"
+	case errors.Is(err, ErrUnavailable):
+		return "it failed repeatedly; it is tried again shortly"
+	}
+	return "it failed"
+}

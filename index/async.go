@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
@@ -566,7 +567,7 @@ func (ix *Index) finishJob(j *job, r Result, now time.Time) {
 		}
 		return
 	}
-	msg := firstLine(r.Err.Error())
+	msg := jobError(r.Err)
 	outage := errors.Is(r.Err, embed.ErrUnavailable)
 	if !outage {
 		j.attempts++
@@ -612,6 +613,26 @@ func (ix *Index) finishJob(j *job, r Result, now time.Time) {
 		msg = fmt.Sprintf("gave up after %d attempts: %s", j.attempts, msg)
 	}
 	ix.bury(j, msg, now)
+}
+
+// jobError is what a job reports of its failure: the message of the
+// index's own errors, which are written for people, or else what kind of
+// failure it was, without the error's text (which may name files and
+// servers; the log has it).
+func jobError(err error) string {
+	switch {
+	case permanent(err):
+		return strings.TrimPrefix(firstLine(err.Error()), "index: ")
+	case errors.Is(err, embed.ErrUnavailable):
+		return "the embedder is unavailable (" + embed.Reason(err) + "); the page waits and is indexed once it is back"
+	case errors.Is(err, ErrEmbedding):
+		return "the embedder failed (" + embed.Reason(err) + ")"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "the disk is full"
+	case errors.Is(err, ErrClosed):
+		return "the store was closed"
+	}
+	return "storing the page failed (the log has the details)"
 }
 
 // bury moves a job to the dead letters.

@@ -560,6 +560,10 @@ func (ix *Index) Backend() driver.Backend { return ix.be }
 // Embedder returns the embedder the index uses.
 func (ix *Index) Embedder() embed.Embedder { return ix.emb }
 
+// EmbedderState reports the circuit breaker around the embedder: "closed"
+// while it works, "open" while it is taken for down.
+func (ix *Index) EmbedderState() embed.BreakerState { return ix.call.State() }
+
 // ContentHash is the hash that decides whether a source changed: it covers
 // the content, the title, the format and the doc type.
 func ContentHash(d *Document) string {

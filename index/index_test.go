@@ -275,7 +275,7 @@ func TestIndexPageAsync(t *testing.T) {
 	for {
 		j, _ := ix.Job(bad)
 		if j.State == JobDead {
-			if j.Attempts != 2 || !strings.Contains(j.Error, "gave up after 2 attempts") || !strings.Contains(j.Error, "model server down") {
+			if j.Attempts != 2 || !strings.Contains(j.Error, "gave up after 2 attempts") || !strings.Contains(j.Error, "the embedder failed") {
 				t.Fatalf("dead job: %+v", j)
 			}
 			break

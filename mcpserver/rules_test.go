@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragmem/ragmem/embed/embedtest"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
@@ -68,5 +69,31 @@ func TestStoredTextIsMarkedUntrusted(t *testing.T) {
 		if tool == ToolListSources && strings.Contains(txt, "\n- https://fake.example") {
 			t.Errorf("a title broke the listing: %q", txt)
 		}
+	}
+}
+
+// TestSearchSaysWhenDegraded: with the embedder down, search_memory and
+// get_context answer from BM25 and say so, in the text and the structured
+// output.
+func TestSearchSaysWhenDegraded(t *testing.T) {
+	emb := embedtest.New(t, 16)
+	eng, err := rag.Open(bg, t.TempDir(), &rag.Options{Embedder: emb.Embedder(t, -1), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if _, err := eng.Index(bg, index.Document{SourceURL: "https://birds.example/heron", Content: "The grey heron wades in shallow water."}); err != nil {
+		t.Fatal(err)
+	}
+	emb.Set(embedtest.Refused)
+	cs := connect(t, New(eng, &Options{Logger: quiet()}))
+	var out SearchOutput
+	txt, isErr := call(t, cs, ToolSearchMemory, map[string]any{"query": "grey heron"}, &out)
+	if isErr || out.Mode != "fulltext" || !strings.Contains(out.Degraded, "embedder unavailable") || len(out.Results) != 1 || !strings.Contains(txt, "Answered by fulltext search: embedder unavailable") {
+		t.Fatalf("search_memory: %+v\n%s", out, txt)
+	}
+	var cout ContextOutput
+	if _, isErr := call(t, cs, ToolGetContext, map[string]any{"query": "grey heron"}, &cout); isErr || cout.Mode != "fulltext" || cout.Degraded == "" {
+		t.Fatalf("get_context: %+v", cout)
 	}
 }

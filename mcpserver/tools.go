@@ -59,7 +59,9 @@ type Passage struct {
 
 // SearchOutput is the output of search_memory.
 type SearchOutput struct {
-	Results []Passage `json:"results"`
+	Results  []Passage `json:"results"`
+	Mode     string    `json:"mode" jsonschema:"the retrieval actually used: hybrid, vector or fulltext"`
+	Degraded string    `json:"degraded,omitempty" jsonschema:"why the mode is not the one asked for (embedder unavailable: ...); results come from full-text search alone"`
 }
 
 // ContextInput is the input of get_context.
@@ -82,6 +84,8 @@ type ContextOutput struct {
 	KnowledgeTokens int            `json:"knowledge_tokens"`
 	Budgets         budget.Budgets `json:"budgets"`
 	ReferenceRule   string         `json:"reference_rule" jsonschema:"the one rule about this message that belongs in your system prompt"`
+	Mode            string         `json:"mode,omitempty" jsonschema:"the retrieval actually used for the passages"`
+	Degraded        string         `json:"degraded,omitempty" jsonschema:"why it is not the configured one (embedder unavailable: ...)"`
 }
 
 // IndexInput is the input of index_text.
@@ -290,12 +294,12 @@ func (s *Server) searchMemory(ctx context.Context, _ *mcp.CallToolRequest, in Se
 	if err := checkTypes(in.Types); err != nil {
 		return nil, SearchOutput{}, err
 	}
-	res, err := s.eng.Search(ctx, q, &o)
+	res, rep, err := s.eng.SearchReport(ctx, q, &o)
 	if err != nil {
 		return nil, SearchOutput{}, err
 	}
 	now := s.opts.Now()
-	out := SearchOutput{Results: make([]Passage, len(res))}
+	out := SearchOutput{Results: make([]Passage, len(res)), Mode: string(rep.Mode), Degraded: rep.Degraded}
 	srcs := make([]rag.Source, len(res))
 	for i, r := range res {
 		age := rag.RelativeTime(r.Record.CreatedAt, now)
@@ -303,10 +307,14 @@ func (s *Server) searchMemory(ctx context.Context, _ *mcp.CallToolRequest, in Se
 			Content: r.Record.Content, Score: r.Score, Retrieved: r.Record.CreatedAt, Age: age, DocType: r.Record.DocType, ChunkID: r.Record.ID}
 		srcs[i] = rag.Source{Index: i + 1, URL: r.Record.SourceURL, Title: r.Record.Title, Retrieved: r.Record.CreatedAt, Age: age, Content: r.Record.Content}
 	}
-	if len(res) == 0 {
-		return text("No passages in the memory match this query."), out, nil
+	note := ""
+	if rep.Degraded != "" {
+		note = fmt.Sprintf("(Answered by %s search: %s.)\n", rep.Mode, rep.Degraded)
 	}
-	return text(untrusted(rag.FormatRAGContextForPrompt(rag.Block{Sources: srcs, TotalFound: len(res)}))), out, nil
+	if len(res) == 0 {
+		return text(note + "No passages in the memory match this query."), out, nil
+	}
+	return text(note + untrusted(rag.FormatRAGContextForPrompt(rag.Block{Sources: srcs, TotalFound: len(res)}))), out, nil
 }
 
 func (s *Server) getContext(ctx context.Context, _ *mcp.CallToolRequest, in ContextInput) (*mcp.CallToolResult, ContextOutput, error) {
@@ -327,7 +335,8 @@ func (s *Server) getContext(ctx context.Context, _ *mcp.CallToolRequest, in Cont
 		return nil, ContextOutput{}, err
 	}
 	out := ContextOutput{Role: c.Message.Role, Summary: c.Block.Summary, Sources: c.Block.Sources, TotalTokens: c.Block.TotalTokens,
-		ProfileTokens: c.Block.ProfileTokens, KnowledgeTokens: c.Block.KnowledgeTokens, Budgets: c.Budgets, ReferenceRule: rag.ReferenceRule}
+		ProfileTokens: c.Block.ProfileTokens, KnowledgeTokens: c.Block.KnowledgeTokens, Budgets: c.Budgets, ReferenceRule: rag.ReferenceRule,
+		Mode: string(c.Block.Retrieval.Mode), Degraded: c.Block.Retrieval.Degraded}
 	if out.Sources == nil {
 		out.Sources = []rag.Source{}
 	}

@@ -564,10 +564,11 @@ type ResultJSON struct {
 // SearchJSON answers POST /v1/search.
 // It is a plain value.
 type SearchJSON struct {
-	Query   string       `json:"query"`
-	Mode    search.Mode  `json:"mode"`
-	Results []ResultJSON `json:"results"`
-	TookMs  float64      `json:"tookMs"`
+	Query    string       `json:"query"`
+	Mode     search.Mode  `json:"mode"`               // the mode actually used
+	Degraded string       `json:"degraded,omitempty"` // why it is not the one asked for ("embedder unavailable: ...")
+	Results  []ResultJSON `json:"results"`
+	TookMs   float64      `json:"tookMs"`
 }
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
@@ -592,13 +593,13 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		o.SimilarityThreshold = eng.Config().SimilarityThreshold
 	}
 	start := time.Now()
-	res, err := eng.Search(r.Context(), req.Query, &o)
+	res, rep, err := eng.SearchReport(r.Context(), req.Query, &o)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	now := s.o.Now()
-	out := SearchJSON{Query: req.Query, Mode: o.Mode, Results: make([]ResultJSON, 0, len(res)), TookMs: float64(time.Since(start).Microseconds()) / 1000}
+	out := SearchJSON{Query: req.Query, Mode: rep.Mode, Degraded: rep.Degraded, Results: make([]ResultJSON, 0, len(res)), TookMs: float64(time.Since(start).Microseconds()) / 1000}
 	for _, x := range res {
 		out.Results = append(out.Results, ResultJSON{ChunkJSON: s.chunkJSON(x.Record, now), Score: x.Score, Explanation: x.Explanation})
 	}
@@ -618,6 +619,10 @@ type ContextJSON struct {
 	Profile string        `json:"profile,omitempty"`
 	Summary string        `json:"summary"`
 	Found   int           `json:"totalFound"`
+	// Mode is the retrieval actually used for the knowledge, and Degraded
+	// why it is not the configured one ("embedder unavailable: ...").
+	Mode     search.Mode `json:"mode,omitempty"`
+	Degraded string      `json:"degraded,omitempty"`
 }
 
 // MessageJSON is an OpenAI-style chat message.
@@ -690,6 +695,7 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) {
 		Budgets: BudgetsJSON{TotalAvailable: c.Budgets.TotalAvailable, Preference: c.Budgets.PreferenceBudget, Knowledge: c.Budgets.KnowledgeBudget, Remaining: c.Budgets.Remaining},
 		Sources: make([]ContextItem, 0, len(b.Sources)),
 		Profile: b.UserProfile, Summary: b.Summary, Found: b.TotalFound,
+		Mode: b.Retrieval.Mode, Degraded: b.Retrieval.Degraded,
 	}
 	for _, src := range b.Sources {
 		out.Sources = append(out.Sources, ContextItem{

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/embed/embedtest"
 	"github.com/ragmem/ragmem/index"
 )
 
@@ -95,5 +96,29 @@ func TestIndexRefusesAHeadingBomb(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, "--dir", dir, "--max-chunks-per-doc", "0", "index", docs+"/bomb.md"); err != nil {
 		t.Fatalf("with no limit: %v", err)
+	}
+}
+
+// TestSearchSaysWhenDegraded: with the embedding server gone, ragmem search
+// answers from BM25 and says so: "mode" and "degraded" in JSON, a line on
+// stderr otherwise.
+func TestSearchSaysWhenDegraded(t *testing.T) {
+	emb := embedtest.New(t, 16)
+	dir, docs := t.TempDir(), t.TempDir()
+	writeFile(t, docs+"/heron.md", "# Herons\n\nThe grey heron wades in shallow water.\n")
+	spec := "openai:test-embed,dim=16,retries=-1"
+	mustRun(t, "--dir", dir, "--embedder", spec, "--base-url", emb.BaseURL(), "index", docs)
+	emb.Set(embedtest.Refused)
+	out := mustRun(t, "--dir", dir, "--embedder", spec, "--base-url", emb.BaseURL(), "search", "--json", "grey heron")
+	var res struct {
+		Mode, Degraded string
+		Results        []any
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Mode != "fulltext" || !strings.HasPrefix(res.Degraded, "embedder unavailable: ") || len(res.Results) != 1 {
+		t.Fatalf("search --json: %+v %v\n%s", res, err, out)
+	}
+	_, stderr, err := runCLI(t, "--dir", dir, "--embedder", spec, "--base-url", emb.BaseURL(), "search", "grey heron")
+	if err != nil || !strings.Contains(stderr, "answered by fulltext search, not hybrid: embedder unavailable") {
+		t.Fatalf("search: %v\n%s", err, stderr)
 	}
 }
