@@ -292,7 +292,17 @@ func (b *Breaker) State() BreakerState {
 // cannot see the server's log.
 func Reason(err error) string {
 	var ne net.Error
+	var se *StatusError
 	switch {
+	case errors.As(err, &se) && (se.StatusCode == 401 || se.StatusCode == 403):
+		if se.Hint != "" {
+			return fmt.Sprintf("it refuses the request (HTTP %d): %s", se.StatusCode, se.Hint)
+		}
+		return fmt.Sprintf("it refuses the request (HTTP %d): check the API key", se.StatusCode)
+	case errors.As(err, &se) && (se.StatusCode == 429 || se.StatusCode >= 500):
+		return fmt.Sprintf("it keeps answering with errors (HTTP %d)", se.StatusCode)
+	case errors.As(err, &se):
+		return fmt.Sprintf("it refuses the request (HTTP %d)", se.StatusCode)
 	case errors.Is(err, ErrDimensionMismatch):
 		return "it returns vectors of another dimension than the store's (is it serving another model?)"
 	case errors.Is(err, ErrBadResponse):

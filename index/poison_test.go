@@ -1,11 +1,9 @@
 package index
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -304,10 +302,3 @@ func TestInterruptedPagesGoAlone(t *testing.T) {
 		t.Fatalf("a batch holds at most %d bytes: %d pages", maxBatchBytes, len(b))
 	}
 }
-
-func logBuf() (*bytes.Buffer, *Options) {
-	var b bytes.Buffer
-	return &b, &Options{Logger: slogTo(&b)}
-}
-
-var _ = os.Getpid

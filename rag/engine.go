@@ -180,8 +180,9 @@ func (e *Engine) SearchReport(ctx context.Context, query string, opts *search.Op
 		now := e.now()
 		if last := e.degradedLog.Load(); last == 0 || now.Sub(time.Unix(0, last)) > time.Minute {
 			e.degradedLog.Store(now.UnixNano())
+			st := e.ix.EmbedderState()
 			e.log.Warn("rag: the embedder is unavailable; searches answer from BM25 alone until it is back",
-				"asked", o.Mode, "why", rep.Degraded, "breaker", e.ix.EmbedderState())
+				"asked", o.Mode, "err", rep.Err, "breaker", st.State, "retryAt", st.RetryAt)
 		}
 	}
 	return res, rep, err

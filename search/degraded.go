@@ -17,6 +17,9 @@ type Report struct {
 	// "embedder unavailable: " and what is wrong with it, in words (never
 	// the error itself, which may name servers; callers log that).
 	Degraded string `json:"degraded,omitempty"`
+	// Err is the embedder's error behind Degraded, for logs: it may name
+	// servers and files, so it is never sent to clients.
+	Err error `json:"-"`
 }
 
 // DegradedEmbedder opens Report.Degraded when the embedder failed.
@@ -33,7 +36,7 @@ func SearchReport(ctx context.Context, r Retriever, query string, opts *Options)
 	res, degraded, err := search(ctx, r, query, opts)
 	rep := Report{Mode: o.Mode}
 	if degraded != nil {
-		rep = Report{Mode: FullText, Degraded: DegradedEmbedder + ": " + reason(degraded)}
+		rep = Report{Mode: FullText, Degraded: DegradedEmbedder + ": " + reason(degraded), Err: degraded}
 	}
 	return res, rep, err
 }
