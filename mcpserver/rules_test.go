@@ -97,3 +97,21 @@ func TestSearchSaysWhenDegraded(t *testing.T) {
 		t.Fatalf("get_context: %+v", cout)
 	}
 }
+
+// TestOverLimitTextIsOneLine: a text over the chunk limit is refused with a
+// one-line error naming the limit, and nothing is stored.
+func TestOverLimitTextIsOneLine(t *testing.T) {
+	eng, err := rag.Open(bg, t.TempDir(), &rag.Options{Logger: quiet(), MaxChunksPerDocument: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	cs := connect(t, New(eng, &Options{Logger: quiet()}))
+	txt, isErr := call(t, cs, ToolIndexText, map[string]any{"text": strings.Repeat("# t\n", 10), "format": "markdown", "url": "https://bomb.example/"}, nil)
+	if !isErr || !strings.Contains(txt, "too many chunks") || !strings.Contains(txt, "5 chunks per document") || strings.Contains(txt, "\n") {
+		t.Fatalf("over the limit: %v %q", isErr, txt)
+	}
+	if st, _ := eng.Stats(bg); st.ChunkCount != 0 {
+		t.Fatalf("%d chunks stored", st.ChunkCount)
+	}
+}
