@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
@@ -136,11 +138,27 @@ type ChunkJSON struct {
 }
 
 func (s *Server) chunkJSON(r index.Record, now time.Time) ChunkJSON {
-	return ChunkJSON{
-		ID: r.ID, URL: r.SourceURL, Title: r.Title, HeadingPath: r.HeadingPath, Content: r.Content,
-		Position: r.Position, Tokens: r.Tokens, DocType: r.DocType, CreatedAt: r.CreatedAt.UTC(),
-		Age: rag.RelativeTime(r.CreatedAt, now), Attrs: r.Attrs,
+	attrs := r.Attrs
+	if _, ok := attrs[memory.AttrDir]; ok {
+		attrs = maps.Clone(attrs)
+		delete(attrs, memory.AttrDir) // the server's directory
 	}
+	return ChunkJSON{
+		ID: r.ID, URL: publicURL(r.SourceURL, r.DocType), Title: r.Title, HeadingPath: r.HeadingPath, Content: r.Content,
+		Position: r.Position, Tokens: r.Tokens, DocType: r.DocType, CreatedAt: r.CreatedAt.UTC(),
+		Age: rag.RelativeTime(r.CreatedAt, now), Attrs: attrs,
+	}
+}
+
+// publicURL is the URL of a source as answers show it. Memories (and their
+// patterns) are sources of the server's own files: they are named
+// "memory:<file name>", never by the server's path.
+func publicURL(u, docType string) string {
+	if docType == index.DocKnowledge || docType == index.DocPreference || !strings.HasPrefix(u, "file://") {
+		return u
+	}
+	name := u[strings.LastIndexByte(u, '/')+1:]
+	return "memory:" + name
 }
 
 // JobJSON reports a background indexing job.
@@ -545,7 +563,7 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 	out := SourcesJSON{Total: total, Offset: offset, Limit: limit, Sources: make([]SourceJSON, 0, len(srcs))}
 	for _, si := range srcs {
 		out.Sources = append(out.Sources, SourceJSON{
-			URL: si.SourceURL, Title: si.Title, DocType: si.DocType, Chunks: si.Chunks, Tokens: si.Tokens,
+			URL: publicURL(si.SourceURL, si.DocType), Title: si.Title, DocType: si.DocType, Chunks: si.Chunks, Tokens: si.Tokens,
 			CreatedAt: si.CreatedAt.UTC(), Age: rag.RelativeTime(si.CreatedAt, now),
 		})
 	}

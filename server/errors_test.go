@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/local"
 	"github.com/ragmem/ragmem/rag"
@@ -96,4 +97,29 @@ func TestErrorsNameNoPath(t *testing.T) {
 		t.Fatalf("locked namespace: %d %s", r.status, r.body)
 	}
 	clean("locked namespace", r)
+}
+
+// TestMemoryURLsNameNoPath: memories are sources of the server's own files;
+// search results and source listings name them "memory:<file>", without
+// the server's path or directory attribute.
+func TestMemoryURLsNameNoPath(t *testing.T) {
+	ts := newTestServer(t, nil)
+	var eng *rag.Engine
+	ts.srv.Handle("GET /v1/test-engine", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		eng, _ = ts.srv.Engine(r)
+	}))
+	ts.must(http.StatusOK, "GET", "/v1/test-engine", nil)
+	const dir = "/srv/secret-data/namespaces/alice/memories"
+	if _, err := eng.Store().Add(context.Background(), index.Document{SourceURL: "file://" + dir + "/flaky-tests.md", Title: "Flaky tests",
+		Content: "Retry the network step of flaky tests.", DocType: index.DocMemory, Attrs: map[string]string{"memoryDir": dir, "memorySlug": "flaky-tests"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []response{
+		ts.must(http.StatusOK, "POST", "/v1/search", map[string]any{"query": "flaky network", "filters": map[string]any{"docTypes": []string{"memory"}}}),
+		ts.must(http.StatusOK, "GET", "/v1/sources?type=memory", nil),
+	} {
+		if strings.Contains(string(r.body), "/srv/secret-data") || !strings.Contains(string(r.body), `"memory:flaky-tests.md"`) {
+			t.Fatalf("answer: %s", r.body)
+		}
+	}
 }
