@@ -150,12 +150,31 @@ type Options struct {
 	// (cl100k_base). It must be safe for concurrent use if Split is called
 	// concurrently with the same Options.
 	Count func(string) int
+	// MaxChunks is the most chunks one source may yield; 0 or less means no
+	// limit. Over it SplitLimit fails with ErrTooManyChunks, and Split
+	// returns the chunks made so far. Either stops as soon as the limit is
+	// certain to be passed, so the memory and time a source costs are
+	// bounded by MaxChunks rather than by its size: the parse also gives up
+	// on a source of more than PiecesPerChunk·MaxChunks blocks (paragraphs,
+	// headings, code blocks), sentences and lines, or runs of HTML text.
+	MaxChunks int
 }
+
+// PiecesPerChunk bounds the structure a source may have for each chunk it is
+// allowed (Options.MaxChunks): real documents hold a few dozen sentences
+// and paragraphs per chunk of 400 tokens, pathological ones a piece per
+// byte.
+const PiecesPerChunk = 64
+
+// ErrTooManyChunks is returned by SplitLimit for a source over
+// Options.MaxChunks.
+var ErrTooManyChunks = errors.New("chunk: source yields too many chunks")
 
 // settings are Options with defaults applied.
 type settings struct {
 	max, overlap int
 	count        func(string) int
+	maxChunks    int
 }
 
 func (o *Options) settings() settings {
@@ -171,6 +190,7 @@ func (o *Options) settings() settings {
 			s.overlap = o.Overlap
 		}
 		s.count = o.Count
+		s.maxChunks = max(o.MaxChunks, 0)
 	}
 	if s.overlap >= (s.max+1)/2 {
 		// Strictly below MaxTokens/2.
@@ -192,18 +212,136 @@ func (o *Options) settings() settings {
 // needs MaxTokens below 4.
 //
 // Split never panics and never returns an error, whatever the input (invalid
-// UTF-8 included). Empty or whitespace-only input yields no chunks. Split is
-// safe for concurrent use.
+// UTF-8 included). Empty or whitespace-only input yields no chunks. With
+// Options.MaxChunks it stops where SplitLimit fails, returning the chunks
+// made so far. Split is safe for concurrent use.
 func Split(src string, f Format, opts *Options) []Chunk {
+	out, _ := SplitLimit(src, f, opts)
+	return out
+}
+
+// SplitLimit is Split that fails, with an error wrapping ErrTooManyChunks,
+// for a source over Options.MaxChunks (see there); it then returns the
+// chunks made so far. Without MaxChunks it is Split.
+func SplitLimit(src string, f Format, opts *Options) (out []Chunk, err error) {
 	st := opts.settings()
+	var lim *limits
+	if st.maxChunks > 0 {
+		lim = &limits{maxChunks: st.maxChunks, maxPieces: PiecesPerChunk * st.maxChunks}
+		defer func() {
+			if v := recover(); v != nil {
+				le, ok := v.(*limitError)
+				if !ok {
+					panic(v)
+				}
+				out, err = le.chunks, le
+			}
+		}()
+	}
 	var d *doc
 	switch f {
 	case Markdown:
-		d = parseMarkdown(src)
+		d = parseMarkdown(src, lim)
 	case HTML:
-		d = extractHTML(src)
+		d = extractHTML(src, lim)
 	default:
-		d = parseText(src)
+		d = parseText(src, lim)
 	}
-	return d.split(st)
+	return d.split(st, lim), nil
+}
+
+// limits counts what a Split makes against Options.MaxChunks; nil means no
+// limit. Passing a limit panics with a *limitError, which SplitLimit
+// recovers: the parsers and the packer stop wherever they are.
+type limits struct {
+	maxChunks, maxPieces int
+	units                int
+	chunks               []Chunk // made so far, for the error
+
+	// The sections the blocks so far make, counted as sectionize cuts
+	// them, so that a source of many headings fails as soon as it has
+	// one too many rather than once it is all parsed.
+	blocks        int
+	sections      int  // sections complete before the current one
+	cur           bool // a current section has blocks
+	curOnlyTitles bool // ... and they are all headings
+	curLevel      int  // ... the level of the last one
+}
+
+// limitError is ErrTooManyChunks with what was passed.
+type limitError struct {
+	msg    string
+	chunks []Chunk
+}
+
+func (e *limitError) Error() string { return ErrTooManyChunks.Error() + ": " + e.msg }
+func (e *limitError) Unwrap() error { return ErrTooManyChunks }
+
+func (l *limits) fail(format string, args ...any) {
+	panic(&limitError{msg: fmt.Sprintf(format, args...), chunks: l.chunks})
+}
+
+// section checks the number of sections sectionize made.
+func (l *limits) section(n int) {
+	if l != nil && n > l.maxChunks {
+		l.tooManySections()
+	}
+}
+
+func (l *limits) tooManySections() {
+	l.fail("it has more than %d sections, each of which starts a chunk", l.maxChunks)
+}
+
+// chunk checks the number of chunks so far.
+func (l *limits) chunk(out []Chunk) {
+	if l != nil && len(out) > l.maxChunks {
+		l.chunks = out[:l.maxChunks]
+		l.fail("it has more than %d chunks", l.maxChunks)
+	}
+}
+
+// block checks the blocks so far with one more, b: their number, and the
+// sections they make (see sectionize).
+func (l *limits) block(b *block) {
+	if l == nil {
+		return
+	}
+	if l.blocks++; l.blocks > l.maxPieces {
+		l.fail("it has more than %d paragraphs, headings and code blocks (%d per chunk allowed)", l.maxPieces, PiecesPerChunk)
+	}
+	switch {
+	case b.kind != blockHeading:
+		if !l.cur {
+			l.cur = true
+		}
+		l.curOnlyTitles = false
+		return
+	case l.cur && l.curOnlyTitles && l.curLevel < b.level:
+		// Nested under the current headings: the same section.
+	default:
+		if l.cur {
+			if l.sections++; l.sections+1 > l.maxChunks {
+				l.tooManySections()
+			}
+		}
+		l.cur, l.curOnlyTitles = true, true
+	}
+	l.curLevel = b.level
+}
+
+// piece checks the number of HTML text runs so far.
+func (l *limits) piece(n int) {
+	if l != nil && n > l.maxPieces {
+		l.fail("it has more than %d separate runs of text (%d per chunk allowed)", l.maxPieces, PiecesPerChunk)
+	}
+}
+
+// unit counts one more sentence, line or word made.
+func (l *limits) unit() {
+	if l == nil {
+		return
+	}
+	if l.units++; l.units > l.maxPieces {
+		l.fail("it has more than %d sentences, lines and list items (%d per chunk allowed)", l.maxPieces, PiecesPerChunk)
+	}
 }

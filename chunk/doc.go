@@ -52,20 +52,24 @@ type headingEntry struct {
 // anyway. Alone, such a chunk would carry no information, and BM25's length
 // normalisation would rank its few words above every real section that
 // mentions them.
-func sectionize(blocks []block) []section {
+func sectionize(blocks []block, lim *limits) []section {
 	var secs []section
 	var stack []headingEntry
 	var cur section
-	for _, b := range blocks {
+	lo := 0 // cur.blocks is blocks[lo:i+1]: a section is a run of consecutive blocks
+	for i, b := range blocks {
 		if b.kind != blockHeading {
-			cur.blocks = append(cur.blocks, b)
+			cur.blocks = blocks[lo : i+1]
 			continue
 		}
-		var carry []block
 		if n := len(cur.blocks); n > 0 && onlyHeadings(cur.blocks) && cur.blocks[n-1].level < b.level {
-			carry = cur.blocks // nested: the parent's headings open the child's section
-		} else if n > 0 {
-			secs = append(secs, cur)
+			// Nested: the parent's headings open the child's section.
+		} else {
+			if n > 0 {
+				secs = append(secs, cur)
+				lim.section(len(secs))
+			}
+			lo = i
 		}
 		for len(stack) > 0 && stack[len(stack)-1].level >= b.level {
 			stack = stack[:len(stack)-1]
@@ -77,10 +81,11 @@ func sectionize(blocks []block) []section {
 				path = append(path, h.title)
 			}
 		}
-		cur = section{path: path, blocks: append(carry, b)}
+		cur = section{path: path, blocks: blocks[lo : i+1]}
 	}
 	if len(cur.blocks) > 0 {
 		secs = append(secs, cur)
+		lim.section(len(secs))
 	}
 	return secs
 }
@@ -166,13 +171,14 @@ func (it *lineIter) next() (line string, start int, ok bool) {
 
 // parseText reads plain text: one section without headings whose blocks are
 // the paragraphs separated by blank lines.
-func parseText(src string) *doc {
+func parseText(src string, lim *limits) *doc {
 	var blocks []block
 	it := lineIter{s: src}
 	pStart, pEnd := -1, -1
 	flush := func() {
 		if pStart >= 0 {
 			blocks = append(blocks, block{start: pStart, end: pEnd, kind: blockPara})
+			lim.block(&blocks[len(blocks)-1])
 			pStart = -1
 		}
 	}
@@ -192,5 +198,5 @@ func parseText(src string) *doc {
 		pEnd = off + e
 	}
 	flush()
-	return &doc{text: src, sections: sectionize(blocks)}
+	return &doc{text: src, sections: sectionize(blocks, lim)}
 }

@@ -1,6 +1,7 @@
 package chunk
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +43,40 @@ func FuzzSplit(f *testing.F) {
 		if err := checkSplit(src, Format(format%3), opts); err != nil {
 			t.Fatalf("%v: %v", Format(format%3), err)
 		}
+		checkLimit(t, src, Format(format%3), opts, 1+int(max%7))
 	})
+}
+
+// checkLimit checks SplitLimit against Split: under the limit the same
+// chunks, over it ErrTooManyChunks with at most the limit's worth of
+// chunks, each one Split made too.
+func checkLimit(t *testing.T, src string, f Format, opts *Options, limit int) {
+	all := Split(src, f, opts)
+	lo := *opts
+	lo.MaxChunks = limit
+	got, err := SplitLimit(src, f, &lo)
+	// Pieces (blocks, units, runs) are at least a byte each, counted at
+	// most a few times over when a unit is split again: a source this short
+	// can only pass the chunk limit, not the piece limit.
+	short := 4*len(src) <= PiecesPerChunk*limit
+	switch {
+	case err != nil && !errors.Is(err, ErrTooManyChunks):
+		t.Fatalf("SplitLimit: %v", err)
+	case len(all) <= limit && err == nil && len(got) != len(all):
+		t.Fatalf("%d chunks under a limit of %d: SplitLimit gave %d", len(all), limit, len(got))
+	case len(all) <= limit && err != nil && short:
+		t.Fatalf("%d chunks under a limit of %d, %d bytes: SplitLimit failed: %v", len(all), limit, len(src), err)
+		t.Fatalf("%d chunks under a limit of %d: SplitLimit gave %d, %v", len(all), limit, len(got), err)
+	case len(all) > limit && !errors.Is(err, ErrTooManyChunks):
+		t.Fatalf("%d chunks over a limit of %d: SplitLimit gave %d, %v", len(all), limit, len(got), err)
+	case len(got) > limit:
+		t.Fatalf("SplitLimit returned %d chunks over a limit of %d", len(got), limit)
+	}
+	for i := range got {
+		if got[i].Text != all[i].Text || got[i].Start != all[i].Start || got[i].End != all[i].End {
+			t.Fatalf("chunk %d of SplitLimit differs from Split's", i)
+		}
+	}
 }
 
 func FuzzSentences(f *testing.F) {
@@ -79,7 +113,7 @@ func FuzzExtractHTML(f *testing.F) {
 		}
 		// Whitespace is collapsed outside code blocks (unless a character
 		// reference spells a newline).
-		d := extractHTML(src)
+		d := extractHTML(src, nil)
 		if d.text != text {
 			t.Fatal("ExtractHTML and the chunker see different text")
 		}

@@ -30,14 +30,14 @@ import (
 // h1, with whitespace collapsed and cut to about 200 bytes. ExtractHTML
 // never panics and is safe for concurrent use.
 func ExtractHTML(src string) (text string, title string) {
-	x := extract(src)
+	x := extract(src, nil)
 	return x.out.String(), x.title
 }
 
 // extractHTML extracts src into a doc whose segs map its text back to src.
-func extractHTML(src string) *doc {
-	x := extract(src)
-	return &doc{text: x.out.String(), sections: sectionize(x.blocks), segs: x.segs}
+func extractHTML(src string, lim *limits) *doc {
+	x := extract(src, lim)
+	return &doc{text: x.out.String(), sections: sectionize(x.blocks, lim), segs: x.segs}
 }
 
 // htmlSeg maps output bytes [out, outEnd) to source bytes [src, srcEnd).
@@ -134,6 +134,7 @@ type openElem struct {
 }
 
 type extractor struct {
+	lim    *limits
 	src    string
 	out    strings.Builder
 	segs   []htmlSeg
@@ -162,8 +163,8 @@ type extractor struct {
 	titleText strings.Builder
 }
 
-func extract(src string) *extractor {
-	x := &extractor{src: src, counts: map[string]int{}, blockStart: -1}
+func extract(src string, lim *limits) *extractor {
+	x := &extractor{lim: lim, src: src, counts: map[string]int{}, blockStart: -1}
 	z := html.NewTokenizer(strings.NewReader(src))
 	off := 0
 	for {
@@ -306,7 +307,24 @@ func (x *extractor) word(raw string, srcStart, srcEnd int, unescape bool) {
 	if x.heading > 0 {
 		x.headingText.WriteString(w)
 	}
-	x.segs = append(x.segs, htmlSeg{out: o, outEnd: x.out.Len(), src: srcStart, srcEnd: srcEnd})
+	x.addSeg(htmlSeg{out: o, outEnd: x.out.Len(), src: srcStart, srcEnd: srcEnd})
+}
+
+// addSeg records a segment, merged into the previous one when both map
+// their text byte for byte and so does the gap between them: mapRange then
+// maps every offset of the merged segment exactly as it would the two. Plain
+// runs of words thus take one segment, not one per word.
+func (x *extractor) addSeg(s htmlSeg) {
+	if n := len(x.segs); n > 0 {
+		p := &x.segs[n-1]
+		if p.outEnd-p.out == p.srcEnd-p.src && s.outEnd-s.out == s.srcEnd-s.src &&
+			s.out >= p.outEnd && s.out-p.outEnd == s.src-p.srcEnd {
+			p.outEnd, p.srcEnd = s.outEnd, s.srcEnd
+			return
+		}
+	}
+	x.segs = append(x.segs, s)
+	x.lim.piece(len(x.segs))
 }
 
 // closeBlock ends the current block, if any.
@@ -322,6 +340,7 @@ func (x *extractor) closeBlock() {
 			b.title = strings.Join(strings.Fields(x.headingText.String()), " ")
 		}
 		x.blocks = append(x.blocks, b)
+		x.lim.block(&b)
 	}
 	x.blockStart = -1
 	x.pendingSep = ""
@@ -397,7 +416,7 @@ func (x *extractor) startTag(name string, hasAttr, selfClosing bool, z *html.Tok
 			}
 		}
 	}
-	if htmlVoid[name] || selfClosing {
+	if htmlVoid[name] || selfClosing || len(x.stack) >= maxOpen {
 		return
 	}
 	e := openElem{name: name, skip: skip}
@@ -460,6 +479,12 @@ func (x *extractor) endTag(name string) {
 	}
 }
 
+// maxOpen bounds the extractor's stack of open elements. Elements opened
+// deeper are not tracked (their text is kept, and a hidden or skipped one
+// among them does not hide its content), so that nesting bombs cost
+// neither memory nor time.
+const maxOpen = 1024
+
 func (x *extractor) push(e openElem) {
 	x.stack = append(x.stack, e)
 	x.counts[e.name]++
@@ -492,7 +517,9 @@ func (x *extractor) popTo(i int) {
 	for len(x.stack) > i {
 		e := x.stack[len(x.stack)-1]
 		x.stack = x.stack[:len(x.stack)-1]
-		x.counts[e.name]--
+		if x.counts[e.name]--; x.counts[e.name] <= 0 {
+			delete(x.counts, e.name) // keep the map as small as the stack
+		}
 		if e.skip {
 			x.skip--
 		}

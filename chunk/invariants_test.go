@@ -140,9 +140,9 @@ func samePath(a, b []string) bool {
 // checkHTML checks HTML chunks: the verbatim invariants on the extracted
 // text, and monotone source offsets within the document.
 func checkHTML(src string, chunks []Chunk, st settings) error {
-	d := extractHTML(src)
+	d := extractHTML(src, nil)
 	d.segs = nil
-	plain := d.split(st)
+	plain := d.split(st, nil)
 	if err := checkVerbatim(d.text, plain, st); err != nil {
 		return fmt.Errorf("extracted text: %w", err)
 	}

@@ -10,13 +10,13 @@ import (
 // YAML front matter at the very start, and paragraphs separated by blank
 // lines (lists and tables included). Only headings outside fences, comments
 // and front matter count.
-func parseMarkdown(src string) *doc {
-	p := mdParser{src: src, paraStart: -1}
+func parseMarkdown(src string, lim *limits) *doc {
+	p := mdParser{src: src, paraStart: -1, lim: lim}
 	it := lineIter{s: src}
 	if fmEnd := frontMatterEnd(src); fmEnd > 0 {
 		s, e := trimSpan(src, 0, fmEnd)
 		if s < e {
-			p.blocks = append(p.blocks, block{start: s, end: e, kind: blockCode})
+			p.addBlock(block{start: s, end: e, kind: blockCode})
 		}
 		it.pos = fmEnd
 	}
@@ -29,12 +29,13 @@ func parseMarkdown(src string) *doc {
 	}
 	p.flushPara()
 	p.flushRaw()
-	return &doc{text: src, sections: sectionize(p.blocks)}
+	return &doc{text: src, sections: sectionize(p.blocks, lim)}
 }
 
 type mdParser struct {
 	src    string
 	blocks []block
+	lim    *limits
 
 	// The open paragraph: [paraStart, paraEnd), its first line, and whether
 	// it may become a setext heading.
@@ -83,13 +84,13 @@ func (p *mdParser) line(line string, off int) {
 	if indent < 4 {
 		if level, title, ok := atxHeading(content); ok {
 			p.flushPara()
-			p.blocks = append(p.blocks, block{start: off + s, end: off + e, kind: blockHeading, level: level, title: title})
+			p.addBlock(block{start: off + s, end: off + e, kind: blockHeading, level: level, title: title})
 			return
 		}
 		if p.paraStart >= 0 && p.paraPlain {
 			if level := setextLevel(content); level > 0 {
 				title := cleanHeading(strings.Join(strings.Fields(p.src[p.paraStart:p.paraEnd]), " "))
-				p.blocks = append(p.blocks, block{start: p.paraStart, end: off + e, kind: blockHeading, level: level, title: title})
+				p.addBlock(block{start: p.paraStart, end: off + e, kind: blockHeading, level: level, title: title})
 				p.paraStart = -1
 				return
 			}
@@ -97,7 +98,7 @@ func (p *mdParser) line(line string, off int) {
 	}
 	if indent < 4 && isThematicBreak(content) {
 		p.flushPara()
-		p.blocks = append(p.blocks, block{start: off + s, end: off + e, kind: blockPara})
+		p.addBlock(block{start: off + s, end: off + e, kind: blockPara})
 		return
 	}
 	if p.paraStart < 0 {
@@ -107,16 +108,21 @@ func (p *mdParser) line(line string, off int) {
 	p.paraEnd = off + e
 }
 
+func (p *mdParser) addBlock(b block) {
+	p.blocks = append(p.blocks, b)
+	p.lim.block(&b)
+}
+
 func (p *mdParser) flushPara() {
 	if p.paraStart >= 0 {
-		p.blocks = append(p.blocks, block{start: p.paraStart, end: p.paraEnd, kind: blockPara})
+		p.addBlock(block{start: p.paraStart, end: p.paraEnd, kind: blockPara})
 		p.paraStart = -1
 	}
 }
 
 func (p *mdParser) flushRaw() {
 	if p.rawOpen {
-		p.blocks = append(p.blocks, block{start: p.rawStart, end: p.rawEnd, kind: blockCode})
+		p.addBlock(block{start: p.rawStart, end: p.rawEnd, kind: blockCode})
 		p.rawOpen = false
 	}
 }

@@ -59,10 +59,11 @@ type splitter struct {
 	text  string
 	st    settings
 	units []unit
+	lim   *limits
 }
 
-func (d *doc) split(st settings) []Chunk {
-	sp := &splitter{text: d.text, st: st}
+func (d *doc) split(st settings, lim *limits) []Chunk {
+	sp := &splitter{text: d.text, st: st, lim: lim}
 	var out []Chunk
 	for _, sec := range d.sections {
 		sp.units = sp.units[:0]
@@ -82,6 +83,7 @@ func (d *doc) split(st settings) []Chunk {
 				c.Start, c.End = mapRange(d.segs, start, end)
 			}
 			out = append(out, c)
+			sp.lim.chunk(out)
 		})
 	}
 	return out
@@ -141,6 +143,7 @@ func (sp *splitter) add(gap, start, end int, lvl, stage int8) {
 	tok, extra := sp.countFrom(gap, start, end)
 	if tok <= sp.st.max || stage == stageNone {
 		sp.units = append(sp.units, unit{start: start, end: end, tok: tok, extra: extra, lvl: lvl, stage: stage})
+		sp.lim.unit()
 		return
 	}
 	sp.refine(gap, start, end, lvl, stage)
@@ -219,11 +222,13 @@ func (sp *splitter) refine(gap, start, end int, lvl, stage int8) {
 				st = stageNone
 			}
 			sp.units = append(sp.units, unit{start: s, end: n, tok: t, extra: extra, lvl: l, stage: st})
+			sp.lim.unit()
 			g, s, l = n, n, lvlRune
 		}
 	default:
 		tok, extra := sp.countFrom(gap, start, end)
 		sp.units = append(sp.units, unit{start: start, end: end, tok: tok, extra: extra, lvl: lvl, stage: stageNone})
+		sp.lim.unit()
 	}
 }
 

@@ -18,6 +18,7 @@ package extract
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -36,6 +37,10 @@ var (
 	ErrTooLarge = errors.New("extract: page is too large")
 	// ErrNoContent is returned when a page has no visible text at all.
 	ErrNoContent = errors.New("extract: page has no text content")
+	// ErrTooComplex is returned for a page that would make more than
+	// Options.MaxNodes nodes even without its formatting tags, or whose
+	// extraction takes longer than Options.Timeout.
+	ErrTooComplex = errors.New("extract: page is too complex")
 )
 
 // Methods reported in Page.Method.
@@ -47,7 +52,9 @@ const (
 // Defaults of Options.
 const (
 	DefaultMaxBytes    = 10 << 20
-	DefaultMaxElements = 200_000
+	DefaultMaxElements = 50_000
+	DefaultMaxNodes    = 250_000
+	DefaultTimeout     = 10 * time.Second
 	DefaultMinText     = 200
 )
 
@@ -58,9 +65,22 @@ type Options struct {
 	// ErrTooLarge. Default 10 MiB.
 	MaxBytes int
 	// MaxElements is the number of elements above which Readability is not
-	// attempted (its scoring is super-linear) and the cleaned body is kept.
-	// Default 200,000.
+	// attempted (its scoring is super-linear: about a second for 50,000
+	// elements) and the cleaned body is kept. Default 50,000.
 	MaxElements int
+	// MaxNodes bounds the document tree, and so the memory and time of
+	// extraction (a node takes a few hundred bytes while a page is
+	// extracted). Before parsing, a page is measured with the tokenizer; a
+	// page whose formatting tags (b, i, u, font, ...) left open would make
+	// the HTML parser clone them past MaxNodes is read without those tags,
+	// and a page that would still make more nodes fails with
+	// ErrTooComplex. Default 250,000 (a 10 MiB article makes about
+	// 100,000).
+	MaxNodes int
+	// Timeout bounds extraction: Readability is skipped once half of it
+	// has passed, and a page not extracted within it fails with
+	// ErrTooComplex. Default 10 s.
+	Timeout time.Duration
 	// MinText is the fewest characters of text a Readability article must
 	// have to be preferred to the whole cleaned body when the body has at
 	// least twice as much text. Default 200.
@@ -77,6 +97,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.MaxElements <= 0 {
 		r.MaxElements = DefaultMaxElements
+	}
+	if r.MaxNodes <= 0 {
+		r.MaxNodes = DefaultMaxNodes
+	}
+	if r.Timeout <= 0 {
+		r.Timeout = DefaultTimeout
 	}
 	if r.MinText <= 0 {
 		r.MinText = DefaultMinText
@@ -101,9 +127,24 @@ type Page struct {
 // as an absolute URL, resolves the page's relative links; it may be "".
 // Invalid UTF-8 is replaced, never rejected.
 func HTML(src, pageURL string, opts *Options) (Page, error) {
+	return HTMLContext(context.Background(), src, pageURL, opts)
+}
+
+// HTMLContext is HTML that gives up, with an error wrapping ErrTooComplex,
+// once ctx is done (checked between the stages of extraction).
+func HTMLContext(ctx context.Context, src, pageURL string, opts *Options) (Page, error) {
 	o := opts.withDefaults()
 	if len(src) > o.MaxBytes {
 		return Page{}, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, len(src), o.MaxBytes)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	late := func(stage string) error {
+		if ctx.Err() == nil {
+			return nil
+		}
+		return fmt.Errorf("%w: extraction stopped after %s, at %s (the limit is %s)", ErrTooComplex, time.Since(start).Round(time.Millisecond), stage, o.Timeout)
 	}
 	if !utf8.ValidString(src) {
 		src = strings.ToValidUTF8(src, "\uFFFD")
@@ -112,8 +153,19 @@ func HTML(src, pageURL string, opts *Options) (Page, error) {
 	if u, err := url.Parse(pageURL); err == nil && u.IsAbs() {
 		base = u
 	}
+	src, err := bound(src, o.MaxNodes)
+	if err != nil {
+		return Page{}, err
+	}
+	if err := late("measuring the page"); err != nil {
+		return Page{}, err
+	}
 	doc, err := parse(src)
 	if err != nil {
+		return Page{}, err
+	}
+	src = "" // the tree holds what is needed
+	if err := late("parsing"); err != nil {
 		return Page{}, err
 	}
 	// Furniture goes first, while its class names are still there to see
@@ -127,29 +179,41 @@ func HTML(src, pageURL string, opts *Options) (Page, error) {
 		return true
 	})
 	elems := countElements(doc, o.MaxElements+1)
-	fallback := fallbackPage(doc)
+	h1 := cleanLine(firstH1(doc), 300)
 
 	var p Page
-	if elems <= o.MaxElements {
+	if elems <= o.MaxElements && time.Since(start) < o.Timeout/2 {
 		p = readable(doc, base)
-	}
-	fbLen := utf8.RuneCountInString(fallback.Text)
-	rdLen := utf8.RuneCountInString(p.Text)
-	if p.Method == "" || rdLen == 0 || (rdLen < o.MinText && fbLen >= 2*rdLen) {
-		// Keep what Readability learned of the metadata.
-		fallback.Byline, fallback.SiteName, fallback.Excerpt = p.Byline, p.SiteName, p.Excerpt
-		fallback.Language, fallback.Published = p.Language, p.Published
-		if p.Title != "" {
-			fallback.Title = p.Title
+		if err := late("Readability"); err != nil {
+			return Page{}, err
 		}
-		p = fallback
+	}
+	rdLen := utf8.RuneCountInString(p.Text)
+	if p.Method == "" || rdLen < o.MinText {
+		// Compare with (or fall back to) the cleaned body; keep what
+		// Readability learned of the metadata.
+		title, body := renderBody(doc)
+		doc = nil // the tree can go before the body is parsed again
+		fallback := cleanBody(title, body)
+		if err := late("cleaning the page body"); err != nil {
+			return Page{}, err
+		}
+		fbLen := utf8.RuneCountInString(fallback.Text)
+		if p.Method == "" || rdLen == 0 || fbLen >= 2*rdLen {
+			fallback.Byline, fallback.SiteName, fallback.Excerpt = p.Byline, p.SiteName, p.Excerpt
+			fallback.Language, fallback.Published = p.Language, p.Published
+			if p.Title != "" {
+				fallback.Title = p.Title
+			}
+			p = fallback
+		}
 	}
 	if strings.TrimSpace(p.Text) == "" {
 		return Page{}, ErrNoContent
 	}
 	p.Title = cleanLine(p.Title, 300)
 	// "Article | Site" titles: the page's own h1 is the article's name.
-	if h1 := cleanLine(firstH1(doc), 300); h1 != "" && (p.Title == "" || len(h1) < len(p.Title) && strings.Contains(p.Title, h1)) {
+	if h1 != "" && (p.Title == "" || len(h1) < len(p.Title) && strings.Contains(p.Title, h1)) {
 		p.Title = h1
 	}
 	if p.Method == MethodReadability && p.Title != "" && !startsWithHeading(p.HTML) {
@@ -239,10 +303,9 @@ func firstH1(doc *html.Node) string {
 	return h
 }
 
-// fallbackPage keeps the body of doc without scripts, navigation and ads.
-func fallbackPage(doc *html.Node) Page {
-	var title string
-	var body *html.Node
+// renderBody returns the title of doc and its body rendered as HTML.
+func renderBody(doc *html.Node) (title, body string) {
+	var bodyNode *html.Node
 	walk(doc, func(n *html.Node) bool {
 		if n.Type == html.ElementNode {
 			switch n.DataAtom {
@@ -251,20 +314,25 @@ func fallbackPage(doc *html.Node) Page {
 					title = textOf(n)
 				}
 			case atom.Body:
-				if body == nil {
-					body = n
+				if bodyNode == nil {
+					bodyNode = n
 				}
 			}
 		}
 		return true
 	})
 	var b bytes.Buffer
-	if body != nil {
-		for c := body.FirstChild; c != nil; c = c.NextSibling {
+	if bodyNode != nil {
+		for c := bodyNode.FirstChild; c != nil; c = c.NextSibling {
 			_ = html.Render(&b, c)
 		}
 	}
-	cleaned, text := clean(b.String())
+	return title, b.String()
+}
+
+// cleanBody keeps a page body without scripts, navigation and ads.
+func cleanBody(title, body string) Page {
+	cleaned, text := clean(body)
 	return Page{Title: title, HTML: cleaned, Text: text, Method: MethodFallback}
 }
 

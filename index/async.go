@@ -4,49 +4,63 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/embed"
 )
 
 // JobState is the state of an IndexPageAsync job.
 type JobState string
 
 const (
-	JobQueued  JobState = "queued"
-	JobRunning JobState = "running"
-	JobDone    JobState = "done"
-	JobFailed  JobState = "failed"
+	JobQueued  JobState = "queued"  // waiting (Attempts > 0: waiting to be tried again)
+	JobRunning JobState = "running" // being indexed
+	JobDone    JobState = "done"    // indexed, or found unchanged
+	JobFailed  JobState = "failed"  // refused when queued: queue full, index closed, page not persisted
+	JobDead    JobState = "dead"    // given up on and kept in the dead letters: see RetryJob, DropJob
 )
 
-// Job reports one IndexPageAsync call.
+// Job reports one IndexPageAsync call. It is a plain value.
 type Job struct {
 	ID        string    `json:"id"`
 	SourceURL string    `json:"sourceUrl"`
 	State     JobState  `json:"state"`
 	Chunks    int       `json:"chunks,omitempty"`
 	Unchanged bool      `json:"unchanged,omitempty"` // same content was already indexed, or newer content since the page was queued
-	Error     string    `json:"error,omitempty"`
+	Error     string    `json:"error,omitempty"`     // why it failed (for a job waiting again: why the last attempt failed)
+	Attempts  int       `json:"attempts,omitempty"`  // attempts that failed, or that the end of the process interrupted
 	Queued    time.Time `json:"queued"`
-	Finished  time.Time `json:"finished,omitzero"`
+	Finished  time.Time `json:"finished,omitzero"`  // done, failed or moved to the dead letters
+	RetryAt   time.Time `json:"retryAt,omitzero"`   // a job waiting after a failure is tried again from then
 	Replayed  bool      `json:"replayed,omitempty"` // queued before the last restart and indexed after it
 }
 
-// QueueStats counts IndexPageAsync work since Open.
+// QueueStats counts IndexPageAsync work since Open. It is a plain value.
 type QueueStats struct {
-	Depth     int   `json:"depth"`     // jobs waiting
+	Depth     int   `json:"depth"`     // jobs waiting, Waiting included
+	Waiting   int   `json:"waiting"`   // of Depth, jobs waiting to be tried again after a failure (an embedder outage, ...)
+	Bytes     int64 `json:"bytes"`     // text bytes of the jobs waiting
 	Enqueued  int64 `json:"enqueued"`  // jobs accepted
 	Done      int64 `json:"done"`      // jobs indexed (or found unchanged)
 	Unchanged int64 `json:"unchanged"` // of Done, those that were no-ops
-	Failed    int64 `json:"failed"`    // jobs whose indexing failed
+	Failed    int64 `json:"failed"`    // jobs given up on: moved to the dead letters
+	Retries   int64 `json:"retries"`   // attempts that failed and were tried again
+	Dead      int   `json:"dead"`      // dead letters kept now (ListJobs(JobDead))
 	Dropped   int64 `json:"dropped"`   // jobs refused: queue full, index closed, or the page could not be persisted
 	Replayed  int64 `json:"replayed"`  // jobs queued before the last restart and replayed at Open
 	Durable   bool  `json:"durable"`   // queued pages survive a crash (a queue directory is in use)
 }
 
 type asyncCounters struct {
-	enqueued, done, unchanged, failed, dropped, replayed atomic.Int64
+	enqueued, done, unchanged, failed, retries, dropped, replayed atomic.Int64
 }
 
 type job struct {
@@ -54,13 +68,37 @@ type job struct {
 	doc      Document
 	queued   time.Time
 	replayed bool
+	attempts int       // failed attempts so far
+	retryAt  time.Time // not before
+	bytes    int64
 }
 
-// maxJobs bounds how many finished jobs are remembered for Job lookups.
-const maxJobs = 10000
+// Defaults and bounds of the auto-indexer.
+const (
+	// DefaultMaxAttempts is Options.MaxAttempts's default.
+	DefaultMaxAttempts = 3
+	// DefaultQueueBytes is Options.QueueBytes's default.
+	DefaultQueueBytes = 64 << 20
+	// DefaultRetryDelay is Options.RetryDelay's default.
+	DefaultRetryDelay = time.Second
+	// maxRetryDelay caps the backoff between attempts.
+	maxRetryDelay = 5 * time.Minute
+	// maxJobs bounds how many finished jobs are remembered for Job lookups.
+	maxJobs = 10000
+	// maxDead bounds the dead letters; past it the oldest is dropped.
+	maxDead = 1000
+	// maxAsyncBatch is how many queued pages the worker indexes in one
+	// batch, and maxBatchBytes how much text (a larger page goes alone).
+	maxAsyncBatch = 32
+	maxBatchBytes = 1 << 20
+)
 
-// maxAsyncBatch is how many queued pages the worker indexes in one batch.
-const maxAsyncBatch = 32
+// Errors of the dead letters.
+var (
+	// ErrNoJob is returned by RetryJob and DropJob for a job that is not a
+	// dead letter.
+	ErrNoJob = errors.New("index: no such dead letter")
+)
 
 // newJobID returns an id unique across restarts: the time and 48 random bits.
 func newJobID(now time.Time) string {
@@ -69,61 +107,84 @@ func newJobID(now time.Time) string {
 	return "job_" + strconv.FormatInt(now.UnixMilli(), 36) + "_" + hex.EncodeToString(r[:])
 }
 
+func docBytes(d *Document) int64 { return int64(len(d.Content) + len(d.Title) + len(d.SourceURL)) }
+
 // IndexPageAsync queues a page for indexing and returns at once with a job id
-// that Job reports on. It never returns an error: when the queue is full, the
-// index closed or the page cannot be persisted, the job is marked failed,
-// counted as dropped and logged.
+// that Job reports on. It never returns an error: when the queue is full
+// (Options.QueueSize pages or Options.QueueBytes of text), the index closed
+// or the page cannot be persisted, the job is marked failed, counted as
+// dropped and logged.
+//
+// A page whose indexing fails is tried again, up to Options.MaxAttempts
+// times with a growing delay, then moved to the dead letters (ListJobs,
+// RetryJob, DropJob); a page that cannot be chunked within the limits
+// (ErrTooManyChunks, ErrEmptyDocument) or does not fit the quota goes there
+// at once. While the embedder is unavailable (embed.ErrUnavailable) pages
+// wait, without using up attempts, and are indexed once it is back.
 //
 // With a queue directory (the default for the local store; Options.QueueDir
 // otherwise) the page is persisted (fsynced) before the call returns: a page
 // not yet indexed when the process dies is indexed by the next Open, and its
-// job id stays valid across the restart. Without one, queued pages live in
-// memory only and are lost in a crash; QueueStats().Durable says which.
+// job id stays valid across the restart. A page whose indexing the end of
+// the process interrupted counts a failed attempt, so a page that crashes
+// the process is given up on after MaxAttempts starts. Without a queue
+// directory, queued pages live in memory only and are lost in a crash;
+// QueueStats().Durable says which.
 func (ix *Index) IndexPageAsync(d Document) string {
 	now := ix.now().UTC()
 	id := newJobID(now)
 	j := &Job{ID: id, SourceURL: d.SourceURL, State: JobQueued, Queued: now}
 	ix.remember(j)
-	ix.qmu.RLock()
-	defer ix.qmu.RUnlock()
-	if ix.closing {
+	size := docBytes(&d)
+	refuse := func(msg string) string {
+		ix.fail(id, msg)
+		ix.stats.dropped.Add(1)
+		ix.log.Error("index: page dropped", "source", d.SourceURL, "why", msg)
+		return id
+	}
+	ix.qmu.Lock()
+	defer ix.qmu.Unlock()
+	switch {
+	case ix.closing:
 		ix.fail(id, "index is closed")
 		ix.stats.dropped.Add(1)
 		return id
-	}
-	if len(ix.queue) >= ix.queueSize {
-		ix.fail(id, "indexing queue is full")
-		ix.stats.dropped.Add(1)
-		ix.log.Error("index: page dropped, queue full", "source", d.SourceURL, "queue", ix.queueSize)
-		return id
+	case len(ix.ready)+len(ix.waiting) >= ix.queueSize:
+		return refuse(fmt.Sprintf("indexing queue is full (%d pages waiting)", ix.queueSize))
+	case ix.queuedBytes > 0 && ix.queuedBytes+size > ix.queueBytes:
+		return refuse(fmt.Sprintf("indexing queue is full (%d bytes of text waiting; the limit is %d)", ix.queuedBytes, ix.queueBytes))
 	}
 	if ix.q != nil {
 		if err := ix.q.enqueue(*j, &d); err != nil {
-			ix.fail(id, "could not persist the page for background indexing: "+err.Error())
-			ix.stats.dropped.Add(1)
-			ix.log.Error("index: page dropped, queue not writable", "source", d.SourceURL, "err", err)
-			return id
+			return refuse("could not persist the page for background indexing: " + err.Error())
 		}
 	}
-	select {
-	case ix.queue <- &job{id: id, doc: d, queued: now}:
-		ix.stats.enqueued.Add(1)
-	default:
-		// Concurrent callers filled the queue since the check above.
-		ix.fail(id, "indexing queue is full")
-		ix.stats.dropped.Add(1)
-		ix.log.Error("index: page dropped, queue full", "source", d.SourceURL, "queue", ix.queueSize)
-		if ix.q != nil {
-			jj, _ := ix.Job(id)
-			ix.q.finish(jj)
-		}
-	}
+	ix.pushLocked(&job{id: id, doc: d, queued: now, bytes: size})
+	ix.stats.enqueued.Add(1)
 	return id
 }
 
+// pushLocked queues jb for the worker.
+func (ix *Index) pushLocked(jb *job) {
+	if jb.retryAt.IsZero() {
+		ix.ready = append(ix.ready, jb)
+	} else {
+		ix.waiting = append(ix.waiting, jb)
+	}
+	ix.queuedBytes += jb.bytes
+	ix.wakeWorker()
+}
+
+func (ix *Index) wakeWorker() {
+	select {
+	case ix.wake <- struct{}{}:
+	default:
+	}
+}
+
 // replayQueue queues the pages a previous process persisted but did not
-// index, and remembers the jobs it finished. Called by Open before the worker
-// starts.
+// index, and remembers the jobs it finished and the dead letters. Called by
+// Open before the worker starts.
 func (ix *Index) replayQueue(st *queueState) {
 	for _, n := range st.notes {
 		ix.log.Warn("index: "+n, "dir", ix.q.dir)
@@ -132,16 +193,21 @@ func (ix *Index) replayQueue(st *queueState) {
 		jj := j
 		ix.remember(&jj)
 	}
+	for _, j := range st.dead {
+		jj := j
+		jj.State = JobDead
+		ix.remember(&jj)
+	}
 	for _, r := range st.pending {
 		j := r.Job
 		j.State, j.Replayed = JobQueued, true
 		ix.remember(&j)
-		ix.queue <- &job{id: j.ID, doc: *r.Doc, queued: j.Queued, replayed: true}
+		ix.pushLocked(&job{id: j.ID, doc: *r.Doc, queued: j.Queued, replayed: true, attempts: j.Attempts, bytes: docBytes(r.Doc)})
 		ix.stats.enqueued.Add(1)
 		ix.stats.replayed.Add(1)
 	}
 	if len(st.pending) > 0 {
-		ix.log.Info("index: indexing pages queued before the restart", "pages", len(st.pending))
+		ix.log.Info("index: indexing pages queued before the restart", "pages", len(st.pending), "interrupted", len(st.crashed))
 	}
 }
 
@@ -152,14 +218,23 @@ func (ix *Index) remember(j *Job) {
 		ix.jobList = append(ix.jobList, j.ID)
 	}
 	ix.jobs[j.ID] = j
-	for len(ix.jobList) > maxJobs {
-		old := ix.jobList[0]
-		if oj := ix.jobs[old]; oj != nil && (oj.State == JobQueued || oj.State == JobRunning) {
-			break // never forget unfinished jobs
-		}
-		delete(ix.jobs, old)
-		ix.jobList = ix.jobList[1:]
+	if len(ix.jobList) <= maxJobs+maxJobs/4 {
+		return
 	}
+	// Forget the oldest finished jobs; unfinished jobs and dead letters
+	// are always remembered.
+	excess := len(ix.jobList) - maxJobs
+	kept := ix.jobList[:0]
+	for _, id := range ix.jobList {
+		oj := ix.jobs[id]
+		if excess > 0 && oj != nil && (oj.State == JobDone || oj.State == JobFailed) {
+			delete(ix.jobs, id)
+			excess--
+			continue
+		}
+		kept = append(kept, id)
+	}
+	ix.jobList = kept
 }
 
 func (ix *Index) update(id string, f func(*Job)) {
@@ -175,7 +250,8 @@ func (ix *Index) fail(id, msg string) {
 }
 
 // Job returns the state of an IndexPageAsync job. Finished jobs are
-// remembered up to the last 10,000, across restarts when the queue is durable.
+// remembered up to the last 10,000, across restarts when the queue is
+// durable; unfinished jobs and dead letters always.
 func (ix *Index) Job(id string) (Job, bool) {
 	ix.jobsMu.Lock()
 	defer ix.jobsMu.Unlock()
@@ -186,27 +262,139 @@ func (ix *Index) Job(id string) (Job, bool) {
 	return *j, true
 }
 
+// ListJobs returns the remembered jobs in the given states (all states when
+// none is given), most recently queued first.
+func (ix *Index) ListJobs(states ...JobState) []Job {
+	want := map[JobState]bool{}
+	for _, s := range states {
+		want[s] = true
+	}
+	ix.jobsMu.Lock()
+	out := make([]Job, 0, len(ix.jobs))
+	for _, j := range ix.jobs {
+		if len(want) == 0 || want[j.State] {
+			out = append(out, *j)
+		}
+	}
+	ix.jobsMu.Unlock()
+	sort.Slice(out, func(a, b int) bool {
+		if !out[a].Queued.Equal(out[b].Queued) {
+			return out[a].Queued.After(out[b].Queued)
+		}
+		return out[a].ID > out[b].ID
+	})
+	return out
+}
+
+// RetryJob queues a dead letter's page again, with its attempts reset, and
+// returns the job. It fails with ErrNoJob for a job that is not a dead
+// letter.
+func (ix *Index) RetryJob(ctx context.Context, id string) (Job, error) {
+	if err := ctx.Err(); err != nil {
+		return Job{}, err
+	}
+	j, ok := ix.Job(id)
+	if !ok || j.State != JobDead {
+		return Job{}, fmt.Errorf("%w: %q", ErrNoJob, id)
+	}
+	ix.qmu.Lock()
+	defer ix.qmu.Unlock()
+	if ix.closing {
+		return Job{}, ErrClosed
+	}
+	var doc *Document
+	if ix.q != nil {
+		dl, err := ix.q.deadDoc(id)
+		if err != nil {
+			return Job{}, fmt.Errorf("index: read the page of dead letter %s: %w", id, err)
+		}
+		doc = &dl.Doc
+	} else if doc = ix.deadDocs[id]; doc == nil {
+		return Job{}, fmt.Errorf("%w: %q", ErrNoJob, id)
+	}
+	nj := Job{ID: id, SourceURL: j.SourceURL, State: JobQueued, Queued: ix.now().UTC()}
+	if ix.q != nil {
+		if err := ix.q.revive(nj, doc); err != nil {
+			return Job{}, fmt.Errorf("index: queue the page again: %w", err)
+		}
+	}
+	delete(ix.deadDocs, id)
+	ix.remember(&nj)
+	ix.pushLocked(&job{id: id, doc: *doc, queued: nj.Queued, bytes: docBytes(doc)})
+	ix.stats.enqueued.Add(1)
+	return nj, nil
+}
+
+// DropJob deletes a dead letter and its page. It fails with ErrNoJob for a
+// job that is not a dead letter.
+func (ix *Index) DropJob(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	j, ok := ix.Job(id)
+	if !ok || j.State != JobDead {
+		return fmt.Errorf("%w: %q", ErrNoJob, id)
+	}
+	ix.qmu.Lock()
+	defer ix.qmu.Unlock()
+	if ix.q != nil {
+		if err := ix.q.drop(id); err != nil {
+			return fmt.Errorf("index: drop dead letter %s: %w", id, err)
+		}
+	}
+	delete(ix.deadDocs, id)
+	ix.jobsMu.Lock()
+	delete(ix.jobs, id)
+	for i, x := range ix.jobList {
+		if x == id {
+			ix.jobList = append(ix.jobList[:i], ix.jobList[i+1:]...)
+			break
+		}
+	}
+	ix.jobsMu.Unlock()
+	return nil
+}
+
 // QueueStats returns the auto-indexer's counters.
 func (ix *Index) QueueStats() QueueStats {
+	ix.qmu.Lock()
+	depth, waiting, bytes := len(ix.ready)+len(ix.waiting)+ix.running, len(ix.waiting), ix.queuedBytes
+	ix.qmu.Unlock()
+	dead := 0
+	ix.jobsMu.Lock()
+	for _, j := range ix.jobs {
+		if j.State == JobDead {
+			dead++
+		}
+	}
+	ix.jobsMu.Unlock()
 	return QueueStats{
-		Depth:     len(ix.queue),
+		Depth:     depth,
+		Waiting:   waiting,
+		Bytes:     bytes,
 		Enqueued:  ix.stats.enqueued.Load(),
 		Done:      ix.stats.done.Load(),
 		Unchanged: ix.stats.unchanged.Load(),
 		Failed:    ix.stats.failed.Load(),
+		Retries:   ix.stats.retries.Load(),
+		Dead:      dead,
 		Dropped:   ix.stats.dropped.Load(),
 		Replayed:  ix.stats.replayed.Load(),
 		Durable:   ix.q != nil,
 	}
 }
 
-// Flush waits until every page queued before the call has been processed.
+// Flush waits until the worker is idle: every page queued before the call
+// has been indexed, moved to the dead letters, or set aside to be tried
+// again after a failure (QueueStats().Waiting).
 func (ix *Index) Flush(ctx context.Context) error {
-	target := ix.stats.enqueued.Load()
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if ix.stats.done.Load()+ix.stats.failed.Load() >= target {
+		ix.qmu.Lock()
+		idle := len(ix.ready) == 0 && ix.running == 0
+		ix.qmu.Unlock()
+		if idle {
 			return nil
 		}
 		select {
@@ -217,26 +405,90 @@ func (ix *Index) Flush(ctx context.Context) error {
 	}
 }
 
-// run is the auto-indexer: it takes whatever is queued (up to maxAsyncBatch
-// pages) and indexes it in one batch, so bursts of pages cost one write.
+// run is the auto-indexer: it takes what is ready (up to maxAsyncBatch
+// pages and maxBatchBytes of text) and indexes it in one batch, so bursts of
+// small pages cost one write. Pages waiting to be tried again join the
+// ready ones when their time comes. Once the index is closing, every page
+// left is tried once more, and the worker stops.
 func (ix *Index) run() {
 	defer ix.worker.Done()
-	for first := range ix.queue {
-		batch := []*job{first}
-	more:
-		for len(batch) < maxAsyncBatch {
-			select {
-			case j, ok := <-ix.queue:
-				if !ok {
-					break more
-				}
-				batch = append(batch, j)
-			default:
-				break more
-			}
+	for {
+		batch := ix.nextBatch()
+		if batch == nil {
+			return
 		}
 		ix.runBatch(batch)
+		ix.qmu.Lock()
+		ix.running = 0
+		ix.qmu.Unlock()
 	}
+}
+
+// nextBatch waits for work; nil means the worker is done.
+func (ix *Index) nextBatch() []*job {
+	ix.qmu.Lock()
+	defer ix.qmu.Unlock()
+	for {
+		now := ix.now()
+		var next time.Time
+		kept := ix.waiting[:0]
+		for _, jb := range ix.waiting {
+			if ix.closing || !jb.retryAt.After(now) {
+				ix.ready = append(ix.ready, jb)
+				continue
+			}
+			if next.IsZero() || jb.retryAt.Before(next) {
+				next = jb.retryAt
+			}
+			kept = append(kept, jb)
+		}
+		clear(ix.waiting[len(kept):])
+		ix.waiting = kept
+		if len(ix.ready) > 0 {
+			return ix.takeLocked()
+		}
+		if ix.closing {
+			return nil
+		}
+		var timer <-chan time.Time
+		if !next.IsZero() {
+			t := time.NewTimer(next.Sub(now))
+			defer t.Stop()
+			timer = t.C
+		}
+		ix.qmu.Unlock()
+		select {
+		case <-ix.wake:
+		case <-timer:
+		}
+		ix.qmu.Lock()
+	}
+}
+
+// takeLocked takes the next batch from the ready pages. A page that was
+// interrupted or failed before goes alone: if it is what stops the process,
+// it uses up only its own attempts.
+func (ix *Index) takeLocked() []*job {
+	first := ix.ready[0]
+	n, size := 1, first.bytes
+	if first.attempts == 0 {
+		for n < len(ix.ready) && n < maxAsyncBatch {
+			jb := ix.ready[n]
+			if jb.attempts > 0 || size+jb.bytes > maxBatchBytes {
+				break
+			}
+			size += jb.bytes
+			n++
+		}
+	}
+	batch := append([]*job(nil), ix.ready[:n]...)
+	clear(ix.ready[:n])
+	ix.ready = ix.ready[n:]
+	for _, jb := range batch {
+		ix.queuedBytes -= jb.bytes
+	}
+	ix.running = len(batch)
+	return batch
 }
 
 func (ix *Index) runBatch(batch []*job) {
@@ -258,9 +510,16 @@ func (ix *Index) runBatch(batch []*job) {
 		return
 	}
 	docs := make([]Document, len(run))
+	tries := make([]Job, len(run))
 	for i, j := range run {
 		docs[i] = j.doc
-		ix.update(j.id, func(x *Job) { x.State = JobRunning })
+		tries[i] = Job{ID: j.id, Attempts: j.attempts}
+		ix.update(j.id, func(x *Job) { x.State, x.RetryAt = JobRunning, time.Time{} })
+	}
+	if ix.q != nil {
+		if err := ix.q.try(tries); err != nil {
+			ix.log.Warn("index: could not record the start of background indexing", "err", err)
+		}
 	}
 	results, err := ix.AddMany(ctx, docs)
 	if err != nil && len(run) > 1 {
@@ -282,24 +541,126 @@ func (ix *Index) runBatch(batch []*job) {
 	}
 }
 
-// finishJob records a job's outcome in memory and in the queue log.
+// permanent reports whether an indexing error would recur on every attempt:
+// the page itself is at fault, or the store's quota is full.
+func permanent(err error) bool {
+	return errors.Is(err, chunk.ErrTooManyChunks) || errors.Is(err, ErrTooManyChunks) || errors.Is(err, ErrEmptyDocument) ||
+		errors.Is(err, ErrNoSource) || errors.Is(err, ErrQuotaExceeded)
+}
+
+// finishJob records a job's outcome in memory and in the queue log: done,
+// waiting for another attempt, or moved to the dead letters.
 func (ix *Index) finishJob(j *job, r Result, now time.Time) {
-	if r.Err != nil {
-		ix.stats.failed.Add(1)
-		ix.log.Error("index: background indexing failed", "source", j.doc.SourceURL, "job", j.id, "err", r.Err)
-		ix.update(j.id, func(x *Job) { x.State, x.Error, x.Finished = JobFailed, r.Err.Error(), now })
-	} else {
+	if r.Err == nil {
 		ix.stats.done.Add(1)
 		if r.Unchanged || r.Superseded {
 			ix.stats.unchanged.Add(1)
 		}
 		ix.update(j.id, func(x *Job) {
-			x.State, x.Chunks, x.Unchanged, x.Finished = JobDone, r.Chunks, r.Unchanged || r.Superseded, now
+			x.State, x.Chunks, x.Unchanged, x.Finished, x.Error = JobDone, r.Chunks, r.Unchanged || r.Superseded, now, ""
+			x.Attempts = j.attempts
 		})
+		if ix.q != nil {
+			if jj, ok := ix.Job(j.id); ok {
+				ix.q.finish(jj)
+			}
+		}
+		return
 	}
+	msg := jobError(r.Err)
+	outage := errors.Is(r.Err, embed.ErrUnavailable)
+	if !outage {
+		j.attempts++
+	}
+	ix.qmu.Lock()
+	closing := ix.closing
+	ix.qmu.Unlock()
+	if !permanent(r.Err) && j.attempts < ix.maxAttempts {
+		// Try again later: after the embedder's own retry time during an
+		// outage, else after a delay doubling with each attempt.
+		delay := ix.retryDelay << min(max(j.attempts-1, 0), 16)
+		if outage {
+			delay = ix.retryDelay
+			var ue *embed.UnavailableError
+			if errors.As(r.Err, &ue) && ue.RetryAt.After(now) {
+				delay = ue.RetryAt.Sub(now)
+			}
+		}
+		delay = min(delay, maxRetryDelay)
+		j.retryAt = now.Add(delay)
+		ix.stats.retries.Add(1)
+		ix.update(j.id, func(x *Job) {
+			x.State, x.Error, x.Attempts, x.RetryAt = JobQueued, msg, j.attempts, j.retryAt
+		})
+		if ix.q != nil {
+			ix.q.retry(Job{ID: j.id, Attempts: j.attempts, Error: msg})
+		}
+		if closing {
+			if ix.q == nil {
+				ix.log.Error("index: background indexing failed while closing; the page is lost (the queue is not durable)", "source", j.doc.SourceURL, "job", j.id, "err", r.Err)
+			} else {
+				ix.log.Warn("index: background indexing failed while closing; the next open tries again", "source", j.doc.SourceURL, "job", j.id, "err", r.Err)
+			}
+			return
+		}
+		ix.log.Warn("index: background indexing failed; trying again later", "source", j.doc.SourceURL, "job", j.id, "attempts", j.attempts, "retryIn", delay.String(), "err", r.Err)
+		ix.qmu.Lock()
+		ix.pushLocked(j)
+		ix.qmu.Unlock()
+		return
+	}
+	if !permanent(r.Err) {
+		msg = fmt.Sprintf("gave up after %d attempts: %s", j.attempts, msg)
+	}
+	ix.bury(j, msg, now)
+}
+
+// jobError is what a job reports of its failure: the message of the
+// index's own errors, which are written for people, or else what kind of
+// failure it was, without the error's text (which may name files and
+// servers; the log has it).
+func jobError(err error) string {
+	switch {
+	case permanent(err):
+		return strings.TrimPrefix(firstLine(err.Error()), "index: ")
+	case errors.Is(err, embed.ErrUnavailable):
+		return "the embedder is unavailable (" + embed.Reason(err) + "); the page waits and is indexed once it is back"
+	case errors.Is(err, ErrEmbedding):
+		return "the embedder failed (" + embed.Reason(err) + ")"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "the disk is full"
+	case errors.Is(err, ErrClosed):
+		return "the store was closed"
+	}
+	return "storing the page failed (the log has the details)"
+}
+
+// bury moves a job to the dead letters.
+func (ix *Index) bury(j *job, msg string, now time.Time) {
+	ix.stats.failed.Add(1)
+	ix.log.Error("index: background indexing failed; the page is kept in the dead letters (ragmem jobs list)", "source", j.doc.SourceURL, "job", j.id, "attempts", j.attempts, "err", msg)
+	ix.update(j.id, func(x *Job) {
+		x.State, x.Error, x.Attempts, x.Finished, x.RetryAt = JobDead, msg, j.attempts, now, time.Time{}
+	})
+	jj, _ := ix.Job(j.id)
 	if ix.q != nil {
-		if jj, ok := ix.Job(j.id); ok {
-			ix.q.finish(jj)
+		if err := ix.q.bury(jj, &j.doc); err != nil {
+			ix.log.Error("index: could not keep the page in the dead letters", "job", j.id, "err", err)
+		}
+	} else {
+		ix.qmu.Lock()
+		ix.deadDocs[j.id] = &j.doc
+		ix.qmu.Unlock()
+	}
+	ix.pruneDead()
+}
+
+// pruneDead drops the oldest dead letters past maxDead.
+func (ix *Index) pruneDead() {
+	dead := ix.ListJobs(JobDead)
+	for i := len(dead) - 1; i >= maxDead; i-- {
+		if err := ix.DropJob(context.Background(), dead[i].ID); err == nil {
+			ix.log.Warn("index: dropped the oldest dead letter", "job", dead[i].ID, "source", dead[i].SourceURL, "limit", maxDead)
 		}
 	}
 }

@@ -70,8 +70,15 @@ var (
 	ErrEmptyDocument    = errors.New("index: document has no text to index")
 	ErrEmbedding        = errors.New("index: embedder failed")
 	ErrNoSource         = errors.New("index: document has no source URL")
-	ErrClosed           = driver.ErrClosed
-	ErrNotFound         = driver.ErrNotFound
+	// ErrTooManyChunks: a document would yield more than
+	// Options.MaxChunksPerDocument chunks (or has too much structure for
+	// that many; see chunk.Options.MaxChunks).
+	ErrTooManyChunks = errors.New("index: document has too many chunks")
+	// ErrQuotaExceeded: a write would take the store past
+	// Options.QuotaChunks or Options.QuotaBytes.
+	ErrQuotaExceeded = errors.New("index: quota exceeded")
+	ErrClosed        = driver.ErrClosed
+	ErrNotFound      = driver.ErrNotFound
 )
 
 // Meta keys the index keeps in the backend.
@@ -84,7 +91,12 @@ const (
 // Options configure Open. A nil *Options means all defaults.
 type Options struct {
 	// Embedder embeds chunks and queries. When nil, EmbedderFor builds it.
+	// It is called through a circuit breaker (embed.Breaker; one given here
+	// is used as it is).
 	Embedder embed.Embedder
+	// Breaker configures the circuit breaker around the embedder. Default
+	// embed.BreakerOptions defaults.
+	Breaker *embed.BreakerOptions
 	// EmbedderFor builds the embedder when Embedder is nil, given what the
 	// store records about the embedder that built it (nil for a new store,
 	// or one that records nothing). Default: embed.New of the recorded spec
@@ -107,6 +119,35 @@ type Options struct {
 	// QueueSize bounds the IndexPageAsync queue; pages beyond it are dropped
 	// and counted. Default 1024.
 	QueueSize int
+	// QueueBytes bounds the text of the pages waiting in the IndexPageAsync
+	// queue (they are held in memory); pages beyond it are dropped and
+	// counted, but a page is always accepted by an empty queue. Default
+	// DefaultQueueBytes (64 MiB).
+	QueueBytes int64
+	// MaxAttempts is how many times a background page whose indexing
+	// fails (or is interrupted by the end of the process) is tried before
+	// it is moved to the dead letters. Attempts during an embedder outage
+	// (embed.ErrUnavailable) do not count. Default DefaultMaxAttempts (3).
+	MaxAttempts int
+	// RetryDelay is the wait before a failed background page is tried
+	// again; it doubles with each attempt (at most 5 minutes). Default
+	// DefaultRetryDelay (1 s).
+	RetryDelay time.Duration
+	// MaxChunksPerDocument is the most chunks one document may have;
+	// larger documents fail with ErrTooManyChunks, in memory and time
+	// bounded by the limit rather than by the document. Default
+	// DefaultMaxChunksPerDocument (4096, about 6 MiB of prose); negative
+	// means no limit.
+	MaxChunksPerDocument int
+	// QuotaChunks is the most chunks the store may hold; a write past it
+	// fails with ErrQuotaExceeded (removals always work). Default 0, no
+	// quota.
+	QuotaChunks int
+	// QuotaBytes is the most bytes the store may take on disk (its own
+	// files; stores nested in its directory are not counted); a write that
+	// would pass it, by the new chunks' text and vectors, fails with
+	// ErrQuotaExceeded. Default 0, no quota.
+	QuotaBytes int64
 	// QueueDir is where IndexPageAsync persists the pages it has not indexed
 	// yet, so that they survive a crash. Default: dir, the local store's own
 	// directory. With another Backend, the default "" keeps the queue in
@@ -126,8 +167,10 @@ type Options struct {
 
 // Index is the persistent store. See the package comment.
 type Index struct {
+	dir      string // the local store's directory; "" with Options.Backend
 	be       driver.Backend
-	emb      embed.Embedder
+	emb      embed.Embedder // as configured, for Embedder and identity checks
+	call     *embed.Breaker // emb behind its circuit breaker: every embedding goes through it
 	qcache   *embed.QueryCache
 	chunking chunk.Options
 	log      *slog.Logger
@@ -140,17 +183,28 @@ type Index struct {
 	settingsMu sync.RWMutex
 	settings   map[string]setting // store-level settings of other packages, read once
 
-	qmu       sync.RWMutex // guards sends on queue, and closing, against Close
-	closing   bool
-	queue     chan *job
-	queueSize int
-	q         *queueLog // the persisted queue; nil when it lives in memory only
-	jobsMu    sync.Mutex
-	jobs      map[string]*Job
-	jobList   []string // job ids, oldest first, for bounded retention
-	worker    sync.WaitGroup
-	nextJob   atomic.Uint64
-	stats     asyncCounters
+	maxChunks   int
+	quotaChunks int
+	quotaBytes  int64
+
+	qmu         sync.Mutex // guards the fields below, and closing, against Close
+	closing     bool
+	ready       []*job               // pages to index, in order
+	waiting     []*job               // pages waiting to be tried again
+	queuedBytes int64                // text of ready and waiting
+	running     int                  // pages in the batch being indexed
+	deadDocs    map[string]*Document // dead letters' pages when the queue is not durable
+	wake        chan struct{}        // tells the worker there is work (or Close)
+	queueSize   int
+	queueBytes  int64
+	maxAttempts int
+	retryDelay  time.Duration
+	q           *queueLog // the persisted queue; nil when it lives in memory only
+	jobsMu      sync.Mutex
+	jobs        map[string]*Job
+	jobList     []string // job ids, oldest first, for bounded retention
+	worker      sync.WaitGroup
+	stats       asyncCounters
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -190,6 +244,21 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 	if o.QueueSize <= 0 {
 		o.QueueSize = 1024
 	}
+	if o.QueueBytes <= 0 {
+		o.QueueBytes = DefaultQueueBytes
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.RetryDelay <= 0 {
+		o.RetryDelay = DefaultRetryDelay
+	}
+	switch {
+	case o.MaxChunksPerDocument == 0:
+		o.MaxChunksPerDocument = DefaultMaxChunksPerDocument
+	case o.MaxChunksPerDocument < 0:
+		o.MaxChunksPerDocument = 0
+	}
 	if o.EmbedBatch <= 0 {
 		o.EmbedBatch = 128
 	}
@@ -211,6 +280,10 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 		conc:      o.EmbedConcurrency,
 		queueSize: o.QueueSize,
 		jobs:      map[string]*Job{},
+
+		maxChunks: o.MaxChunksPerDocument, quotaChunks: max(o.QuotaChunks, 0), quotaBytes: max(o.QuotaBytes, 0),
+		queueBytes: o.QueueBytes, maxAttempts: o.MaxAttempts, retryDelay: o.RetryDelay,
+		deadDocs: map[string]*Document{}, wake: make(chan struct{}, 1),
 	}
 	if o.Chunking != nil {
 		ix.chunking = *o.Chunking
@@ -226,7 +299,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 		if err != nil {
 			return nil, err
 		}
-		ix.be = lb
+		ix.be, ix.dir = lb, dir
 		if r := lb.Recovery(); len(r.Problems) > 0 {
 			o.Logger.Warn("index: recovered store", "dir", dir, "problems", len(r.Problems), "journalOps", r.JournalOps, "quarantined", len(r.Quarantined))
 		}
@@ -239,9 +312,17 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 		}
 		ix.emb = emb
 	}
+	ix.call = embed.NewBreaker(ix.emb, o.Breaker) // the same one when the embedder is a *embed.Breaker
+	ix.emb = ix.call.Unwrap()
 	if err := ix.checkEmbedder(ctx); err != nil {
 		_ = ix.be.Close()
 		return nil, err
+	}
+	if sd, ok, err := ix.be.Meta(ctx, metaDimension); err == nil && ok {
+		if d, err := strconv.Atoi(sd); err == nil {
+			// Vectors of another length are an outage, never records.
+			ix.call.ExpectDimension(d)
+		}
 	}
 	queueDir := o.QueueDir
 	if queueDir == "" && o.Backend == nil {
@@ -250,14 +331,15 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 	var qs *queueState
 	if queueDir != "" {
 		var err error
-		if ix.q, qs, err = openQueue(wal.OS{}, queueDir, o.Logger); err != nil {
+		if ix.q, qs, err = openQueue(wal.OS{}, queueDir, o.Logger, o.MaxAttempts); err != nil {
 			_ = ix.be.Close()
 			return nil, err
 		}
 	}
-	ix.queue = make(chan *job, o.QueueSize+len(qsPending(qs)))
 	if qs != nil {
+		ix.qmu.Lock()
 		ix.replayQueue(qs)
+		ix.qmu.Unlock()
 	}
 	ix.worker.Add(1)
 	go ix.run()
@@ -405,13 +487,6 @@ func (ix *Index) recordSpec(ctx context.Context) error {
 	return ix.be.SetMeta(ctx, metaEmbedderSpec, string(raw))
 }
 
-func qsPending(qs *queueState) []*queueRecord {
-	if qs == nil {
-		return nil
-	}
-	return qs.pending
-}
-
 // checkEmbedder records the embedder on a new store and refuses a different one.
 func (ix *Index) checkEmbedder(ctx context.Context) error {
 	id := ix.emb.Identity()
@@ -484,6 +559,10 @@ func (ix *Index) Backend() driver.Backend { return ix.be }
 
 // Embedder returns the embedder the index uses.
 func (ix *Index) Embedder() embed.Embedder { return ix.emb }
+
+// EmbedderState reports the circuit breaker around the embedder: "closed"
+// while it works, "open" while it is taken for down.
+func (ix *Index) EmbedderState() embed.BreakerState { return ix.call.State() }
 
 // ContentHash is the hash that decides whether a source changed: it covers
 // the content, the title, the format and the doc type.
@@ -580,7 +659,13 @@ func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepa
 			return p, nil
 		}
 	}
-	chunks := chunk.Split(d.Content, d.Format, &ix.chunking)
+	co := ix.chunking
+	co.MaxChunks = ix.maxChunks
+	chunks, err := chunk.SplitLimit(d.Content, d.Format, &co)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s; the limit is %d chunks per document", ErrTooManyChunks,
+			strings.TrimPrefix(err.Error(), chunk.ErrTooManyChunks.Error()+": "), ix.maxChunks)
+	}
 	if len(chunks) == 0 {
 		return nil, ErrEmptyDocument
 	}
@@ -692,6 +777,9 @@ func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error)
 	if len(work) == 0 {
 		return results, nil
 	}
+	if err := ix.checkQuota(ctx, work); err != nil {
+		return nil, err
+	}
 	if err := ix.embedRecords(ctx, recs); err != nil {
 		return nil, err
 	}
@@ -734,7 +822,7 @@ func (ix *Index) embedRecords(ctx context.Context, recs []*Record) error {
 			for i := range texts {
 				texts[i] = EmbedText(recs[sp.lo+i])
 			}
-			vecs, err := ix.emb.Embed(ctx, texts)
+			vecs, err := ix.call.Embed(ctx, texts)
 			if err == nil && len(vecs) != len(texts) {
 				err = fmt.Errorf("%w: embedder returned %d vectors for %d texts", embed.ErrDimensionMismatch, len(vecs), len(texts))
 			}
@@ -767,6 +855,7 @@ func (ix *Index) learnDimension(ctx context.Context) {
 	}
 	if _, ok, err := ix.be.Meta(ctx, metaDimension); err == nil && !ok {
 		_ = ix.be.SetMeta(ctx, metaDimension, strconv.Itoa(d))
+		ix.call.ExpectDimension(d)
 	}
 	if stored, ok, err := ix.be.Meta(ctx, metaEmbedder); err == nil && ok && unknownDim.MatchString(stored) {
 		if ix.be.SetMeta(ctx, metaEmbedder, ix.emb.Identity()) == nil {
@@ -877,7 +966,7 @@ func (ix *Index) EmbedQuery(ctx context.Context, query string) ([]float32, error
 	if !utf8.ValidString(query) {
 		query = strings.ToValidUTF8(query, " ")
 	}
-	v, err := ix.qcache.Embed(ctx, ix.emb, query)
+	v, err := ix.qcache.Embed(ctx, ix.call, query)
 	if err != nil {
 		ix.embedHealthy.Store(false)
 		return nil, fmt.Errorf("%w: embed query: %w", ErrEmbedding, err)
@@ -1032,13 +1121,15 @@ func checkSettingKey(key string) error {
 	return nil
 }
 
-// Close waits for queued pages, then closes the backend. It is safe to call
-// more than once.
+// Close waits for queued pages (those waiting to be tried again after a
+// failure get one more attempt; with a durable queue, one that fails again
+// stays queued for the next Open), then closes the backend. It is safe to
+// call more than once.
 func (ix *Index) Close() error {
 	ix.closeOnce.Do(func() {
 		ix.qmu.Lock()
 		ix.closing = true // refuse new pages; queued ones still get indexed
-		close(ix.queue)
+		ix.wakeWorker()
 		ix.qmu.Unlock()
 		ix.worker.Wait()
 		ix.closed.Store(true)

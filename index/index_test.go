@@ -245,7 +245,7 @@ func TestEmbedFailureChangesNothing(t *testing.T) {
 
 func TestIndexPageAsync(t *testing.T) {
 	fe := &failingEmbedder{Embedder: embed.Default()}
-	ix := open(t, t.TempDir(), &Options{Embedder: fe})
+	ix := open(t, t.TempDir(), &Options{Embedder: fe, MaxAttempts: 2, RetryDelay: time.Millisecond})
 	var ids []string
 	for i := 0; i < 40; i++ {
 		ids = append(ids, ix.IndexPageAsync(Document{SourceURL: fmt.Sprintf("https://p.example/%d", i%20), Title: "P", Content: fmt.Sprintf("page %d about rivers", i%20)}))
@@ -267,15 +267,26 @@ func TestIndexPageAsync(t *testing.T) {
 	if q.Enqueued != 40 || q.Done != 40 || q.Unchanged < 20 || q.Failed != 0 {
 		t.Fatalf("queue stats %+v", q)
 	}
-	// Failures are counted and reported by the job, never returned.
+	// Failures are retried, counted and reported by the job, never
+	// returned; after MaxAttempts the page goes to the dead letters.
 	fe.fail.Store(true)
 	bad := ix.IndexPageAsync(Document{SourceURL: "https://p.example/new", Content: "new page"})
-	ix.Flush(ctx)
-	if j, _ := ix.Job(bad); j.State != JobFailed || !strings.Contains(j.Error, "model server down") {
-		t.Fatalf("failed job: %+v", j)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		j, _ := ix.Job(bad)
+		if j.State == JobDead {
+			if j.Attempts != 2 || !strings.Contains(j.Error, "gave up after 2 attempts") || !strings.Contains(j.Error, "the embedder failed") {
+				t.Fatalf("dead job: %+v", j)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job never given up on: %+v", j)
+		}
+		time.Sleep(time.Millisecond)
 	}
-	if ix.QueueStats().Failed != 1 {
-		t.Fatal("failure not counted")
+	if q := ix.QueueStats(); q.Failed != 1 || q.Retries != 1 || q.Dead != 1 {
+		t.Fatalf("failure not counted: %+v", q)
 	}
 	fe.fail.Store(false)
 	// Close waits for queued pages.

@@ -3,6 +3,8 @@ package index
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +12,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,23 +23,50 @@ import (
 
 // The durable queue behind IndexPageAsync: an append-only log in the queue
 // directory. A page is appended and fsynced before IndexPageAsync returns, so
-// a crash before it is indexed loses nothing: the next Open replays it. When
-// a job finishes, a record saying so is appended without waiting for the
-// disk; if a crash loses that record, the replayed job finds its source
-// indexed after the page was queued and skips it, so a replay never
+// a crash before it is indexed loses nothing: the next Open replays it.
+//
+// Before the worker indexes a page it appends a "try" record, and after it a
+// record of the outcome: "done", "retry" (failed, to be tried again) or
+// "dead" (moved to the dead letters). A "try" with no outcome after it means
+// the process stopped while indexing the page: a crash, perhaps caused by
+// the page itself. Open counts that as a failed attempt, and a page that has
+// failed MaxAttempts times is moved to the dead letters instead of being
+// replayed, so no page can crash every start of the store. Outcome records
+// are not fsynced: they are written before the process can die of the next
+// page, and only a power loss could lose one (the page is then tried again).
+//
+// A finished job whose record is lost is replayed and finds its source
+// indexed after the page was queued, and is skipped, so a replay never
 // overwrites something newer. The log is compacted once it has grown: the
-// pages still waiting and the last maxJobs finished jobs are rewritten to a
-// new file (temp file, fsync, rename, fsync of the directory).
+// pages still waiting, the dead letters and the last maxJobs finished jobs
+// are rewritten to a new file (temp file, fsync, rename, fsync of the
+// directory).
+//
+// Dead letters keep their page in dead/<hash of the job id>.json (written
+// atomically), so that the log and memory hold only their summaries; RetryJob
+// queues the page again, DropJob deletes it.
 //
 //	<QueueDir>/queue.rgq    "RGMQUE01", then one JSON record per wal frame
 //	<QueueDir>/queue.lock   held while the queue is open
+//	<QueueDir>/dead/        the pages of dead letters
 
 const (
 	queueFile  = "queue.rgq"
 	queueLock  = "queue.lock"
 	queueMagic = "RGMQUE01"
+	deadDir    = "dead"
 	// queueCompactBytes is the log size past which it is compacted.
 	queueCompactBytes = 8 << 20
+)
+
+// Record kinds of the queue log.
+const (
+	recPage  = "page"  // queued (again), with the document
+	recTry   = "try"   // the worker started on it
+	recRetry = "retry" // an attempt failed; the page waits to be tried again
+	recDone  = "done"  // finished
+	recDead  = "dead"  // moved to the dead letters; its page is in dead/
+	recDrop  = "drop"  // a dead letter was dropped
 )
 
 // ErrQueueLocked is returned by Open when another process holds the queue directory.
@@ -43,9 +74,15 @@ var ErrQueueLocked = errors.New("index: indexing queue is locked")
 
 // queueRecord is one entry of the queue log.
 type queueRecord struct {
-	Kind string    `json:"k"`             // "page": queued with its document; "done": finished
+	Kind string    `json:"k"`             // one of the rec* kinds
 	Job  Job       `json:"job"`           // the job as it stands
 	Doc  *Document `json:"doc,omitempty"` // with "page"
+}
+
+// deadLetter is what dead/<name>.json holds.
+type deadLetter struct {
+	Job Job      `json:"job"`
+	Doc Document `json:"doc"`
 }
 
 // queueLog is the persisted queue. Safe for concurrent use.
@@ -58,6 +95,8 @@ type queueLog struct {
 	logger   *slog.Logger
 	pending  map[string]*queueRecord // queued, not finished: kept for compaction
 	order    []string                // pending ids in queue order
+	inflight map[string]bool         // pending ids with a "try" and no outcome yet
+	dead     map[string]Job          // dead letters
 	finished []Job                   // recent finished jobs, oldest first, at most maxJobs
 }
 
@@ -65,11 +104,15 @@ type queueLog struct {
 type queueState struct {
 	pending  []*queueRecord // pages to index, in queue order
 	finished []Job          // finished jobs to remember
-	notes    []string       // recovery notes (torn tail cut, damage quarantined)
+	dead     []Job          // dead letters, oldest first
+	crashed  []Job          // pages whose indexing was interrupted by the end of the process
+	notes    []string       // recovery notes (torn tail cut, damage quarantined, pages given up)
 }
 
-// openQueue opens (or creates) the queue log in dir.
-func openQueue(fs wal.FS, dir string, logger *slog.Logger) (*queueLog, *queueState, error) {
+// openQueue opens (or creates) the queue log in dir. A page whose
+// interrupted and failed attempts reach maxAttempts is moved to the dead
+// letters.
+func openQueue(fs wal.FS, dir string, logger *slog.Logger, maxAttempts int) (*queueLog, *queueState, error) {
 	if err := fs.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("index: create queue directory: %w", err)
 	}
@@ -81,7 +124,8 @@ func openQueue(fs wal.FS, dir string, logger *slog.Logger) (*queueLog, *queueSta
 		}
 		return nil, nil, fmt.Errorf("index: lock indexing queue: %w", err)
 	}
-	q := &queueLog{fs: fs, dir: dir, lock: lock, logger: logger, pending: map[string]*queueRecord{}}
+	q := &queueLog{fs: fs, dir: dir, lock: lock, logger: logger}
+	q.reset()
 	st, validEnd, err := q.load()
 	if err == nil {
 		if validEnd < 0 {
@@ -90,17 +134,33 @@ func openQueue(fs wal.FS, dir string, logger *slog.Logger) (*queueLog, *queueSta
 			q.log, err = wal.OpenLog(fs, q.path(), validEnd)
 		}
 	}
-	if err == nil && q.log.Size() > queueCompactBytes/2 {
-		err = q.compactLocked()
+	if err == nil {
+		q.settle(st, maxAttempts)
+		if q.log.Size() > queueCompactBytes/2 {
+			err = q.compactLocked()
+		}
 	}
 	if err != nil {
 		_ = lock.Unlock()
 		return nil, nil, fmt.Errorf("index: open indexing queue: %w", err)
 	}
+	q.removeOrphans()
 	return q, st, nil
 }
 
+func (q *queueLog) reset() {
+	q.pending, q.order, q.finished = map[string]*queueRecord{}, nil, nil
+	q.inflight, q.dead = map[string]bool{}, map[string]Job{}
+}
+
 func (q *queueLog) path() string { return filepath.Join(q.dir, queueFile) }
+
+// deadPath is where the page of a dead letter is kept. Job ids come from
+// the log, so the file name is derived from a hash, never from the id.
+func (q *queueLog) deadPath(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return filepath.Join(q.dir, deadDir, hex.EncodeToString(h[:12])+".json")
+}
 
 // load reads the log into q. validEnd is where good data ends, -1 when there
 // is no usable log (none yet, or one whose header is damaged).
@@ -118,11 +178,11 @@ func (q *queueLog) load() (*queueState, int64, error) {
 	if fi, err := f.Stat(); err == nil {
 		size = fi.Size()
 	}
-	res, err := readQueue(bufio.NewReaderSize(f, 1<<20), func(r *queueRecord) { q.add(r) })
+	res, err := readQueue(bufio.NewReaderSize(f, 1<<20), q.add)
 	if err != nil {
 		q.quarantine(fmt.Sprintf("unreadable (%v); queued pages in it are lost", err), true)
 		st.notes = append(st.notes, fmt.Sprintf("indexing queue %s is unreadable (%v); moved it to quarantine/ and started a new one", queueFile, err))
-		q.pending, q.order, q.finished = map[string]*queueRecord{}, nil, nil
+		q.reset()
 		return st, -1, nil
 	}
 	if res.Tail != nil {
@@ -134,11 +194,72 @@ func (q *queueLog) load() (*queueState, int64, error) {
 			st.notes = append(st.notes, fmt.Sprintf("indexing queue is damaged after byte %d (%v); kept a copy in quarantine/, pages queued after it are lost", res.ValidEnd, res.Tail))
 		}
 	}
+	return st, res.ValidEnd, nil
+}
+
+// settle counts the attempts interrupted by the end of the last process,
+// moves the pages that have failed maxAttempts times to the dead letters,
+// and fills st.
+func (q *queueLog) settle(st *queueState, maxAttempts int) {
+	for _, id := range append([]string(nil), q.order...) {
+		r := q.pending[id]
+		if !q.inflight[id] {
+			continue
+		}
+		delete(q.inflight, id)
+		r.Job.Attempts++
+		r.Job.Error = "the process stopped while indexing this page (a crash, a kill or running out of memory)"
+		st.crashed = append(st.crashed, r.Job)
+		if r.Job.Attempts < maxAttempts {
+			continue
+		}
+		j := r.Job
+		j.Error = fmt.Sprintf("gave up after %d attempts: the process stopped while indexing this page each time", j.Attempts)
+		if err := q.deadLocked(j, r.Doc); err != nil {
+			q.logger.Error("index: could not move a page that keeps stopping the process to the dead letters; it is tried again", "job", id, "err", err)
+			continue
+		}
+		st.notes = append(st.notes, fmt.Sprintf("moved %s (job %s) to the dead letters: %s; 'ragmem jobs retry %s' queues it again", j.SourceURL, id, j.Error, id))
+	}
 	for _, id := range q.order {
 		st.pending = append(st.pending, q.pending[id])
 	}
 	st.finished = append(st.finished, q.finished...)
-	return st, res.ValidEnd, nil
+	st.dead = q.deadList()
+}
+
+// deadList returns the dead letters, oldest first.
+func (q *queueLog) deadList() []Job {
+	out := make([]Job, 0, len(q.dead))
+	for _, j := range q.dead {
+		out = append(out, j)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if !out[a].Finished.Equal(out[b].Finished) {
+			return out[a].Finished.Before(out[b].Finished)
+		}
+		return out[a].ID < out[b].ID
+	})
+	return out
+}
+
+// removeOrphans deletes dead-letter files no dead letter refers to (a crash
+// between writing one and recording it, or between retrying one and
+// deleting its file).
+func (q *queueLog) removeOrphans() {
+	ents, err := os.ReadDir(filepath.Join(q.dir, deadDir))
+	if err != nil {
+		return
+	}
+	keep := map[string]bool{}
+	for id := range q.dead {
+		keep[filepath.Base(q.deadPath(id))] = true
+	}
+	for _, e := range ents {
+		if !keep[e.Name()] {
+			_ = q.fs.Remove(filepath.Join(q.dir, deadDir, e.Name()))
+		}
+	}
 }
 
 // readQueue reads a queue log (the fuzz target's entry point): the header,
@@ -154,7 +275,7 @@ func readQueue(r *bufio.Reader, fn func(*queueRecord)) (wal.ScanResult, error) {
 		if err := json.Unmarshal(p, &rec); err != nil {
 			return fmt.Errorf("%w: %v", wal.ErrCorrupt, err)
 		}
-		if rec.Job.ID == "" || (rec.Kind == "page") != (rec.Doc != nil) || rec.Kind != "page" && rec.Kind != "done" {
+		if !wellFormed(&rec) {
 			return fmt.Errorf("%w: malformed queue record", wal.ErrCorrupt)
 		}
 		fn(&rec)
@@ -162,30 +283,66 @@ func readQueue(r *bufio.Reader, fn func(*queueRecord)) (wal.ScanResult, error) {
 	})
 }
 
+func wellFormed(r *queueRecord) bool {
+	if r.Job.ID == "" || (r.Kind == recPage) != (r.Doc != nil) || r.Job.Attempts < 0 {
+		return false
+	}
+	switch r.Kind {
+	case recPage, recTry, recRetry, recDone, recDead, recDrop:
+		return true
+	}
+	return false
+}
+
 // ErrCorruptQueue reports an unreadable queue log.
 var ErrCorruptQueue = errors.New("index: corrupt indexing queue")
 
 // add applies one record to the in-memory view.
 func (q *queueLog) add(r *queueRecord) {
+	id := r.Job.ID
 	switch r.Kind {
-	case "page":
-		if _, ok := q.pending[r.Job.ID]; !ok {
-			q.order = append(q.order, r.Job.ID)
+	case recPage:
+		if _, ok := q.pending[id]; !ok {
+			q.order = append(q.order, id)
 		}
-		q.pending[r.Job.ID] = r
-	case "done":
-		if _, ok := q.pending[r.Job.ID]; ok {
-			delete(q.pending, r.Job.ID)
-			for i, id := range q.order {
-				if id == r.Job.ID {
-					q.order = append(q.order[:i], q.order[i+1:]...)
-					break
-				}
-			}
+		q.pending[id] = r
+		delete(q.inflight, id)
+		delete(q.dead, id) // retried
+	case recTry:
+		if p, ok := q.pending[id]; ok {
+			q.inflight[id] = true
+			p.Job.Attempts = r.Job.Attempts
+		}
+	case recRetry:
+		if p, ok := q.pending[id]; ok {
+			delete(q.inflight, id)
+			p.Job.Attempts, p.Job.Error = r.Job.Attempts, r.Job.Error
+		}
+	case recDone, recDead:
+		q.unpend(id)
+		if r.Kind == recDead {
+			q.dead[id] = r.Job
+			return
 		}
 		q.finished = append(q.finished, r.Job)
 		if len(q.finished) > maxJobs {
 			q.finished = append([]Job(nil), q.finished[len(q.finished)-maxJobs:]...)
+		}
+	case recDrop:
+		delete(q.dead, id)
+	}
+}
+
+func (q *queueLog) unpend(id string) {
+	if _, ok := q.pending[id]; !ok {
+		return
+	}
+	delete(q.pending, id)
+	delete(q.inflight, id)
+	for i, x := range q.order {
+		if x == id {
+			q.order = append(q.order[:i], q.order[i+1:]...)
+			break
 		}
 	}
 }
@@ -210,22 +367,26 @@ func (q *queueLog) quarantine(why string, move bool) {
 	}
 }
 
-func (q *queueLog) append(sync bool, r *queueRecord) error {
-	p, err := json.Marshal(r)
-	if err != nil {
-		return err
+func (q *queueLog) append(sync bool, rs ...*queueRecord) error {
+	ps := make([][]byte, len(rs))
+	for i, r := range rs {
+		p, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		ps[i] = p
 	}
 	if sync {
-		return q.log.Append(p)
+		return q.log.Append(ps...)
 	}
-	return q.log.AppendNoSync(p)
+	return q.log.AppendNoSync(ps...)
 }
 
 // enqueue makes a page durable.
 func (q *queueLog) enqueue(j Job, d *Document) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	r := &queueRecord{Kind: "page", Job: j, Doc: d}
+	r := &queueRecord{Kind: recPage, Job: j, Doc: d}
 	if err := q.append(true, r); err != nil {
 		return err
 	}
@@ -233,13 +394,72 @@ func (q *queueLog) enqueue(j Job, d *Document) error {
 	return nil
 }
 
+// try records that the worker starts on jobs: if the process dies before an
+// outcome is recorded, the next Open counts a failed attempt.
+func (q *queueLog) try(jobs []Job) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	rs := make([]*queueRecord, len(jobs))
+	for i, j := range jobs {
+		rs[i] = &queueRecord{Kind: recTry, Job: Job{ID: j.ID, Attempts: j.Attempts}}
+	}
+	if err := q.append(false, rs...); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		q.add(r)
+	}
+	return nil
+}
+
+// retry records a failed attempt of a page that waits to be tried again.
+func (q *queueLog) retry(j Job) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.record(&queueRecord{Kind: recRetry, Job: Job{ID: j.ID, Attempts: j.Attempts, Error: j.Error}})
+}
+
 // finish records that a job finished.
 func (q *queueLog) finish(j Job) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	r := &queueRecord{Kind: "done", Job: j}
+	q.record(&queueRecord{Kind: recDone, Job: j})
+}
+
+// bury moves a job to the dead letters, with its page.
+func (q *queueLog) bury(j Job, d *Document) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.deadLocked(j, d)
+}
+
+func (q *queueLog) deadLocked(j Job, d *Document) error {
+	if d == nil {
+		if p, ok := q.pending[j.ID]; ok {
+			d = p.Doc
+		}
+	}
+	if d == nil {
+		return fmt.Errorf("index: no page for job %s", j.ID)
+	}
+	if err := q.fs.MkdirAll(filepath.Join(q.dir, deadDir), 0o700); err != nil {
+		return err
+	}
+	err := wal.WriteFileAtomic(q.fs, q.deadPath(j.ID), func(w io.Writer) error {
+		return json.NewEncoder(w).Encode(deadLetter{Job: j, Doc: *d})
+	})
+	if err != nil {
+		return err
+	}
+	q.record(&queueRecord{Kind: recDead, Job: j})
+	return nil
+}
+
+// record appends an outcome without waiting for the disk, applies it, and
+// compacts the log once it has grown.
+func (q *queueLog) record(r *queueRecord) {
 	if err := q.append(false, r); err != nil {
-		q.logger.Warn("index: could not record a finished background job; it is replayed (and skipped) on the next open", "job", j.ID, "err", err)
+		q.logger.Warn("index: could not record the outcome of a background job; it is replayed on the next open", "job", r.Job.ID, "outcome", r.Kind, "err", err)
 	}
 	q.add(r)
 	if q.log.Size() > queueCompactBytes {
@@ -249,8 +469,49 @@ func (q *queueLog) finish(j Job) {
 	}
 }
 
-// compactLocked rewrites the log with only the pending pages and the recent
-// finished jobs.
+// deadDoc reads the page of a dead letter.
+func (q *queueLog) deadDoc(id string) (*deadLetter, error) {
+	f, err := q.fs.OpenFile(q.deadPath(id), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var dl deadLetter
+	if err := json.NewDecoder(f).Decode(&dl); err != nil {
+		return nil, fmt.Errorf("%w: dead letter of job %s: %v", ErrCorruptQueue, id, err)
+	}
+	if dl.Job.ID != id {
+		return nil, fmt.Errorf("%w: dead letter file of job %s holds job %q", ErrCorruptQueue, id, dl.Job.ID)
+	}
+	return &dl, nil
+}
+
+// revive queues a dead letter's page again, as job j, and deletes its file.
+func (q *queueLog) revive(j Job, d *Document) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	r := &queueRecord{Kind: recPage, Job: j, Doc: d}
+	if err := q.append(true, r); err != nil {
+		return err
+	}
+	q.add(r)
+	_ = q.fs.Remove(q.deadPath(j.ID))
+	return nil
+}
+
+// drop forgets a dead letter and deletes its page.
+func (q *queueLog) drop(id string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.fs.Remove(q.deadPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	q.record(&queueRecord{Kind: recDrop, Job: Job{ID: id}})
+	return nil
+}
+
+// compactLocked rewrites the log with only the pending pages, the dead
+// letters and the recent finished jobs.
 func (q *queueLog) compactLocked() error {
 	err := wal.WriteFileAtomic(q.fs, q.path(), func(w io.Writer) error {
 		bw := bufio.NewWriter(w)
@@ -266,13 +527,24 @@ func (q *queueLog) compactLocked() error {
 			return err
 		}
 		for _, j := range q.finished {
-			if err := write(&queueRecord{Kind: "done", Job: j}); err != nil {
+			if err := write(&queueRecord{Kind: recDone, Job: j}); err != nil {
+				return err
+			}
+		}
+		for _, j := range q.deadList() {
+			if err := write(&queueRecord{Kind: recDead, Job: j}); err != nil {
 				return err
 			}
 		}
 		for _, id := range q.order {
-			if err := write(q.pending[id]); err != nil {
+			r := q.pending[id]
+			if err := write(r); err != nil {
 				return err
+			}
+			if q.inflight[id] {
+				if err := write(&queueRecord{Kind: recTry, Job: Job{ID: id, Attempts: r.Job.Attempts}}); err != nil {
+					return err
+				}
 			}
 		}
 		return bw.Flush()
@@ -312,16 +584,22 @@ func (q *queueLog) close() error {
 // QueueCheck describes the persisted indexing queue in a directory. It is a
 // plain value.
 type QueueCheck struct {
-	Pending  int      // pages waiting to be indexed; the next Open indexes them
-	Finished int      // finished jobs remembered for Job lookups
-	Problems []string // damage found: an unfinished write at the end, an unreadable or damaged log
-	Repaired []string // with repair: what was done about it
+	Pending     int      // pages waiting to be indexed; the next Open indexes them
+	PendingJobs []Job    // their jobs, in queue order
+	Interrupted int      // of Pending, pages whose indexing the end of the last process interrupted
+	Finished    int      // finished jobs remembered for Job lookups
+	Dead        []Job    // dead letters: pages given up on (ragmem jobs list, retry, drop)
+	Problems    []string // damage found: an unreadable or damaged log
+	Recovery    []string // what the next open does by itself, losing nothing queued: cut an unfinished write at the end
+	Repaired    []string // with repair: what was done about it
 }
 
 // CheckQueue inspects the indexing queue persisted in dir (the data
 // directory, or Options.QueueDir) without changing it, or with repair cuts an
-// unfinished write and quarantines damage as Open would. A directory without
-// a queue is not an error. It fails with ErrQueueLocked while the queue is open.
+// unfinished write, quarantines damage and moves pages that failed
+// DefaultMaxAttempts times to the dead letters, as Open would. A directory
+// without a queue is not an error. It fails with ErrQueueLocked while the
+// queue is open.
 func CheckQueue(ctx context.Context, dir string, repair bool) (QueueCheck, error) {
 	var qc QueueCheck
 	if err := ctx.Err(); err != nil {
@@ -341,11 +619,15 @@ func CheckQueue(ctx context.Context, dir string, repair bool) (QueueCheck, error
 	}
 	if repair {
 		_ = lock.Unlock()
-		q, st, err := openQueue(wal.OS{}, dir, slog.New(slog.DiscardHandler))
+		q, st, err := openQueue(wal.OS{}, dir, slog.New(slog.DiscardHandler), DefaultMaxAttempts)
 		if err != nil {
 			return qc, err
 		}
-		qc.Pending, qc.Finished, qc.Repaired = len(st.pending), len(st.finished), st.notes
+		qc.Pending, qc.Finished, qc.Repaired, qc.Dead = len(st.pending), len(st.finished), st.notes, st.dead
+		qc.Interrupted = len(st.crashed)
+		for _, r := range st.pending {
+			qc.PendingJobs = append(qc.PendingJobs, r.Job)
+		}
 		return qc, q.close()
 	}
 	defer lock.Unlock()
@@ -354,19 +636,39 @@ func CheckQueue(ctx context.Context, dir string, repair bool) (QueueCheck, error
 		return qc, err
 	}
 	defer f.Close()
-	q := &queueLog{pending: map[string]*queueRecord{}}
+	q := &queueLog{}
+	q.reset()
 	res, err := readQueue(bufio.NewReader(f), q.add)
 	if err != nil {
 		qc.Problems = append(qc.Problems, fmt.Sprintf("the indexing queue %s is unreadable (%v); opening the store quarantines it", path, err))
 		return qc, nil
 	}
-	qc.Pending, qc.Finished = len(q.order), len(q.finished)
-	if res.Tail != nil {
-		what := "is damaged after byte %d (%v); opening the store keeps a copy in quarantine/ and cuts it there"
-		if errors.Is(res.Tail, wal.ErrTorn) {
-			what = "ends in an unfinished write after byte %d (%v); opening the store cuts it"
+	qc.Pending, qc.Finished, qc.Interrupted, qc.Dead = len(q.order), len(q.finished), len(q.inflight), q.deadList()
+	for _, id := range q.order {
+		j := q.pending[id].Job
+		if q.inflight[id] {
+			j.State = JobRunning // interrupted: the next open counts the attempt
 		}
-		qc.Problems = append(qc.Problems, fmt.Sprintf("the indexing queue "+what, res.ValidEnd, res.Tail))
+		qc.PendingJobs = append(qc.PendingJobs, j)
+	}
+	switch {
+	case res.Tail == nil:
+	case errors.Is(res.Tail, wal.ErrTorn):
+		qc.Recovery = append(qc.Recovery, fmt.Sprintf("the indexing queue ends in an unfinished write after byte %d (%v); opening the store cuts it", res.ValidEnd, res.Tail))
+	default:
+		qc.Problems = append(qc.Problems, fmt.Sprintf("the indexing queue is damaged after byte %d (%v); opening the store keeps a copy in quarantine/ and cuts it there", res.ValidEnd, res.Tail))
 	}
 	return qc, nil
+}
+
+// firstLine cuts an error message to its first line and a sane length, for
+// job records.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 1000 {
+		s = s[:1000]
+	}
+	return s
 }

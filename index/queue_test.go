@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(queueChildEnv); dir != "" {
 		os.Exit(queueChild(dir))
 	}
+	if dir := os.Getenv(poisonChildEnv); dir != "" {
+		os.Exit(poisonChild(dir))
+	}
 	os.Exit(m.Run())
 }
 
@@ -213,7 +216,7 @@ func TestQueueLogRecovers(t *testing.T) {
 // TestQueueCompaction: compaction keeps pending pages and finished jobs.
 func TestQueueCompaction(t *testing.T) {
 	dir := t.TempDir()
-	q, _, err := openQueue(wal.OS{}, dir, slogTo(&bytes.Buffer{}))
+	q, _, err := openQueue(wal.OS{}, dir, slogTo(&bytes.Buffer{}), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +238,7 @@ func TestQueueCompaction(t *testing.T) {
 		t.Fatalf("compaction grew the log: %d -> %d", before, q.log.Size())
 	}
 	q.close()
-	q, st, err := openQueue(wal.OS{}, dir, slogTo(&bytes.Buffer{}))
+	q, st, err := openQueue(wal.OS{}, dir, slogTo(&bytes.Buffer{}), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,12 +258,12 @@ func TestQueueCompaction(t *testing.T) {
 // A second process gets a clear error for a queue directory in use.
 func TestQueueDirIsLocked(t *testing.T) {
 	dir := t.TempDir()
-	q, _, err := openQueue(wal.OS{}, dir, slogTo(&bytes.Buffer{}))
+	q, _, err := openQueue(wal.OS{}, dir, slogTo(&bytes.Buffer{}), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer q.close()
-	_, _, err = openQueue(wal.OS{}, dir, slogTo(&bytes.Buffer{}))
+	_, _, err = openQueue(wal.OS{}, dir, slogTo(&bytes.Buffer{}), 3)
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("indexing queue is locked by pid %d", os.Getpid())) {
 		t.Fatalf("second open: %v", err)
 	}

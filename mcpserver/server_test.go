@@ -191,7 +191,7 @@ func TestToolErrorsAreClear(t *testing.T) {
 		{ToolIndexText, map[string]any{"text": " \n "}, "text is empty"},
 		{ToolIndexText, map[string]any{"text": "x", "format": "pdf"}, "format"},
 		{ToolIndexText, map[string]any{"text": "x", "url": "preference://user"}, "reserved"},
-		{ToolForgetSource, map[string]any{"url": "https://never.example"}, "no source"},
+		{ToolForgetSource, map[string]any{"url": "https://never.example"}, "no such page"},
 		{ToolForgetSource, map[string]any{"url": "preference://user"}, "remove_preference"},
 		{ToolAddPreference, map[string]any{"type": "mood", "content": "x"}, "type"},
 		{ToolAddPreference, map[string]any{"type": "style", "content": "\u200b \x01"}, "empty"},

@@ -29,6 +29,10 @@ var (
 	ErrLocked = errors.New("memory: locked")
 	// ErrClosed is returned by a Manager after Close.
 	ErrClosed = errors.New("memory: closed")
+	// ErrNotRegular is returned for a memory file that is a symbolic link,
+	// a named pipe, a device or anything but a regular file: memory files
+	// are never followed or read through such a path.
+	ErrNotRegular = errors.New("memory: not a regular file")
 )
 
 // Limits of the file format.

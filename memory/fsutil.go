@@ -1,15 +1,19 @@
 package memory
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/ragmem/ragmem/internal/wal"
 )
 
 // Files are never written in place: writeFileAtomic writes a temporary file
@@ -111,58 +115,138 @@ func removeStaleTemps(dir string, now time.Time) {
 	}
 }
 
-// lockTimeout bounds how long a writer waits for another process.
-const lockTimeout = 10 * time.Second
+// Memory files are read and appended to by path, in directories users and
+// other programs write to, so a path is never trusted to name a regular
+// file: openRegular opens without following a symbolic link at the last
+// component and without blocking on a named pipe or device (the open is
+// non-blocking), then checks with fstat that it holds a regular file. A
+// planted link to a key file, or to /dev/zero, or a FIFO, gives
+// ErrNotRegular at once instead of being copied, read without end, or
+// waited on forever while the directory lock is held.
 
-// withFileLock runs fn holding an exclusive advisory lock on path, waiting
-// up to lockTimeout for another process to release it.
-func withFileLock(path string, fn func() error) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+// openRegular opens path with flag (plus no-follow and non-blocking) and
+// returns the file if it is a regular file.
+func openRegular(path string, flag int, perm os.FileMode) (*os.File, os.FileInfo, error) {
+	f, err := openNoFollow(path, flag, perm)
 	if err != nil {
-		return fmt.Errorf("memory: open lock file: %w", err)
+		if isLinkError(err) {
+			return nil, nil, fmt.Errorf("%w: %s is a symbolic link; links are not followed, copy the file instead", ErrNotRegular, filepath.Base(path))
+		}
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("%w: %s is a %s", ErrNotRegular, filepath.Base(path), fileKind(fi.Mode()))
+	}
+	return f, fi, nil
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device"
+	case m.IsDir():
+		return "directory"
+	}
+	return "special file"
+}
+
+// readRegular reads a regular file of at most max bytes (see openRegular);
+// a larger one fails with ErrTooLarge without being read.
+func readRegular(path string, max int64) ([]byte, os.FileInfo, error) {
+	f, fi, err := openRegular(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, nil, err
 	}
 	defer f.Close()
-	deadline := time.Now().Add(lockTimeout)
-	for {
-		ok, err := tryLock(f)
-		if err != nil {
-			return fmt.Errorf("memory: lock %s: %w", filepath.Base(path), err)
-		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %s is held by another process for more than %s", ErrLocked, path, lockTimeout)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if fi.Size() > max {
+		return nil, fi, fmt.Errorf("%w: %s is %d bytes; the limit is %d", ErrTooLarge, filepath.Base(path), fi.Size(), max)
 	}
-	defer unlock(f)
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fi, err
+	}
+	if int64(len(data)) > max { // it grew while we read it
+		return nil, fi, fmt.Errorf("%w: %s is more than %d bytes", ErrTooLarge, filepath.Base(path), max)
+	}
+	return data, fi, nil
+}
+
+// lockTimeout bounds how long a writer waits for another process (or
+// another writer in this one) to release a memory directory.
+var lockTimeout = 10 * time.Second
+
+// dirLock serialises the writers of one memory directory, within the process
+// (a writer waits at most lockTimeout, or until its context ends) and across
+// processes (an advisory lock on the directory's .lock file, internal/wal's).
+// It is safe for concurrent use.
+type dirLock struct {
+	path string
+	sem  chan struct{} // the in-process part
+}
+
+func newDirLock(path string) *dirLock { return &dirLock{path: path, sem: make(chan struct{}, 1)} }
+
+// with runs fn holding the lock, waiting at most lockTimeout for it.
+func (l *dirLock) with(ctx context.Context, fn func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, lockTimeout)
+	defer cancel()
+	select {
+	case l.sem <- struct{}{}:
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("%w: another writer has held %s for more than %s", ErrLocked, filepath.Dir(l.path), lockTimeout)
+		}
+		return ctx.Err()
+	}
+	defer func() { <-l.sem }()
+	lk, err := wal.WaitLock(ctx, l.path)
+	if err != nil {
+		var le *wal.LockedError
+		if errors.As(err, &le) {
+			return fmt.Errorf("%w: %s is held by process %s for more than %s", ErrLocked, filepath.Dir(l.path), le.PID, lockTimeout)
+		}
+		return fmt.Errorf("memory: lock %s: %w", filepath.Base(l.path), err)
+	}
+	defer lk.Unlock()
 	return fn()
 }
 
-// exclusiveLock is a lock held for a long time (a Manager's lifetime).
-type exclusiveLock struct{ f *os.File }
-
-func lockExclusive(path string) (*exclusiveLock, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+// lockExclusive takes the directory's lock for a Manager's lifetime, or
+// fails at once when another process holds it.
+func lockExclusive(path string) (*wal.Lock, error) {
+	lk, err := wal.TryLock(path)
 	if err != nil {
-		return nil, fmt.Errorf("memory: open lock file: %w", err)
-	}
-	ok, err := tryLock(f)
-	if err != nil || !ok {
-		_ = f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("memory: lock %s: %w", path, err)
+		var le *wal.LockedError
+		if errors.As(err, &le) {
+			return nil, fmt.Errorf("%w: %s is in use by process %s", ErrLocked, filepath.Dir(path), le.PID)
 		}
-		return nil, fmt.Errorf("%w: %s is in use by another process", ErrLocked, filepath.Dir(path))
+		return nil, fmt.Errorf("memory: lock %s: %w", path, err)
 	}
-	return &exclusiveLock{f: f}, nil
+	return lk, nil
 }
 
-func (l *exclusiveLock) release() {
-	if l != nil && l.f != nil {
-		unlock(l.f)
-		_ = l.f.Close()
-		l.f = nil
+// pathless describes a file-system error without the path it names: the
+// paths of a server's files are not for its clients.
+func pathless(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + pe.Err.Error()
 	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Op + ": " + le.Err.Error()
+	}
+	return err.Error()
 }

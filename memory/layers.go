@@ -23,6 +23,7 @@ import (
 
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/wal"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -240,7 +241,7 @@ type Manager struct {
 	abs  string
 	o    ManagerOptions
 	ix   *index.Index
-	lock *exclusiveLock
+	lock *wal.Lock
 	src  string // index source of the episodic entries
 
 	mu       sync.Mutex
@@ -305,12 +306,12 @@ func OpenManager(ctx context.Context, dir string, opts *ManagerOptions) (*Manage
 		ruleVecs: map[string][]float32{}, src: "memory-layer://episodic/" + hex.EncodeToString(h[:8])}
 	removeStaleTemps(abs, time.Now())
 	if err := m.load(); err != nil {
-		lk.release()
+		_ = lk.Unlock()
 		return nil, err
 	}
 	if m.ix != nil {
 		if err := m.reconcile(ctx); err != nil {
-			lk.release()
+			_ = lk.Unlock()
 			return nil, err
 		}
 	}
@@ -321,13 +322,13 @@ func (m *Manager) path(name string) string { return filepath.Join(m.abs, name) }
 
 // load reads the persisted layers.
 func (m *Manager) load() error {
-	data, err := os.ReadFile(m.path(episodicFile))
+	data, _, err := readRegular(m.path(episodicFile), maxLayerFileBytes)
 	switch {
 	case err == nil:
 		es, good, bad := parseJSONL(data)
 		if good < len(data) {
 			m.o.Logger.Warn("memory: cutting a torn last line of episodic memory (an interrupted append)", "dir", m.dir, "bytes", len(data)-good)
-			if err := os.Truncate(m.path(episodicFile), int64(good)); err != nil {
+			if err := truncateRegular(m.path(episodicFile), int64(good)); err != nil {
 				return fmt.Errorf("memory: repair %s: %w", episodicFile, err)
 			}
 		}
@@ -376,8 +377,25 @@ func parseJSONL(data []byte) (es []LayerEntry, good, bad int) {
 	return es, good, bad
 }
 
+// maxLayerFileBytes bounds the files of a Manager's layers when they are
+// read.
+const maxLayerFileBytes = 256 << 20
+
+// truncateRegular cuts a regular file (never through a link) to size.
+func truncateRegular(path string, size int64) error {
+	f, _, err := openRegular(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 func readJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
+	data, _, err := readRegular(path, maxLayerFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -571,8 +589,8 @@ func (m *Manager) Append(ctx context.Context, layer Layer, e LayerEntry) (LayerE
 // appendLine appends one line to episodic.jsonl and fsyncs it.
 func (m *Manager) appendLine(line []byte) error {
 	p := m.path(episodicFile)
-	_, statErr := os.Stat(p)
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	_, statErr := os.Lstat(p)
+	f, _, err := openRegular(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("memory: open %s: %w", episodicFile, err)
 	}
@@ -1152,6 +1170,6 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.closed = true
-	m.lock.release()
+	_ = m.lock.Unlock()
 	return nil
 }

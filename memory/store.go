@@ -169,7 +169,7 @@ type Store struct {
 	lexical bool // the index's embedder is the lexical one
 
 	refreshMu sync.Mutex // one refresh (and index reconciliation) at a time
-	writeMu   sync.Mutex // one writer at a time in this process
+	lock      *dirLock   // one writer at a time, in this process and across processes
 
 	mu          sync.RWMutex // guards the fields below
 	files       map[string]*fileState
@@ -228,7 +228,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	if o.RelevanceWeight < 0 {
 		o.RelevanceWeight = 0
 	}
-	s := &Store{dir: dir, abs: abs, o: o, ix: o.Index, files: map[string]*fileState{}}
+	s := &Store{dir: dir, abs: abs, o: o, ix: o.Index, files: map[string]*fileState{}, lock: newDirLock(filepath.Join(abs, ".lock"))}
 	s.lexical = s.ix != nil && strings.HasPrefix(s.ix.Embedder().Identity(), "lexical")
 	s.thresh = o.SemanticThreshold
 	if s.thresh <= 0 {
@@ -463,9 +463,18 @@ func (s *Store) readFile(slug string, info os.FileInfo) *fileState {
 		st.hash = fmt.Sprintf("size:%d:%d", info.Size(), info.ModTime().UnixNano())
 		return st
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		st.problem = &ParseError{File: name, Msg: "cannot be read: " + err.Error()}
+	data, _, err := readRegular(path, s.o.MaxFileBytes)
+	switch {
+	case errors.Is(err, ErrNotRegular):
+		st.problem = &ParseError{File: name, Msg: "is not a regular file (links, pipes and devices are not read); copy the file into the memory directory"}
+		st.hash = "special"
+		return st
+	case errors.Is(err, ErrTooLarge):
+		st.problem = &ParseError{File: name, Msg: fmt.Sprintf("the file is larger than %d bytes", s.o.MaxFileBytes)}
+		st.hash = fmt.Sprintf("size:%d:%d", info.Size(), info.ModTime().UnixNano())
+		return st
+	case err != nil:
+		st.problem = &ParseError{File: name, Msg: "cannot be read: " + pathless(err)}
 		return st
 	}
 	st.size = int64(len(data))
@@ -629,16 +638,17 @@ func (s *Store) Entries(ctx context.Context, name string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(m.Path)
+	data, _, err := readRegular(m.Path, s.o.MaxFileBytes)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			s.invalidate()
 			return nil, fmt.Errorf("%w: %s was removed", ErrNotFound, m.Slug)
 		}
-		return nil, fmt.Errorf("memory: read %s: %w", m.Slug, err)
-	}
-	if int64(len(data)) > s.o.MaxFileBytes {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrTooLarge, m.Slug, s.o.MaxFileBytes)
+		if errors.Is(err, ErrNotRegular) || errors.Is(err, ErrTooLarge) {
+			s.invalidate()
+			return nil, err
+		}
+		return nil, fmt.Errorf("memory: read %s: %s", m.Slug, pathless(err))
 	}
 	es, err := ParseFile(data)
 	if err != nil {
@@ -670,13 +680,16 @@ func (s *Store) Raw(ctx context.Context, name string) ([]byte, error) {
 	if st == nil {
 		return nil, fmt.Errorf("%w: no memory %q in %s", ErrNotFound, slug, s.dir)
 	}
-	data, err := os.ReadFile(filepath.Join(s.abs, slug+".md"))
+	data, _, err := readRegular(filepath.Join(s.abs, slug+".md"), s.o.MaxFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		s.invalidate()
 		return nil, fmt.Errorf("%w: %s was removed", ErrNotFound, slug)
 	}
+	if errors.Is(err, ErrNotRegular) || errors.Is(err, ErrTooLarge) {
+		return nil, err
+	}
 	if err != nil {
-		return nil, fmt.Errorf("memory: read %s: %w", slug, err)
+		return nil, fmt.Errorf("memory: read %s: %s", slug, pathless(err))
 	}
 	return data, nil
 }
@@ -738,21 +751,17 @@ func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
 	entry := FormatEntry(fm, body)
 	path := filepath.Join(s.abs, slug+".md")
 
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	if err := os.MkdirAll(s.abs, 0o700); err != nil {
-		return AddResult{}, fmt.Errorf("memory: create %s: %w", s.dir, err)
+		return AddResult{}, fmt.Errorf("memory: create the memory directory: %s", pathless(err))
 	}
 	var res AddResult
 	var data []byte
-	err := withFileLock(filepath.Join(s.abs, ".lock"), func() error {
-		old, err := os.ReadFile(path)
+	err := s.lock.with(ctx, func() error {
+		old, fi, err := readRegular(path, s.o.MaxFileBytes)
 		perm := os.FileMode(0o600)
 		switch {
 		case err == nil:
-			if info, serr := os.Stat(path); serr == nil {
-				perm = info.Mode().Perm()
-			}
+			perm = fi.Mode().Perm()
 			sep := Separator
 			if strings.HasSuffix(string(old), "\n") {
 				sep = Separator[1:]
@@ -762,8 +771,12 @@ func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
 			res.Appended = true
 		case errors.Is(err, os.ErrNotExist):
 			data = entry
+		case errors.Is(err, ErrNotRegular):
+			return fmt.Errorf("%w; the memory %s was not written", err, slug)
+		case errors.Is(err, ErrTooLarge):
+			return fmt.Errorf("%w: %s.md is larger than %d bytes; nothing can be appended to it", ErrTooLarge, slug, s.o.MaxFileBytes)
 		default:
-			return fmt.Errorf("memory: read %s: %w", slug, err)
+			return fmt.Errorf("memory: read %s: %s", slug, pathless(err))
 		}
 		if int64(len(data)) > s.o.MaxFileBytes {
 			return fmt.Errorf("%w: appending would make %s.md %d bytes; the limit is %d", ErrTooLarge, slug, len(data), s.o.MaxFileBytes)
@@ -773,9 +786,9 @@ func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
 	if err != nil {
 		return AddResult{}, err
 	}
-	info, err := os.Stat(path)
+	info, err := os.Lstat(path)
 	if err != nil {
-		return AddResult{}, fmt.Errorf("memory: stat %s: %w", slug, err)
+		return AddResult{}, fmt.Errorf("memory: stat %s: %s", slug, pathless(err))
 	}
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
@@ -947,7 +960,7 @@ func dedupe(ss []string) []string {
 // Markdown document, and one record per natural-language pattern with the
 // hash of the set.
 func (s *Store) memoryRecords(m *Memory) (index.Document, []index.Record, string, error) {
-	data, err := os.ReadFile(m.Path)
+	data, _, err := readRegular(m.Path, s.o.MaxFileBytes)
 	if err != nil {
 		return index.Document{}, nil, "", err
 	}

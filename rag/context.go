@@ -87,6 +87,9 @@ type Block struct {
 	TotalTokens     int      `json:"totalTokens"`           // tokens of FormatRAGContextForPrompt(block)
 	ProfileTokens   int      `json:"profileTokens"`         // tokens of the <user_profile> element
 	KnowledgeTokens int      `json:"knowledgeTokens"`       // TotalTokens − ProfileTokens
+	// Retrieval says how the knowledge was retrieved: the mode used and,
+	// when the embedder was unavailable, why BM25 answered alone.
+	Retrieval search.Report `json:"retrieval"`
 }
 
 // Empty reports whether the block has neither a profile nor knowledge.
@@ -257,9 +260,10 @@ func (e *Engine) profile(ctx context.Context, cfg Config, c budget.Counter) stri
 
 func (e *Engine) buildWithProfile(ctx context.Context, query, profile string, knowledgeBudget int, cfg Config, c budget.Counter) (Block, error) {
 	var results []search.Result
+	var rep search.Report
 	if knowledgeBudget > 0 && strings.TrimSpace(query) != "" {
 		var err error
-		results, err = e.Search(ctx, query, &search.Options{
+		results, rep, err = e.SearchReport(ctx, query, &search.Options{
 			Mode: cfg.SearchMode, TopK: cfg.TopK, SimilarityThreshold: cfg.SimilarityThreshold, Fusion: cfg.Fusion,
 		})
 		if err != nil {
@@ -270,7 +274,9 @@ func (e *Engine) buildWithProfile(ctx context.Context, query, profile string, kn
 			results = nil
 		}
 	}
-	return assemble(profile, results, knowledgeBudget, c, e.now()), nil
+	b := assemble(profile, results, knowledgeBudget, c, e.now())
+	b.Retrieval = rep
+	return b, nil
 }
 
 // ContextRequest describes the model call a context is built for.

@@ -13,8 +13,8 @@ package rag
 
 import (
 	"context"
-	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
@@ -41,7 +41,11 @@ type Options struct {
 	EmbedderFor func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error)
 	// QueryCache caches query embeddings; default a cache of the store's own
 	// (see index.Options.QueryCache).
-	QueryCache *embed.QueryCache
+	QueryCache           *embed.QueryCache
+	MaxChunksPerDocument int                   // see index.Options; default index.DefaultMaxChunksPerDocument
+	QuotaChunks          int                   // see index.Options; default 0, no quota
+	QuotaBytes           int64                 // see index.Options; default 0, no quota
+	Breaker              *embed.BreakerOptions // the embedder's circuit breaker; default embed defaults
 }
 
 func (opts *Options) withDefaults() Options {
@@ -60,6 +64,8 @@ func (opts *Options) withDefaults() Options {
 
 // Engine is the RAG memory. It is safe for concurrent use.
 type Engine struct {
+	degradedLog atomic.Int64 // when a degraded search was last logged (Unix ns)
+
 	ix    *index.Index
 	cal   *search.Calibrator // keeps the hybrid fusion weight measured on the store
 	prefs *prefs.Store
@@ -74,6 +80,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
 	ix, err := index.Open(ctx, dir, &index.Options{
 		Embedder: o.Embedder, EmbedderFor: o.EmbedderFor, QueryCache: o.QueryCache, Backend: o.Backend, Chunking: o.Chunking,
 		Logger: o.Logger, QueueSize: o.QueueSize, QueueDir: o.QueueDir, Now: o.Now,
+		MaxChunksPerDocument: o.MaxChunksPerDocument, QuotaChunks: o.QuotaChunks, QuotaBytes: o.QuotaBytes, Breaker: o.Breaker,
 	})
 	if err != nil {
 		return nil, err
@@ -146,9 +153,18 @@ func (e *Engine) Remove(ctx context.Context, sourceURL string) (int, error) {
 }
 
 // Search retrieves chunks. Options default to the engine's configuration.
-// When the embedder fails during a hybrid or vector search, the search falls
-// back to BM25 alone and logs why, so that an agent still gets knowledge.
+// When the embedder is unavailable, a hybrid or vector search answers from
+// BM25 alone (search.SearchReport says so; SearchReport returns that report).
 func (e *Engine) Search(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
+	res, _, err := e.SearchReport(ctx, query, opts)
+	return res, err
+}
+
+// SearchReport is Search that also reports the mode actually used and, when
+// it is not the one asked for, why: search.Report{Mode: "fulltext",
+// Degraded: "embedder unavailable: ..."}. A degraded search is logged (at
+// most once a minute), with the embedder's error.
+func (e *Engine) SearchReport(ctx context.Context, query string, opts *search.Options) ([]search.Result, search.Report, error) {
 	o := search.Options{Mode: e.cfg.SearchMode, TopK: e.cfg.TopK, SimilarityThreshold: e.cfg.SimilarityThreshold, Fusion: e.cfg.Fusion}
 	if opts != nil {
 		o = *opts
@@ -159,13 +175,17 @@ func (e *Engine) Search(ctx context.Context, query string, opts *search.Options)
 			o.Fusion = e.cfg.Fusion
 		}
 	}
-	res, err := search.Search(ctx, e.ix, query, &o)
-	if err != nil && o.Mode != search.FullText && errors.Is(err, index.ErrEmbedding) && ctx.Err() == nil {
-		e.log.Warn("rag: embedder unavailable; falling back to BM25-only search", "err", err)
-		o.Mode = search.FullText
-		return search.Search(ctx, e.ix, query, &o)
+	res, rep, err := search.SearchReport(ctx, e.ix, query, &o)
+	if rep.Degraded != "" {
+		now := e.now()
+		if last := e.degradedLog.Load(); last == 0 || now.Sub(time.Unix(0, last)) > time.Minute {
+			e.degradedLog.Store(now.UnixNano())
+			st := e.ix.EmbedderState()
+			e.log.Warn("rag: the embedder is unavailable; searches answer from BM25 alone until it is back",
+				"asked", o.Mode, "err", rep.Err, "breaker", st.State, "retryAt", st.RetryAt)
+		}
 	}
-	return res, err
+	return res, rep, err
 }
 
 // Stats returns the store's statistics.

@@ -254,8 +254,18 @@ type Retriever interface {
 	Vector(ctx context.Context, query string, k int, f index.Filter) ([]index.Hit, error)
 }
 
-// Search runs a query. A blank query returns no results.
+// Search runs a query. A blank query returns no results. When the
+// embedder is unavailable (the retriever's vector side fails with
+// index.ErrEmbedding), a hybrid or vector search answers from BM25 alone;
+// SearchReport says when it did, and why.
 func Search(ctx context.Context, r Retriever, query string, opts *Options) ([]Result, error) {
+	res, _, err := SearchReport(ctx, r, query, opts)
+	return res, err
+}
+
+// search is Search; degraded is the embedder's error when BM25 answered
+// alone.
+func search(ctx context.Context, r Retriever, query string, opts *Options) (res []Result, degraded, err error) {
 	o := opts.withDefaults()
 	if o.auto != autoNone && o.Mode == Hybrid {
 		o.Alpha, o.weightedBy = weight(ctx, r, o.auto == autoCalibrated, o.CalibrationScale)
@@ -263,33 +273,43 @@ func Search(ctx context.Context, r Retriever, query string, opts *Options) ([]Re
 	switch o.Mode {
 	case Hybrid, Vector, FullText:
 	default:
-		return nil, fmt.Errorf("%w %q", ErrBadMode, o.Mode)
+		return nil, nil, fmt.Errorf("%w %q", ErrBadMode, o.Mode)
 	}
 	switch o.Fusion {
 	case RRF, Relative, DBSF:
 	default:
-		return nil, fmt.Errorf("%w %q", ErrBadFusion, o.Fusion)
+		return nil, nil, fmt.Errorf("%w %q", ErrBadFusion, o.Fusion)
 	}
 	if strings.TrimSpace(query) == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	f := index.Filter{DocTypes: o.DocTypes, SourceURL: o.SourceURL, Attrs: o.Attrs}
 	switch o.Mode {
 	case FullText:
 		hits, err := r.FullText(ctx, query, o.TopK, f)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return single(hits, o, true), nil
+		return single(hits, o, true), nil, nil
 	case Vector:
 		hits, err := r.Vector(ctx, query, o.TopK, f)
-		if err != nil {
-			return nil, err
+		if unavailable(ctx, err) {
+			if hits, terr := r.FullText(ctx, query, o.TopK, f); terr == nil {
+				return single(hits, o, true), err, nil
+			}
 		}
-		return single(hits, o, false), nil
+		if err != nil {
+			return nil, nil, err
+		}
+		return single(hits, o, false), nil, nil
 	}
 	if res, ok, err := searchNative(ctx, r, query, f, &o); ok {
-		return res, err
+		if unavailable(ctx, err) {
+			if hits, terr := r.FullText(ctx, query, o.TopK, f); terr == nil {
+				return single(hits, o, true), err, nil
+			}
+		}
+		return res, nil, err
 	}
 	var text, vec []index.Hit
 	var terr, verr error
@@ -301,15 +321,19 @@ func Search(ctx context.Context, r Retriever, query string, opts *Options) ([]Re
 	text, terr = r.FullText(ctx, query, o.CandidatePool, f)
 	<-done
 	if terr != nil && verr != nil {
-		return nil, errors.Join(terr, verr)
+		return nil, nil, errors.Join(terr, verr)
 	}
 	if terr != nil {
-		return nil, terr
+		return nil, nil, terr
+	}
+	if unavailable(ctx, verr) {
+		// BM25 already answered: its candidates are the results.
+		return single(text, o, true), verr, nil
 	}
 	if verr != nil {
-		return nil, verr
+		return nil, nil, verr
 	}
-	return Fuse(text, vec, &o), nil
+	return Fuse(text, vec, &o), nil, nil
 }
 
 // single turns one ranked list into results.

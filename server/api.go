@@ -4,23 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
-
-// CodeConflict is the error code for a page URL that belongs to another kind
-// of document.
-const CodeConflict = "conflict"
 
 func (s *Server) apiRoutes() {
 	for _, rt := range []struct {
@@ -30,7 +31,10 @@ func (s *Server) apiRoutes() {
 		{"POST /v1/pages", s.postPage},
 		{"GET /v1/pages", s.getPage},
 		{"DELETE /v1/pages", s.deletePage},
+		{"GET /v1/jobs", s.listJobs},
 		{"GET /v1/jobs/{id}", s.getJob},
+		{"POST /v1/jobs/{id}/retry", s.retryJob},
+		{"DELETE /v1/jobs/{id}", s.dropJob},
 		{"GET /v1/sources", s.listSources},
 		{"POST /v1/search", s.search},
 		{"POST /v1/context", s.context},
@@ -55,7 +59,17 @@ func (s *Server) engine(w http.ResponseWriter, r *http.Request) *rag.Engine {
 	return eng
 }
 
-// fail maps an error from the engine to a response.
+// Fail writes the response for an error of the engine (or of
+// Server.Engine) the way the API's own handlers do, for handlers mounted
+// with Handle: a busy or locked namespace is 503, a full disk 507, and an
+// unexpected error 500 with only the request id (the details go to the
+// log, never to the client).
+func (s *Server) Fail(w http.ResponseWriter, r *http.Request, err error) { s.fail(w, r, err) }
+
+// fail maps an error from the engine to a response. Only errors whose
+// message is written for the client pass their message on; any other error
+// is logged with the request id and answered with a message that names
+// only the request id: no path, no Go error text.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	switch {
@@ -63,17 +77,48 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeAPIError(w, r, ae)
 	case errors.Is(err, ErrTooManyNamespaces):
 		w.Header().Set("Retry-After", "5")
-		WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, err.Error())
+		WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "too many namespaces are open and busy; retry later")
+	case errors.Is(err, local.ErrLocked), errors.Is(err, index.ErrQueueLocked):
+		s.log.Warn("namespace store is locked by another process", "requestId", stateOf(r).id, "namespace", Namespace(r), "err", err)
+		w.Header().Set("Retry-After", "5")
+		WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "this namespace's store is in use by another ragmem process; retry later")
 	case errors.Is(err, ErrClosed), errors.Is(err, index.ErrClosed):
 		WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down")
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		s.log.Error("disk full", "requestId", stateOf(r).id, "namespace", Namespace(r), "err", err)
+		WriteError(w, r, http.StatusInsufficientStorage, CodeDiskFull, "the disk of the server's data directory is full; nothing was changed")
+	case errors.Is(err, index.ErrQuotaExceeded):
+		WriteError(w, r, http.StatusInsufficientStorage, CodeQuotaExceeded, clientMessage(err, index.ErrQuotaExceeded))
+	case errors.Is(err, index.ErrTooManyChunks):
+		WriteError(w, r, http.StatusUnprocessableEntity, CodeTooManyChunks, clientMessage(err, index.ErrTooManyChunks))
+	case errors.Is(err, index.ErrEmptyDocument):
+		WriteError(w, r, http.StatusUnprocessableEntity, CodeNoContent, "the page has no text to index")
+	case errors.Is(err, rag.ErrConflict):
+		WriteError(w, r, http.StatusConflict, CodeConflict, clientMessage(err, rag.ErrConflict))
+	case errors.Is(err, rag.ErrBadURL):
+		WriteError(w, r, http.StatusBadRequest, CodeBadRequest, clientMessage(err, rag.ErrBadURL))
 	case errors.Is(err, context.DeadlineExceeded):
 		WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, fmt.Sprintf("the request took longer than %s", s.o.RequestTimeout))
 	case errors.Is(err, context.Canceled):
 		WriteError(w, r, 499, "canceled", "the client went away")
 	default:
-		s.log.Error("request failed", "requestId", stateOf(r).id, "err", err)
-		WriteError(w, r, http.StatusInternalServerError, CodeInternal, err.Error())
+		s.log.Error("request failed", "requestId", stateOf(r).id, "namespace", Namespace(r), "err", err)
+		WriteError(w, r, http.StatusInternalServerError, CodeInternal, "internal error; the server's log has the details under this request id")
 	}
+}
+
+// clientMessage is the message of an error whose text from its sentinel
+// on was written for the client, without the sentinel's package prefix
+// ("index: quota exceeded: ..." gives "quota exceeded: ...").
+func clientMessage(err, sentinel error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, sentinel.Error()); i >= 0 {
+		msg = msg[i:]
+	}
+	if pkg, _, ok := strings.Cut(sentinel.Error(), ": "); ok {
+		msg = strings.TrimPrefix(msg, pkg+": ")
+	}
+	return msg
 }
 
 // ChunkJSON is one stored chunk in API responses.
@@ -93,11 +138,27 @@ type ChunkJSON struct {
 }
 
 func (s *Server) chunkJSON(r index.Record, now time.Time) ChunkJSON {
-	return ChunkJSON{
-		ID: r.ID, URL: r.SourceURL, Title: r.Title, HeadingPath: r.HeadingPath, Content: r.Content,
-		Position: r.Position, Tokens: r.Tokens, DocType: r.DocType, CreatedAt: r.CreatedAt.UTC(),
-		Age: rag.RelativeTime(r.CreatedAt, now), Attrs: r.Attrs,
+	attrs := r.Attrs
+	if _, ok := attrs[memory.AttrDir]; ok {
+		attrs = maps.Clone(attrs)
+		delete(attrs, memory.AttrDir) // the server's directory
 	}
+	return ChunkJSON{
+		ID: r.ID, URL: publicURL(r.SourceURL, r.DocType), Title: r.Title, HeadingPath: r.HeadingPath, Content: r.Content,
+		Position: r.Position, Tokens: r.Tokens, DocType: r.DocType, CreatedAt: r.CreatedAt.UTC(),
+		Age: rag.RelativeTime(r.CreatedAt, now), Attrs: attrs,
+	}
+}
+
+// publicURL is the URL of a source as answers show it. Memories (and their
+// patterns) are sources of the server's own files: they are named
+// "memory:<file name>", never by the server's path.
+func publicURL(u, docType string) string {
+	if docType == index.DocKnowledge || docType == index.DocPreference || !strings.HasPrefix(u, "file://") {
+		return u
+	}
+	name := u[strings.LastIndexByte(u, '/')+1:]
+	return "memory:" + name
 }
 
 // JobJSON reports a background indexing job.
@@ -105,16 +166,19 @@ func (s *Server) chunkJSON(r index.Record, now time.Time) ChunkJSON {
 type JobJSON struct {
 	ID        string    `json:"id"`
 	URL       string    `json:"url"`
-	State     string    `json:"state"` // queued, running, done, failed
+	State     string    `json:"state"` // queued, running, done, failed (refused when queued), dead (given up on: retry or drop it)
 	Chunks    int       `json:"chunks,omitempty"`
 	Unchanged bool      `json:"unchanged,omitempty"`
 	Error     string    `json:"error,omitempty"`
+	Attempts  int       `json:"attempts,omitempty"`
 	Queued    time.Time `json:"queued"`
 	Finished  time.Time `json:"finished,omitzero"`
+	RetryAt   time.Time `json:"retryAt,omitzero"`
 }
 
 func jobJSON(j index.Job) JobJSON {
-	return JobJSON{ID: j.ID, URL: j.SourceURL, State: string(j.State), Chunks: j.Chunks, Unchanged: j.Unchanged, Error: j.Error, Queued: j.Queued, Finished: j.Finished}
+	return JobJSON{ID: j.ID, URL: j.SourceURL, State: string(j.State), Chunks: j.Chunks, Unchanged: j.Unchanged, Error: j.Error,
+		Attempts: j.Attempts, Queued: j.Queued, Finished: j.Finished, RetryAt: j.RetryAt}
 }
 
 // PageAccepted answers POST /v1/pages.
@@ -141,11 +205,7 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, r, e)
 		return
 	}
-	if scheme, _, _ := strings.Cut(u, ":"); strings.EqualFold(scheme, "preference") || strings.EqualFold(scheme, "memory") {
-		writeAPIError(w, r, badRequest("url scheme %q is reserved for preferences and memories", scheme))
-		return
-	}
-	doc, textBytes, e := s.pageDocument(r.Context(), u, &req)
+	doc, textBytes, e := s.pageDocument(r.Context(), Namespace(r), u, &req)
 	if e != nil {
 		writeAPIError(w, r, e)
 		return
@@ -155,22 +215,30 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	srcs, _, err := eng.Store().Sources(ctx, index.Filter{SourceURL: u}, 0, 1)
+	src, ok, err := eng.PageSource(ctx, u)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	resp := PageAccepted{URL: u, Title: doc.Title, Extractor: doc.Attrs["extractor"], TextBytes: textBytes}
-	if len(srcs) == 1 {
-		if srcs[0].DocType != index.DocKnowledge {
-			WriteError(w, r, http.StatusConflict, CodeConflict, fmt.Sprintf("%s is a %s source, not a page", u, srcs[0].DocType))
-			return
-		}
-		if srcs[0].ContentHash == index.ContentHash(&doc) {
-			resp.Status, resp.Chunks = "unchanged", srcs[0].Chunks
-			writeJSON(w, http.StatusOK, resp)
-			return
-		}
+	if ok && src.ContentHash == index.ContentHash(&doc) {
+		resp.Status, resp.Chunks = "unchanged", src.Chunks
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	// Refuse now what the background worker would give up on: too many
+	// chunks, no text, a full quota. Chunking is CPU-bound work like
+	// extraction, and shares its slots.
+	release, err := s.extract.acquire(ctx, Namespace(r))
+	if err != nil {
+		writeAPIError(w, r, errorf(http.StatusServiceUnavailable, CodeUnavailable, "timed out waiting to chunk the page"))
+		return
+	}
+	_, err = eng.Store().Check(ctx, doc)
+	release()
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	id := eng.IndexPageAsync(doc)
 	job, _ := eng.Job(id)
@@ -191,25 +259,27 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 
 // pageDocument turns a page request into the document to index. The
 // document is normalised the way the index normalises it, so that its
-// ContentHash is the one the index will compute.
-func (s *Server) pageDocument(ctx context.Context, u string, req *PageRequest) (index.Document, int, *apiError) {
+// ContentHash is the one the index will compute. HTML is extracted in one
+// of the namespace's fair share of the extraction slots.
+func (s *Server) pageDocument(ctx context.Context, ns, u string, req *PageRequest) (index.Document, int, *apiError) {
 	title := cleanTitle(req.Title)
 	doc := index.Document{SourceURL: u, DocType: index.DocKnowledge}
 	if strings.TrimSpace(req.HTML) != "" {
-		select {
-		case s.extract <- struct{}{}:
-		case <-ctx.Done():
+		release, err := s.extract.acquire(ctx, ns)
+		if err != nil {
 			return doc, 0, errorf(http.StatusServiceUnavailable, CodeUnavailable, "timed out waiting to extract the page")
 		}
-		p, err := extract.HTML(req.HTML, u, &extract.Options{MaxBytes: int(s.o.MaxBodyBytes)})
-		<-s.extract
+		p, err := extract.HTMLContext(ctx, req.HTML, u, &extract.Options{MaxBytes: int(s.o.MaxBodyBytes), MaxNodes: s.o.ExtractMaxNodes, Timeout: s.o.ExtractTimeout})
+		release()
 		switch {
 		case errors.Is(err, extract.ErrNoContent):
 			return doc, 0, errorf(http.StatusUnprocessableEntity, CodeNoContent, "the page has no text content after removing scripts, navigation and ads")
 		case errors.Is(err, extract.ErrTooLarge):
-			return doc, 0, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error())
+			return doc, 0, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, clientMessage(err, extract.ErrTooLarge))
+		case errors.Is(err, extract.ErrTooComplex):
+			return doc, 0, errorf(http.StatusUnprocessableEntity, CodeTooComplex, clientMessage(err, extract.ErrTooComplex))
 		case err != nil:
-			return doc, 0, errorf(http.StatusUnprocessableEntity, CodeNoContent, err.Error())
+			return doc, 0, errorf(http.StatusUnprocessableEntity, CodeNoContent, "the page could not be read as HTML")
 		}
 		if title == "" {
 			title = p.Title
@@ -258,10 +328,103 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	j, ok := eng.Job(id)
 	if !ok {
-		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no job %q in this namespace (jobs are remembered while the server runs)", id))
+		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no job %q in this namespace", clip(id, 100)))
 		return
 	}
 	writeJSON(w, http.StatusOK, jobJSON(j))
+}
+
+// JobsJSON answers GET /v1/jobs.
+// It is a plain value.
+type JobsJSON struct {
+	Jobs  []JobJSON        `json:"jobs"`
+	Queue index.QueueStats `json:"queue"`
+}
+
+// listJobs lists the namespace's jobs, most recent first: all remembered
+// ones, or those in the states of ?state= (queued, running, done, failed,
+// dead; comma-separated), at most ?limit= (default 100, at most 10,000).
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	limit, e := intParam(r, "limit", 100, 1, 10000)
+	if e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	var states []index.JobState
+	if v := r.URL.Query().Get("state"); v != "" {
+		for _, x := range strings.Split(v, ",") {
+			switch st := index.JobState(strings.TrimSpace(x)); st {
+			case index.JobQueued, index.JobRunning, index.JobDone, index.JobFailed, index.JobDead:
+				states = append(states, st)
+			default:
+				writeAPIError(w, r, badRequest("state: unknown job state %q (want queued, running, done, failed or dead)", clip(x, 40)))
+				return
+			}
+		}
+	}
+	eng := s.engine(w, r)
+	if eng == nil {
+		return
+	}
+	jobs := eng.Store().ListJobs(states...)
+	if len(jobs) > limit {
+		jobs = jobs[:limit]
+	}
+	out := JobsJSON{Jobs: make([]JobJSON, 0, len(jobs)), Queue: eng.Store().QueueStats()}
+	for _, j := range jobs {
+		out.Jobs = append(out.Jobs, jobJSON(j))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// retryJob queues a dead letter's page again.
+func (s *Server) retryJob(w http.ResponseWriter, r *http.Request) {
+	eng := s.engine(w, r)
+	if eng == nil {
+		return
+	}
+	id := r.PathValue("id")
+	j, err := eng.Store().RetryJob(r.Context(), id)
+	switch {
+	case errors.Is(err, index.ErrNoJob):
+		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no dead-lettered job %q in this namespace (GET /v1/jobs?state=dead lists them)", clip(id, 100)))
+		return
+	case err != nil:
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/jobs/"+url.PathEscape(id))
+	writeJSON(w, http.StatusAccepted, jobJSON(j))
+}
+
+// dropJob deletes a dead letter and its page.
+func (s *Server) dropJob(w http.ResponseWriter, r *http.Request) {
+	eng := s.engine(w, r)
+	if eng == nil {
+		return
+	}
+	id := r.PathValue("id")
+	err := eng.Store().DropJob(r.Context(), id)
+	switch {
+	case errors.Is(err, index.ErrNoJob):
+		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no dead-lettered job %q in this namespace (only dead letters can be dropped)", clip(id, 100)))
+		return
+	case err != nil:
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "dropped": true})
+}
+
+// clip shortens s to at most n bytes at a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // queryURL reads the url query parameter.
@@ -318,16 +481,11 @@ func (s *Server) deletePage(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
-	srcs, _, err := eng.Store().Sources(r.Context(), index.Filter{SourceURL: u, DocTypes: []string{index.DocKnowledge}}, 0, 1)
-	if err != nil {
-		s.fail(w, r, err)
+	n, err := eng.ForgetPage(r.Context(), u)
+	if errors.Is(err, rag.ErrNoPage) {
+		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no page %s in the memory", clip(u, 200)))
 		return
 	}
-	if len(srcs) == 0 {
-		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no page %s in the memory", u))
-		return
-	}
-	n, err := eng.Remove(r.Context(), u)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -405,7 +563,7 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 	out := SourcesJSON{Total: total, Offset: offset, Limit: limit, Sources: make([]SourceJSON, 0, len(srcs))}
 	for _, si := range srcs {
 		out.Sources = append(out.Sources, SourceJSON{
-			URL: si.SourceURL, Title: si.Title, DocType: si.DocType, Chunks: si.Chunks, Tokens: si.Tokens,
+			URL: publicURL(si.SourceURL, si.DocType), Title: si.Title, DocType: si.DocType, Chunks: si.Chunks, Tokens: si.Tokens,
 			CreatedAt: si.CreatedAt.UTC(), Age: rag.RelativeTime(si.CreatedAt, now),
 		})
 	}
@@ -424,10 +582,11 @@ type ResultJSON struct {
 // SearchJSON answers POST /v1/search.
 // It is a plain value.
 type SearchJSON struct {
-	Query   string       `json:"query"`
-	Mode    search.Mode  `json:"mode"`
-	Results []ResultJSON `json:"results"`
-	TookMs  float64      `json:"tookMs"`
+	Query    string       `json:"query"`
+	Mode     search.Mode  `json:"mode"`               // the mode actually used
+	Degraded string       `json:"degraded,omitempty"` // why it is not the one asked for ("embedder unavailable: ...")
+	Results  []ResultJSON `json:"results"`
+	TookMs   float64      `json:"tookMs"`
 }
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
@@ -452,13 +611,13 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		o.SimilarityThreshold = eng.Config().SimilarityThreshold
 	}
 	start := time.Now()
-	res, err := eng.Search(r.Context(), req.Query, &o)
+	res, rep, err := eng.SearchReport(r.Context(), req.Query, &o)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	now := s.o.Now()
-	out := SearchJSON{Query: req.Query, Mode: o.Mode, Results: make([]ResultJSON, 0, len(res)), TookMs: float64(time.Since(start).Microseconds()) / 1000}
+	out := SearchJSON{Query: req.Query, Mode: rep.Mode, Degraded: rep.Degraded, Results: make([]ResultJSON, 0, len(res)), TookMs: float64(time.Since(start).Microseconds()) / 1000}
 	for _, x := range res {
 		out.Results = append(out.Results, ResultJSON{ChunkJSON: s.chunkJSON(x.Record, now), Score: x.Score, Explanation: x.Explanation})
 	}
@@ -478,6 +637,10 @@ type ContextJSON struct {
 	Profile string        `json:"profile,omitempty"`
 	Summary string        `json:"summary"`
 	Found   int           `json:"totalFound"`
+	// Mode is the retrieval actually used for the knowledge, and Degraded
+	// why it is not the configured one ("embedder unavailable: ...").
+	Mode     search.Mode `json:"mode,omitempty"`
+	Degraded string      `json:"degraded,omitempty"`
 }
 
 // MessageJSON is an OpenAI-style chat message.
@@ -550,6 +713,7 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) {
 		Budgets: BudgetsJSON{TotalAvailable: c.Budgets.TotalAvailable, Preference: c.Budgets.PreferenceBudget, Knowledge: c.Budgets.KnowledgeBudget, Remaining: c.Budgets.Remaining},
 		Sources: make([]ContextItem, 0, len(b.Sources)),
 		Profile: b.UserProfile, Summary: b.Summary, Found: b.TotalFound,
+		Mode: b.Retrieval.Mode, Degraded: b.Retrieval.Degraded,
 	}
 	for _, src := range b.Sources {
 		out.Sources = append(out.Sources, ContextItem{

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"unicode/utf8"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/jsonbody"
 	"github.com/ragmem/ragmem/prefs"
+	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -101,7 +101,7 @@ func decodeJSON(r *http.Request, v any) *apiError {
 		if errors.As(err, &mbe) {
 			return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, tooLargeMsg(mbe.Limit))
 		}
-		return errorf(http.StatusBadRequest, CodeBadRequest, "reading the request body failed: "+err.Error())
+		return errorf(http.StatusBadRequest, CodeBadRequest, "reading the request body failed (the connection broke or timed out)")
 	}
 	return decodeBody(body, v)
 }
@@ -125,30 +125,21 @@ func checkText(field, s string, max int) *apiError {
 	return nil
 }
 
-// checkSourceURL validates the URL of a page: absolute, with a scheme.
+// checkSourceURL validates the URL of a source to read or forget, by the
+// rules every surface shares (rag.CheckURL).
 func checkSourceURL(field, raw string) (string, *apiError) {
-	u := strings.TrimSpace(raw)
-	if u == "" {
-		return "", badRequest("%s is required", field)
-	}
-	if e := checkText(field, u, maxURLBytes); e != nil {
-		return "", e
-	}
-	if strings.ContainsAny(u, "\x00\r\n\t") {
-		return "", badRequest("%s contains control characters", field)
-	}
-	p, err := url.Parse(u)
-	if err != nil || p.Scheme == "" || (p.Host == "" && p.Opaque == "" && p.Path == "") {
-		return "", badRequest("%s %q is not an absolute URL (like https://example.com/page)", field, u)
+	u, err := rag.CheckURL(raw)
+	if err != nil {
+		return "", badRequest("%s: %s", field, clientMessage(err, rag.ErrBadURL))
 	}
 	return u, nil
 }
 
 // validate checks a page request and returns the document text and format.
-func (p *PageRequest) validate() (url string, a *apiError) {
-	url, a = checkSourceURL("url", p.URL)
-	if a != nil {
-		return "", a
+func (p *PageRequest) validate() (string, *apiError) {
+	url, err := rag.CheckPageURL(p.URL)
+	if err != nil {
+		return "", badRequest("url: %s", clientMessage(err, rag.ErrBadURL))
 	}
 	if a := checkText("title", p.Title, maxTitleBytes); a != nil {
 		return "", a

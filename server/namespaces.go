@@ -153,7 +153,7 @@ func (p *pool) release(ns string, sl *slot) {
 }
 
 // evictLocked closes the least recently used idle engine (not the default
-// namespace's, and not one with indexing still queued) in the background.
+// namespace's, and not one with indexing to do now) in the background.
 // It reports whether it made room.
 func (p *pool) evictLocked() bool {
 	var victim string
@@ -162,7 +162,10 @@ func (p *pool) evictLocked() bool {
 		if ns == "" || sl.refs > 0 || sl.eng == nil {
 			continue
 		}
-		if q := sl.eng.Store().QueueStats(); q.Depth > 0 || q.Enqueued > q.Done+q.Failed {
+		// Pages waiting for a retry (an embedder outage) do not pin a
+		// namespace whose queue is durable: closing it keeps them for
+		// the next open.
+		if q := sl.eng.Store().QueueStats(); q.Depth-q.Waiting > 0 || (q.Waiting > 0 && !q.Durable) {
 			continue
 		}
 		if best == nil || sl.used < best.used {

@@ -53,6 +53,8 @@ const (
 	DefaultMaxNamespaces   = 16
 	DefaultRequestTimeout  = 60 * time.Second
 	DefaultShutdownTimeout = 30 * time.Second
+	DefaultQuotaChunks     = 500_000
+	DefaultQuotaBytes      = 4 << 30
 )
 
 // Options configure New. A nil *Options means all defaults. Options is a
@@ -99,9 +101,33 @@ type Options struct {
 	// when its context is cancelled. Default 30 s. Queued indexing is
 	// always finished, however long it takes.
 	ShutdownTimeout time.Duration
+	// MetricsPublic serves /metrics without the bearer token. Default false:
+	// metrics need the token, like the API (Prometheus sends it with
+	// authorization: {credentials_file: ...}).
+	MetricsPublic bool
 	// ExtractConcurrency bounds concurrent HTML extractions, which are
-	// CPU-bound. Default GOMAXPROCS.
+	// CPU-bound. A namespace may use all but one of them, and a freed one
+	// goes to the waiting namespace that holds the fewest, so one
+	// namespace's pages never stall the others'. Default GOMAXPROCS, at
+	// least 2.
 	ExtractConcurrency int
+	// ExtractMaxNodes bounds the document tree of a page (see
+	// extract.Options.MaxNodes); larger pages get 422 page_too_complex.
+	// Default extract.DefaultMaxNodes (250,000).
+	ExtractMaxNodes int
+	// ExtractTimeout bounds the extraction of one page (see
+	// extract.Options.Timeout); slower pages get 422 page_too_complex.
+	// Default extract.DefaultTimeout (10 s).
+	ExtractTimeout time.Duration
+	// MaxChunksPerDocument, QuotaChunks and QuotaBytes are given to the
+	// default Open (see index.Options): the chunks one page may make
+	// (more: 422 too_many_chunks), and each namespace's quotas of chunks
+	// and of bytes on disk (past them: 507 quota_exceeded). Defaults
+	// index.DefaultMaxChunksPerDocument (4096), DefaultQuotaChunks
+	// (500,000) and DefaultQuotaBytes (4 GiB); negative means none.
+	MaxChunksPerDocument int
+	QuotaChunks          int
+	QuotaBytes           int64
 	// Now returns the current time (tests). Default time.Now.
 	Now func() time.Time
 }
@@ -109,18 +135,20 @@ type Options struct {
 // Server serves the API. See the package comment. It is safe for
 // concurrent use; Handle may be called while it serves.
 type Server struct {
-	dir     string
-	o       Options
-	log     *slog.Logger
-	tokens  *tokenStore
-	pool    *pool
-	metrics *metrics
-	limits  *limiters
-	origins map[string]bool
-	hosts   map[string]bool
-	anyHost bool
-	extract chan struct{}
-	started time.Time
+	dir      string
+	o        Options
+	log      *slog.Logger
+	tokens   *tokenStore
+	pool     *pool
+	metrics  *metrics
+	limits   *limiters
+	fails    *limiters // failed authentications per address, whatever RateLimit says
+	sessions *sessions
+	origins  map[string]bool
+	hosts    map[string]bool
+	anyHost  bool
+	extract  *fairSlots
+	started  time.Time
 
 	mu        sync.Mutex
 	mux       *http.ServeMux
@@ -141,10 +169,24 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	switch {
+	case o.QuotaChunks == 0:
+		o.QuotaChunks = DefaultQuotaChunks
+	case o.QuotaChunks < 0:
+		o.QuotaChunks = 0
+	}
+	switch {
+	case o.QuotaBytes == 0:
+		o.QuotaBytes = DefaultQuotaBytes
+	case o.QuotaBytes < 0:
+		o.QuotaBytes = 0
+	}
 	if o.Open == nil {
 		lg := o.Logger
+		ro := rag.Options{Logger: lg, MaxChunksPerDocument: o.MaxChunksPerDocument, QuotaChunks: o.QuotaChunks, QuotaBytes: o.QuotaBytes}
 		o.Open = func(ctx context.Context, d string) (*rag.Engine, error) {
-			return rag.Open(ctx, d, &rag.Options{Logger: lg})
+			ro := ro
+			return rag.Open(ctx, d, &ro)
 		}
 	}
 	if o.MaxBodyBytes <= 0 {
@@ -175,7 +217,7 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if o.ExtractConcurrency <= 0 {
-		o.ExtractConcurrency = runtime.GOMAXPROCS(0)
+		o.ExtractConcurrency = max(2, runtime.GOMAXPROCS(0))
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -199,16 +241,18 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 		}
 		hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
 	}
-	tokens, err := newTokenStore(TokenPath(dir))
+	tokens, err := newTokenStore(TokenPath(dir), o.Logger)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
 		dir: dir, o: o, log: o.Logger, tokens: tokens,
-		pool:    newPool(dir, o.Open, o.MaxNamespaces),
-		limits:  newLimiters(o.RateLimit, o.RateBurst),
-		origins: origins, hosts: hosts, anyHost: anyHost,
-		extract:   make(chan struct{}, o.ExtractConcurrency),
+		pool:     newPool(dir, o.Open, o.MaxNamespaces),
+		limits:   newLimiters(o.RateLimit, o.RateBurst),
+		fails:    newLimiters(failedAuthRate, failedAuthBurst),
+		sessions: newSessions(DefaultSessionTTL),
+		origins:  origins, hosts: hosts, anyHost: anyHost,
+		extract:   newFairSlots(o.ExtractConcurrency),
 		started:   o.Now(),
 		mux:       http.NewServeMux(),
 		protected: map[string]bool{},
@@ -612,43 +656,81 @@ func sameOrigin(origin string, r *http.Request) bool {
 	return strings.EqualFold(origin, scheme+"://"+r.Host)
 }
 
-// authenticate checks the bearer token and the namespace, then the rate
-// limit of the token; before authentication it is the remote address's.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, st *reqState) bool {
+// Failed authentications are limited per remote address to failedAuthRate
+// a second (bursts of failedAuthBurst), always: --rate-limit 0 lifts the
+// limit of authenticated clients, never this one.
+const (
+	failedAuthRate  = 1
+	failedAuthBurst = 10
+)
+
+// failedAuth counts a failed authentication of r's address and reports
+// whether it may be answered; past the limit it answers 429 itself.
+func (s *Server) failedAuth(w http.ResponseWriter, r *http.Request) bool {
 	now := s.o.Now()
-	auth := r.Header.Get("Authorization")
-	secret, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok {
-		secret, ok = strings.CutPrefix(auth, "bearer ")
-	}
-	secret = strings.TrimSpace(secret)
-	var tok storedToken
-	if ok && secret != "" {
-		tok, ok = s.tokens.lookup(secret)
-	} else {
-		ok = false
-	}
-	if !ok {
-		if allowed, wait := s.limits.allow("addr:"+clientAddr(r), now); !allowed {
+	for _, l := range []*limiters{s.limits, s.fails} {
+		if allowed, wait := l.allow("addr:"+clientAddr(r), now); !allowed {
 			s.tooMany(w, r, wait)
 			return false
 		}
-		msg := "missing bearer token: send Authorization: Bearer <token> (the token is in " + TokenFileName + " in the data directory; ragmem token show prints it)"
-		if auth != "" {
+	}
+	return true
+}
+
+// bearer returns the credentials of an Authorization header with the
+// Bearer scheme, whose name is case-insensitive (RFC 9110).
+func bearer(auth string) (string, bool) {
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(auth), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	cred = strings.TrimSpace(cred)
+	return cred, cred != ""
+}
+
+// authenticate checks the bearer token (or the web UI's session cookie)
+// and the namespace, then the rate limit of the token; failures are
+// limited per remote address.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, st *reqState) bool {
+	auth := r.Header.Get("Authorization")
+	var tok storedToken
+	ok := false
+	msg := "missing bearer token: send Authorization: Bearer <token> (the token is in " + TokenFileName + " in the data directory; ragmem token show prints it)"
+	if auth != "" {
+		if secret, isBearer := bearer(auth); isBearer {
+			tok, ok = s.tokens.lookup(secret)
+		}
+		if !ok {
 			msg = "invalid bearer token (it may have been rotated; ragmem token show prints the current one)"
+		}
+	} else {
+		var err error
+		tok, ok, err = s.sessionToken(r)
+		switch {
+		case err != nil:
+			msg = err.Error()
+		case !ok && hasCookie(r, SessionCookie):
+			msg = "the web UI session has ended (the server restarted, or the token was rotated); sign in again"
+		case !ok && r.Header.Get(UIHeader) != "":
+			msg = "not signed in: open the link ragmem serve printed, or paste the token (ragmem token show)"
+		}
+	}
+	if !ok {
+		if !s.failedAuth(w, r) {
+			return false
 		}
 		WriteError(w, r, http.StatusUnauthorized, CodeUnauthorized, msg)
 		return false
 	}
 	st.tokenID = tok.id
-	if allowed, wait := s.limits.allow("token:"+tok.id, now); !allowed {
+	if allowed, wait := s.limits.allow("token:"+tok.id, s.o.Now()); !allowed {
 		s.tooMany(w, r, wait)
 		return false
 	}
 	ns := strings.TrimSpace(r.Header.Get(NamespaceHeader))
 	switch {
 	case ns != "" && !validNamespace(ns):
-		WriteError(w, r, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("invalid namespace %q in %s: %s", ns, NamespaceHeader, namespaceRule))
+		WriteError(w, r, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("invalid namespace %q in %s: %s", clip(ns, 80), NamespaceHeader, namespaceRule))
 		return false
 	case tok.namespace != "" && ns != "" && ns != tok.namespace:
 		WriteError(w, r, http.StatusForbidden, CodeForbidden, fmt.Sprintf("this token is bound to namespace %q and cannot use %q", tok.namespace, ns))
@@ -658,6 +740,11 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, st *reqSta
 	}
 	st.namespace = ns
 	return true
+}
+
+func hasCookie(r *http.Request, name string) bool {
+	_, err := r.Cookie(name)
+	return err == nil
 }
 
 func (s *Server) tooMany(w http.ResponseWriter, r *http.Request, wait time.Duration) {
@@ -706,7 +793,7 @@ func (s *Server) routes() {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	}, false)
 	prom := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
-	s.mustHandle("GET /metrics", prom.ServeHTTP, false)
+	s.mustHandle("GET /metrics", prom.ServeHTTP, !s.o.MetricsPublic)
 	s.uiRoutes()
 	s.apiRoutes()
 }

@@ -50,9 +50,17 @@ func TestAuth(t *testing.T) {
 	if r.errCode() != server.CodeMethodNotAllowed || !strings.Contains(r.header.Get("Allow"), "POST") {
 		t.Errorf("405: %s %v", r.body, r.header)
 	}
-	// Public endpoints need no token.
-	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/", "/ui/app.js"} {
+	// Public endpoints need no token; metrics do, unless MetricsPublic.
+	for _, p := range []string{"/healthz", "/readyz", "/", "/ui/app.js"} {
 		ts.must(http.StatusOK, "GET", p, nil, "Authorization", "")
+	}
+	ts.must(http.StatusUnauthorized, "GET", "/metrics", nil, "Authorization", "")
+	ts.must(http.StatusOK, "GET", "/metrics", nil)
+	pub := newTestServer(t, &server.Options{MetricsPublic: true})
+	pub.must(http.StatusOK, "GET", "/metrics", nil, "Authorization", "")
+	// The Bearer scheme is case-insensitive (RFC 9110).
+	for _, scheme := range []string{"bearer", "BEARER", "BeArEr"} {
+		ts.must(http.StatusOK, "GET", "/v1/stats", nil, "Authorization", scheme+" "+ts.token)
 	}
 	// A client-supplied request id is echoed; a malformed one replaced.
 	if got := ts.req("GET", "/healthz", nil, "X-Request-Id", "abc-123").header.Get("X-Request-Id"); got != "abc-123" {

@@ -74,6 +74,7 @@ func TestRunServesTLS(t *testing.T) {
 	req, _ := http.NewRequest("POST", base+"/v1/search", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Origin", base) // the UI's own origin over HTTPS is same-origin
+	req.Header.Set("Content-Type", "application/json")
 	res, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -177,6 +178,7 @@ func Tokens(dir string) ([]Token, error) {
 // takes effect without a restart. It is safe for concurrent use.
 type tokenStore struct {
 	path string
+	log  *slog.Logger
 
 	mu      sync.Mutex
 	checked time.Time
@@ -190,8 +192,8 @@ type storedToken struct {
 	id        string // short fingerprint for logs and rate-limit keys
 }
 
-func newTokenStore(path string) (*tokenStore, error) {
-	ts := &tokenStore{path: path}
+func newTokenStore(path string, log *slog.Logger) (*tokenStore, error) {
+	ts := &tokenStore{path: path, log: log}
 	if err := ts.reload(true); err != nil {
 		return nil, err
 	}
@@ -214,9 +216,15 @@ func (ts *tokenStore) reload(force bool) error {
 	if !force && ts.file != nil && os.SameFile(fi, ts.file) && fi.ModTime().Equal(ts.file.ModTime()) && fi.Size() == ts.file.Size() {
 		return nil
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		// Tighten a file someone loosened; the token is a password.
-		_ = os.Chmod(ts.path, 0o600)
+		if err := os.Chmod(ts.path, 0o600); err != nil {
+			ts.log.Error("the token file can be read by other users and could not be made private; fix its mode (chmod 600) and rotate the tokens (ragmem token rotate)",
+				"file", ts.path, "mode", fmt.Sprintf("%04o", perm), "err", err)
+		} else {
+			ts.log.Warn("the token file could be read by other users: its mode was set back to 0600; if anyone else may have read it, rotate the tokens (ragmem token rotate)",
+				"file", ts.path, "mode", fmt.Sprintf("%04o", perm))
+		}
 	}
 	tf, err := readTokens(ts.path)
 	if err != nil {
@@ -237,19 +245,7 @@ func (ts *tokenStore) reload(force bool) error {
 // lookup returns the token matching secret. Every stored token is compared
 // in constant time, so timing tells nothing about which one nearly matched.
 func (ts *tokenStore) lookup(secret string) (storedToken, bool) {
-	ts.mu.Lock()
-	if now := time.Now(); now.Sub(ts.checked) >= time.Second {
-		ts.checked = now
-		switch err := ts.reload(false); {
-		case errors.Is(err, ErrNoToken):
-			ts.tokens = nil // the file was removed: nobody gets in
-		case err != nil:
-			// Unreadable or damaged: keep the tokens we have, so that a
-			// half-finished manual edit does not lock every client out.
-		}
-	}
-	toks := ts.tokens
-	ts.mu.Unlock()
+	toks := ts.current()
 	d := sha256.Sum256([]byte(secret))
 	var found storedToken
 	ok := 0
@@ -261,4 +257,22 @@ func (ts *tokenStore) lookup(secret string) (storedToken, bool) {
 		ok |= m
 	}
 	return found, ok == 1
+}
+
+// current returns the tokens, re-reading the file when it changed (checked
+// at most once a second).
+func (ts *tokenStore) current() []storedToken {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if now := time.Now(); now.Sub(ts.checked) >= time.Second {
+		ts.checked = now
+		switch err := ts.reload(false); {
+		case errors.Is(err, ErrNoToken):
+			ts.tokens = nil // the file was removed: nobody gets in
+		case err != nil:
+			// Unreadable or damaged: keep the tokens we have, so that a
+			// half-finished manual edit does not lock every client out.
+		}
+	}
+	return ts.tokens
 }

@@ -42,6 +42,9 @@ func (s *Server) uiRoutes() {
 		_, _ = w.Write(index)
 	})).ServeHTTP, false)
 	s.mustHandle("GET /ui/", uiHeaders(http.StripPrefix("/ui/", http.FileServerFS(sub))).ServeHTTP, false)
+	s.mustHandle("GET /ui/login", s.login, false)
+	s.mustHandle("POST /ui/session", s.newSession, false)
+	s.mustHandle("DELETE /ui/session", s.endSession, false)
 }
 
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {

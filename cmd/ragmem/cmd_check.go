@@ -24,8 +24,13 @@ func newCheckCmd(g *globals) *cobra.Command {
 			"index with the same source and content hash, no index holds anything else, every source's\n" +
 			"chunks come from one version of it, the embedder matches the one that built the store, and\n" +
 			"the journal is clean (no unfinished write, no damaged file, nothing waiting to be applied),\n" +
-			"and so is the background indexing queue.\n\n" +
-			"Exit status: 0 when the store is consistent, 1 when it is not (each problem is listed),\n" +
+			"and so is the background indexing queue. Pages given up on (the dead letters of the queue)\n" +
+			"are listed; they are not an inconsistency.\n\n" +
+			"A store that a crash left with recovery to do (an unfinished write to cut, journal operations\n" +
+			"to apply to the full-text index) has lost nothing: that is reported as recovery pending, which\n" +
+			"the next open of the store applies, and is not an inconsistency.\n\n" +
+			"Exit status: 0 when the store is consistent (recovery pending included), 1 when it is not\n" +
+			"(each problem is listed),\n" +
 			"2 when it cannot be checked (for example while another ragmem process uses it).\n\n" +
 			"--repair opens the store normally, which recovers it (cuts unfinished writes, quarantines\n" +
 			"damaged files, brings the full-text index forward), then rebuilds whatever still disagrees\n" +
@@ -48,9 +53,12 @@ type checkReport struct {
 	Sources     int             `json:"sources"`
 	Sequence    uint64          `json:"sequence"`
 	Embedder    string          `json:"embedder,omitempty"`
-	QueuedPages int             `json:"queuedPages"`         // background pages waiting; the next open indexes them
-	Recovered   []string        `json:"recovered,omitempty"` // what opening the store did (--repair)
+	QueuedPages int             `json:"queuedPages"`           // background pages waiting; the next open indexes them
+	Interrupted int             `json:"interruptedPages"`      // of those, pages whose indexing the end of a process interrupted
+	DeadLetters []index.Job     `json:"deadLetters,omitempty"` // pages given up on (ragmem jobs list, retry, drop): not an inconsistency
+	Recovered   []string        `json:"recovered,omitempty"`   // what opening the store did (--repair)
 	Repaired    []local.Problem `json:"repaired,omitempty"`
+	Pending     []local.Problem `json:"recoveryPending,omitempty"` // what the next open applies by itself, losing nothing: not inconsistencies
 	Problems    []local.Problem `json:"problems"`
 	Consistent  bool            `json:"consistent"`
 }
@@ -116,11 +124,26 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 	if err != nil {
 		return exitError{2, err.Error()}
 	}
-	rep.QueuedPages = qc.Pending
+	rep.QueuedPages, rep.Interrupted, rep.DeadLetters = qc.Pending, qc.Interrupted, qc.Dead
 	rep.Recovered = append(rep.Recovered, qc.Repaired...)
 	for _, p := range qc.Problems {
 		rep.Problems = append(rep.Problems, local.Problem{Kind: "queue", Msg: p})
 	}
+	for _, p := range qc.Recovery {
+		rep.Problems = append(rep.Problems, local.Problem{Kind: "queue-tail", Msg: p})
+	}
+	// A store a crash left with work for its next open (an unfinished
+	// write to cut, journal operations to apply to the full-text index)
+	// has lost nothing: that is recovery pending, not an inconsistency.
+	kept := rep.Problems[:0]
+	for _, p := range rep.Problems {
+		if p.Pending() || p.Kind == "queue-tail" {
+			rep.Pending = append(rep.Pending, p)
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	rep.Problems = kept
 	if st, err := be.Stats(ctx); err == nil {
 		rep.Records, rep.Sources = st.Records, st.Sources
 	}
@@ -152,16 +175,31 @@ func printCheck(g *globals, rep *checkReport) {
 	if rep.QueuedPages > 0 {
 		fmt.Fprintf(w, "queue      %d pages waiting for background indexing (the next open indexes them)\n", rep.QueuedPages)
 	}
+	if rep.Interrupted > 0 {
+		fmt.Fprintf(w, "queue      %d of them interrupted by the end of a process; each counts a failed attempt\n", rep.Interrupted)
+	}
+	for _, j := range rep.DeadLetters {
+		fmt.Fprintf(w, "dead       %s %s: %s\n", j.ID, printable(j.SourceURL, 120), printable(j.Error, 200))
+	}
+	if len(rep.DeadLetters) > 0 {
+		fmt.Fprintf(w, "dead       %d pages given up on: 'ragmem jobs retry ID' queues one again, 'ragmem jobs drop ID' deletes it\n", len(rep.DeadLetters))
+	}
 	for _, r := range rep.Recovered {
 		fmt.Fprintf(w, "recovered  %s\n", r)
 	}
 	for _, p := range rep.Repaired {
 		fmt.Fprintf(w, "repaired   %s\n", p)
 	}
+	for _, p := range rep.Pending {
+		fmt.Fprintf(w, "pending    %s\n", p)
+	}
 	for _, p := range rep.Problems {
 		fmt.Fprintf(w, "problem    %s\n", p)
 	}
-	if rep.Consistent {
+	switch {
+	case rep.Consistent && len(rep.Pending) > 0:
+		fmt.Fprintln(w, "consistent: recovery pending (applied on next open); nothing is lost")
+	case rep.Consistent:
 		fmt.Fprintln(w, "consistent")
 	}
 }

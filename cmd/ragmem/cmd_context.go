@@ -50,6 +50,9 @@ func newContextCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if r := c.Block.Retrieval; r.Degraded != "" {
+					fmt.Fprintf(g.stderr, "ragmem: knowledge retrieved by %s search: %s\n", r.Mode, r.Degraded)
+				}
 				if asJSON {
 					msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: sys}}
 					if !c.Block.Empty() {
@@ -59,7 +62,7 @@ func newContextCmd(g *globals) *cobra.Command {
 					return writeJSON(g.stdout, map[string]any{
 						"messages": msgs, "budgets": c.Budgets, "userQueryTokens": c.UserQueryTokens,
 						"totalTokens": c.Block.TotalTokens, "profileTokens": c.Block.ProfileTokens,
-						"knowledgeTokens": c.Block.KnowledgeTokens, "summary": c.Block.Summary,
+						"knowledgeTokens": c.Block.KnowledgeTokens, "summary": c.Block.Summary, "retrieval": c.Block.Retrieval,
 					})
 				}
 				if c.Block.Empty() {

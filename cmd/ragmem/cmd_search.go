@@ -41,14 +41,21 @@ func newSearchCmd(g *globals) *cobra.Command {
 			}
 			query := strings.Join(args, " ")
 			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
-				res, err := eng.Search(cmd.Context(), query, &search.Options{
+				res, rep, err := eng.SearchReport(cmd.Context(), query, &search.Options{
 					Mode: m, TopK: topK, SimilarityThreshold: threshold, Fusion: fu, DocTypes: types, SourceURL: source,
 				})
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return writeJSON(g.stdout, map[string]any{"query": query, "mode": m, "results": nonNil(res)})
+					out := map[string]any{"query": query, "mode": rep.Mode, "results": nonNil(res)}
+					if rep.Degraded != "" {
+						out["degraded"] = rep.Degraded
+					}
+					return writeJSON(g.stdout, out)
+				}
+				if rep.Degraded != "" {
+					fmt.Fprintf(g.stderr, "ragmem: answered by %s search, not %s: %s\n", rep.Mode, m, rep.Degraded)
 				}
 				printResults(g.stdout, res)
 				return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/memory/memhttp"
 	"github.com/ragmem/ragmem/rag"
@@ -40,6 +41,11 @@ type serveFlags struct {
 	shutdownTimeout time.Duration
 	mcp             bool
 	mcpReadOnly     bool
+	quotaChunks     int
+	quotaBytes      string
+	extractNodes    int
+	extractTimeout  time.Duration
+	metricsPublic   bool
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -64,18 +70,23 @@ func newServeCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM) to serve HTTPS")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest request body accepted (bytes, or with KiB/MiB/GiB)")
-	fl.Float64Var(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per second allowed per client (0 disables)")
+	fl.Float64Var(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per second allowed per client (0 disables; failed logins stay limited)")
 	fl.IntVar(&f.rateBurst, "rate-burst", server.DefaultRateBurst, "requests a client may make in a burst")
 	fl.IntVar(&f.maxNamespaces, "max-namespaces", server.DefaultMaxNamespaces, "namespace stores open at once")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for requests in flight on shutdown")
 	fl.BoolVar(&f.mcp, "mcp", false, "also serve MCP over streamable HTTP at /mcp, behind the same token (and namespaces)")
 	fl.BoolVar(&f.mcpReadOnly, "mcp-read-only", false, "with --mcp: offer only the tools that read the memory")
+	fl.IntVar(&f.quotaChunks, "quota-chunks", server.DefaultQuotaChunks, "most chunks a namespace may hold (0: no quota)")
+	fl.StringVar(&f.quotaBytes, "quota-bytes", "4GiB", "most bytes a namespace's store may take on disk (0: no quota)")
+	fl.BoolVar(&f.metricsPublic, "metrics-public", false, "serve /metrics without the bearer token (it needs the token by default)")
+	fl.IntVar(&f.extractNodes, "extract-max-nodes", extract.DefaultMaxNodes, "most elements and runs of text a page may make when its HTML is parsed")
+	fl.DurationVar(&f.extractTimeout, "extract-timeout", extract.DefaultTimeout, "longest the extraction of one page may take")
 	return cmd
 }
 
-// parseBytes reads "10MiB", "512KiB", "1GiB", "1048576".
-func parseBytes(s string) (int64, error) {
+// parseBytes reads "10MiB", "512KiB", "1GiB", "1048576" for a flag.
+func parseBytes(flag, s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	mult := int64(1)
 	for _, u := range []struct {
@@ -89,7 +100,7 @@ func parseBytes(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || n <= 0 || n > (1<<40)/mult {
-		return 0, fmt.Errorf("--max-body %q: want a positive size such as 10MiB", s)
+		return 0, fmt.Errorf("%s %q: want a positive size such as 10MiB", flag, s)
 	}
 	return n * mult, nil
 }
@@ -150,9 +161,22 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	maxBody, err := parseBytes(f.maxBody)
+	maxBody, err := parseBytes("--max-body", f.maxBody)
 	if err != nil {
 		return err
+	}
+	quotaBytes := int64(-1)
+	if strings.TrimSpace(f.quotaBytes) != "0" {
+		if quotaBytes, err = parseBytes("--quota-bytes", f.quotaBytes); err != nil {
+			return err
+		}
+	}
+	quotaChunks := f.quotaChunks
+	if quotaChunks <= 0 {
+		quotaChunks = -1
+	}
+	if f.extractNodes <= 0 || f.extractTimeout <= 0 {
+		return errors.New("--extract-max-nodes and --extract-timeout must be positive")
 	}
 	dir, err := g.dataDir()
 	if err != nil {
@@ -179,8 +203,12 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	}
 	opts := &server.Options{
 		Open: func(ctx context.Context, d string) (*rag.Engine, error) {
-			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, QueryCache: queryCache, Logger: log})
+			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, QueryCache: queryCache, Logger: log,
+				MaxChunksPerDocument: g.maxChunksOption(), QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0)})
 		},
+		MetricsPublic:   f.metricsPublic,
+		ExtractMaxNodes: f.extractNodes,
+		ExtractTimeout:  f.extractTimeout,
 		Logger:          log,
 		AllowOrigins:    f.origins,
 		MaxBodyBytes:    maxBody,
@@ -207,7 +235,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 			return nil, err
 		}
 		return memoriesOf(r, eng)
-	}, &memhttp.Options{WriteError: server.WriteError, Logger: log})
+	}, &memhttp.Options{WriteError: server.WriteError, Fail: srv.Fail, Logger: log})
 	for _, p := range []string{memhttp.DefaultPrefix, memhttp.DefaultPrefix + "/"} {
 		if err := srv.Handle(p, mem); err != nil {
 			_ = srv.Close()
@@ -232,15 +260,20 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	base := scheme + "://" + displayAddr(ln.Addr())
 	out := g.stdout
 	fmt.Fprintf(out, "ragmem: serving %s on %s\n", dir, base)
+	login, err := srv.LoginURL(base, server.DefaultLoginTTL)
+	if err != nil {
+		_ = srv.Close()
+		return err
+	}
 	if created {
 		fmt.Fprintf(out, "ragmem: created the API token, stored in %s (mode 0600). It is printed only on this first start:\n\n    %s\n\n", server.TokenPath(dir), token)
 		fmt.Fprintf(out, "  Browser extension: in its options, set the server to %s and paste the token;\n", base)
 		fmt.Fprintf(out, "  then restart ragmem serve with --allow-origin chrome-extension://<its id> (see docs/server.md).\n")
-		fmt.Fprintf(out, "  Web UI: %s/#token=%s\n", base, token)
 		fmt.Fprintf(out, "  Print it again with 'ragmem token show'; replace it with 'ragmem token rotate'.\n")
-	} else {
-		fmt.Fprintf(out, "ragmem: web UI at %s/ (token: 'ragmem token show')\n", base)
 	}
+	fmt.Fprintf(out, "ragmem: web UI: %s\n", login)
+	fmt.Fprintf(out, "  (this link logs one browser in, once, within %s; the token itself never goes in a URL:\n", server.DefaultLoginTTL)
+	fmt.Fprintf(out, "  afterwards open %s/ and paste the token, or restart the server for a new link)\n", base)
 	if f.mcp {
 		fmt.Fprintf(out, "ragmem: MCP (streamable HTTP) at %s/mcp, with the same bearer token\n", base)
 	}

@@ -28,6 +28,7 @@ type globals struct {
 	apiKey     string
 	configPath string
 	verbose    bool
+	maxChunk   int
 	store      backendFlags
 	stdout     io.Writer
 	stderr     io.Writer
@@ -73,7 +74,7 @@ func newRootCmd() *cobra.Command {
 		newRmCmd(g), newStatsCmd(g), newSourcesCmd(g), newDemoCmd(g),
 		newBenchCmd(g),
 	)
-	root.AddCommand(newMCPCmd(g), newServeCmd(g), newTokenCmd(g), newMemoryCmd(g), newCheckCmd(g), newMigrateCmd(g), newEvalCmd(g), newModelCmd(g))
+	root.AddCommand(newMCPCmd(g), newServeCmd(g), newTokenCmd(g), newMemoryCmd(g), newCheckCmd(g), newJobsCmd(g), newMigrateCmd(g), newEvalCmd(g), newModelCmd(g))
 	root.AddCommand(newConfigCmd(g))
 	return root
 }
@@ -87,6 +88,7 @@ func addGlobalFlags(pf *pflag.FlagSet, g *globals) {
 	pf.StringVar(&g.baseURL, "base-url", "", "base URL of an OpenAI-compatible API for openai:MODEL (default $OPENAI_BASE_URL, else the config file's, else the one the store records, else OpenAI)")
 	pf.StringVar(&g.apiKey, "api-key", "", "API key for openai:MODEL (default $OPENAI_API_KEY, or the variable the config file's openai.api_key_env names; else its openai.api_key)")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug information to stderr")
+	pf.IntVar(&g.maxChunk, "max-chunks-per-doc", index.DefaultMaxChunksPerDocument, "most chunks one document may make; larger ones are refused (0: no limit)")
 	addBackendFlags(pf, &g.store)
 }
 
@@ -143,7 +145,7 @@ func (g *globals) open(ctx context.Context) (*rag.Engine, error) {
 		return nil, err
 	}
 	var choice *embedderChoice
-	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: slog.Default(),
+	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: slog.Default(), MaxChunksPerDocument: g.maxChunksOption(),
 		EmbedderFor: func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error) {
 			c, err := g.resolveEmbedder(rec)
 			if err != nil {
@@ -156,6 +158,15 @@ func (g *globals) open(ctx context.Context) (*rag.Engine, error) {
 		return nil, choice.explainMismatch(err)
 	}
 	return eng, err
+}
+
+// maxChunksOption turns --max-chunks-per-doc into the option: 0 on the
+// command line means no limit.
+func (g *globals) maxChunksOption() int {
+	if g.maxChunk <= 0 {
+		return -1
+	}
+	return g.maxChunk
 }
 
 // withEngine opens the engine, runs fn and closes the engine, reporting a

@@ -53,12 +53,12 @@ func (m *mcpMount) handler(eng *rag.Engine, mem *memory.Store) http.Handler {
 func (m *mcpMount) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	eng, err := m.srv.Engine(r) // held until this request returns
 	if err != nil {
-		server.WriteError(w, r, http.StatusServiceUnavailable, "store_unavailable", "the memory store could not be opened: "+err.Error())
+		m.srv.Fail(w, r, err)
 		return
 	}
 	mem, err := m.memories(r, eng)
 	if err != nil {
-		server.WriteError(w, r, http.StatusServiceUnavailable, "memories_unavailable", "the agent memories could not be opened: "+err.Error())
+		m.srv.Fail(w, r, err)
 		return
 	}
 	if r.Method == http.MethodGet {

@@ -90,8 +90,8 @@ func startServeEnv(t *testing.T, dir string, env []string, args ...string) *serv
 			if m := tokenLine.FindStringSubmatch(line); m != nil {
 				s.token = m[1]
 			}
-			// The banner ends with the token hints or the "web UI" line.
-			if !signalled && s.base != "" && (strings.Contains(line, "ragmem token rotate") || strings.Contains(line, "web UI at")) {
+			// The banner ends with the web UI login link and its hint.
+			if !signalled && s.base != "" && strings.Contains(line, "for a new link)") {
 				signalled = true
 				close(ready)
 			}
@@ -210,8 +210,13 @@ func TestServeBlackBox(t *testing.T) {
 	const origin = "chrome-extension://abcdefghijklmnopabcdefghijklmnop"
 	dir := t.TempDir()
 	s := startServe(t, dir, "--allow-origin", origin)
-	if s.token == "" || !strings.Contains(s.outText(), s.base+"/#token="+s.token) {
-		t.Fatalf("no token printed on first start:\n%s", s.outText())
+	if s.token == "" || !strings.Contains(s.outText(), s.base+"/ui/login?code=") {
+		t.Fatalf("no token or login link printed on first start:\n%s", s.outText())
+	}
+	for _, line := range strings.Split(s.outText(), "\n") {
+		if strings.Contains(line, s.token) && strings.TrimSpace(line) != s.token {
+			t.Fatalf("the token is printed inside a line (a URL?): %q", line)
+		}
 	}
 	if fi, err := os.Stat(dir + "/server-tokens.json"); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v %v", fi, err)
@@ -293,11 +298,17 @@ Herons nest in colonies called heronries, often high in tall trees near lakes.</
 		t.Error("deleted page still found")
 	}
 
-	// Probes and metrics.
-	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/"} {
+	// Probes; metrics need the token (--metrics-public lifts that).
+	for _, p := range []string{"/healthz", "/readyz", "/"} {
 		if r := s.call("GET", p, nil, true); r.status != http.StatusOK {
 			t.Errorf("GET %s: %d", p, r.status)
 		}
+	}
+	if r := s.call("GET", "/metrics", nil, true); r.status != http.StatusUnauthorized {
+		t.Errorf("GET /metrics without the token: %d", r.status)
+	}
+	if r := s.call("GET", "/metrics", nil, false); r.status != http.StatusOK || !bytes.Contains(r.body, []byte("ragmem_http_requests_total")) {
+		t.Errorf("GET /metrics with the token: %d", r.status)
 	}
 	// Pages queued just before SIGTERM are indexed before the process exits.
 	for i := 0; i < 20; i++ {
@@ -364,12 +375,12 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 
 func TestParseBytes(t *testing.T) {
 	for in, want := range map[string]int64{"10MiB": 10 << 20, "512KiB": 512 << 10, "1GiB": 1 << 30, "2048": 2048, " 3 MB ": 3e6} {
-		if got, err := parseBytes(in); err != nil || got != want {
+		if got, err := parseBytes("--max-body", in); err != nil || got != want {
 			t.Errorf("%q: %d %v", in, got, err)
 		}
 	}
 	for _, bad := range []string{"", "-1", "0", "ten", "1.5MiB", "99999999999GiB"} {
-		if _, err := parseBytes(bad); err == nil {
+		if _, err := parseBytes("--max-body", bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

@@ -31,6 +31,12 @@ type Problem struct {
 	Msg    string
 }
 
+// Pending reports whether p is recovery that any normal open of the store
+// does by itself, losing nothing acknowledged: cutting an unfinished
+// journal write, or applying acknowledged journal operations to the
+// full-text index. It is not an inconsistency.
+func (p Problem) Pending() bool { return p.Kind == "journal-tail" || p.Kind == "fulltext-behind" }
+
 func (p Problem) String() string {
 	s := p.Kind
 	if p.ID != "" {

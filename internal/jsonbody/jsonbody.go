@@ -1,6 +1,6 @@
 // Package jsonbody reads the JSON request bodies of ragmem's HTTP handlers
-// (server and memory/memhttp) by one set of rules: a JSON content type when
-// one is given, exactly one object, no unknown fields, nothing after it. Its
+// (server and memory/memhttp) by one set of rules: a JSON content type,
+// valid UTF-8, exactly one object, no unknown fields, nothing after it. Its
 // errors are written for the client who sent the body.
 package jsonbody
 
@@ -15,11 +15,11 @@ import (
 	"unicode/utf8"
 )
 
-// ContentType checks a Content-Type header: empty, application/json or a
-// +json type pass.
+// ContentType checks a Content-Type header: application/json or a +json
+// type pass; a missing one does not (a body is never guessed to be JSON).
 func ContentType(ct string) error {
-	if ct == "" {
-		return nil
+	if strings.TrimSpace(ct) == "" {
+		return errors.New("the request has no Content-Type; send the JSON body with Content-Type: application/json")
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
@@ -33,6 +33,10 @@ func ContentType(ct string) error {
 func Decode(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return errors.New("request body is empty; send a JSON object")
+	}
+	if !utf8.Valid(body) {
+		// encoding/json would quietly replace the bad bytes.
+		return fmt.Errorf("invalid JSON: the body is not valid UTF-8 (from byte %d)", invalidAt(body))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -73,4 +77,17 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// invalidAt returns the offset of the first byte of b that is not part of
+// valid UTF-8.
+func invalidAt(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
 }

@@ -6,7 +6,7 @@ import (
 )
 
 func TestContentType(t *testing.T) {
-	for _, ct := range []string{"", "application/json", "application/json; charset=utf-8", "application/problem+json"} {
+	for _, ct := range []string{"application/json", "application/json; charset=utf-8", "application/problem+json", "Application/JSON"} {
 		if err := ContentType(ct); err != nil {
 			t.Errorf("%q refused: %v", ct, err)
 		}
@@ -15,6 +15,12 @@ func TestContentType(t *testing.T) {
 		err := ContentType(ct)
 		if err == nil || !strings.Contains(err.Error(), "is not JSON") || len(err.Error()) > 200 {
 			t.Errorf("%.20q: %v", ct, err)
+		}
+	}
+	// No Content-Type is not taken for JSON.
+	for _, ct := range []string{"", "  "} {
+		if err := ContentType(ct); err == nil || !strings.Contains(err.Error(), "no Content-Type") {
+			t.Errorf("%q: %v", ct, err)
 		}
 	}
 }
@@ -37,7 +43,8 @@ func TestDecode(t *testing.T) {
 		`[1,2]`:                    "invalid JSON: expected",
 		`{"other":1}`:              `invalid JSON: json: unknown field "other"`,
 		`{"query":"q"} {"x":1}`:    "invalid JSON: unexpected data after the object",
-		"{\"query\":\"\xff\xfe\"}": "",
+		"{\"query\":\"\xff\xfe\"}": "not valid UTF-8 (from byte 10)",
+		"{\"query\":\"caf\xe9\"}":  "not valid UTF-8 (from byte 13)",
 	} {
 		var v req
 		err := Decode([]byte(body), &v)

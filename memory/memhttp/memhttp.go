@@ -22,8 +22,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/ragmem/ragmem/internal/jsonbody"
@@ -47,6 +49,8 @@ const (
 	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
+	CodeConflict         = "conflict"             // a memory file that is a link or not a regular file
+	CodeDiskFull         = "insufficient_storage" // the disk is full
 )
 
 // Resolver returns the memory store a request works on (for example the
@@ -68,6 +72,11 @@ type Options struct {
 	WriteError func(w http.ResponseWriter, r *http.Request, status int, code, message string)
 	// Logger receives internal errors. Default slog.Default().
 	Logger *slog.Logger
+	// Fail answers an error that is not the memory store's own (one from
+	// the Resolver: a namespace that cannot be opened, say). Default: 500
+	// with a message that names nothing of the server; pass the server's
+	// own (e.g. server.Server.Fail) to answer them as it does.
+	Fail func(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // New returns the handler. It is safe for concurrent use.
@@ -181,10 +190,46 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := h.resolve(r)
 	if err != nil {
+		if h.o.Fail != nil && !isMemoryError(err) {
+			h.o.Fail(w, r, err)
+			return
+		}
 		h.fail(w, r, err)
 		return
 	}
-	fn(w, r, st)
+	fn(w, r.WithContext(context.WithValue(r.Context(), storeKey{}, st)), st)
+}
+
+type storeKey struct{}
+
+// Memory directories are the server's business: no answer names them.
+// Memories are named by their slug and file name, and messages that
+// mention the directory say "the memory directory" instead.
+
+// hidePaths returns m without the server's paths: its file by name only,
+// no file URL.
+func hidePaths(m memory.Memory) memory.Memory {
+	m.Path, m.URL = m.Slug+".md", ""
+	return m
+}
+
+// redact replaces the memory directory of the request's store in a
+// message.
+func redact(r *http.Request, msg string) string {
+	st, _ := r.Context().Value(storeKey{}).(*memory.Store)
+	if st == nil {
+		return msg
+	}
+	dirs := []string{st.Dir()}
+	if abs, err := filepath.Abs(st.Dir()); err == nil {
+		dirs = append(dirs, abs)
+	}
+	for _, d := range dirs {
+		if len(d) > 1 {
+			msg = strings.ReplaceAll(msg, d, "the memory directory")
+		}
+	}
+	return msg
 }
 
 func tooLarge(n int64) string {
@@ -201,23 +246,40 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
-// fail maps an error to its status and code.
+// isMemoryError reports whether err is one of the memory store's own.
+func isMemoryError(err error) bool {
+	for _, e := range []error{memory.ErrNotFound, memory.ErrNotRegular, memory.ErrInvalid, memory.ErrTooLarge, memory.ErrLocked, memory.ErrModel, memory.ErrBadExtraction} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// fail maps an error to its status and code. Messages never name the
+// server's directories.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var mbe *http.MaxBytesError
+	msg := redact(r, err.Error())
 	switch {
 	case errors.As(err, &mbe):
 		h.o.WriteError(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, tooLarge(mbe.Limit))
 	case errors.Is(err, memory.ErrNotFound):
-		h.o.WriteError(w, r, http.StatusNotFound, CodeNotFound, err.Error())
+		h.o.WriteError(w, r, http.StatusNotFound, CodeNotFound, msg)
+	case errors.Is(err, memory.ErrNotRegular):
+		h.o.WriteError(w, r, http.StatusConflict, CodeConflict, msg)
 	case errors.Is(err, memory.ErrInvalid):
-		h.o.WriteError(w, r, http.StatusBadRequest, CodeBadRequest, err.Error())
+		h.o.WriteError(w, r, http.StatusBadRequest, CodeBadRequest, msg)
 	case errors.Is(err, memory.ErrTooLarge):
-		h.o.WriteError(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error())
+		h.o.WriteError(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, msg)
 	case errors.Is(err, memory.ErrLocked):
 		w.Header().Set("Retry-After", "1")
-		h.o.WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, err.Error())
+		h.o.WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "the memory directory is busy (another writer holds its lock); retry later")
 	case errors.Is(err, memory.ErrModel), errors.Is(err, memory.ErrBadExtraction):
-		h.o.WriteError(w, r, http.StatusBadGateway, CodeUnavailable, err.Error())
+		h.o.WriteError(w, r, http.StatusBadGateway, CodeUnavailable, msg)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		h.o.Logger.Error("memhttp: disk full", "method", r.Method, "path", r.URL.Path, "err", err)
+		h.o.WriteError(w, r, http.StatusInsufficientStorage, CodeDiskFull, "the disk of the server's data directory is full; nothing was written")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		h.o.WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "the request was cancelled or timed out")
 	default:
@@ -263,9 +325,9 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st *memory.Store)
 		h.fail(w, r, err)
 		return
 	}
-	out := ListResponse{Dir: st.Dir(), Memories: ms, Problems: st.Problems()}
-	if out.Memories == nil {
-		out.Memories = []memory.Memory{}
+	out := ListResponse{Dir: filepath.Base(st.Dir()), Memories: make([]memory.Memory, 0, len(ms)), Problems: st.Problems()}
+	for _, m := range ms {
+		out.Memories = append(out.Memories, hidePaths(m))
 	}
 	if out.Problems == nil {
 		out.Problems = []memory.Problem{}
@@ -326,6 +388,7 @@ func (h *handler) add(w http.ResponseWriter, r *http.Request, st *memory.Store) 
 	if res.Appended {
 		status = http.StatusOK
 	}
+	res.Memory = hidePaths(res.Memory)
 	w.Header().Set("Location", h.o.Prefix+"/"+res.Memory.Slug)
 	WriteJSON(w, status, res)
 }
@@ -347,7 +410,7 @@ func (h *handler) show(w http.ResponseWriter, r *http.Request, st *memory.Store,
 		h.fail(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, ShowResponse{Memory: m, Entries: es})
+	WriteJSON(w, http.StatusOK, ShowResponse{Memory: hidePaths(m), Entries: es})
 }
 
 // MatchRequest is the body of POST /v1/memories/match.
@@ -412,9 +475,10 @@ func (h *handler) match(w http.ResponseWriter, r *http.Request, st *memory.Store
 		h.fail(w, r, err)
 		return
 	}
-	out := MatchResponse{Matches: ms}
-	if out.Matches == nil {
-		out.Matches = []memory.Match{}
+	out := MatchResponse{Matches: make([]memory.Match, 0, len(ms))}
+	for _, m := range ms {
+		m.Memory = hidePaths(m.Memory)
+		out.Matches = append(out.Matches, m)
 	}
 	if req.Context && len(ms) > 0 {
 		ins, err := st.Load(r.Context(), ms)
@@ -458,9 +522,12 @@ func (h *handler) extract(w http.ResponseWriter, r *http.Request, st *memory.Sto
 		return
 	}
 	status := http.StatusOK
-	if out.Written != nil && !out.Written.Appended {
-		status = http.StatusCreated
-		w.Header().Set("Location", h.o.Prefix+"/"+out.Written.Memory.Slug)
+	if out.Written != nil {
+		out.Written.Memory = hidePaths(out.Written.Memory)
+		if !out.Written.Appended {
+			status = http.StatusCreated
+			w.Header().Set("Location", h.o.Prefix+"/"+out.Written.Memory.Slug)
+		}
 	}
 	WriteJSON(w, status, out)
 }

@@ -4,10 +4,10 @@
 'use strict';
 
 const $ = (id) => document.getElementById(id);
-const TOKEN_KEY = 'ragmem.token';
+const OLD_TOKEN_KEY = 'ragmem.token'; // kept by earlier versions: removed on load
 const NS_KEY = 'ragmem.namespace';
 
-const state = { token: '', ns: '', sourcesOffset: 0, sourcesLimit: 50, sourcesTotal: 0 };
+const state = { ns: '', sourcesOffset: 0, sourcesLimit: 50, sourcesTotal: 0 };
 
 class ApiError extends Error {
   constructor(status, code, message) {
@@ -17,10 +17,12 @@ class ApiError extends Error {
   }
 }
 
+// Requests are authenticated by the session cookie (HttpOnly: this script
+// never sees it), which the server accepts only with the X-Ragmem-UI header.
 async function api(method, path, body) {
-  const headers = { Authorization: 'Bearer ' + state.token };
+  const headers = { 'X-Ragmem-UI': '1' };
   if (state.ns) headers['X-Ragmem-Namespace'] = state.ns;
-  const init = { method, headers };
+  const init = { method, headers, credentials: 'same-origin' };
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -296,13 +298,34 @@ async function detect(ev) {
 
 // ---- start ------------------------------------------------------------
 
-function init() {
-  const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
-  if (m) {
-    localStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
-    history.replaceState(null, '', location.pathname + location.search); // keep the token out of history
+// signIn exchanges a pasted token for a session cookie.
+async function signIn(token) {
+  const res = await fetch('/ui/session', {
+    method: 'POST', credentials: 'same-origin',
+    headers: { 'X-Ragmem-UI': '1', 'Content-Type': 'application/json' },
+    body: JSON.stringify({ token }),
+  });
+  if (!res.ok) {
+    let msg = 'The token was refused.';
+    try { msg = (await res.json()).error.message || msg; } catch (_) { /* not JSON */ }
+    showToken(msg);
+    return;
   }
-  state.token = localStorage.getItem(TOKEN_KEY) || '';
+  await connect();
+}
+
+function init() {
+  localStorage.removeItem(OLD_TOKEN_KEY);
+  let notice = '';
+  if (/(?:^#|&)token=/.test(location.hash)) {
+    // An old link with the token in it: never used, gone from the address bar.
+    history.replaceState(null, '', location.pathname);
+    notice = 'Links with the token in them are not used any more: open the link ragmem serve prints, or paste the token.';
+  }
+  if (new URLSearchParams(location.search).get('login') === 'expired') {
+    history.replaceState(null, '', '/');
+    notice = 'That login link has expired or was used already: paste the token (ragmem token show), or restart ragmem serve for a new link.';
+  }
   state.ns = localStorage.getItem(NS_KEY) || '';
   $('namespace').value = state.ns;
 
@@ -314,7 +337,10 @@ function init() {
   $('source-view-close').addEventListener('click', () => { $('source-view').hidden = true; });
   $('pref-form').addEventListener('submit', addPref);
   $('detect-form').addEventListener('submit', detect);
-  $('change-token').addEventListener('click', () => showToken(''));
+  $('change-token').addEventListener('click', () => {
+    fetch('/ui/session', { method: 'DELETE', credentials: 'same-origin', headers: { 'X-Ragmem-UI': '1' } })
+      .finally(() => showToken(''));
+  });
   $('namespace').addEventListener('change', () => {
     state.ns = $('namespace').value.trim();
     localStorage.setItem(NS_KEY, state.ns);
@@ -328,14 +354,13 @@ function init() {
   });
   $('token-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
-    state.token = $('token-input').value.trim();
-    localStorage.setItem(TOKEN_KEY, state.token);
+    const token = $('token-input').value.trim();
     $('token-input').value = '';
-    connect().catch(fail);
+    signIn(token).catch(fail);
   });
 
-  if (!state.token) showToken('');
-  else connect().catch(fail);
+  if (notice) showToken(notice);
+  else connect().catch((e) => { if (!(e instanceof ApiError && e.status === 401)) fail(e); });
   document.body.dataset.ready = 'true';
 }
 

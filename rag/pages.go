@@ -1,0 +1,144 @@
+package rag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ragmem/ragmem/index"
+)
+
+// The rules for the URLs of pages, and for which sources a page may replace
+// or remove, shared by every surface that writes pages (the HTTP API and the
+// MCP tools), so that none lets through what another refuses.
+
+// Errors of the page rules.
+var (
+	// ErrBadURL: a page URL that is empty, too long, not valid UTF-8,
+	// holds control characters, is not absolute or uses a reserved scheme.
+	ErrBadURL = errors.New("rag: invalid page URL")
+	// ErrConflict: the URL belongs to a source that is not a page (a
+	// preference or a memory), which a page may neither replace nor remove.
+	ErrConflict = errors.New("rag: the URL belongs to another kind of source")
+	// ErrNoPage: no page with that URL.
+	ErrNoPage = errors.New("rag: no such page")
+)
+
+// MaxURLBytes is the longest page URL accepted.
+const MaxURLBytes = 8 << 10
+
+// reservedSchemes name sources that are not pages.
+var reservedSchemes = []string{"preference", "memory"}
+
+// CheckURL trims raw and checks it as the URL of a source to read or
+// forget: not empty, valid UTF-8, at most MaxURLBytes, no control
+// characters, absolute (with a scheme). The error wraps ErrBadURL and says
+// what is wrong in words a client can act on.
+func CheckURL(raw string) (string, error) {
+	u := strings.TrimSpace(raw)
+	switch {
+	case u == "":
+		return "", fmt.Errorf("%w: the URL is empty", ErrBadURL)
+	case !utf8.ValidString(u):
+		return "", fmt.Errorf("%w: the URL is not valid UTF-8", ErrBadURL)
+	case len(u) > MaxURLBytes:
+		return "", fmt.Errorf("%w: the URL is longer than %d bytes", ErrBadURL, MaxURLBytes)
+	}
+	for _, r := range u {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
+			return "", fmt.Errorf("%w: the URL contains control characters", ErrBadURL)
+		}
+	}
+	p, err := url.Parse(u)
+	if err != nil || p.Scheme == "" || (p.Host == "" && p.Opaque == "" && p.Path == "") {
+		return "", fmt.Errorf("%w: %q is not an absolute URL (like https://example.com/page)", ErrBadURL, clipURL(u))
+	}
+	return u, nil
+}
+
+// CheckPageURL is CheckURL for the URL of a page to store: the schemes of
+// preferences and memories (preference:, memory:) are reserved.
+func CheckPageURL(raw string) (string, error) {
+	u, err := CheckURL(raw)
+	if err != nil {
+		return "", err
+	}
+	if r := reserved(u); r != "" {
+		return "", fmt.Errorf("%w: the URL scheme %q is reserved for %ss", ErrBadURL, u[:len(r)], r)
+	}
+	return u, nil
+}
+
+// reserved returns the reserved scheme of u ("" when none).
+func reserved(u string) string {
+	scheme, _, _ := strings.Cut(u, ":")
+	for _, r := range reservedSchemes {
+		if strings.EqualFold(scheme, r) {
+			return r
+		}
+	}
+	return ""
+}
+
+func clipURL(u string) string {
+	if len(u) <= 200 {
+		return u
+	}
+	n := 200
+	for n > 0 && !utf8.RuneStart(u[n]) {
+		n--
+	}
+	return u[:n] + "…"
+}
+
+// PageSource returns what the store holds under a page URL (ok false when
+// nothing), failing with ErrConflict when it is not a page.
+func (e *Engine) PageSource(ctx context.Context, u string) (index.SourceInfo, bool, error) {
+	srcs, _, err := e.ix.Sources(ctx, index.Filter{SourceURL: u}, 0, 1)
+	if err != nil || len(srcs) == 0 {
+		return index.SourceInfo{}, false, err
+	}
+	if srcs[0].DocType != index.DocKnowledge {
+		return srcs[0], true, fmt.Errorf("%w: %s is a %s source, not a page", ErrConflict, clipURL(u), srcs[0].DocType)
+	}
+	return srcs[0], true, nil
+}
+
+// IndexPage indexes a page (a knowledge document) now, by the page rules:
+// its URL passes CheckPageURL, and it may not replace a preference or a
+// memory (ErrConflict).
+func (e *Engine) IndexPage(ctx context.Context, d index.Document) (index.Result, error) {
+	u, err := CheckPageURL(d.SourceURL)
+	if err != nil {
+		return index.Result{}, err
+	}
+	d.SourceURL, d.DocType = u, index.DocKnowledge
+	if _, _, err := e.PageSource(ctx, u); err != nil {
+		return index.Result{}, err
+	}
+	return e.ix.Add(ctx, d)
+}
+
+// ForgetPage removes a page and returns how many chunks it had. It fails
+// with ErrNoPage when there is no page with that URL, and with ErrConflict
+// for a preference or a memory (removed through their own stores).
+func (e *Engine) ForgetPage(ctx context.Context, raw string) (int, error) {
+	u, err := CheckURL(raw)
+	if err != nil {
+		return 0, err
+	}
+	if r := reserved(u); r != "" {
+		return 0, fmt.Errorf("%w: %s is the address of %ss, not of a page", ErrConflict, clipURL(u), r)
+	}
+	_, ok, err := e.PageSource(ctx, u)
+	switch {
+	case err != nil:
+		return 0, err
+	case !ok:
+		return 0, fmt.Errorf("%w: %s", ErrNoPage, clipURL(u))
+	}
+	return e.ix.Remove(ctx, u)
+}

@@ -1,0 +1,79 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/index"
+)
+
+// outage is what the index returns when the embedder is down.
+var outage = fmt.Errorf("%w: embed query: %w", index.ErrEmbedding,
+	&embed.UnavailableError{Cause: fmt.Errorf("%w: 503", embed.ErrRetriesExhausted)})
+
+// TestSearchDegradesToBM25: with the embedder unavailable, hybrid and vector
+// searches answer from BM25, run once, and the report says which mode was
+// used and why; the caller's cancellation and other failures are errors.
+func TestSearchDegradesToBM25(t *testing.T) {
+	text := []index.Hit{hit("a", 9), hit("b", 8), hit("c", 1), hit("d", 0.5)}
+	for _, mode := range []Mode{Hybrid, Vector} {
+		f := &fakeRetriever{text: text, verr: outage}
+		res, rep, err := SearchReport(context.Background(), f, "herons", &Options{Mode: mode, TopK: 2})
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if rep.Mode != FullText || !strings.HasPrefix(rep.Degraded, DegradedEmbedder+": ") || !strings.Contains(rep.Degraded, "keeps answering with errors") {
+			t.Fatalf("%s: report %+v", mode, rep)
+		}
+		if !eq(ids(res), []string{"a", "b"}) || res[0].Explanation.Method != "bm25" {
+			t.Fatalf("%s: results %v %+v", mode, ids(res), res[0].Explanation)
+		}
+		if f.textN != 1 {
+			t.Fatalf("%s: BM25 ran %d times", mode, f.textN)
+		}
+		// Search gives the same results.
+		f2 := &fakeRetriever{text: text, verr: outage}
+		if res2, err := Search(context.Background(), f2, "herons", &Options{Mode: mode, TopK: 2}); err != nil || !eq(ids(res2), ids(res)) {
+			t.Fatalf("%s: Search: %v %v", mode, ids(res2), err)
+		}
+	}
+	// Healthy: the mode asked for, nothing degraded.
+	f := &fakeRetriever{text: text, vec: []index.Hit{hit("a", 0.9)}}
+	if _, rep, err := SearchReport(context.Background(), f, "herons", nil); err != nil || rep.Mode != Hybrid || rep.Degraded != "" {
+		t.Fatalf("healthy: %+v %v", rep, err)
+	}
+	// Not an outage: the caller gave up; another vector failure; BM25 failing too.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := SearchReport(ctx, &fakeRetriever{text: text, verr: outage}, "q", nil); err == nil {
+		t.Fatal("a cancelled search degraded instead of failing")
+	}
+	other := errors.New("vector index damaged")
+	if _, _, err := SearchReport(context.Background(), &fakeRetriever{text: text, verr: other}, "q", nil); !errors.Is(err, other) {
+		t.Fatalf("another failure: %v", err)
+	}
+	if _, _, err := SearchReport(context.Background(), &fakeRetriever{terr: other, verr: outage}, "q", nil); err == nil {
+		t.Fatal("BM25 failing too must fail the search")
+	}
+	// The reasons, in words, never the error text.
+	for err, want := range map[error]string{
+		fmt.Errorf("%w: %w", index.ErrEmbedding, embed.ErrDimensionMismatch):       "another dimension",
+		fmt.Errorf("%w: %w", index.ErrEmbedding, context.DeadlineExceeded):         "in time",
+		fmt.Errorf("%w: dial tcp 10.0.0.7:443: %w", index.ErrEmbedding, &netErr{}): "cannot be reached",
+	} {
+		_, rep, _ := SearchReport(context.Background(), &fakeRetriever{text: text, verr: err}, "q", nil)
+		if !strings.Contains(rep.Degraded, want) || strings.Contains(rep.Degraded, "10.0.0.7") {
+			t.Errorf("%v: %q", err, rep.Degraded)
+		}
+	}
+}
+
+type netErr struct{}
+
+func (*netErr) Error() string   { return "connection refused" }
+func (*netErr) Timeout() bool   { return false }
+func (*netErr) Temporary() bool { return false }
