@@ -360,9 +360,9 @@ func TestDetectPreferenceIntentComposed(t *testing.T) {
 	}
 }
 
-// TestDetectPreferenceIntentSeedGenerator follows the seed's preference
-// message generator: "I'm a " or "I work as a " followed by a word.
-func TestDetectPreferenceIntentSeedGenerator(t *testing.T) {
+// TestDetectPreferenceIntentProfessions: "I'm a " or "I work as a " followed
+// by a profession of one or more words (docs/spec.md, P10).
+func TestDetectPreferenceIntentProfessions(t *testing.T) {
 	for _, prefix := range []string{"I'm a ", "I work as a "} {
 		for _, suffix := range []string{"pilot", "software engineer", "Go developer", "xyz", "data-scientist", "3D artist", "nurse practitioner in Ohio"} {
 			msg := prefix + suffix
