@@ -462,8 +462,8 @@ func TestProperty10PreferenceDetection(t *testing.T) {
 			if in.Type != s.Type {
 				return fmt.Sprintf("%q detected as %s, want %s", s.Message, in.Type, s.Type)
 			}
-			if !strings.Contains(strings.ToLower(in.Content), strings.ToLower(s.Want)) {
-				return fmt.Sprintf("%q: content %q lacks %q", s.Message, in.Content, s.Want)
+			if !strings.EqualFold(in.Content, s.Content) {
+				return fmt.Sprintf("%q: content %q, want %q", s.Message, in.Content, s.Content)
 			}
 			return ""
 		},

@@ -14,7 +14,7 @@ import (
 type Statement struct {
 	Message string
 	Type    prefs.Type // the type detection must report
-	Want    string     // a phrase the detected content must contain, ignoring case
+	Content string     // the content detection must extract, ignoring case
 
 	spec [5]int // lead, form, object, tail, casing: what the message was built from
 }
@@ -35,8 +35,9 @@ var (
 	styles = []string{"short answers", "code examples", "technical explanations", "bullet points",
 		"answers with examples", "detailed explanations", "concise replies", "step-by-step instructions"}
 	styleAdjs = []string{"concise", "brief", "detailed", "direct", "technical", "simple"}
-	facts     = []string{"live in Berlin", "use Windows at work", "have two cats", "work night shifts",
-		"am colour-blind", "code mostly in Python"}
+	facts     = [][2]string{{"live in Berlin", "lives in Berlin"}, {"use Windows at work", "uses Windows at work"},
+		{"have two cats", "has two cats"}, {"work night shifts", "works night shifts"}, {"am colour-blind", "is colour-blind"},
+		{"code mostly in Python", "codes mostly in Python"}, {"watch my weight", "watches their weight"}}
 	languages = []string{"Spanish", "French", "German", "Portuguese", "plain English"}
 	avoid     = []string{"jargon", "emojis", "passive voice", "tables", "exclamation marks"}
 )
@@ -54,119 +55,130 @@ func article(w string) string {
 func pick(list []string, i int) string { return list[i%len(list)] }
 
 // stmtForms build a statement from an object index: the message body, its
-// type and the phrase the content must contain.
+// type and the content detection must extract from it.
 var stmtForms = []func(o int) (string, prefs.Type, string){
 	func(o int) (string, prefs.Type, string) {
 		p := pick(professions, o)
-		return "I'm " + article(p) + " " + p, prefs.Expertise, p
+		return "I'm " + article(p) + " " + p, prefs.Expertise, "User is " + article(p) + " " + p
 	},
 	func(o int) (string, prefs.Type, string) {
 		p := pick(professions, o)
-		return "I am " + article(p) + " " + p, prefs.Expertise, p
+		return "I am " + article(p) + " " + p, prefs.Expertise, "User is " + article(p) + " " + p
 	},
 	func(o int) (string, prefs.Type, string) {
 		p := pick(professions, o)
-		return "I'm actually " + article(p) + " " + p + " by training", prefs.Expertise, p
+		return "I'm actually " + article(p) + " " + p + " by training", prefs.Expertise, "User is " + article(p) + " " + p + " by training"
 	},
 	func(o int) (string, prefs.Type, string) {
 		p := pick(professions, o)
-		return "I work as " + article(p) + " " + p, prefs.Expertise, p
+		return "I work as " + article(p) + " " + p, prefs.Expertise, "User works as " + article(p) + " " + p
 	},
 	func(o int) (string, prefs.Type, string) {
 		p := pick(professions, o)
-		return "I'm currently working as " + article(p) + " " + p, prefs.Expertise, p
+		return "I'm currently working as " + article(p) + " " + p, prefs.Expertise, "User is working as " + article(p) + " " + p
+	},
+	func(o int) (string, prefs.Type, string) {
+		p, n := pick(professions, o), pick([]string{"3", "ten", "twenty"}, o)
+		return "I've been " + article(p) + " " + p + " for " + n + " years", prefs.Expertise, "User has been " + article(p) + " " + p + " for " + n + " years"
 	},
 	func(o int) (string, prefs.Type, string) {
 		p := pick(professions, o)
-		return "I've been " + article(p) + " " + p + " for " + pick([]string{"3", "ten", "twenty"}, o) + " years", prefs.Expertise, p
+		return "My job title is " + p, prefs.Expertise, "User's job title is " + p
 	},
 	func(o int) (string, prefs.Type, string) {
-		p := pick(professions, o)
-		return "My job title is " + p, prefs.Expertise, p
-	},
-	func(o int) (string, prefs.Type, string) {
-		p := pick(professions, o)
-		return "I have " + pick([]string{"5", "over 10", "a few"}, o) + " years of experience as " + article(p) + " " + p, prefs.Expertise, p
+		p, n := pick(professions, o), pick([]string{"5", "over 10", "a few"}, o)
+		return "I have " + n + " years of experience as " + article(p) + " " + p, prefs.Expertise,
+			"User has " + n + " years of experience as " + article(p) + " " + p
 	},
 	func(o int) (string, prefs.Type, string) {
 		f := pick(fields, o)
-		return "I'm new to " + f, prefs.Expertise, f
+		return "I'm new to " + f, prefs.Expertise, "User is new to " + f
 	},
 	func(o int) (string, prefs.Type, string) {
-		t := pick(tools, o)
-		return "I'm " + pick([]string{"experienced with", "proficient in", "familiar with", "very comfortable with"}, o) + " " + t, prefs.Expertise, t
-	},
-	func(o int) (string, prefs.Type, string) {
-		l := pick(levels, o)
-		return "Explain like I'm " + l, prefs.Style, strings.TrimPrefix(strings.TrimPrefix(l, "a "), "an ")
+		t, how := pick(tools, o), pick([]string{"experienced with", "proficient in", "familiar with", "very comfortable with"}, o)
+		return "I'm " + how + " " + t, prefs.Expertise, "User is " + how + " " + t
 	},
 	func(o int) (string, prefs.Type, string) {
 		l := pick(levels, o)
-		return "Can you explain it to me like I'm " + l + "?", prefs.Style, strings.TrimPrefix(strings.TrimPrefix(l, "a "), "an ")
+		return "Explain like I'm " + l, prefs.Style, "Explain like the user is " + explained(l)
 	},
 	func(o int) (string, prefs.Type, string) {
-		return "ELI5 how " + pick(fields, o) + " works", prefs.Style, "5"
+		l := pick(levels, o)
+		return "Can you explain it to me like I'm " + l + "?", prefs.Style, "Explain like the user is " + explained(l)
+	},
+	func(o int) (string, prefs.Type, string) {
+		return "ELI5 how " + pick(fields, o) + " works", prefs.Style, "Explain like the user is 5 years old"
 	},
 	func(o int) (string, prefs.Type, string) {
 		s := pick(styles, o)
-		return "I prefer " + s, prefs.Style, s
+		return "I prefer " + s, prefs.Style, "User prefers " + s
 	},
 	func(o int) (string, prefs.Type, string) {
 		s := pick(styles, o)
-		return "I'd much prefer " + s, prefs.Style, s
+		return "I'd much prefer " + s, prefs.Style, "User prefers " + s
 	},
 	func(o int) (string, prefs.Type, string) {
 		a := pick(styleAdjs, o)
-		return "I really like " + a + " answers", prefs.Style, a
+		return "I really like " + a + " answers", prefs.Style, "User prefers " + a + " answers"
 	},
 	func(o int) (string, prefs.Type, string) {
 		a := pick(styleAdjs, o)
-		return "Please be " + a, prefs.Style, a
+		return "Please be " + a, prefs.Style, "User prefers " + a + " answers"
 	},
 	func(o int) (string, prefs.Type, string) {
 		a := pick([]string{"short", "brief", "simple", "concise"}, o)
-		return "Keep your answers " + a, prefs.Style, a
+		return "Keep your answers " + a, prefs.Style, "User prefers " + a + " answers"
 	},
 	func(o int) (string, prefs.Type, string) {
 		f := pick(fields, o)
-		return "I work in " + f, prefs.Domain, f
+		return "I work in " + f, prefs.Domain, "User works in " + f
 	},
 	func(o int) (string, prefs.Type, string) {
 		f := pick(fields, o)
-		return "I'm working on a " + f + " project", prefs.Domain, f
+		return "I'm working on a " + f + " project", prefs.Domain, "User is working on a " + f + " project"
 	},
 	func(o int) (string, prefs.Type, string) {
 		f := pick(fields, o)
-		return "My field is " + f, prefs.Domain, f
+		return "My field is " + f, prefs.Domain, "User's field is " + f
 	},
 	func(o int) (string, prefs.Type, string) {
 		f := pick(fields, o)
-		return "I'm mostly interested in " + f, prefs.Domain, f
+		return "I'm mostly interested in " + f, prefs.Domain, "User is interested in " + f
 	},
 	func(o int) (string, prefs.Type, string) {
-		f := pick(fields, o)
-		return "I " + pick([]string{"specialize", "specialise"}, o) + " in " + f, prefs.Domain, f
+		f, v := pick(fields, o), pick([]string{"specialize", "specialise"}, o)
+		return "I " + v + " in " + f, prefs.Domain, "User " + v + "s in " + f
 	},
 	func(o int) (string, prefs.Type, string) {
-		f := pick(facts, o)
-		return "Remember that I " + f, prefs.Custom, strings.Fields(f)[len(strings.Fields(f))-1]
+		i := o % len(facts)
+		return "Remember that I " + facts[i][0], prefs.Custom, "User " + facts[i][1]
 	},
 	func(o int) (string, prefs.Type, string) {
 		l := pick(languages, o)
-		return "Always answer in " + l, prefs.Custom, l
+		return "Always answer in " + l, prefs.Custom, "Always answer in " + l
 	},
 	func(o int) (string, prefs.Type, string) {
 		a := pick(avoid, o)
-		return "Never use " + a, prefs.Custom, a
+		return "Never use " + a, prefs.Custom, "Never use " + a
 	},
 	func(o int) (string, prefs.Type, string) {
 		p := pick(professions, o)
-		return "Please note that I'm " + article(p) + " " + p, prefs.Custom, p
+		return "Please note that I'm " + article(p) + " " + p, prefs.Custom, "User is " + article(p) + " " + p
 	},
 }
 
+// explained is how "explain like I'm <level>" reads in the third person: a
+// bare age gains "years old".
+func explained(level string) string {
+	switch level {
+	case "5", "ten":
+		return level + " years old"
+	}
+	return level
+}
+
 func buildStatement(lead, form, object, tail, casing int) Statement {
-	body, typ, want := stmtForms[form%len(stmtForms)](object)
+	body, typ, content := stmtForms[form%len(stmtForms)](object)
 	lead %= len(stmtLeads)
 	tail %= len(stmtTails)
 	if strings.HasSuffix(body, "?") && tail != 0 {
@@ -186,7 +198,7 @@ func buildStatement(lead, form, object, tail, casing int) Statement {
 	case 2:
 		msg = strings.ReplaceAll(msg, "'", "’")
 	}
-	return Statement{Message: msg, Type: typ, Want: want, spec: [5]int{lead, form % len(stmtForms), object, tail, casing % 4}}
+	return Statement{Message: msg, Type: typ, Content: content, spec: [5]int{lead, form % len(stmtForms), object, tail, casing % 4}}
 }
 
 // GenStatement generates messages that state a preference in one of many
