@@ -384,14 +384,15 @@ func CheckSelection(c Candidates, sel []budget.Selected, counter budget.Counter,
 			left -= n + over
 			continue
 		}
-		best := ""
-		bestN := 0
-		for _, e := range ends(whole) {
-			if e >= len(whole) {
-				continue
-			}
-			if n := counter.Count(whole[:e]); n+over <= left && e > len(best) {
-				best, bestN = whole[:e], n
+		// The longest prefix that fits: try them from the longest down.
+		best, bestN := "", 0
+		es := ends(whole)
+		for k := len(es) - 1; k >= 0; k-- {
+			if e := es[k]; e < len(whole) {
+				if n := counter.Count(whole[:e]); n+over <= left {
+					best, bestN = whole[:e], n
+					break
+				}
 			}
 		}
 		if best != "" {

@@ -2,6 +2,7 @@ package ragmemtest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/index/local"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -28,9 +30,12 @@ type EngineOptions struct {
 	Logger *slog.Logger
 }
 
-// NewEngine opens an engine for a test and closes it when the test ends.
-func NewEngine(tb testing.TB, opts *EngineOptions) *rag.Engine {
-	tb.Helper()
+// OpenEngine opens an engine whose store lives in memory only: the local
+// backend (chromem-go vectors and a bleve BM25 index, with its journal and
+// snapshots on an in-memory file system), no file written, no lock taken,
+// background indexing queued in memory. It opens in milliseconds and Close
+// discards it. The caller closes it.
+func OpenEngine(ctx context.Context, opts *EngineOptions) (*rag.Engine, error) {
 	var o EngineOptions
 	if opts != nil {
 		o = *opts
@@ -38,9 +43,25 @@ func NewEngine(tb testing.TB, opts *EngineOptions) *rag.Engine {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	e, err := rag.Open(context.Background(), tb.TempDir(), &rag.Options{Embedder: o.Embedder, Config: o.Config, Chunking: o.Chunking, Now: o.Now, Logger: o.Logger})
+	lb, err := local.Open(ctx, "ragmemtest", &local.Options{InMemory: true, Logger: o.Logger})
 	if err != nil {
-		tb.Fatalf("ragmemtest: open engine: %v", err)
+		return nil, fmt.Errorf("ragmemtest: open an in-memory store: %w", err)
+	}
+	e, err := rag.Open(ctx, "", &rag.Options{Backend: lb, Embedder: o.Embedder, Config: o.Config, Chunking: o.Chunking, Now: o.Now, Logger: o.Logger})
+	if err != nil {
+		_ = lb.Close()
+		return nil, fmt.Errorf("ragmemtest: open the engine: %w", err)
+	}
+	return e, nil
+}
+
+// NewEngine is OpenEngine for a test: it fails the test if the engine
+// cannot be opened, and closes it when the test ends.
+func NewEngine(tb testing.TB, opts *EngineOptions) *rag.Engine {
+	tb.Helper()
+	e, err := OpenEngine(context.Background(), opts)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = e.Close() })
 	return e

@@ -265,22 +265,22 @@ type Candidates struct {
 	Budget int
 }
 
-// GenCandidates generates one to twelve items of GenText (often with equal
-// scores, sometimes NaN) with small markup overheads, and a budget from 0 to
-// 1500 tokens. It shrinks.
+// GenCandidates generates one to twelve items of GenText (up to 150 words;
+// scores often equal, sometimes NaN) with small markup overheads, and a
+// budget from 0 to 800 tokens. It shrinks.
 func GenCandidates() gopter.Gen {
 	score := gen.Frequency(map[int]gopter.Gen{
 		20: gen.IntRange(0, 20).Map(func(i int) float64 { return float64(i) / 20 }),
 		1:  gen.Const(math.NaN()),
 	})
 	item := gen.Struct(reflect.TypeOf(budget.Item{}), map[string]gopter.Gen{
-		"Text":     GenText(1, 300),
+		"Text":     GenText(1, 150),
 		"Score":    score,
 		"Overhead": gen.OneConstOf(0, 0, 5, 17, -3),
 	})
 	return gen.Struct(reflect.TypeOf(Candidates{}), map[string]gopter.Gen{
 		"Items":  ListOf(item, 1, 12),
-		"Budget": gen.IntRange(0, 1500),
+		"Budget": gen.IntRange(0, 800),
 	})
 }
 
