@@ -6,6 +6,8 @@ package ragmemtest_test
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/leanovate/gopter/gen"
@@ -49,4 +51,29 @@ func TestMyKnowledgeContext(t *testing.T) {
 		},
 		ragmemtest.GenQuery(), gen.IntRange(4000, 128000),
 	))
+}
+
+// TestReadmeShowsThisExample keeps the README's copy of the example test
+// identical to the one compiled here.
+func TestReadmeShowsThisExample(t *testing.T) {
+	body := func(path, end string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		i := strings.Index(s, "var myConfig")
+		if i < 0 {
+			t.Fatalf("%s has no example", path)
+		}
+		j := strings.Index(s[i:], end)
+		if j < 0 {
+			t.Fatalf("%s: the example does not end with %q", path, end)
+		}
+		return s[i : i+j]
+	}
+	readme, here := body("../README.md", "\n```"), body("example_test.go", "\n\n// TestReadmeShowsThisExample")
+	if readme != here {
+		t.Errorf("the README's example differs from ragmemtest/example_test.go:\n%s\n---\n%s", readme, here)
+	}
 }
