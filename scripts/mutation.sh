@@ -24,8 +24,11 @@
 #   WORKERS             gremlins workers (default 1: the machine is shared)
 #   NICE                niceness of the runs (default 15)
 #   TIMEOUT_COEFFICIENT gremlins' per-mutant timeout as a multiple of the
-#                       coverage run's time (default 10; a mutant that loops
-#                       forever is reported TIMED OUT, not killed)
+#                       coverage run's time, for the own run (default 10; a
+#                       mutant that loops forever is reported TIMED OUT, not
+#                       killed)
+#   ROOT_TIMEOUT_COEFFICIENT  the same for the root run (default 3: its coverage
+#                       run already includes a build of the whole module)
 #   OUT                 where the JSON reports and summary go (default
 #                       $TMPDIR/ragmem-mutation)
 #   GREMLINS            the gremlins binary (default: from PATH or GOPATH/bin,
@@ -43,6 +46,7 @@ SUITES="${SUITES:-own root}"
 WORKERS="${WORKERS:-1}"
 NICE="${NICE:-15}"
 COEF="${TIMEOUT_COEFFICIENT:-10}"
+ROOT_COEF="${ROOT_TIMEOUT_COEFFICIENT:-3}"
 OUT="${OUT:-${TMPDIR:-/tmp}/ragmem-mutation}"
 PKGS=("$@")
 [ ${#PKGS[@]} -gt 0 ] || PKGS=(rag budget prefs search chunk)
@@ -84,15 +88,16 @@ EOF
 
 # unleash PKG SUITE: run gremlins and print one summary line.
 unleash() {
-	local pkg=$1 suite=$2 json="$OUT/$1-$2.json" path="$PATH" cover=()
+	local pkg=$1 suite=$2 json="$OUT/$1-$2.json" path="$PATH" cover=() coef=$COEF
 	if [ "$suite" = root ]; then
 		write_shim "$pkg"
 		path="$SHIM:$PATH"
 		cover=(--coverpkg "./$pkg")
+		coef=$ROOT_COEF
 	fi
 	# -count=1: a cached coverage run would make gremlins' timeouts tiny.
 	PATH="$path" GOFLAGS="-count=1" nice -n "$NICE" "$GREMLINS" unleash "./$pkg" "${cover[@]}" \
-		--workers "$WORKERS" --timeout-coefficient "$COEF" -o "$json" >"$OUT/$pkg-$suite.log" 2>&1 ||
+		--workers "$WORKERS" --timeout-coefficient "$coef" -o "$json" >"$OUT/$pkg-$suite.log" 2>&1 ||
 		{ echo "mutation.sh: gremlins failed on $pkg ($suite); see $OUT/$pkg-$suite.log" >&2; return 1; }
 	jq -r --arg p "$pkg" --arg s "$suite" '
 		[.files[].mutations[].status] as $st
@@ -106,9 +111,10 @@ unleash() {
 		| "    lived: \($p)/\($f):\(.line):\(.column) \(.type)"' "$json" | tee -a "$OUT/survivors-$pkg-$suite.txt"
 }
 
-: >"$OUT/summary.md"
-echo "| package | tests | efficacy | killed | lived | timed out | not covered | mutant coverage |" | tee -a "$OUT/summary.md"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- |" | tee -a "$OUT/summary.md"
+if [ ! -s "$OUT/summary.md" ]; then
+	echo "| package | tests | efficacy | killed | lived | timed out | not covered | mutant coverage |" | tee -a "$OUT/summary.md"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- |" | tee -a "$OUT/summary.md"
+fi
 for pkg in "${PKGS[@]}"; do
 	for suite in $SUITES; do
 		rm -f "$OUT/survivors-$pkg-$suite.txt"
