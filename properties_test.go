@@ -39,6 +39,7 @@ import (
 	"github.com/ragmem/ragmem/agent"
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/local"
@@ -836,6 +837,48 @@ func TestPropertyChunksCoverSource(t *testing.T) {
 			return ragmemtest.ErrString(ragmemtest.CheckChunks(d.Content, chunk.Split(d.Content, d.Format, &chunk.Options{MaxTokens: maxTokens, Overlap: maxTokens / 8})))
 		},
 		ragmemtest.GenDocument(), gen.IntRange(40, 500),
+	))
+}
+
+// Query cache (docs/spec.md): caching query embeddings changes no result:
+// an engine whose small cache evicts and hits answers every search, repeated
+// or not, exactly as one that caches nothing.
+func TestPropertyQueryCacheIsTransparent(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	docs := ragmemtest.Sample[[]index.Document](ragmemtest.GenCorpus(30, 30), params.Seed())
+	open := func(c *embed.QueryCache) *rag.Engine {
+		e := ragmemtest.NewEngine(t, &ragmemtest.EngineOptions{QueryCache: c})
+		if _, err := e.IndexMany(bg, docs); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	cached := open(embed.NewQueryCache(&embed.QueryCacheOptions{MaxEntries: 3}))
+	uncached := open(embed.NewQueryCache(&embed.QueryCacheOptions{MaxEntries: -1}))
+	// A small pool of queries, so that many searches repeat one, with
+	// variants that differ only in their last letters ("river forest",
+	// "river forests", "river fores").
+	var pool []string
+	for _, q := range ragmemtest.Sample[[]string](gen.SliceOfN(3, ragmemtest.GenQuery()), params.Seed()) {
+		pool = append(pool, q, q+"s", q[:len(q)-1])
+	}
+	check(t, params, "the query cache is transparent", prop.ForAll(
+		func(i int, mode search.Mode, topK int) string {
+			o := &search.Options{Mode: mode, TopK: topK, SimilarityThreshold: -1}
+			a, err := cached.Search(bg, pool[i], o)
+			if err != nil {
+				return err.Error()
+			}
+			b, err := uncached.Search(bg, pool[i], o)
+			if err != nil {
+				return err.Error()
+			}
+			if sameResults(a, b) != same {
+				return fmt.Sprintf("%q: with the cache %s, without %s", pool[i], describe(a), describe(b))
+			}
+			return ""
+		},
+		gen.IntRange(0, len(pool)-1), gen.OneConstOf(search.Hybrid, search.Vector), gen.IntRange(1, 10),
 	))
 }
 

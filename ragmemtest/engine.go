@@ -28,6 +28,9 @@ type EngineOptions struct {
 	Now func() time.Time
 	// Logger receives the engine's logs. Default: discarded.
 	Logger *slog.Logger
+	// QueryCache caches query embeddings. Default: a cache of the engine's
+	// own, as rag.Open.
+	QueryCache *embed.QueryCache
 }
 
 // OpenEngine opens an engine whose store lives in memory only: the local
@@ -47,7 +50,7 @@ func OpenEngine(ctx context.Context, opts *EngineOptions) (*rag.Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ragmemtest: open an in-memory store: %w", err)
 	}
-	e, err := rag.Open(ctx, "", &rag.Options{Backend: lb, Embedder: o.Embedder, Config: o.Config, Chunking: o.Chunking, Now: o.Now, Logger: o.Logger})
+	e, err := rag.Open(ctx, "", &rag.Options{Backend: lb, Embedder: o.Embedder, Config: o.Config, Chunking: o.Chunking, Now: o.Now, Logger: o.Logger, QueryCache: o.QueryCache})
 	if err != nil {
 		_ = lb.Close()
 		return nil, fmt.Errorf("ragmemtest: open the engine: %w", err)
