@@ -266,21 +266,22 @@ type Candidates struct {
 }
 
 // GenCandidates generates one to twelve items of GenText (up to 150 words;
-// scores often equal, sometimes NaN) with small markup overheads, and a
-// budget from 0 to 800 tokens. It shrinks.
+// now and then an empty or white-space text that costs nothing; scores often
+// equal, sometimes NaN) with small markup overheads, and a budget from 0 to
+// 800 tokens (often 0 or under 20). It shrinks.
 func GenCandidates() gopter.Gen {
 	score := gen.Frequency(map[int]gopter.Gen{
 		20: gen.IntRange(0, 20).Map(func(i int) float64 { return float64(i) / 20 }),
 		1:  gen.Const(math.NaN()),
 	})
 	item := gen.Struct(reflect.TypeOf(budget.Item{}), map[string]gopter.Gen{
-		"Text":     GenText(1, 150),
+		"Text":     gen.Frequency(map[int]gopter.Gen{15: GenText(1, 150), 1: gen.OneConstOf("", " ", "\n\n")}),
 		"Score":    score,
 		"Overhead": gen.OneConstOf(0, 0, 5, 17, -3),
 	})
 	return gen.Struct(reflect.TypeOf(Candidates{}), map[string]gopter.Gen{
 		"Items":  ListOf(item, 1, 12),
-		"Budget": gen.IntRange(0, 800),
+		"Budget": gen.Frequency(map[int]gopter.Gen{8: gen.IntRange(0, 800), 1: gen.Const(0), 2: gen.IntRange(1, 20)}),
 	})
 }
 
