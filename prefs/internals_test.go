@@ -31,6 +31,10 @@ func TestClauses(t *testing.T) {
 		"a:":                {"a"},
 		":b":                {"b"},
 		"7:x":               {"7", "x"},
+		"a:5":               {"a", "5"},
+		":5":                {"5"},
+		"a -":               {"a -"},
+		"- x":               {"- x"},
 	} {
 		var got []string
 		for _, sp := range clauses(in) {
@@ -142,6 +146,7 @@ func TestDetectorEdges(t *testing.T) {
 		"I'm a big":                                             "",
 		"I'm a big deal":                                        "User is a big deal",
 		"5 is my age":                                           "",
+		"Summarize http://example.com; I'm a nurse.":            "User is a nurse",
 	} {
 		in := DetectPreferenceIntent(msg)
 		got := ""
