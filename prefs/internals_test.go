@@ -129,6 +129,14 @@ func TestPronounsAndVerbs(t *testing.T) {
 	if in := DetectPreferenceIntent("Remember that I do eat meat"); in == nil || in.Content != "User does eat meat" {
 		t.Errorf("remember … do: %+v", in)
 	}
+	for msg, want := range map[string]string{
+		"Remember that I do":           "User does",
+		"Remember that I can not swim": "User can not swim",
+	} {
+		if in := DetectPreferenceIntent(msg); in == nil || in.Content != want {
+			t.Errorf("%q: %+v, want %q", msg, in, want)
+		}
+	}
 }
 
 func TestDetectorEdges(t *testing.T) {
@@ -177,6 +185,14 @@ func TestContentCapExact(t *testing.T) {
 	over := strings.Repeat(word, 31)
 	if got := finish(over); len([]rune(got)) > MaxIntentContent || strings.HasSuffix(got, " ") || len(got)%10 != 9 {
 		t.Errorf("content of %d runes cut to %q (%d runes): want a cut at a word boundary", len([]rune(over)), got, len([]rune(got)))
+	}
+	shifted := "ab " + strings.Repeat(word, 31) // the 300th rune falls inside a word
+	if got := finish(shifted); got != strings.TrimRight(shifted[:strings.LastIndexByte(shifted[:300], ' ')], " ") {
+		t.Errorf("a cut inside a word moves back to the space before it: got %d runes", len([]rune(got)))
+	}
+	half := strings.Repeat("x", 150) + " " + strings.Repeat("y", 200) // the only space at half the cut
+	if got := finish(half); len([]rune(got)) != MaxIntentContent {
+		t.Errorf("a space at exactly half the cut: cut to %d runes, want %d (inside the word)", len([]rune(got)), MaxIntentContent)
 	}
 	long := "a " + strings.Repeat("z", 400)
 	if got := finish(long); len([]rune(got)) != MaxIntentContent {
