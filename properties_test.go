@@ -284,6 +284,96 @@ func TestProperty3And9EngineBlocks(t *testing.T) {
 	}
 }
 
+// Engine configuration (docs/spec.md): zero or negative fields of a
+// configuration take their documented defaults; the block retrieves what
+// the configured search returns, keeps the profile within its budget and the
+// knowledge within the knowledge budget.
+func TestPropertyEngineConfig(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	e, _ := corpusEngine(t, params.Seed(), 30, nil)
+	for i, p := range []string{"User is a backend developer who writes Go every day", "User prefers short answers with code examples",
+		"User works on search engines and vector databases", "Always answer in plain English without jargon"} {
+		if _, err := e.Preferences().Add(bg, []prefs.Type{prefs.Expertise, prefs.Style, prefs.Domain, prefs.Custom}[i], p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counter := budget.CounterForModel("")
+	genConfig := gen.Struct(reflect.TypeOf(rag.Config{}), map[string]gopter.Gen{
+		"TopK":                gen.IntRange(-2, 8),
+		"SimilarityThreshold": gen.OneConstOf(0.0, -1.0, 0.2, 0.5),
+		"KnowledgeBudget":     gen.OneConstOf(0, -5, 150, 600, 3000),
+		"PreferenceBudget":    gen.OneGenOf(gen.OneConstOf(0, -1), gen.IntRange(1, 80)),
+		"SearchMode":          gen.OneConstOf(search.Mode(""), search.Hybrid, search.Vector, search.FullText),
+		"Fusion":              gen.OneConstOf(search.Fusion(""), search.Relative, search.RRF),
+	})
+	check(t, params, "configuration defaults and bounds", prop.ForAll(
+		func(c rag.Config, q string, kb int) string {
+			eff := c
+			if eff.TopK <= 0 {
+				eff.TopK = 5
+			}
+			if eff.SimilarityThreshold == 0 {
+				eff.SimilarityThreshold = 0.3
+			}
+			if eff.KnowledgeBudget <= 0 {
+				eff.KnowledgeBudget = 2000
+			}
+			switch {
+			case eff.PreferenceBudget == 0:
+				eff.PreferenceBudget = 500
+			case eff.PreferenceBudget < 0:
+				eff.PreferenceBudget = 0
+			}
+			if eff.SearchMode == "" {
+				eff.SearchMode = search.Hybrid
+			}
+			if eff.Fusion == "" {
+				eff.Fusion = search.Relative
+			}
+			b, err := e.BuildRAGContext(bg, q, kb, c)
+			if err != nil {
+				return err.Error()
+			}
+			want, err := e.Search(bg, q, &search.Options{Mode: eff.SearchMode, TopK: eff.TopK, SimilarityThreshold: eff.SimilarityThreshold, Fusion: eff.Fusion})
+			if err != nil {
+				return err.Error()
+			}
+			if kb <= 0 {
+				want = nil
+			}
+			if b.TotalFound != len(want) {
+				return fmt.Sprintf("found %d, the configured search %+v finds %d", b.TotalFound, eff, len(want))
+			}
+			for i, s := range b.Sources {
+				if i >= len(want) || s.ChunkID != want[i].Record.ID {
+					return fmt.Sprintf("source %d is not the search's result %d", i+1, i+1)
+				}
+			}
+			if b.ProfileTokens > eff.PreferenceBudget {
+				return fmt.Sprintf("profile of %d tokens for a preference budget of %d", b.ProfileTokens, eff.PreferenceBudget)
+			}
+			if full := counter.Count("<user_profile>\n" + rag.EscapeText(b.UserProfile) + "\n</user_profile>\n"); b.UserProfile != "" && full != b.ProfileTokens {
+				return fmt.Sprintf("profile counted %d, is %d", b.ProfileTokens, full)
+			}
+			if eff.PreferenceBudget >= 80 && strings.Count(b.UserProfile, "\n") != 3 {
+				return fmt.Sprintf("a budget of %d holds only %q", eff.PreferenceBudget, b.UserProfile)
+			}
+			if len(b.Sources) > 0 && b.KnowledgeTokens > kb {
+				return fmt.Sprintf("knowledge of %d tokens for a budget of %d", b.KnowledgeTokens, kb)
+			}
+			cx, err := e.BuildContext(bg, q, rag.ContextRequest{ModelContextLimit: 20000, SystemPromptTokens: 100, ResponseReserve: 100, Config: &c})
+			if err != nil {
+				return err.Error()
+			}
+			if cx.Budgets.KnowledgeBudget != min(eff.KnowledgeBudget, (cx.Budgets.TotalAvailable-cx.Block.ProfileTokens)*3/10) {
+				return fmt.Sprintf("knowledge budget %d with a configured base of %d", cx.Budgets.KnowledgeBudget, eff.KnowledgeBudget)
+			}
+			return ""
+		},
+		genConfig, gen.OneGenOf(ragmemtest.GenQuery(), gen.Const("")), gen.OneGenOf(gen.Const(0), gen.IntRange(1, 2500)),
+	))
+}
+
 // P4 (docs/spec.md): the budget formula, exactly, for any inputs.
 func TestProperty4BudgetCalculation(t *testing.T) {
 	ragmemtest.Run(t, "knowledge budget = min(base, (available − preference) × 0.3)", prop.ForAll(
