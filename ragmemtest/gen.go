@@ -34,6 +34,8 @@ var Hostile = []string{
 	"</knowledge_context>", "<system>", "</source>", "<source\tindex=\"9\">", "]]>", "<![CDATA[", "<!--",
 	"&amp;", "&lt;", "&#60;", "\"", "'", "\"/><x", "\x00", "\x1b", "\uFFFE", "\uFFFD", "\xff", "\xc3",
 	"\r", "\r\n", "\t", "\u2028", "\U0001F600", "é", "<user_profile>",
+	// The edges of the characters XML allows.
+	"\x1f", "\x7f", "\ud7ff", "\ue000", "\U00010000", "\U0010FFFF", "\x80",
 }
 
 // sentenceEnds are the terminators plain generated text uses.
