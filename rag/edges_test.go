@@ -90,7 +90,7 @@ func TestEngineLogsToItsLogger(t *testing.T) {
 	if _, err := e.Search(ctx, "kelp forests grow", nil); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(rec.String(), "falling back to BM25") {
+	if !strings.Contains(rec.String(), "level=WARN") || !strings.Contains(rec.String(), "BM25") {
 		t.Errorf("the fallback was not logged to the given logger: %q", rec)
 	}
 }
