@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,12 +112,13 @@ func corpusDocuments(t *testing.T) []index.Document {
 }
 
 func TestGoldenContext(t *testing.T) {
-	clock := goldenNow.Add(-26 * time.Hour)
-	e := ragmemtest.NewEngine(t, &ragmemtest.EngineOptions{Now: func() time.Time { return clock }})
+	var clock atomic.Int64 // read by the engine's background worker too
+	clock.Store(goldenNow.Add(-26 * time.Hour).UnixNano())
+	e := ragmemtest.NewEngine(t, &ragmemtest.EngineOptions{Now: func() time.Time { return time.Unix(0, clock.Load()).UTC() }})
 	if _, err := e.IndexMany(bg, corpusDocuments(t)); err != nil {
 		t.Fatal(err)
 	}
-	clock = goldenNow
+	clock.Store(goldenNow.UnixNano())
 	if _, err := e.Preferences().Add(bg, prefs.Expertise, "User is a backend developer who knows Go"); err != nil {
 		t.Fatal(err)
 	}

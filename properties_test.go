@@ -213,8 +213,9 @@ func TestProperty2SystemPromptCarriesNoKnowledge(t *testing.T) {
 func TestProperty3And9EngineBlocks(t *testing.T) {
 	params := ragmemtest.Parameters(t)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	clock := now.Add(-50 * 24 * time.Hour)
-	e, _ := corpusEngine(t, params.Seed(), 40, &ragmemtest.EngineOptions{Now: func() time.Time { return clock }})
+	var clock atomic.Int64 // read by the engine's background worker too
+	clock.Store(now.Add(-50 * 24 * time.Hour).UnixNano())
+	e, _ := corpusEngine(t, params.Seed(), 40, &ragmemtest.EngineOptions{Now: func() time.Time { return time.Unix(0, clock.Load()).UTC() }})
 	recs, err := e.Store().Records(bg, index.Filter{})
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +224,7 @@ func TestProperty3And9EngineBlocks(t *testing.T) {
 	for _, r := range recs {
 		byID[r.ID] = r
 	}
-	clock = now
+	clock.Store(now.UnixNano())
 	if _, err := e.Preferences().Add(bg, prefs.Expertise, "User is a <b>backend</b> developer & writes Go"); err != nil {
 		t.Fatal(err)
 	}
