@@ -35,25 +35,17 @@ run "P2: EscapeText returns \"\"" rag/xml.go 'func EscapeText(s string) string {
 run "P3: every url and title rendered as \"x\"" rag/context.go 's.Index, EscapeAttr(s.URL), EscapeAttr(s.Title),' 's.Index, "x", "x",'
 run "P6: an identical re-index rewrites the chunks" index/index.go '		if existing[0].ContentHash == p.hash {' '		if false && existing[0].ContentHash == p.hash {'
 run "P7/P8: selection returns nothing" budget/select.go '	if budget <= 0 || len(items) == 0 {' '	if true {'
-run "P1: one result more than topK" search/search.go '	if len(out) > o.TopK {
+run "P1: one result more than topK" search/fuse.go '	if len(out) > o.TopK {
 		out = out[:o.TopK]
-	}
-	return out
-}
-
-func minMax' '	if len(out) > o.TopK+1 {
+	}' '	if len(out) > o.TopK+1 {
 		out = out[:o.TopK+1]
-	}
-	return out
-}
-
-func minMax'
+	}'
 run "P4: the knowledge budget drops the remainder of x/10" budget/budget.go '	k := (x/10)*3 + (x%10)*3/10' '	k := (x / 10) * 3'
 run "P11: the configured preference budget is deducted, not the profile" rag/context.go '	pb := profileTokens
 	if pb == 0 {' '	pb := cfg.PreferenceBudget
 	if pb == 0 {'
 run "P13: minutes round up" rag/reltime.go '		n, unit = int64(d/time.Minute), "minute"' '		n, unit = int64((d+time.Minute-1)/time.Minute), "minute"'
-run "fusion: relative scores normalised upside down" search/search.go '	return (s - lo) / (hi - lo)' '	return (hi - s) / (hi - lo)'
+run "fusion: scores normalised upside down" search/fuse.go '	return (s - c.lo) / (c.hi - c.lo)' '	return (c.hi - s) / (c.hi - c.lo)'
 run "P10: \"I work as\" is not a statement" prefs/detect.go '		if asComparison.MatchString(g["x"]) {
 			return "" // "I work as fast as I can"' '		if true {
 			return "" // "I work as fast as I can"'
