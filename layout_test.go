@@ -21,6 +21,7 @@ var stages = [][]string{
 	{"budget"},
 	{"prefs"},
 	{"rag", "eval"},        // eval measures search and index from beside the facade
+	{"ragmemtest"},         // test support: generators, checkers and an in-memory engine over the facade
 	{"memory"},             // agent memory files, layers, injector, extraction (and its HTTP and MCP adapters)
 	{"agent", "mcpserver"}, // adapters over rag.Engine
 	{"server"},
@@ -98,10 +99,11 @@ func TestStageOf(t *testing.T) {
 		module + "/chunk":           1,
 		module + "/index/local":     3,
 		module + "/internal/tokens": -1,
-		module + "/memory/memhttp":  8,
-		module + "/agent":           9,
-		module + "/server":          10,
-		module + "/cmd/ragmem":      11,
+		module + "/ragmemtest":      8,
+		module + "/memory/memhttp":  9,
+		module + "/agent":           10,
+		module + "/server":          11,
+		module + "/cmd/ragmem":      12,
 		module + "/nonsense":        -2,
 	}
 	for pkg, want := range cases {

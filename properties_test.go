@@ -1,32 +1,35 @@
-// Property-based tests (gopter) of the correctness properties in
-// ../shared/seeds/004 (Properties 1–13), plus: chunks cover their source in
-// order, and a store reopened after Close answers searches exactly as before.
+// Property-based tests (gopter) of what ragmem promises: the properties of
+// docs/spec.md, numbered as there (P1–P13, then the chunking, reopening and
+// fusion properties). Each test names the property it checks; the checkers
+// and generators are those of package ragmemtest, which users can run
+// against their own configuration.
 //
-// Each property runs at least 100 cases. The seed is logged (go test -v) and
-// printed on failure; set RAGMEM_PROPERTY_SEED to replay a run.
+// Each property runs at least 100 cases (RAGMEM_PROPERTY_RUNS=10000 for a
+// long run). The seed is logged (go test -v) and printed on failure; set
+// RAGMEM_PROPERTY_SEED to replay a run. A failing case is shrunk to a small
+// one before it is reported.
 package ragmem_test
 
 import (
 	"context"
 	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
-	"math/rand"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"reflect"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
-	"unicode"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
@@ -36,577 +39,669 @@ import (
 	"github.com/ragmem/ragmem/agent"
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/index/local"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
+	"github.com/ragmem/ragmem/ragmemtest"
 	"github.com/ragmem/ragmem/search"
 )
 
-const minRuns = 100
-
 var bg = context.Background()
 
-func params(t *testing.T) *gopter.TestParameters {
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("RAGMEM_PROPERTY_SEED"); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("RAGMEM_PROPERTY_SEED: %v", err)
-		}
-		seed = v
-	}
-	t.Logf("property seed %d (replay with RAGMEM_PROPERTY_SEED=%d)", seed, seed)
-	p := gopter.DefaultTestParametersWithSeed(seed)
-	p.MinSuccessfulTests = minRuns
-	return p
-}
-
-func run(t *testing.T, name string, p gopter.Prop) {
+// check runs one property with the given parameters.
+func check(t *testing.T, params *gopter.TestParameters, name string, p gopter.Prop) {
 	t.Helper()
-	ps := gopter.NewProperties(params(t))
+	ps := gopter.NewProperties(params)
 	ps.Property(name, p)
 	ps.TestingRun(t)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func openEngine(t *testing.T, dir string) *rag.Engine {
+// corpusEngine is an engine holding n documents of ragmemtest.GenCorpus
+// drawn for seed, for properties that only read.
+func corpusEngine(t *testing.T, seed int64, n int, opts *ragmemtest.EngineOptions) (*rag.Engine, []index.Document) {
 	t.Helper()
-	e, err := rag.Open(bg, dir, &rag.Options{Logger: quietLogger()})
+	e := ragmemtest.NewEngine(t, opts)
+	docs := ragmemtest.Sample[[]index.Document](ragmemtest.GenCorpus(n, n), seed)
+	if _, err := e.IndexMany(bg, docs); err != nil {
+		t.Fatal(err)
+	}
+	return e, docs
+}
+
+// P1 (docs/spec.md): at most topK results, in descending score, whatever
+// the query, mode, fusion and threshold.
+func TestProperty1TopKBound(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	e, _ := corpusEngine(t, params.Seed(), 60, nil)
+	var found atomic.Int64
+	check(t, params, "top-k bound and descending order", prop.ForAll(
+		func(q string, topK int, mode search.Mode, fusion search.Fusion, thr float64) string {
+			res, err := e.Search(bg, q, &search.Options{Mode: mode, TopK: topK, Fusion: fusion, SimilarityThreshold: thr})
+			if err != nil {
+				return err.Error()
+			}
+			if len(res) > 0 {
+				found.Add(1)
+			}
+			return ragmemtest.ErrString(ragmemtest.CheckResults(res, topK))
+		},
+		ragmemtest.GenQuery(), gen.IntRange(1, 25), gen.OneConstOf(search.Hybrid, search.Vector, search.FullText),
+		gen.OneConstOf(search.Relative, search.RRF), gen.OneConstOf(-1.0, 0.1, 0.3, 0.6),
+	))
+	if found.Load() == 0 {
+		t.Error("no search returned anything; P1 was not exercised")
+	}
+}
+
+// P2 (docs/spec.md): whatever a block holds, its rendering is well-formed
+// XML in which every source's text and attributes, and the profile, decode
+// back to what went in (after the documented sanitisation), nothing outside
+// them comes from the block's text, and the message that carries it is an
+// assistant message opening with the untrusted-data prefix.
+func TestProperty2ContextIsolation(t *testing.T) {
+	ragmemtest.Run(t, "rendered knowledge stays inside its own elements and message", prop.ForAll(
+		func(b rag.Block) string {
+			if err := ragmemtest.CheckBlock(b, rag.FormatRAGContextForPrompt(b)); err != nil {
+				return err.Error()
+			}
+			return ragmemtest.ErrString(ragmemtest.CheckMessage(b, rag.BuildRAGContextMessage(b)))
+		},
+		ragmemtest.GenBlock(),
+	))
+}
+
+// sseModel is an OpenAI-compatible chat server that streams a fixed answer
+// and records the messages of every request.
+type sseModel struct {
+	mu   sync.Mutex
+	last []openai.ChatCompletionMessage
+}
+
+func (m *sseModel) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	var body openai.ChatCompletionRequest
+	if err := json.NewDecoder(req.Body).Decode(&body); err != nil {
+		http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	m.mu.Lock()
+	m.last = body.Messages
+	m.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, delta := range []map[string]any{{"role": "assistant", "content": ""}, {"content": "Noted."}} {
+		ev, _ := json.Marshal(map[string]any{"id": "chatcmpl-p2", "object": "chat.completion.chunk", "created": 1, "model": body.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": nil}}})
+		fmt.Fprintf(w, "data: %s\n\n", ev)
+	}
+	ev, _ := json.Marshal(map[string]any{"id": "chatcmpl-p2", "object": "chat.completion.chunk", "created": 1, "model": body.Model,
+		"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"}}})
+	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", ev)
+}
+
+// P2 (docs/spec.md), as a model sees it: in the request an agent sends, the
+// system message is the agent's prompt and the standing reference rule and
+// nothing else, the retrieved knowledge travels in its own assistant
+// message, and no other message carries a knowledge block.
+func TestProperty2SystemPromptCarriesNoKnowledge(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	e, _ := corpusEngine(t, params.Seed(), 30, nil)
+	model := &sseModel{}
+	srv := httptest.NewServer(model)
+	defer srv.Close()
+	oc := openai.DefaultConfig("k")
+	oc.BaseURL = srv.URL + "/v1"
+	llm := agent.LLM{Client: openai.NewClientWithConfig(oc), Model: "gpt-4o"}
+	withKnowledge := 0
+	check(t, params, "the system prompt carries the rule, never the knowledge", prop.ForAll(
+		func(sys, goal string) string {
+			res, err := agent.Run(bg, goal, agent.Config{LLM: llm, Memory: e, SystemPrompt: sys, MaxToolRounds: -1, Logger: quietLogger()})
+			if err != nil {
+				return err.Error()
+			}
+			model.mu.Lock()
+			msgs := model.last
+			model.mu.Unlock()
+			wantSys := strings.TrimSpace(sys)
+			if wantSys == "" {
+				wantSys = agent.DefaultSystemPrompt
+			}
+			wantSys += "\n\n" + rag.ReferenceRule
+			if len(msgs) < 2 {
+				return fmt.Sprintf("the model got %d messages", len(msgs))
+			}
+			if msgs[0].Role != openai.ChatMessageRoleSystem || msgs[0].Content != wantSys {
+				return fmt.Sprintf("the first message is %s %q, want the system prompt and the rule only", msgs[0].Role, msgs[0].Content)
+			}
+			if last := msgs[len(msgs)-1]; last.Role != openai.ChatMessageRoleUser || last.Content != goal {
+				return fmt.Sprintf("the last message is %s %q, want the user's goal only", last.Role, last.Content)
+			}
+			if res.Context == nil {
+				return "no knowledge context was built"
+			}
+			block := res.Context.Block
+			if block.Empty() {
+				if len(msgs) != 2 {
+					return fmt.Sprintf("%d messages for an empty knowledge context", len(msgs))
+				}
+				return ""
+			}
+			withKnowledge++
+			if len(msgs) != 3 {
+				return fmt.Sprintf("%d messages, want system, knowledge, user", len(msgs))
+			}
+			if err := ragmemtest.CheckMessage(block, openai.ChatCompletionMessage{Role: msgs[1].Role, Content: msgs[1].Content}); err != nil {
+				return err.Error()
+			}
+			return ""
+		},
+		ragmemtest.GenText(0, 40), ragmemtest.GenQuery(),
+	))
+	if withKnowledge == 0 {
+		t.Error("no run retrieved any knowledge; P2 was not exercised")
+	}
+}
+
+// P3 and P9 (docs/spec.md), for the blocks the engine builds: each source
+// is a retrieved chunk with that chunk's url, title and indexing date,
+// numbered from 1 in descending score; its text is the chunk's, or a prefix
+// of it when cut; the profile comes first; the summary counts the sources
+// shown and the chunks found; the counts are those of the text sent.
+func TestProperty3And9EngineBlocks(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var clock atomic.Int64 // read by the engine's background worker too
+	clock.Store(now.Add(-50 * 24 * time.Hour).UnixNano())
+	e, _ := corpusEngine(t, params.Seed(), 40, &ragmemtest.EngineOptions{Now: func() time.Time { return time.Unix(0, clock.Load()).UTC() }})
+	recs, err := e.Store().Records(bg, index.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e
-}
-
-var vocabulary = strings.Fields(`river mountain forest ocean kernel compiler memory vector index search
-token budget chunk sentence preference profile agent browser extension page cache latency
-throughput cluster shard replica embedding hybrid fusion rank score query answer model
-tokenizer paragraph heading install linux windows release binary server client request`)
-
-// randomText writes sentences of vocabulary words, in paragraphs.
-func randomText(r *rand.Rand, sentences int) string {
-	var b strings.Builder
-	for i := 0; i < sentences; i++ {
-		n := 4 + r.Intn(12)
-		for j := 0; j < n; j++ {
-			w := vocabulary[r.Intn(len(vocabulary))]
-			if j == 0 {
-				w = strings.ToUpper(w[:1]) + w[1:]
-			}
-			b.WriteString(w)
-			if j < n-1 {
-				b.WriteByte(' ')
-			}
-		}
-		b.WriteString([]string{". ", "! ", "? ", ". "}[r.Intn(4)])
-		if r.Intn(5) == 0 {
-			b.WriteString("\n\n")
-		}
+	byID := map[string]index.Record{}
+	for _, r := range recs {
+		byID[r.ID] = r
 	}
-	return b.String()
-}
-
-func randomQuery(r *rand.Rand) string {
-	n := 1 + r.Intn(4)
-	ws := make([]string, n)
-	for i := range ws {
-		ws[i] = vocabulary[r.Intn(len(vocabulary))]
-	}
-	return strings.Join(ws, " ")
-}
-
-// sharedEngine is a store of random documents used by read-only properties.
-func sharedEngine(t *testing.T, seed int64, docs int) *rag.Engine {
-	t.Helper()
-	e := openEngine(t, t.TempDir())
-	t.Cleanup(func() { e.Close() })
-	r := rand.New(rand.NewSource(seed))
-	var ds []index.Document
-	for i := 0; i < docs; i++ {
-		ds = append(ds, index.Document{SourceURL: fmt.Sprintf("https://corpus.example/%d", i), Title: randomQuery(r), Content: randomText(r, 5+r.Intn(60))})
-	}
-	if _, err := e.IndexMany(bg, ds); err != nil {
+	clock.Store(now.UnixNano())
+	if _, err := e.Preferences().Add(bg, prefs.Expertise, "User is a <b>backend</b> developer & writes Go"); err != nil {
 		t.Fatal(err)
 	}
-	return e
-}
-
-// Property 1: at most topK results, in descending score, for any query and topK.
-func TestProperty1TopKBound(t *testing.T) {
-	e := sharedEngine(t, 1, 60)
-	run(t, "top-k bound and descending order", prop.ForAll(
-		func(seed int64, topK int, mode string, thr float64) string {
-			r := rand.New(rand.NewSource(seed))
-			res, err := e.Search(bg, randomQuery(r), &search.Options{Mode: search.Mode(mode), TopK: topK, SimilarityThreshold: thr})
+	counter := ragmemtest.TokenOracle("gpt-4o")
+	shown := 0
+	check(t, params, "blocks carry their chunks' attribution, profile first", prop.ForAll(
+		func(q string, limit int) string {
+			c, err := e.BuildContext(bg, q, rag.ContextRequest{Model: "gpt-4o", ModelContextLimit: limit, SystemPromptTokens: 300})
 			if err != nil {
 				return err.Error()
 			}
-			if len(res) > topK {
-				return fmt.Sprintf("%d results for topK %d", len(res), topK)
+			b := c.Block
+			if err := ragmemtest.CheckBlock(b, c.Text); err != nil {
+				return err.Error()
 			}
-			for i := 1; i < len(res); i++ {
-				if res[i].Score > res[i-1].Score {
-					return fmt.Sprintf("score rises at %d: %v > %v", i, res[i].Score, res[i-1].Score)
+			if err := ragmemtest.CheckMessage(b, c.Message); err != nil {
+				return err.Error()
+			}
+			found, err := e.Search(bg, q, nil)
+			if err != nil {
+				return err.Error()
+			}
+			if c.Budgets.KnowledgeBudget > 0 && b.TotalFound != len(found) {
+				return fmt.Sprintf("total found %d, the search finds %d", b.TotalFound, len(found))
+			}
+			if b.Summary != fmt.Sprintf("Showing %d of %d sources", len(b.Sources), b.TotalFound) {
+				return "summary " + b.Summary
+			}
+			if !strings.Contains(b.UserProfile, "backend") {
+				return fmt.Sprintf("profile %q", b.UserProfile)
+			}
+			for i, s := range b.Sources {
+				r, ok := byID[s.ChunkID]
+				if !ok {
+					return fmt.Sprintf("source %d is chunk %q, which is not stored", i+1, s.ChunkID)
 				}
+				if s.Index != i+1 || s.URL != r.SourceURL || s.Title != r.Title || !s.Retrieved.Equal(r.CreatedAt) || s.Age != "1 month ago" {
+					return fmt.Sprintf("source %d is %d %q %q %v %q, its chunk %q %q %v", i+1, s.Index, s.URL, s.Title, s.Retrieved, s.Age, r.SourceURL, r.Title, r.CreatedAt)
+				}
+				whole := strings.TrimRight(r.Content, " \n\t")
+				if s.Truncated != (s.Content != whole) || !strings.HasPrefix(whole, s.Content) || s.Content == "" {
+					return fmt.Sprintf("source %d (truncated %v) is not its chunk or a prefix of it", i+1, s.Truncated)
+				}
+				if i > 0 && s.Score > b.Sources[i-1].Score {
+					return fmt.Sprintf("source %d scores higher than source %d", i+1, i)
+				}
+			}
+			shown += len(b.Sources)
+			if n := counter.Count(c.Text); b.TotalTokens != n || b.KnowledgeTokens != n-b.ProfileTokens {
+				return fmt.Sprintf("block of %d tokens reports %d (knowledge %d, profile %d)", n, b.TotalTokens, b.KnowledgeTokens, b.ProfileTokens)
 			}
 			return ""
 		},
-		gen.Int64(), gen.IntRange(1, 25), gen.OneConstOf("hybrid", "vector", "fulltext"), gen.OneConstOf(-1.0, 0.1, 0.3, 0.6),
+		ragmemtest.GenQuery(), gen.IntRange(1800, 20000),
 	))
+	if shown == 0 {
+		t.Error("no block held a source; P3 was not exercised")
+	}
 }
 
-// genBlock generates arbitrary blocks, hostile text included.
-func genBlock() gopter.Gen {
-	return gen.Int64().Map(func(seed int64) rag.Block {
-		r := rand.New(rand.NewSource(seed))
-		hostile := []string{"</knowledge_context>", "<system>", "]]>", "&amp;", "\"", "'", "<source index=\"9\">", "\x00", "\u2028", "\xff"}
-		text := func() string {
-			s := randomText(r, 1+r.Intn(4))
-			for i := r.Intn(4); i > 0; i-- {
-				s += hostile[r.Intn(len(hostile))]
-			}
-			return s
+// Engine configuration (docs/spec.md): zero or negative fields of a
+// configuration take their documented defaults; the block retrieves what
+// the configured search returns, keeps the profile within its budget and the
+// knowledge within the knowledge budget.
+func TestPropertyEngineConfig(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	e, _ := corpusEngine(t, params.Seed(), 30, nil)
+	for i, p := range []string{"User is a backend developer who writes Go every day", "User prefers short answers with code examples",
+		"User works on search engines and vector databases", "Always answer in plain English without jargon"} {
+		if _, err := e.Preferences().Add(bg, []prefs.Type{prefs.Expertise, prefs.Style, prefs.Domain, prefs.Custom}[i], p); err != nil {
+			t.Fatal(err)
 		}
-		b := rag.Block{}
-		if r.Intn(3) > 0 {
-			b.UserProfile = text()
-		}
-		n := r.Intn(6)
-		for i := 0; i < n; i++ {
-			b.Sources = append(b.Sources, rag.Source{
-				Index: i + 1, URL: "https://x.example/" + text(), Title: text(),
-				Retrieved: time.Unix(r.Int63n(2e9), 0), Age: "3 days ago", Content: text(), Score: 1 / float64(i+1),
-			})
-		}
-		b.TotalFound = n + r.Intn(5)
-		b.Summary = fmt.Sprintf("Showing %d of %d sources", n, b.TotalFound)
-		return b
+	}
+	counter := budget.CounterForModel("")
+	genConfig := gen.Struct(reflect.TypeOf(rag.Config{}), map[string]gopter.Gen{
+		"TopK":                gen.IntRange(-2, 8),
+		"SimilarityThreshold": gen.OneConstOf(0.0, -1.0, 0.2, 0.5),
+		"KnowledgeBudget":     gen.OneConstOf(0, -5, 150, 600, 3000),
+		"PreferenceBudget":    gen.OneGenOf(gen.OneConstOf(0, -1), gen.IntRange(1, 80)),
+		"SearchMode":          gen.OneConstOf(search.Mode(""), search.Hybrid, search.Vector, search.FullText),
+		"Fusion":              gen.OneConstOf(search.Fusion(""), search.Relative, search.RRF),
 	})
-}
-
-type node struct {
-	XMLName xml.Name
-	Attrs   []xml.Attr `xml:",any,attr"`
-	Nodes   []node     `xml:",any"`
-	Text    string     `xml:",chardata"`
-}
-
-func parse(s string) (node, error) {
-	var n node
-	dec := xml.NewDecoder(strings.NewReader(s))
-	dec.Strict = true
-	if err := dec.Decode(&n); err != nil {
-		return n, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return n, fmt.Errorf("content after the root element")
-	}
-	return n, nil
-}
-
-func attrOf(n node, name string) (string, bool) {
-	for _, a := range n.Attrs {
-		if a.Name.Local == name {
-			return a.Value, true
-		}
-	}
-	return "", false
-}
-
-// Property 2: the knowledge lives in a dedicated <knowledge_context> block,
-// delivered as its own non-system message, and no content can leave it.
-func TestProperty2ContextIsolation(t *testing.T) {
-	run(t, "knowledge stays inside its own block and message", prop.ForAll(
-		func(b rag.Block) string {
-			text := rag.FormatRAGContextForPrompt(b)
-			if b.Empty() {
-				if text != "" {
-					return "empty block rendered text"
-				}
-				return ""
+	check(t, params, "configuration defaults and bounds", prop.ForAll(
+		func(c rag.Config, q string, kb int) string {
+			eff := c
+			if eff.TopK <= 0 {
+				eff.TopK = 5
 			}
-			root, err := parse(text)
-			if err != nil {
-				return "not well-formed: " + err.Error()
+			if eff.SimilarityThreshold == 0 {
+				eff.SimilarityThreshold = 0.3
 			}
-			if root.XMLName.Local != "knowledge_context" {
-				return "root is " + root.XMLName.Local
+			if eff.KnowledgeBudget <= 0 {
+				eff.KnowledgeBudget = 2000
 			}
-			for _, c := range root.Nodes {
-				if c.XMLName.Local != "user_profile" && c.XMLName.Local != "related_knowledge" {
-					return "unexpected element " + c.XMLName.Local
-				}
-				for _, s := range c.Nodes {
-					if s.XMLName.Local != "source" || len(s.Nodes) != 0 {
-						return "unexpected element inside " + c.XMLName.Local
-					}
-				}
+			switch {
+			case eff.PreferenceBudget == 0:
+				eff.PreferenceBudget = 500
+			case eff.PreferenceBudget < 0:
+				eff.PreferenceBudget = 0
 			}
-			msg := rag.BuildRAGContextMessage(b)
-			if msg.Role == "system" || !strings.HasPrefix(msg.Content, rag.UntrustedPrefix) {
-				return "message role " + msg.Role
+			if eff.SearchMode == "" {
+				eff.SearchMode = search.Hybrid
 			}
-			if strings.Contains(rag.ReferenceRule, "<knowledge_context>") && strings.Contains(rag.ReferenceRule, b.UserProfile) && b.UserProfile != "" {
-				return "system rule carries knowledge"
+			if eff.Fusion == "" {
+				eff.Fusion = search.Relative
 			}
-			return ""
-		},
-		genBlock(),
-	))
-}
-
-// Property 3: every included chunk carries its url, title and retrieved date.
-// Property 9: profile first, then knowledge, with an accurate summary.
-func TestProperty3And9AttributionAndStructure(t *testing.T) {
-	run(t, "attribution and structure", prop.ForAll(
-		func(b rag.Block) string {
-			text := rag.FormatRAGContextForPrompt(b)
-			if b.Empty() {
-				return ""
-			}
-			root, err := parse(text)
+			b, err := e.BuildRAGContext(bg, q, kb, c)
 			if err != nil {
 				return err.Error()
 			}
-			var names []string
-			for _, c := range root.Nodes {
-				names = append(names, c.XMLName.Local)
+			want, err := e.Search(bg, q, &search.Options{Mode: eff.SearchMode, TopK: eff.TopK, SimilarityThreshold: eff.SimilarityThreshold, Fusion: eff.Fusion})
+			if err != nil {
+				return err.Error()
 			}
-			want := []string{}
-			if b.UserProfile != "" {
-				want = append(want, "user_profile")
+			if kb <= 0 {
+				want = nil
 			}
-			if len(b.Sources) > 0 {
-				want = append(want, "related_knowledge")
+			if b.TotalFound != len(want) {
+				return fmt.Sprintf("found %d, the configured search %+v finds %d", b.TotalFound, eff, len(want))
 			}
-			if strings.Join(names, ",") != strings.Join(want, ",") {
-				return fmt.Sprintf("sections %v, want %v", names, want)
-			}
-			if len(b.Sources) == 0 {
-				return ""
-			}
-			rk := root.Nodes[len(root.Nodes)-1]
-			if c, _ := attrOf(rk, "count"); c != strconv.Itoa(len(b.Sources)) {
-				return "count attribute " + c
-			}
-			if tf, _ := attrOf(rk, "total_found"); tf != strconv.Itoa(b.TotalFound) {
-				return "total_found attribute " + tf
-			}
-			if s, _ := attrOf(rk, "summary"); s != fmt.Sprintf("Showing %d of %d sources", len(b.Sources), b.TotalFound) {
-				return "summary " + s
-			}
-			for i, s := range rk.Nodes {
-				src := b.Sources[i]
-				url, ok1 := attrOf(s, "url")
-				title, ok2 := attrOf(s, "title")
-				ret, ok3 := attrOf(s, "retrieved")
-				if !ok1 || !ok2 || !ok3 || ret != src.Retrieved.UTC().Format("2006-01-02") {
-					return fmt.Sprintf("source %d attributes %v", i, s.Attrs)
+			for i, s := range b.Sources {
+				if i >= len(want) || s.ChunkID != want[i].Record.ID {
+					return fmt.Sprintf("source %d is not the search's result %d", i+1, i+1)
 				}
-				if url == "" || title == "" {
-					return "empty url or title"
-				}
+			}
+			if b.ProfileTokens > eff.PreferenceBudget {
+				return fmt.Sprintf("profile of %d tokens for a preference budget of %d", b.ProfileTokens, eff.PreferenceBudget)
+			}
+			if full := counter.Count("<user_profile>\n" + rag.EscapeText(b.UserProfile) + "\n</user_profile>\n"); b.UserProfile != "" && full != b.ProfileTokens {
+				return fmt.Sprintf("profile counted %d, is %d", b.ProfileTokens, full)
+			}
+			if eff.PreferenceBudget >= 80 && strings.Count(b.UserProfile, "\n") != 3 {
+				return fmt.Sprintf("a budget of %d holds only %q", eff.PreferenceBudget, b.UserProfile)
+			}
+			if len(b.Sources) > 0 && b.KnowledgeTokens > kb {
+				return fmt.Sprintf("knowledge of %d tokens for a budget of %d", b.KnowledgeTokens, kb)
+			}
+			cx, err := e.BuildContext(bg, q, rag.ContextRequest{ModelContextLimit: 20000, SystemPromptTokens: 100, ResponseReserve: 100, Config: &c})
+			if err != nil {
+				return err.Error()
+			}
+			if cx.Budgets.KnowledgeBudget != min(eff.KnowledgeBudget, (cx.Budgets.TotalAvailable-cx.Block.ProfileTokens)*3/10) {
+				return fmt.Sprintf("knowledge budget %d with a configured base of %d", cx.Budgets.KnowledgeBudget, eff.KnowledgeBudget)
 			}
 			return ""
 		},
-		genBlock(),
+		genConfig, gen.OneGenOf(ragmemtest.GenQuery(), gen.Const("")), gen.OneGenOf(gen.Const(0), gen.IntRange(1, 2500)),
 	))
 }
 
-// Property 4: the knowledge budget formula, exactly.
+// P4 (docs/spec.md): the budget formula, exactly, for any inputs.
 func TestProperty4BudgetCalculation(t *testing.T) {
-	run(t, "knowledge budget = min(base, (available − preference) × 0.3)", prop.ForAll(
-		func(limit, sys, q, reserve, base, pref int) string {
-			b := budget.CalculateTokenBudgets(limit, sys, q, reserve, budget.Config{BaseBudget: base, PreferenceBudget: pref})
-			avail := limit - sys - q - reserve
-			if avail < 0 {
-				avail = 0
-			}
-			p := min(pref, avail)
-			want := int(math.Floor(float64(avail-p) * 0.3))
-			want = max(0, min(base, want))
-			if b.TotalAvailable != avail || b.PreferenceBudget != p || b.KnowledgeBudget != want || b.Remaining != avail-p-want {
-				return fmt.Sprintf("got %+v, want available %d pref %d knowledge %d", b, avail, p, want)
-			}
-			return ""
+	ragmemtest.Run(t, "knowledge budget = min(base, (available − preference) × 0.3)", prop.ForAll(
+		func(p ragmemtest.BudgetParams) string {
+			return ragmemtest.ErrString(ragmemtest.CheckBudgets(p, p.Budgets()))
 		},
-		gen.IntRange(4000, 200000), gen.IntRange(100, 2000), gen.IntRange(10, 1000), gen.IntRange(500, 4000),
-		gen.IntRange(500, 5000), gen.IntRange(1, 5000),
+		ragmemtest.GenBudgetParams(),
 	))
 }
 
-// Property 5: chunks of a page indexed through the auto-indexer carry its
-// URL, title and a createdAt within a second of the call.
+// P5 (docs/spec.md): chunks of a page indexed through the background
+// indexer carry its URL, title and a creation time within a second of the
+// call.
 func TestProperty5PageMetadata(t *testing.T) {
-	e := openEngine(t, t.TempDir())
-	defer e.Close()
-	run(t, "page chunks carry url, title and createdAt", prop.ForAll(
-		func(seed int64, title string) string {
-			r := rand.New(rand.NewSource(seed))
-			url := fmt.Sprintf("https://pages.example/%d/%d", seed, r.Int63())
-			title = strings.TrimSpace(title)
-			if title == "" {
-				title = "untitled"
-			}
+	e := ragmemtest.NewEngine(t, nil)
+	check(t, ragmemtest.Parameters(t), "page chunks carry url, title and createdAt", prop.ForAll(
+		func(d index.Document) string {
 			start := time.Now()
-			id := e.IndexPageAsync(index.Document{SourceURL: url, Title: title, Content: randomText(r, 3+r.Intn(80))})
+			id := e.IndexPageAsync(d)
 			if err := e.Flush(bg); err != nil {
 				return err.Error()
 			}
 			if j, _ := e.Job(id); j.State != index.JobDone {
 				return fmt.Sprintf("job %+v", j)
 			}
-			recs, err := e.Store().Source(bg, url)
+			recs, err := e.Store().Source(bg, d.SourceURL)
 			if err != nil || len(recs) == 0 {
 				return fmt.Sprintf("no chunks (%v)", err)
 			}
 			for _, c := range recs {
-				if c.SourceURL != url || c.Title != title {
+				if c.SourceURL != d.SourceURL || c.Title != d.Title {
 					return fmt.Sprintf("chunk metadata %q %q", c.SourceURL, c.Title)
 				}
-				if d := c.CreatedAt.Sub(start); d < -time.Second || d > time.Second+time.Since(start) {
-					return fmt.Sprintf("createdAt %v is %v from the call", c.CreatedAt, d)
+				if c.CreatedAt.Before(start.Add(-time.Second)) || c.CreatedAt.After(time.Now().Add(time.Second)) {
+					return fmt.Sprintf("createdAt %v is not the time of the call (%v)", c.CreatedAt, start)
 				}
 			}
 			return ""
 		},
-		gen.Int64(), gen.AlphaString(),
+		ragmemtest.GenDocument(),
 	))
 }
 
-// Property 6: re-indexing identical content keeps exactly one set of chunks;
-// changed content leaves only the newest chunks.
+// writeCounter is a storage backend that counts the writes that reach it.
+type writeCounter struct {
+	driver.Backend
+	writes atomic.Int64
+}
+
+func (w *writeCounter) Apply(ctx context.Context, b *driver.Batch) error {
+	w.writes.Add(1)
+	return w.Backend.Apply(ctx, b)
+}
+
+func (w *writeCounter) SetMeta(ctx context.Context, k, v string) error {
+	w.writes.Add(1)
+	return w.Backend.SetMeta(ctx, k, v)
+}
+
+// P6 (docs/spec.md): re-indexing identical content writes nothing at all
+// (no batch reaches the store and its journal does not move), and changed
+// content is replaced in one write by exactly the chunks of the new
+// version.
 func TestProperty6Idempotence(t *testing.T) {
-	e := openEngine(t, t.TempDir())
+	lb, err := local.Open(bg, "p6", &local.Options{InMemory: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := &writeCounter{Backend: lb}
+	e, err := rag.Open(bg, "", &rag.Options{Backend: be, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer e.Close()
-	run(t, "indexing is idempotent and replaces", prop.ForAll(
-		func(seed int64, repeats int) string {
-			r := rand.New(rand.NewSource(seed))
-			url := fmt.Sprintf("https://idem.example/%d", r.Int63())
-			content := randomText(r, 2+r.Intn(70))
-			var first []index.Record
+	check(t, ragmemtest.Parameters(t), "re-indexing is a no-op; changes replace", prop.ForAll(
+		func(d index.Document, repeats int, extra string) string {
+			if _, err := e.Index(bg, d); err != nil {
+				return err.Error()
+			}
+			first, _ := e.Store().Source(bg, d.SourceURL)
+			w0 := be.writes.Load()
+			st0, _ := lb.Stats(bg)
 			for i := 0; i < repeats; i++ {
-				if _, err := e.Index(bg, index.Document{SourceURL: url, Content: content}); err != nil {
+				res, err := e.Index(bg, d)
+				if err != nil {
 					return err.Error()
 				}
-				recs, _ := e.Store().Source(bg, url)
-				if i == 0 {
-					first = recs
-				} else if !sameIDs(first, recs) {
-					return "identical re-index changed the chunks"
+				if !res.Unchanged || res.Chunks != len(first) || res.Removed != 0 {
+					return fmt.Sprintf("identical re-index reported %+v", res)
+				}
+				if w := be.writes.Load(); w != w0 {
+					return fmt.Sprintf("identical re-index wrote %d times", w-w0)
+				}
+				if st, _ := lb.Stats(bg); !st.LastSync.Equal(st0.LastSync) {
+					return "identical re-index moved the journal"
 				}
 			}
-			changed := content + " " + randomText(r, 1+r.Intn(20))
-			res, err := e.Index(bg, index.Document{SourceURL: url, Content: changed})
+			if now, _ := e.Store().Source(bg, d.SourceURL); !reflect.DeepEqual(now, first) {
+				return "identical re-index changed the stored chunks"
+			}
+			changed := d
+			changed.Content = d.Content + " " + extra
+			res, err := e.Index(bg, changed)
 			if err != nil {
 				return err.Error()
 			}
-			recs, _ := e.Store().Source(bg, url)
-			if len(recs) != res.Chunks {
-				return fmt.Sprintf("%d chunks stored, %d indexed", len(recs), res.Chunks)
+			if w := be.writes.Load(); w != w0+1 {
+				return fmt.Sprintf("a changed document took %d writes, want one atomic batch", w-w0)
 			}
-			for _, c := range recs {
-				if c.ContentHash != res.ContentHash {
-					return "a chunk of the old version survived"
+			changed.DocType = index.DocKnowledge
+			hash := index.ContentHash(&changed)
+			want := chunk.Split(changed.Content, changed.Format, nil)
+			recs, _ := e.Store().Source(bg, d.SourceURL)
+			if res.Unchanged || res.ContentHash != hash || res.Chunks != len(want) || res.Removed != len(first) || len(recs) != len(want) {
+				return fmt.Sprintf("changed document: %+v, %d chunks stored, want %d replacing %d", res, len(recs), len(want), len(first))
+			}
+			for i, r := range recs {
+				if r.ID != index.ChunkID(d.SourceURL, hash, i) || r.Content != want[i].Text || r.ContentHash != hash || r.Position != i {
+					return fmt.Sprintf("chunk %d is %s %q, want chunk %d of the new version", i, r.ID, r.Content, i)
 				}
 			}
 			return ""
 		},
-		gen.Int64(), gen.IntRange(2, 4),
+		ragmemtest.GenDocument(), gen.IntRange(1, 3), ragmemtest.GenText(1, 100),
 	))
 }
 
-func sameIDs(a, b []index.Record) bool {
-	if len(a) != len(b) {
-		return false
+// P7 and P8 (docs/spec.md), both safety and liveness, counted by
+// tiktoken-go: selection takes whole items by descending score while they
+// fit; the first that does not fit is cut to its longest sentence prefix
+// that fits, or dropped; nothing else is taken.
+func TestProperty7And8Selection(t *testing.T) {
+	counter := &memoCounter{c: ragmemtest.TokenOracle("gpt-4o"), seen: map[string]int{}}
+	ragmemtest.Run(t, "selection by score, cut at a sentence", prop.ForAll(
+		func(c ragmemtest.Candidates) string {
+			return ragmemtest.ErrString(ragmemtest.CheckSelection(c, budget.Select(c.Items, c.Budget, counter), counter, nil))
+		},
+		ragmemtest.GenCandidates(),
+	))
+}
+
+// memoCounter remembers counts: Select and the checker count the same
+// texts, and tiktoken-go is slow.
+type memoCounter struct {
+	mu   sync.Mutex
+	c    budget.Counter
+	seen map[string]int
+}
+
+func (m *memoCounter) Count(s string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.seen[s]
+	if !ok {
+		n = m.c.Count(s)
+		m.seen[s] = n
 	}
-	for i := range a {
-		if a[i].ID != b[i].ID {
-			return false
-		}
-	}
-	return true
+	return n
 }
 
-type scored struct {
-	Texts  []string
-	Scores []float64
-	Budget int
-}
-
-func genScored() gopter.Gen {
-	return gen.Int64().Map(func(seed int64) scored {
-		r := rand.New(rand.NewSource(seed))
-		n := 1 + r.Intn(12)
-		s := scored{Budget: r.Intn(1500)}
-		for i := 0; i < n; i++ {
-			s.Texts = append(s.Texts, randomText(r, 1+r.Intn(25)))
-			// Some ties on purpose.
-			s.Scores = append(s.Scores, float64(r.Intn(20))/20)
-		}
-		return s
-	})
-}
-
-var counter = budget.CounterForModel("gpt-4o")
-
-// Property 7: selection takes the best-scoring chunks; no lower-scoring chunk
-// is included while a higher-scoring one is excluded.
-func TestProperty7ScorePriority(t *testing.T) {
-	run(t, "selection by descending score", prop.ForAll(
-		func(s scored) string {
-			items := make([]budget.Item, len(s.Texts))
-			for i := range items {
-				items[i] = budget.Item{Text: s.Texts[i], Score: s.Scores[i], Overhead: i % 3}
+// P8 (docs/spec.md), for one text: the longest whole-sentence prefix within
+// the budget, counted by tiktoken-go; the whole text when it fits.
+func TestProperty8TruncateAtSentence(t *testing.T) {
+	counter := ragmemtest.TokenOracle("gpt-4")
+	ragmemtest.Run(t, "truncation keeps the longest sentence prefix that fits", prop.ForAll(
+		func(text string, n int, nearWhole bool) string {
+			whole := strings.TrimRight(text, " \n")
+			maxTokens := n
+			if nearWhole { // a budget within 3 tokens of the whole text, either way
+				maxTokens = counter.Count(whole) + n%7 - 3
 			}
-			sel := budget.Select(items, s.Budget, counter)
-			included := map[int]bool{}
-			total := 0
-			for _, x := range sel {
-				included[x.Item] = true
-				total += x.Tokens
-			}
-			if total > s.Budget {
-				return fmt.Sprintf("selected %d tokens of a %d budget", total, s.Budget)
-			}
-			for i := range items {
-				for j := range items {
-					if included[i] && !included[j] && items[j].Score > items[i].Score {
-						return fmt.Sprintf("item %d (score %v) in, item %d (score %v) out", i, items[i].Score, j, items[j].Score)
+			got, cut := budget.TruncateAtSentence(text, maxTokens, counter)
+			want, wantCut := whole, false
+			if counter.Count(whole) > max(maxTokens, 0) {
+				want, wantCut = "", true
+				ends := ragmemtest.PlainSentenceEnds(whole)
+				for k := len(ends) - 1; k >= 0; k-- { // the longest that fits
+					if e := ends[k]; e < len(whole) && counter.Count(whole[:e]) <= maxTokens {
+						want = whole[:e]
+						break
 					}
 				}
 			}
-			for k := 1; k < len(sel); k++ {
-				if items[sel[k].Item].Score > items[sel[k-1].Item].Score {
-					return "selection not in score order"
-				}
+			if got != want || cut != wantCut {
+				return fmt.Sprintf("cut to %d bytes (%v), want %d bytes (%v)", len(got), cut, len(want), wantCut)
 			}
 			return ""
 		},
-		genScored(),
+		ragmemtest.GenText(1, 300), gen.IntRange(-5, 300), gen.Bool(),
 	))
 }
 
-var sentenceEnd = regexp.MustCompile(`[.!?。！？…]["'”’)\]]*$`)
-
-// Property 8: a truncated chunk ends at a sentence boundary.
-func TestProperty8SentenceTruncation(t *testing.T) {
-	run(t, "truncation at sentence boundaries", prop.ForAll(
-		func(s scored) string {
-			items := make([]budget.Item, len(s.Texts))
-			for i := range items {
-				items[i] = budget.Item{Text: s.Texts[i], Score: s.Scores[i]}
-			}
-			for _, x := range budget.Select(items, s.Budget, counter) {
-				orig := strings.TrimSpace(items[x.Item].Text)
-				if !strings.HasPrefix(orig, x.Text) {
-					return "truncation is not a prefix"
-				}
-				if x.Truncated && !sentenceEnd.MatchString(x.Text) {
-					return fmt.Sprintf("truncated text ends %q", x.Text[max(0, len(x.Text)-20):])
-				}
-				if !x.Truncated && x.Text != orig {
-					return "untruncated text changed"
-				}
-			}
-			return ""
-		},
-		genScored(),
-	))
-}
-
-var professions = []string{"software engineer", "data scientist", "nurse", "teacher", "product manager", "physicist",
-	"backend developer", "student", "lawyer", "graphic designer", "site reliability engineer", "chef"}
-
-// Property 10: explicit preference statements are detected and their
-// content extracted.
+// P10 (docs/spec.md): explicit preference statements, in many phrasings,
+// are detected with their type and content.
 func TestProperty10PreferenceDetection(t *testing.T) {
-	type msg struct {
-		Text, Want string
-		Type       prefs.Type
-	}
-	g := gen.Int64().Map(func(seed int64) msg {
-		r := rand.New(rand.NewSource(seed))
-		p := professions[r.Intn(len(professions))]
-		article := "a"
-		if strings.ContainsRune("aeiou", rune(p[0])) {
-			article = "an"
-		}
-		lead := []string{"", "Hi! ", "Quick question. ", "By the way, "}[r.Intn(4)]
-		switch r.Intn(5) {
-		case 0:
-			return msg{lead + "I'm " + article + " " + p, p, prefs.Expertise}
-		case 1:
-			return msg{lead + "I work as " + article + " " + p + ".", p, prefs.Expertise}
-		case 2:
-			return msg{lead + "I am " + article + " " + p + " and need help", p, prefs.Expertise}
-		case 3:
-			level := []string{"5", "a beginner", "a child", "a new developer"}[r.Intn(4)]
-			return msg{lead + "Explain like I'm " + level, level, prefs.Style}
-		default:
-			style := []string{"technical explanations", "short answers", "code examples", "detailed explanations"}[r.Intn(4)]
-			return msg{lead + "I prefer " + style, style, prefs.Style}
-		}
-	})
-	run(t, "explicit preference statements are detected", prop.ForAll(
-		func(m msg) string {
-			in := prefs.DetectPreferenceIntent(m.Text)
+	ragmemtest.Run(t, "explicit preference statements are detected", prop.ForAll(
+		func(s ragmemtest.Statement) string {
+			in := prefs.DetectPreferenceIntent(s.Message)
 			if in == nil {
-				return "not detected: " + m.Text
+				return fmt.Sprintf("not detected: %q", s.Message)
 			}
-			if in.Type != m.Type {
-				return fmt.Sprintf("%q detected as %s, want %s", m.Text, in.Type, m.Type)
+			if in.Type != s.Type {
+				return fmt.Sprintf("%q detected as %s, want %s", s.Message, in.Type, s.Type)
 			}
-			if !strings.Contains(strings.ToLower(in.Content), strings.ToLower(m.Want)) {
-				return fmt.Sprintf("%q: content %q lacks %q", m.Text, in.Content, m.Want)
+			if !strings.EqualFold(in.Content, s.Content) {
+				return fmt.Sprintf("%q: content %q, want %q", s.Message, in.Content, s.Content)
 			}
 			return ""
 		},
-		g,
+		ragmemtest.GenStatement(),
 	))
 }
 
-// Property 11: preferences are in the profile whatever the query, and their
-// tokens are deducted before the knowledge budget is computed.
+// maxFalsePositiveRate bounds P10's false positives (docs/spec.md).
+const maxFalsePositiveRate = 0.02
+
+// corpusSentences returns the sentences of the sample corpus in testdata:
+// documentation prose that states no preference of its reader.
+func corpusSentences(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	paths, _ := filepath.Glob("testdata/corpus/*")
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		if strings.HasSuffix(p, ".html") {
+			text, _ = chunk.ExtractHTML(text)
+		}
+		for _, sp := range chunk.Sentences(text) {
+			s := strings.TrimSpace(text[sp.Start:sp.End])
+			if len(strings.Fields(s)) >= 3 && !strings.HasPrefix(s, "#") {
+				out = append(out, s)
+			}
+		}
+	}
+	if len(out) < 50 {
+		t.Fatalf("only %d corpus sentences", len(out))
+	}
+	return out
+}
+
+// P10 (docs/spec.md), negatives: ordinary messages that state no
+// preference (generated questions, other people's jobs, passing states,
+// hypotheticals, quoted and reported speech, requests about pasted text,
+// statements about things; and the sentences of the sample corpus) are
+// rarely taken for one: at most 2% false positives. The rate is logged.
+func TestProperty10FalsePositiveRate(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	n := max(2000, ragmemtest.Runs(t))
+	gp := gopter.DefaultGenParameters().CloneWithSeed(params.Seed())
+	g := ragmemtest.GenOrdinary()
+	var msgs []string
+	for len(msgs) < n {
+		if v, ok := g(gp).Retrieve(); ok {
+			msgs = append(msgs, v.(ragmemtest.Ordinary).Message)
+		}
+	}
+	msgs = append(msgs, corpusSentences(t)...)
+	var fps []string
+	for _, m := range msgs {
+		if in := prefs.DetectPreferenceIntent(m); in != nil {
+			fps = append(fps, fmt.Sprintf("%q -> %s %q", m, in.Type, in.Content))
+		}
+	}
+	rate := float64(len(fps)) / float64(len(msgs))
+	t.Logf("P10 false positives: %d of %d ordinary messages (%.2f%%)", len(fps), len(msgs), 100*rate)
+	for i, fp := range fps {
+		if i == 10 {
+			t.Logf("… and %d more", len(fps)-10)
+			break
+		}
+		t.Logf("false positive: %s", fp)
+	}
+	if rate > maxFalsePositiveRate {
+		t.Errorf("false-positive rate %.2f%% is above %.0f%%", 100*rate, 100*maxFalsePositiveRate)
+	}
+}
+
+// P11 (docs/spec.md), counted by tiktoken-go: every preference is in the
+// profile whatever the query, and the profile's real token count is
+// deducted before the knowledge budget is computed.
 func TestProperty11PreferenceInclusion(t *testing.T) {
-	e := sharedEngine(t, 11, 20)
-	run(t, "preferences always included and deducted first", prop.ForAll(
-		func(seed int64, limit int) string {
-			r := rand.New(rand.NewSource(seed))
+	params := ragmemtest.Parameters(t)
+	e, _ := corpusEngine(t, params.Seed(), 20, nil)
+	check(t, params, "preferences always included and deducted first", prop.ForAll(
+		func(ps []ragmemtest.Preference, q string, limit int, model string) string {
 			if _, err := e.Preferences().Clear(bg); err != nil {
 				return err.Error()
 			}
-			var contents []string
-			for i := 1 + r.Intn(3); i > 0; i-- {
-				c := fmt.Sprintf("User likes %s number %d", vocabulary[r.Intn(len(vocabulary))], r.Intn(1000))
-				if _, err := e.Preferences().Add(bg, []prefs.Type{prefs.Expertise, prefs.Style, prefs.Domain, prefs.Custom}[r.Intn(4)], c); err != nil {
+			for _, p := range ps {
+				if _, err := e.Preferences().Add(bg, p.Type, p.Content); err != nil {
 					return err.Error()
 				}
-				contents = append(contents, c)
 			}
-			c, err := e.BuildContext(bg, randomQuery(r), rag.ContextRequest{Model: "gpt-4o", ModelContextLimit: limit, SystemPromptTokens: 200, ResponseReserve: 500})
+			const sys, reserve = 200, 500
+			c, err := e.BuildContext(bg, q, rag.ContextRequest{Model: model, ModelContextLimit: limit, SystemPromptTokens: sys, ResponseReserve: reserve})
 			if err != nil {
 				return err.Error()
 			}
-			for _, want := range contents {
-				if !strings.Contains(c.Block.UserProfile, want) {
-					return fmt.Sprintf("profile %q lacks %q", c.Block.UserProfile, want)
+			o := ragmemtest.TokenOracle(model)
+			for _, p := range ps {
+				if !strings.Contains(c.Block.UserProfile, p.Content) {
+					return fmt.Sprintf("profile %q lacks %q", c.Block.UserProfile, p.Content)
 				}
 			}
-			if c.Budgets.PreferenceBudget != c.Block.ProfileTokens {
-				return fmt.Sprintf("deducted %d, profile is %d tokens", c.Budgets.PreferenceBudget, c.Block.ProfileTokens)
+			profile := o.Count("<user_profile>\n" + c.Block.UserProfile + "\n</user_profile>\n")
+			if len(ps) == 0 {
+				profile = 0
 			}
-			want := budget.CalculateKnowledgeBudget(c.Budgets.TotalAvailable, c.Block.ProfileTokens, 2000)
-			if c.Budgets.KnowledgeBudget != want {
-				return fmt.Sprintf("knowledge budget %d, want %d", c.Budgets.KnowledgeBudget, want)
+			avail := limit - sys - o.Count(q) - reserve
+			want := min(2000, (avail-profile)*3/10)
+			b := c.Budgets
+			if c.UserQueryTokens != o.Count(q) || c.Block.ProfileTokens != profile || b.PreferenceBudget != profile ||
+				b.TotalAvailable != avail || b.KnowledgeBudget != want {
+				return fmt.Sprintf("budgets %+v, profile %d tokens, query %d: want available %d, preference %d, knowledge %d",
+					b, c.Block.ProfileTokens, c.UserQueryTokens, avail, profile, want)
 			}
-			if c.Block.KnowledgeTokens > c.Budgets.KnowledgeBudget && len(c.Block.Sources) > 0 {
-				return "knowledge over budget"
+			if n := o.Count(c.Text); c.Block.TotalTokens != n || c.Block.TotalTokens-c.Block.ProfileTokens > b.KnowledgeBudget && len(c.Block.Sources) > 0 {
+				return fmt.Sprintf("block of %d tokens reports %d, knowledge budget %d", n, c.Block.TotalTokens, b.KnowledgeBudget)
 			}
 			return ""
 		},
-		gen.Int64(), gen.IntRange(2000, 200000),
+		ragmemtest.ListOf(ragmemtest.GenPreference(), 0, 3),
+		gen.OneGenOf(ragmemtest.GenQuery(), gen.Const("")), gen.IntRange(2000, 200000), gen.OneConstOf("gpt-4o", "gpt-4", "llama-3"),
 	))
 }
 
@@ -617,17 +712,32 @@ func (w *p12Web) SearchWeb(_ context.Context, _ string, limit int) ([]agent.WebR
 	return w.results[:min(limit, len(w.results))], nil
 }
 
-// p12Model is an OpenAI-compatible chat server whose answer is drawn from
-// the current case's random source: markers and a cited list with valid,
-// out-of-range and invented numbers, labels the model claims (right or
-// wrong), a conflict flag, and sometimes no JSON at all.
-type p12Model struct {
-	mu                   sync.Mutex
-	r                    *rand.Rand
-	conflict, structured bool
+// p12Part is one sentence of a generated model answer: a word followed by
+// citation markers, possibly with a label the model claims.
+type p12Part struct {
+	Word  string
+	Cites []int
+	Label int // 0: none, 1: "Web Source", 2: "Knowledge Base"
 }
 
-var p12SourceRe = regexp.MustCompile(`<source index="`)
+// p12Case is one case of P12: web results, a query, and the answer the
+// model gives (markers, cited numbers valid, out of range or invented, a
+// conflict flag, sometimes no JSON at all).
+type p12Case struct {
+	Web        []string // web result titles; snippets are derived from them
+	Query      string
+	Parts      []p12Part
+	Cited      []int
+	Conflict   bool
+	Structured bool
+}
+
+// p12Model is an OpenAI-compatible chat server that answers with the
+// current case.
+type p12Model struct {
+	mu sync.Mutex
+	c  p12Case
+}
 
 func (m *p12Model) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	var body struct {
@@ -637,35 +747,25 @@ func (m *p12Model) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
 		return
 	}
-	n := len(p12SourceRe.FindAllString(body.Messages[1].Content, -1))
 	m.mu.Lock()
-	r := m.r
+	c := m.c
+	m.mu.Unlock()
 	var ans strings.Builder
-	var cited []int
-	pick := func() int { return r.Intn(n+5) - 1 } // -1 … n+3
-	for i := r.Intn(6); i > 0; i-- {
-		ans.WriteString(vocabulary[r.Intn(len(vocabulary))])
-		switch r.Intn(4) {
-		case 0:
-			fmt.Fprintf(&ans, " [%d]", pick())
-		case 1:
-			fmt.Fprintf(&ans, " [%d, %d]", pick(), pick())
-		case 2:
-			fmt.Fprintf(&ans, " (%s) [%d]", []string{"Web Source", "Knowledge Base"}[r.Intn(2)], pick())
+	for _, p := range c.Parts {
+		ans.WriteString(p.Word)
+		if p.Label > 0 {
+			fmt.Fprintf(&ans, " (%s)", []string{"", "Web Source", "Knowledge Base"}[p.Label])
+		}
+		for _, n := range p.Cites {
+			fmt.Fprintf(&ans, " [%d]", n)
 		}
 		ans.WriteString(". ")
 	}
-	for i := r.Intn(4); i > 0; i-- {
-		cited = append(cited, pick())
-	}
-	m.conflict = r.Intn(2) == 0
-	m.structured = r.Intn(5) != 0
 	content := strings.TrimSpace(ans.String())
-	if m.structured {
-		b, _ := json.Marshal(map[string]any{"answer": content, "cited": cited, "conflict": m.conflict, "conflict_description": "sources differ"})
+	if c.Structured {
+		b, _ := json.Marshal(map[string]any{"answer": content, "cited": c.Cited, "conflict": c.Conflict, "conflict_description": "sources differ"})
 		content = string(b)
 	}
-	m.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{
 		"id": "chatcmpl-p12", "object": "chat.completion", "created": 1, "model": "gpt-4o",
@@ -673,15 +773,33 @@ func (m *p12Model) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	})
 }
 
+func genP12Case() gopter.Gen {
+	cite := gen.IntRange(-1, 12)
+	part := gen.Struct(reflect.TypeOf(p12Part{}), map[string]gopter.Gen{
+		"Word":  ragmemtest.GenWord(),
+		"Cites": ragmemtest.ListOf(cite, 0, 2),
+		"Label": gen.IntRange(0, 2),
+	})
+	return gen.Struct(reflect.TypeOf(p12Case{}), map[string]gopter.Gen{
+		"Web":        ragmemtest.ListOf(ragmemtest.GenQuery(), 0, 5),
+		"Query":      gen.Frequency(map[int]gopter.Gen{3: ragmemtest.GenQuery(), 1: gen.Const("zyzzyva quokka")}),
+		"Parts":      ragmemtest.ListOf(part, 0, 5),
+		"Cited":      ragmemtest.ListOf(cite, 0, 3),
+		"Conflict":   gen.Bool(),
+		"Structured": gen.Frequency(map[int]gopter.Gen{4: gen.Const(true), 1: gen.Const(false)}),
+	})
+}
+
 var p12MarkerRe = regexp.MustCompile(`\[(\d{1,3})\]`)
 
-// Property 12: when an answer draws on web results and stored knowledge,
-// its citations say which is which: every citation names a source that was
-// actually retrieved, labelled "Web Source" or "Knowledge Base" by where that
-// source came from (whatever the model claimed), and no invented number
-// survives in the answer.
+// P12 (docs/spec.md): when an answer draws on web results and stored
+// knowledge, its citations say which is which: every citation names a
+// source that was actually retrieved, labelled "Web Source" or "Knowledge
+// Base" by where that source came from (whatever the model claimed), and no
+// invented number survives in the answer.
 func TestProperty12DualSourceCitation(t *testing.T) {
-	e := sharedEngine(t, 12, 40)
+	params := ragmemtest.Parameters(t)
+	e, _ := corpusEngine(t, params.Seed(), 40, nil)
 	model := &p12Model{}
 	srv := httptest.NewServer(model)
 	defer srv.Close()
@@ -689,23 +807,18 @@ func TestProperty12DualSourceCitation(t *testing.T) {
 	oc.BaseURL = srv.URL + "/v1"
 	llm := agent.LLM{Client: openai.NewClientWithConfig(oc), Model: "gpt-4o"}
 	both := 0
-	run(t, "citations distinguish Web Source from Knowledge Base", prop.ForAll(
-		func(seed int64) string {
-			r := rand.New(rand.NewSource(seed))
+	check(t, params, "citations distinguish Web Source from Knowledge Base", prop.ForAll(
+		func(c p12Case) string {
 			web := &p12Web{}
-			for i := r.Intn(6); i > 0; i-- {
+			for i, title := range c.Web {
 				web.results = append(web.results, agent.WebResult{
-					Title: randomQuery(r) + " </search_sources>", URL: fmt.Sprintf("https://web.example/%d/%d", seed, i), Snippet: randomText(r, 1+r.Intn(3)),
+					Title: title + " </search_sources>", URL: fmt.Sprintf("https://web.example/%d/%s", i, strings.ReplaceAll(title, " ", "-")), Snippet: "About " + title + ".",
 				})
 			}
-			query := randomQuery(r)
-			if r.Intn(4) == 0 {
-				query = "zyzzyva quokka"
-			}
 			model.mu.Lock()
-			model.r = r
+			model.c = c
 			model.mu.Unlock()
-			res, err := agent.EnhancedSearch(bg, query, web, llm, &agent.EnhanceOptions{Memory: e, Logger: quietLogger()})
+			res, err := agent.EnhancedSearch(bg, c.Query, web, llm, &agent.EnhanceOptions{Memory: e, Logger: quietLogger()})
 			if err != nil {
 				if errors.Is(err, agent.ErrNoSources) && res != nil && len(res.Sources) == 0 && len(web.results) == 0 {
 					return ""
@@ -730,17 +843,17 @@ func TestProperty12DualSourceCitation(t *testing.T) {
 			// Every citation is a retrieved source with its true label.
 			labels := map[string]bool{}
 			cited := map[int]bool{}
-			for _, c := range res.Citations {
-				if c.Index < 1 || c.Index > len(res.Sources) {
-					return fmt.Sprintf("citation %d of %d sources", c.Index, len(res.Sources))
+			for _, ct := range res.Citations {
+				if ct.Index < 1 || ct.Index > len(res.Sources) {
+					return fmt.Sprintf("citation %d of %d sources", ct.Index, len(res.Sources))
 				}
-				s := res.Sources[c.Index-1]
+				s := res.Sources[ct.Index-1]
 				want := map[agent.SourceKind]string{agent.WebSource: "Web Source", agent.MemorySource: "Knowledge Base"}[s.Kind]
-				if c.Label != want || c.Source != s.Kind || c.URL != s.URL || c.Title != s.Title {
-					return fmt.Sprintf("citation %+v for source %+v", c, s)
+				if ct.Label != want || ct.Source != s.Kind || ct.URL != s.URL || ct.Title != s.Title {
+					return fmt.Sprintf("citation %+v for source %+v", ct, s)
 				}
-				labels[c.Label] = true
-				cited[c.Index] = true
+				labels[ct.Label] = true
+				cited[ct.Index] = true
 			}
 			for _, d := range res.Dropped {
 				if d >= 1 && d <= len(res.Sources) {
@@ -754,9 +867,9 @@ func TestProperty12DualSourceCitation(t *testing.T) {
 			}
 			// The rendered list shows the labels, one citation per line.
 			lines := strings.Split(agent.FormatCitations(res.Citations), "\n")
-			for i, c := range res.Citations {
-				if !strings.HasPrefix(lines[i], fmt.Sprintf("[%d] %s: ", c.Index, c.Label)) {
-					return fmt.Sprintf("line %q for %+v", lines[i], c)
+			for i, ct := range res.Citations {
+				if !strings.HasPrefix(lines[i], fmt.Sprintf("[%d] %s: ", ct.Index, ct.Label)) {
+					return fmt.Sprintf("line %q for %+v", lines[i], ct)
 				}
 			}
 			if labels["Web Source"] && labels["Knowledge Base"] {
@@ -764,173 +877,327 @@ func TestProperty12DualSourceCitation(t *testing.T) {
 			}
 			// A disclaimer exactly when the model reported a conflict and
 			// both kinds were retrieved.
-			hasWeb, hasMem := len(web.results) > 0, len(res.MemoryResults) > 0
-			model.mu.Lock()
-			wantDisclaimer := model.conflict && model.structured && hasWeb && hasMem
-			model.mu.Unlock()
+			wantDisclaimer := c.Conflict && c.Structured && len(web.results) > 0 && len(res.MemoryResults) > 0
 			if (res.ConflictDisclaimer != "") != wantDisclaimer {
 				return fmt.Sprintf("disclaimer %q, want one: %v", res.ConflictDisclaimer, wantDisclaimer)
 			}
 			return ""
 		},
-		gen.Int64(),
+		genP12Case(),
 	))
 	if both == 0 {
-		t.Error("no case cited both web and memory sources; the generators do not exercise Property 12")
+		t.Error("no case cited both web and memory sources; the generators do not exercise P12")
 	}
 }
 
-var relRe = regexp.MustCompile(`^(\d+) (minute|hour|day|month|year)s? ago$`)
-
-// Property 13: relative times are readable and exact (rounded down).
+// P13 (docs/spec.md): relative times read as the whole number of the
+// largest unit, rounded down, in the past or the future.
 func TestProperty13RelativeTime(t *testing.T) {
-	now := time.Now()
-	units := map[string]time.Duration{"minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour, "month": 30 * 24 * time.Hour, "year": 365 * 24 * time.Hour}
-	next := map[string]time.Duration{"minute": time.Hour, "hour": 24 * time.Hour, "day": 30 * 24 * time.Hour, "month": 365 * 24 * time.Hour, "year": math.MaxInt64}
-	run(t, "relative time formatting", prop.ForAll(
-		func(ago int64) string {
-			d := time.Duration(ago)
-			got := rag.RelativeTime(now.Add(-d), now)
-			if d < time.Minute {
-				if got != "just now" {
-					return fmt.Sprintf("%v -> %q", d, got)
-				}
-				return ""
+	now := time.Date(2026, 5, 17, 9, 30, 0, 0, time.UTC)
+	units := []time.Duration{time.Minute, time.Hour, 24 * time.Hour, 30 * 24 * time.Hour, 365 * 24 * time.Hour}
+	var edges []interface{}
+	for _, u := range units {
+		for _, k := range []time.Duration{1, 2, 11} {
+			edges = append(edges, k*u-1, k*u, k*u+1)
+		}
+	}
+	ragmemtest.Run(t, "relative time formatting", prop.ForAll(
+		func(d time.Duration, future, zero bool) string {
+			if future {
+				d = -d
 			}
-			m := relRe.FindStringSubmatch(got)
-			if m == nil {
-				return fmt.Sprintf("%v -> %q unreadable", d, got)
+			then := now.Add(-d)
+			if zero {
+				then = time.Time{}
 			}
-			n, _ := strconv.ParseInt(m[1], 10, 64)
-			u := units[m[2]]
-			if int64(d/u) != n || d >= next[m[2]] {
-				return fmt.Sprintf("%v -> %q", d, got)
-			}
-			if plural := strings.Contains(got, m[2]+"s "); plural == (n == 1) {
-				return "plural wrong: " + got
-			}
-			return ""
+			return ragmemtest.ErrString(ragmemtest.CheckRelativeTime(then, now, rag.RelativeTime(then, now)))
 		},
-		// Log-uniform durations from 1 s to 12 years, so that every unit's
-		// range (and its boundaries) is drawn about equally often.
-		gen.Float64Range(0, math.Log(float64(12*365*24*time.Hour/time.Second))).Map(func(x float64) int64 {
-			return int64(math.Exp(x) * float64(time.Second))
-		}),
+		gen.OneGenOf(
+			gen.OneConstOf(edges...),
+			// Log-uniform from 1 s to 12 years, so that every unit is drawn
+			// about equally often.
+			gen.Float64Range(0, math.Log(float64(12*365*24*time.Hour/time.Second))).Map(func(x float64) time.Duration {
+				return time.Duration(math.Exp(x) * float64(time.Second))
+			}),
+		),
+		gen.Bool(), gen.Frequency(map[int]gopter.Gen{30: gen.Const(false), 1: gen.Const(true)}),
 	))
 }
 
-// Chunks cover the source text in order: each chunk is the source bytes it
-// claims, chunks advance, and every non-space byte belongs to some chunk.
+// Chunk coverage (docs/spec.md): chunks are the source's own bytes, in
+// order, and together hold every non-space character of it.
 func TestPropertyChunksCoverSource(t *testing.T) {
-	run(t, "chunks cover the source in order", prop.ForAll(
-		func(seed int64, markdown bool, maxTokens int) string {
-			r := rand.New(rand.NewSource(seed))
-			var b strings.Builder
-			for s := 0; s < 1+r.Intn(6); s++ {
-				if markdown {
-					fmt.Fprintf(&b, "%s %s\n\n", strings.Repeat("#", 1+r.Intn(3)), randomQuery(r))
-				}
-				b.WriteString(randomText(r, r.Intn(40)))
-				if markdown && r.Intn(3) == 0 {
-					fmt.Fprintf(&b, "\n```go\nfunc f() { return %d }\n```\n\n", r.Intn(9))
-				}
-			}
-			src := b.String()
-			f := chunk.Text
-			if markdown {
-				f = chunk.Markdown
-			}
-			cs := chunk.Split(src, f, &chunk.Options{MaxTokens: maxTokens, Overlap: maxTokens / 8})
-			covered := make([]bool, len(src))
-			for i, c := range cs {
-				if c.Start < 0 || c.End > len(src) || c.Start >= c.End || src[c.Start:c.End] != c.Text {
-					return fmt.Sprintf("chunk %d [%d,%d) does not match its text", i, c.Start, c.End)
-				}
-				if i > 0 && c.Start <= cs[i-1].Start {
-					return fmt.Sprintf("chunk %d does not advance", i)
-				}
-				if c.Index != i {
-					return fmt.Sprintf("chunk %d has index %d", i, c.Index)
-				}
-				for k := c.Start; k < c.End; k++ {
-					covered[k] = true
-				}
-			}
-			for k, ch := range src {
-				if !covered[k] && !unicode.IsSpace(ch) {
-					return fmt.Sprintf("byte %d (%q) is in no chunk", k, ch)
-				}
-			}
-			return ""
+	ragmemtest.Run(t, "chunks cover the source in order", prop.ForAll(
+		func(d index.Document, maxTokens int) string {
+			return ragmemtest.ErrString(ragmemtest.CheckChunks(d.Content, chunk.Split(d.Content, d.Format, &chunk.Options{MaxTokens: maxTokens, Overlap: maxTokens / 8})))
 		},
-		gen.Int64(), gen.Bool(), gen.IntRange(40, 500),
+		ragmemtest.GenDocument(), gen.IntRange(40, 500),
 	))
 }
 
-// Reopening a store after Close gives the same search results.
-func TestPropertyReopenSameResults(t *testing.T) {
-	dir := t.TempDir()
-	e := openEngine(t, dir)
-	r := rand.New(rand.NewSource(7))
-	var docs []index.Document
-	for i := 0; i < 40; i++ {
-		docs = append(docs, index.Document{SourceURL: fmt.Sprintf("https://reopen.example/%d", i), Title: randomQuery(r), Content: randomText(r, 3+r.Intn(40))})
-	}
-	if _, err := e.IndexMany(bg, docs); err != nil {
-		t.Fatal(err)
-	}
-	e.Remove(bg, "https://reopen.example/3")
-	type q struct {
-		Query string
-		Mode  string
-		K     int
-	}
-	var queries []q
-	rq := rand.New(rand.NewSource(8))
-	for i := 0; i < minRuns; i++ {
-		queries = append(queries, q{randomQuery(rq), []string{"hybrid", "vector", "fulltext"}[i%3], 1 + rq.Intn(15)})
-	}
-	before := map[int][]search.Result{}
-	for i, x := range queries {
-		res, err := e.Search(bg, x.Query, &search.Options{Mode: search.Mode(x.Mode), TopK: x.K, SimilarityThreshold: -1})
-		if err != nil {
+// Query cache (docs/spec.md): caching query embeddings changes no result:
+// an engine whose small cache evicts and hits answers every search, repeated
+// or not, exactly as one that caches nothing.
+func TestPropertyQueryCacheIsTransparent(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	docs := ragmemtest.Sample[[]index.Document](ragmemtest.GenCorpus(30, 30), params.Seed())
+	open := func(c *embed.QueryCache) *rag.Engine {
+		e := ragmemtest.NewEngine(t, &ragmemtest.EngineOptions{QueryCache: c})
+		if _, err := e.IndexMany(bg, docs); err != nil {
 			t.Fatal(err)
 		}
-		before[i] = res
+		return e
+	}
+	cached := open(embed.NewQueryCache(&embed.QueryCacheOptions{MaxEntries: 3}))
+	uncached := open(embed.NewQueryCache(&embed.QueryCacheOptions{MaxEntries: -1}))
+	// A small pool of queries, so that many searches repeat one, with
+	// variants that differ only in their last letters ("river forest",
+	// "river forests", "river fores").
+	var pool []string
+	for _, q := range ragmemtest.Sample[[]string](gen.SliceOfN(3, ragmemtest.GenQuery()), params.Seed()) {
+		pool = append(pool, q, q+"s", q[:len(q)-1])
+	}
+	check(t, params, "the query cache is transparent", prop.ForAll(
+		func(i int, mode search.Mode, topK int) string {
+			o := &search.Options{Mode: mode, TopK: topK, SimilarityThreshold: -1}
+			a, err := cached.Search(bg, pool[i], o)
+			if err != nil {
+				return err.Error()
+			}
+			b, err := uncached.Search(bg, pool[i], o)
+			if err != nil {
+				return err.Error()
+			}
+			if sameResults(a, b) != same {
+				return fmt.Sprintf("%q: with the cache %s, without %s", pool[i], describe(a), describe(b))
+			}
+			return ""
+		},
+		gen.IntRange(0, len(pool)-1), gen.OneConstOf(search.Hybrid, search.Vector), gen.IntRange(1, 10),
+	))
+}
+
+// reopenQuery is one search of the reopen property.
+type reopenQuery struct {
+	Query  string
+	Mode   search.Mode
+	Fusion search.Fusion
+	TopK   int
+}
+
+// Reopening (docs/spec.md): a store closed and opened again answers every
+// search exactly as before, after writes and a removal.
+func TestPropertyReopenSameResults(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	dir := t.TempDir()
+	e, err := rag.Open(bg, dir, &rag.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := ragmemtest.Sample[[]index.Document](ragmemtest.GenCorpus(40, 40), params.Seed())
+	if _, err := e.IndexMany(bg, docs[:30]); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs[30:] {
+		if _, err := e.Index(bg, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Remove(bg, docs[3].SourceURL); err != nil {
+		t.Fatal(err)
+	}
+	qs := ragmemtest.Sample[[]reopenQuery](gen.SliceOfN(ragmemtest.Runs(t), gen.Struct(reflect.TypeOf(reopenQuery{}), map[string]gopter.Gen{
+		"Query":  ragmemtest.GenQuery(),
+		"Mode":   gen.OneConstOf(search.Hybrid, search.Vector, search.FullText),
+		"Fusion": gen.OneConstOf(search.Relative, search.RRF),
+		"TopK":   gen.IntRange(1, 15),
+	})), params.Seed())
+	opts := func(q reopenQuery) *search.Options {
+		return &search.Options{Mode: q.Mode, Fusion: q.Fusion, TopK: q.TopK, SimilarityThreshold: -1}
+	}
+	before := make([][]search.Result, len(qs))
+	nonEmpty := 0
+	for i, q := range qs {
+		if before[i], err = e.Search(bg, q.Query, opts(q)); err != nil {
+			t.Fatal(err)
+		}
+		if len(before[i]) > 0 {
+			nonEmpty++
+		}
 	}
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	e = openEngine(t, dir)
+	e, err = rag.Open(bg, dir, &rag.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer e.Close()
-	run(t, "same results after reopen", prop.ForAll(
-		func(i int) string {
-			x := queries[i]
-			res, err := e.Search(bg, x.Query, &search.Options{Mode: search.Mode(x.Mode), TopK: x.K, SimilarityThreshold: -1})
-			if err != nil {
-				return err.Error()
+	failures, tiedAtCut := 0, 0
+	for i, q := range qs {
+		res, err := e.Search(bg, q.Query, opts(q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch sameResults(res, before[i]) {
+		case differ:
+			failures++
+			if failures <= 5 {
+				t.Errorf("%+v: after reopening %s, before %s", q, describe(res), describe(before[i]))
 			}
-			if len(res) != len(before[i]) {
-				return fmt.Sprintf("%q: %d results, before %d", x.Query, len(res), len(before[i]))
+		case tieAtCut:
+			tiedAtCut++
+			t.Logf("%+v: records tied at the last place differ: after reopening %s, before %s", q, describe(res), describe(before[i]))
+		}
+	}
+	if tiedAtCut > 0 {
+		t.Logf("%d searches differed only in which of the records tied at the last place was returned (docs/spec.md, Reopening)", tiedAtCut)
+	}
+	if nonEmpty < len(qs)/2 {
+		t.Errorf("only %d of %d queries found anything; the property tested little", nonEmpty, len(qs))
+	}
+	t.Logf("%d queries compared after reopening, %d with results", len(qs), nonEmpty)
+}
+
+type comparison int
+
+const (
+	same comparison = iota
+	tieAtCut
+	differ
+)
+
+// sameResults compares two result lists: the same records with the same
+// scores in the same order, except that records tied in score with the last
+// place may be other records of that score (docs/spec.md, Reopening).
+func sameResults(a, b []search.Result) comparison {
+	if len(a) != len(b) {
+		return differ
+	}
+	c := same
+	for k := range a {
+		if math.Abs(a[k].Score-b[k].Score) > 1e-9 {
+			return differ
+		}
+		if a[k].Record.ID != b[k].Record.ID {
+			if a[k].Score != a[len(a)-1].Score {
+				return differ
 			}
-			for k := range res {
-				a, b := res[k], before[i][k]
-				if a.Record.ID != b.Record.ID || math.Abs(a.Score-b.Score) > 1e-9 {
-					return fmt.Sprintf("%q result %d: %s %.6f, before %s %.6f", x.Query, k, a.Record.ID, a.Score, b.Record.ID, b.Score)
-				}
+			c = tieAtCut
+		}
+	}
+	return c
+}
+
+func describe(rs []search.Result) string {
+	var b strings.Builder
+	for _, r := range rs {
+		fmt.Fprintf(&b, "%s=%.6f ", r.Record.ID, r.Score)
+	}
+	return b.String()
+}
+
+// fusionOptions are the fusion settings hybrid properties draw.
+type fusionOptions struct {
+	Fusion    search.Fusion
+	Alpha     float64
+	Threshold float64
+	TopK      int
+}
+
+func genFusionOptions() gopter.Gen {
+	return gen.Struct(reflect.TypeOf(fusionOptions{}), map[string]gopter.Gen{
+		"Fusion":    gen.OneConstOf(search.Relative, search.RRF, search.DBSF),
+		"Alpha":     gen.OneConstOf(0.0, 0.05, 0.3, 0.5, 0.9, 1.0),
+		"Threshold": gen.OneConstOf(-1.0, 0.1, 0.3, 0.6),
+		"TopK":      gen.IntRange(1, 25),
+	})
+}
+
+func (f fusionOptions) options() *search.Options {
+	return &search.Options{Fusion: f.Fusion, Alpha: f.Alpha, SimilarityThreshold: f.Threshold, TopK: f.TopK}
+}
+
+// Hybrid ranking (docs/spec.md): a result first in both rankings, strictly,
+// is first when they are fused, with either fusion and any weight.
+func TestPropertyFusionFirstInBoth(t *testing.T) {
+	ragmemtest.Run(t, "first in both lists is first fused", prop.ForAll(
+		func(l ragmemtest.RankedLists, f fusionOptions) string {
+			// Make id 20 (outside the generated pool) strictly first in both.
+			top := 0.0
+			for _, h := range l.BM25 {
+				top = math.Max(top, h.Score)
+			}
+			l.BM25 = append([]ragmemtest.Hit{{ID: 20, Score: top + 1}}, l.BM25...)
+			top = -1
+			for _, h := range l.Vector {
+				top = math.Max(top, h.Score)
+			}
+			l.Vector = append([]ragmemtest.Hit{{ID: 20, Score: top + 0.01}}, l.Vector...)
+			text, vec := l.Hits()
+			res := search.Fuse(text, vec, f.options())
+			if len(res) == 0 {
+				return "no results, though the top of both lists passes any threshold"
+			}
+			if res[0].Record.ID != ragmemtest.RecordID(20) {
+				return fmt.Sprintf("%s is first (%.4f), not %s, first in both lists (%+v)", res[0].Record.ID, res[0].Score, ragmemtest.RecordID(20), res[0].Explanation)
 			}
 			return ""
 		},
-		gen.IntRange(0, len(queries)-1),
+		ragmemtest.GenRankedLists(), genFusionOptions(),
 	))
-	ids := make([]string, 0)
-	for _, res := range before {
-		for _, r := range res {
-			ids = append(ids, r.Record.ID)
-		}
-	}
-	sort.Strings(ids)
-	if len(ids) == 0 {
-		t.Fatal("no query returned anything; the property tested nothing")
-	}
+}
+
+// Hybrid ranking (docs/spec.md): fusion is monotone in each list's score:
+// raising one result's score in one list never lowers its fused score and
+// never moves it down (or out of) the fused ranking.
+func TestPropertyFusionMonotone(t *testing.T) {
+	ragmemtest.Run(t, "fusion is monotone in each list's score", prop.ForAll(
+		func(l ragmemtest.RankedLists, f fusionOptions, inVector bool, which int, raise float64) string {
+			list := &l.BM25
+			if inVector {
+				list = &l.Vector
+			}
+			if len(*list) == 0 {
+				return ""
+			}
+			raised := append([]ragmemtest.Hit(nil), (*list)...)
+			target := raised[which%len(raised)].ID
+			for i := range raised {
+				if raised[i].ID == target {
+					raised[i].Score += raise
+					if inVector {
+						raised[i].Score = math.Min(raised[i].Score, 1)
+					}
+					break // the first occurrence is the one Hits keeps
+				}
+			}
+			text, vec := l.Hits()
+			*list = raised
+			text2, vec2 := l.Hits()
+			id := ragmemtest.RecordID(target)
+			opts := f.options()
+			pos := func(rs []search.Result) (int, float64) {
+				for i, r := range rs {
+					if r.Record.ID == id {
+						return i, r.Score
+					}
+				}
+				return -1, 0
+			}
+			p0, s0 := pos(search.Fuse(text, vec, opts))
+			p1, s1 := pos(search.Fuse(text2, vec2, opts))
+			if p0 < 0 {
+				return ""
+			}
+			// Scores are compared to 1e-12: a fused score that is mathematically
+			// unchanged (DBSF maps the lower of two scores to 1/3 however low
+			// it is) may move in its last bits.
+			if p1 < 0 || p1 > p0 || s1 < s0-1e-12 {
+				return fmt.Sprintf("raising %s by %.2f moved it from place %d (%.17g) to %d (%.17g)", id, raise, p0+1, s0, p1+1, s1)
+			}
+			return ""
+		},
+		ragmemtest.GenRankedLists(), genFusionOptions(), gen.Bool(), gen.IntRange(0, 14), gen.Float64Range(0, 10),
+	))
 }

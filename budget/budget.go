@@ -4,7 +4,7 @@
 // CalculateTokenBudgets divides what is left of the context window after the
 // system prompt, the user's query and the reserved response into a budget for
 // the user profile, a budget for retrieved knowledge and the remainder
-// (Property 4 of the design: knowledge = min(base, (available − preferences) ×
+// (Property 4 of docs/spec.md: knowledge = min(base, (available − preferences) ×
 // 0.3)). Select fills the knowledge budget with the highest-scoring items first
 // and never lets a lower-scoring item in while a higher-scoring one is left out
 // (Property 7); the one item that does not fit whole is cut at a sentence

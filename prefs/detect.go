@@ -252,6 +252,9 @@ func matchRules(n *normText, at int, w, text string, question bool) *Intent {
 	if !ruleStarters[w] && !strings.HasPrefix(w, "eli") {
 		return nil
 	}
+	if attributedTail.MatchString(text) {
+		return nil // someone else's words
+	}
 	for _, r := range rules {
 		idx := r.re.FindStringSubmatchIndex(text)
 		if idx == nil {
@@ -324,6 +327,9 @@ var rules = []rule{
 		return "User is " + a + " " + strings.ToLower(g["p"]) + " " + thirdPerson(g["x"])
 	}, false},
 	{Expertise, regexp.MustCompile(`(?i)^` + reIm + `\s+` + reAdv + `working\s+as` + reRest), func(g map[string]string) string {
+		if asComparison.MatchString(g["x"]) {
+			return ""
+		}
 		return "User is working as " + thirdPerson(g["x"])
 	}, false},
 	{Domain, regexp.MustCompile(`(?i)^` + reIm + `\s+` + reAdv + `(?P<v>working\s+on|building|developing|creating|writing|leading|running|doing)\s+(?P<x>(?:an?|the|my|our|this|some|two|three|several|multiple)\b.*?\bprojects?\b.*)$`), func(g map[string]string) string {
@@ -352,6 +358,9 @@ var rules = []rule{
 		return "User has been " + strings.ToLower(g["art"]) + " " + thirdPerson(g["x"])
 	}, false},
 	{Expertise, regexp.MustCompile(`(?i)^(?:i\s+` + reAdv + `work|` + reIm + `\s+` + reAdv + `employed)\s+as` + reRest), func(g map[string]string) string {
+		if asComparison.MatchString(g["x"]) {
+			return "" // "I work as fast as I can"
+		}
 		return "User works as " + thirdPerson(g["x"])
 	}, false},
 	{Expertise, regexp.MustCompile(`(?i)^i(?:\s+have(?:\s+got)?|'ve(?:\s+got)?)\s+(?:(?P<n>(?:(?:over|more\s+than|about|around|nearly|almost|roughly|close\s+to|at\s+least)\s+)?` + reNum + `)\s*(?P<y>years?|yrs?)\s+(?:of\s+)?|(?P<q>some|extensive|a\s+lot\s+of|lots\s+of|little|limited|basic|solid|deep|strong|significant|considerable|no|prior|previous)\s+)?(?P<k>(?:professional|industry|work|hands-on|practical|programming|coding|teaching|research|relevant|clinical|development|engineering)\s+)?experience(?:\s+(?P<p>in|with|as|doing|at|on|working\s+with|working\s+in|working\s+as|building|writing|using)\s+(?P<x>.+))?\s*$`), func(g map[string]string) string {
@@ -446,6 +455,12 @@ var (
 	// describes a feeling or state rather than the job itself ("My job is
 	// killing me", "my field is wide open").
 	notAttribute = regexp.MustCompile(`(?i)^(?:so|too|very|really|pretty|quite|kind\s+of|sort\s+of|not|getting|killing|driving|making|stressing|eating|taking|boring|stressful|hard|tough|difficult|exhausting|tiring|great|good|bad|fine|ok|okay|awful|terrible|horrible|demanding|busy|crazy|insane|fun|nice|cool|amazing|safe|secure|done|over|gone|at\s+risk|on\s+the\s+line|wide|open|empty|full|irrelevant|unclear|complicated|changing|hell|a\s+mess|a\s+nightmare|a\s+joke|ending|going|gonna|in\s+danger|on\s+hold)\b`)
+	// asComparison matches the object of "I work as …" when it is a
+	// comparison ("as fast as I can") rather than a job.
+	asComparison = regexp.MustCompile(`(?i)^(?:\w+ly|fast|hard|much|well|long|quick|slow|best|little|often|far|late|early|soon|many)\s+as\b`)
+	// attributedTail matches a clause that ends by attributing its words to
+	// someone else ("Always check the logs first, the manual says.").
+	attributedTail = regexp.MustCompile(`(?i),\s*(?:[\w']+\s+){0,3}(?:says|said|writes|wrote|claims|claimed|insists|insisted|suggests|suggested|recommends|recommended|told\s+me|tells\s+me)\s*[.!]*\s*$`)
 	// declines matches "I'd prefer not to say" and the like.
 	declines = regexp.MustCompile(`(?i)^not\s+to\s+(?:say|answer|share|disclose|discuss|tell|talk|comment|give|reveal|go\s+into)`)
 	// pasteVerb matches an introduction to pasted material before a colon.

@@ -29,6 +29,7 @@ var positives = []positive{
 	{"Hi! I'm a high school teacher.", Expertise, "User is a high school teacher"},
 	{"For context, I'm an ML engineer with 3 years experience", Expertise, "User is an ML engineer with 3 years experience"},
 	{"I work as a product manager at a fintech startup.", Expertise, "User works as a product manager at a fintech startup"},
+	{"I work as developer as well as designer", Expertise, "User works as developer as well as designer"},
 	{"I'm working as a freelance translator", Expertise, "User is working as a freelance translator"},
 	{"My job is teaching high school math.", Expertise, "User's job is teaching high school math"},
 	{"My background is in physics.", Expertise, "User's background is in physics"},
@@ -161,6 +162,10 @@ var negatives = []string{
 	"Remember when I said I'm a nurse?",
 	"I like long walks on the beach",
 	"I have 2 kids",
+	"I work as fast as I can.",
+	"I'm working as hard as possible on it",
+	"Always check the logs first, the manual says.",
+	"Never push on Fridays, my manager told me.",
 	"",
 	"   \n\t ",
 }
@@ -355,9 +360,9 @@ func TestDetectPreferenceIntentComposed(t *testing.T) {
 	}
 }
 
-// TestDetectPreferenceIntentSeedGenerator follows the seed's preference
-// message generator: "I'm a " or "I work as a " followed by a word.
-func TestDetectPreferenceIntentSeedGenerator(t *testing.T) {
+// TestDetectPreferenceIntentProfessions: "I'm a " or "I work as a " followed
+// by a profession of one or more words (docs/spec.md, P10).
+func TestDetectPreferenceIntentProfessions(t *testing.T) {
 	for _, prefix := range []string{"I'm a ", "I work as a "} {
 		for _, suffix := range []string{"pilot", "software engineer", "Go developer", "xyz", "data-scientist", "3D artist", "nurse practitioner in Ohio"} {
 			msg := prefix + suffix

@@ -16,8 +16,8 @@ func validXMLRune(r rune) bool {
 		(r >= 0x20 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || (r >= 0x10000 && r <= 0x10FFFF)
 }
 
-// EscapeText escapes XML character data: & < > (and CR), and drops the
-// characters XML forbids. Anything that wraps untrusted text in markup for a
+// EscapeText escapes XML character data: & < > (and CR), and drops bytes of
+// invalid UTF-8 and the characters XML forbids (a genuine U+FFFD stays). Anything that wraps untrusted text in markup for a
 // model should use it, so that no text can change the structure around it.
 func EscapeText(s string) string { return escape(s, false) }
 
@@ -31,7 +31,9 @@ func escape(s string, attr bool) string {
 	}
 	var b strings.Builder
 	b.Grow(len(s) + 16)
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
 		switch {
 		case r == '&':
 			b.WriteString("&amp;")
@@ -47,7 +49,7 @@ func escape(s string, attr bool) string {
 			b.WriteByte(' ')
 		case r == '\r':
 			b.WriteString("&#13;")
-		case r == utf8.RuneError || !validXMLRune(r):
+		case r == utf8.RuneError && n == 1, !validXMLRune(r):
 			// dropped
 		default:
 			b.WriteRune(r)
@@ -72,7 +74,7 @@ func needsEscape(s string, attr bool) bool {
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError || !validXMLRune(r) {
+		if r == utf8.RuneError && n == 1 || !validXMLRune(r) {
 			return true
 		}
 		i += n

@@ -340,6 +340,9 @@ func (b *Backend) commitBleve(bb *bleve.Batch, seq uint64) error {
 	if err := b.bl.Batch(bb); err != nil {
 		return fmt.Errorf("index: write full-text index: %w", err)
 	}
+	if b.memory {
+		b.markDurable(n, seq) // nothing to persist
+	}
 	b.bleveSeq = seq
 	return nil
 }

@@ -98,6 +98,10 @@ type Options struct {
 	FullText *FullTextOptions
 	// Vectors configures the vector index (vector.go). Default: vecindex defaults.
 	Vectors *vecindex.Options
+	// InMemory keeps the store in memory only (memory.go): no file is
+	// written and Close discards everything. dir only names the store.
+	// Default false.
+	InMemory bool
 
 	fs         wal.FS // file layer for the store's own files; default wal.OS (tests inject faults)
 	groupLimit int    // most mutations per group commit; default unlimited (benchmarks set 1)
@@ -113,6 +117,7 @@ type Backend struct {
 	ckpt     int64
 	ckptRate float64 // Options.CheckpointRatio
 	readOnly bool
+	memory   bool // Options.InMemory
 	lock     *wal.Lock
 	ft       *fullText // BM25 analysis and scoring
 
@@ -207,6 +212,9 @@ func Open(ctx context.Context, dir string, opts *Options) (*Backend, error) {
 		b.ckptRate = 0.5
 	}
 	b.nextCkpt = b.ckpt
+	if opts.InMemory && !b.readOnly {
+		return openMemory(ctx, b)
+	}
 	if b.readOnly {
 		if _, err := b.fs.Stat(dir); err != nil {
 			return nil, fmt.Errorf("index: open store read-only: %w", err)

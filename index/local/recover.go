@@ -345,6 +345,9 @@ func tailLooksTorn(fsys wal.FS, path string, js journalScan) bool {
 // openBleve verifies and opens the full-text index, quarantining it and
 // starting a new one when it is damaged.
 func (b *Backend) openBleve() (bleveState, error) {
+	if b.memory {
+		return b.openMemoryBleve()
+	}
 	var bs bleveState
 	path := filepath.Join(b.dir, bleveDirName)
 	verr := verifyFullText(path)

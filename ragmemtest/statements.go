@@ -1,0 +1,330 @@
+package ragmemtest
+
+import (
+	"strings"
+
+	"github.com/leanovate/gopter"
+	"github.com/leanovate/gopter/gen"
+
+	"github.com/ragmem/ragmem/prefs"
+)
+
+// Statement is a generated chat message that states a preference, with what
+// preference detection must find in it.
+type Statement struct {
+	Message string
+	Type    prefs.Type // the type detection must report
+	Content string     // the content detection must extract, ignoring case
+
+	spec [5]int // lead, form, object, tail, casing: what the message was built from
+}
+
+var (
+	stmtLeads = []string{"", "Hi! ", "Hello, ", "Hey there, ", "btw ", "By the way, ", "FYI, ", "For context, ",
+		"Just so you know, ", "Okay so ", "Honestly, ", "Quick note: ", "👋 ", "- ", "Thanks! ", "Good morning. ",
+		"I have a question about caching. ", "Sorry for the long message. ", "So, ", "Also, "}
+	stmtTails = []string{"", ".", "!", " and I need help with my project.", ", so keep that in mind.", " :)",
+		". What is a vector index?", " - thanks!", ".\n\nCan you help me with a query?"}
+	professions = []string{"software engineer", "data scientist", "nurse", "teacher", "product manager", "physicist",
+		"backend developer", "student", "lawyer", "graphic designer", "site reliability engineer", "chef",
+		"accountant", "electrician", "historian", "UX researcher", "civil engineer", "pharmacist"}
+	fields = []string{"healthcare", "machine learning", "embedded systems", "cybersecurity", "finance",
+		"genomics", "game development", "logistics", "climate science", "web accessibility"}
+	tools  = []string{"Go", "Kubernetes", "PostgreSQL", "Rust", "React", "Terraform", "pandas", "Linux"}
+	levels = []string{"5", "a beginner", "a child", "ten", "new to this", "a high school student", "an intern"}
+	styles = []string{"short answers", "code examples", "technical explanations", "bullet points",
+		"answers with examples", "detailed explanations", "concise replies", "step-by-step instructions"}
+	styleAdjs = []string{"concise", "brief", "detailed", "direct", "technical", "simple"}
+	facts     = [][2]string{{"live in Berlin", "lives in Berlin"}, {"use Windows at work", "uses Windows at work"},
+		{"have two cats", "has two cats"}, {"work night shifts", "works night shifts"}, {"am colour-blind", "is colour-blind"},
+		{"code mostly in Python", "codes mostly in Python"}, {"watch my weight", "watches their weight"}}
+	languages = []string{"Spanish", "French", "German", "Portuguese", "plain English"}
+	avoid     = []string{"jargon", "emojis", "passive voice", "tables", "exclamation marks"}
+)
+
+func article(w string) string {
+	if strings.ContainsRune("aeiouAEIOU", rune(w[0])) && !strings.HasPrefix(w, "UX") {
+		return "an"
+	}
+	if strings.HasPrefix(w, "UX") {
+		return "a"
+	}
+	return "a"
+}
+
+func pick(list []string, i int) string { return list[i%len(list)] }
+
+// stmtForms build a statement from an object index: the message body, its
+// type and the content detection must extract from it.
+var stmtForms = []func(o int) (string, prefs.Type, string){
+	func(o int) (string, prefs.Type, string) {
+		p := pick(professions, o)
+		return "I'm " + article(p) + " " + p, prefs.Expertise, "User is " + article(p) + " " + p
+	},
+	func(o int) (string, prefs.Type, string) {
+		p := pick(professions, o)
+		return "I am " + article(p) + " " + p, prefs.Expertise, "User is " + article(p) + " " + p
+	},
+	func(o int) (string, prefs.Type, string) {
+		p := pick(professions, o)
+		return "I'm actually " + article(p) + " " + p + " by training", prefs.Expertise, "User is " + article(p) + " " + p + " by training"
+	},
+	func(o int) (string, prefs.Type, string) {
+		p := pick(professions, o)
+		return "I work as " + article(p) + " " + p, prefs.Expertise, "User works as " + article(p) + " " + p
+	},
+	func(o int) (string, prefs.Type, string) {
+		p := pick(professions, o)
+		return "I'm currently working as " + article(p) + " " + p, prefs.Expertise, "User is working as " + article(p) + " " + p
+	},
+	func(o int) (string, prefs.Type, string) {
+		p, n := pick(professions, o), pick([]string{"3", "ten", "twenty"}, o)
+		return "I've been " + article(p) + " " + p + " for " + n + " years", prefs.Expertise, "User has been " + article(p) + " " + p + " for " + n + " years"
+	},
+	func(o int) (string, prefs.Type, string) {
+		p := pick(professions, o)
+		return "My job title is " + p, prefs.Expertise, "User's job title is " + p
+	},
+	func(o int) (string, prefs.Type, string) {
+		p, n := pick(professions, o), pick([]string{"5", "over 10", "a few"}, o)
+		return "I have " + n + " years of experience as " + article(p) + " " + p, prefs.Expertise,
+			"User has " + n + " years of experience as " + article(p) + " " + p
+	},
+	func(o int) (string, prefs.Type, string) {
+		f := pick(fields, o)
+		return "I'm new to " + f, prefs.Expertise, "User is new to " + f
+	},
+	func(o int) (string, prefs.Type, string) {
+		t, how := pick(tools, o), pick([]string{"experienced with", "proficient in", "familiar with", "very comfortable with"}, o)
+		return "I'm " + how + " " + t, prefs.Expertise, "User is " + how + " " + t
+	},
+	func(o int) (string, prefs.Type, string) {
+		l := pick(levels, o)
+		return "Explain like I'm " + l, prefs.Style, "Explain like the user is " + explained(l)
+	},
+	func(o int) (string, prefs.Type, string) {
+		l := pick(levels, o)
+		return "Can you explain it to me like I'm " + l + "?", prefs.Style, "Explain like the user is " + explained(l)
+	},
+	func(o int) (string, prefs.Type, string) {
+		return "ELI5 how " + pick(fields, o) + " works", prefs.Style, "Explain like the user is 5 years old"
+	},
+	func(o int) (string, prefs.Type, string) {
+		s := pick(styles, o)
+		return "I prefer " + s, prefs.Style, "User prefers " + s
+	},
+	func(o int) (string, prefs.Type, string) {
+		s := pick(styles, o)
+		return "I'd much prefer " + s, prefs.Style, "User prefers " + s
+	},
+	func(o int) (string, prefs.Type, string) {
+		a := pick(styleAdjs, o)
+		return "I really like " + a + " answers", prefs.Style, "User prefers " + a + " answers"
+	},
+	func(o int) (string, prefs.Type, string) {
+		a := pick(styleAdjs, o)
+		return "Please be " + a, prefs.Style, "User prefers " + a + " answers"
+	},
+	func(o int) (string, prefs.Type, string) {
+		a := pick([]string{"short", "brief", "simple", "concise"}, o)
+		return "Keep your answers " + a, prefs.Style, "User prefers " + a + " answers"
+	},
+	func(o int) (string, prefs.Type, string) {
+		f := pick(fields, o)
+		return "I work in " + f, prefs.Domain, "User works in " + f
+	},
+	func(o int) (string, prefs.Type, string) {
+		f := pick(fields, o)
+		return "I'm working on a " + f + " project", prefs.Domain, "User is working on a " + f + " project"
+	},
+	func(o int) (string, prefs.Type, string) {
+		f := pick(fields, o)
+		return "My field is " + f, prefs.Domain, "User's field is " + f
+	},
+	func(o int) (string, prefs.Type, string) {
+		f := pick(fields, o)
+		return "I'm mostly interested in " + f, prefs.Domain, "User is interested in " + f
+	},
+	func(o int) (string, prefs.Type, string) {
+		f, v := pick(fields, o), pick([]string{"specialize", "specialise"}, o)
+		return "I " + v + " in " + f, prefs.Domain, "User " + v + "s in " + f
+	},
+	func(o int) (string, prefs.Type, string) {
+		i := o % len(facts)
+		return "Remember that I " + facts[i][0], prefs.Custom, "User " + facts[i][1]
+	},
+	func(o int) (string, prefs.Type, string) {
+		l := pick(languages, o)
+		return "Always answer in " + l, prefs.Custom, "Always answer in " + l
+	},
+	func(o int) (string, prefs.Type, string) {
+		a := pick(avoid, o)
+		return "Never use " + a, prefs.Custom, "Never use " + a
+	},
+	func(o int) (string, prefs.Type, string) {
+		p := pick(professions, o)
+		return "Please note that I'm " + article(p) + " " + p, prefs.Custom, "User is " + article(p) + " " + p
+	},
+}
+
+// explained is how "explain like I'm <level>" reads in the third person: a
+// bare age gains "years old".
+func explained(level string) string {
+	switch level {
+	case "5", "ten":
+		return level + " years old"
+	}
+	return level
+}
+
+func buildStatement(lead, form, object, tail, casing int) Statement {
+	body, typ, content := stmtForms[form%len(stmtForms)](object)
+	lead %= len(stmtLeads)
+	tail %= len(stmtTails)
+	if strings.HasSuffix(body, "?") && tail != 0 {
+		tail = 0 // the body is a question already
+	}
+	l := stmtLeads[lead]
+	if l != "" && !strings.HasSuffix(l, ". ") && !strings.HasSuffix(l, "! ") && l != "- " {
+		body = strings.ToLower(body[:1]) + body[1:]
+		if strings.HasPrefix(body, "i ") || strings.HasPrefix(body, "i'") {
+			body = "I" + body[1:]
+		}
+	}
+	msg := l + body + stmtTails[tail]
+	switch casing % 4 {
+	case 1:
+		msg = strings.ToLower(msg)
+	case 2:
+		msg = strings.ReplaceAll(msg, "'", "’")
+	}
+	return Statement{Message: msg, Type: typ, Content: content, spec: [5]int{lead, form % len(stmtForms), object, tail, casing % 4}}
+}
+
+// GenStatement generates messages that state a preference in one of many
+// phrasings (who the user is, how answers should be written, what they
+// work on, what to remember or always do), with greetings and fillers
+// before, a following clause or question after, in lower case or with
+// curly apostrophes. It shrinks towards the plainest phrasing.
+func GenStatement() gopter.Gen {
+	return gopter.DeriveGen(
+		buildStatement,
+		func(s Statement) (int, int, int, int, int) {
+			return s.spec[0], s.spec[1], s.spec[2], s.spec[3], s.spec[4]
+		},
+		gen.IntRange(0, len(stmtLeads)-1), gen.IntRange(0, len(stmtForms)-1), gen.IntRange(0, 99),
+		gen.IntRange(0, len(stmtTails)-1), gen.IntRange(0, 3),
+	)
+}
+
+// Ordinary is a generated chat message that states no preference.
+type Ordinary struct {
+	Message string
+	spec    [3]int
+}
+
+// ordinaryForms are messages a user sends that say nothing about their
+// preferences: questions (about themselves too), other people's jobs,
+// passing states and plans, hypotheticals, reported and quoted speech,
+// requests about pasted text, and plain statements about things.
+var ordinaryForms = []func(o int) string{
+	func(o int) string { return "How do I install " + pick(tools, o) + " on Linux?" },
+	func(o int) string {
+		return "What is the difference between a " + pick(Vocabulary, o) + " and a " + pick(Vocabulary, o+7) + "?"
+	},
+	func(o int) string {
+		return "Am I " + article(pick(professions, o)) + " " + pick(professions, o) + " if I only do it part time?"
+	},
+	func(o int) string {
+		return "My sister is " + article(pick(professions, o)) + " " + pick(professions, o) + "."
+	},
+	func(o int) string {
+		return "He works as " + article(pick(professions, o)) + " " + pick(professions, o) + " in Lyon."
+	},
+	func(o int) string { return "My colleague prefers " + pick(styles, o) + ", but I am not sure." },
+	func(o int) string { return "I'm a bit confused about " + pick(fields, o) + "." },
+	func(o int) string { return "I'm not sure what " + pick(Vocabulary, o) + " means here." },
+	func(o int) string { return "I'm sorry, I meant the " + pick(Vocabulary, o) + " setting." },
+	func(o int) string { return "I'm going to deploy the " + pick(Vocabulary, o) + " service tomorrow." },
+	func(o int) string { return "I'm trying to speed up the " + pick(Vocabulary, o) + " cache." },
+	func(o int) string { return "I'm looking for a good book on " + pick(fields, o) + "." },
+	func(o int) string {
+		return "If I were " + article(pick(professions, o)) + " " + pick(professions, o) + ", what would I study first?"
+	},
+	func(o int) string {
+		return "Imagine I'm " + article(pick(professions, o)) + " " + pick(professions, o) + " with no budget."
+	},
+	func(o int) string {
+		return "He said, \"I'm " + article(pick(professions, o)) + " " + pick(professions, o) + ".\""
+	},
+	func(o int) string { return "> I prefer " + pick(styles, o) },
+	func(o int) string {
+		return "Translate this: I'm " + article(pick(professions, o)) + " " + pick(professions, o) + "."
+	},
+	func(o int) string { return "Summarize the following: I work in " + pick(fields, o) + " and love it." },
+	func(o int) string {
+		return "The " + pick(Vocabulary, o) + " returns an error when the " + pick(Vocabulary, o+3) + " is empty."
+	},
+	func(o int) string { return "It works on my machine but not on the " + pick(Vocabulary, o) + " server." },
+	func(o int) string { return "I think the " + pick(Vocabulary, o) + " is broken after the last release." },
+	func(o int) string { return "I need to finish the " + pick(Vocabulary, o) + " report today." },
+	func(o int) string { return "I have a question about " + pick(fields, o) + "." },
+	func(o int) string { return "Thanks, that fixed the " + pick(Vocabulary, o) + " problem!" },
+	func(o int) string { return "Can you summarise this article about " + pick(fields, o) + "?" },
+	func(o int) string { return "Why does the " + pick(tools, o) + " build fail with exit code 2?" },
+	func(o int) string { return "We moved the " + pick(Vocabulary, o) + " to a new cluster last week." },
+	func(o int) string { return "I'm a little worried about the " + pick(Vocabulary, o) + " latency." },
+	func(o int) string { return "I'm so tired of this " + pick(Vocabulary, o) + " bug." },
+	func(o int) string { return "I work on it every evening." },
+	func(o int) string { return "My job is killing me this week." },
+	func(o int) string {
+		return "Write a function that sorts a list of " + pick(Vocabulary, o) + " records."
+	},
+	func(o int) string { return "Is " + pick(tools, o) + " better than " + pick(tools, o+1) + " for this?" },
+	func(o int) string { return "The report says `I prefer " + pick(styles, o) + "` in the survey." },
+	func(o int) string { return "Do you know if the " + pick(Vocabulary, o) + " index is rebuilt on open?" },
+	// Near misses: they start like a statement about the user.
+	func(o int) string { return "I'm a huge fan of " + pick(tools, o) + "." },
+	func(o int) string { return "I'm a little late to the " + pick(Vocabulary, o) + " discussion, sorry." },
+	func(o int) string { return "I am a bit lost with the new " + pick(Vocabulary, o) + " API." },
+	func(o int) string { return "I prefer not to say." },
+	func(o int) string { return "Never mind, I found the " + pick(Vocabulary, o) + " setting." },
+	func(o int) string { return "Keep in mind the " + pick(Vocabulary, o) + " server restarts at midnight." },
+	func(o int) string { return "Remember the last " + pick(Vocabulary, o) + " query we ran?" },
+	func(o int) string { return "I'm working on it." },
+	func(o int) string { return "My field is empty in the " + pick(Vocabulary, o) + " form." },
+	func(o int) string { return "Please be aware the " + pick(Vocabulary, o) + " build is slow." },
+	func(o int) string { return "I work as fast as I can on the " + pick(Vocabulary, o) + " bug." },
+	func(o int) string { return "Always check the " + pick(Vocabulary, o) + " logs first, the manual says." },
+	func(o int) string { return "The user said they prefer " + pick(styles, o) + "." },
+	func(o int) string { return "I'm in a meeting until three." },
+	func(o int) string { return "Note that the " + pick(Vocabulary, o) + " API changed in v2." },
+	func(o int) string { return "I'm happy with the " + pick(Vocabulary, o) + " result." },
+	func(o int) string { return "I always forget the syntax for " + pick(tools, o) + " loops." },
+}
+
+func buildOrdinary(lead, form, object int) Ordinary {
+	leads := []string{"", "Hi! ", "Hey, ", "Quick question: ", "Okay so ", "Thanks. "}
+	lead %= len(leads)
+	form %= len(ordinaryForms)
+	msg := ordinaryForms[form](object)
+	if l := leads[lead]; l != "" && !strings.HasSuffix(l, ". ") && !strings.HasSuffix(l, "! ") && !strings.HasPrefix(msg, "I") && !strings.HasPrefix(msg, ">") {
+		msg = strings.ToLower(msg[:1]) + msg[1:]
+	}
+	if strings.HasPrefix(msg, ">") && lead != 0 {
+		msg = "\n" + msg // a quotation starts a line
+	}
+	return Ordinary{Message: leads[lead] + msg, spec: [3]int{lead, form, object}}
+}
+
+// GenOrdinary generates messages that state no preference: questions,
+// other people's jobs and preferences, passing states and plans,
+// hypotheticals, quoted and reported speech, requests about pasted text and
+// plain statements about things. Detection should not fire on them.
+func GenOrdinary() gopter.Gen {
+	return gopter.DeriveGen(
+		buildOrdinary,
+		func(o Ordinary) (int, int, int) { return o.spec[0], o.spec[1], o.spec[2] },
+		gen.IntRange(0, 5), gen.IntRange(0, len(ordinaryForms)-1), gen.IntRange(0, 99),
+	)
+}
