@@ -1,7 +1,10 @@
-// Package jsonbody reads the JSON request bodies of ragmem's HTTP handlers
-// (server and memory/memhttp) by one set of rules: a JSON content type,
-// valid UTF-8, exactly one object, no unknown fields, nothing after it. Its
-// errors are written for the client who sent the body.
+// Package jsonbody reads and writes the JSON bodies of ragmem's HTTP
+// handlers (server and memory/memhttp) by one set of rules. Requests: a JSON
+// content type, valid UTF-8, exactly one object, no unknown fields, nothing
+// after it; its errors are written for the client who sent the body.
+// Responses: one JSON line (Write), and errors as one envelope,
+// {"error": {"code", "message", "requestId"}} (WriteError), with the codes
+// listed here.
 package jsonbody
 
 import (
