@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/internal/clean"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -79,8 +81,8 @@ func (s *Store) Match(ctx context.Context, req MatchRequest) ([]Match, error) {
 	if !minImp.Valid() {
 		minImp = Low
 	}
-	task := strings.TrimSpace(cleanLine(clip(req.Task, maxTaskBytes)))
-	agent := strings.TrimSpace(cleanLine(clip(req.Agent, MaxTitleLen)))
+	task := strings.TrimSpace(clean.Line(clean.Clip(req.Task, maxTaskBytes)))
+	agent := strings.TrimSpace(clean.Line(clean.Clip(req.Agent, MaxTitleLen)))
 	searchText := strings.ToLower(strings.TrimSpace(task + " " + agent))
 	taskTerms := analyze(task)
 	taskStems := map[string]bool{}
@@ -318,7 +320,7 @@ func (s *Store) chunkStems(r *index.Record) *stemSet {
 	if v, ok := s.stemCache.Load(r.ID); ok {
 		return v.(*stemSet)
 	}
-	st := newStemSet(stems(index.EmbedText(r)))
+	st := newStemSet(stems(driver.SearchText(r)))
 	if s.stemCount.Add(1) > 20000 {
 		s.stemCache.Clear()
 		s.stemCount.Store(0)
