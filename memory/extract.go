@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/clean"
 	"github.com/ragmem/ragmem/internal/llmchat"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
@@ -92,14 +93,14 @@ type ExtractorOptions struct {
 // model (seed 001, "is this worth remembering?"). It is safe for concurrent
 // use.
 type Extractor struct {
-	llm   LLM
+	llm   rag.LLM
 	store *Store
 	o     ExtractorOptions
 }
 
 // NewExtractor returns an extractor writing to store.
-func NewExtractor(llm LLM, store *Store, opts *ExtractorOptions) (*Extractor, error) {
-	if err := llm.check(); err != nil {
+func NewExtractor(llm rag.LLM, store *Store, opts *ExtractorOptions) (*Extractor, error) {
+	if err := checkLLM(llm); err != nil {
 		return nil, err
 	}
 	if store == nil {
@@ -188,7 +189,7 @@ const maxExtractionBytes = 1 << 20
 // code fence or surrounded by prose; whenToUse and tags may be a string.
 // It never panics.
 func ParseExtraction(content string) (Extraction, error) {
-	content = strings.ToValidUTF8(clip(content, maxExtractionBytes), "")
+	content = strings.ToValidUTF8(clean.Clip(content, maxExtractionBytes), "")
 	obj, ok := llmchat.JSONObject(strings.TrimSpace(content))
 	if !ok {
 		return Extraction{}, fmt.Errorf("%w: the answer is not a JSON object", ErrBadExtraction)
@@ -246,15 +247,15 @@ func looseList(raw json.RawMessage) []string {
 // wraps ErrBadExtraction.
 func (x *Extractor) ExtractMemory(ctx context.Context, in ExtractionInput) (ExtractionOutput, error) {
 	var out ExtractionOutput
-	in.Agent = clip(cleanLine(in.Agent), MaxTitleLen)
-	in.Task = clip(cleanLine(in.Task), maxTaskBytes)
+	in.Agent = clean.Clip(clean.Line(in.Agent), MaxTitleLen)
+	in.Task = clean.Clip(clean.Line(in.Task), maxTaskBytes)
 	switch strings.ToLower(strings.TrimSpace(in.Result)) {
 	case "", ResultSuccess:
 		in.Result = ResultSuccess
 	case ResultFailure, ResultPartial:
 		in.Result = strings.ToLower(strings.TrimSpace(in.Result))
 	default:
-		return out, fmt.Errorf("%w: result %q (want success, failure or partial)", ErrInvalid, clip(in.Result, 40))
+		return out, fmt.Errorf("%w: result %q (want success, failure or partial)", ErrInvalid, clean.Clip(in.Result, 40))
 	}
 	if strings.TrimSpace(in.Task) == "" && strings.TrimSpace(in.AgentOutput) == "" {
 		return out, fmt.Errorf("%w: nothing to learn from: task and agent output are empty", ErrInvalid)
@@ -262,7 +263,7 @@ func (x *Extractor) ExtractMemory(ctx context.Context, in ExtractionInput) (Extr
 	existing := in.Existing
 	if existing == nil {
 		var err error
-		existing, err = x.related(ctx, in.Task+"\n"+clip(in.AgentOutput, 4096))
+		existing, err = x.related(ctx, in.Task+"\n"+clean.Clip(in.AgentOutput, 4096))
 		if err != nil {
 			return out, err
 		}
@@ -272,7 +273,7 @@ func (x *Extractor) ExtractMemory(ctx context.Context, in ExtractionInput) (Extr
 		{Role: openai.ChatMessageRoleSystem, Content: ExtractionPrompt},
 		{Role: openai.ChatMessageRoleUser, Content: x.userMessage(in, existing, counter)},
 	}
-	answer, structured, err := x.llm.complete(ctx, msgs, "memory_extraction", extractionSchema)
+	answer, structured, err := complete(ctx, x.llm, msgs, "memory_extraction", extractionSchema)
 	out.Structured = structured
 	if err != nil {
 		return out, err
@@ -288,7 +289,7 @@ func (x *Extractor) ExtractMemory(ctx context.Context, in ExtractionInput) (Extr
 				out.Duplicate = &Duplicate{Slug: d.Slug, Title: d.Title, Similarity: 1, By: "model"}
 			}
 		}
-		x.o.Logger.Info("memory: nothing worth remembering", "task", clip(in.Task, 120), "reasoning", clip(ex.Reasoning, 200))
+		x.o.Logger.Info("memory: nothing worth remembering", "task", clean.Clip(in.Task, 120), "reasoning", clean.Clip(ex.Reasoning, 200))
 		return out, nil
 	}
 	imp, err := ParseImportance(ex.Importance)
@@ -303,7 +304,7 @@ func (x *Extractor) ExtractMemory(ctx context.Context, in ExtractionInput) (Extr
 		Content: ex.Content,
 	}
 	if in.Task != "" {
-		nm.DiscoveredIn = "Task: " + clip(in.Task, 900)
+		nm.DiscoveredIn = "Task: " + clean.Clip(in.Task, 900)
 	}
 	if err := validateFrontmatter(&nm.Frontmatter); err != nil {
 		return out, fmt.Errorf("%w: %w", ErrBadExtraction, err)
@@ -358,7 +359,7 @@ func findSlug(ms []Memory, name string) *Memory {
 
 // userMessage lays out the execution and the existing memories.
 func (x *Extractor) userMessage(in ExtractionInput, existing []Memory, c budget.Counter) string {
-	output := strings.TrimSpace(cleanText(in.AgentOutput))
+	output := strings.TrimSpace(clean.Text(in.AgentOutput))
 	if c.Count(output) > x.o.MaxOutputTokens {
 		// Keep the end: conclusions and errors come last.
 		rs := []rune(output)
@@ -379,7 +380,7 @@ func (x *Extractor) userMessage(in ExtractionInput, existing []Memory, c budget.
 	fmt.Fprintf(&b, "<task>%s</task>\n", rag.EscapeText(in.Task))
 	fmt.Fprintf(&b, "<result>%s</result>\n", in.Result)
 	if e := strings.TrimSpace(in.Error); e != "" {
-		fmt.Fprintf(&b, "<error>%s</error>\n", rag.EscapeText(clip(cleanText(e), 8<<10)))
+		fmt.Fprintf(&b, "<error>%s</error>\n", rag.EscapeText(clean.Clip(clean.Text(e), 8<<10)))
 	}
 	fmt.Fprintf(&b, "<agent_output>\n%s\n</agent_output>\n", rag.EscapeText(output))
 	b.WriteString("</execution>\n\n")
@@ -473,7 +474,7 @@ func (x *Extractor) NearDuplicate(ctx context.Context, nm NewMemory) (*Duplicate
 	// Candidates: the memories whose contents hybrid search finds closest;
 	// each is then compared whole with the proposal, both embedded as
 	// documents.
-	text := nm.Title + "\n" + strings.TrimSpace(cleanText(nm.Content))
+	text := nm.Title + "\n" + strings.TrimSpace(clean.Text(nm.Content))
 	res, err := x.store.searchContent(ctx, text, 20)
 	if err != nil {
 		return nil, err

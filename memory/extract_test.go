@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ragmem/ragmem/rag"
 )
 
 // fakeChat is an httptest server speaking the OpenAI chat-completions
@@ -61,10 +63,10 @@ func newFakeChat(t *testing.T, reply func(n int, req map[string]any) (int, strin
 	return f
 }
 
-func (f *fakeChat) llm() LLM {
+func (f *fakeChat) llm() rag.LLM {
 	cfg := openai.DefaultConfig("test-key")
 	cfg.BaseURL = f.srv.URL + "/v1"
-	return LLM{Client: openai.NewClientWithConfig(cfg), Model: "gpt-4o-mini"}
+	return rag.LLM{Client: openai.NewClientWithConfig(cfg), Model: "gpt-4o-mini"}
 }
 
 func (f *fakeChat) requests() []map[string]any {
@@ -190,7 +192,7 @@ func TestExtractSkipsNearDuplicates(t *testing.T) {
 // docs/memory.md).
 func TestDuplicateSimilarity(t *testing.T) {
 	s := openStore(t, writeFixture(t, example1))
-	x, _ := NewExtractor(LLM{Client: openai.NewClient("unused"), Model: "m"}, s, &ExtractorOptions{Logger: quiet(), DuplicateThreshold: 0.0001})
+	x, _ := NewExtractor(rag.LLM{Client: openai.NewClient("unused"), Model: "m"}, s, &ExtractorOptions{Logger: quiet(), DuplicateThreshold: 0.0001})
 	body := example1[1].body
 	cases := []struct {
 		name, title, content string
@@ -280,7 +282,7 @@ func TestExtractFailures(t *testing.T) {
 	if _, err := (&Extractor{}).ExtractMemory(bg, ExtractionInput{Result: "meh", Task: "t"}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad result: %v", err)
 	}
-	if _, err := NewExtractor(LLM{}, s, nil); !errors.Is(err, ErrInvalid) {
+	if _, err := NewExtractor(rag.LLM{}, s, nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("no client: %v", err)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ragmem/ragmem/internal/clean"
 )
 
 // Errors of the memory package.
@@ -259,7 +261,7 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 			msg := strings.TrimPrefix(e.Error(), "yaml: ")
 			msg = yamlLine.ReplaceAllString(msg, "")
 			msg = strings.TrimLeft(msg, ": ")
-			err = perr(ln, "invalid YAML in the frontmatter: %s", clip(msg, 200))
+			err = perr(ln, "invalid YAML in the frontmatter: %s", clean.Clip(msg, 200))
 		}
 	}()
 	if err != nil {
@@ -283,7 +285,7 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 		}
 		key := kn.Value
 		if seen[key] {
-			return fm, perr(at(kn), "field %q appears twice", clip(key, 40))
+			return fm, perr(at(kn), "field %q appears twice", clean.Clip(key, 40))
 		}
 		seen[key] = true
 		switch key {
@@ -292,7 +294,7 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 			if e != nil {
 				return fm, perr(at(vn), "%s", e)
 			}
-			fm.Title = cleanLine(s)
+			fm.Title = clean.Line(s)
 		case "whenToUse":
 			l, e := stringList(vn, "whenToUse", false)
 			if e != nil {
@@ -323,7 +325,7 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 			}
 			imp, e := ParseImportance(s)
 			if e != nil {
-				return fm, perr(at(vn), "importance is %q; use low, medium, high or critical", clip(s, 40))
+				return fm, perr(at(vn), "importance is %q; use low, medium, high or critical", clean.Clip(s, 40))
 			}
 			fm.Importance, hasImportance = imp, true
 		case "discoveredAt":
@@ -333,7 +335,7 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 			}
 			t, e := ParseTime(s)
 			if e != nil {
-				return fm, perr(at(vn), "discoveredAt %q is not an ISO 8601 time (e.g. 2026-01-23T10:30:00Z)", clip(s, 60))
+				return fm, perr(at(vn), "discoveredAt %q is not an ISO 8601 time (e.g. 2026-01-23T10:30:00Z)", clean.Clip(s, 60))
 			}
 			fm.DiscoveredAt = t
 		case "discoveredBy", "discoveredIn", "source":
@@ -341,7 +343,7 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 			if e != nil {
 				return fm, perr(at(vn), "%s", e)
 			}
-			s = cleanLine(s)
+			s = clean.Line(s)
 			switch key {
 			case "discoveredBy":
 				fm.DiscoveredBy = s
@@ -451,7 +453,7 @@ func stringList(n *yaml.Node, field string, commas bool) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	for _, s := range raw {
-		s = cleanLine(s)
+		s = clean.Line(s)
 		if s == "" || seen[s] {
 			continue
 		}
@@ -487,7 +489,7 @@ func ParseTime(s string) (time.Time, error) {
 // validateFrontmatter checks a frontmatter about to be written and cleans
 // its strings (single lines, no control characters).
 func validateFrontmatter(fm *Frontmatter) error {
-	fm.Title = cleanLine(fm.Title)
+	fm.Title = clean.Line(fm.Title)
 	if fm.Title == "" {
 		return fmt.Errorf("%w: title is empty", ErrInvalid)
 	}
@@ -518,9 +520,9 @@ func validateFrontmatter(fm *Frontmatter) error {
 	if !fm.Importance.Valid() {
 		return fmt.Errorf("%w: importance %d", ErrInvalid, int(fm.Importance))
 	}
-	fm.DiscoveredBy = clip(cleanLine(fm.DiscoveredBy), MaxTitleLen)
-	fm.DiscoveredIn = clip(cleanLine(fm.DiscoveredIn), 2*MaxPatternLen)
-	fm.Source = clip(cleanLine(fm.Source), 2*MaxPatternLen)
+	fm.DiscoveredBy = clean.Clip(clean.Line(fm.DiscoveredBy), MaxTitleLen)
+	fm.DiscoveredIn = clean.Clip(clean.Line(fm.DiscoveredIn), 2*MaxPatternLen)
+	fm.Source = clean.Clip(clean.Line(fm.Source), 2*MaxPatternLen)
 	return nil
 }
 
@@ -528,7 +530,7 @@ func cleanList(in []string, field string, maxN, maxLen int) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	for _, s := range in {
-		s = cleanLine(s)
+		s = clean.Line(s)
 		if s == "" || seen[s] {
 			continue
 		}
@@ -554,7 +556,7 @@ func FormatEntry(fm Frontmatter, body string) []byte {
 	b.WriteString("---\n")
 	b.Write(marshalFrontmatter(fm))
 	b.WriteString("---\n")
-	body = neutralizeBody(strings.Trim(cleanText(body), "\n"))
+	body = neutralizeBody(strings.Trim(clean.Text(body), "\n"))
 	body = strings.TrimRightFunc(body, unicode.IsSpace)
 	if body != "" {
 		b.WriteString("\n")

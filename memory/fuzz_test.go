@@ -8,6 +8,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ragmem/ragmem/internal/clean"
 )
 
 // FuzzParseFile: ParseFile never panics, fails only with a *ParseError with
@@ -50,7 +52,7 @@ func FuzzParseFile(f *testing.F) {
 			if !reflect.DeepEqual(again[0].Frontmatter, fm) {
 				t.Fatalf("frontmatter changed:\n%+v\n%+v", again[0].Frontmatter, fm)
 			}
-			want := strings.TrimRightFunc(neutralizeBody(strings.Trim(cleanText(e.Body), "\n")), unicode.IsSpace)
+			want := strings.TrimRightFunc(neutralizeBody(strings.Trim(clean.Text(e.Body), "\n")), unicode.IsSpace)
 			if again[0].Body != want {
 				t.Fatalf("body changed:\n%q\n%q", again[0].Body, want)
 			}

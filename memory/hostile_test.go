@@ -168,7 +168,7 @@ func TestDirectoryLockHasADeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := openStore(t, dir2)
-	if _, err := s2.Add(bg, newMem("Linked lock", "when the lock is a link")); !errors.Is(err, wal.ErrNotRegular) {
+	if _, err := s2.Add(bg, newMem("Linked lock", "when the lock is a link")); !errors.Is(err, ErrNotRegular) {
 		t.Fatalf("Add with a planted lock file: %v", err)
 	}
 	if b, _ := os.ReadFile(target); string(b) != "export PATH=/usr/bin\n" {

@@ -13,6 +13,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ragmem/ragmem/budget"
+	"github.com/ragmem/ragmem/internal/clean"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -166,10 +167,10 @@ func NewInjector(opts *InjectorOptions) *Injector {
 func CacheKey(q Query) string {
 	tags := append([]string(nil), q.Tags...)
 	for i := range tags {
-		tags[i] = strings.ToLower(cleanLine(tags[i]))
+		tags[i] = strings.ToLower(clean.Line(tags[i]))
 	}
 	sort.Strings(tags)
-	return strings.Join([]string{cleanLine(q.Domain), cleanLine(q.Task), strings.Join(tags, ","), strings.ToLower(cleanLine(q.Agent)), q.MinImportance.String()}, "|")
+	return strings.Join([]string{clean.Line(q.Domain), clean.Line(q.Task), strings.Join(tags, ","), strings.ToLower(clean.Line(q.Agent)), q.MinImportance.String()}, "|")
 }
 
 // GetMemoryContext retrieves the memory relevant to q (seed 003): memory
@@ -193,7 +194,7 @@ func (in *Injector) GetMemoryContext(ctx context.Context, q Query) MemoryContext
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if err != nil {
-		in.o.Logger.Error("memory: retrieving memory failed; the agent proceeds without it", "task", clip(q.Task, 200), "err", err)
+		in.o.Logger.Error("memory: retrieving memory failed; the agent proceeds without it", "task", clean.Clip(q.Task, 200), "err", err)
 		in.stats.Failures++
 		mc.Err = err
 	}
@@ -364,10 +365,10 @@ func (in *Injector) fit(mc *MemoryContext) {
 		all = append(all, piece{section: 0, head: head + "\n\n", body: body, mem: i})
 	}
 	for i, r := range mc.Rules {
-		all = append(all, piece{section: 1, head: "- When " + r.Condition + ": ", body: cleanLine(r.Action), mem: i})
+		all = append(all, piece{section: 1, head: "- When " + r.Condition + ": ", body: clean.Line(r.Action), mem: i})
 	}
 	for i, e := range mc.Episodes {
-		all = append(all, piece{section: 2, head: "- " + e.Timestamp.UTC().Format("2006-01-02") + ": ", body: cleanLine(e.Content), mem: i})
+		all = append(all, piece{section: 2, head: "- " + e.Timestamp.UTC().Format("2006-01-02") + ": ", body: clean.Line(e.Content), mem: i})
 	}
 	count := func(ps []piece) int {
 		if len(ps) == 0 {

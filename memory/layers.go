@@ -23,7 +23,9 @@ import (
 
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/clean"
 	"github.com/ragmem/ragmem/internal/wal"
+	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -56,7 +58,7 @@ func ParseLayer(s string) (Layer, error) {
 			return l, nil
 		}
 	}
-	return "", fmt.Errorf("%w: layer %q (want working, episodic, semantic or procedural)", ErrInvalid, clip(s, 40))
+	return "", fmt.Errorf("%w: layer %q (want working, episodic, semantic or procedural)", ErrInvalid, clean.Clip(s, 40))
 }
 
 // LayerEntry is an entry of the working or episodic layer (seed 002's
@@ -140,7 +142,7 @@ func (LocalSummarizer) Summarize(_ context.Context, es []LayerEntry) (string, er
 	var b strings.Builder
 	fmt.Fprintf(&b, "[Summary of %d entries]", len(es))
 	for _, e := range es {
-		line := cleanLine(e.Content)
+		line := clean.Line(e.Content)
 		if n := []rune(line); len(n) > 120 {
 			line = string(n[:120]) + "..."
 		}
@@ -156,7 +158,7 @@ func (LocalSummarizer) Summarize(_ context.Context, es []LayerEntry) (string, er
 			for _, k := range keys {
 				kv = append(kv, fmt.Sprintf("%s=%v", k, e.Metadata[k]))
 			}
-			b.WriteString(" [" + clip(cleanLine(strings.Join(kv, ", ")), 200) + "]")
+			b.WriteString(" [" + clean.Clip(clean.Line(strings.Join(kv, ", ")), 200) + "]")
 		}
 	}
 	return b.String(), nil
@@ -165,7 +167,7 @@ func (LocalSummarizer) Summarize(_ context.Context, es []LayerEntry) (string, er
 // LLMSummarizer summarises with a chat model. It is a plain value, safe for
 // concurrent use.
 type LLMSummarizer struct {
-	LLM LLM
+	LLM rag.LLM
 	// MaxInputTokens caps the entries sent (newest kept). Default 6000.
 	MaxInputTokens int
 }
@@ -182,7 +184,7 @@ func (s LLMSummarizer) Summarize(ctx context.Context, es []LayerEntry) (string, 
 	var lines []string
 	used := 0
 	for i := len(es) - 1; i >= 0; i-- {
-		l := "- " + es[i].Timestamp.UTC().Format(time.RFC3339) + " " + cleanLine(es[i].Content)
+		l := "- " + es[i].Timestamp.UTC().Format(time.RFC3339) + " " + clean.Line(es[i].Content)
 		n := c.Count(l)
 		if used+n > max {
 			break
@@ -193,14 +195,14 @@ func (s LLMSummarizer) Summarize(ctx context.Context, es []LayerEntry) (string, 
 	for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
 		lines[i], lines[j] = lines[j], lines[i]
 	}
-	out, _, err := s.LLM.complete(ctx, []openai.ChatCompletionMessage{
+	out, _, err := complete(ctx, s.LLM, []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: summaryPrompt},
 		{Role: openai.ChatMessageRoleUser, Content: "<entries>\n" + strings.Join(lines, "\n") + "\n</entries>"},
 	}, "", nil)
 	if err != nil {
 		return "", err
 	}
-	out = strings.TrimSpace(cleanText(out))
+	out = strings.TrimSpace(clean.Text(out))
 	if out == "" {
 		return "", fmt.Errorf("%w: empty summary", ErrModel)
 	}
@@ -304,7 +306,7 @@ func OpenManager(ctx context.Context, dir string, opts *ManagerOptions) (*Manage
 	h := sha256.Sum256([]byte(abs))
 	m := &Manager{dir: dir, abs: abs, o: o, ix: o.Index, lock: lk, semantic: map[string]Knowledge{},
 		ruleVecs: map[string][]float32{}, src: "memory-layer://episodic/" + hex.EncodeToString(h[:8])}
-	removeStaleTemps(abs, time.Now())
+	wal.RemoveStaleTemps(abs, staleTempAge)
 	if err := m.load(); err != nil {
 		_ = lk.Unlock()
 		return nil, err
@@ -413,7 +415,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("memory: encode %s: %w", filepath.Base(path), err)
 	}
-	return writeFileAtomic(path, append(data, '\n'), 0o600)
+	return writeFile(wal.OS{}, path, append(data, '\n'), 0o600)
 }
 
 // reconcile makes the index hold exactly the episodic entries.
@@ -520,7 +522,7 @@ func (m *Manager) Append(ctx context.Context, layer Layer, e LayerEntry) (LayerE
 	if _, err := ParseLayer(string(layer)); err != nil {
 		return e, err
 	}
-	e.Content = strings.TrimSpace(cleanText(e.Content))
+	e.Content = strings.TrimSpace(clean.Text(e.Content))
 	if e.Content == "" {
 		return e, fmt.Errorf("%w: entry content is empty", ErrInvalid)
 	}
@@ -606,15 +608,15 @@ func (m *Manager) appendLine(line []byte) error {
 		return fmt.Errorf("memory: close %s: %w", episodicFile, err)
 	}
 	if errors.Is(statErr, os.ErrNotExist) {
-		return syncDir(m.abs)
+		return wal.OS{}.SyncDir(m.abs)
 	}
 	return nil
 }
 
 // Learn stores a fact, overwriting an earlier value of its key.
 func (m *Manager) Learn(ctx context.Context, k Knowledge) error {
-	k.Key = cleanLine(k.Key)
-	k.Value = strings.TrimSpace(cleanText(k.Value))
+	k.Key = clean.Line(k.Key)
+	k.Value = strings.TrimSpace(clean.Text(k.Value))
 	if k.Key == "" {
 		return fmt.Errorf("%w: knowledge key is empty", ErrInvalid)
 	}
@@ -655,15 +657,15 @@ func sortedKnowledge(m map[string]Knowledge) []Knowledge {
 func (m *Manager) Recall(key string) (Knowledge, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k, ok := m.semantic[cleanLine(key)]
+	k, ok := m.semantic[clean.Line(key)]
 	return k, ok
 }
 
 // AddRule stores a procedural rule. Its condition must compile as a
 // pattern.
 func (m *Manager) AddRule(ctx context.Context, r Rule) (Rule, error) {
-	r.Condition = cleanLine(r.Condition)
-	r.Action = strings.TrimSpace(cleanText(r.Action))
+	r.Condition = clean.Line(r.Condition)
+	r.Action = strings.TrimSpace(clean.Text(r.Action))
 	if r.Condition == "" {
 		return r, fmt.Errorf("%w: a procedural rule needs a condition (metadata.condition)", ErrInvalid)
 	}
@@ -743,7 +745,7 @@ func (m *Manager) Search(ctx context.Context, layer Layer, query string, limit i
 	if limit <= 0 {
 		limit = DefaultSearchLimit
 	}
-	query = strings.TrimSpace(cleanLine(clip(query, maxTaskBytes)))
+	query = strings.TrimSpace(clean.Line(clean.Clip(query, maxTaskBytes)))
 	if query == "" {
 		return nil, nil
 	}
@@ -849,7 +851,7 @@ func (m *Manager) MatchRules(ctx context.Context, task string, limit int, thresh
 			threshold = DefaultLexicalSemanticThreshold
 		}
 	}
-	task = strings.TrimSpace(cleanLine(clip(task, maxTaskBytes)))
+	task = strings.TrimSpace(clean.Line(clean.Clip(task, maxTaskBytes)))
 	if task == "" {
 		return nil, nil
 	}
@@ -1037,7 +1039,7 @@ func (m *Manager) Compact(ctx context.Context, layer Layer, opts *CompactOptions
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	if err := writeFileAtomic(m.path(episodicFile), b.Bytes(), 0o600); err != nil {
+	if err := writeFile(wal.OS{}, m.path(episodicFile), b.Bytes(), 0o600); err != nil {
 		return rep, err
 	}
 	m.episodic = next
@@ -1152,7 +1154,7 @@ func (m *Manager) Clear(ctx context.Context, layers ...Layer) error {
 		}
 	}
 	m.gen.Add(1)
-	return syncDir(m.abs)
+	return wal.OS{}.SyncDir(m.abs)
 }
 
 func removeFile(p string) error {

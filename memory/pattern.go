@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/ragmem/ragmem/internal/clean"
 )
 
 // PatternKind says how a whenToUse pattern (or a procedural rule's
@@ -105,7 +107,7 @@ func looksLikeRegex(s string) bool {
 // over-long pattern; a pattern that looks like a regular expression but does
 // not compile is read as text, as the seed does.
 func CompilePattern(s string) (*Pattern, error) {
-	s = cleanLine(s)
+	s = clean.Line(s)
 	if s == "" {
 		return nil, fmt.Errorf("%w: empty pattern", ErrInvalid)
 	}
@@ -133,7 +135,7 @@ func CompilePattern(s string) (*Pattern, error) {
 			p.nl = append(p.nl, nl...)
 		}
 		if len(p.lex) == 0 && len(p.nl) == 0 {
-			return nil, fmt.Errorf("%w: pattern %q has no alternatives", ErrInvalid, clip(s, 60))
+			return nil, fmt.Errorf("%w: pattern %q has no alternatives", ErrInvalid, clean.Clip(s, 60))
 		}
 		return p, nil
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
+
+	"github.com/ragmem/ragmem/internal/clean"
 )
 
 func propParams(t *testing.T) *gopter.TestParameters {
@@ -252,7 +254,7 @@ func TestPropertyAppendsKeepEarlierContent(t *testing.T) {
 				if res.Problem != nil {
 					return "written file does not parse: " + res.Problem.String()
 				}
-				want := strings.TrimRight(neutralizeBody(strings.Trim(cleanText(body), "\n")), " \t\n")
+				want := strings.TrimRight(neutralizeBody(strings.Trim(clean.Text(body), "\n")), " \t\n")
 				written[slug] = append(written[slug], want)
 				es, err := s.Entries(bg, slug)
 				if err != nil {

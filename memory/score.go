@@ -3,6 +3,8 @@ package memory
 import (
 	"strings"
 	"time"
+
+	"github.com/ragmem/ragmem/internal/clean"
 )
 
 // DefaultAgentTags are the specialty tags of the seed's agents (seed 000,
@@ -114,7 +116,7 @@ func normTags(tags []string) map[string]bool {
 			parts = append(parts, a.stem)
 		}
 		if len(parts) == 0 {
-			if l := strings.ToLower(cleanLine(t)); l != "" {
+			if l := strings.ToLower(clean.Line(t)); l != "" {
 				out[l] = true
 			}
 			continue

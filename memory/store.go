@@ -20,6 +20,8 @@ import (
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/wal"
 )
 
 // Attributes of the memory records in the index.
@@ -170,6 +172,7 @@ type Store struct {
 
 	refreshMu sync.Mutex // one refresh (and index reconciliation) at a time
 	lock      *dirLock   // one writer at a time, in this process and across processes
+	fs        wal.FS     // where writes go (tests inject failures)
 
 	mu          sync.RWMutex // guards the fields below
 	files       map[string]*fileState
@@ -228,7 +231,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	if o.RelevanceWeight < 0 {
 		o.RelevanceWeight = 0
 	}
-	s := &Store{dir: dir, abs: abs, o: o, ix: o.Index, files: map[string]*fileState{}, lock: newDirLock(filepath.Join(abs, ".lock"))}
+	s := &Store{dir: dir, abs: abs, o: o, ix: o.Index, files: map[string]*fileState{}, lock: newDirLock(filepath.Join(abs, ".lock")), fs: wal.OS{}}
 	s.lexical = s.ix != nil && strings.HasPrefix(s.ix.Embedder().Identity(), "lexical")
 	s.thresh = o.SemanticThreshold
 	if s.thresh <= 0 {
@@ -237,7 +240,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 			s.thresh = DefaultLexicalSemanticThreshold
 		}
 	}
-	removeStaleTemps(abs, time.Now())
+	wal.RemoveStaleTemps(abs, staleTempAge)
 	if _, err := s.Refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -614,7 +617,7 @@ func (s *Store) Problems() []Problem {
 func (s *Store) Get(ctx context.Context, name string) (Memory, error) {
 	slug := strings.TrimSuffix(name, ".md")
 	if !validName(slug) {
-		return Memory{}, fmt.Errorf("%w: %q is not a memory name", ErrInvalid, clip(name, 80))
+		return Memory{}, fmt.Errorf("%w: %q is not a memory name", ErrInvalid, clean.Clip(name, 80))
 	}
 	if err := s.maybeRefresh(ctx); err != nil {
 		return Memory{}, err
@@ -669,7 +672,7 @@ func (s *Store) Entries(ctx context.Context, name string) ([]Entry, error) {
 func (s *Store) Raw(ctx context.Context, name string) ([]byte, error) {
 	slug := strings.TrimSuffix(name, ".md")
 	if !validName(slug) {
-		return nil, fmt.Errorf("%w: %q is not a memory name", ErrInvalid, clip(name, 80))
+		return nil, fmt.Errorf("%w: %q is not a memory name", ErrInvalid, clean.Clip(name, 80))
 	}
 	if err := s.maybeRefresh(ctx); err != nil {
 		return nil, err
@@ -734,7 +737,7 @@ func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
 	if err := validateFrontmatter(&fm); err != nil {
 		return AddResult{}, err
 	}
-	body := cleanText(nm.Content)
+	body := clean.Text(nm.Content)
 	if strings.TrimSpace(body) == "" {
 		return AddResult{}, fmt.Errorf("%w: content is empty", ErrInvalid)
 	}
@@ -781,7 +784,7 @@ func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
 		if int64(len(data)) > s.o.MaxFileBytes {
 			return fmt.Errorf("%w: appending would make %s.md %d bytes; the limit is %d", ErrTooLarge, slug, len(data), s.o.MaxFileBytes)
 		}
-		return writeFileAtomic(path, data, perm)
+		return writeFile(s.fs, path, data, perm)
 	})
 	if err != nil {
 		return AddResult{}, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/wal"
 )
 
 func newMem(title string, when ...string) NewMemory {
@@ -240,6 +241,48 @@ func TestNamesCannotEscape(t *testing.T) {
 	}
 }
 
+// crashFS fails a write at one step, as a crash or an I/O error would:
+// "write" and "sync" of the temporary file, or "rename" over the target.
+type crashFS struct {
+	wal.OS
+	step string
+	err  error
+}
+
+func (c *crashFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+	f, err := c.OS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &crashFile{File: f, fs: c}, nil
+}
+
+func (c *crashFS) Rename(o, n string) error {
+	if c.step == "rename" {
+		return c.err
+	}
+	return c.OS.Rename(o, n)
+}
+
+type crashFile struct {
+	wal.File
+	fs *crashFS
+}
+
+func (f *crashFile) Write(b []byte) (int, error) {
+	if f.fs.step == "write" {
+		return 0, f.fs.err
+	}
+	return f.File.Write(b)
+}
+
+func (f *crashFile) Sync() error {
+	if f.fs.step == "sync" {
+		return f.fs.err
+	}
+	return f.File.Sync()
+}
+
 // A crash at any step of a write leaves the file as it was (and no
 // temporary file in the listing); the store keeps working afterwards.
 func TestWriteIsCrashSafe(t *testing.T) {
@@ -255,14 +298,9 @@ func TestWriteIsCrashSafe(t *testing.T) {
 	before, _ := os.ReadFile(r.Memory.Path)
 	crash := errors.New("simulated crash")
 	for _, step := range []string{"write", "sync", "rename"} {
-		crashHook = func(s string) error {
-			if s == step {
-				return crash
-			}
-			return nil
-		}
+		s.fs = &crashFS{step: step, err: crash}
 		_, err := s.Add(bg, newMem("Crash target", "crash again"))
-		crashHook = nil
+		s.fs = wal.OS{}
 		if !errors.Is(err, crash) {
 			t.Fatalf("step %s: err %v", step, err)
 		}
@@ -272,7 +310,7 @@ func TestWriteIsCrashSafe(t *testing.T) {
 		}
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
-			if strings.Contains(e.Name(), tmpMarker) {
+			if strings.HasSuffix(e.Name(), ".tmp") {
 				t.Errorf("step %s: temporary file %s left", step, e.Name())
 			}
 		}
@@ -318,7 +356,7 @@ func TestConcurrentAppends(t *testing.T) {
 
 func TestStaleTempsAreRemoved(t *testing.T) {
 	dir := t.TempDir()
-	old := filepath.Join(dir, ".x.md"+tmpMarker+"abc")
+	old := filepath.Join(dir, ".x.md.0123456789ab.tmp")
 	if err := os.WriteFile(old, []byte("torn"), 0o600); err != nil {
 		t.Fatal(err)
 	}

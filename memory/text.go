@@ -4,12 +4,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/registry"
+
+	"github.com/ragmem/ragmem/internal/clean"
 )
 
 // Text analysis shared by pattern matching, keyword scoring and relevance:
@@ -48,7 +49,7 @@ type term struct {
 // analyze returns the content words of s (stop words removed) in order,
 // each once.
 func analyze(s string) []term {
-	s = clip(s, maxAnalyzedBytes)
+	s = clean.Clip(s, maxAnalyzedBytes)
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, " ")
 	}
@@ -126,50 +127,4 @@ func (ss *stemSet) covers(p string) bool {
 		return true
 	}
 	return utf8.RuneCountInString(p) >= 4 && strings.HasPrefix(ss.sorted[i], p)
-}
-
-// clip cuts s to at most n bytes at a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-// cleanLine makes s a single line of valid UTF-8 without control characters,
-// with runs of white space collapsed.
-func cleanLine(s string) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "")
-	}
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			return ' '
-		}
-		return r
-	}, s)
-	return strings.Join(strings.Fields(s), " ")
-}
-
-// cleanText makes s valid UTF-8 without control characters other than
-// newlines and tabs, with CRLF line ends normalised to LF.
-func cleanText(s string) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "")
-	}
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t':
-			return r
-		case r == '\r':
-			return '\n'
-		case unicode.IsControl(r), r == '\uFEFF':
-			return -1
-		}
-		return r
-	}, s)
 }

@@ -374,7 +374,7 @@ func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				return fmt.Errorf("the agent output is larger than %d bytes", maxStdinBytes)
 			}
 			in.AgentOutput = string(b)
-			llm := memory.LLM{Client: openai.NewClientWithConfig(g.openAIConfig()), Model: model}
+			llm := rag.LLM{Client: openai.NewClientWithConfig(g.openAIConfig()), Model: model}
 			return g.withIndexedMemories(cmd.Context(), mf, func(_ *rag.Engine, st *memory.Store) error {
 				x, err := memory.NewExtractor(llm, st, &memory.ExtractorOptions{DryRun: dryRun, Logger: slog.Default()})
 				if err != nil {
