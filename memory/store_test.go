@@ -22,7 +22,7 @@ func newMem(title string, when ...string) NewMemory {
 
 func memorySources(t *testing.T, s *Store) map[string]index.SourceInfo {
 	t.Helper()
-	srcs, _, err := s.Index().Sources(bg, index.Filter{DocTypes: []string{index.DocMemory, DocPattern}, Attrs: map[string]string{AttrDir: s.abs}}, 0, 0)
+	srcs, _, err := s.Index().Sources(bg, index.Filter{DocTypes: []string{index.DocMemory, docPattern}, Attrs: map[string]string{AttrDir: s.abs}}, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +76,8 @@ func TestAddAppendsAndIndexes(t *testing.T) {
 	if err != nil || len(es) != 2 || es[1].Body != "# Retry flaky uploads!\n\nBody of Retry flaky uploads!." {
 		t.Fatalf("entries %+v %v", es, err)
 	}
-	if si := memorySources(t, s)[m.URL+patternFragment]; si.Chunks != 2 || si.DocType != DocPattern {
-		t.Errorf("patterns indexed: %d of type %q, want 2 of type %q", si.Chunks, si.DocType, DocPattern)
+	if si := memorySources(t, s)[m.URL+patternFragment]; si.Chunks != 2 || si.DocType != docPattern {
+		t.Errorf("patterns indexed: %d of type %q, want 2 of type %q", si.Chunks, si.DocType, docPattern)
 	}
 	if st, _ := s.Index().Stats(bg); st.MemoryCount != 1 {
 		t.Errorf("index counts %d memories, want 1", st.MemoryCount)
@@ -120,9 +120,9 @@ func TestRefreshFollowsTheDirectory(t *testing.T) {
 	if n := len(memorySources(t, s)); n != 7 { // 4 contents + 3 sets of natural-language patterns
 		t.Fatalf("%d sources indexed", n)
 	}
-	gen := s.Generation()
+	gen := s.gen.Load()
 	rep, err := s.Refresh(bg)
-	if err != nil || rep.Any() || s.Generation() != gen {
+	if err != nil || rep.changed() || s.gen.Load() != gen {
 		t.Fatalf("refresh of an unchanged directory: %+v %v", rep, err)
 	}
 	// Change one file (same size and time would not hide it: it was
@@ -153,7 +153,7 @@ func TestRefreshFollowsTheDirectory(t *testing.T) {
 	if len(rep.Problems) != 1 || rep.Problems[0].File != "broken.md" || rep.Problems[0].Line != 4 {
 		t.Fatalf("problems %+v", rep.Problems)
 	}
-	if s.Generation() == gen {
+	if s.gen.Load() == gen {
 		t.Error("generation did not move")
 	}
 	srcs := memorySources(t, s)

@@ -28,6 +28,7 @@ import (
 	"github.com/ragmem/ragmem/internal/clean"
 	"github.com/ragmem/ragmem/internal/jsonbody"
 	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/memory/extraction"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -194,7 +195,7 @@ func tooLarge(n int64) string {
 
 // isMemoryError reports whether err is one of the memory store's own.
 func isMemoryError(err error) bool {
-	for _, e := range []error{memory.ErrNotFound, memory.ErrNotRegular, memory.ErrInvalid, memory.ErrTooLarge, memory.ErrLocked, memory.ErrModel, memory.ErrBadExtraction} {
+	for _, e := range []error{memory.ErrNotFound, memory.ErrNotRegular, memory.ErrInvalid, memory.ErrTooLarge, memory.ErrLocked, extraction.ErrModel, extraction.ErrBadExtraction} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -221,7 +222,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, memory.ErrLocked):
 		w.Header().Set("Retry-After", "1")
 		h.o.WriteError(w, r, http.StatusServiceUnavailable, jsonbody.CodeUnavailable, "the memory directory is busy (another writer holds its lock); retry later")
-	case errors.Is(err, memory.ErrModel), errors.Is(err, memory.ErrBadExtraction):
+	case errors.Is(err, extraction.ErrModel), errors.Is(err, extraction.ErrBadExtraction):
 		h.o.WriteError(w, r, http.StatusBadGateway, jsonbody.CodeUnavailable, msg)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		h.o.Logger.Error("memhttp: disk full", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -457,12 +458,12 @@ func (h *handler) extract(w http.ResponseWriter, r *http.Request, st *memory.Sto
 	if !h.decode(w, r, &req) {
 		return
 	}
-	x, err := memory.NewExtractor(*h.o.LLM, st, &memory.ExtractorOptions{DryRun: req.DryRun, Logger: h.o.Logger})
+	x, err := extraction.New(*h.o.LLM, st, &extraction.Options{DryRun: req.DryRun, Logger: h.o.Logger})
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	out, err := x.ExtractMemory(r.Context(), memory.ExtractionInput{Agent: req.Agent, Task: req.Task, AgentOutput: req.AgentOutput, Result: req.Result, Error: req.Error})
+	out, err := x.ExtractMemory(r.Context(), extraction.Input{Agent: req.Agent, Task: req.Task, AgentOutput: req.AgentOutput, Result: req.Result, Error: req.Error})
 	if err != nil {
 		h.fail(w, r, err)
 		return

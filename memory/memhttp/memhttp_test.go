@@ -13,10 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/memory/internal/memtest"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -112,7 +111,7 @@ func TestEndpoints(t *testing.T) {
 		t.Fatalf("match: %v", body)
 	}
 	msg := body["message"].(map[string]any)
-	if msg["role"] != "assistant" || !strings.HasPrefix(msg["content"].(string), memory.UntrustedPrefix) || !strings.Contains(msg["content"].(string), memory.Heading) {
+	if msg["role"] != "assistant" || !strings.HasPrefix(msg["content"].(string), rag.UntrustedPrefix) || !strings.Contains(msg["content"].(string), memory.Heading) {
 		t.Errorf("message %v", msg)
 	}
 	code, body, _ = do(t, "POST", u+"/match", "application/json", `{"task":"Add email notifications","agent":"developer"}`)
@@ -218,19 +217,9 @@ func TestStoreFailures(t *testing.T) {
 func TestExtract(t *testing.T) {
 	st := newStore(t)
 	answer := `{"shouldCreateMemory":true,"reasoning":"an error and its cause","title":"Uploads time out behind the proxy","whenToUse":["upload|timeout"],"tags":["uploads"],"importance":"high","content":"# Uploads time out\n\nnginx cuts requests after 60 s.","duplicateOf":""}`
-	llm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"id": "x", "object": "chat.completion", "model": "m",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": answer}}}})
-	}))
-	defer llm.Close()
-	cfg := openai.DefaultConfig("k")
-	cfg.BaseURL = llm.URL + "/v1"
-	srv := newServer(t, st, &Options{LLM: &rag.LLM{Client: openai.NewClientWithConfig(cfg), Model: "m"}})
+	chat := memtest.NewChat(t, func(int, map[string]any) (int, string) { return http.StatusOK, answer })
+	llm := chat.LLM()
+	srv := newServer(t, st, &Options{LLM: &llm})
 	code, body, hdr := do(t, "POST", srv.URL+"/v1/memories/extract", "application/json", `{"agent":"developer","task":"Fix uploads","agentOutput":"proxy_read_timeout 60s","result":"success"}`)
 	if code != http.StatusCreated || hdr.Get("Location") != "/v1/memories/uploads-time-out-behind-the-proxy" || body["written"] == nil {
 		t.Fatalf("%d %v", code, body)

@@ -1,4 +1,4 @@
-package memory
+package extraction
 
 import (
 	"context"
@@ -9,16 +9,17 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ragmem/ragmem/internal/llmchat"
+	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/rag"
 )
 
 // ErrModel wraps failures of the language model (transport, HTTP status,
 // empty or unreadable answers).
-var ErrModel = errors.New("memory: language model failed")
+var ErrModel = errors.New("extraction: language model failed")
 
 func checkLLM(l rag.LLM) error {
 	if err := l.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %v", memory.ErrInvalid, err)
 	}
 	return nil
 }
