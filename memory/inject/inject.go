@@ -348,8 +348,8 @@ func render(ps []piece) string {
 	last := -1
 	for _, p := range ps {
 		if p.section != last {
-			if b.Len() > 0 {
-				b.WriteString("\n")
+			if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n\n") {
+				b.WriteString("\n") // one blank line between sections
 			}
 			switch p.section {
 			case 0:

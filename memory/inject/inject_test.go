@@ -173,6 +173,9 @@ func TestInjectorMessage(t *testing.T) {
 			t.Errorf("missing %q in\n%s", want, doc.Memory)
 		}
 	}
+	if strings.Contains(c.Text, "\n\n\n") {
+		t.Errorf("more than one blank line between sections:\n%s", c.Text)
+	}
 	if len(c.Rules) != 1 || len(c.Episodes) != 1 {
 		t.Errorf("rules %d, episodes %d", len(c.Rules), len(c.Episodes))
 	}
