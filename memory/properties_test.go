@@ -15,34 +15,19 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
 
 	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/proptest"
 	"github.com/ragmem/ragmem/memory/internal/memtest"
 )
 
-func propParams(t *testing.T) *gopter.TestParameters {
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("RAGMEM_PROPERTY_SEED"); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("RAGMEM_PROPERTY_SEED: %v", err)
-		}
-		seed = v
-	}
-	t.Logf("property seed %d (replay with RAGMEM_PROPERTY_SEED=%d)", seed, seed)
-	p := gopter.DefaultTestParametersWithSeed(seed)
-	p.MinSuccessfulTests = 100
-	return p
-}
-
 func runProp(t *testing.T, name string, p gopter.Prop) {
 	t.Helper()
-	ps := gopter.NewProperties(propParams(t))
+	ps := gopter.NewProperties(proptest.Params(t, 100))
 	ps.Property(name, p)
 	ps.TestingRun(t)
 }

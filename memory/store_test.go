@@ -94,6 +94,7 @@ func TestAddValidates(t *testing.T) {
 		{Frontmatter: Frontmatter{Title: "t"}},
 		{Frontmatter: Frontmatter{Title: "t", WhenToUse: []string{"a"}, Importance: 9}},
 		{Frontmatter: Frontmatter{Title: strings.Repeat("t", 300), WhenToUse: []string{"a"}}},
+		{Frontmatter: Frontmatter{Title: "t", WhenToUse: []string{"a"}}, Content: " \x00\r\n "},
 	} {
 		if _, err := s.Add(bg, nm); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%+v: err %v, want ErrInvalid", nm.Frontmatter, err)

@@ -171,6 +171,17 @@ func TestExtractAppendsToSameSlug(t *testing.T) {
 	if err != nil || out.Written == nil || !out.Written.Appended || out.Written.Memory.Entries != 2 {
 		t.Fatalf("%+v %v", out, err)
 	}
+	// Even the same text again under the same title is an update of that
+	// memory, not a near-duplicate of it.
+	jwt := example1[0]
+	g := memtest.NewChat(t, func(int, map[string]any) (int, string) {
+		return 200, proposal(true, jwt.Title, jwt.Body, "jwt")
+	})
+	x, _ = New(g.LLM(), s, &Options{Logger: quiet()})
+	out, err = x.ExtractMemory(bg, Input{Agent: "tester", Task: "Review auth", AgentOutput: "reviewed"})
+	if err != nil || out.Duplicate != nil || out.Written == nil || !out.Written.Appended {
+		t.Fatalf("same slug, same text: %+v %v", out, err)
+	}
 }
 
 // A server without response_format support answers 400: the request is

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/xml"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -222,5 +224,29 @@ func BenchmarkInjector(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A memory file changed on disk by another process (an editor, git pull)
+// after a context was cached invalidates it once the store's view is due
+// for a check.
+func TestInjectorCacheSeesChangesOnDisk(t *testing.T) {
+	dir := writeFixture(t, example1)
+	s, err := memory.Open(bg, dir, &memory.Options{Index: openIndex(t), Logger: quiet(), Now: clock, RefreshInterval: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := New(&Options{Store: s, Logger: quiet()})
+	q := Query{Task: "Add OAuth integration to existing auth system", Agent: "developer"}
+	if first := in.GetMemoryContext(bg, q); first.Err != nil || first.Empty() {
+		t.Fatalf("first: %+v", first)
+	}
+	f := memtest.Fixture{Name: "oauth-scopes", Title: "OAuth scopes are audited", WhenToUse: []string{"oauth"}, Importance: "critical", Body: "Every OAuth scope needs a security review."}
+	if err := os.WriteFile(filepath.Join(dir, f.Name+".md"), f.File(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := in.GetMemoryContext(bg, q)
+	if second.Cached || !strings.Contains(second.Text, "OAuth scopes are audited") {
+		t.Fatalf("cache kept after a change on disk: cached %v\n%s", second.Cached, second.Text)
 	}
 }
