@@ -16,6 +16,8 @@ import (
 	"mime"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ragmem/ragmem/internal/clean"
 )
 
 // ContentType checks a Content-Type header: application/json or a +json
@@ -26,7 +28,7 @@ func ContentType(ct string) error {
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-		return fmt.Errorf("content type %q is not JSON; send application/json", clip(ct, 100))
+		return fmt.Errorf("content type %q is not JSON; send application/json", clean.Clip(ct, 100))
 	}
 	return nil
 }
@@ -68,18 +70,7 @@ func describe(err error) string {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "the object is not complete"
 	}
-	return clip(err.Error(), 300)
-}
-
-// clip shortens s to at most n bytes at a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return clean.Clip(err.Error(), 300)
 }
 
 // invalidAt returns the offset of the first byte of b that is not part of
