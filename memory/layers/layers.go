@@ -62,7 +62,8 @@ var ErrClosed = errors.New("layers: closed")
 // to the local summary and reports why).
 var errModel = errors.New("layers: language model failed")
 
-// Layer names one of the four memory layers of seed 002.
+// Layer names one of the four memory layers of seed 002. Layers are plain
+// values.
 type Layer string
 
 // The layers.
@@ -161,6 +162,8 @@ type CompactReport struct {
 }
 
 // Summarizer turns older entries into one summary for Compact.
+// Implementations must be safe for concurrent use: a Manager may compact
+// several layers at once.
 type Summarizer interface {
 	Summarize(ctx context.Context, entries []Entry) (string, error)
 }

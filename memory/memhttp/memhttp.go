@@ -40,7 +40,8 @@ const DefaultPrefix = "/v1/memories"
 const DefaultMaxBodyBytes = 1 << 20
 
 // Resolver returns the memory store a request works on (for example the
-// one of the request's namespace).
+// one of the request's namespace). The handler calls it from many requests
+// at once: it must be safe for concurrent use.
 type Resolver func(r *http.Request) (*memory.Store, error)
 
 // Options configure New. A nil *Options means all defaults. It is a plain
@@ -259,7 +260,7 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// ListResponse is the body of GET /v1/memories.
+// ListResponse is the body of GET /v1/memories. It is a plain value.
 type ListResponse struct {
 	Dir      string           `json:"dir"`
 	Memories []memory.Memory  `json:"memories"`
@@ -282,7 +283,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st *memory.Store)
 	jsonbody.Write(w, http.StatusOK, out)
 }
 
-// AddRequest is the body of POST /v1/memories.
+// AddRequest is the body of POST /v1/memories. It is a plain value.
 type AddRequest struct {
 	Title           string   `json:"title"`
 	Content         string   `json:"content"`
@@ -340,7 +341,7 @@ func (h *handler) add(w http.ResponseWriter, r *http.Request, st *memory.Store) 
 	jsonbody.Write(w, status, res)
 }
 
-// ShowResponse is the body of GET /v1/memories/{name}.
+// ShowResponse is the body of GET /v1/memories/{name}. It is a plain value.
 type ShowResponse struct {
 	Memory  memory.Memory  `json:"memory"`
 	Entries []memory.Entry `json:"entries"`
@@ -360,7 +361,7 @@ func (h *handler) show(w http.ResponseWriter, r *http.Request, st *memory.Store,
 	jsonbody.Write(w, http.StatusOK, ShowResponse{Memory: hidePaths(m), Entries: es})
 }
 
-// MatchRequest is the body of POST /v1/memories/match.
+// MatchRequest is the body of POST /v1/memories/match. It is a plain value.
 type MatchRequest struct {
 	Task          string   `json:"task"`
 	Agent         string   `json:"agent,omitempty"`
@@ -372,7 +373,7 @@ type MatchRequest struct {
 	Context bool `json:"context,omitempty"`
 }
 
-// MatchResponse is the body of the answer to POST /v1/memories/match.
+// MatchResponse is the body of the answer to POST /v1/memories/match. It is a plain value.
 type MatchResponse struct {
 	Matches []memory.Match `json:"matches"`
 	// Message is the untrusted-data context message (when asked for and
@@ -380,7 +381,7 @@ type MatchResponse struct {
 	Message *Message `json:"message,omitempty"`
 }
 
-// Message is a chat message.
+// Message is a chat message. It is a plain value.
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
@@ -439,7 +440,7 @@ func (h *handler) match(w http.ResponseWriter, r *http.Request, st *memory.Store
 	jsonbody.Write(w, http.StatusOK, out)
 }
 
-// ExtractRequest is the body of POST /v1/memories/extract.
+// ExtractRequest is the body of POST /v1/memories/extract. It is a plain value.
 type ExtractRequest struct {
 	Agent       string `json:"agent"`
 	Task        string `json:"task"`

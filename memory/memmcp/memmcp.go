@@ -53,7 +53,7 @@ type Options struct {
 // The tools' input and output types are plain values; their JSON schemas
 // are inferred from the json and jsonschema tags.
 
-// RememberInput is the input of remember.
+// RememberInput is the input of remember. It is a plain value.
 type RememberInput struct {
 	Title      string   `json:"title" jsonschema:"A unique, descriptive title. The file name is its slug; a memory with the same slug is appended to, never overwritten."`
 	Content    string   `json:"content" jsonschema:"The memory in Markdown: a '# Title' heading, a one-sentence summary, then the key points (200 to 500 words is ideal)."`
@@ -66,7 +66,7 @@ type RememberInput struct {
 	Related    []string `json:"related_memories,omitempty" jsonschema:"Slugs of related memories."`
 }
 
-// RememberOutput is the output of remember.
+// RememberOutput is the output of remember. It is a plain value.
 type RememberOutput struct {
 	Slug     string `json:"slug"`
 	Path     string `json:"path"`
@@ -75,7 +75,7 @@ type RememberOutput struct {
 	Problem  string `json:"problem,omitempty" jsonschema:"set when the file does not parse (edited by hand): the memory is saved but not used until the file is fixed"`
 }
 
-// RecallInput is the input of recall_memories.
+// RecallInput is the input of recall_memories. It is a plain value.
 type RecallInput struct {
 	Task          string   `json:"task" jsonschema:"What the agent is about to do."`
 	Agent         string   `json:"agent,omitempty" jsonschema:"The agent's name (planner, developer, tester, reviewer or another); memories it discovered and memories tagged with its specialty score higher."`
@@ -84,7 +84,7 @@ type RecallInput struct {
 	MinImportance string   `json:"min_importance,omitempty" jsonschema:"Leave out memories below low (default), medium, high or critical."`
 }
 
-// Recalled is one selected memory.
+// Recalled is one selected memory. It is a plain value.
 type Recalled struct {
 	Rank       int          `json:"rank" jsonschema:"1 for the most relevant"`
 	Slug       string       `json:"slug"`
@@ -98,14 +98,14 @@ type Recalled struct {
 	Path       string       `json:"path"`
 }
 
-// RecallOutput is the output of recall_memories.
+// RecallOutput is the output of recall_memories. It is a plain value.
 type RecallOutput struct {
 	Memories []Recalled `json:"memories"`
 	Message  string     `json:"message" jsonschema:"the context message with the memories, to send as its own chat message (never inside the system prompt); empty when none matched"`
 	Problems []string   `json:"problems,omitempty" jsonschema:"memory files skipped because they are invalid"`
 }
 
-// ExtractInput is the input of extract_memory.
+// ExtractInput is the input of extract_memory. It is a plain value.
 type ExtractInput struct {
 	Agent       string `json:"agent" jsonschema:"The agent that ran (planner, developer, tester, reviewer or another)."`
 	Task        string `json:"task" jsonschema:"The task it worked on."`
@@ -115,7 +115,7 @@ type ExtractInput struct {
 	DryRun      bool   `json:"dry_run,omitempty" jsonschema:"Decide, but write nothing."`
 }
 
-// ExtractOutput is the output of extract_memory.
+// ExtractOutput is the output of extract_memory. It is a plain value.
 type ExtractOutput struct {
 	ShouldCreateMemory bool    `json:"should_create_memory" jsonschema:"whether the model found something worth remembering"`
 	Reasoning          string  `json:"reasoning"`

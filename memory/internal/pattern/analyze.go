@@ -40,7 +40,8 @@ func englishAnalyzer() analysis.Analyzer {
 // pattern longer than this is matched on its first 64 KiB.
 const maxAnalyzedBytes = 64 << 10
 
-// Term is one analysed word: its lower-cased surface form and its stem.
+// Term is one analysed word: its lower-cased surface form and its stem. It
+// is a plain value.
 type Term struct {
 	Word string
 	Stem string

@@ -67,7 +67,7 @@ func Cosine(a, b []float32) float64 {
 	return dot / math.Sqrt(na*nb)
 }
 
-// Kind says how a pattern is read.
+// Kind says how a pattern is read. Kinds are plain values.
 type Kind string
 
 // Pattern kinds.
