@@ -10,8 +10,10 @@ import (
 
 // stages is the data flow, left to right. A package may import packages of
 // its own stage or of stages to its left (and internal/...), never to its
-// right. A new package must be placed here, which keeps the layout a
-// deliberate decision.
+// right. A package belongs to the stage of the longest name here that is
+// its path or a parent of it ("memory/layers" before "memory"). A new
+// package must be placed here, which keeps the layout a deliberate
+// decision.
 var stages = [][]string{
 	{"extract"},
 	{"chunk"},
@@ -20,10 +22,13 @@ var stages = [][]string{
 	{"search"},
 	{"budget"},
 	{"prefs"},
-	{"rag", "eval"},        // eval measures search and index from beside the facade
-	{"ragmemtest"},         // test support: generators, checkers and an in-memory engine over the facade
-	{"memory"},             // agent memory files, layers, injector, extraction (and its HTTP and MCP adapters)
-	{"agent", "mcpserver"}, // adapters over rag.Engine
+	{"rag", "eval"},                        // eval measures search and index from beside the facade
+	{"ragmemtest"},                         // test support: generators, checkers and an in-memory engine over the facade
+	{"memory"},                             // agent memory: memory files, matching, ranking, the prompt block (and memory/internal/...)
+	{"memory/layers", "memory/extraction"}, // the four layers (library); extraction of memories by a chat model
+	{"memory/inject"},                      // the injector (library): memory files, rules and episodes in one message
+	{"memory/memhttp", "memory/memmcp"},    // agent memory over HTTP and MCP
+	{"agent", "mcpserver"},                 // adapters over rag.Engine
 	{"server"},
 	{"cmd", "examples"},
 }
@@ -37,15 +42,15 @@ func stageOf(pkg string) int {
 	if rel == "internal" || strings.HasPrefix(rel, "internal/") {
 		return -1
 	}
-	top := strings.SplitN(rel, "/", 2)[0]
+	stage, longest := -2, 0
 	for i, st := range stages {
 		for _, name := range st {
-			if top == name {
-				return i
+			if (rel == name || strings.HasPrefix(rel, name+"/")) && len(name) > longest {
+				stage, longest = i, len(name)
 			}
 		}
 	}
-	return -2
+	return stage
 }
 
 func TestImportsFollowTheDataFlow(t *testing.T) {
@@ -95,16 +100,22 @@ func TestImportsFollowTheDataFlow(t *testing.T) {
 
 func TestStageOf(t *testing.T) {
 	cases := map[string]int{
-		module + "/extract":         0,
-		module + "/chunk":           1,
-		module + "/index/local":     3,
-		module + "/internal/tokens": -1,
-		module + "/ragmemtest":      8,
-		module + "/memory/memhttp":  9,
-		module + "/agent":           10,
-		module + "/server":          11,
-		module + "/cmd/ragmem":      12,
-		module + "/nonsense":        -2,
+		module + "/extract":                 0,
+		module + "/chunk":                   1,
+		module + "/index/local":             3,
+		module + "/internal/tokens":         -1,
+		module + "/ragmemtest":              8,
+		module + "/memory":                  9,
+		module + "/memory/internal/pattern": 9,
+		module + "/memory/layers":           10,
+		module + "/memory/extraction":       10,
+		module + "/memory/inject":           11,
+		module + "/memory/memhttp":          12,
+		module + "/agent":                   13,
+		module + "/server":                  14,
+		module + "/cmd/ragmem":              15,
+		module + "/memoryless":              -2,
+		module + "/nonsense":                -2,
 	}
 	for pkg, want := range cases {
 		if got := stageOf(pkg); got != want {

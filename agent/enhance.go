@@ -18,38 +18,20 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ragmem/ragmem/budget"
+	"github.com/ragmem/ragmem/internal/clean"
 	"github.com/ragmem/ragmem/internal/llmchat"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
 
-// LLM is a chat model behind an OpenAI-compatible chat-completions API
-// (OpenAI, Ollama, vLLM, LM Studio, llama.cpp...). It is a plain value; the
-// go-openai client it holds is safe for concurrent use.
-type LLM struct {
-	// Client talks to the API: openai.NewClientWithConfig with the server's
-	// BaseURL. Required.
-	Client *openai.Client
-	// Model is the chat model name. Required. It also chooses the tokenizer
-	// that counts budgets (see budget.CounterForModel).
-	Model string
-	// Temperature is sent when > 0. Default: the server's default.
-	Temperature float32
-	// MaxTokens caps each completion (max_tokens) when > 0. Default: the
-	// server's default.
-	MaxTokens int
-	// NoStructuredOutput stops EnhancedSearch from asking for JSON-schema
-	// structured output (response_format). Default false: it is asked for,
-	// and the request is repeated without it if the server answers 400.
-	NoStructuredOutput bool
-}
+// LLM is the chat model configuration (rag.LLM), shared with agent-memory
+// extraction: one value serves both.
+type LLM = rag.LLM
 
-func (l LLM) check() error {
-	if l.Client == nil {
-		return fmt.Errorf("%w: LLM.Client is nil", ErrConfig)
-	}
-	if strings.TrimSpace(l.Model) == "" {
-		return fmt.Errorf("%w: LLM.Model is empty", ErrConfig)
+// checkLLM wraps a missing client or model in ErrConfig.
+func checkLLM(l LLM) error {
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	return nil
 }
@@ -199,10 +181,10 @@ func EnhancedSearch(ctx context.Context, query string, web WebSearcher, llm LLM,
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if err := llm.check(); err != nil {
+	if err := checkLLM(llm); err != nil {
 		return nil, err
 	}
-	query = capRunes(cleanLine(query), maxQueryRunes)
+	query = capRunes(clean.Line(query), maxQueryRunes)
 	res := &EnhancedResult{Query: query}
 	if query == "" {
 		return res, ErrEmptyGoal
@@ -268,7 +250,7 @@ func hasKind(srcs []Source, k SourceKind) bool {
 }
 
 func conflictDisclaimer(desc string) string {
-	d := capRunes(cleanLine(desc), 500)
+	d := capRunes(clean.Line(desc), 500)
 	msg := "Note: the web sources and your knowledge base disagree"
 	if d != "" {
 		msg += ": " + strings.TrimRight(d, ".") + "."
@@ -344,16 +326,11 @@ func SourcesBlock(srcs []Source, now time.Time) string {
 
 // synthesize asks the model; it reports whether structured output was asked.
 func synthesize(ctx context.Context, llm LLM, query string, srcs []Source, now time.Time) (string, bool, error) {
-	req := openai.ChatCompletionRequest{
-		Model: llm.Model,
-		Messages: []openai.ChatCompletionMessage{
-			{Role: openai.ChatMessageRoleSystem, Content: synthesisPrompt},
-			{Role: openai.ChatMessageRoleAssistant, Content: SourcesBlock(srcs, now)},
-			{Role: openai.ChatMessageRoleUser, Content: query},
-		},
-		Temperature: llm.Temperature,
-		MaxTokens:   llm.MaxTokens,
-	}
+	req := llm.Request([]openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: synthesisPrompt},
+		{Role: openai.ChatMessageRoleAssistant, Content: SourcesBlock(srcs, now)},
+		{Role: openai.ChatMessageRoleUser, Content: query},
+	})
 	return llmchat.Complete(ctx, llm.Client, req, "cited_answer", synthesisSchema, !llm.NoStructuredOutput, ErrModel)
 }
 
@@ -518,9 +495,9 @@ func FormatCitations(cits []Citation) string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "[%d] %s: %s", c.Index, c.Label, cleanLine(c.Title))
+		fmt.Fprintf(&b, "[%d] %s: %s", c.Index, c.Label, clean.Line(c.Title))
 		if c.URL != "" && c.URL != c.Title {
-			fmt.Fprintf(&b, " <%s>", cleanLine(c.URL))
+			fmt.Fprintf(&b, " <%s>", clean.Line(c.URL))
 		}
 	}
 	return b.String()

@@ -91,7 +91,7 @@ type Result struct {
 // the context was cancelled, cfg.DisableAutoIndex is set or there is no
 // memory.
 func Run(ctx context.Context, goal string, cfg Config) (res *Result, err error) {
-	if err := cfg.LLM.check(); err != nil {
+	if err := checkLLM(cfg.LLM); err != nil {
 		return nil, err
 	}
 	goal = strings.TrimSpace(strings.ToValidUTF8(goal, ""))
@@ -177,10 +177,8 @@ func Run(ctx context.Context, goal string, cfg Config) (res *Result, err error) 
 		tk.tools = nil
 	}
 	for round := 0; ; round++ {
-		req := openai.ChatCompletionRequest{
-			Model: model, Messages: msgs, Temperature: cfg.LLM.Temperature, MaxTokens: cfg.LLM.MaxTokens,
-			StreamOptions: &openai.StreamOptions{IncludeUsage: true},
-		}
+		req := cfg.LLM.Request(msgs)
+		req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 		last := len(tk.tools) == 0 || round >= maxRounds
 		if len(tk.tools) > 0 {
 			req.Tools = tk.tools

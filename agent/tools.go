@@ -11,6 +11,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ragmem/ragmem/budget"
+	"github.com/ragmem/ragmem/internal/clean"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
@@ -94,7 +95,7 @@ func (t *toolkit) call(ctx context.Context, tc openai.ToolCall, res *Result) Too
 	var err error
 	switch name := tc.Function.Name; {
 	case !t.offers(name):
-		err = fmt.Errorf("unknown tool %q", capRunes(cleanLine(name), 100))
+		err = fmt.Errorf("unknown tool %q", capRunes(clean.Line(name), 100))
 	case name == ToolSearchMemory:
 		out, err = t.searchMemory(ctx, tc.Function.Arguments)
 	case name == ToolRememberPreference:
@@ -129,7 +130,7 @@ func (t *toolkit) searchMemory(ctx context.Context, raw string) (string, error) 
 	if err := decodeArgs(raw, &a); err != nil {
 		return "", err
 	}
-	q := capRunes(cleanLine(a.Query), maxQueryRunes)
+	q := capRunes(clean.Line(a.Query), maxQueryRunes)
 	if q == "" {
 		return "", fmt.Errorf("query is empty")
 	}

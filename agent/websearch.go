@@ -13,8 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/ragmem/ragmem/internal/clean"
 )
 
 // WebResult is one web search hit. It is a plain value.
@@ -110,7 +111,7 @@ func parseBase(raw string) (*url.URL, error) {
 
 // SearchWeb implements WebSearcher.
 func (s *SearXNG) SearchWeb(ctx context.Context, query string, limit int) ([]WebResult, error) {
-	query = cleanLine(query)
+	query = clean.Line(query)
 	if query == "" {
 		return nil, fmt.Errorf("%w: empty query", ErrWebSearch)
 	}
@@ -183,7 +184,7 @@ func ParseSearXNG(body []byte, limit int) ([]WebResult, error) {
 		if len(eng) == 0 && x.Engine != "" {
 			eng = []string{x.Engine}
 		}
-		w.Engine = capRunes(cleanLine(strings.Join(eng, ",")), 100)
+		w.Engine = capRunes(clean.Line(strings.Join(eng, ",")), 100)
 		if x.PublishedDate != nil {
 			w.Published = parseDate(*x.PublishedDate)
 		}
@@ -243,7 +244,7 @@ func NewBrave(apiKey string, opts *BraveOptions) (*Brave, error) {
 
 // SearchWeb implements WebSearcher.
 func (b *Brave) SearchWeb(ctx context.Context, query string, limit int) ([]WebResult, error) {
-	query = cleanLine(query)
+	query = clean.Line(query)
 	if query == "" {
 		return nil, fmt.Errorf("%w: empty query", ErrWebSearch)
 	}
@@ -353,7 +354,7 @@ func getJSON(ctx context.Context, c *http.Client, u string, hdr http.Header, sec
 	}
 	host := req.URL.Host
 	if resp.StatusCode != http.StatusOK {
-		msg := capRunes(cleanLine(plainText(string(body))), 300)
+		msg := capRunes(clean.Line(plainText(string(body))), 300)
 		hint := ""
 		switch {
 		case resp.StatusCode == http.StatusTooManyRequests:
@@ -380,22 +381,7 @@ func plainText(s string) string {
 		s = tagRE.ReplaceAllString(s, " ")
 		s = html.UnescapeString(s)
 	}
-	return cleanLine(s)
-}
-
-// cleanLine makes s valid UTF-8 without control or format characters, with
-// single spaces, trimmed.
-func cleanLine(s string) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "")
-	}
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			return ' '
-		}
-		return r
-	}, s)
-	return strings.Join(strings.Fields(s), " ")
+	return clean.Line(s)
 }
 
 func capRunes(s string, n int) string {

@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ragmem/ragmem/internal/wal"
 )
 
 // Errors of PullModel.
@@ -193,8 +195,13 @@ func PullModel(ctx context.Context, repo string, opts *PullOptions) (*PullResult
 		return nil, fmt.Errorf("embed: %s downloaded but does not load: %w", repo, err)
 	}
 	mb, _ := json.MarshalIndent(man, "", "  ")
-	if err := writeFileSync(filepath.Join(stage, manifestName), mb); err != nil {
-		return nil, err
+	// The manifest is written last and synced with the staging directory, so
+	// the directory is complete before it is swapped in.
+	if err := wal.WriteFile(wal.OS{}, filepath.Join(stage, manifestName), &wal.WriteOptions{Perm: 0o644}, func(w io.Writer) error {
+		_, err := w.Write(mb)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("embed: model cache: %w", err)
 	}
 	// Swap the staging directory in place of the old copy.
 	old := ""
@@ -210,7 +217,7 @@ func PullModel(ctx context.Context, repo string, opts *PullOptions) (*PullResult
 		}
 		return nil, fmt.Errorf("embed: model cache: %w", err)
 	}
-	syncDir(parent)
+	_ = wal.OS{}.SyncDir(parent)
 	if old != "" {
 		_ = os.RemoveAll(old)
 	}
@@ -370,29 +377,6 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 		p.fn(p.name, p.done, p.total)
 	}
 	return len(b), nil
-}
-
-func writeFileSync(path string, b []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("embed: model cache: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("embed: model cache: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("embed: model cache: %w", err)
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }
 
 // PulledModel is one model in the cache.

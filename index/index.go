@@ -590,25 +590,6 @@ func ChunkID(sourceURL, contentHash string, position int) string {
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-// EmbedText is the text embedded for a record: its title and heading path
-// give the chunk the context of where it sits.
-func EmbedText(r *Record) string {
-	var b strings.Builder
-	b.Grow(len(r.Title) + len(r.Content) + 32)
-	if r.Title != "" {
-		b.WriteString(r.Title)
-		b.WriteByte('\n')
-	}
-	for _, h := range r.HeadingPath {
-		if h != r.Title {
-			b.WriteString(h)
-			b.WriteByte('\n')
-		}
-	}
-	b.WriteString(r.Content)
-	return b.String()
-}
-
 func normalize(d *Document) {
 	if !utf8.ValidString(d.Content) {
 		d.Content = strings.ToValidUTF8(d.Content, "\uFFFD")
@@ -820,7 +801,7 @@ func (ix *Index) embedRecords(ctx context.Context, recs []*Record) error {
 			defer func() { <-sem }()
 			texts := make([]string, sp.hi-sp.lo)
 			for i := range texts {
-				texts[i] = EmbedText(recs[sp.lo+i])
+				texts[i] = driver.SearchText(recs[sp.lo+i]) // what BM25 indexes too
 			}
 			vecs, err := ix.call.Embed(ctx, texts)
 			if err == nil && len(vecs) != len(texts) {

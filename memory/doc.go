@@ -1,7 +1,6 @@
-// Package memory gives agents long-term memory (seeds 000–003): memory
-// files that are matched against each task and injected as background
-// knowledge, four memory layers, an injector with a token limit and a
-// cache, and extraction of new memories by a language model.
+// Package memory gives agents long-term memory as files (seeds 000 and
+// 001): Markdown files with YAML frontmatter in a memory directory, matched
+// against each task and delivered to a model as background knowledge.
 //
 // # Memory files
 //
@@ -11,30 +10,37 @@
 // source and relatedMemories (see Frontmatter). A Store reads the
 // frontmatter of every file and leaves bodies on disk until they are
 // needed; invalid files are reported (Problems, with file and line) and
-// skipped. Writes are append-only (Store.Add): a memory whose slug exists is
-// appended after a "---" separator, through a temporary file, fsync, rename
-// and directory fsync.
+// skipped. Writes are append-only (Store.Add, the one place a memory is
+// written): a memory whose slug exists is appended after a "---"
+// separator, through a temporary file, fsync, rename and directory fsync.
+//
+// # Matching and ranking
 //
 // Store.Match selects memories for an agent's task: whenToUse patterns
 // (pipe alternatives, wildcards, regular expressions, substrings, and
 // natural language matched by content words and, through ragmem's hybrid
 // search over the indexed patterns, by embedding similarity), scored with
 // the seed's table (importance, recency, keywords, agent specialty, same
-// discoverer; 0–100) and ranked together with retrieval relevance. Memory
-// files are indexed with docType "memory" and re-indexed when they change
-// on disk.
+// discoverer; 0–100) and ranked together with retrieval relevance, in one
+// place (rank.go). Memory files are indexed with docType "memory" and
+// re-indexed when they change on disk.
 //
 // FormatForPrompt renders the seed's "Background Knowledge from Previous
 // Runs"; ContextMessage delivers it as untrusted reference data in its own
 // message, never inside the system prompt.
 //
-// # Layers, injector, extraction
+// # The other agent-memory packages
 //
-// A Manager holds working, episodic, semantic and procedural memory (seed
-// 002). An Injector retrieves memory files, rules and episodes for a step
-// within a token budget and caches the result (seed 003). An Extractor asks
-// a model whether an execution is worth remembering and writes the memory
-// (seed 001).
+//   - memory/extraction: a chat model decides whether an agent's run is
+//     worth remembering and writes the memory (CLI, HTTP and MCP).
+//   - memory/layers: working, episodic, semantic and procedural memory
+//     (seed 002), a library for agent loops.
+//   - memory/inject: the memory files, rules and episodes for an agent's
+//     next step in one message within a token limit (seed 003), a library.
+//   - memory/memhttp and memory/memmcp: the HTTP endpoints and MCP tools.
 //
-// Store, Manager, Injector and Extractor are safe for concurrent use.
+// The CLI is ragmem memory; docs/memory.md describes all of it.
+//
+// Store and Stores are safe for concurrent use; the other types are plain
+// values.
 package memory

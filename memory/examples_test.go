@@ -75,7 +75,7 @@ func TestExample3(t *testing.T) {
 		"middleware-pattern":              {Importance: 25, Recency: 0, Keyword: 0, AgentTags: 10, Discoverer: 10, Total: 45},
 	}
 	for _, m := range ms {
-		got := ScoreMemory(&m, ScoreContext{Task: task, Agent: "developer", AgentTags: DefaultAgentTags["developer"]}, testClock)
+		got := scoreFor(&m, scoreContext{Task: task, Agent: "developer", AgentTags: DefaultAgentTags["developer"]}, testClock)
 		if got != want[m.Slug] {
 			t.Errorf("%s: %+v, want %+v", m.Slug, got, want[m.Slug])
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -14,38 +13,40 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/memory/internal/files"
+	"github.com/ragmem/ragmem/memory/internal/pattern"
 )
 
-// Errors of the memory package.
+// Errors of the memory package. The other agent-memory packages
+// (memory/layers, memory/extraction) return them too.
 var (
 	// ErrInvalid marks invalid input: a bad memory file, frontmatter field,
 	// pattern, slug or request.
-	ErrInvalid = errors.New("memory: invalid")
+	ErrInvalid = files.ErrInvalid
 	// ErrNotFound is returned for a memory that does not exist.
-	ErrNotFound = errors.New("memory: not found")
+	ErrNotFound = files.ErrNotFound
 	// ErrTooLarge is returned for content or files over their limits.
-	ErrTooLarge = errors.New("memory: too large")
+	ErrTooLarge = files.ErrTooLarge
 	// ErrLocked is returned when another process holds a lock too long.
-	ErrLocked = errors.New("memory: locked")
-	// ErrClosed is returned by a Manager after Close.
-	ErrClosed = errors.New("memory: closed")
+	ErrLocked = files.ErrLocked
 	// ErrNotRegular is returned for a memory file that is a symbolic link,
 	// a named pipe, a device or anything but a regular file: memory files
 	// are never followed or read through such a path.
-	ErrNotRegular = errors.New("memory: not a regular file")
+	ErrNotRegular = files.ErrNotRegular
 )
 
 // Limits of the file format.
 const (
 	// MaxTitleLen bounds a title, in bytes.
 	MaxTitleLen = 200
-	// MaxPatternLen bounds one whenToUse pattern (or a procedural rule's
-	// condition), in bytes.
-	MaxPatternLen = 500
 	// MaxPatterns bounds the whenToUse patterns of one entry.
 	MaxPatterns = 50
-	// MaxTags bounds the tags (and related memories) of one entry.
-	MaxTags = 50
+	// maxPatternLen bounds one whenToUse pattern, in bytes.
+	maxPatternLen = pattern.MaxLen
+	// maxTags bounds the tags (and related memories) of one entry.
+	maxTags = 50
 	// maxFrontmatterBytes bounds the YAML of one entry.
 	maxFrontmatterBytes = 64 << 10
 )
@@ -259,7 +260,7 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 			msg := strings.TrimPrefix(e.Error(), "yaml: ")
 			msg = yamlLine.ReplaceAllString(msg, "")
 			msg = strings.TrimLeft(msg, ": ")
-			err = perr(ln, "invalid YAML in the frontmatter: %s", clip(msg, 200))
+			err = perr(ln, "invalid YAML in the frontmatter: %s", clean.Clip(msg, 200))
 		}
 	}()
 	if err != nil {
@@ -283,7 +284,7 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 		}
 		key := kn.Value
 		if seen[key] {
-			return fm, perr(at(kn), "field %q appears twice", clip(key, 40))
+			return fm, perr(at(kn), "field %q appears twice", clean.Clip(key, 40))
 		}
 		seen[key] = true
 		switch key {
@@ -292,7 +293,7 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 			if e != nil {
 				return fm, perr(at(vn), "%s", e)
 			}
-			fm.Title = cleanLine(s)
+			fm.Title = clean.Line(s)
 		case "whenToUse":
 			l, e := stringList(vn, "whenToUse", false)
 			if e != nil {
@@ -303,8 +304,8 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 				return fm, perr(at(vn), "whenToUse has %d patterns; at most %d are allowed", len(l), MaxPatterns)
 			}
 			for _, pat := range l {
-				if len(pat) > MaxPatternLen {
-					return fm, perr(at(vn), "a whenToUse pattern is longer than %d bytes", MaxPatternLen)
+				if len(pat) > maxPatternLen {
+					return fm, perr(at(vn), "a whenToUse pattern is longer than %d bytes", maxPatternLen)
 				}
 			}
 		case "tags":
@@ -312,8 +313,8 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 			if e != nil {
 				return fm, perr(at(vn), "%s", e)
 			}
-			if len(l) > MaxTags {
-				return fm, perr(at(vn), "tags has %d entries; at most %d are allowed", len(l), MaxTags)
+			if len(l) > maxTags {
+				return fm, perr(at(vn), "tags has %d entries; at most %d are allowed", len(l), maxTags)
 			}
 			fm.Tags = l
 		case "importance":
@@ -323,7 +324,7 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 			}
 			imp, e := ParseImportance(s)
 			if e != nil {
-				return fm, perr(at(vn), "importance is %q; use low, medium, high or critical", clip(s, 40))
+				return fm, perr(at(vn), "importance is %q; use low, medium, high or critical", clean.Clip(s, 40))
 			}
 			fm.Importance, hasImportance = imp, true
 		case "discoveredAt":
@@ -333,7 +334,7 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 			}
 			t, e := ParseTime(s)
 			if e != nil {
-				return fm, perr(at(vn), "discoveredAt %q is not an ISO 8601 time (e.g. 2026-01-23T10:30:00Z)", clip(s, 60))
+				return fm, perr(at(vn), "discoveredAt %q is not an ISO 8601 time (e.g. 2026-01-23T10:30:00Z)", clean.Clip(s, 60))
 			}
 			fm.DiscoveredAt = t
 		case "discoveredBy", "discoveredIn", "source":
@@ -341,7 +342,7 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 			if e != nil {
 				return fm, perr(at(vn), "%s", e)
 			}
-			s = cleanLine(s)
+			s = clean.Line(s)
 			switch key {
 			case "discoveredBy":
 				fm.DiscoveredBy = s
@@ -355,8 +356,8 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 			if e != nil {
 				return fm, perr(at(vn), "%s", e)
 			}
-			if len(l) > MaxTags {
-				return fm, perr(at(vn), "relatedMemories has %d entries; at most %d are allowed", len(l), MaxTags)
+			if len(l) > maxTags {
+				return fm, perr(at(vn), "relatedMemories has %d entries; at most %d are allowed", len(l), maxTags)
 			}
 			fm.RelatedMemories = l
 		default:
@@ -451,7 +452,7 @@ func stringList(n *yaml.Node, field string, commas bool) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	for _, s := range raw {
-		s = cleanLine(s)
+		s = clean.Line(s)
 		if s == "" || seen[s] {
 			continue
 		}
@@ -484,10 +485,19 @@ func ParseTime(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%w: time %q", ErrInvalid, s)
 }
 
+// compilePattern compiles a whenToUse pattern, failing with ErrInvalid.
+func compilePattern(s string) (*pattern.Pattern, error) {
+	p, err := pattern.Compile(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return p, nil
+}
+
 // validateFrontmatter checks a frontmatter about to be written and cleans
 // its strings (single lines, no control characters).
 func validateFrontmatter(fm *Frontmatter) error {
-	fm.Title = cleanLine(fm.Title)
+	fm.Title = clean.Line(fm.Title)
 	if fm.Title == "" {
 		return fmt.Errorf("%w: title is empty", ErrInvalid)
 	}
@@ -495,21 +505,21 @@ func validateFrontmatter(fm *Frontmatter) error {
 		return fmt.Errorf("%w: title is longer than %d bytes", ErrInvalid, MaxTitleLen)
 	}
 	var err error
-	if fm.WhenToUse, err = cleanList(fm.WhenToUse, "whenToUse", MaxPatterns, MaxPatternLen); err != nil {
+	if fm.WhenToUse, err = cleanList(fm.WhenToUse, "whenToUse", MaxPatterns, maxPatternLen); err != nil {
 		return err
 	}
 	if len(fm.WhenToUse) == 0 {
 		return fmt.Errorf("%w: whenToUse is empty: say when this memory should be used (e.g. \"auth|login\" or \"When implementing security features\")", ErrInvalid)
 	}
 	for _, p := range fm.WhenToUse {
-		if _, err := CompilePattern(p); err != nil {
+		if _, err := compilePattern(p); err != nil {
 			return err
 		}
 	}
-	if fm.Tags, err = cleanList(fm.Tags, "tags", MaxTags, MaxTitleLen); err != nil {
+	if fm.Tags, err = cleanList(fm.Tags, "tags", maxTags, MaxTitleLen); err != nil {
 		return err
 	}
-	if fm.RelatedMemories, err = cleanList(fm.RelatedMemories, "relatedMemories", MaxTags, MaxTitleLen); err != nil {
+	if fm.RelatedMemories, err = cleanList(fm.RelatedMemories, "relatedMemories", maxTags, MaxTitleLen); err != nil {
 		return err
 	}
 	if fm.Importance == 0 {
@@ -518,9 +528,9 @@ func validateFrontmatter(fm *Frontmatter) error {
 	if !fm.Importance.Valid() {
 		return fmt.Errorf("%w: importance %d", ErrInvalid, int(fm.Importance))
 	}
-	fm.DiscoveredBy = clip(cleanLine(fm.DiscoveredBy), MaxTitleLen)
-	fm.DiscoveredIn = clip(cleanLine(fm.DiscoveredIn), 2*MaxPatternLen)
-	fm.Source = clip(cleanLine(fm.Source), 2*MaxPatternLen)
+	fm.DiscoveredBy = clean.Clip(clean.Line(fm.DiscoveredBy), MaxTitleLen)
+	fm.DiscoveredIn = clean.Clip(clean.Line(fm.DiscoveredIn), 2*maxPatternLen)
+	fm.Source = clean.Clip(clean.Line(fm.Source), 2*maxPatternLen)
 	return nil
 }
 
@@ -528,7 +538,7 @@ func cleanList(in []string, field string, maxN, maxLen int) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	for _, s := range in {
-		s = cleanLine(s)
+		s = clean.Line(s)
 		if s == "" || seen[s] {
 			continue
 		}
@@ -554,7 +564,7 @@ func FormatEntry(fm Frontmatter, body string) []byte {
 	b.WriteString("---\n")
 	b.Write(marshalFrontmatter(fm))
 	b.WriteString("---\n")
-	body = neutralizeBody(strings.Trim(cleanText(body), "\n"))
+	body = neutralizeBody(strings.Trim(clean.Text(body), "\n"))
 	body = strings.TrimRightFunc(body, unicode.IsSpace)
 	if body != "" {
 		b.WriteString("\n")
@@ -564,9 +574,9 @@ func FormatEntry(fm Frontmatter, body string) []byte {
 	return b.Bytes()
 }
 
-// Separator is what Store.Add writes between an existing file and an
+// separator is what Store.Add writes between an existing file and an
 // appended entry (seed 001).
-const Separator = "\n\n---\n\n"
+const separator = "\n\n---\n\n"
 
 func neutralizeBody(body string) string {
 	lines := strings.Split(body, "\n")
@@ -630,8 +640,8 @@ func marshalFrontmatter(fm Frontmatter) []byte {
 	return b.Bytes()
 }
 
-// MaxSlugLen bounds a slug, in bytes.
-const MaxSlugLen = 80
+// maxSlugLen bounds a slug, in bytes.
+const maxSlugLen = 80
 
 var reservedNames = map[string]bool{
 	"con": true, "prn": true, "aux": true, "nul": true,
@@ -640,7 +650,7 @@ var reservedNames = map[string]bool{
 }
 
 // Slugify turns a title into a safe file name stem: lower-case letters and
-// digits (any script) joined by single hyphens, at most MaxSlugLen bytes,
+// digits (any script) joined by single hyphens, at most maxSlugLen bytes,
 // never empty, never a path (no '/', '\\', '.'), never a reserved Windows
 // device name. A title with no letters or digits gets "memory-" and a hash
 // of the title. Slugify is idempotent: Slugify(Slugify(t)) == Slugify(t).
@@ -661,7 +671,7 @@ func Slugify(title string) string {
 				b.WriteByte('-')
 			}
 			dash = false
-			if b.Len()+utf8.RuneLen(r) > MaxSlugLen {
+			if b.Len()+utf8.RuneLen(r) > maxSlugLen {
 				break
 			}
 			b.WriteRune(r)
@@ -678,10 +688,4 @@ func Slugify(title string) string {
 		s += "-memory"
 	}
 	return s
-}
-
-// ValidSlug reports whether s is a slug Slugify can produce, so that it can
-// name a file in the memory directory without escaping it.
-func ValidSlug(s string) bool {
-	return s != "" && len(s) <= MaxSlugLen+len("-memory") && Slugify(s) == s
 }

@@ -134,7 +134,7 @@ func TestFormatRoundTrip(t *testing.T) {
 	}
 	fm2 := fm
 	fm2.Importance = Low
-	two := append(append(one, Separator[1:]...), FormatEntry(fm2, "second")...)
+	two := append(append(one, separator[1:]...), FormatEntry(fm2, "second")...)
 	es, err = ParseFile(two)
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestSlugify(t *testing.T) {
 		t.Errorf("blank title: %q", s)
 	}
 	long := Slugify(strings.Repeat("abcdefghij ", 30))
-	if len(long) > MaxSlugLen || strings.HasSuffix(long, "-") {
+	if len(long) > maxSlugLen || strings.HasSuffix(long, "-") {
 		t.Errorf("long slug %q", long)
 	}
 }

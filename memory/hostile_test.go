@@ -13,22 +13,10 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/wal"
+	"github.com/ragmem/ragmem/memory/internal/memtest"
 )
 
-// within runs f and fails the test if it takes longer than d (a hang on a
-// pipe, an endless read of a device).
-func within(t *testing.T, d time.Duration, what string, f func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(d):
-		t.Fatalf("%s did not return within %v", what, d)
-		return nil
-	}
-}
+var within = memtest.Within
 
 // TestPlantedFilesAreNotFollowed: a memory file that is a symbolic link (to
 // a secret, to /dev/zero) or a named pipe is never read, copied or waited
@@ -168,43 +156,10 @@ func TestDirectoryLockHasADeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := openStore(t, dir2)
-	if _, err := s2.Add(bg, newMem("Linked lock", "when the lock is a link")); !errors.Is(err, wal.ErrNotRegular) {
+	if _, err := s2.Add(bg, newMem("Linked lock", "when the lock is a link")); !errors.Is(err, ErrNotRegular) {
 		t.Fatalf("Add with a planted lock file: %v", err)
 	}
 	if b, _ := os.ReadFile(target); string(b) != "export PATH=/usr/bin\n" {
 		t.Fatalf("the lock file's target was written: %q", b)
-	}
-}
-
-// TestLayerFilesAreNotFollowed: the layers' files are not read or appended
-// to through a link either.
-func TestLayerFilesAreNotFollowed(t *testing.T) {
-	dir := t.TempDir()
-	secret := filepath.Join(t.TempDir(), "secret")
-	os.WriteFile(secret, []byte("{\"id\":\"x\",\"content\":\"secret\"}\n"), 0o600)
-	if err := os.Symlink(secret, filepath.Join(dir, episodicFile)); err != nil {
-		t.Fatal(err)
-	}
-	_, err := OpenManager(bg, dir, &ManagerOptions{Logger: quiet()})
-	if !errors.Is(err, ErrNotRegular) {
-		t.Fatalf("OpenManager with a linked episodic file: %v", err)
-	}
-	if err := syscall.Mkfifo(filepath.Join(t.TempDir(), "p"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dir2 := t.TempDir()
-	if err := syscall.Mkfifo(filepath.Join(dir2, semanticFile), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	err = within(t, 5*time.Second, "OpenManager with a pipe", func() error {
-		_, err := OpenManager(bg, dir2, &ManagerOptions{Logger: quiet()})
-		return err
-	})
-	if !errors.Is(err, ErrNotRegular) {
-		t.Fatalf("OpenManager with a pipe: %v", err)
-	}
-	b, _ := os.ReadFile(secret)
-	if !strings.Contains(string(b), "secret") || strings.Count(string(b), "\n") != 1 {
-		t.Fatalf("the secret changed: %q", b)
 	}
 }

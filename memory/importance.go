@@ -3,6 +3,8 @@ package memory
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ragmem/ragmem/internal/clean"
 )
 
 // Importance says how much a memory matters: low, medium, high or critical.
@@ -29,7 +31,7 @@ func ParseImportance(s string) (Importance, error) {
 	case "critical":
 		return Critical, nil
 	}
-	return 0, fmt.Errorf("%w: importance %q (want low, medium, high or critical)", ErrInvalid, clip(s, 40))
+	return 0, fmt.Errorf("%w: importance %q (want low, medium, high or critical)", ErrInvalid, clean.Clip(s, 40))
 }
 
 // String returns "low", "medium", "high" or "critical" ("" when invalid).

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/memory/internal/pattern"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -43,7 +45,8 @@ type Match struct {
 	// for the task: half the share of the task's specific words it contains,
 	// half its embedding similarity (its best chunk). 0 without an index.
 	Relevance float64 `json:"relevance"`
-	// Rank orders the selection: Score.Total + RelevanceWeight × Relevance.
+	// Rank orders the selection (rank.go): Score.Total + RelevanceWeight ×
+	// Relevance.
 	Rank float64 `json:"rank"`
 	// Weak is true when no whenToUse pattern fired: the memory's tags name
 	// the agent's specialty and its content shares specific words with the
@@ -79,15 +82,15 @@ func (s *Store) Match(ctx context.Context, req MatchRequest) ([]Match, error) {
 	if !minImp.Valid() {
 		minImp = Low
 	}
-	task := strings.TrimSpace(cleanLine(clip(req.Task, maxTaskBytes)))
-	agent := strings.TrimSpace(cleanLine(clip(req.Agent, MaxTitleLen)))
+	task := strings.TrimSpace(clean.Line(clean.Clip(req.Task, maxTaskBytes)))
+	agent := strings.TrimSpace(clean.Line(clean.Clip(req.Agent, MaxTitleLen)))
 	searchText := strings.ToLower(strings.TrimSpace(task + " " + agent))
-	taskTerms := analyze(task)
+	taskTerms := pattern.Analyze(task)
 	taskStems := map[string]bool{}
 	for _, t := range taskTerms {
-		taskStems[t.stem] = true
+		taskStems[t.Stem] = true
 	}
-	specific := specificStems(taskTerms)
+	specific := pattern.Specific(taskTerms)
 	agentTags := normTags(agentTagsFor(s.o.AgentTags, agent, req.AgentTags))
 	now := s.o.Now()
 
@@ -119,8 +122,8 @@ func (s *Store) Match(ctx context.Context, req MatchRequest) ([]Match, error) {
 		if c != nil {
 			rel, shared = s.relevance(c, specific)
 		}
-		reasons := s.firedPatterns(m, searchText, taskStems, ev, len(shared) > 0 && hasSpecific(specific))
-		sc := scoreMemory(m, taskTerms, ScoreContext{Task: task, Agent: agent}, agentTags, now)
+		reasons := s.firedPatterns(m, searchText, taskStems, ev, len(shared) > 0 && pattern.HasSpecific(specific))
+		sc := scoreMemory(m, taskTerms, scoreContext{Task: task, Agent: agent}, agentTags, now)
 		weak := false
 		if len(reasons) == 0 {
 			if req.NoWeak || sc.AgentTags == 0 || len(shared) == 0 {
@@ -130,33 +133,12 @@ func (s *Store) Match(ctx context.Context, req MatchRequest) ([]Match, error) {
 			reasons = []string{fmt.Sprintf("weak match: tags %s fit agent %q and the content shares %s with the task",
 				strings.Join(m.Tags, ", "), agent, quoteList(shared, 5))}
 		}
-		out = append(out, Match{
-			Memory: *m, Score: sc, Relevance: round3(rel), Weak: weak, Reasons: reasons,
-			Rank: round3(float64(sc.Total) + s.o.RelevanceWeight*round3(rel)),
-		})
+		out = append(out, Match{Memory: *m, Score: sc, Relevance: round3(rel), Weak: weak, Reasons: reasons})
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Rank != b.Rank {
-			return a.Rank > b.Rank
-		}
-		if a.Score.Total != b.Score.Total {
-			return a.Score.Total > b.Score.Total
-		}
-		if !a.Memory.DiscoveredAt.Equal(b.Memory.DiscoveredAt) {
-			return a.Memory.DiscoveredAt.After(b.Memory.DiscoveredAt)
-		}
-		return a.Memory.Slug < b.Memory.Slug
-	})
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return rankMatches(out, s.o.RelevanceWeight, limit), nil
 }
 
 func max1(n int) int { return max(1, n) }
-
-func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 func quoteList(ws []string, n int) string {
 	if len(ws) > n {
@@ -167,31 +149,6 @@ func quoteList(ws []string, n int) string {
 		q[i] = fmt.Sprintf("%q", w)
 	}
 	return strings.Join(q, ", ")
-}
-
-// hasSpecific reports whether ts has a stem that is not generic.
-func hasSpecific(ts []term) bool {
-	for _, t := range ts {
-		if !genericStems[t.stem] {
-			return true
-		}
-	}
-	return false
-}
-
-// specificStems are the task's stems that are not generic task words, with
-// their surface words; all stems when every one is generic.
-func specificStems(ts []term) []term {
-	var out []term
-	for _, t := range ts {
-		if !genericStems[t.stem] {
-			out = append(out, t)
-		}
-	}
-	if len(out) == 0 {
-		return ts
-	}
-	return out
 }
 
 // evidence is what the hybrid search of the task found in the index.
@@ -211,7 +168,7 @@ func (s *Store) evidence(ctx context.Context, task string, records int) (*eviden
 	}
 	opts := &search.Options{
 		Mode: search.Hybrid, TopK: min(max(records, 1), 10000), SimilarityThreshold: -1,
-		DocTypes: []string{index.DocMemory, DocPattern}, Attrs: map[string]string{AttrDir: s.abs},
+		DocTypes: []string{index.DocMemory, docPattern}, Attrs: map[string]string{AttrDir: s.abs},
 	}
 	res, err := search.Search(ctx, s.ix, task, opts)
 	if err != nil && errors.Is(err, index.ErrEmbedding) && ctx.Err() == nil {
@@ -223,16 +180,16 @@ func (s *Store) evidence(ctx context.Context, task string, records int) (*eviden
 		return nil, fmt.Errorf("memory: search the memories: %w", err)
 	}
 	for _, r := range res {
-		slug := r.Record.Attrs[AttrSlug]
-		switch r.Record.Attrs[AttrKind] {
-		case RecordPattern:
+		slug := r.Record.Attrs[attrSlug]
+		switch r.Record.Attrs[attrKind] {
+		case recordPattern:
 			if ev.sim[slug] == nil {
 				ev.sim[slug] = map[string]float64{}
 			}
 			if r.Explanation.VectorRank > 0 {
 				ev.sim[slug][r.Record.Content] = r.Explanation.VectorSimilarity
 			}
-		case RecordContent:
+		case recordContent:
 			ev.content[slug] = append(ev.content[slug], r)
 		}
 	}
@@ -250,19 +207,19 @@ func (s *Store) firedPatterns(m *Memory, text string, taskStems map[string]bool,
 	var out []string
 	for _, p := range m.patterns {
 		if p.MatchLexical(text) {
-			out = append(out, fmt.Sprintf("whenToUse %q matched (%s)", p.raw, p.kind))
+			out = append(out, fmt.Sprintf("whenToUse %q matched (%s)", p.Raw(), p.Kind()))
 			continue
 		}
-		for _, np := range p.nl {
-			cov := np.coverage(taskStems)
-			specific := np.sharesSpecific(taskStems)
-			sim, hasSim := ev.sim[m.Slug][np.text]
+		for _, np := range p.Phrases() {
+			cov := np.Coverage(taskStems)
+			specific := np.SharesSpecific(taskStems)
+			sim, hasSim := ev.sim[m.Slug][np.Text]
 			byWords := cov >= s.o.MinCoverage && (specific || contentShares)
 			bySim := hasSim && sim >= s.thresh && (!s.lexical || specific)
 			if !byWords && !bySim {
 				continue
 			}
-			r := fmt.Sprintf("whenToUse %q matched semantically (word coverage %.2f", p.raw, cov)
+			r := fmt.Sprintf("whenToUse %q matched semantically (word coverage %.2f", p.Raw(), cov)
 			if hasSim {
 				r += fmt.Sprintf(", similarity %.2f", sim)
 			}
@@ -278,7 +235,7 @@ func (s *Store) firedPatterns(m *Memory, text string, taskStems map[string]bool,
 
 // relevance scores a memory's content hits for the task and returns the
 // specific task words its best chunk shares.
-func (s *Store) relevance(hits []search.Result, specific []term) (float64, []string) {
+func (s *Store) relevance(hits []search.Result, specific []pattern.Term) (float64, []string) {
 	best := 0.0
 	var bestShared []string
 	var anyShared []string
@@ -286,8 +243,8 @@ func (s *Store) relevance(hits []search.Result, specific []term) (float64, []str
 		cs := s.chunkStems(&h.Record)
 		var shared []string
 		for _, t := range specific {
-			if cs.covers(t.stem) {
-				shared = append(shared, t.word)
+			if cs.Covers(t.Stem) {
+				shared = append(shared, t.Word)
 			}
 		}
 		cov := 0.0
@@ -314,11 +271,11 @@ func (s *Store) relevance(hits []search.Result, specific []term) (float64, []str
 
 // chunkStems returns the stems of a chunk (title, headings and text),
 // cached by chunk id: ids derive from the content, so they never go stale.
-func (s *Store) chunkStems(r *index.Record) *stemSet {
+func (s *Store) chunkStems(r *index.Record) *pattern.StemSet {
 	if v, ok := s.stemCache.Load(r.ID); ok {
-		return v.(*stemSet)
+		return v.(*pattern.StemSet)
 	}
-	st := newStemSet(stems(index.EmbedText(r)))
+	st := pattern.NewStemSet(pattern.Stems(driver.SearchText(r)))
 	if s.stemCount.Add(1) > 20000 {
 		s.stemCache.Clear()
 		s.stemCount.Store(0)

@@ -15,86 +15,36 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
-)
 
-func propParams(t *testing.T) *gopter.TestParameters {
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("RAGMEM_PROPERTY_SEED"); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("RAGMEM_PROPERTY_SEED: %v", err)
-		}
-		seed = v
-	}
-	t.Logf("property seed %d (replay with RAGMEM_PROPERTY_SEED=%d)", seed, seed)
-	p := gopter.DefaultTestParametersWithSeed(seed)
-	p.MinSuccessfulTests = 100
-	return p
-}
+	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/proptest"
+	"github.com/ragmem/ragmem/memory/internal/memtest"
+)
 
 func runProp(t *testing.T, name string, p gopter.Prop) {
 	t.Helper()
-	ps := gopter.NewProperties(propParams(t))
+	ps := gopter.NewProperties(proptest.Params(t, 100))
 	ps.Property(name, p)
 	ps.TestingRun(t)
 }
 
-var words = strings.Fields(`auth login oauth jwt token security password reset middleware express
-handler upload proxy timeout database schema migration sql cache queue deploy release test
-flaky scheduler api route config secret vault email notification payment implement add fix
-feature refactor structure pattern convention review quality planning code`)
+var (
+	agents    = memtest.Agents
+	allTags   = memtest.Tags
+	randWords = memtest.RandWords
+)
 
-var agents = []string{"developer", "planner", "tester", "reviewer", "security-bot", ""}
-
-var allTags = []string{"auth", "patterns", "code", "implementation", "testing", "quality", "planning", "structure",
-	"review", "standards", "failures", "conventions", "analysis", "validation", "database"}
-
-func randWords(r *rand.Rand, n int) string {
-	ws := make([]string, n)
-	for i := range ws {
-		ws[i] = words[r.Intn(len(words))]
-	}
-	return strings.Join(ws, " ")
-}
-
-// randPattern draws a whenToUse pattern of any kind.
-func randPattern(r *rand.Rand) string {
-	switch r.Intn(6) {
-	case 0:
-		return words[r.Intn(len(words))]
-	case 1:
-		return randWords(r, 1) + "|" + randWords(r, 1) + "|" + randWords(r, 1)
-	case 2:
-		return randWords(r, 1) + "*" + randWords(r, 1)
-	case 3:
-		return randWords(r, 1) + ".*" + randWords(r, 1)
-	case 4:
-		return "When " + randWords(r, 2+r.Intn(3))
-	default:
-		return randWords(r, 2)
-	}
-}
-
+// randFrontmatter draws a memory's frontmatter (memtest.RandFixture).
 func randFrontmatter(r *rand.Rand) Frontmatter {
-	fm := Frontmatter{
-		Title:        strings.ToUpper(randWords(r, 1)[:1]) + randWords(r, 1+r.Intn(5))[1:],
-		Importance:   Importance(1 + r.Intn(4)),
-		DiscoveredAt: testClock.Add(-time.Duration(r.Int63n(int64(30 * 24 * time.Hour)))).Add(time.Duration(r.Intn(3)) * time.Hour),
-		DiscoveredBy: agents[r.Intn(len(agents))],
-	}
-	for i := 1 + r.Intn(3); i > 0; i-- {
-		fm.WhenToUse = append(fm.WhenToUse, randPattern(r))
-	}
-	for i := r.Intn(5); i > 0; i-- {
-		fm.Tags = append(fm.Tags, allTags[r.Intn(len(allTags))])
-	}
-	if r.Intn(10) == 0 {
-		fm.DiscoveredAt = time.Time{}
+	f := memtest.RandFixture(r)
+	fm := Frontmatter{Title: f.Title, WhenToUse: f.WhenToUse, Tags: f.Tags, DiscoveredBy: f.By}
+	fm.Importance, _ = ParseImportance(f.Importance)
+	if f.Age != 0 {
+		fm.DiscoveredAt = memtest.Clock.Add(-f.Age)
 	}
 	return fm
 }
@@ -117,8 +67,8 @@ func TestPropertyScoreBounds(t *testing.T) {
 				m.Discoverers = append(m.Discoverers, agents[r.Intn(len(agents))])
 			}
 			agent := agents[r.Intn(len(agents))]
-			sc := ScoreContext{Task: randWords(r, r.Intn(40)), Agent: agent, AgentTags: append(DefaultAgentTags[agent], allTags[:r.Intn(len(allTags))]...)}
-			s := ScoreMemory(m, sc, testClock)
+			sc := scoreContext{Task: randWords(r, r.Intn(40)), Agent: agent, AgentTags: append(DefaultAgentTags[agent], allTags[:r.Intn(len(allTags))]...)}
+			s := scoreFor(m, sc, testClock)
 			parts := []struct {
 				v, lo, hi int
 				name      string
@@ -252,7 +202,7 @@ func TestPropertyAppendsKeepEarlierContent(t *testing.T) {
 				if res.Problem != nil {
 					return "written file does not parse: " + res.Problem.String()
 				}
-				want := strings.TrimRight(neutralizeBody(strings.Trim(cleanText(body), "\n")), " \t\n")
+				want := strings.TrimRight(neutralizeBody(strings.Trim(clean.Text(body), "\n")), " \t\n")
 				written[slug] = append(written[slug], want)
 				es, err := s.Entries(bg, slug)
 				if err != nil {

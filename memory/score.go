@@ -3,6 +3,9 @@ package memory
 import (
 	"strings"
 	"time"
+
+	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/memory/internal/pattern"
 )
 
 // DefaultAgentTags are the specialty tags of the seed's agents (seed 000,
@@ -36,24 +39,24 @@ type Score struct {
 	Total int `json:"total"`
 }
 
-// ScoreContext is what a memory is scored against. It is a plain value.
-type ScoreContext struct {
+// scoreContext is what a memory is scored against.
+type scoreContext struct {
 	Task      string
 	Agent     string
 	AgentTags []string // the agent's specialty tags
 }
 
-// ScoreMemory scores m for sc at time now (seed 000's table). The keyword
+// scoreFor scores m for sc at time now (seed 000's table). The keyword
 // and agent-tag rules follow the seed's worked examples where they differ
 // from its code: the examples count task words found in whenToUse as well
 // as in the title (Example 3: "auth" memory, 10 points for "implement" and
 // "feature"), and give 10 points for one shared specialty tag (Examples 1
 // and 3).
-func ScoreMemory(m *Memory, sc ScoreContext, now time.Time) Score {
-	return scoreMemory(m, analyze(sc.Task), sc, normTags(sc.AgentTags), now)
+func scoreFor(m *Memory, sc scoreContext, now time.Time) Score {
+	return scoreMemory(m, pattern.Analyze(sc.Task), sc, normTags(sc.AgentTags), now)
 }
 
-func scoreMemory(m *Memory, task []term, sc ScoreContext, agentTags map[string]bool, now time.Time) Score {
+func scoreMemory(m *Memory, task []pattern.Term, sc scoreContext, agentTags map[string]bool, now time.Time) Score {
 	var s Score
 	s.Importance = m.Importance.Points()
 	if !m.DiscoveredAt.IsZero() {
@@ -71,10 +74,10 @@ func scoreMemory(m *Memory, task []term, sc ScoreContext, agentTags map[string]b
 	}
 	matched := 0
 	for _, t := range task {
-		if len(t.word) < 2 {
+		if len(t.Word) < 2 {
 			continue
 		}
-		if strings.Contains(text, t.word) || (len([]rune(t.stem)) >= 4 && strings.Contains(text, t.stem)) {
+		if strings.Contains(text, t.Word) || (len([]rune(t.Stem)) >= 4 && strings.Contains(text, t.Stem)) {
 			matched++
 		}
 	}
@@ -110,11 +113,11 @@ func normTags(tags []string) map[string]bool {
 	out := map[string]bool{}
 	for _, t := range tags {
 		var parts []string
-		for _, a := range analyze(t) {
-			parts = append(parts, a.stem)
+		for _, a := range pattern.Analyze(t) {
+			parts = append(parts, a.Stem)
 		}
 		if len(parts) == 0 {
-			if l := strings.ToLower(cleanLine(t)); l != "" {
+			if l := strings.ToLower(clean.Line(t)); l != "" {
 				out[l] = true
 			}
 			continue

@@ -20,43 +20,44 @@ import (
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/wal"
+	"github.com/ragmem/ragmem/memory/internal/files"
+	"github.com/ragmem/ragmem/memory/internal/pattern"
 )
 
-// Attributes of the memory records in the index.
+// AttrDir is the attribute that names the memory directory (its absolute
+// path) on every index record of a memory: it keeps the memories of
+// different directories apart in one index. Servers leave it out of their
+// answers.
+const AttrDir = "memoryDir"
+
+// Attributes and document type of the memory records in the index (the
+// values persist in existing indexes).
 const (
-	AttrDir  = "memoryDir"  // absolute path of the memory directory
-	AttrSlug = "memorySlug" // the memory's slug (file name without .md)
-	AttrKind = "memoryKind" // KindContent or KindPattern (or a layer's kind)
-	// AttrPattern holds a natural-language pattern as written.
-	AttrPattern = "memoryPattern"
+	attrSlug    = "memorySlug"    // the memory's slug (file name without .md)
+	attrKind    = "memoryKind"    // recordContent or recordPattern
+	attrPattern = "memoryPattern" // a natural-language pattern as written
+
+	// docPattern is the document type of the records that index
+	// natural-language whenToUse patterns: matching metadata rather than
+	// memories, so they are kept apart from docType "memory" (not counted
+	// as memories, not returned by searches for memories).
+	docPattern = "memory-pattern"
+
+	recordContent = "content" // chunks of a memory file's bodies
+	recordPattern = "pattern" // one natural-language whenToUse pattern
 )
 
-// DocPattern is the document type of the records that index natural-language
-// whenToUse patterns: matching metadata rather than memories, so they are
-// kept apart from docType "memory" (not counted as memories, not returned
-// by searches for memories).
-const DocPattern = "memory-pattern"
-
-// Values of AttrKind.
-const (
-	RecordContent = "content" // chunks of a memory file's bodies
-	RecordPattern = "pattern" // one natural-language whenToUse pattern
-)
+// DefaultMaxMemories is how many memories Match selects by default.
+const DefaultMaxMemories = 5
 
 // Defaults of Options.
 const (
-	DefaultMaxMemories     = 5
-	DefaultRefreshInterval = time.Second
-	DefaultMaxFileBytes    = 1 << 20
-	DefaultMaxContentBytes = 64 << 10
-	DefaultRelevanceWeight = 10.0
-	// DefaultLexicalSemanticThreshold is the similarity at which a
-	// natural-language pattern fires with the offline lexical embedder
-	// (measured on the seeds' examples: see docs/memory.md).
-	DefaultLexicalSemanticThreshold = 0.3
-	// DefaultSemanticThreshold is used with other embedders. It is not
-	// measured here (no model is available offline); tune it for yours.
-	DefaultSemanticThreshold = 0.5
+	defaultRefreshInterval = time.Second
+	defaultMaxFileBytes    = 1 << 20
+	defaultMaxContentBytes = 64 << 10
+	defaultRelevanceWeight = 10.0
 )
 
 // Options configure Open. A nil *Options means all defaults. It is a plain
@@ -64,7 +65,7 @@ const (
 type Options struct {
 	// Index holds the memories for hybrid search: their contents are
 	// indexed there with docType "memory", their natural-language patterns
-	// with docType "memory-pattern" (DocPattern). Default nil: no
+	// with docType "memory-pattern". Default nil: no
 	// index, so natural-language patterns match by their words only,
 	// relevance is 0 and there are no weak matches.
 	Index *index.Index
@@ -118,7 +119,7 @@ type Memory struct {
 	// Hash is the SHA-256 of the file (hex, 32 characters).
 	Hash string `json:"hash"`
 
-	patterns []*Pattern
+	patterns []*pattern.Pattern
 	kwText   string          // lower-cased title, whenToUse and tags, for keyword points
 	tagSet   map[string]bool // normalised tags
 }
@@ -170,6 +171,7 @@ type Store struct {
 
 	refreshMu sync.Mutex // one refresh (and index reconciliation) at a time
 	lock      *dirLock   // one writer at a time, in this process and across processes
+	fs        wal.FS     // where writes go (tests inject failures)
 
 	mu          sync.RWMutex // guards the fields below
 	files       map[string]*fileState
@@ -211,33 +213,30 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 		o.AgentTags = DefaultAgentTags
 	}
 	if o.RefreshInterval == 0 {
-		o.RefreshInterval = DefaultRefreshInterval
+		o.RefreshInterval = defaultRefreshInterval
 	}
 	if o.MaxFileBytes <= 0 {
-		o.MaxFileBytes = DefaultMaxFileBytes
+		o.MaxFileBytes = defaultMaxFileBytes
 	}
 	if o.MaxContentBytes <= 0 {
-		o.MaxContentBytes = DefaultMaxContentBytes
+		o.MaxContentBytes = defaultMaxContentBytes
 	}
 	if o.MinCoverage <= 0 || o.MinCoverage > 1 {
-		o.MinCoverage = DefaultMinCoverage
+		o.MinCoverage = pattern.MinCoverage
 	}
 	if o.RelevanceWeight == 0 {
-		o.RelevanceWeight = DefaultRelevanceWeight
+		o.RelevanceWeight = defaultRelevanceWeight
 	}
 	if o.RelevanceWeight < 0 {
 		o.RelevanceWeight = 0
 	}
-	s := &Store{dir: dir, abs: abs, o: o, ix: o.Index, files: map[string]*fileState{}, lock: newDirLock(filepath.Join(abs, ".lock"))}
-	s.lexical = s.ix != nil && strings.HasPrefix(s.ix.Embedder().Identity(), "lexical")
+	s := &Store{dir: dir, abs: abs, o: o, ix: o.Index, files: map[string]*fileState{}, lock: newDirLock(filepath.Join(abs, ".lock")), fs: wal.OS{}}
+	s.lexical = pattern.Lexical(s.ix)
 	s.thresh = o.SemanticThreshold
 	if s.thresh <= 0 {
-		s.thresh = DefaultSemanticThreshold
-		if s.lexical {
-			s.thresh = DefaultLexicalSemanticThreshold
-		}
+		s.thresh = pattern.Threshold(s.ix)
 	}
-	removeStaleTemps(abs, time.Now())
+	wal.RemoveStaleTemps(abs, staleTempAge)
 	if _, err := s.Refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -251,8 +250,15 @@ func (s *Store) Dir() string { return s.dir }
 func (s *Store) Index() *index.Index { return s.ix }
 
 // Generation increases whenever the store sees a memory change (an Add, or
-// a file added, changed or removed on disk). Caches key on it.
-func (s *Store) Generation() uint64 { return s.gen.Load() }
+// a file added, changed or removed on disk); the directory is checked first
+// when the store's view is older than Options.RefreshInterval. Caches key
+// on it.
+func (s *Store) Generation(ctx context.Context) (uint64, error) {
+	if err := s.maybeRefresh(ctx); err != nil {
+		return 0, err
+	}
+	return s.gen.Load(), nil
+}
 
 // Problem is an invalid file, skipped. It is a plain value.
 type Problem struct {
@@ -275,8 +281,8 @@ type RefreshReport struct {
 	Reindexed int       `json:"reindexed"` // memories (re)indexed
 }
 
-// Any reports whether any memory was added, changed or removed.
-func (r RefreshReport) Any() bool {
+// changed reports whether any memory was added, changed or removed.
+func (r RefreshReport) changed() bool {
 	return len(r.Added)+len(r.Changed)+len(r.Removed) > 0
 }
 
@@ -414,7 +420,7 @@ func (s *Store) refreshLocked(ctx context.Context, auto bool) (RefreshReport, er
 	s.lastRefresh = time.Now()
 	s.dirErr = nil
 	s.mu.Unlock()
-	if rep.Any() {
+	if rep.changed() {
 		s.gen.Add(1)
 	}
 	if s.ix == nil {
@@ -463,7 +469,7 @@ func (s *Store) readFile(slug string, info os.FileInfo) *fileState {
 		st.hash = fmt.Sprintf("size:%d:%d", info.Size(), info.ModTime().UnixNano())
 		return st
 	}
-	data, _, err := readRegular(path, s.o.MaxFileBytes)
+	data, _, err := files.Read(path, s.o.MaxFileBytes)
 	switch {
 	case errors.Is(err, ErrNotRegular):
 		st.problem = &ParseError{File: name, Msg: "is not a regular file (links, pipes and devices are not read); copy the file into the memory directory"}
@@ -474,7 +480,7 @@ func (s *Store) readFile(slug string, info os.FileInfo) *fileState {
 		st.hash = fmt.Sprintf("size:%d:%d", info.Size(), info.ModTime().UnixNano())
 		return st
 	case err != nil:
-		st.problem = &ParseError{File: name, Msg: "cannot be read: " + pathless(err)}
+		st.problem = &ParseError{File: name, Msg: "cannot be read: " + files.Pathless(err)}
 		return st
 	}
 	st.size = int64(len(data))
@@ -568,7 +574,7 @@ func mergeEntries(es []Entry) (*Memory, error) {
 		m.WhenToUse = m.WhenToUse[:MaxPatterns]
 	}
 	for _, w := range m.WhenToUse {
-		p, err := CompilePattern(w)
+		p, err := compilePattern(w)
 		if err != nil {
 			return nil, err
 		}
@@ -614,7 +620,7 @@ func (s *Store) Problems() []Problem {
 func (s *Store) Get(ctx context.Context, name string) (Memory, error) {
 	slug := strings.TrimSuffix(name, ".md")
 	if !validName(slug) {
-		return Memory{}, fmt.Errorf("%w: %q is not a memory name", ErrInvalid, clip(name, 80))
+		return Memory{}, fmt.Errorf("%w: %q is not a memory name", ErrInvalid, clean.Clip(name, 80))
 	}
 	if err := s.maybeRefresh(ctx); err != nil {
 		return Memory{}, err
@@ -638,7 +644,7 @@ func (s *Store) Entries(ctx context.Context, name string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, _, err := readRegular(m.Path, s.o.MaxFileBytes)
+	data, _, err := files.Read(m.Path, s.o.MaxFileBytes)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			s.invalidate()
@@ -648,7 +654,7 @@ func (s *Store) Entries(ctx context.Context, name string) ([]Entry, error) {
 			s.invalidate()
 			return nil, err
 		}
-		return nil, fmt.Errorf("memory: read %s: %s", m.Slug, pathless(err))
+		return nil, fmt.Errorf("memory: read %s: %s", m.Slug, files.Pathless(err))
 	}
 	es, err := ParseFile(data)
 	if err != nil {
@@ -669,7 +675,7 @@ func (s *Store) Entries(ctx context.Context, name string) ([]Entry, error) {
 func (s *Store) Raw(ctx context.Context, name string) ([]byte, error) {
 	slug := strings.TrimSuffix(name, ".md")
 	if !validName(slug) {
-		return nil, fmt.Errorf("%w: %q is not a memory name", ErrInvalid, clip(name, 80))
+		return nil, fmt.Errorf("%w: %q is not a memory name", ErrInvalid, clean.Clip(name, 80))
 	}
 	if err := s.maybeRefresh(ctx); err != nil {
 		return nil, err
@@ -680,7 +686,7 @@ func (s *Store) Raw(ctx context.Context, name string) ([]byte, error) {
 	if st == nil {
 		return nil, fmt.Errorf("%w: no memory %q in %s", ErrNotFound, slug, s.dir)
 	}
-	data, _, err := readRegular(filepath.Join(s.abs, slug+".md"), s.o.MaxFileBytes)
+	data, _, err := files.Read(filepath.Join(s.abs, slug+".md"), s.o.MaxFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		s.invalidate()
 		return nil, fmt.Errorf("%w: %s was removed", ErrNotFound, slug)
@@ -689,7 +695,7 @@ func (s *Store) Raw(ctx context.Context, name string) ([]byte, error) {
 		return nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("memory: read %s: %s", slug, pathless(err))
+		return nil, fmt.Errorf("memory: read %s: %s", slug, files.Pathless(err))
 	}
 	return data, nil
 }
@@ -699,118 +705,6 @@ func (s *Store) invalidate() {
 	s.mu.Lock()
 	s.lastRefresh = time.Time{}
 	s.mu.Unlock()
-}
-
-// NewMemory is a memory to write. It is a plain value.
-type NewMemory struct {
-	Frontmatter
-	// Content is the Markdown body.
-	Content string `json:"content"`
-}
-
-// AddResult says what Add wrote. It is a plain value.
-type AddResult struct {
-	Memory Memory `json:"memory"`
-	// Appended is true when the slug existed and the entry was appended
-	// after a "---" separator.
-	Appended bool `json:"appended"`
-	// Problem is set when the file (as it was, with the new entry
-	// appended) does not parse, so the memory is not used until the file is
-	// fixed; the new entry is saved all the same.
-	Problem *Problem `json:"problem,omitempty"`
-}
-
-// Add writes a memory (seed 001, appendMemory). The file is
-// <dir>/<Slugify(title)>.md; when it exists, the new entry is appended
-// after a "---" separator and nothing earlier is changed (append-only). The
-// file is replaced atomically (temporary file, fsync, rename, fsync of the
-// directory) under a lock shared with other processes. DiscoveredAt
-// defaults to now and Importance to medium; Title, WhenToUse and Content
-// are required. With an index, the memory is indexed before Add returns; an
-// index failure is logged and retried by the next refresh, and does not fail
-// the write.
-func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
-	fm := nm.Frontmatter
-	if err := validateFrontmatter(&fm); err != nil {
-		return AddResult{}, err
-	}
-	body := cleanText(nm.Content)
-	if strings.TrimSpace(body) == "" {
-		return AddResult{}, fmt.Errorf("%w: content is empty", ErrInvalid)
-	}
-	if len(body) > s.o.MaxContentBytes {
-		return AddResult{}, fmt.Errorf("%w: content is %d bytes; the limit is %d", ErrTooLarge, len(body), s.o.MaxContentBytes)
-	}
-	if fm.DiscoveredAt.IsZero() {
-		fm.DiscoveredAt = s.o.Now().UTC().Truncate(time.Second)
-	}
-	if err := ctx.Err(); err != nil {
-		return AddResult{}, err
-	}
-	slug := Slugify(fm.Title)
-	entry := FormatEntry(fm, body)
-	path := filepath.Join(s.abs, slug+".md")
-
-	if err := os.MkdirAll(s.abs, 0o700); err != nil {
-		return AddResult{}, fmt.Errorf("memory: create the memory directory: %s", pathless(err))
-	}
-	var res AddResult
-	var data []byte
-	err := s.lock.with(ctx, func() error {
-		old, fi, err := readRegular(path, s.o.MaxFileBytes)
-		perm := os.FileMode(0o600)
-		switch {
-		case err == nil:
-			perm = fi.Mode().Perm()
-			sep := Separator
-			if strings.HasSuffix(string(old), "\n") {
-				sep = Separator[1:]
-			}
-			data = make([]byte, 0, len(old)+len(sep)+len(entry))
-			data = append(append(append(data, old...), sep...), entry...)
-			res.Appended = true
-		case errors.Is(err, os.ErrNotExist):
-			data = entry
-		case errors.Is(err, ErrNotRegular):
-			return fmt.Errorf("%w; the memory %s was not written", err, slug)
-		case errors.Is(err, ErrTooLarge):
-			return fmt.Errorf("%w: %s.md is larger than %d bytes; nothing can be appended to it", ErrTooLarge, slug, s.o.MaxFileBytes)
-		default:
-			return fmt.Errorf("memory: read %s: %s", slug, pathless(err))
-		}
-		if int64(len(data)) > s.o.MaxFileBytes {
-			return fmt.Errorf("%w: appending would make %s.md %d bytes; the limit is %d", ErrTooLarge, slug, len(data), s.o.MaxFileBytes)
-		}
-		return writeFileAtomic(path, data, perm)
-	})
-	if err != nil {
-		return AddResult{}, err
-	}
-	info, err := os.Lstat(path)
-	if err != nil {
-		return AddResult{}, fmt.Errorf("memory: stat %s: %s", slug, pathless(err))
-	}
-	s.refreshMu.Lock()
-	defer s.refreshMu.Unlock()
-	st := s.parseState(slug, data, &fileState{size: info.Size(), mtime: info.ModTime()})
-	s.mu.Lock()
-	s.files[slug] = st
-	s.mu.Unlock()
-	s.gen.Add(1)
-	if st.mem == nil {
-		p := Problem{File: st.problem.File, Line: st.problem.Line, Msg: st.problem.Msg}
-		res.Problem = &p
-		res.Memory = Memory{Slug: slug, Path: path, URL: fileURL(path), Frontmatter: fm, Entries: 1, Size: info.Size(), ModTime: info.ModTime(), Hash: st.hash}
-		return res, nil
-	}
-	res.Memory = *st.mem
-	if s.ix != nil {
-		if _, err := s.reconcile(ctx, nil); err != nil {
-			s.o.Logger.Warn("memory: indexing the new memory failed; the next refresh retries", "slug", slug, "err", err)
-			s.invalidate()
-		}
-	}
-	return res, nil
 }
 
 // reconcile brings the index in line with the files: removed and invalid
@@ -844,7 +738,7 @@ func (s *Store) reconcile(ctx context.Context, removed []string) (int, error) {
 	if swept && len(todo) == 0 && len(gone) == 0 {
 		return 0, nil
 	}
-	recs, err := s.ix.Records(ctx, index.Filter{DocTypes: []string{index.DocMemory, DocPattern}, Attrs: map[string]string{AttrDir: s.abs}})
+	recs, err := s.ix.Records(ctx, index.Filter{DocTypes: []string{index.DocMemory, docPattern}, Attrs: map[string]string{AttrDir: s.abs}})
 	if err != nil {
 		return 0, err
 	}
@@ -857,13 +751,13 @@ func (s *Store) reconcile(ctx context.Context, removed []string) (int, error) {
 	have := map[string]*held{}
 	for i := range recs {
 		r := &recs[i]
-		slug := r.Attrs[AttrSlug]
+		slug := r.Attrs[attrSlug]
 		h := have[slug]
 		if h == nil {
 			h = &held{}
 			have[slug] = h
 		}
-		if r.Attrs[AttrKind] == RecordPattern {
+		if r.Attrs[attrKind] == recordPattern {
 			h.patternHash = r.ContentHash
 			h.patternIDs = append(h.patternIDs, r.ID)
 		} else {
@@ -960,7 +854,7 @@ func dedupe(ss []string) []string {
 // Markdown document, and one record per natural-language pattern with the
 // hash of the set.
 func (s *Store) memoryRecords(m *Memory) (index.Document, []index.Record, string, error) {
-	data, _, err := readRegular(m.Path, s.o.MaxFileBytes)
+	data, _, err := files.Read(m.Path, s.o.MaxFileBytes)
 	if err != nil {
 		return index.Document{}, nil, "", err
 	}
@@ -980,14 +874,14 @@ func (s *Store) memoryRecords(m *Memory) (index.Document, []index.Record, string
 	}
 	doc := index.Document{
 		SourceURL: m.URL, Title: m.Title, Content: content, Format: chunk.Markdown, DocType: index.DocMemory,
-		Attrs: map[string]string{AttrDir: s.abs, AttrSlug: m.Slug, AttrKind: RecordContent},
+		Attrs: map[string]string{AttrDir: s.abs, attrSlug: m.Slug, attrKind: recordContent},
 	}
-	var parts []*nlPart
+	var parts []*pattern.Phrase
 	seen := map[string]bool{}
 	for _, p := range m.patterns {
-		for _, np := range p.nl {
-			if np.text != "" && !seen[np.text] {
-				seen[np.text] = true
+		for _, np := range p.Phrases() {
+			if np.Text != "" && !seen[np.Text] {
+				seen[np.Text] = true
 				parts = append(parts, np)
 			}
 		}
@@ -995,9 +889,9 @@ func (s *Store) memoryRecords(m *Memory) (index.Document, []index.Record, string
 	src := m.URL + patternFragment
 	h := sha256.New()
 	for _, np := range parts {
-		h.Write([]byte(np.raw))
+		h.Write([]byte(np.Raw))
 		h.Write([]byte{0})
-		h.Write([]byte(np.text))
+		h.Write([]byte(np.Text))
 		h.Write([]byte{0})
 	}
 	hash := hex.EncodeToString(h.Sum(nil)[:16])
@@ -1007,13 +901,13 @@ func (s *Store) memoryRecords(m *Memory) (index.Document, []index.Record, string
 		recs[i] = index.Record{
 			ID:          index.ChunkID(src, hash, i),
 			SourceURL:   src,
-			Content:     np.text,
-			DocType:     DocPattern,
+			Content:     np.Text,
+			DocType:     docPattern,
 			Position:    i,
-			End:         len(np.text),
-			Tokens:      counter.Count(np.text),
+			End:         len(np.Text),
+			Tokens:      counter.Count(np.Text),
 			ContentHash: hash,
-			Attrs:       map[string]string{AttrDir: s.abs, AttrSlug: m.Slug, AttrKind: RecordPattern, AttrPattern: np.raw},
+			Attrs:       map[string]string{AttrDir: s.abs, attrSlug: m.Slug, attrKind: recordPattern, attrPattern: np.Raw},
 		}
 	}
 	return doc, recs, hash, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/wal"
 )
 
 func newMem(title string, when ...string) NewMemory {
@@ -21,7 +22,7 @@ func newMem(title string, when ...string) NewMemory {
 
 func memorySources(t *testing.T, s *Store) map[string]index.SourceInfo {
 	t.Helper()
-	srcs, _, err := s.Index().Sources(bg, index.Filter{DocTypes: []string{index.DocMemory, DocPattern}, Attrs: map[string]string{AttrDir: s.abs}}, 0, 0)
+	srcs, _, err := s.Index().Sources(bg, index.Filter{DocTypes: []string{index.DocMemory, docPattern}, Attrs: map[string]string{AttrDir: s.abs}}, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +76,8 @@ func TestAddAppendsAndIndexes(t *testing.T) {
 	if err != nil || len(es) != 2 || es[1].Body != "# Retry flaky uploads!\n\nBody of Retry flaky uploads!." {
 		t.Fatalf("entries %+v %v", es, err)
 	}
-	if si := memorySources(t, s)[m.URL+patternFragment]; si.Chunks != 2 || si.DocType != DocPattern {
-		t.Errorf("patterns indexed: %d of type %q, want 2 of type %q", si.Chunks, si.DocType, DocPattern)
+	if si := memorySources(t, s)[m.URL+patternFragment]; si.Chunks != 2 || si.DocType != docPattern {
+		t.Errorf("patterns indexed: %d of type %q, want 2 of type %q", si.Chunks, si.DocType, docPattern)
 	}
 	if st, _ := s.Index().Stats(bg); st.MemoryCount != 1 {
 		t.Errorf("index counts %d memories, want 1", st.MemoryCount)
@@ -93,6 +94,7 @@ func TestAddValidates(t *testing.T) {
 		{Frontmatter: Frontmatter{Title: "t"}},
 		{Frontmatter: Frontmatter{Title: "t", WhenToUse: []string{"a"}, Importance: 9}},
 		{Frontmatter: Frontmatter{Title: strings.Repeat("t", 300), WhenToUse: []string{"a"}}},
+		{Frontmatter: Frontmatter{Title: "t", WhenToUse: []string{"a"}}, Content: " \x00\r\n "},
 	} {
 		if _, err := s.Add(bg, nm); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%+v: err %v, want ErrInvalid", nm.Frontmatter, err)
@@ -119,9 +121,9 @@ func TestRefreshFollowsTheDirectory(t *testing.T) {
 	if n := len(memorySources(t, s)); n != 7 { // 4 contents + 3 sets of natural-language patterns
 		t.Fatalf("%d sources indexed", n)
 	}
-	gen := s.Generation()
+	gen := s.gen.Load()
 	rep, err := s.Refresh(bg)
-	if err != nil || rep.Any() || s.Generation() != gen {
+	if err != nil || rep.changed() || s.gen.Load() != gen {
 		t.Fatalf("refresh of an unchanged directory: %+v %v", rep, err)
 	}
 	// Change one file (same size and time would not hide it: it was
@@ -152,7 +154,7 @@ func TestRefreshFollowsTheDirectory(t *testing.T) {
 	if len(rep.Problems) != 1 || rep.Problems[0].File != "broken.md" || rep.Problems[0].Line != 4 {
 		t.Fatalf("problems %+v", rep.Problems)
 	}
-	if s.Generation() == gen {
+	if s.gen.Load() == gen {
 		t.Error("generation did not move")
 	}
 	srcs := memorySources(t, s)
@@ -240,6 +242,48 @@ func TestNamesCannotEscape(t *testing.T) {
 	}
 }
 
+// crashFS fails a write at one step, as a crash or an I/O error would:
+// "write" and "sync" of the temporary file, or "rename" over the target.
+type crashFS struct {
+	wal.OS
+	step string
+	err  error
+}
+
+func (c *crashFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+	f, err := c.OS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &crashFile{File: f, fs: c}, nil
+}
+
+func (c *crashFS) Rename(o, n string) error {
+	if c.step == "rename" {
+		return c.err
+	}
+	return c.OS.Rename(o, n)
+}
+
+type crashFile struct {
+	wal.File
+	fs *crashFS
+}
+
+func (f *crashFile) Write(b []byte) (int, error) {
+	if f.fs.step == "write" {
+		return 0, f.fs.err
+	}
+	return f.File.Write(b)
+}
+
+func (f *crashFile) Sync() error {
+	if f.fs.step == "sync" {
+		return f.fs.err
+	}
+	return f.File.Sync()
+}
+
 // A crash at any step of a write leaves the file as it was (and no
 // temporary file in the listing); the store keeps working afterwards.
 func TestWriteIsCrashSafe(t *testing.T) {
@@ -255,14 +299,9 @@ func TestWriteIsCrashSafe(t *testing.T) {
 	before, _ := os.ReadFile(r.Memory.Path)
 	crash := errors.New("simulated crash")
 	for _, step := range []string{"write", "sync", "rename"} {
-		crashHook = func(s string) error {
-			if s == step {
-				return crash
-			}
-			return nil
-		}
+		s.fs = &crashFS{step: step, err: crash}
 		_, err := s.Add(bg, newMem("Crash target", "crash again"))
-		crashHook = nil
+		s.fs = wal.OS{}
 		if !errors.Is(err, crash) {
 			t.Fatalf("step %s: err %v", step, err)
 		}
@@ -272,7 +311,7 @@ func TestWriteIsCrashSafe(t *testing.T) {
 		}
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
-			if strings.Contains(e.Name(), tmpMarker) {
+			if strings.HasSuffix(e.Name(), ".tmp") {
 				t.Errorf("step %s: temporary file %s left", step, e.Name())
 			}
 		}
@@ -318,7 +357,7 @@ func TestConcurrentAppends(t *testing.T) {
 
 func TestStaleTempsAreRemoved(t *testing.T) {
 	dir := t.TempDir()
-	old := filepath.Join(dir, ".x.md"+tmpMarker+"abc")
+	old := filepath.Join(dir, ".x.md.0123456789ab.tmp")
 	if err := os.WriteFile(old, []byte("torn"), 0o600); err != nil {
 		t.Fatal(err)
 	}

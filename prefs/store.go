@@ -16,11 +16,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/clean"
 )
 
 // SourceURL is the source every preference is stored under.
@@ -76,28 +76,13 @@ func newID() string {
 	return "pref_" + hex.EncodeToString(b[:])
 }
 
-// cleanContent normalises a statement: valid UTF-8, no control or format
-// characters, single spaces, trimmed.
-func cleanContent(s string) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "")
-	}
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			return ' '
-		}
-		return r
-	}, s)
-	return strings.Join(strings.Fields(s), " ")
-}
-
 // Add stores a preference. Adding a statement equal (ignoring case and
 // spacing) to an existing one of the same type returns the existing one.
 func (s *Store) Add(ctx context.Context, t Type, content string) (Preference, error) {
 	if _, err := ParseType(string(t)); err != nil {
 		return Preference{}, err
 	}
-	content = cleanContent(content)
+	content = clean.Line(content)
 	if content == "" {
 		return Preference{}, ErrEmpty
 	}
@@ -242,7 +227,7 @@ func Format(ps []Preference, budgetTokens int, c budget.Counter) string {
 	sort.SliceStable(sorted, func(i, j int) bool { return typeOrder[sorted[i].Type] < typeOrder[sorted[j].Type] })
 	var b strings.Builder
 	for _, p := range sorted {
-		line := cleanContent(p.Content)
+		line := clean.Line(p.Content)
 		if line == "" {
 			continue
 		}

@@ -1,11 +1,10 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
+
+	"github.com/ragmem/ragmem/internal/jsonbody"
 )
 
 // Errors of the server package.
@@ -24,44 +23,39 @@ var (
 	ErrRouteConflict = errors.New("server: route conflicts with a registered route")
 )
 
-// Error codes of the JSON error body {"error": {"code", "message"}}.
+// Error codes of the JSON error body {"error": {"code", "message"}}: the
+// vocabulary internal/jsonbody holds for every ragmem HTTP handler.
 const (
-	CodeBadRequest       = "bad_request"
-	CodeInvalidJSON      = "invalid_json"
-	CodeUnauthorized     = "unauthorized"
-	CodeForbidden        = "forbidden"
-	CodeOriginNotAllowed = "origin_not_allowed"
-	CodeHostNotAllowed   = "host_not_allowed"
-	CodeNotFound         = "not_found"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeTooLarge         = "payload_too_large"
-	CodeUnsupportedMedia = "unsupported_media_type"
-	CodeNoContent        = "no_content"
-	CodeTooComplex       = "page_too_complex"
-	CodeTooManyChunks    = "too_many_chunks"
-	CodeQuotaExceeded    = "quota_exceeded"
-	CodeDiskFull         = "insufficient_storage"
-	CodeConflict         = "conflict"
-	CodeRateLimited      = "rate_limited"
-	CodeQueueFull        = "queue_full"
-	CodeUnavailable      = "unavailable"
-	CodeInternal         = "internal"
+	CodeBadRequest       = jsonbody.CodeBadRequest
+	CodeInvalidJSON      = jsonbody.CodeInvalidJSON
+	CodeUnauthorized     = jsonbody.CodeUnauthorized
+	CodeForbidden        = jsonbody.CodeForbidden
+	CodeOriginNotAllowed = jsonbody.CodeOriginNotAllowed
+	CodeHostNotAllowed   = jsonbody.CodeHostNotAllowed
+	CodeNotFound         = jsonbody.CodeNotFound
+	CodeMethodNotAllowed = jsonbody.CodeMethodNotAllowed
+	CodeTooLarge         = jsonbody.CodeTooLarge
+	CodeUnsupportedMedia = jsonbody.CodeUnsupportedMedia
+	CodeNoContent        = jsonbody.CodeNoContent
+	CodeTooComplex       = jsonbody.CodeTooComplex
+	CodeTooManyChunks    = jsonbody.CodeTooManyChunks
+	CodeQuotaExceeded    = jsonbody.CodeQuotaExceeded
+	CodeDiskFull         = jsonbody.CodeDiskFull
+	CodeConflict         = jsonbody.CodeConflict
+	CodeRateLimited      = jsonbody.CodeRateLimited
+	CodeQueueFull        = jsonbody.CodeQueueFull
+	CodeUnavailable      = jsonbody.CodeUnavailable
+	CodeInternal         = jsonbody.CodeInternal
 )
 
-// ErrorBody is the JSON body of every error response.
-// It is a plain value.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
+// ErrorBody is the JSON body of every error response (internal/jsonbody's
+// envelope, shared with the agent-memory endpoints). It is a plain value.
+type ErrorBody = jsonbody.ErrorBody
 
 // ErrorDetail describes an error: a stable machine-readable code, a message
-// for people, and the request id to quote in a bug report.
-// It is a plain value.
-type ErrorDetail struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	RequestID string `json:"requestId,omitempty"`
-}
+// for people, and the request id to quote in a bug report. It is a plain
+// value.
+type ErrorDetail = jsonbody.ErrorDetail
 
 // apiError is an error with its HTTP status and code.
 type apiError struct {
@@ -87,7 +81,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, status int, code, messag
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ragmem"`)
 	}
-	writeJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: message, RequestID: id}})
+	jsonbody.WriteError(w, status, code, message, id)
 }
 
 func writeAPIError(w http.ResponseWriter, r *http.Request, e *apiError) {
@@ -95,22 +89,6 @@ func writeAPIError(w http.ResponseWriter, r *http.Request, e *apiError) {
 }
 
 // WriteJSON writes v as JSON with status.
-func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
+func WriteJSON(w http.ResponseWriter, status int, v any) { jsonbody.Write(w, status, v) }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(v)
-	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"error":{"code":"internal","message":"response could not be encoded"}}`)
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(b)+1))
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { jsonbody.Write(w, status, v) }

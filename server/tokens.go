@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ragmem/ragmem/internal/wal"
 )
 
 // TokenFileName is the name of the token file in the data directory.
@@ -72,8 +75,8 @@ func readTokens(path string) (tokenFile, error) {
 	return tf, nil
 }
 
-// writeTokens writes the file atomically with mode 0600: temporary file,
-// fsync, rename, fsync of the directory.
+// writeTokens writes the file atomically with mode 0600 (internal/wal:
+// temporary file, fsync, rename, fsync of the directory).
 func writeTokens(path string, tf tokenFile) error {
 	tf.Version = 1
 	sort.Slice(tf.Tokens, func(i, j int) bool { return tf.Tokens[i].Namespace < tf.Tokens[j].Namespace })
@@ -81,40 +84,13 @@ func writeTokens(path string, tf tokenFile) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".tokens-*.tmp")
-	if err != nil {
+	return wal.WriteFile(wal.OS{}, path, &wal.WriteOptions{Shared: true}, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
 		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	})
 }
 
 // EnsureToken returns the main token of the data directory, creating the

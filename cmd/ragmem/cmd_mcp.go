@@ -16,11 +16,11 @@ import (
 // here, streamable HTTP in `serve --mcp`) all build it here, so a tool set
 // registered below is served everywhere: add more tools with
 // mcp.AddTool(srv.MCP(), ...). With mem, the agent-memory tools remember and
-// recall_memories are served too.
-func newMCPServer(eng *rag.Engine, readOnly bool, mem *memory.Store) *mcpserver.Server {
+// recall_memories are served too, and extract_memory with llm.
+func newMCPServer(eng *rag.Engine, readOnly bool, mem *memory.Store, llm *rag.LLM) *mcpserver.Server {
 	srv := mcpserver.New(eng, &mcpserver.Options{ReadOnly: readOnly, Logger: slog.Default()})
 	if mem != nil {
-		memmcp.Register(srv.MCP(), mem, &memmcp.Options{ReadOnly: readOnly})
+		memmcp.Register(srv.MCP(), mem, &memmcp.Options{ReadOnly: readOnly, LLM: llm})
 	}
 	return srv
 }
@@ -34,7 +34,8 @@ func newMCPCmd(g *globals) *cobra.Command {
 		Long: "Serve the memory over MCP on stdin/stdout until the client disconnects. MCP clients (Claude Desktop,\n" +
 			"IDEs, agent frameworks) start it as a subprocess; see the README for the configuration snippet.\n\n" +
 			"Tools: search_memory, get_context, list_sources, list_preferences, recall_memories, and unless\n" +
-			"--read-only also index_text, forget_source, add_preference, remove_preference and remember.\n" +
+			"--read-only also index_text, forget_source, add_preference, remove_preference and remember, and\n" +
+			"extract_memory when $RAGMEM_LLM_MODEL names a chat model (on --base-url, with --api-key).\n" +
 			"The agent memories are those of --memories (default $RAGMEM_MEMORIES, else <data dir>/memories).\n\n" +
 			"The store is locked while the server runs: other ragmem commands on the same --dir fail with\n" +
 			"\"store is locked\" until it stops.\n" +
@@ -43,7 +44,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withIndexedMemories(cmd.Context(), mf, func(eng *rag.Engine, mem *memory.Store) error {
-				err := newMCPServer(eng, readOnly, mem).Run(cmd.Context(), &mcp.StdioTransport{})
+				err := newMCPServer(eng, readOnly, mem, g.chatLLM()).Run(cmd.Context(), &mcp.StdioTransport{})
 				if cmd.Context().Err() != nil {
 					return nil // interrupted: a normal way to stop
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/memory/extraction"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -338,7 +339,7 @@ func printMatch(w io.Writer, n int, m memory.Match) {
 }
 
 func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
-	var in memory.ExtractionInput
+	var in extraction.Input
 	var model string
 	var dryRun, asJSON bool
 	cmd := &cobra.Command{
@@ -352,7 +353,7 @@ func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if model == "" {
-				model = os.Getenv("RAGMEM_LLM_MODEL")
+				model = os.Getenv(llmModelEnv)
 			}
 			if model == "" {
 				return errors.New("no model: give --model (or set $RAGMEM_LLM_MODEL)")
@@ -374,9 +375,9 @@ func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				return fmt.Errorf("the agent output is larger than %d bytes", maxStdinBytes)
 			}
 			in.AgentOutput = string(b)
-			llm := memory.LLM{Client: openai.NewClientWithConfig(g.openAIConfig()), Model: model}
+			llm := rag.LLM{Client: openai.NewClientWithConfig(g.openAIConfig()), Model: model}
 			return g.withIndexedMemories(cmd.Context(), mf, func(_ *rag.Engine, st *memory.Store) error {
-				x, err := memory.NewExtractor(llm, st, &memory.ExtractorOptions{DryRun: dryRun, Logger: slog.Default()})
+				x, err := extraction.New(llm, st, &extraction.Options{DryRun: dryRun, Logger: slog.Default()})
 				if err != nil {
 					return err
 				}
@@ -418,6 +419,21 @@ func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
 	_ = cmd.MarkFlagRequired("agent")
 	_ = cmd.MarkFlagRequired("task")
 	return cmd
+}
+
+// llmModelEnv names the chat model of memory extraction: the default of
+// `memory extract --model`, and what turns extraction on in `serve`
+// (POST /v1/memories/extract) and `mcp` (the tool extract_memory).
+const llmModelEnv = "RAGMEM_LLM_MODEL"
+
+// chatLLM is the chat model of $RAGMEM_LLM_MODEL on the chat server of
+// openAIConfig, or nil when the variable is not set.
+func (g *globals) chatLLM() *rag.LLM {
+	model := strings.TrimSpace(os.Getenv(llmModelEnv))
+	if model == "" {
+		return nil
+	}
+	return &rag.LLM{Client: openai.NewClientWithConfig(g.openAIConfig()), Model: model}
 }
 
 // openAIConfig is the chat client configuration: --base-url, else

@@ -235,7 +235,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 			return nil, err
 		}
 		return memoriesOf(r, eng)
-	}, &memhttp.Options{WriteError: server.WriteError, Fail: srv.Fail, Logger: log})
+	}, &memhttp.Options{WriteError: server.WriteError, Fail: srv.Fail, Logger: log, LLM: g.chatLLM()})
 	for _, p := range []string{memhttp.DefaultPrefix, memhttp.DefaultPrefix + "/"} {
 		if err := srv.Handle(p, mem); err != nil {
 			_ = srv.Close()
@@ -243,7 +243,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		}
 	}
 	if f.mcp {
-		if err := srv.Handle("/mcp", newMCPMount(srv, f.mcpReadOnly, memoriesOf)); err != nil {
+		if err := srv.Handle("/mcp", newMCPMount(srv, f.mcpReadOnly, g.chatLLM(), memoriesOf)); err != nil {
 			_ = srv.Close()
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 type mcpMount struct {
 	srv      *server.Server
 	readOnly bool
+	llm      *rag.LLM                                                // extract_memory's chat model (nil: none)
 	memories func(*http.Request, *rag.Engine) (*memory.Store, error) // the namespace's agent memories
 
 	mu       sync.Mutex
@@ -30,8 +31,8 @@ type mcpMount struct {
 // once the bound is reached (its MCP sessions end; clients re-initialize).
 const maxMCPHandlers = 64
 
-func newMCPMount(srv *server.Server, readOnly bool, memories func(*http.Request, *rag.Engine) (*memory.Store, error)) *mcpMount {
-	return &mcpMount{srv: srv, readOnly: readOnly, memories: memories, handlers: map[*rag.Engine]http.Handler{}}
+func newMCPMount(srv *server.Server, readOnly bool, llm *rag.LLM, memories func(*http.Request, *rag.Engine) (*memory.Store, error)) *mcpMount {
+	return &mcpMount{srv: srv, readOnly: readOnly, llm: llm, memories: memories, handlers: map[*rag.Engine]http.Handler{}}
 }
 
 func (m *mcpMount) handler(eng *rag.Engine, mem *memory.Store) http.Handler {
@@ -40,7 +41,7 @@ func (m *mcpMount) handler(eng *rag.Engine, mem *memory.Store) http.Handler {
 	if h, ok := m.handlers[eng]; ok {
 		return h
 	}
-	h := newMCPServer(eng, m.readOnly, mem).HTTPHandler(nil)
+	h := newMCPServer(eng, m.readOnly, mem, m.llm).HTTPHandler(nil)
 	m.handlers[eng] = h
 	m.order = append(m.order, eng)
 	if len(m.order) > maxMCPHandlers {

@@ -357,23 +357,10 @@ func init() {
 // are searched together with the text (one field, as Lucene baselines do),
 // and on their own in the title field when the mapping has one.
 func bleveDoc(r *driver.Record) map[string]any {
-	var b strings.Builder
-	b.Grow(len(r.Title) + len(r.Content) + 64)
-	if r.Title != "" {
-		b.WriteString(r.Title)
-		b.WriteString("\n")
-	}
-	for _, h := range r.HeadingPath {
-		if h != r.Title {
-			b.WriteString(h)
-			b.WriteString("\n")
-		}
-	}
-	title := b.String()
-	b.WriteString(r.Content)
+	body := driver.SearchText(r)
 	return map[string]any{
-		fieldBody:    b.String(),
-		fieldTitle:   title,
+		fieldBody:    body,
+		fieldTitle:   body[:len(body)-len(r.Content)],
 		fieldSource:  r.SourceURL,
 		fieldDocType: r.DocType,
 	}

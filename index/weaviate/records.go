@@ -66,25 +66,6 @@ func terms(text string) string {
 	return b.String()
 }
 
-// searchText is what BM25 searches for a record: title, heading path and
-// text, as in the local backend.
-func searchText(r *driver.Record) string {
-	var b strings.Builder
-	b.Grow(len(r.Title) + len(r.Content) + 64)
-	if r.Title != "" {
-		b.WriteString(r.Title)
-		b.WriteString("\n")
-	}
-	for _, h := range r.HeadingPath {
-		if h != r.Title {
-			b.WriteString(h)
-			b.WriteString("\n")
-		}
-	}
-	b.WriteString(r.Content)
-	return b.String()
-}
-
 // object converts a record to a Weaviate object.
 func (b *Backend) object(r *driver.Record) *models.Object {
 	props := map[string]any{
@@ -93,7 +74,7 @@ func (b *Backend) object(r *driver.Record) *models.Object {
 		pSourceKey:   key(r.SourceURL),
 		pTitle:       r.Title,
 		pContent:     r.Content,
-		pTerms:       terms(searchText(r)),
+		pTerms:       terms(driver.SearchText(r)),
 		pDocType:     r.DocType,
 		pDocKey:      key(r.DocType),
 		pPosition:    r.Position,

@@ -1,7 +1,10 @@
-// Package jsonbody reads the JSON request bodies of ragmem's HTTP handlers
-// (server and memory/memhttp) by one set of rules: a JSON content type,
-// valid UTF-8, exactly one object, no unknown fields, nothing after it. Its
-// errors are written for the client who sent the body.
+// Package jsonbody reads and writes the JSON bodies of ragmem's HTTP
+// handlers (server and memory/memhttp) by one set of rules. Requests: a JSON
+// content type, valid UTF-8, exactly one object, no unknown fields, nothing
+// after it; its errors are written for the client who sent the body.
+// Responses: one JSON line (Write), and errors as one envelope,
+// {"error": {"code", "message", "requestId"}} (WriteError), with the codes
+// listed here.
 package jsonbody
 
 import (
@@ -13,6 +16,8 @@ import (
 	"mime"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ragmem/ragmem/internal/clean"
 )
 
 // ContentType checks a Content-Type header: application/json or a +json
@@ -23,7 +28,7 @@ func ContentType(ct string) error {
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-		return fmt.Errorf("content type %q is not JSON; send application/json", clip(ct, 100))
+		return fmt.Errorf("content type %q is not JSON; send application/json", clean.Clip(ct, 100))
 	}
 	return nil
 }
@@ -65,18 +70,7 @@ func describe(err error) string {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "the object is not complete"
 	}
-	return clip(err.Error(), 300)
-}
-
-// clip shortens s to at most n bytes at a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return clean.Clip(err.Error(), 300)
 }
 
 // invalidAt returns the offset of the first byte of b that is not part of

@@ -1,6 +1,9 @@
 package jsonbody
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -57,5 +60,29 @@ func TestDecode(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want it to contain %q", body, err, want)
 		}
+	}
+}
+
+// Write and WriteError produce the one envelope both handlers share.
+func TestWriteError(t *testing.T) {
+	rec := httptest.NewRecorder()
+	WriteError(rec, http.StatusNotFound, CodeNotFound, "no <such> thing", "req-1")
+	want := `{"error":{"code":"not_found","message":"no <such> thing","requestId":"req-1"}}` + "\n"
+	if rec.Code != http.StatusNotFound || rec.Body.String() != want {
+		t.Fatalf("%d %q", rec.Code, rec.Body.String())
+	}
+	h := rec.Header()
+	if h.Get("Content-Type") != "application/json; charset=utf-8" || h.Get("Content-Length") != strconv.Itoa(len(want)) || h.Get("Cache-Control") != "no-store" {
+		t.Fatalf("headers %v", h)
+	}
+	rec = httptest.NewRecorder()
+	WriteError(rec, http.StatusBadRequest, CodeBadRequest, "x", "")
+	if got := rec.Body.String(); got != `{"error":{"code":"bad_request","message":"x"}}`+"\n" {
+		t.Fatalf("without a request id: %q", got)
+	}
+	rec = httptest.NewRecorder()
+	Write(rec, http.StatusOK, map[string]any{"bad": func() {}})
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"code":"internal"`) {
+		t.Fatalf("unencodable value: %d %q", rec.Code, rec.Body.String())
 	}
 }

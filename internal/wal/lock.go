@@ -10,8 +10,8 @@ import (
 // process holds a lock.
 var ErrLocked = errors.New("wal: locked")
 
-// ErrNotRegular is returned by TryLock for a lock file that is a symbolic
-// link or not a regular file.
+// ErrNotRegular is wrapped by the errors of OpenRegular, ReadRegular and
+// TryLock for a file that is a symbolic link or not a regular file.
 var ErrNotRegular = errors.New("wal: not a regular file")
 
 // WaitLock takes the lock at path, waiting while another process holds it

@@ -4,7 +4,6 @@ package wal
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -22,18 +21,8 @@ type Lock struct{ f *os.File }
 // is a symbolic link, a named pipe or anything but a regular file is
 // refused, never followed or written through.
 func TryLock(path string) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o600)
+	f, _, err := OpenRegular(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("%w: lock file %s is a symbolic link", ErrNotRegular, path)
-		}
-		return nil, err
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		_ = f.Close()
-		if err == nil {
-			err = fmt.Errorf("%w: lock file %s is not a regular file", ErrNotRegular, path)
-		}
 		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {

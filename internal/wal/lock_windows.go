@@ -17,7 +17,7 @@ type Lock struct{ f *os.File }
 // TryLock takes the lock at path without waiting. When another process
 // holds it the error is a *LockedError naming that process.
 func TryLock(path string) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	f, _, err := OpenRegular(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}

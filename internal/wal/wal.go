@@ -1,7 +1,9 @@
 // Package wal holds the durable-file primitives ragmem's stores are built
 // on: checksummed frames, an append-only log that is fsynced before a write
-// is acknowledged, crash-safe whole-file replacement, and an advisory
-// directory lock that names the process holding it.
+// is acknowledged, crash-safe whole-file replacement (WriteFile), an
+// advisory directory lock that names the process holding it, and reads and
+// opens that refuse anything but a regular file (OpenRegular), for
+// directories that users and other programs write to.
 //
 // A frame is [uint32 length][uint32 CRC-32C of payload][payload],
 // little-endian. A log is a fixed header followed by frames. A reader can

@@ -14,22 +14,22 @@
 package memhttp
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/ragmem/ragmem/internal/clean"
 	"github.com/ragmem/ragmem/internal/jsonbody"
 	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/memory/extraction"
+	"github.com/ragmem/ragmem/rag"
 )
 
 // DefaultPrefix is where the handler expects to be mounted.
@@ -39,22 +39,9 @@ const DefaultPrefix = "/v1/memories"
 // included).
 const DefaultMaxBodyBytes = 1 << 20
 
-// Error codes (the same as ragmem's HTTP API).
-const (
-	CodeBadRequest       = "bad_request"
-	CodeInvalidJSON      = "invalid_json"
-	CodeNotFound         = "not_found"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeTooLarge         = "payload_too_large"
-	CodeUnsupportedMedia = "unsupported_media_type"
-	CodeUnavailable      = "unavailable"
-	CodeInternal         = "internal"
-	CodeConflict         = "conflict"             // a memory file that is a link or not a regular file
-	CodeDiskFull         = "insufficient_storage" // the disk is full
-)
-
 // Resolver returns the memory store a request works on (for example the
-// one of the request's namespace).
+// one of the request's namespace). The handler calls it from many requests
+// at once: it must be safe for concurrent use.
 type Resolver func(r *http.Request) (*memory.Store, error)
 
 // Options configure New. A nil *Options means all defaults. It is a plain
@@ -65,10 +52,11 @@ type Options struct {
 	// MaxBodyBytes caps a request body (413 beyond). Default 1 MiB.
 	MaxBodyBytes int64
 	// LLM enables POST {prefix}/extract. Default nil: extract answers 503.
-	LLM *memory.LLM
-	// WriteError writes an error response. Default: the JSON error body
-	// {"error":{"code","message"}}; pass the server's own writer (e.g.
-	// server.WriteError, which adds the request id) to share its format.
+	LLM *rag.LLM
+	// WriteError writes an error response. Default: ragmem's JSON error
+	// envelope {"error":{"code","message"}} (internal/jsonbody); pass the
+	// server's own writer (server.WriteError, which adds the request id and
+	// logs the code).
 	WriteError func(w http.ResponseWriter, r *http.Request, status int, code, message string)
 	// Logger receives internal errors. Default slog.Default().
 	Logger *slog.Logger
@@ -93,7 +81,7 @@ func New(resolve Resolver, opts *Options) http.Handler {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if o.WriteError == nil {
-		o.WriteError = WriteError
+		o.WriteError = writeError
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -106,46 +94,16 @@ type handler struct {
 	o       Options
 }
 
-// The request and response types below are plain values.
-
-// ErrorBody is the JSON body of an error response.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail is a machine-readable code and a message for people.
-type ErrorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// WriteError writes {"error":{"code","message"}} with status.
-func WriteError(w http.ResponseWriter, _ *http.Request, status int, code, message string) {
-	WriteJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: message}})
-}
-
-// WriteJSON writes v as JSON with status.
-func WriteJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"error":{"code":"internal","message":"response could not be encoded"}}` + "\n")
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+// writeError is the default Options.WriteError: ragmem's JSON error
+// envelope, without a request id.
+func writeError(w http.ResponseWriter, _ *http.Request, status int, code, message string) {
+	jsonbody.WriteError(w, status, code, message, "")
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, h.o.Prefix)
 	if !ok || (rest != "" && !strings.HasPrefix(rest, "/")) {
-		h.o.WriteError(w, r, http.StatusNotFound, CodeNotFound, "no such endpoint: "+clip(r.URL.Path, 200))
+		h.o.WriteError(w, r, http.StatusNotFound, jsonbody.CodeNotFound, "no such endpoint: "+clean.Clip(r.URL.Path, 200))
 		return
 	}
 	rest = strings.Trim(rest, "/")
@@ -167,7 +125,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		if strings.Contains(rest, "/") {
-			h.o.WriteError(w, r, http.StatusNotFound, CodeNotFound, "no such endpoint: "+clip(r.URL.Path, 200))
+			h.o.WriteError(w, r, http.StatusNotFound, jsonbody.CodeNotFound, "no such endpoint: "+clean.Clip(r.URL.Path, 200))
 			return
 		}
 		allow = "GET"
@@ -177,12 +135,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if fn == nil {
 		w.Header().Set("Allow", allow)
-		h.o.WriteError(w, r, http.StatusMethodNotAllowed, CodeMethodNotAllowed, fmt.Sprintf("%s is not allowed here; use %s", r.Method, allow))
+		h.o.WriteError(w, r, http.StatusMethodNotAllowed, jsonbody.CodeMethodNotAllowed, fmt.Sprintf("%s is not allowed here; use %s", r.Method, allow))
 		return
 	}
 	if r.ContentLength > h.o.MaxBodyBytes {
 		w.Header().Set("Connection", "close")
-		h.o.WriteError(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, tooLarge(h.o.MaxBodyBytes))
+		h.o.WriteError(w, r, http.StatusRequestEntityTooLarge, jsonbody.CodeTooLarge, tooLarge(h.o.MaxBodyBytes))
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody {
@@ -236,19 +194,9 @@ func tooLarge(n int64) string {
 	return fmt.Sprintf("request body is larger than the limit of %d bytes", n)
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // isMemoryError reports whether err is one of the memory store's own.
 func isMemoryError(err error) bool {
-	for _, e := range []error{memory.ErrNotFound, memory.ErrNotRegular, memory.ErrInvalid, memory.ErrTooLarge, memory.ErrLocked, memory.ErrModel, memory.ErrBadExtraction} {
+	for _, e := range []error{memory.ErrNotFound, memory.ErrNotRegular, memory.ErrInvalid, memory.ErrTooLarge, memory.ErrLocked, extraction.ErrModel, extraction.ErrBadExtraction} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -263,28 +211,28 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	msg := redact(r, err.Error())
 	switch {
 	case errors.As(err, &mbe):
-		h.o.WriteError(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, tooLarge(mbe.Limit))
+		h.o.WriteError(w, r, http.StatusRequestEntityTooLarge, jsonbody.CodeTooLarge, tooLarge(mbe.Limit))
 	case errors.Is(err, memory.ErrNotFound):
-		h.o.WriteError(w, r, http.StatusNotFound, CodeNotFound, msg)
+		h.o.WriteError(w, r, http.StatusNotFound, jsonbody.CodeNotFound, msg)
 	case errors.Is(err, memory.ErrNotRegular):
-		h.o.WriteError(w, r, http.StatusConflict, CodeConflict, msg)
+		h.o.WriteError(w, r, http.StatusConflict, jsonbody.CodeConflict, msg)
 	case errors.Is(err, memory.ErrInvalid):
-		h.o.WriteError(w, r, http.StatusBadRequest, CodeBadRequest, msg)
+		h.o.WriteError(w, r, http.StatusBadRequest, jsonbody.CodeBadRequest, msg)
 	case errors.Is(err, memory.ErrTooLarge):
-		h.o.WriteError(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, msg)
+		h.o.WriteError(w, r, http.StatusRequestEntityTooLarge, jsonbody.CodeTooLarge, msg)
 	case errors.Is(err, memory.ErrLocked):
 		w.Header().Set("Retry-After", "1")
-		h.o.WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "the memory directory is busy (another writer holds its lock); retry later")
-	case errors.Is(err, memory.ErrModel), errors.Is(err, memory.ErrBadExtraction):
-		h.o.WriteError(w, r, http.StatusBadGateway, CodeUnavailable, msg)
+		h.o.WriteError(w, r, http.StatusServiceUnavailable, jsonbody.CodeUnavailable, "the memory directory is busy (another writer holds its lock); retry later")
+	case errors.Is(err, extraction.ErrModel), errors.Is(err, extraction.ErrBadExtraction):
+		h.o.WriteError(w, r, http.StatusBadGateway, jsonbody.CodeUnavailable, msg)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		h.o.Logger.Error("memhttp: disk full", "method", r.Method, "path", r.URL.Path, "err", err)
-		h.o.WriteError(w, r, http.StatusInsufficientStorage, CodeDiskFull, "the disk of the server's data directory is full; nothing was written")
+		h.o.WriteError(w, r, http.StatusInsufficientStorage, jsonbody.CodeDiskFull, "the disk of the server's data directory is full; nothing was written")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		h.o.WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "the request was cancelled or timed out")
+		h.o.WriteError(w, r, http.StatusServiceUnavailable, jsonbody.CodeUnavailable, "the request was cancelled or timed out")
 	default:
 		h.o.Logger.Error("memhttp: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		h.o.WriteError(w, r, http.StatusInternalServerError, CodeInternal, "the memory store failed; see the server log")
+		h.o.WriteError(w, r, http.StatusInternalServerError, jsonbody.CodeInternal, "the memory store failed; see the server log")
 	}
 }
 
@@ -293,7 +241,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 // error response and reports false.
 func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := jsonbody.ContentType(r.Header.Get("Content-Type")); err != nil {
-		h.o.WriteError(w, r, http.StatusUnsupportedMediaType, CodeUnsupportedMedia, err.Error())
+		h.o.WriteError(w, r, http.StatusUnsupportedMediaType, jsonbody.CodeUnsupportedMedia, err.Error())
 		return false
 	}
 	var body []byte
@@ -306,13 +254,13 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		}
 	}
 	if err := jsonbody.Decode(body, v); err != nil {
-		h.o.WriteError(w, r, http.StatusBadRequest, CodeInvalidJSON, err.Error())
+		h.o.WriteError(w, r, http.StatusBadRequest, jsonbody.CodeInvalidJSON, err.Error())
 		return false
 	}
 	return true
 }
 
-// ListResponse is the body of GET /v1/memories.
+// ListResponse is the body of GET /v1/memories. It is a plain value.
 type ListResponse struct {
 	Dir      string           `json:"dir"`
 	Memories []memory.Memory  `json:"memories"`
@@ -332,10 +280,10 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st *memory.Store)
 	if out.Problems == nil {
 		out.Problems = []memory.Problem{}
 	}
-	WriteJSON(w, http.StatusOK, out)
+	jsonbody.Write(w, http.StatusOK, out)
 }
 
-// AddRequest is the body of POST /v1/memories.
+// AddRequest is the body of POST /v1/memories. It is a plain value.
 type AddRequest struct {
 	Title           string   `json:"title"`
 	Content         string   `json:"content"`
@@ -370,13 +318,13 @@ func (h *handler) add(w http.ResponseWriter, r *http.Request, st *memory.Store) 
 	if req.DiscoveredAt != "" {
 		t, err := memory.ParseTime(req.DiscoveredAt)
 		if err != nil {
-			h.o.WriteError(w, r, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("discoveredAt %q is not an ISO 8601 time", clip(req.DiscoveredAt, 60)))
+			h.o.WriteError(w, r, http.StatusBadRequest, jsonbody.CodeBadRequest, fmt.Sprintf("discoveredAt %q is not an ISO 8601 time", clean.Clip(req.DiscoveredAt, 60)))
 			return
 		}
 		nm.DiscoveredAt = t
 	}
 	if strings.TrimSpace(req.Content) == "" {
-		h.o.WriteError(w, r, http.StatusBadRequest, CodeBadRequest, "content is empty")
+		h.o.WriteError(w, r, http.StatusBadRequest, jsonbody.CodeBadRequest, "content is empty")
 		return
 	}
 	res, err := st.Add(r.Context(), nm)
@@ -390,10 +338,10 @@ func (h *handler) add(w http.ResponseWriter, r *http.Request, st *memory.Store) 
 	}
 	res.Memory = hidePaths(res.Memory)
 	w.Header().Set("Location", h.o.Prefix+"/"+res.Memory.Slug)
-	WriteJSON(w, status, res)
+	jsonbody.Write(w, status, res)
 }
 
-// ShowResponse is the body of GET /v1/memories/{name}.
+// ShowResponse is the body of GET /v1/memories/{name}. It is a plain value.
 type ShowResponse struct {
 	Memory  memory.Memory  `json:"memory"`
 	Entries []memory.Entry `json:"entries"`
@@ -410,10 +358,10 @@ func (h *handler) show(w http.ResponseWriter, r *http.Request, st *memory.Store,
 		h.fail(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, ShowResponse{Memory: hidePaths(m), Entries: es})
+	jsonbody.Write(w, http.StatusOK, ShowResponse{Memory: hidePaths(m), Entries: es})
 }
 
-// MatchRequest is the body of POST /v1/memories/match.
+// MatchRequest is the body of POST /v1/memories/match. It is a plain value.
 type MatchRequest struct {
 	Task          string   `json:"task"`
 	Agent         string   `json:"agent,omitempty"`
@@ -425,7 +373,7 @@ type MatchRequest struct {
 	Context bool `json:"context,omitempty"`
 }
 
-// MatchResponse is the body of the answer to POST /v1/memories/match.
+// MatchResponse is the body of the answer to POST /v1/memories/match. It is a plain value.
 type MatchResponse struct {
 	Matches []memory.Match `json:"matches"`
 	// Message is the untrusted-data context message (when asked for and
@@ -433,7 +381,7 @@ type MatchResponse struct {
 	Message *Message `json:"message,omitempty"`
 }
 
-// Message is a chat message.
+// Message is a chat message. It is a plain value.
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
@@ -450,15 +398,15 @@ func (h *handler) match(w http.ResponseWriter, r *http.Request, st *memory.Store
 		return
 	}
 	if strings.TrimSpace(req.Task) == "" {
-		h.o.WriteError(w, r, http.StatusBadRequest, CodeBadRequest, "task is empty")
+		h.o.WriteError(w, r, http.StatusBadRequest, jsonbody.CodeBadRequest, "task is empty")
 		return
 	}
 	if len(req.Task) > maxTaskBytes || !utf8.ValidString(req.Task) {
-		h.o.WriteError(w, r, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("task must be valid UTF-8 of at most %d bytes", maxTaskBytes))
+		h.o.WriteError(w, r, http.StatusBadRequest, jsonbody.CodeBadRequest, fmt.Sprintf("task must be valid UTF-8 of at most %d bytes", maxTaskBytes))
 		return
 	}
 	if req.MaxMemories < 0 || req.MaxMemories > maxMatches {
-		h.o.WriteError(w, r, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("maxMemories must be between 1 and %d", maxMatches))
+		h.o.WriteError(w, r, http.StatusBadRequest, jsonbody.CodeBadRequest, fmt.Sprintf("maxMemories must be between 1 and %d", maxMatches))
 		return
 	}
 	mr := memory.MatchRequest{Task: req.Task, Agent: req.Agent, AgentTags: req.AgentTags, MaxMemories: req.MaxMemories, NoWeak: req.NoWeak}
@@ -489,10 +437,10 @@ func (h *handler) match(w http.ResponseWriter, r *http.Request, st *memory.Store
 		msg := memory.ContextMessage(memory.FormatForPrompt(ins))
 		out.Message = &Message{Role: msg.Role, Content: msg.Content}
 	}
-	WriteJSON(w, http.StatusOK, out)
+	jsonbody.Write(w, http.StatusOK, out)
 }
 
-// ExtractRequest is the body of POST /v1/memories/extract.
+// ExtractRequest is the body of POST /v1/memories/extract. It is a plain value.
 type ExtractRequest struct {
 	Agent       string `json:"agent"`
 	Task        string `json:"task"`
@@ -504,19 +452,19 @@ type ExtractRequest struct {
 
 func (h *handler) extract(w http.ResponseWriter, r *http.Request, st *memory.Store) {
 	if h.o.LLM == nil {
-		h.o.WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "memory extraction is not configured on this server (no language model)")
+		h.o.WriteError(w, r, http.StatusServiceUnavailable, jsonbody.CodeUnavailable, "memory extraction is not configured on this server (no language model)")
 		return
 	}
 	var req ExtractRequest
 	if !h.decode(w, r, &req) {
 		return
 	}
-	x, err := memory.NewExtractor(*h.o.LLM, st, &memory.ExtractorOptions{DryRun: req.DryRun, Logger: h.o.Logger})
+	x, err := extraction.New(*h.o.LLM, st, &extraction.Options{DryRun: req.DryRun, Logger: h.o.Logger})
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	out, err := x.ExtractMemory(r.Context(), memory.ExtractionInput{Agent: req.Agent, Task: req.Task, AgentOutput: req.AgentOutput, Result: req.Result, Error: req.Error})
+	out, err := x.ExtractMemory(r.Context(), extraction.Input{Agent: req.Agent, Task: req.Task, AgentOutput: req.AgentOutput, Result: req.Result, Error: req.Error})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -529,7 +477,7 @@ func (h *handler) extract(w http.ResponseWriter, r *http.Request, st *memory.Sto
 			w.Header().Set("Location", h.o.Prefix+"/"+out.Written.Memory.Slug)
 		}
 	}
-	WriteJSON(w, status, out)
+	jsonbody.Write(w, status, out)
 }
 
 func (h *handler) refresh(w http.ResponseWriter, r *http.Request, st *memory.Store) {
@@ -552,5 +500,5 @@ func (h *handler) refresh(w http.ResponseWriter, r *http.Request, st *memory.Sto
 	if rep.Problems == nil {
 		rep.Problems = []memory.Problem{}
 	}
-	WriteJSON(w, http.StatusOK, rep)
+	jsonbody.Write(w, http.StatusOK, rep)
 }

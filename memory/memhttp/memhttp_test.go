@@ -13,10 +13,10 @@ import (
 	"strings"
 	"testing"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/memory/internal/memtest"
+	"github.com/ragmem/ragmem/rag"
 )
 
 var bg = context.Background()
@@ -111,7 +111,7 @@ func TestEndpoints(t *testing.T) {
 		t.Fatalf("match: %v", body)
 	}
 	msg := body["message"].(map[string]any)
-	if msg["role"] != "assistant" || !strings.HasPrefix(msg["content"].(string), memory.UntrustedPrefix) || !strings.Contains(msg["content"].(string), memory.Heading) {
+	if msg["role"] != "assistant" || !strings.HasPrefix(msg["content"].(string), rag.UntrustedPrefix) || !strings.Contains(msg["content"].(string), memory.Heading) {
 		t.Errorf("message %v", msg)
 	}
 	code, body, _ = do(t, "POST", u+"/match", "application/json", `{"task":"Add email notifications","agent":"developer"}`)
@@ -138,26 +138,26 @@ func TestErrors(t *testing.T) {
 		status                          int
 		code                            string
 	}{
-		{"bad json", "POST", "", "application/json", `{"title":`, 400, CodeInvalidJSON},
-		{"empty body", "POST", "", "application/json", ``, 400, CodeInvalidJSON},
-		{"unknown field", "POST", "", "application/json", `{"title":"x","bogus":1}`, 400, CodeInvalidJSON},
-		{"wrong type", "POST", "", "application/json", `{"title":5}`, 400, CodeInvalidJSON},
-		{"trailing data", "POST", "/match", "application/json", `{"task":"x"} {}`, 400, CodeInvalidJSON},
-		{"not json", "POST", "", "text/plain", `hello`, 415, CodeUnsupportedMedia},
-		{"too large", "POST", "", "application/json", `{"title":"` + strings.Repeat("x", 4000) + `"}`, 413, CodeTooLarge},
-		{"no whenToUse", "POST", "", "application/json", `{"title":"t","content":"c"}`, 400, CodeBadRequest},
-		{"no content", "POST", "", "application/json", `{"title":"t","whenToUse":["a"],"content":" "}`, 400, CodeBadRequest},
-		{"bad importance", "POST", "", "application/json", `{"title":"t","whenToUse":["a"],"content":"c","importance":"urgent"}`, 400, CodeBadRequest},
-		{"bad time", "POST", "", "application/json", `{"title":"t","whenToUse":["a"],"content":"c","discoveredAt":"soon"}`, 400, CodeBadRequest},
-		{"empty task", "POST", "/match", "application/json", `{"task":"  "}`, 400, CodeBadRequest},
-		{"max too big", "POST", "/match", "application/json", `{"task":"x","maxMemories":500}`, 400, CodeBadRequest},
-		{"unknown memory", "GET", "/nope", "", "", 404, CodeNotFound},
-		{"hidden name", "GET", "/.lock", "", "", 400, CodeBadRequest},
-		{"traversal", "GET", "/..%2F..%2Fetc%2Fpasswd", "", "", 404, CodeNotFound},
-		{"nested path", "GET", "/a/b", "", "", 404, CodeNotFound},
-		{"method", "DELETE", "/x", "", "", 405, CodeMethodNotAllowed},
-		{"method on match", "GET", "/match", "", "", 405, CodeMethodNotAllowed},
-		{"extract not configured", "POST", "/extract", "application/json", `{"agent":"a","task":"t","agentOutput":"o"}`, 503, CodeUnavailable},
+		{"bad json", "POST", "", "application/json", `{"title":`, 400, "invalid_json"},
+		{"empty body", "POST", "", "application/json", ``, 400, "invalid_json"},
+		{"unknown field", "POST", "", "application/json", `{"title":"x","bogus":1}`, 400, "invalid_json"},
+		{"wrong type", "POST", "", "application/json", `{"title":5}`, 400, "invalid_json"},
+		{"trailing data", "POST", "/match", "application/json", `{"task":"x"} {}`, 400, "invalid_json"},
+		{"not json", "POST", "", "text/plain", `hello`, 415, "unsupported_media_type"},
+		{"too large", "POST", "", "application/json", `{"title":"` + strings.Repeat("x", 4000) + `"}`, 413, "payload_too_large"},
+		{"no whenToUse", "POST", "", "application/json", `{"title":"t","content":"c"}`, 400, "bad_request"},
+		{"no content", "POST", "", "application/json", `{"title":"t","whenToUse":["a"],"content":" "}`, 400, "bad_request"},
+		{"bad importance", "POST", "", "application/json", `{"title":"t","whenToUse":["a"],"content":"c","importance":"urgent"}`, 400, "bad_request"},
+		{"bad time", "POST", "", "application/json", `{"title":"t","whenToUse":["a"],"content":"c","discoveredAt":"soon"}`, 400, "bad_request"},
+		{"empty task", "POST", "/match", "application/json", `{"task":"  "}`, 400, "bad_request"},
+		{"max too big", "POST", "/match", "application/json", `{"task":"x","maxMemories":500}`, 400, "bad_request"},
+		{"unknown memory", "GET", "/nope", "", "", 404, "not_found"},
+		{"hidden name", "GET", "/.lock", "", "", 400, "bad_request"},
+		{"traversal", "GET", "/..%2F..%2Fetc%2Fpasswd", "", "", 404, "not_found"},
+		{"nested path", "GET", "/a/b", "", "", 404, "not_found"},
+		{"method", "DELETE", "/x", "", "", 405, "method_not_allowed"},
+		{"method on match", "GET", "/match", "", "", 405, "method_not_allowed"},
+		{"extract not configured", "POST", "/extract", "application/json", `{"agent":"a","task":"t","agentOutput":"o"}`, 503, "unavailable"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -200,7 +200,7 @@ func TestStoreFailures(t *testing.T) {
 	os.MkdirAll(dir, 0o700)
 	os.WriteFile(filepath.Join(dir, "a.md"), memory.FormatEntry(memory.Frontmatter{Title: "A", WhenToUse: []string{"x"}, Importance: memory.High}, "x"), 0o600)
 	code, body, _ = do(t, "POST", srv.URL+"/v1/memories/refresh", "", "")
-	if code != 500 || errCode(body) != CodeInternal || strings.Contains(body["error"].(map[string]any)["message"].(string), "closed") {
+	if code != 500 || errCode(body) != "internal" || strings.Contains(body["error"].(map[string]any)["message"].(string), "closed") {
 		t.Fatalf("%d %v", code, body)
 	}
 	bad := New(func(*http.Request) (*memory.Store, error) {
@@ -217,25 +217,15 @@ func TestStoreFailures(t *testing.T) {
 func TestExtract(t *testing.T) {
 	st := newStore(t)
 	answer := `{"shouldCreateMemory":true,"reasoning":"an error and its cause","title":"Uploads time out behind the proxy","whenToUse":["upload|timeout"],"tags":["uploads"],"importance":"high","content":"# Uploads time out\n\nnginx cuts requests after 60 s.","duplicateOf":""}`
-	llm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"id": "x", "object": "chat.completion", "model": "m",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": answer}}}})
-	}))
-	defer llm.Close()
-	cfg := openai.DefaultConfig("k")
-	cfg.BaseURL = llm.URL + "/v1"
-	srv := newServer(t, st, &Options{LLM: &memory.LLM{Client: openai.NewClientWithConfig(cfg), Model: "m"}})
+	chat := memtest.NewChat(t, func(int, map[string]any) (int, string) { return http.StatusOK, answer })
+	llm := chat.LLM()
+	srv := newServer(t, st, &Options{LLM: &llm})
 	code, body, hdr := do(t, "POST", srv.URL+"/v1/memories/extract", "application/json", `{"agent":"developer","task":"Fix uploads","agentOutput":"proxy_read_timeout 60s","result":"success"}`)
 	if code != http.StatusCreated || hdr.Get("Location") != "/v1/memories/uploads-time-out-behind-the-proxy" || body["written"] == nil {
 		t.Fatalf("%d %v", code, body)
 	}
 	code, body, _ = do(t, "POST", srv.URL+"/v1/memories/extract", "application/json", `{"agent":"developer","task":"Fix uploads","agentOutput":"o","result":"maybe"}`)
-	if code != 400 || errCode(body) != CodeBadRequest {
+	if code != 400 || errCode(body) != "bad_request" {
 		t.Fatalf("%d %v", code, body)
 	}
 }

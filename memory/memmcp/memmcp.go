@@ -1,7 +1,8 @@
 // Package memmcp serves a memory directory (memory.Store) as Model Context
 // Protocol tools: remember writes a memory file, recall_memories selects the
 // memories for an agent's task and returns them as an untrusted-data
-// context message.
+// context message, and, with a chat model, extract_memory asks the model
+// whether a run is worth remembering (memory/extraction).
 //
 //	srv := mcpserver.New(eng, nil)
 //	st, err := memory.Open(ctx, memDir, &memory.Options{Index: eng.Store()})
@@ -11,6 +12,7 @@ package memmcp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 
@@ -18,31 +20,40 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/memory/extraction"
+	"github.com/ragmem/ragmem/rag"
 )
 
 // Tool names.
 const (
 	ToolRemember       = "remember"
 	ToolRecallMemories = "recall_memories"
+	ToolExtractMemory  = "extract_memory"
 )
 
 // Limits of the tools' inputs.
 const (
-	maxTaskBytes = 16 << 10
-	maxRecalled  = 20
+	maxTaskBytes   = 16 << 10
+	maxRecalled    = 20
+	maxOutputBytes = 1 << 20
 )
 
 // Options configure Register. A nil *Options means all defaults. It is a
 // plain value.
 type Options struct {
-	// ReadOnly leaves out remember. Default false.
+	// ReadOnly leaves out remember and extract_memory. Default false.
 	ReadOnly bool
+	// LLM is the chat model of extract_memory. Default nil: the tool is
+	// not offered.
+	LLM *rag.LLM
+	// Logger receives extraction decisions. Default slog.Default().
+	Logger *slog.Logger
 }
 
 // The tools' input and output types are plain values; their JSON schemas
 // are inferred from the json and jsonschema tags.
 
-// RememberInput is the input of remember.
+// RememberInput is the input of remember. It is a plain value.
 type RememberInput struct {
 	Title      string   `json:"title" jsonschema:"A unique, descriptive title. The file name is its slug; a memory with the same slug is appended to, never overwritten."`
 	Content    string   `json:"content" jsonschema:"The memory in Markdown: a '# Title' heading, a one-sentence summary, then the key points (200 to 500 words is ideal)."`
@@ -55,7 +66,7 @@ type RememberInput struct {
 	Related    []string `json:"related_memories,omitempty" jsonschema:"Slugs of related memories."`
 }
 
-// RememberOutput is the output of remember.
+// RememberOutput is the output of remember. It is a plain value.
 type RememberOutput struct {
 	Slug     string `json:"slug"`
 	Path     string `json:"path"`
@@ -64,7 +75,7 @@ type RememberOutput struct {
 	Problem  string `json:"problem,omitempty" jsonschema:"set when the file does not parse (edited by hand): the memory is saved but not used until the file is fixed"`
 }
 
-// RecallInput is the input of recall_memories.
+// RecallInput is the input of recall_memories. It is a plain value.
 type RecallInput struct {
 	Task          string   `json:"task" jsonschema:"What the agent is about to do."`
 	Agent         string   `json:"agent,omitempty" jsonschema:"The agent's name (planner, developer, tester, reviewer or another); memories it discovered and memories tagged with its specialty score higher."`
@@ -73,7 +84,7 @@ type RecallInput struct {
 	MinImportance string   `json:"min_importance,omitempty" jsonschema:"Leave out memories below low (default), medium, high or critical."`
 }
 
-// Recalled is one selected memory.
+// Recalled is one selected memory. It is a plain value.
 type Recalled struct {
 	Rank       int          `json:"rank" jsonschema:"1 for the most relevant"`
 	Slug       string       `json:"slug"`
@@ -87,11 +98,32 @@ type Recalled struct {
 	Path       string       `json:"path"`
 }
 
-// RecallOutput is the output of recall_memories.
+// RecallOutput is the output of recall_memories. It is a plain value.
 type RecallOutput struct {
 	Memories []Recalled `json:"memories"`
 	Message  string     `json:"message" jsonschema:"the context message with the memories, to send as its own chat message (never inside the system prompt); empty when none matched"`
 	Problems []string   `json:"problems,omitempty" jsonschema:"memory files skipped because they are invalid"`
+}
+
+// ExtractInput is the input of extract_memory. It is a plain value.
+type ExtractInput struct {
+	Agent       string `json:"agent" jsonschema:"The agent that ran (planner, developer, tester, reviewer or another)."`
+	Task        string `json:"task" jsonschema:"The task it worked on."`
+	AgentOutput string `json:"agent_output" jsonschema:"What it produced: its answer, log or transcript. The end matters most (results and errors come last)."`
+	Result      string `json:"result,omitempty" jsonschema:"success (default), failure or partial."`
+	Error       string `json:"error,omitempty" jsonschema:"The error it ended with, if any."`
+	DryRun      bool   `json:"dry_run,omitempty" jsonschema:"Decide, but write nothing."`
+}
+
+// ExtractOutput is the output of extract_memory. It is a plain value.
+type ExtractOutput struct {
+	ShouldCreateMemory bool    `json:"should_create_memory" jsonschema:"whether the model found something worth remembering"`
+	Reasoning          string  `json:"reasoning"`
+	Title              string  `json:"title,omitempty" jsonschema:"the title of the proposed memory"`
+	Slug               string  `json:"slug,omitempty" jsonschema:"the memory written (empty when nothing was)"`
+	Appended           bool    `json:"appended,omitempty" jsonschema:"the memory existed: the new entry was appended"`
+	DuplicateOf        string  `json:"duplicate_of,omitempty" jsonschema:"an existing memory the proposal nearly duplicates: nothing was written"`
+	Similarity         float64 `json:"similarity,omitempty" jsonschema:"how close the duplicate is (1 when the model or the title said so)"`
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -109,14 +141,18 @@ func schemaFor[T any](edit func(props map[string]*jsonschema.Schema)) *jsonschem
 
 var importances = []any{"low", "medium", "high", "critical"}
 
-// Register adds recall_memories, and unless opts.ReadOnly remember, to srv.
-// st must stay usable while srv serves.
+// Register adds recall_memories, and unless opts.ReadOnly remember (and
+// extract_memory with opts.LLM), to srv. st must stay usable while srv
+// serves.
 func Register(srv *mcp.Server, st *memory.Store, opts *Options) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	t := &tools{st: st}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	t := &tools{st: st, o: o}
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:  ToolRecallMemories,
 		Title: "Recall memories for a task",
@@ -149,9 +185,65 @@ func Register(srv *mcp.Server, st *memory.Store, opts *Options) {
 			p["importance"].Enum = importances
 		}),
 	}, t.remember)
+	if o.LLM == nil {
+		return
+	}
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:  ToolExtractMemory,
+		Title: "Learn from a finished run",
+		Description: "After an agent finishes a task, hand its output to the server's language model, which decides whether anything is worth " +
+			"remembering for future runs (codebase structure, conventions, constraints, errors and their causes, decisions, dependencies; " +
+			"not debugging steps, logs or trivia) and writes the memory unless it nearly duplicates an existing one.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
+		InputSchema: schemaFor[ExtractInput](func(p map[string]*jsonschema.Schema) {
+			p["task"].MinLength = ptr(1)
+			p["agent_output"].MaxLength = ptr(maxOutputBytes)
+			p["result"].Enum = []any{"success", "failure", "partial"}
+		}),
+	}, t.extract)
 }
 
-type tools struct{ st *memory.Store }
+type tools struct {
+	st *memory.Store
+	o  Options
+}
+
+func (t *tools) extract(ctx context.Context, _ *mcp.CallToolRequest, in ExtractInput) (*mcp.CallToolResult, ExtractOutput, error) {
+	if len(in.AgentOutput) > maxOutputBytes {
+		return nil, ExtractOutput{}, fmt.Errorf("%w: agent_output is longer than %d bytes", memory.ErrInvalid, maxOutputBytes)
+	}
+	x, err := extraction.New(*t.o.LLM, t.st, &extraction.Options{DryRun: in.DryRun, Logger: t.o.Logger})
+	if err != nil {
+		return nil, ExtractOutput{}, err
+	}
+	res, err := x.ExtractMemory(ctx, extraction.Input{Agent: in.Agent, Task: in.Task, AgentOutput: in.AgentOutput, Result: in.Result, Error: in.Error})
+	if err != nil {
+		return nil, ExtractOutput{}, err
+	}
+	out := ExtractOutput{ShouldCreateMemory: res.ShouldCreateMemory, Reasoning: res.Reasoning}
+	if res.Memory != nil {
+		out.Title = res.Memory.Title
+	}
+	if res.Duplicate != nil {
+		out.DuplicateOf, out.Similarity = res.Duplicate.Slug, res.Duplicate.Similarity
+	}
+	var msg string
+	switch {
+	case res.Written != nil:
+		out.Slug, out.Appended = res.Written.Memory.Slug, res.Written.Appended
+		msg = fmt.Sprintf("Saved memory %s: %s", out.Slug, out.Reasoning)
+		if out.Appended {
+			msg = fmt.Sprintf("Appended to memory %s: %s", out.Slug, out.Reasoning)
+		}
+	case res.Duplicate != nil:
+		msg = fmt.Sprintf("Nothing new: %s already holds it (%s).", out.DuplicateOf, out.Reasoning)
+	case res.ShouldCreateMemory:
+		msg = fmt.Sprintf("Would save %q (dry run): %s", out.Title, out.Reasoning)
+	default:
+		msg = "Nothing worth remembering: " + out.Reasoning
+	}
+	return text(msg), out, nil
+}
 
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}

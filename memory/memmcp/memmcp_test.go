@@ -14,12 +14,17 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/memory/internal/memtest"
 	"github.com/ragmem/ragmem/rag"
 )
 
 var bg = context.Background()
 
 func connect(t *testing.T, readOnly bool) (*mcp.ClientSession, *memory.Store) {
+	return connectWith(t, &Options{ReadOnly: readOnly})
+}
+
+func connectWith(t *testing.T, opts *Options) (*mcp.ClientSession, *memory.Store) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ix, err := index.Open(bg, t.TempDir(), &index.Options{Logger: quiet})
@@ -32,7 +37,7 @@ func connect(t *testing.T, readOnly bool) (*mcp.ClientSession, *memory.Store) {
 		t.Fatal(err)
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	Register(srv, st, &Options{ReadOnly: readOnly})
+	Register(srv, st, opts)
 	ct, stt := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(bg, stt, nil)
 	if err != nil {
@@ -122,6 +127,40 @@ func TestReadOnly(t *testing.T) {
 		}
 		if tool.Name == ToolRemember {
 			t.Error("remember offered read-only")
+		}
+	}
+}
+
+// With a chat model, extract_memory writes what the model proposes, says
+// so, and refuses bad input as a tool error; without one, or read-only, it
+// is not offered.
+func TestExtractMemory(t *testing.T) {
+	answer := `{"shouldCreateMemory":true,"reasoning":"an error and its cause","title":"Uploads time out behind the proxy","whenToUse":["upload|timeout"],"tags":["uploads"],"importance":"high","content":"# Uploads time out\n\nnginx cuts requests after 60 s.","duplicateOf":""}`
+	chat := memtest.NewChat(t, func(int, map[string]any) (int, string) { return 200, answer })
+	llm := chat.LLM()
+	cs, st := connectWith(t, &Options{LLM: &llm, Logger: memtest.Quiet()})
+	out, text, isErr := call(t, cs, ToolExtractMemory, map[string]any{"agent": "developer", "task": "Fix uploads", "agent_output": "proxy_read_timeout 60s"})
+	if isErr || out["slug"] != "uploads-time-out-behind-the-proxy" || out["should_create_memory"] != true || !strings.HasPrefix(text, "Saved memory uploads-time-out-behind-the-proxy") {
+		t.Fatalf("extract: %v %q", out, text)
+	}
+	if m, err := st.Get(bg, "uploads-time-out-behind-the-proxy"); err != nil || m.DiscoveredBy != "developer" {
+		t.Fatalf("written memory: %+v, %v", m, err)
+	}
+	if _, text, isErr := call(t, cs, ToolExtractMemory, map[string]any{"agent": "a", "task": "t", "agent_output": "o", "result": "maybe"}); !isErr {
+		t.Errorf("bad result accepted: %s", text)
+	}
+	if n := len(chat.Requests()); n != 1 {
+		t.Errorf("%d model requests", n)
+	}
+	for _, o := range []*Options{{}, {ReadOnly: true, LLM: &llm}} {
+		cs, _ := connectWith(t, o)
+		for tool, err := range cs.Tools(bg, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tool.Name == ToolExtractMemory {
+				t.Errorf("extract_memory offered with %+v", o)
+			}
 		}
 	}
 }

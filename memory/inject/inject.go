@@ -1,4 +1,22 @@
-package memory
+// Package inject gives an agent its memory before each step (seed 003): the
+// memory files matched for the task (package memory), the procedural rules
+// whose condition holds and the related episodes (memory/layers), in one
+// untrusted-data context message within a token limit, cached for a while
+// and never failing the agent.
+//
+// It is a library for agent loops that embed ragmem's Go API, and is served
+// by no command, HTTP endpoint or MCP tool, by design: it combines memory
+// files with an in-process layers.Manager and caches per process. Over the
+// CLI, HTTP and MCP the memory-file part is served as it is (ragmem memory
+// match --prompt, POST /v1/memories/match with "context": true, the MCP tool
+// recall_memories).
+//
+//	inj := inject.New(&inject.Options{Store: mem, Manager: layers})
+//	mc := inj.GetMemoryContext(ctx, inject.Query{Task: task, Agent: "developer"})
+//	if !mc.Empty() {
+//		messages = append(messages, mc.Message) // its own message, never the system prompt
+//	}
+package inject
 
 import (
 	"context"
@@ -13,27 +31,28 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ragmem/ragmem/budget"
-	"github.com/ragmem/ragmem/rag"
+	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/memory/layers"
 )
 
-// Defaults of InjectorOptions.
+// Defaults of Options.
 const (
-	DefaultInjectTokens = 2000
-	DefaultCacheTTL     = 60 * time.Second
-	DefaultCacheEntries = 256
-	DefaultMaxRules     = 5
-	DefaultMaxEpisodes  = 3
+	defaultMaxTokens    = 2000
+	defaultCacheTTL     = 60 * time.Second
+	defaultCacheEntries = 256
+	defaultMaxRules     = 5
+	defaultMaxEpisodes  = 3
 )
 
-// InjectorOptions configure NewInjector. A nil *InjectorOptions means all
-// defaults (and no memory: give a Store, a Manager or both). It is a plain
-// value, copied by NewInjector.
-type InjectorOptions struct {
+// Options configure New. A nil *Options means all defaults (and no memory:
+// give a Store, a Manager or both). It is a plain value, copied by New.
+type Options struct {
 	// Store is the memory directory. Default nil: no memory files.
-	Store *Store
+	Store *memory.Store
 	// Manager holds the layers: matching procedural rules and related
 	// episodic entries are injected too. Default nil.
-	Manager *Manager
+	Manager *layers.Manager
 	// MaxTokens caps the context message, counted exactly with the
 	// tokenizer. Default 2000.
 	MaxTokens int
@@ -65,19 +84,19 @@ type Query struct {
 	Tags   []string `json:"tags,omitempty"`
 	Agent  string   `json:"agent,omitempty"`
 	// MinImportance leaves out less important memory files. Default low.
-	MinImportance Importance `json:"minImportance,omitempty"`
+	MinImportance memory.Importance `json:"minImportance,omitempty"`
 }
 
 // MemoryContext is what GetMemoryContext retrieved, formatted and within
 // the token limit. It is a plain value.
 type MemoryContext struct {
-	Memories []Injected    `json:"memories"`
-	Rules    []Rule        `json:"rules"`
-	Episodes []ScoredEntry `json:"episodes"`
+	Memories []memory.Injected    `json:"memories"`
+	Rules    []layers.Rule        `json:"rules"`
+	Episodes []layers.ScoredEntry `json:"episodes"`
 	// Text is the Markdown inside the block (not escaped).
 	Text string `json:"text"`
 	// Message is the untrusted-data context message to send before the
-	// user's message (ContextMessage(Text)); its Content is "" when
+	// user's message (memory.ContextMessage(Text)); its Content is "" when
 	// nothing was found.
 	Message openai.ChatCompletionMessage `json:"message"`
 	// Tokens is the exact token count of Message.Content.
@@ -94,8 +113,8 @@ type MemoryContext struct {
 // Empty reports whether there is nothing to inject.
 func (c *MemoryContext) Empty() bool { return c.Message.Content == "" }
 
-// InjectorStats are the seed's injection statistics. It is a plain value.
-type InjectorStats struct {
+// Stats are the seed's injection statistics. It is a plain value.
+type Stats struct {
 	// Injections counts the contexts returned (from the cache or not).
 	Injections            int64   `json:"injections"`
 	CacheHits             int64   `json:"cacheHits"`
@@ -111,13 +130,13 @@ type InjectorStats struct {
 // token limit, a TTL cache and graceful fallback. It is safe for concurrent
 // use.
 type Injector struct {
-	o       InjectorOptions
+	o       Options
 	counter budget.Counter
 
 	mu    sync.Mutex
 	cache map[string]*cached
 	order []string // cache keys, oldest first
-	stats InjectorStats
+	stats Stats
 }
 
 type cached struct {
@@ -127,29 +146,29 @@ type cached struct {
 	managerGen uint64
 }
 
-// NewInjector returns an injector.
-func NewInjector(opts *InjectorOptions) *Injector {
-	var o InjectorOptions
+// New returns an injector.
+func New(opts *Options) *Injector {
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	if o.MaxTokens <= 0 {
-		o.MaxTokens = DefaultInjectTokens
+		o.MaxTokens = defaultMaxTokens
 	}
 	if o.TTL == 0 {
-		o.TTL = DefaultCacheTTL
+		o.TTL = defaultCacheTTL
 	}
 	if o.MaxCacheEntries <= 0 {
-		o.MaxCacheEntries = DefaultCacheEntries
+		o.MaxCacheEntries = defaultCacheEntries
 	}
 	if o.MaxMemories == 0 {
-		o.MaxMemories = DefaultMaxMemories
+		o.MaxMemories = memory.DefaultMaxMemories
 	}
 	if o.MaxRules == 0 {
-		o.MaxRules = DefaultMaxRules
+		o.MaxRules = defaultMaxRules
 	}
 	if o.MaxEpisodes == 0 {
-		o.MaxEpisodes = DefaultMaxEpisodes
+		o.MaxEpisodes = defaultMaxEpisodes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -160,16 +179,16 @@ func NewInjector(opts *InjectorOptions) *Injector {
 	return &Injector{o: o, counter: budget.CounterForModel(o.Model), cache: map[string]*cached{}}
 }
 
-// CacheKey is the cache key of a query: domain|task|tags (seed 003), tags
+// cacheKey is the cache key of a query: domain|task|tags (seed 003), tags
 // sorted, plus the agent and the minimum importance, which change the
 // result.
-func CacheKey(q Query) string {
+func cacheKey(q Query) string {
 	tags := append([]string(nil), q.Tags...)
 	for i := range tags {
-		tags[i] = strings.ToLower(cleanLine(tags[i]))
+		tags[i] = strings.ToLower(clean.Line(tags[i]))
 	}
 	sort.Strings(tags)
-	return strings.Join([]string{cleanLine(q.Domain), cleanLine(q.Task), strings.Join(tags, ","), strings.ToLower(cleanLine(q.Agent)), q.MinImportance.String()}, "|")
+	return strings.Join([]string{clean.Line(q.Domain), clean.Line(q.Task), strings.Join(tags, ","), strings.ToLower(clean.Line(q.Agent)), q.MinImportance.String()}, "|")
 }
 
 // GetMemoryContext retrieves the memory relevant to q (seed 003): memory
@@ -182,7 +201,7 @@ func CacheKey(q Query) string {
 // Err, and the agent proceeds with what could be retrieved (nothing when the
 // memory store failed).
 func (in *Injector) GetMemoryContext(ctx context.Context, q Query) MemoryContext {
-	key := CacheKey(q)
+	key := cacheKey(q)
 	now := in.o.Now()
 	if in.o.TTL > 0 {
 		if c, ok := in.lookup(ctx, key, now); ok {
@@ -193,7 +212,7 @@ func (in *Injector) GetMemoryContext(ctx context.Context, q Query) MemoryContext
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if err != nil {
-		in.o.Logger.Error("memory: retrieving memory failed; the agent proceeds without it", "task", clip(q.Task, 200), "err", err)
+		in.o.Logger.Error("inject: retrieving memory failed; the agent proceeds without it", "task", clean.Clip(q.Task, 200), "err", err)
 		in.stats.Failures++
 		mc.Err = err
 	}
@@ -202,16 +221,19 @@ func (in *Injector) GetMemoryContext(ctx context.Context, q Query) MemoryContext
 	in.stats.TotalTokensInjected += int64(mc.Tokens)
 	in.stats.AvgTokensPerInjection = float64(in.stats.TotalTokensInjected) / float64(in.stats.Injections)
 	if err == nil && in.o.TTL > 0 {
-		in.store(key, &cached{ctx: mc, at: now, storeGen: in.storeGen(), managerGen: in.managerGen()})
+		if sg, err := in.storeGen(ctx); err == nil {
+			in.store(key, &cached{ctx: mc, at: now, storeGen: sg, managerGen: in.managerGen()})
+		}
 	}
 	return mc
 }
 
-func (in *Injector) storeGen() uint64 {
+// storeGen is the memory files' generation (checked on disk when due).
+func (in *Injector) storeGen(ctx context.Context) (uint64, error) {
 	if in.o.Store == nil {
-		return 0
+		return 0, nil
 	}
-	return in.o.Store.Generation()
+	return in.o.Store.Generation(ctx)
 }
 
 func (in *Injector) managerGen() uint64 {
@@ -230,12 +252,8 @@ func (in *Injector) lookup(ctx context.Context, key string, now time.Time) (Memo
 	if !ok || now.Sub(c.at) >= in.o.TTL || now.Before(c.at) {
 		return MemoryContext{}, false
 	}
-	if in.o.Store != nil {
-		if err := in.o.Store.maybeRefresh(ctx); err != nil {
-			return MemoryContext{}, false
-		}
-	}
-	if c.storeGen != in.storeGen() || c.managerGen != in.managerGen() {
+	sg, err := in.storeGen(ctx)
+	if err != nil || c.storeGen != sg || c.managerGen != in.managerGen() {
 		return MemoryContext{}, false
 	}
 	in.mu.Lock()
@@ -269,7 +287,7 @@ func (in *Injector) Invalidate() {
 }
 
 // Stats returns the injection statistics.
-func (in *Injector) Stats() InjectorStats {
+func (in *Injector) Stats() Stats {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.stats
@@ -281,7 +299,7 @@ func (in *Injector) retrieve(ctx context.Context, q Query) (MemoryContext, error
 	var mc MemoryContext
 	var errs []error
 	if in.o.Store != nil && in.o.MaxMemories > 0 {
-		ms, err := in.o.Store.Match(ctx, MatchRequest{Task: task, Agent: q.Agent, AgentTags: q.Tags, MaxMemories: in.o.MaxMemories, MinImportance: q.MinImportance})
+		ms, err := in.o.Store.Match(ctx, memory.MatchRequest{Task: task, Agent: q.Agent, AgentTags: q.Tags, MaxMemories: in.o.MaxMemories, MinImportance: q.MinImportance})
 		if err == nil {
 			mc.Memories, err = in.o.Store.Load(ctx, ms)
 		}
@@ -299,7 +317,7 @@ func (in *Injector) retrieve(ctx context.Context, q Query) (MemoryContext, error
 			mc.Rules = rules
 		}
 		if in.o.MaxEpisodes > 0 {
-			eps, err := in.o.Manager.Search(ctx, Episodic, task, in.o.MaxEpisodes)
+			eps, err := in.o.Manager.Search(ctx, layers.Episodic, task, in.o.MaxEpisodes)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("episodic memory: %w", err))
 			}
@@ -318,10 +336,11 @@ type piece struct {
 	mem     int    // index into the retrieved slices
 }
 
-// Section headings of the context text.
+// Section headings of the context text (the memory files' is
+// memory.Heading).
 const (
-	RulesHeading    = "## Rules Learned from Previous Runs"
-	EpisodesHeading = "## Related Past Episodes"
+	rulesHeading    = "## Rules Learned from Previous Runs"
+	episodesHeading = "## Related Past Episodes"
 )
 
 func render(ps []piece) string {
@@ -329,16 +348,16 @@ func render(ps []piece) string {
 	last := -1
 	for _, p := range ps {
 		if p.section != last {
-			if b.Len() > 0 {
-				b.WriteString("\n")
+			if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n\n") {
+				b.WriteString("\n") // one blank line between sections
 			}
 			switch p.section {
 			case 0:
-				b.WriteString(Heading + "\n\n" + Intro + "\n\n")
+				b.WriteString(memory.Heading + "\n\n" + memory.Intro + "\n\n")
 			case 1:
-				b.WriteString(RulesHeading + "\n\n")
+				b.WriteString(rulesHeading + "\n\n")
 			case 2:
-				b.WriteString(EpisodesHeading + "\n\n")
+				b.WriteString(episodesHeading + "\n\n")
 			}
 			last = p.section
 		}
@@ -359,21 +378,21 @@ func render(ps []piece) string {
 func (in *Injector) fit(mc *MemoryContext) {
 	var all []piece
 	for i, m := range mc.Memories {
-		full := FormatMemory(m)
+		full := memory.FormatMemory(m)
 		head, body, _ := strings.Cut(full, "\n\n")
 		all = append(all, piece{section: 0, head: head + "\n\n", body: body, mem: i})
 	}
 	for i, r := range mc.Rules {
-		all = append(all, piece{section: 1, head: "- When " + r.Condition + ": ", body: cleanLine(r.Action), mem: i})
+		all = append(all, piece{section: 1, head: "- When " + r.Condition + ": ", body: clean.Line(r.Action), mem: i})
 	}
 	for i, e := range mc.Episodes {
-		all = append(all, piece{section: 2, head: "- " + e.Timestamp.UTC().Format("2006-01-02") + ": ", body: cleanLine(e.Content), mem: i})
+		all = append(all, piece{section: 2, head: "- " + e.Timestamp.UTC().Format("2006-01-02") + ": ", body: clean.Line(e.Content), mem: i})
 	}
 	count := func(ps []piece) int {
 		if len(ps) == 0 {
 			return 0
 		}
-		return in.counter.Count(ContextMessage(render(ps)).Content)
+		return in.counter.Count(memory.ContextMessage(render(ps)).Content)
 	}
 	var kept []piece
 	truncated := false
@@ -404,9 +423,9 @@ func (in *Injector) fit(mc *MemoryContext) {
 		}
 		break
 	}
-	var mems []Injected
-	var rules []Rule
-	var eps []ScoredEntry
+	var mems []memory.Injected
+	var rules []layers.Rule
+	var eps []layers.ScoredEntry
 	for _, p := range kept {
 		switch p.section {
 		case 0:
@@ -420,13 +439,10 @@ func (in *Injector) fit(mc *MemoryContext) {
 	}
 	mc.Memories, mc.Rules, mc.Episodes, mc.Truncated = mems, rules, eps, truncated
 	if len(kept) == 0 {
-		mc.Text, mc.Message, mc.Tokens = "", ContextMessage(""), 0
+		mc.Text, mc.Message, mc.Tokens = "", memory.ContextMessage(""), 0
 		return
 	}
 	mc.Text = render(kept)
-	mc.Message = ContextMessage(mc.Text)
+	mc.Message = memory.ContextMessage(mc.Text)
 	mc.Tokens = in.counter.Count(mc.Message.Content)
 }
-
-// UntrustedPrefix is rag.UntrustedPrefix, for callers that check a message.
-const UntrustedPrefix = rag.UntrustedPrefix

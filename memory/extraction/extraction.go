@@ -1,4 +1,14 @@
-package memory
+// Package extraction turns an agent's run into a memory file (seed 001,
+// "is this worth remembering?"): a chat model, asked with the seed's lists
+// of what to keep and what to skip and shown the most related existing
+// memories, proposes a memory in a strict JSON shape; a proposal that
+// nearly duplicates an existing memory is not written; the rest is written
+// with memory.Store.Add.
+//
+// It is served by the CLI (ragmem memory extract), by HTTP (POST
+// /v1/memories/extract, when the server has a chat model) and by MCP (the
+// tool extract_memory, when ragmem mcp has one).
+package extraction
 
 import (
 	"context"
@@ -12,15 +22,16 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ragmem/ragmem/budget"
-	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/clean"
 	"github.com/ragmem/ragmem/internal/llmchat"
+	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/memory/internal/pattern"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/search"
 )
 
 // ErrBadExtraction is returned when the model's answer cannot be used as a
 // memory (not JSON, missing title or content, ...). Nothing is written.
-var ErrBadExtraction = errors.New("memory: unusable extraction")
+var ErrBadExtraction = errors.New("extraction: unusable answer from the model")
 
 // Results of an agent execution.
 const (
@@ -29,9 +40,9 @@ const (
 	ResultPartial = "partial"
 )
 
-// ExtractionInput is an agent execution to learn from (seed 001,
+// Input is an agent execution to learn from (seed 001,
 // MemoryExtractionInput). It is a plain value.
-type ExtractionInput struct {
+type Input struct {
 	Agent       string `json:"agent"`
 	Task        string `json:"task"`
 	AgentOutput string `json:"agentOutput"`
@@ -41,18 +52,18 @@ type ExtractionInput struct {
 	// Existing are memories to show the model so that it does not repeat
 	// them. Default: the memories of the store most related to the task
 	// and output (up to 10).
-	Existing []Memory `json:"-"`
+	Existing []memory.Memory `json:"-"`
 }
 
-// ExtractionOutput is what ExtractMemory decided and did (seed 001,
+// Output is what ExtractMemory decided and did (seed 001,
 // MemoryExtractionOutput). It is a plain value.
-type ExtractionOutput struct {
+type Output struct {
 	ShouldCreateMemory bool   `json:"shouldCreateMemory"`
 	Reasoning          string `json:"reasoning"`
 	// Memory is the memory the model proposed (nil when it said no).
-	Memory *NewMemory `json:"memory,omitempty"`
+	Memory *memory.NewMemory `json:"memory,omitempty"`
 	// Written is set when the memory was written.
-	Written *AddResult `json:"written,omitempty"`
+	Written *memory.AddResult `json:"written,omitempty"`
 	// Duplicate names an existing memory the proposal nearly duplicates;
 	// then nothing is written.
 	Duplicate *Duplicate `json:"duplicate,omitempty"`
@@ -71,9 +82,9 @@ type Duplicate struct {
 	By string `json:"by"`
 }
 
-// ExtractorOptions configure NewExtractor. A nil *ExtractorOptions means
+// Options configure New. A nil *Options means
 // all defaults. It is a plain value.
-type ExtractorOptions struct {
+type Options struct {
 	// DuplicateThreshold is the embedding similarity of a proposed
 	// memory's text to an existing memory's at which it counts as a
 	// near-duplicate and is not written. Default 0.85 with the lexical
@@ -92,27 +103,27 @@ type ExtractorOptions struct {
 // model (seed 001, "is this worth remembering?"). It is safe for concurrent
 // use.
 type Extractor struct {
-	llm   LLM
-	store *Store
-	o     ExtractorOptions
+	llm   rag.LLM
+	store *memory.Store
+	o     Options
 }
 
-// NewExtractor returns an extractor writing to store.
-func NewExtractor(llm LLM, store *Store, opts *ExtractorOptions) (*Extractor, error) {
-	if err := llm.check(); err != nil {
+// New returns an extractor writing to store.
+func New(llm rag.LLM, store *memory.Store, opts *Options) (*Extractor, error) {
+	if err := checkLLM(llm); err != nil {
 		return nil, err
 	}
 	if store == nil {
-		return nil, fmt.Errorf("%w: no memory store", ErrInvalid)
+		return nil, fmt.Errorf("%w: no memory store", memory.ErrInvalid)
 	}
-	var o ExtractorOptions
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	if o.DuplicateThreshold <= 0 {
 		o.DuplicateThreshold = 0.9
-		if store.ix != nil && strings.HasPrefix(store.ix.Embedder().Identity(), "lexical") {
-			o.DuplicateThreshold = DefaultLexicalDuplicateThreshold
+		if pattern.Lexical(store.Index()) {
+			o.DuplicateThreshold = lexicalDuplicateThreshold
 		}
 	}
 	if o.MaxOutputTokens <= 0 {
@@ -124,12 +135,12 @@ func NewExtractor(llm LLM, store *Store, opts *ExtractorOptions) (*Extractor, er
 	return &Extractor{llm: llm, store: store, o: o}, nil
 }
 
-// DefaultLexicalDuplicateThreshold is the near-duplicate similarity with
+// lexicalDuplicateThreshold is the near-duplicate similarity with
 // the lexical embedder.
-const DefaultLexicalDuplicateThreshold = 0.85
+const lexicalDuplicateThreshold = 0.85
 
-// ExtractionPrompt is the system prompt: the seed's YES and NO lists.
-const ExtractionPrompt = `You are the memory extraction agent of a team of coding agents. After an agent finishes a task you decide: is anything in this execution worth remembering long-term, for future runs on the same project?
+// extractionPrompt is the system prompt: the seed's YES and NO lists.
+const extractionPrompt = `You are the memory extraction agent of a team of coding agents. After an agent finishes a task you decide: is anything in this execution worth remembering long-term, for future runs on the same project?
 
 Extract (YES):
 - Codebase structure discovered
@@ -167,11 +178,8 @@ var extractionSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"required":["shouldCreateMemory","reasoning","title","whenToUse","tags","importance","content","duplicateOf"],` +
 	`"additionalProperties":false}`)
 
-// ExtractionSchema returns the JSON schema the model's answer follows.
-func ExtractionSchema() json.RawMessage { return append(json.RawMessage(nil), extractionSchema...) }
-
-// Extraction is the model's answer. It is a plain value.
-type Extraction struct {
+// answer is the model's answer.
+type answer struct {
 	ShouldCreateMemory bool     `json:"shouldCreateMemory"`
 	Reasoning          string   `json:"reasoning"`
 	Title              string   `json:"title"`
@@ -182,16 +190,20 @@ type Extraction struct {
 	DuplicateOf        string   `json:"duplicateOf"`
 }
 
-const maxExtractionBytes = 1 << 20
+// Bounds of what is read: the model's answer, the task.
+const (
+	maxExtractionBytes = 1 << 20
+	maxTaskBytes       = 16 << 10
+)
 
-// ParseExtraction reads the model's answer: a JSON object, possibly in a
+// parseAnswer reads the model's answer: a JSON object, possibly in a
 // code fence or surrounded by prose; whenToUse and tags may be a string.
 // It never panics.
-func ParseExtraction(content string) (Extraction, error) {
-	content = strings.ToValidUTF8(clip(content, maxExtractionBytes), "")
+func parseAnswer(content string) (answer, error) {
+	content = strings.ToValidUTF8(clean.Clip(content, maxExtractionBytes), "")
 	obj, ok := llmchat.JSONObject(strings.TrimSpace(content))
 	if !ok {
-		return Extraction{}, fmt.Errorf("%w: the answer is not a JSON object", ErrBadExtraction)
+		return answer{}, fmt.Errorf("%w: the answer is not a JSON object", ErrBadExtraction)
 	}
 	var loose struct {
 		ShouldCreateMemory json.RawMessage `json:"shouldCreateMemory"`
@@ -204,13 +216,13 @@ func ParseExtraction(content string) (Extraction, error) {
 		DuplicateOf        string          `json:"duplicateOf"`
 	}
 	if err := json.Unmarshal([]byte(obj), &loose); err != nil {
-		return Extraction{}, fmt.Errorf("%w: %v", ErrBadExtraction, err)
+		return answer{}, fmt.Errorf("%w: %v", ErrBadExtraction, err)
 	}
 	if len(loose.ShouldCreateMemory) == 0 {
-		return Extraction{}, fmt.Errorf("%w: shouldCreateMemory is missing", ErrBadExtraction)
+		return answer{}, fmt.Errorf("%w: shouldCreateMemory is missing", ErrBadExtraction)
 	}
 	b := strings.Trim(strings.ToLower(strings.TrimSpace(string(loose.ShouldCreateMemory))), `"`)
-	return Extraction{
+	return answer{
 		ShouldCreateMemory: b == "true" || b == "yes",
 		Reasoning:          strings.TrimSpace(loose.Reasoning),
 		Title:              loose.Title,
@@ -241,43 +253,43 @@ func looseList(raw json.RawMessage) []string {
 // duplicate, one with the same title words, or one whose text is at least
 // DuplicateThreshold similar (hybrid search over the memories' contents)
 // is a near-duplicate, and nothing is written. Otherwise the memory is
-// written with Store.Add (appended when its slug exists), discovered by the
-// agent in the task. A model failure wraps ErrModel; an unusable answer
-// wraps ErrBadExtraction.
-func (x *Extractor) ExtractMemory(ctx context.Context, in ExtractionInput) (ExtractionOutput, error) {
-	var out ExtractionOutput
-	in.Agent = clip(cleanLine(in.Agent), MaxTitleLen)
-	in.Task = clip(cleanLine(in.Task), maxTaskBytes)
+// written with memory.Store.Add (appended when its slug exists), discovered
+// by the agent in the task. A model failure wraps ErrModel; an unusable
+// answer wraps ErrBadExtraction; invalid input wraps memory.ErrInvalid.
+func (x *Extractor) ExtractMemory(ctx context.Context, in Input) (Output, error) {
+	var out Output
+	in.Agent = clean.Clip(clean.Line(in.Agent), memory.MaxTitleLen)
+	in.Task = clean.Clip(clean.Line(in.Task), maxTaskBytes)
 	switch strings.ToLower(strings.TrimSpace(in.Result)) {
 	case "", ResultSuccess:
 		in.Result = ResultSuccess
 	case ResultFailure, ResultPartial:
 		in.Result = strings.ToLower(strings.TrimSpace(in.Result))
 	default:
-		return out, fmt.Errorf("%w: result %q (want success, failure or partial)", ErrInvalid, clip(in.Result, 40))
+		return out, fmt.Errorf("%w: result %q (want success, failure or partial)", memory.ErrInvalid, clean.Clip(in.Result, 40))
 	}
 	if strings.TrimSpace(in.Task) == "" && strings.TrimSpace(in.AgentOutput) == "" {
-		return out, fmt.Errorf("%w: nothing to learn from: task and agent output are empty", ErrInvalid)
+		return out, fmt.Errorf("%w: nothing to learn from: task and agent output are empty", memory.ErrInvalid)
 	}
 	existing := in.Existing
 	if existing == nil {
 		var err error
-		existing, err = x.related(ctx, in.Task+"\n"+clip(in.AgentOutput, 4096))
+		existing, err = x.related(ctx, in.Task+"\n"+clean.Clip(in.AgentOutput, 4096))
 		if err != nil {
 			return out, err
 		}
 	}
 	counter := budget.CounterForModel(x.llm.Model)
 	msgs := []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleSystem, Content: ExtractionPrompt},
+		{Role: openai.ChatMessageRoleSystem, Content: extractionPrompt},
 		{Role: openai.ChatMessageRoleUser, Content: x.userMessage(in, existing, counter)},
 	}
-	answer, structured, err := x.llm.complete(ctx, msgs, "memory_extraction", extractionSchema)
+	reply, structured, err := complete(ctx, x.llm, msgs, "memory_extraction", extractionSchema)
 	out.Structured = structured
 	if err != nil {
 		return out, err
 	}
-	ex, err := ParseExtraction(answer)
+	ex, err := parseAnswer(reply)
 	if err != nil {
 		return out, err
 	}
@@ -288,28 +300,25 @@ func (x *Extractor) ExtractMemory(ctx context.Context, in ExtractionInput) (Extr
 				out.Duplicate = &Duplicate{Slug: d.Slug, Title: d.Title, Similarity: 1, By: "model"}
 			}
 		}
-		x.o.Logger.Info("memory: nothing worth remembering", "task", clip(in.Task, 120), "reasoning", clip(ex.Reasoning, 200))
+		x.o.Logger.Info("extraction: nothing worth remembering", "task", clean.Clip(in.Task, 120), "reasoning", clean.Clip(ex.Reasoning, 200))
 		return out, nil
 	}
-	imp, err := ParseImportance(ex.Importance)
+	imp, err := memory.ParseImportance(ex.Importance)
 	if err != nil {
-		imp = Medium
+		imp = memory.Medium
 	}
-	nm := NewMemory{
-		Frontmatter: Frontmatter{
+	nm := memory.NewMemory{
+		Frontmatter: memory.Frontmatter{
 			Title: ex.Title, WhenToUse: ex.WhenToUse, Tags: lowerAll(ex.Tags), Importance: imp,
 			DiscoveredBy: in.Agent, Source: "extraction (" + x.llm.Model + ")",
 		},
 		Content: ex.Content,
 	}
 	if in.Task != "" {
-		nm.DiscoveredIn = "Task: " + clip(in.Task, 900)
+		nm.DiscoveredIn = "Task: " + clean.Clip(in.Task, 900)
 	}
-	if err := validateFrontmatter(&nm.Frontmatter); err != nil {
+	if err := nm.Validate(); err != nil {
 		return out, fmt.Errorf("%w: %w", ErrBadExtraction, err)
-	}
-	if strings.TrimSpace(nm.Content) == "" {
-		return out, fmt.Errorf("%w: the memory has no content", ErrBadExtraction)
 	}
 	out.Memory = &nm
 	if ex.DuplicateOf != "" {
@@ -318,13 +327,13 @@ func (x *Extractor) ExtractMemory(ctx context.Context, in ExtractionInput) (Extr
 			return out, nil
 		}
 	}
-	dup, err := x.NearDuplicate(ctx, nm)
+	dup, err := x.nearDuplicate(ctx, nm)
 	if err != nil {
 		return out, err
 	}
 	if dup != nil {
 		out.Duplicate = dup
-		x.o.Logger.Info("memory: skipping a near-duplicate", "title", nm.Title, "duplicate", dup.Slug, "similarity", dup.Similarity)
+		x.o.Logger.Info("extraction: skipping a near-duplicate", "title", nm.Title, "duplicate", dup.Slug, "similarity", dup.Similarity)
 		return out, nil
 	}
 	if x.o.DryRun {
@@ -346,7 +355,7 @@ func lowerAll(ss []string) []string {
 	return out
 }
 
-func findSlug(ms []Memory, name string) *Memory {
+func findSlug(ms []memory.Memory, name string) *memory.Memory {
 	name = strings.TrimSuffix(strings.TrimSpace(name), ".md")
 	for i := range ms {
 		if ms[i].Slug == name || strings.EqualFold(ms[i].Title, name) {
@@ -357,8 +366,8 @@ func findSlug(ms []Memory, name string) *Memory {
 }
 
 // userMessage lays out the execution and the existing memories.
-func (x *Extractor) userMessage(in ExtractionInput, existing []Memory, c budget.Counter) string {
-	output := strings.TrimSpace(cleanText(in.AgentOutput))
+func (x *Extractor) userMessage(in Input, existing []memory.Memory, c budget.Counter) string {
+	output := strings.TrimSpace(clean.Text(in.AgentOutput))
 	if c.Count(output) > x.o.MaxOutputTokens {
 		// Keep the end: conclusions and errors come last.
 		rs := []rune(output)
@@ -379,7 +388,7 @@ func (x *Extractor) userMessage(in ExtractionInput, existing []Memory, c budget.
 	fmt.Fprintf(&b, "<task>%s</task>\n", rag.EscapeText(in.Task))
 	fmt.Fprintf(&b, "<result>%s</result>\n", in.Result)
 	if e := strings.TrimSpace(in.Error); e != "" {
-		fmt.Fprintf(&b, "<error>%s</error>\n", rag.EscapeText(clip(cleanText(e), 8<<10)))
+		fmt.Fprintf(&b, "<error>%s</error>\n", rag.EscapeText(clean.Clip(clean.Text(e), 8<<10)))
 	}
 	fmt.Fprintf(&b, "<agent_output>\n%s\n</agent_output>\n", rag.EscapeText(output))
 	b.WriteString("</execution>\n\n")
@@ -397,101 +406,56 @@ func (x *Extractor) userMessage(in ExtractionInput, existing []Memory, c budget.
 
 // related returns up to 10 memories related to text (all of them, up to
 // 10, without an index).
-func (x *Extractor) related(ctx context.Context, text string) ([]Memory, error) {
+func (x *Extractor) related(ctx context.Context, text string) ([]memory.Memory, error) {
 	all, err := x.store.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if x.store.ix == nil || len(all) <= 10 {
+	if x.store.Index() == nil || len(all) <= 10 {
 		if len(all) > 10 {
 			all = all[:10]
 		}
 		return all, nil
 	}
-	res, err := x.store.searchContent(ctx, text, 30)
-	if err != nil {
-		return nil, err
-	}
-	bySlug := map[string]Memory{}
-	for _, m := range all {
-		bySlug[m.Slug] = m
-	}
-	var out []Memory
-	seen := map[string]bool{}
-	for _, r := range res {
-		slug := r.Record.Attrs[AttrSlug]
-		if m, ok := bySlug[slug]; ok && !seen[slug] {
-			seen[slug] = true
-			out = append(out, m)
-			if len(out) == 10 {
-				break
-			}
-		}
-	}
-	return out, nil
+	return x.store.Related(ctx, text, 10)
 }
 
-// searchContent runs a hybrid search over the memories' contents.
-func (s *Store) searchContent(ctx context.Context, text string, k int) ([]search.Result, error) {
-	opts := &search.Options{Mode: search.Hybrid, TopK: k, SimilarityThreshold: -1, DocTypes: []string{index.DocMemory},
-		Attrs: map[string]string{AttrDir: s.abs, AttrKind: RecordContent}}
-	res, err := search.Search(ctx, s.ix, text, opts)
-	if err != nil && errors.Is(err, index.ErrEmbedding) && ctx.Err() == nil {
-		opts.Mode = search.FullText
-		res, err = search.Search(ctx, s.ix, text, opts)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("memory: search the memories: %w", err)
-	}
-	return res, nil
-}
-
-// NearDuplicate returns the existing memory nm nearly duplicates, or nil: a
+// nearDuplicate returns the existing memory nm nearly duplicates, or nil: a
 // memory whose title has the same content words, or (with an index) one of
 // the five memories hybrid search finds closest whose title and bodies,
 // embedded as one document, are at least DuplicateThreshold similar to nm's
 // title and content. A memory with nm's own slug is not a duplicate: nm is
 // appended to it as an update.
-func (x *Extractor) NearDuplicate(ctx context.Context, nm NewMemory) (*Duplicate, error) {
+func (x *Extractor) nearDuplicate(ctx context.Context, nm memory.NewMemory) (*Duplicate, error) {
 	all, err := x.store.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	want := stems(nm.Title)
-	slug := Slugify(nm.Title)
+	want := pattern.Stems(nm.Title)
+	slug := memory.Slugify(nm.Title)
 	for _, m := range all {
 		if m.Slug == slug {
 			continue // the same slug is an update: appended, not a duplicate
 		}
-		if len(want) > 0 && sameSet(want, stems(m.Title)) {
+		if len(want) > 0 && sameSet(want, pattern.Stems(m.Title)) {
 			return &Duplicate{Slug: m.Slug, Title: m.Title, Similarity: 1, By: "title"}, nil
 		}
 	}
-	if x.store.ix == nil {
+	if x.store.Index() == nil {
 		return nil, nil
 	}
 	// Candidates: the memories whose contents hybrid search finds closest;
 	// each is then compared whole with the proposal, both embedded as
 	// documents.
-	text := nm.Title + "\n" + strings.TrimSpace(cleanText(nm.Content))
-	res, err := x.store.searchContent(ctx, text, 20)
+	text := nm.Title + "\n" + strings.TrimSpace(clean.Text(nm.Content))
+	rel, err := x.store.Related(ctx, text, 6)
 	if err != nil {
 		return nil, err
 	}
-	bySlug := map[string]Memory{}
-	for _, m := range all {
-		bySlug[m.Slug] = m
-	}
-	var cands []Memory
-	seen := map[string]bool{}
-	for _, r := range res {
-		sl := r.Record.Attrs[AttrSlug]
-		if m, ok := bySlug[sl]; ok && !seen[sl] && sl != slug {
-			seen[sl] = true
+	var cands []memory.Memory
+	for _, m := range rel {
+		if m.Slug != slug && len(cands) < 5 {
 			cands = append(cands, m)
-			if len(cands) == 5 {
-				break
-			}
 		}
 	}
 	if len(cands) == 0 {
@@ -510,14 +474,14 @@ func (x *Extractor) NearDuplicate(ctx context.Context, nm NewMemory) (*Duplicate
 		}
 		texts = append(texts, m.Title+"\n"+strings.Join(bodies, "\n\n"))
 	}
-	vecs, err := x.store.ix.Embedder().Embed(ctx, texts)
+	vecs, err := x.store.Index().Embedder().Embed(ctx, texts)
 	if err != nil || len(vecs) != len(texts) {
-		x.o.Logger.Warn("memory: the embedder is unavailable; near-duplicates are checked by title only", "err", err)
+		x.o.Logger.Warn("extraction: the embedder is unavailable; near-duplicates are checked by title only", "err", err)
 		return nil, nil
 	}
 	var best *Duplicate
 	for i, m := range cands {
-		sim := math.Round(cosine(vecs[0], vecs[i+1])*1000) / 1000
+		sim := math.Round(pattern.Cosine(vecs[0], vecs[i+1])*1000) / 1000
 		if sim >= x.o.DuplicateThreshold && (best == nil || sim > best.Similarity) {
 			best = &Duplicate{Slug: m.Slug, Title: m.Title, Similarity: sim, By: "content"}
 		}

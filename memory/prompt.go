@@ -11,8 +11,9 @@ import (
 	"github.com/ragmem/ragmem/rag"
 )
 
-// PreviewChars is the length of a memory's preview in the prompt (seed 000).
-const PreviewChars = 500
+// previewChars is the length of a memory's preview in the prompt (seed
+// 000).
+const previewChars = 500
 
 // Preview returns what the prompt shows of a body (seed 000,
 // formatMemoriesForPrompt): the text before the next first-level heading
@@ -20,15 +21,15 @@ const PreviewChars = 500
 // 500 characters followed by "..." when the body is longer. Characters are
 // Unicode code points, so a preview never splits one.
 func Preview(body string) string {
-	if i := strings.Index(body, "\n# "); i > 0 && utf8.RuneCountInString(body[:i]) < PreviewChars {
+	if i := strings.Index(body, "\n# "); i > 0 && utf8.RuneCountInString(body[:i]) < previewChars {
 		return strings.TrimRight(body[:i], " \t\n")
 	}
-	if utf8.RuneCountInString(body) <= PreviewChars {
+	if utf8.RuneCountInString(body) <= previewChars {
 		return body
 	}
 	n := 0
 	for i := range body {
-		if n == PreviewChars {
+		if n == previewChars {
 			return body[:i] + "..."
 		}
 		n++
@@ -106,7 +107,7 @@ func FormatForPrompt(ins []Injected) string {
 	return strings.TrimRight(b.String(), "\n") + "\n"
 }
 
-// ContextBlock wraps rendered memory text (Markdown from FormatForPrompt,
+// contextBlock wraps rendered memory text (Markdown from FormatForPrompt,
 // and rule lines) in the knowledge-context markup, escaped with
 // rag.EscapeText so that no memory can close the block or add tags:
 //
@@ -117,7 +118,7 @@ func FormatForPrompt(ins []Injected) string {
 //	</knowledge_context>
 //
 // It returns "" for empty text.
-func ContextBlock(text string) string {
+func contextBlock(text string) string {
 	if strings.TrimSpace(text) == "" {
 		return ""
 	}
@@ -125,12 +126,14 @@ func ContextBlock(text string) string {
 }
 
 // ContextMessage is the chat message that delivers memories to a model: an
-// assistant message starting with rag.UntrustedPrefix, holding
-// ContextBlock(text). It goes between the system prompt and the user's
+// assistant message starting with rag.UntrustedPrefix, holding text (Markdown
+// from FormatForPrompt, and rule lines) escaped with rag.EscapeText inside
+// <knowledge_context><agent_memory>...</agent_memory></knowledge_context>,
+// so that no memory can close the block or add tags. It goes between the system prompt and the user's
 // message, never into the system prompt; the system prompt carries
 // rag.ReferenceRule, which covers it. The message is empty when text is.
 func ContextMessage(text string) openai.ChatCompletionMessage {
-	block := ContextBlock(text)
+	block := contextBlock(text)
 	if block == "" {
 		return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant}
 	}

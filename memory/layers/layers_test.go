@@ -1,4 +1,4 @@
-package memory
+package layers
 
 import (
 	"context"
@@ -11,11 +11,13 @@ import (
 
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/memory/internal/memtest"
 )
 
 func openManager(t *testing.T, dir string, ix *index.Index) *Manager {
 	t.Helper()
-	m, err := OpenManager(bg, dir, &ManagerOptions{Index: ix, Logger: quiet(), Now: clock})
+	m, err := Open(bg, dir, &Options{Index: ix, Logger: quiet(), Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,12 +27,12 @@ func openManager(t *testing.T, dir string, ix *index.Index) *Manager {
 
 func TestWorkingMemoryIsBoundedAndNotPersisted(t *testing.T) {
 	dir := t.TempDir()
-	m, err := OpenManager(bg, dir, &ManagerOptions{MaxWorking: 3, Logger: quiet(), Now: clock})
+	m, err := Open(bg, dir, &Options{MaxWorking: 3, Logger: quiet(), Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
-		if _, err := m.Append(bg, Working, LayerEntry{Content: fmt.Sprintf("step %d", i)}); err != nil {
+		if _, err := m.Append(bg, Working, Entry{Content: fmt.Sprintf("step %d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,7 +63,7 @@ func TestEpisodicPersistsAndSearches(t *testing.T) {
 		"Deployed the payment service to staging",
 		"Fixed a flaky test in the scheduler",
 	} {
-		if _, err := m.Append(bg, Episodic, LayerEntry{Content: c, Metadata: map[string]any{"agentId": "agent-001"}}); err != nil {
+		if _, err := m.Append(bg, Episodic, Entry{Content: c, Metadata: map[string]any{"agentId": "agent-001"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,7 +96,7 @@ func TestEpisodicTornTail(t *testing.T) {
 	dir := t.TempDir()
 	m := openManager(t, dir, nil)
 	for i := 0; i < 3; i++ {
-		if _, err := m.Append(bg, Episodic, LayerEntry{Content: fmt.Sprintf("entry %d", i)}); err != nil {
+		if _, err := m.Append(bg, Episodic, Entry{Content: fmt.Sprintf("entry %d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -111,7 +113,7 @@ func TestEpisodicTornTail(t *testing.T) {
 	if strings.Contains(string(data), "torn") || !strings.HasSuffix(string(data), "\n") {
 		t.Errorf("torn line not cut: %q", data)
 	}
-	if _, err := m2.Append(bg, Episodic, LayerEntry{Content: "after repair"}); err != nil {
+	if _, err := m2.Append(bg, Episodic, Entry{Content: "after repair"}); err != nil {
 		t.Fatal(err)
 	}
 	m2.Close()
@@ -129,7 +131,7 @@ func TestSemanticLearnRecallOverwrite(t *testing.T) {
 	if err := m.Learn(bg, Knowledge{Key: "dataset-format", Value: "CSV with headers, semicolon-delimited"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Append(bg, Semantic, LayerEntry{Content: "Go 1.26", Metadata: map[string]any{"key": "go-version"}}); err != nil {
+	if _, err := m.Append(bg, Semantic, Entry{Content: "Go 1.26", Metadata: map[string]any{"key": "go-version"}}); err != nil {
 		t.Fatal(err)
 	}
 	m.Close()
@@ -162,7 +164,7 @@ func TestProceduralRules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := m.Append(bg, Procedural, LayerEntry{Content: "no condition"}); !errors.Is(err, ErrInvalid) {
+	if _, err := m.Append(bg, Procedural, Entry{Content: "no condition"}); !errors.Is(err, memory.ErrInvalid) {
 		t.Errorf("rule without condition: %v", err)
 	}
 	cases := map[string][]string{
@@ -191,7 +193,7 @@ func TestCompact(t *testing.T) {
 	ix := openIndex(t)
 	m := openManager(t, dir, ix)
 	for i := 0; i < 15; i++ {
-		if _, err := m.Append(bg, Episodic, LayerEntry{Content: fmt.Sprintf("observation number %d about caching", i), Metadata: map[string]any{"task": "analysis"}}); err != nil {
+		if _, err := m.Append(bg, Episodic, Entry{Content: fmt.Sprintf("observation number %d about caching", i), Metadata: map[string]any{"task": "analysis"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -231,18 +233,18 @@ func TestCompact(t *testing.T) {
 
 type failingSummarizer struct{}
 
-func (failingSummarizer) Summarize(context.Context, []LayerEntry) (string, error) {
+func (failingSummarizer) Summarize(context.Context, []Entry) (string, error) {
 	return "", errors.New("model down")
 }
 
 func TestCompactFallsBackToLocalSummary(t *testing.T) {
-	m, err := OpenManager(bg, t.TempDir(), &ManagerOptions{Summarizer: failingSummarizer{}, Logger: quiet()})
+	m, err := Open(bg, t.TempDir(), &Options{Summarizer: failingSummarizer{}, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	for i := 0; i < 4; i++ {
-		m.Append(bg, Working, LayerEntry{Content: fmt.Sprintf("w%d", i)})
+		m.Append(bg, Working, Entry{Content: fmt.Sprintf("w%d", i)})
 	}
 	rep, err := m.Compact(bg, Working, &CompactOptions{KeepLast: 1})
 	if err != nil {
@@ -257,8 +259,8 @@ func TestStatsAndClear(t *testing.T) {
 	dir := t.TempDir()
 	ix := openIndex(t)
 	m := openManager(t, dir, ix)
-	m.Append(bg, Working, LayerEntry{Content: "thinking about caching"})
-	m.Append(bg, Episodic, LayerEntry{Content: "ran the benchmark"})
+	m.Append(bg, Working, Entry{Content: "thinking about caching"})
+	m.Append(bg, Episodic, Entry{Content: "ran the benchmark"})
 	m.Learn(bg, Knowledge{Key: "k", Value: "v"})
 	m.AddRule(bg, Rule{Condition: "bench", Action: "use -benchtime 2x"})
 	st := m.Stats()
@@ -277,7 +279,7 @@ func TestStatsAndClear(t *testing.T) {
 	if err := m.Clear(bg); err != nil {
 		t.Fatal(err)
 	}
-	if st := m.Stats(); st != (LayerStats{TotalStorageBytes: st.TotalStorageBytes}) || st.TotalStorageBytes > 20 {
+	if st := m.Stats(); st != (Stats{TotalStorageBytes: st.TotalStorageBytes}) || st.TotalStorageBytes > 20 {
 		t.Fatalf("%+v", st)
 	}
 	for _, f := range []string{episodicFile, semanticFile, proceduralFile} {
@@ -290,16 +292,23 @@ func TestStatsAndClear(t *testing.T) {
 func TestManagerLocksItsDirectory(t *testing.T) {
 	dir := t.TempDir()
 	m := openManager(t, dir, nil)
-	if _, err := OpenManager(bg, dir, &ManagerOptions{Logger: quiet()}); !errors.Is(err, ErrLocked) {
+	if _, err := Open(bg, dir, &Options{Logger: quiet()}); !errors.Is(err, memory.ErrLocked) {
 		t.Fatalf("second open: %v", err)
 	}
 	m.Close()
-	if _, err := m.Append(bg, Working, LayerEntry{Content: "x"}); !errors.Is(err, ErrClosed) {
+	if _, err := m.Append(bg, Working, Entry{Content: "x"}); !errors.Is(err, ErrClosed) {
 		t.Errorf("append after close: %v", err)
 	}
-	m2, err := OpenManager(bg, dir, &ManagerOptions{Logger: quiet()})
+	m2, err := Open(bg, dir, &Options{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m2.Close()
 }
+
+var (
+	bg        = context.Background()
+	clock     = memtest.Now
+	quiet     = memtest.Quiet
+	openIndex = memtest.OpenIndex
+)

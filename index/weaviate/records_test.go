@@ -1,0 +1,19 @@
+package weaviate
+
+import (
+	"testing"
+
+	"github.com/ragmem/ragmem/index/driver"
+)
+
+// Weaviate's BM25 indexes the terms of driver.SearchText, the text the
+// embedder embeds and the local backend indexes (no server needed).
+func TestObjectTermsAreTheSearchText(t *testing.T) {
+	r := &driver.Record{ID: "a", SourceURL: "https://example.com/travel", Title: "Travel notes",
+		HeadingPath: []string{"Travel notes", "Zanzibar"}, Content: "Ferries leave the harbour."}
+	o := (&Backend{class: "Test"}).object(r)
+	props := o.Properties.(map[string]any)
+	if got, want := props[pTerms], terms(driver.SearchText(r)); got != want || want == "" {
+		t.Fatalf("terms %q, want %q", got, want)
+	}
+}
