@@ -163,11 +163,17 @@ type Options struct {
 	EmbedConcurrency int
 	// Now returns the current time (tests). Default time.Now.
 	Now func() time.Time
+	// URLRules set how source URLs are canonicalised (CanonicalURL); the
+	// store remembers them, so that every process names a page alike.
+	// Default nil: the rules the store remembers (the default rules for a
+	// new store).
+	URLRules *URLRules
 }
 
 // Index is the persistent store. See the package comment.
 type Index struct {
-	dir      string // the local store's directory; "" with Options.Backend
+	dir      string   // the local store's directory; "" with Options.Backend
+	urls     URLRules // how source URLs are canonicalised; set at Open
 	be       driver.Backend
 	emb      embed.Embedder // as configured, for Embedder and identity checks
 	call     *embed.Breaker // emb behind its circuit breaker: every embedding goes through it
@@ -323,6 +329,10 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 			// Vectors of another length are an outage, never records.
 			ix.call.ExpectDimension(d)
 		}
+	}
+	if err := ix.loadURLRules(ctx, o.URLRules); err != nil {
+		_ = ix.be.Close()
+		return nil, err
 	}
 	queueDir := o.QueueDir
 	if queueDir == "" && o.Backend == nil {
@@ -634,6 +644,7 @@ type prepared struct {
 // prepare chunks d; it returns nil records when d is unchanged.
 func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepared, error) {
 	normalize(&d)
+	d.SourceURL = ix.CanonicalURL(d.SourceURL)
 	if d.SourceURL == "" {
 		return nil, ErrNoSource
 	}
@@ -728,7 +739,7 @@ func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error)
 	results := make([]Result, len(docs))
 	last := map[string]int{}
 	for i := range docs {
-		last[strings.TrimSpace(docs[i].SourceURL)] = i
+		last[ix.CanonicalURL(docs[i].SourceURL)] = i
 	}
 	// Chunk the documents in parallel (chunking is CPU-bound), then
 	// collect them in input order.
@@ -745,7 +756,7 @@ func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error)
 				if i >= len(docs) {
 					return
 				}
-				if last[strings.TrimSpace(docs[i].SourceURL)] != i {
+				if last[ix.CanonicalURL(docs[i].SourceURL)] != i {
 					continue
 				}
 				preps[i], errs[i] = ix.prepare(ctx, docs[i], now)
@@ -756,7 +767,7 @@ func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error)
 	var work []*prepared
 	var recs []*Record
 	for i, d := range docs {
-		if last[strings.TrimSpace(d.SourceURL)] != i {
+		if last[ix.CanonicalURL(d.SourceURL)] != i {
 			results[i] = Result{SourceURL: d.SourceURL, Superseded: true}
 			continue
 		}
@@ -923,12 +934,9 @@ func (ix *Index) Remove(ctx context.Context, sourceURL string) (int, error) {
 	if ix.closed.Load() {
 		return 0, ErrClosed
 	}
-	ex, _, err := ix.be.Sources(ctx, Filter{SourceURL: sourceURL}, 0, 1)
-	if err != nil {
+	ex, err := ix.findSource(ctx, &sourceURL)
+	if err != nil || len(ex) == 0 {
 		return 0, err
-	}
-	if len(ex) == 0 {
-		return 0, nil
 	}
 	if err := ix.be.Apply(ctx, &Batch{DeleteSources: []string{sourceURL}}); err != nil {
 		return 0, err
@@ -938,17 +946,21 @@ func (ix *Index) Remove(ctx context.Context, sourceURL string) (int, error) {
 
 // Source returns the chunks of one source in order (searchBySourceUrl).
 func (ix *Index) Source(ctx context.Context, sourceURL string) ([]Record, error) {
-	return ix.be.Source(ctx, sourceURL)
+	rs, err := ix.be.Source(ctx, ix.CanonicalURL(sourceURL))
+	if err == nil && len(rs) == 0 && ix.CanonicalURL(sourceURL) != sourceURL {
+		return ix.be.Source(ctx, sourceURL) // stored before canonicalisation
+	}
+	return rs, err
 }
 
 // Sources lists sources matching f, with the total before paging.
 func (ix *Index) Sources(ctx context.Context, f Filter, offset, limit int) ([]SourceInfo, int, error) {
-	return ix.be.Sources(ctx, f, offset, limit)
+	return ix.be.Sources(ctx, ix.canonFilter(f), offset, limit)
 }
 
 // Records returns every record matching f.
 func (ix *Index) Records(ctx context.Context, f Filter) ([]Record, error) {
-	return ix.be.Records(ctx, f)
+	return ix.be.Records(ctx, ix.canonFilter(f))
 }
 
 // FullText runs a BM25 query.
@@ -956,7 +968,7 @@ func (ix *Index) FullText(ctx context.Context, query string, k int, f Filter) ([
 	if !utf8.ValidString(query) {
 		query = strings.ToValidUTF8(query, " ")
 	}
-	return ix.be.SearchText(ctx, query, k, f)
+	return ix.be.SearchText(ctx, query, k, ix.canonFilter(f))
 }
 
 // EmbedQuery embeds a query (with the embedder's query form when it has
@@ -982,12 +994,12 @@ func (ix *Index) Vector(ctx context.Context, query string, k int, f Filter) ([]H
 	if err != nil {
 		return nil, err
 	}
-	return ix.be.SearchVector(ctx, v, k, f)
+	return ix.be.SearchVector(ctx, v, k, ix.canonFilter(f))
 }
 
 // VectorByEmbedding runs a vector query for a vector the caller already has.
 func (ix *Index) VectorByEmbedding(ctx context.Context, vec []float32, k int, f Filter) ([]Hit, error) {
-	return ix.be.SearchVector(ctx, vec, k, f)
+	return ix.be.SearchVector(ctx, vec, k, ix.canonFilter(f))
 }
 
 // Stats describes the store (the design's MemoryStats).
