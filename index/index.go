@@ -77,6 +77,9 @@ var (
 	// ErrQuotaExceeded: a write would take the store past
 	// Options.QuotaChunks or Options.QuotaBytes.
 	ErrQuotaExceeded = errors.New("index: quota exceeded")
+	// ErrBinaryContent: a text or Markdown document whose content looks
+	// like binary data (chunk.Binary), not text.
+	ErrBinaryContent = errors.New("index: document is binary data, not text")
 	ErrClosed        = driver.ErrClosed
 	ErrNotFound      = driver.ErrNotFound
 )
@@ -620,6 +623,7 @@ func EmbedText(r *Record) string {
 }
 
 func normalize(d *Document) {
+	d.Content = strings.TrimPrefix(d.Content, "\uFEFF") // a byte-order mark is no text
 	if !utf8.ValidString(d.Content) {
 		d.Content = strings.ToValidUTF8(d.Content, "\uFFFD")
 	}
@@ -643,6 +647,9 @@ type prepared struct {
 
 // prepare chunks d; it returns nil records when d is unchanged.
 func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepared, error) {
+	if d.Format != chunk.HTML && chunk.Binary(d.Content) {
+		return nil, ErrBinaryContent
+	}
 	normalize(&d)
 	d.SourceURL = ix.CanonicalURL(d.SourceURL)
 	if d.SourceURL == "" {

@@ -1,8 +1,12 @@
 package index
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/chunk"
 )
 
 // Variants of one page's URL are one source on every path into the index.
@@ -166,5 +170,26 @@ func TestFilterExpressionsInSearches(t *testing.T) {
 		if err != nil || total != len(c.want) {
 			t.Errorf("Sources %q: %+v (%d), %v", c.expr, srcs, total, err)
 		}
+	}
+}
+
+func TestBinaryAndBOM(t *testing.T) {
+	ix := open(t, t.TempDir(), nil)
+	defer ix.Close()
+	if _, err := ix.Add(ctx, Document{SourceURL: "bin", Content: "ELF\x02\x01\x01\x00\x00\x00\x00binary"}); !errors.Is(err, ErrBinaryContent) {
+		t.Fatalf("binary text: %v", err)
+	}
+	a, err := ix.Add(ctx, Document{SourceURL: "bom", Content: "\uFEFF# Heading\n\nBody text.", Format: chunk.Markdown})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := ix.Source(ctx, "bom")
+	if len(recs) != 1 || len(recs[0].HeadingPath) != 1 || recs[0].HeadingPath[0] != "Heading" || strings.HasPrefix(recs[0].Content, "\uFEFF") {
+		t.Fatalf("BOM file: %+v", recs)
+	}
+	// The same text without the mark is the same content.
+	b, _ := ix.Add(ctx, Document{SourceURL: "bom", Content: "# Heading\n\nBody text.", Format: chunk.Markdown})
+	if !b.Unchanged || b.ContentHash != a.ContentHash {
+		t.Fatalf("BOM changes the content hash: %+v %+v", a, b)
 	}
 }
