@@ -175,8 +175,8 @@ type Options struct {
 
 // Index is the persistent store. See the package comment.
 type Index struct {
-	dir      string   // the local store's directory; "" with Options.Backend
-	urls     URLRules // how source URLs are canonicalised; set at Open
+	dir      string                   // the local store's directory; "" with Options.Backend
+	urls     atomic.Pointer[URLRules] // how source URLs are canonicalised
 	be       driver.Backend
 	emb      embed.Embedder // as configured, for Embedder and identity checks
 	call     *embed.Breaker // emb behind its circuit breaker: every embedding goes through it

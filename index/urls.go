@@ -13,6 +13,12 @@ import (
 // metaURLRules is the store setting that remembers the URL rules.
 const metaURLRules = "urlRules"
 
+// SetURLRules replaces the rules the index canonicalises source URLs with
+// and records them in the store. Sources stored before keep their URLs.
+func (ix *Index) SetURLRules(ctx context.Context, r URLRules) error {
+	return ix.loadURLRules(ctx, &r)
+}
+
 // loadURLRules sets the rules from opts, recording them when they differ
 // from the store's, or else from the store.
 func (ix *Index) loadURLRules(ctx context.Context, opts *URLRules) error {
@@ -28,11 +34,11 @@ func (ix *Index) loadURLRules(ctx context.Context, opts *URLRules) error {
 		}
 	}
 	if opts == nil {
-		ix.urls = have
+		ix.urls.Store(&have)
 		return nil
 	}
 	want := URLRules{KeepParams: normalizeParams(opts.KeepParams)}
-	ix.urls = want
+	ix.urls.Store(&want)
 	if ok && slices.Equal(have.KeepParams, want.KeepParams) || !ok && len(want.KeepParams) == 0 {
 		return nil
 	}
@@ -61,12 +67,19 @@ func normalizeParams(ps []string) []string {
 
 // URLRules returns the rules the index canonicalises source URLs with.
 func (ix *Index) URLRules() URLRules {
-	return URLRules{KeepParams: slices.Clone(ix.urls.KeepParams)}
+	return URLRules{KeepParams: slices.Clone(ix.rules().KeepParams)}
+}
+
+func (ix *Index) rules() *URLRules {
+	if r := ix.urls.Load(); r != nil {
+		return r
+	}
+	return &URLRules{}
 }
 
 // CanonicalURL returns the canonical form of a source URL under the index's
 // rules: the URL the index stores a source under (see URLRules.Canonical).
-func (ix *Index) CanonicalURL(u string) string { return ix.urls.Canonical(u) }
+func (ix *Index) CanonicalURL(u string) string { return ix.rules().Canonical(u) }
 
 // findSource returns the stored source u names, canonical form first, then
 // as given (a source stored before canonicalisation), and sets *u to the
