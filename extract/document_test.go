@@ -305,6 +305,8 @@ func fuzzDocument(f *testing.F, name string, seeds ...string) {
 	})
 }
 
-func FuzzPDF(f *testing.F)  { fuzzDocument(f, "f.pdf", "guide.pdf", "pages.pdf", "scanned.pdf", "encrypted.pdf") }
+func FuzzPDF(f *testing.F) {
+	fuzzDocument(f, "f.pdf", "guide.pdf", "pages.pdf", "scanned.pdf", "encrypted.pdf")
+}
 func FuzzDOCX(f *testing.F) { fuzzDocument(f, "f.docx", "guide.docx") }
 func FuzzEPUB(f *testing.F) { fuzzDocument(f, "f.epub", "guide.epub") }

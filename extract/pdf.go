@@ -70,11 +70,11 @@ func PDF(data []byte, opts *DocumentOptions) (Page, error) {
 
 // Bounds of the PDF preflight and walks.
 const (
-	pdfMaxObjects   = 1 << 22 // cross-reference entries
-	pdfMaxTreeDepth = 64      // page tree and outline nesting
+	pdfMaxObjects   = 1 << 22  // cross-reference entries
+	pdfMaxTreeDepth = 64       // page tree and outline nesting
 	pdfMaxPageBytes = 16 << 20 // decompressed content of one page
 	pdfLayoutBytes  = 1 << 20  // pages up to this size are laid out from their glyphs' positions
-	pdfMaxOutline   = 10_000  // outline entries
+	pdfMaxOutline   = 10_000   // outline entries
 )
 
 var (
