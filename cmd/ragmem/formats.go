@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 
 	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/index"
 )
 
@@ -19,6 +21,9 @@ var kinds = []kind{
 	{[]string{".md", ".markdown"}, readText(chunk.Markdown)},
 	{[]string{".txt", ".text"}, readText(chunk.Text)},
 	{[]string{".html", ".htm"}, readText(chunk.HTML)},
+	{[]string{".pdf"}, readDocumentFile},
+	{[]string{".docx"}, readDocumentFile},
+	{[]string{".epub"}, readDocumentFile},
 }
 
 // fileKind returns the kind of a file by its extension (case-insensitive).
@@ -56,4 +61,23 @@ func readText(f chunk.Format) func(index.Document, string, []byte) (index.Docume
 		}
 		return d, "", nil
 	}
+}
+
+// readDocumentFile reads a PDF, DOCX or EPUB file through its extract
+// reader. A file the reader cannot read for a reason of its own (encrypted,
+// no text layer, damaged) is skipped with that reason.
+func readDocumentFile(d index.Document, path string, data []byte) (index.Document, string, error) {
+	p, _, err := extract.Document(path, data, nil)
+	switch {
+	case errors.Is(err, extract.ErrEncrypted), errors.Is(err, extract.ErrNoTextLayer), errors.Is(err, extract.ErrNoContent):
+		return d, strings.TrimPrefix(err.Error(), "extract: "), nil
+	case err != nil:
+		return d, "", err
+	}
+	d.Title = p.Title
+	if d.Title == "" {
+		d.Title = fileTitle(path)
+	}
+	d.Content, d.Format = p.HTML, chunk.HTML
+	return d, "", nil
 }

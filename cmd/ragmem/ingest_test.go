@@ -36,7 +36,7 @@ func TestIndexFolderSync(t *testing.T) {
 		exe = bytes.Repeat([]byte("\x7fELF\x02\x01\x01\x00\x00\x00"), 100)
 	}
 	files := map[string]string{
-		"keep.md":            "# Keep\n\nOtters hold hands while they sleep.\n",
+		"keep.md":            "# Keep\n\nQuokkas smile at cameras.\n",
 		"bom.md":             "\uFEFF# Byte Order\n\nThe first heading survives the mark.\n",
 		"empty.md":           "",
 		"blank.txt":          "   \n\n",
@@ -55,21 +55,40 @@ func TestIndexFolderSync(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(docs, "ls.txt"), exe, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	for _, name := range []string{"guide.pdf", "guide.docx", "guide.epub", "encrypted.pdf", "scanned.pdf"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "documents", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(docs, "books", name), string(data))
+	}
 	out, stderr, err := runCLI(t, "--dir", dir, "index", "--exclude", "build/", "--attr", "team=search", "--attr", "lang=en", docs)
 	if err != nil {
 		t.Fatalf("index: %v\n%s", err, stderr)
 	}
-	if !strings.Contains(out, "indexed 5 documents") || !strings.Contains(out, "3 skipped") {
+	if !strings.Contains(out, "indexed 8 documents") || !strings.Contains(out, "5 skipped") {
 		t.Fatalf("summary %q\n%s", out, stderr)
 	}
-	for _, want := range []string{"ls.txt: skipped: binary data", "empty.md: skipped: empty file", "blank.txt: skipped: no text"} {
+	for _, want := range []string{"ls.txt: skipped: binary data", "empty.md: skipped: empty file", "blank.txt: skipped: no text",
+		"encrypted.pdf: skipped: the document is encrypted (password-protected); decrypt it first\n",
+		"scanned.pdf: skipped: the PDF has no text layer (scanned or image-only pages); run OCR on it first\n"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
 	srcs := sourcesOf(t, dir)
-	if len(srcs) != 5 {
+	if len(srcs) != 8 {
 		t.Fatalf("sources %v", keys(srcs))
+	}
+	// PDF, DOCX and EPUB: their titles, and their structure as heading paths.
+	for _, name := range []string{"guide.pdf", "guide.docx", "guide.epub"} {
+		if s := srcs[fileURL(filepath.Join(docs, "books", name))]; s.Title != "The Otter Field Guide" {
+			t.Errorf("%s title %q", name, s.Title)
+		}
+		out := mustRun(t, "--dir", dir, "search", "--json", "--source", filepath.Join(docs, "books", name), "holts dens")
+		if !strings.Contains(out, `"Dens"`) {
+			t.Errorf("%s: no chunk under the heading Dens: %s", name, out)
+		}
 	}
 	for _, name := range []string{"ignored.log.md", "drafts/wip.md", "build/out.md", "ls.txt", "empty.md"} {
 		if _, ok := srcs[fileURL(filepath.Join(docs, name))]; ok {
@@ -85,15 +104,15 @@ func TestIndexFolderSync(t *testing.T) {
 		t.Errorf("BOM heading lost: %s", out)
 	}
 	// Attributes: filter on them.
-	out = mustRun(t, "--dir", dir, "search", "--filter", "team = search AND lang IN [en, de]", "otters")
+	out = mustRun(t, "--dir", dir, "search", "--filter", "team = search AND lang IN [en, de]", "quokkas")
 	if !strings.Contains(out, "keep.md") {
 		t.Errorf("attribute filter found nothing: %s", out)
 	}
-	out = mustRun(t, "--dir", dir, "search", "--filter", "team = infra", "otters")
+	out = mustRun(t, "--dir", dir, "search", "--filter", "team = infra", "quokkas")
 	if !strings.Contains(out, "no results") {
 		t.Errorf("wrong attribute matched: %s", out)
 	}
-	if _, _, err := runCLI(t, "--dir", dir, "search", "--filter", "team = ", "otters"); err == nil || !strings.Contains(err.Error(), "column 8") {
+	if _, _, err := runCLI(t, "--dir", dir, "search", "--filter", "team = ", "quokkas"); err == nil || !strings.Contains(err.Error(), "column 8") {
 		t.Errorf("bad filter: %v", err)
 	}
 	if _, _, err := runCLI(t, "--dir", dir, "index", "--attr", "bad key=x", docs); err == nil || !strings.Contains(err.Error(), "invalid attributes") {
@@ -117,7 +136,7 @@ func TestIndexFolderSync(t *testing.T) {
 		t.Fatalf("second run %q\n%s", out, stderr)
 	}
 	srcs = sourcesOf(t, dir)
-	if _, ok := srcs[fileURL(filepath.Join(docs, "gone.md"))]; ok || len(srcs) != 3 {
+	if _, ok := srcs[fileURL(filepath.Join(docs, "gone.md"))]; ok || len(srcs) != 6 {
 		t.Fatalf("after sync: %v", keys(srcs))
 	}
 	// --keep-missing keeps them.
