@@ -49,14 +49,34 @@ func Diversify(results []Result, opts *Options) []Result {
 }
 
 type shown struct {
-	res    *Result
 	source string
 	grams  []uint64 // sorted 3-gram hashes; nil when too short to compare
+}
+
+// sketch indexes the sampled 3-grams of the shown chunks, so that a
+// candidate is compared exactly only with the chunks it shares many
+// samples with: the step stays cheap when hundreds of results are ranked.
+type sketch map[uint64][]int
+
+// sample returns the grams a sketch keeps: all of a short chunk's, one in
+// four (by hash) of a longer one's.
+func sample(grams []uint64) []uint64 {
+	if len(grams) < 64 {
+		return grams
+	}
+	out := make([]uint64, 0, len(grams)/3)
+	for _, g := range grams {
+		if g%4 == 0 {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 func diversify(results []Result, o *Options) []Result {
 	out := make([]Result, 0, min(len(results), o.TopK))
 	var kept []shown
+	sk := sketch{}
 	byText := map[uint64]int{}    // hash of the normalised text -> index in out
 	copyOf := map[string]int{}    // a source found to copy a shown one -> index in out of its first match
 	perSource := map[string]int{} // chunks shown per source
@@ -78,7 +98,7 @@ func diversify(results []Result, o *Options) []Result {
 				continue
 			}
 			grams := shingles(norm)
-			if j := nearest(kept, src, grams); j >= 0 {
+			if j := nearest(kept, sk, src, grams); j >= 0 {
 				copyOf[src] = j
 				out[j].addAlso(src)
 				continue
@@ -87,6 +107,9 @@ func diversify(results []Result, o *Options) []Result {
 				continue
 			}
 			byText[h] = len(out)
+			for _, g := range sample(grams) {
+				sk[g] = append(sk[g], len(kept))
+			}
 			kept = append(kept, shown{source: src, grams: grams})
 		} else if o.MaxPerSource > 0 && perSource[src] >= o.MaxPerSource {
 			continue
@@ -110,17 +133,30 @@ func (r *Result) addAlso(src string) {
 }
 
 // nearest returns the index of the first shown chunk of another source that
-// grams nearly duplicates, or -1.
-func nearest(kept []shown, src string, grams []uint64) int {
+// grams nearly duplicates, or -1. Only chunks that share at least half of
+// the candidate's sampled grams are compared exactly (a pair at the
+// threshold shares about 80% of them).
+func nearest(kept []shown, sk sketch, src string, grams []uint64) int {
 	if grams == nil {
 		return -1
 	}
-	for j := range kept {
-		if kept[j].source != src && kept[j].grams != nil && jaccard(grams, kept[j].grams) >= NearDuplicate {
-			return j
+	smp := sample(grams)
+	hits := map[int]int{}
+	for _, g := range smp {
+		for _, j := range sk[g] {
+			hits[j]++
 		}
 	}
-	return -1
+	best := -1
+	for j, n := range hits {
+		if 2*n < len(smp) || kept[j].source == src || kept[j].grams == nil || best >= 0 && j > best {
+			continue
+		}
+		if jaccard(grams, kept[j].grams) >= NearDuplicate {
+			best = j
+		}
+	}
+	return best
 }
 
 // groupBySource orders rs source by source, sources in the order of their
@@ -157,12 +193,26 @@ func shingles(norm string) []uint64 {
 	if len(words) < nearDupMinWords {
 		return nil
 	}
+	hs := make([]uint64, len(words))
+	for i, w := range words {
+		hs[i] = hash64(w)
+	}
 	out := make([]uint64, 0, len(words)-2)
-	for i := 0; i+2 < len(words); i++ {
-		out = append(out, hash64(words[i]+" "+words[i+1]+" "+words[i+2]))
+	for i := 0; i+2 < len(hs); i++ {
+		out = append(out, mix(mix(hs[i], hs[i+1]), hs[i+2]))
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// mix combines two hashes (the finaliser of splitmix64 over their sum).
+func mix(a, b uint64) uint64 {
+	x := a*0x9e3779b97f4a7c15 + b
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // jaccard is |a ∩ b| / |a ∪ b| of two sorted sets.
