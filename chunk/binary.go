@@ -9,10 +9,11 @@ import (
 const binarySample = 8 << 10
 
 // Binary reports whether src looks like binary data rather than text: its
-// first 8 KiB hold a NUL byte, or more than one byte in ten of them (and at
-// least four) is part of an invalid UTF-8 sequence or a control character
-// other than tab, line feed, carriage return, form feed, vertical tab and
-// escape. Text in other
+// first 8 KiB hold 16 NUL bytes or more (or more than one in a hundred
+// bytes), or more than one byte in ten of them (and at least four) is part
+// of an invalid UTF-8 sequence or a control character other than tab, line
+// feed, carriage return, form feed, vertical tab and escape. A stray NUL in
+// text is not enough. Text in other
 // encodings than UTF-8 (Latin-1 with a few accents, say) stays text; UTF-16
 // (full of NULs) and executables, images and archives do not. A leading
 // UTF-8 byte-order mark is ignored. Binary is safe for concurrent use.
@@ -30,7 +31,7 @@ func Binary(src string) bool {
 			}
 		}
 	}
-	if strings.IndexByte(s, 0) >= 0 {
+	if nuls := strings.Count(s, "\x00"); nuls >= 16 || nuls*100 > len(s) {
 		return true
 	}
 	bad := 0
