@@ -43,6 +43,7 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/local"
 	"github.com/ragmem/ragmem/internal/wal"
@@ -166,6 +167,9 @@ type Options struct {
 	EmbedConcurrency int
 	// Now returns the current time (tests). Default time.Now.
 	Now func() time.Time
+	// Extract bounds the main-content extraction of HTML documents (see
+	// Document.Extracted). Default nil: extract.Options defaults.
+	Extract *extract.Options
 	// URLRules set how source URLs are canonicalised (CanonicalURL); the
 	// store remembers them, so that every process names a page alike.
 	// Default nil: the rules the store remembers (the default rules for a
@@ -177,6 +181,7 @@ type Options struct {
 type Index struct {
 	dir      string                   // the local store's directory; "" with Options.Backend
 	urls     atomic.Pointer[URLRules] // how source URLs are canonicalised
+	extract  *extract.Options
 	be       driver.Backend
 	emb      embed.Embedder // as configured, for Embedder and identity checks
 	call     *embed.Breaker // emb behind its circuit breaker: every embedding goes through it
@@ -223,11 +228,17 @@ type Index struct {
 // Document is one source to index.
 type Document struct {
 	SourceURL string            // required: identifies the source (a URL, a file URL, "memory://...")
-	Title     string            // title; for HTML, taken from <title> when empty
+	Title     string            // title; for HTML, the page's (see extract.HTML) when empty
 	Content   string            // the source text, Markdown or HTML
 	Format    chunk.Format      // how to read Content; default chunk.Text
 	DocType   string            // DocKnowledge (default), DocMemory, ...
 	Attrs     map[string]string // extra metadata stored on every chunk
+	// Extracted says that HTML Content is already a page's main content
+	// (from extract.HTML or a document reader such as extract.PDF): it is
+	// chunked as it is. Default false: HTML is first reduced to its main
+	// content by extract.HTML, the one HTML path of every surface, so that
+	// navigation, menus, footers and help text are not indexed.
+	Extracted bool
 }
 
 // Result describes what indexing a document did.
@@ -294,6 +305,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 		queueBytes: o.QueueBytes, maxAttempts: o.MaxAttempts, retryDelay: o.RetryDelay,
 		deadDocs: map[string]*Document{}, wake: make(chan struct{}, 1),
 	}
+	ix.extract = o.Extract
 	if o.Chunking != nil {
 		ix.chunking = *o.Chunking
 	}
@@ -658,10 +670,6 @@ func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepa
 	if !utf8.ValidString(d.SourceURL) {
 		return nil, fmt.Errorf("%w: source URL is not valid UTF-8", ErrNoSource)
 	}
-	if d.Format == chunk.HTML && d.Title == "" {
-		_, d.Title = chunk.ExtractHTML(d.Content)
-		d.Title = strings.TrimSpace(d.Title)
-	}
 	p := &prepared{doc: d, hash: ContentHash(&d), res: &Result{SourceURL: d.SourceURL}}
 	p.res.ContentHash = p.hash
 	existing, _, err := ix.be.Sources(ctx, Filter{SourceURL: d.SourceURL}, 0, 1)
@@ -675,6 +683,22 @@ func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepa
 			p.res.Chunks = existing[0].Chunks
 			p.res.Removed = 0
 			return p, nil
+		}
+	}
+	if d.Format == chunk.HTML && !d.Extracted {
+		if err := tooManyHeadings(d.Content, ix.maxChunks); err != nil {
+			return nil, err
+		}
+		pg, err := extract.HTMLContext(ctx, d.Content, d.SourceURL, ix.extract)
+		switch {
+		case errors.Is(err, extract.ErrNoContent):
+			return nil, ErrEmptyDocument
+		case err != nil:
+			return nil, err
+		}
+		d.Content = pg.HTML
+		if d.Title == "" {
+			d.Title = pg.Title
 		}
 	}
 	co := ix.chunking

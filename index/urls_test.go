@@ -193,3 +193,46 @@ func TestBinaryAndBOM(t *testing.T) {
 		t.Fatalf("BOM changes the content hash: %+v %+v", a, b)
 	}
 }
+
+// Every HTML document goes through the main-content extraction: menus,
+// help pop-ups and footers are not indexed, and the title is intact.
+func TestHTMLMainContent(t *testing.T) {
+	ix := open(t, t.TempDir(), nil)
+	defer ix.Close()
+	page := `<html><head><title>Shared-State Concurrency - My Book</title></head><body>
+<div id="menu-bar"><h1 class="menu-title">My Book</h1><button>Print this book</button></div>
+<div id="help"><h2>Keyboard shortcuts</h2><p>Press ← or → to navigate between chapters</p></div>
+<nav><ol><li><a href="a.html">Chapter one</a></li><li><a href="b.html">Chapter two</a></li></ol></nav>
+<main><h1>Shared-State Concurrency</h1><p>` + strings.Repeat("Mutexes let threads share data one at a time. ", 12) + `</p>
+<h2>Using Mutexes</h2><p>` + strings.Repeat("Lock the mutex, then use the data it guards. ", 12) + `</p></main>
+<footer>© 2026 My Book authors</footer></body></html>`
+	r, err := ix.Add(ctx, Document{SourceURL: "https://book.example/ch16-03.html", Content: page, Format: chunk.HTML})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := ix.Source(ctx, r.SourceURL)
+	var all strings.Builder
+	for _, rec := range recs {
+		all.WriteString(rec.Content)
+		if rec.Title != "Shared-State Concurrency" {
+			t.Errorf("title %q", rec.Title)
+		}
+	}
+	for _, junk := range []string{"Keyboard shortcuts", "Press ←", "Print this book", "Chapter one", "©"} {
+		if strings.Contains(all.String(), junk) {
+			t.Errorf("indexed %q:\n%s", junk, all.String())
+		}
+	}
+	if !strings.Contains(all.String(), "Lock the mutex") || recs[len(recs)-1].HeadingPath[len(recs[len(recs)-1].HeadingPath)-1] != "Using Mutexes" {
+		t.Errorf("content or headings lost: %+v", recs)
+	}
+	// Already extracted HTML (a reader's, or the server's) is chunked as it is.
+	r, err = ix.Add(ctx, Document{SourceURL: "doc", Content: "<nav><p>kept as given</p></nav><p>body</p>", Format: chunk.HTML, Extracted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _ = ix.Source(ctx, "doc")
+	if len(recs) != 1 || !strings.Contains(recs[0].Content, "body") {
+		t.Fatalf("extracted HTML: %+v", recs)
+	}
+}

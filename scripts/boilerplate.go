@@ -4,7 +4,7 @@
 // documentation pages is page furniture: navigation, menus, footers and
 // help pop-ups rather than content.
 //
-//	go run scripts/boilerplate.go [-path index|extract] [-v] DIR...
+//	go run scripts/boilerplate.go [-path store|chunk|extract] [-v] DIR...
 //
 // It chunks every .html file under the folders the way one of the two HTML
 // paths does and counts the chunks that are boilerplate by this rule: a
@@ -17,22 +17,28 @@
 //     edit", "Toggle table of contents", "Change theme", or two or more of
 //     the theme names Light, Rust, Coal, Navy, Ayu in a row), or
 //   - holds footer text ("©", "Copyright", "All rights reserved"), or
-//   - is a menu title: ten words or fewer, all of them the page's own title
-//     or site name (a bar that repeats "The Rust Programming Language").
+//   - is a menu title: ten words or fewer, all of them words of the page's
+//     <title> (article and site name: a bar that repeats "The Rust
+//     Programming Language").
 //
-// -path index is what `ragmem index` and Document{Format: chunk.HTML} do
-// on this branch's base; -path extract is the main-content extraction of
-// POST /v1/pages (extract.HTML, then chunk.HTML), which the unified HTML
-// path uses. Both use the chunker's defaults. The result line gives the
+// -path store indexes the files into a temporary store exactly as `ragmem
+// index` does (index.Document{Format: chunk.HTML}: the one HTML path) and
+// reads the stored chunks back; -path chunk is the HTML path `ragmem index`
+// took before it was unified (chunk.HTML's own cleaner on the raw page, the
+// title from chunk.ExtractHTML); -path extract is extract.HTML then
+// chunk.HTML without a store. All use the chunker's defaults. The result line gives the
 // chunks, the boilerplate chunks by kind and their share, and the titles
 // that lost their start (a title that is not a suffix-trimmed form of the
 // page's <title>).
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,6 +46,7 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/extract"
+	"github.com/ragmem/ragmem/index"
 )
 
 var (
@@ -50,7 +57,7 @@ var (
 )
 
 func main() {
-	path := flag.String("path", "extract", "index or extract: the HTML path measured")
+	path := flag.String("path", "store", "store, chunk or extract: the HTML path measured")
 	verbose := flag.Bool("v", false, "print every boilerplate chunk")
 	flag.Parse()
 	var files []string
@@ -63,6 +70,16 @@ func main() {
 		})
 	}
 	var chunks, help, menu, footer, menuTitle, failed, mangled int
+	if *path == "store" {
+		var texts, titles []string
+		texts, titles, failed, mangled = storeChunks(files)
+		for i, text := range texts {
+			chunks++
+			measure(text, titles[i], &help, &menu, &footer, &menuTitle, *verbose)
+		}
+		report(*path, len(files), failed, chunks, help, menu, footer, menuTitle, mangled)
+		return
+	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -76,7 +93,7 @@ func main() {
 		}
 		var title, content string
 		switch *path {
-		case "index":
+		case "chunk":
 			_, title = chunk.ExtractHTML(src)
 			content = src
 		case "extract":
@@ -87,7 +104,7 @@ func main() {
 			}
 			title, content = p.Title, p.HTML
 		default:
-			fmt.Fprintln(os.Stderr, "-path is index or extract")
+			fmt.Fprintln(os.Stderr, "-path is store, chunk or extract")
 			os.Exit(2)
 		}
 		if pageTitle != "" && !strings.HasPrefix(pageTitle, strings.TrimSpace(title)) {
@@ -96,36 +113,104 @@ func main() {
 				fmt.Printf("TITLE %s: %q from %q\n", f, title, pageTitle)
 			}
 		}
-		site := ""
-		if i := strings.LastIndex(pageTitle, " - "); i >= 0 {
-			site = pageTitle[i+3:]
-		}
 		for _, c := range chunk.Split(content, chunk.HTML, nil) {
 			chunks++
-			text := strings.Join(strings.Fields(c.Text), " ")
-			kind := ""
-			switch {
-			case helpRe.MatchString(text):
-				kind, help = "help", help+1
-			case menuRe.MatchString(text):
-				kind, menu = "menu", menu+1
-			case footerRe.MatchString(text):
-				kind, footer = "footer", footer+1
-			case isMenuTitle(text, title, site):
-				kind, menuTitle = "menu-title", menuTitle+1
-			}
-			if kind != "" && *verbose {
-				fmt.Printf("%s %s: %.120q\n", kind, f, text)
-			}
+			measure(c.Text, pageTitle, &help, &menu, &footer, &menuTitle, *verbose)
 		}
 	}
+	report(*path, len(files), failed, chunks, help, menu, footer, menuTitle, mangled)
+}
+
+// measure classifies one chunk of a page whose <title> is pageTitle by the
+// rule in the package comment.
+func measure(text, pageTitle string, help, menu, footer, menuTitle *int, verbose bool) {
+	text = strings.Join(strings.Fields(text), " ")
+	kind := ""
+	switch {
+	case helpRe.MatchString(text):
+		kind = "help"
+		*help++
+	case menuRe.MatchString(text):
+		kind = "menu"
+		*menu++
+	case footerRe.MatchString(text):
+		kind = "footer"
+		*footer++
+	case isMenuTitle(text, pageTitle, ""):
+		kind = "menu-title"
+		*menuTitle++
+	}
+	if kind != "" && verbose {
+		fmt.Printf("%s: %.120q\n", kind, text)
+	}
+}
+
+func report(path string, files, failed, chunks, help, menu, footer, menuTitle, mangled int) {
 	junk := help + menu + footer + menuTitle
 	share := 0.0
 	if chunks > 0 {
 		share = 100 * float64(junk) / float64(chunks)
 	}
 	fmt.Printf("path=%s files=%d failed=%d chunks=%d boilerplate=%d (help %d, menu %d, footer %d, menu-title %d) share=%.2f%% mangled-titles=%d\n",
-		*path, len(files), failed, chunks, junk, help, menu, footer, menuTitle, share, mangled)
+		path, files, failed, chunks, junk, help, menu, footer, menuTitle, share, mangled)
+}
+
+// storeChunks indexes the files into a temporary store as `ragmem index`
+// does (lexical embedder) and returns the stored chunks' texts with their
+// pages' <title>s, and how many titles lost their start.
+func storeChunks(files []string) (texts, pageTitles []string, failed, mangled int) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "ragmem-boilerplate-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	ix, err := index.Open(ctx, dir, &index.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		panic(err)
+	}
+	defer ix.Close()
+	raw := map[string]string{}
+	for lo := 0; lo < len(files); lo += 64 {
+		var docs []index.Document
+		for _, f := range files[lo:min(lo+64, len(files))] {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				failed++
+				continue
+			}
+			u := "file://" + f
+			if m := titleRe.FindSubmatch(data); m != nil {
+				raw[u] = strings.Join(strings.Fields(htmlUnescape(string(m[1]))), " ")
+			}
+			docs = append(docs, index.Document{SourceURL: u, Content: string(data), Format: chunk.HTML})
+		}
+		rs, err := ix.AddMany(ctx, docs)
+		if err != nil {
+			panic(err)
+		}
+		for _, r := range rs {
+			if r.Err != nil {
+				failed++
+			}
+		}
+	}
+	recs, err := ix.Records(ctx, index.Filter{})
+	if err != nil {
+		panic(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		texts = append(texts, r.Content)
+		pageTitles = append(pageTitles, raw[r.SourceURL])
+		if !seen[r.SourceURL] {
+			seen[r.SourceURL] = true
+			if t := raw[r.SourceURL]; t != "" && !strings.HasPrefix(t, r.Title) {
+				mangled++
+			}
+		}
+	}
+	return texts, pageTitles, failed, mangled
 }
 
 // isMenuTitle: ten words or fewer, made only of the page title's or the

@@ -284,7 +284,7 @@ func (s *Server) pageDocument(ctx context.Context, ns, u string, req *PageReques
 		if title == "" {
 			title = p.Title
 		}
-		doc.Content, doc.Format = p.HTML, chunk.HTML
+		doc.Content, doc.Format, doc.Extracted = p.HTML, chunk.HTML, true
 		doc.Attrs = map[string]string{"extractor": p.Method}
 		for k, v := range map[string]string{"siteName": p.SiteName, "byline": p.Byline, "lang": p.Language} {
 			if v != "" {

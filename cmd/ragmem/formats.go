@@ -78,6 +78,6 @@ func readDocumentFile(d index.Document, path string, data []byte) (index.Documen
 	if d.Title == "" {
 		d.Title = fileTitle(path)
 	}
-	d.Content, d.Format = p.HTML, chunk.HTML
+	d.Content, d.Format, d.Extracted = p.HTML, chunk.HTML, true
 	return d, "", nil
 }

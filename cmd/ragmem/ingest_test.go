@@ -199,7 +199,7 @@ func TestIndexURLVariants(t *testing.T) {
 	if len(srcs) != 1 {
 		t.Fatalf("sources %v", keys(srcs))
 	}
-	if s, ok := srcs["https://example.com/a"]; !ok || s.Title != "Shared-State Concurrency - My Book" {
+	if s, ok := srcs["https://example.com/a"]; !ok || s.Title != "Shared-State Concurrency" {
 		t.Fatalf("source %+v", srcs)
 	}
 	out := mustRun(t, "--dir", dir, "rm", "https://EXAMPLE.com/a#x")
