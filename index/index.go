@@ -34,6 +34,7 @@ import (
 	"log/slog"
 	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -600,6 +601,20 @@ func ContentHash(d *Document) string {
 	h.Write([]byte(d.Title))
 	h.Write([]byte{0})
 	h.Write([]byte(d.Content))
+	if len(d.Attrs) > 0 {
+		// Attributes are part of what is stored: new ones are a change.
+		keys := make([]string, 0, len(d.Attrs))
+		for k := range d.Attrs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			h.Write([]byte{0, 1})
+			h.Write([]byte(k))
+			h.Write([]byte{0})
+			h.Write([]byte(d.Attrs[k]))
+		}
+	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 

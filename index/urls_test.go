@@ -236,3 +236,22 @@ func TestHTMLMainContent(t *testing.T) {
 		t.Fatalf("extracted HTML: %+v", recs)
 	}
 }
+
+// Re-indexing a source with other attributes stores them.
+func TestAttrsChangeIsAChange(t *testing.T) {
+	ix := open(t, t.TempDir(), nil)
+	defer ix.Close()
+	d := Document{SourceURL: "u", Content: "same text", Attrs: map[string]string{"team": "a"}}
+	if _, err := ix.Add(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Attrs = map[string]string{"team": "b"}
+	r, err := ix.Add(ctx, d)
+	if err != nil || r.Unchanged {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	recs, _ := ix.Source(ctx, "u")
+	if len(recs) != 1 || recs[0].Attrs["team"] != "b" {
+		t.Fatalf("%+v", recs)
+	}
+}
