@@ -356,7 +356,7 @@ func TestRecorderReusesLists(t *testing.T) {
 // rank keeps asking for more chunks until it has depth distinct documents.
 func TestRankFillsDepth(t *testing.T) {
 	r := &chunky{perDoc: 5, docs: 50}
-	docs, _, _, err := rank(context.Background(), r, "anything", search.Options{Mode: search.FullText, SimilarityThreshold: -1}, 20, 250)
+	docs, _, _, err := rank(context.Background(), r, "anything", search.Options{Mode: search.FullText, SimilarityThreshold: -1}, 20, 250, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func TestRankFillsDepth(t *testing.T) {
 		t.Errorf("%d documents after asking for at most %d chunks", len(docs), r.maxK)
 	}
 	r = &chunky{perDoc: 5, docs: 3}
-	docs, _, _, _ = rank(context.Background(), r, "anything", search.Options{Mode: search.FullText, SimilarityThreshold: -1}, 20, 15)
+	docs, _, _, _ = rank(context.Background(), r, "anything", search.Options{Mode: search.FullText, SimilarityThreshold: -1}, 20, 15, false)
 	if len(docs) != 3 {
 		t.Errorf("small store: %v", docs)
 	}

@@ -74,6 +74,12 @@ type Options struct {
 	// PerQuery keeps every query's metrics and its ranking (Depth documents)
 	// in the report. Default false.
 	PerQuery bool
+	// AsReturned ranks the documents of the first Depth results as search
+	// returns them, in order, a document's second and later results
+	// counting as results that show nothing relevant: what a reader of the
+	// list sees, and what per-source caps and duplicate removal change.
+	// Default false: each document ranks once, by its best result.
+	AsReturned bool
 	// Progress, when set, is called as indexing and searching advance, from
 	// the goroutine that called Run. Default nil.
 	Progress func(Progress)
@@ -342,7 +348,7 @@ func runMode(ctx context.Context, ix *index.Index, ds *Dataset, m search.Mode, o
 		rec.reset(ds.Queries[qid])
 		rel := ds.Qrels[qid]
 		for i := range variants {
-			ranking, method, took, err := rank(ctx, rec, ds.Queries[qid], bases[i], o.Depth, chunks)
+			ranking, method, took, err := rank(ctx, rec, ds.Queries[qid], bases[i], o.Depth, chunks, o.AsReturned)
 			if err != nil {
 				return nil, fmt.Errorf("eval: query %s (%s): %w", clip(qid), m, err)
 			}
@@ -436,9 +442,29 @@ func methodOf(m search.Mode) string {
 
 // rank returns the documents of query's ranking, best first, at least depth
 // of them unless the store holds fewer matching chunks.
-func rank(ctx context.Context, r search.Retriever, query string, o search.Options, depth, chunks int) ([]string, string, time.Duration, error) {
+func rank(ctx context.Context, r search.Retriever, query string, o search.Options, depth, chunks int, asReturned bool) ([]string, string, time.Duration, error) {
 	k := 2 * depth
 	start := time.Now()
+	if asReturned {
+		o.TopK = depth
+		res, err := search.Search(ctx, r, query, &o)
+		if err != nil {
+			return nil, "", 0, err
+		}
+		docs := make([]string, 0, len(res))
+		seen := make(map[string]bool, len(res))
+		method := ""
+		for i, x := range res {
+			id, ok := docID(&x.Record)
+			if !ok || seen[id] {
+				id = fmt.Sprintf("\x00repeat-%d", i) // judged by no qrel
+			}
+			seen[id] = true
+			docs = append(docs, id)
+			method = x.Explanation.Method
+		}
+		return docs, method, time.Since(start), nil
+	}
 	for {
 		o.TopK = k
 		res, err := search.Search(ctx, r, query, &o)

@@ -179,7 +179,7 @@ func HTMLContext(ctx context.Context, src, pageURL string, opts *Options) (Page,
 		return true
 	})
 	elems := countElements(doc, o.MaxElements+1)
-	h1 := cleanLine(firstH1(doc), 300)
+	h1, raw := cleanLine(firstH1(doc), 300), documentTitle(doc)
 
 	var p Page
 	if elems <= o.MaxElements && time.Since(start) < o.Timeout/2 {
@@ -211,11 +211,7 @@ func HTMLContext(ctx context.Context, src, pageURL string, opts *Options) (Page,
 	if strings.TrimSpace(p.Text) == "" {
 		return Page{}, ErrNoContent
 	}
-	p.Title = cleanLine(p.Title, 300)
-	// "Article | Site" titles: the page's own h1 is the article's name.
-	if h1 != "" && (p.Title == "" || len(h1) < len(p.Title) && strings.Contains(p.Title, h1)) {
-		p.Title = h1
-	}
+	p.Title = articleTitle(p.Title, raw, h1)
 	if p.Method == MethodReadability && p.Title != "" && !startsWithHeading(p.HTML) {
 		// Readability drops the article's own h1 when it repeats the
 		// title; put the title back as the top heading so that chunks

@@ -131,6 +131,7 @@ func docBytes(d *Document) int64 { return int64(len(d.Content) + len(d.Title) + 
 // directory, queued pages live in memory only and are lost in a crash;
 // QueueStats().Durable says which.
 func (ix *Index) IndexPageAsync(d Document) string {
+	d.SourceURL = ix.CanonicalURL(d.SourceURL)
 	now := ix.now().UTC()
 	id := newJobID(now)
 	j := &Job{ID: id, SourceURL: d.SourceURL, State: JobQueued, Queued: now}
@@ -499,7 +500,7 @@ func (ix *Index) runBatch(batch []*job) {
 	var run []*job
 	for _, j := range batch {
 		if j.replayed {
-			if ex, _, err := ix.be.Sources(ctx, Filter{SourceURL: strings.TrimSpace(j.doc.SourceURL)}, 0, 1); err == nil && len(ex) == 1 && !ex[0].CreatedAt.Before(j.queued) {
+			if ex, _, err := ix.be.Sources(ctx, Filter{SourceURL: ix.CanonicalURL(j.doc.SourceURL)}, 0, 1); err == nil && len(ex) == 1 && !ex[0].CreatedAt.Before(j.queued) {
 				ix.finishJob(j, Result{Unchanged: true, Chunks: ex[0].Chunks}, ix.now().UTC())
 				continue
 			}

@@ -34,6 +34,7 @@ import (
 	"log/slog"
 	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,7 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/local"
 	"github.com/ragmem/ragmem/internal/wal"
@@ -77,6 +79,9 @@ var (
 	// ErrQuotaExceeded: a write would take the store past
 	// Options.QuotaChunks or Options.QuotaBytes.
 	ErrQuotaExceeded = errors.New("index: quota exceeded")
+	// ErrBinaryContent: a text or Markdown document whose content looks
+	// like binary data (chunk.Binary), not text.
+	ErrBinaryContent = errors.New("index: document is binary data, not text")
 	ErrClosed        = driver.ErrClosed
 	ErrNotFound      = driver.ErrNotFound
 )
@@ -163,11 +168,21 @@ type Options struct {
 	EmbedConcurrency int
 	// Now returns the current time (tests). Default time.Now.
 	Now func() time.Time
+	// Extract bounds the main-content extraction of HTML documents (see
+	// Document.Extracted). Default nil: extract.Options defaults.
+	Extract *extract.Options
+	// URLRules set how source URLs are canonicalised (CanonicalURL); the
+	// store remembers them, so that every process names a page alike.
+	// Default nil: the rules the store remembers (the default rules for a
+	// new store).
+	URLRules *URLRules
 }
 
 // Index is the persistent store. See the package comment.
 type Index struct {
-	dir      string // the local store's directory; "" with Options.Backend
+	dir      string                   // the local store's directory; "" with Options.Backend
+	urls     atomic.Pointer[URLRules] // how source URLs are canonicalised
+	extract  *extract.Options
 	be       driver.Backend
 	emb      embed.Embedder // as configured, for Embedder and identity checks
 	call     *embed.Breaker // emb behind its circuit breaker: every embedding goes through it
@@ -214,11 +229,17 @@ type Index struct {
 // Document is one source to index.
 type Document struct {
 	SourceURL string            // required: identifies the source (a URL, a file URL, "memory://...")
-	Title     string            // title; for HTML, taken from <title> when empty
+	Title     string            // title; for HTML, the page's (see extract.HTML) when empty
 	Content   string            // the source text, Markdown or HTML
 	Format    chunk.Format      // how to read Content; default chunk.Text
 	DocType   string            // DocKnowledge (default), DocMemory, ...
 	Attrs     map[string]string // extra metadata stored on every chunk
+	// Extracted says that HTML Content is already a page's main content
+	// (from extract.HTML or a document reader such as extract.PDF): it is
+	// chunked as it is. Default false: HTML is first reduced to its main
+	// content by extract.HTML, the one HTML path of every surface, so that
+	// navigation, menus, footers and help text are not indexed.
+	Extracted bool
 }
 
 // Result describes what indexing a document did.
@@ -285,6 +306,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 		queueBytes: o.QueueBytes, maxAttempts: o.MaxAttempts, retryDelay: o.RetryDelay,
 		deadDocs: map[string]*Document{}, wake: make(chan struct{}, 1),
 	}
+	ix.extract = o.Extract
 	if o.Chunking != nil {
 		ix.chunking = *o.Chunking
 	}
@@ -323,6 +345,10 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 			// Vectors of another length are an outage, never records.
 			ix.call.ExpectDimension(d)
 		}
+	}
+	if err := ix.loadURLRules(ctx, o.URLRules); err != nil {
+		_ = ix.be.Close()
+		return nil, err
 	}
 	queueDir := o.QueueDir
 	if queueDir == "" && o.Backend == nil {
@@ -575,6 +601,20 @@ func ContentHash(d *Document) string {
 	h.Write([]byte(d.Title))
 	h.Write([]byte{0})
 	h.Write([]byte(d.Content))
+	if len(d.Attrs) > 0 {
+		// Attributes are part of what is stored: new ones are a change.
+		keys := make([]string, 0, len(d.Attrs))
+		for k := range d.Attrs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			h.Write([]byte{0, 1})
+			h.Write([]byte(k))
+			h.Write([]byte{0})
+			h.Write([]byte(d.Attrs[k]))
+		}
+	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
@@ -591,6 +631,7 @@ func ChunkID(sourceURL, contentHash string, position int) string {
 }
 
 func normalize(d *Document) {
+	d.Content = strings.TrimPrefix(d.Content, "\uFEFF") // a byte-order mark is no text
 	if !utf8.ValidString(d.Content) {
 		d.Content = strings.ToValidUTF8(d.Content, "\uFFFD")
 	}
@@ -614,16 +655,16 @@ type prepared struct {
 
 // prepare chunks d; it returns nil records when d is unchanged.
 func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepared, error) {
+	if d.Format != chunk.HTML && chunk.Binary(d.Content) {
+		return nil, ErrBinaryContent
+	}
 	normalize(&d)
+	d.SourceURL = ix.CanonicalURL(d.SourceURL)
 	if d.SourceURL == "" {
 		return nil, ErrNoSource
 	}
 	if !utf8.ValidString(d.SourceURL) {
 		return nil, fmt.Errorf("%w: source URL is not valid UTF-8", ErrNoSource)
-	}
-	if d.Format == chunk.HTML && d.Title == "" {
-		_, d.Title = chunk.ExtractHTML(d.Content)
-		d.Title = strings.TrimSpace(d.Title)
 	}
 	p := &prepared{doc: d, hash: ContentHash(&d), res: &Result{SourceURL: d.SourceURL}}
 	p.res.ContentHash = p.hash
@@ -638,6 +679,22 @@ func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepa
 			p.res.Chunks = existing[0].Chunks
 			p.res.Removed = 0
 			return p, nil
+		}
+	}
+	if d.Format == chunk.HTML && !d.Extracted {
+		if err := tooManyHeadings(d.Content, ix.maxChunks); err != nil {
+			return nil, err
+		}
+		pg, err := extract.HTMLContext(ctx, d.Content, d.SourceURL, ix.extract)
+		switch {
+		case errors.Is(err, extract.ErrNoContent):
+			return nil, ErrEmptyDocument
+		case err != nil:
+			return nil, err
+		}
+		d.Content = pg.HTML
+		if d.Title == "" {
+			d.Title = pg.Title
 		}
 	}
 	co := ix.chunking
@@ -709,7 +766,7 @@ func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error)
 	results := make([]Result, len(docs))
 	last := map[string]int{}
 	for i := range docs {
-		last[strings.TrimSpace(docs[i].SourceURL)] = i
+		last[ix.CanonicalURL(docs[i].SourceURL)] = i
 	}
 	// Chunk the documents in parallel (chunking is CPU-bound), then
 	// collect them in input order.
@@ -726,7 +783,7 @@ func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error)
 				if i >= len(docs) {
 					return
 				}
-				if last[strings.TrimSpace(docs[i].SourceURL)] != i {
+				if last[ix.CanonicalURL(docs[i].SourceURL)] != i {
 					continue
 				}
 				preps[i], errs[i] = ix.prepare(ctx, docs[i], now)
@@ -737,7 +794,7 @@ func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error)
 	var work []*prepared
 	var recs []*Record
 	for i, d := range docs {
-		if last[strings.TrimSpace(d.SourceURL)] != i {
+		if last[ix.CanonicalURL(d.SourceURL)] != i {
 			results[i] = Result{SourceURL: d.SourceURL, Superseded: true}
 			continue
 		}
@@ -904,12 +961,9 @@ func (ix *Index) Remove(ctx context.Context, sourceURL string) (int, error) {
 	if ix.closed.Load() {
 		return 0, ErrClosed
 	}
-	ex, _, err := ix.be.Sources(ctx, Filter{SourceURL: sourceURL}, 0, 1)
-	if err != nil {
+	ex, err := ix.findSource(ctx, &sourceURL)
+	if err != nil || len(ex) == 0 {
 		return 0, err
-	}
-	if len(ex) == 0 {
-		return 0, nil
 	}
 	if err := ix.be.Apply(ctx, &Batch{DeleteSources: []string{sourceURL}}); err != nil {
 		return 0, err
@@ -919,17 +973,21 @@ func (ix *Index) Remove(ctx context.Context, sourceURL string) (int, error) {
 
 // Source returns the chunks of one source in order (searchBySourceUrl).
 func (ix *Index) Source(ctx context.Context, sourceURL string) ([]Record, error) {
-	return ix.be.Source(ctx, sourceURL)
+	rs, err := ix.be.Source(ctx, ix.CanonicalURL(sourceURL))
+	if err == nil && len(rs) == 0 && ix.CanonicalURL(sourceURL) != sourceURL {
+		return ix.be.Source(ctx, sourceURL) // stored before canonicalisation
+	}
+	return rs, err
 }
 
 // Sources lists sources matching f, with the total before paging.
 func (ix *Index) Sources(ctx context.Context, f Filter, offset, limit int) ([]SourceInfo, int, error) {
-	return ix.be.Sources(ctx, f, offset, limit)
+	return ix.be.Sources(ctx, ix.canonFilter(f), offset, limit)
 }
 
 // Records returns every record matching f.
 func (ix *Index) Records(ctx context.Context, f Filter) ([]Record, error) {
-	return ix.be.Records(ctx, f)
+	return ix.be.Records(ctx, ix.canonFilter(f))
 }
 
 // FullText runs a BM25 query.
@@ -937,7 +995,7 @@ func (ix *Index) FullText(ctx context.Context, query string, k int, f Filter) ([
 	if !utf8.ValidString(query) {
 		query = strings.ToValidUTF8(query, " ")
 	}
-	return ix.be.SearchText(ctx, query, k, f)
+	return ix.be.SearchText(ctx, query, k, ix.canonFilter(f))
 }
 
 // EmbedQuery embeds a query (with the embedder's query form when it has
@@ -963,12 +1021,12 @@ func (ix *Index) Vector(ctx context.Context, query string, k int, f Filter) ([]H
 	if err != nil {
 		return nil, err
 	}
-	return ix.be.SearchVector(ctx, v, k, f)
+	return ix.be.SearchVector(ctx, v, k, ix.canonFilter(f))
 }
 
 // VectorByEmbedding runs a vector query for a vector the caller already has.
 func (ix *Index) VectorByEmbedding(ctx context.Context, vec []float32, k int, f Filter) ([]Hit, error) {
-	return ix.be.SearchVector(ctx, vec, k, f)
+	return ix.be.SearchVector(ctx, vec, k, ix.canonFilter(f))
 }
 
 // Stats describes the store (the design's MemoryStats).

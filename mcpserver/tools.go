@@ -41,6 +41,7 @@ type SearchInput struct {
 	Mode      string   `json:"mode,omitempty" jsonschema:"hybrid (BM25 and vectors fused; the default), vector (meaning) or fulltext (exact words, BM25)."`
 	SourceURL string   `json:"source_url,omitempty" jsonschema:"Search only this source (as listed by list_sources)."`
 	Types     []string `json:"types,omitempty" jsonschema:"Document types to search: knowledge (the default), memory, preference."`
+	Filter    string   `json:"filter,omitempty" jsonschema:"A filter expression: FIELD = v, FIELD != v, FIELD IN [a, b], FIELD STARTS WITH v, FIELD EXISTS, created < | <= | > | >= TIME (2025-01-31, now-7d), combined with AND, OR, NOT and parentheses; FIELD is source, title, type, created or an attribute key. Example: team = search AND created > now-30d"`
 }
 
 // Passage is one retrieved chunk.
@@ -71,6 +72,7 @@ type ContextInput struct {
 	ContextLimit       int    `json:"context_limit,omitempty" jsonschema:"The model's context window in tokens. Default: known for the model, else 8192."`
 	SystemPromptTokens int    `json:"system_prompt_tokens,omitempty" jsonschema:"Tokens already used by your system prompt."`
 	ResponseReserve    int    `json:"response_reserve,omitempty" jsonschema:"Tokens to keep free for the answer. Default 1024."`
+	Filter             string `json:"filter,omitempty" jsonschema:"Use only passages that match this filter. A filter expression: FIELD = v, FIELD != v, FIELD IN [a, b], FIELD STARTS WITH v, FIELD EXISTS, created < | <= | > | >= TIME (2025-01-31, now-7d), combined with AND, OR, NOT and parentheses; FIELD is source, title, type, created or an attribute key. Example: team = search AND created > now-30d"`
 }
 
 // ContextOutput is the output of get_context.
@@ -90,10 +92,11 @@ type ContextOutput struct {
 
 // IndexInput is the input of index_text.
 type IndexInput struct {
-	Text   string `json:"text" jsonschema:"The content to remember: plain text, Markdown or HTML."`
-	URL    string `json:"url,omitempty" jsonschema:"The page's URL (or any stable identifier). Indexing the same URL again replaces its earlier version; unchanged content is a no-op. Default: an identifier derived from the text."`
-	Title  string `json:"title,omitempty" jsonschema:"The title. For HTML, taken from <title> when empty."`
-	Format string `json:"format,omitempty" jsonschema:"text (default), markdown or html. HTML is reduced to its main text (scripts, navigation and footers removed)."`
+	Text   string            `json:"text" jsonschema:"The content to remember: plain text, Markdown or HTML."`
+	URL    string            `json:"url,omitempty" jsonschema:"The page's URL (or any stable identifier). Indexing the same URL again replaces its earlier version; unchanged content is a no-op. Default: an identifier derived from the text."`
+	Title  string            `json:"title,omitempty" jsonschema:"The title. For HTML, taken from <title> when empty."`
+	Format string            `json:"format,omitempty" jsonschema:"text (default), markdown or html. HTML is reduced to its main text (scripts, navigation and footers removed)."`
+	Attrs  map[string]string `json:"attrs,omitempty" jsonschema:"Attributes stored on every passage of the text, to filter on later (keys: letters, digits and _ . - :, starting with a letter or _)."`
 }
 
 // IndexOutput is the output of index_text.
@@ -294,6 +297,9 @@ func (s *Server) searchMemory(ctx context.Context, _ *mcp.CallToolRequest, in Se
 	if err := checkTypes(in.Types); err != nil {
 		return nil, SearchOutput{}, err
 	}
+	if o.Where, err = toolFilter(in.Filter); err != nil {
+		return nil, SearchOutput{}, err
+	}
 	res, rep, err := s.eng.SearchReport(ctx, q, &o)
 	if err != nil {
 		return nil, SearchOutput{}, err
@@ -329,8 +335,12 @@ func (s *Server) getContext(ctx context.Context, _ *mcp.CallToolRequest, in Cont
 	if model == "" {
 		model = "gpt-4o"
 	}
+	where, err := toolFilter(in.Filter)
+	if err != nil {
+		return nil, ContextOutput{}, err
+	}
 	c, err := s.eng.BuildContext(ctx, q, rag.ContextRequest{Model: model, ModelContextLimit: in.ContextLimit,
-		SystemPromptTokens: in.SystemPromptTokens, ResponseReserve: in.ResponseReserve})
+		SystemPromptTokens: in.SystemPromptTokens, ResponseReserve: in.ResponseReserve, Where: where})
 	if err != nil {
 		return nil, ContextOutput{}, err
 	}
@@ -371,7 +381,10 @@ func (s *Server) indexText(ctx context.Context, _ *mcp.CallToolRequest, in Index
 			return nil, IndexOutput{}, fmt.Errorf("%w: %w", ErrBadInput, err)
 		}
 	}
-	r, err := s.eng.IndexPage(ctx, index.Document{SourceURL: u, Title: strings.TrimSpace(validText(in.Title)), Content: body, Format: f})
+	if err := index.CheckAttrs(in.Attrs); err != nil {
+		return nil, IndexOutput{}, fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	r, err := s.eng.IndexPage(ctx, index.Document{SourceURL: u, Title: strings.TrimSpace(validText(in.Title)), Content: body, Format: f, Attrs: in.Attrs})
 	if err != nil {
 		if errors.Is(err, index.ErrEmptyDocument) || errors.Is(err, index.ErrTooManyChunks) || errors.Is(err, rag.ErrConflict) || errors.Is(err, index.ErrQuotaExceeded) {
 			return nil, IndexOutput{}, fmt.Errorf("%w: %w", ErrBadInput, err)
@@ -486,4 +499,16 @@ func (s *Server) removePreference(ctx context.Context, _ *mcp.CallToolRequest, i
 		return nil, RemovePreferenceOutput{}, fmt.Errorf("%w: no preference %q (list_preferences shows the ids)", ErrNotFound, id)
 	}
 	return text("Removed preference " + id + "."), RemovePreferenceOutput{ID: id, Removed: true}, nil
+}
+
+// toolFilter parses a tool's filter expression (nil when none).
+func toolFilter(s string) (*index.Expr, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	e, err := index.ParseFilter(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: filter: %w", ErrBadInput, err)
+	}
+	return e, nil
 }

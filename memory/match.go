@@ -169,6 +169,8 @@ func (s *Store) evidence(ctx context.Context, task string, records int) (*eviden
 	opts := &search.Options{
 		Mode: search.Hybrid, TopK: min(max(records, 1), 10000), SimilarityThreshold: -1,
 		DocTypes: []string{index.DocMemory, docPattern}, Attrs: map[string]string{AttrDir: s.abs},
+		// Every record is evidence: no per-source cap, no collapsing.
+		MaxPerSource: -1, KeepDuplicates: true,
 	}
 	res, err := search.Search(ctx, s.ix, task, opts)
 	if err != nil && errors.Is(err, index.ErrEmbedding) && ctx.Err() == nil {

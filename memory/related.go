@@ -48,7 +48,8 @@ func (s *Store) Related(ctx context.Context, text string, n int) ([]Memory, erro
 // searchContent runs a hybrid search over the memories' contents.
 func (s *Store) searchContent(ctx context.Context, text string, k int) ([]search.Result, error) {
 	opts := &search.Options{Mode: search.Hybrid, TopK: k, SimilarityThreshold: -1, DocTypes: []string{index.DocMemory},
-		Attrs: map[string]string{AttrDir: s.abs, attrKind: recordContent}}
+		Attrs:        map[string]string{AttrDir: s.abs, attrKind: recordContent},
+		MaxPerSource: -1, KeepDuplicates: true} // near-duplicates are what this search looks for
 	res, err := search.Search(ctx, s.ix, text, opts)
 	if err != nil && errors.Is(err, index.ErrEmbedding) && ctx.Err() == nil {
 		opts.Mode = search.FullText

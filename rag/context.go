@@ -10,6 +10,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ragmem/ragmem/budget"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -242,7 +243,7 @@ func (e *Engine) BuildRAGContext(ctx context.Context, query string, knowledgeBud
 	cfg = cfg.withDefaults()
 	c := budget.CounterForModel(cfg.Model)
 	profile := e.profile(ctx, cfg, c)
-	return e.buildWithProfile(ctx, query, profile, knowledgeBudget, cfg, c)
+	return e.buildWithProfile(ctx, query, profile, knowledgeBudget, cfg, c, nil)
 }
 
 // profile formats the preferences to fit cfg.PreferenceBudget including the
@@ -259,13 +260,14 @@ func (e *Engine) profile(ctx context.Context, cfg Config, c budget.Counter) stri
 	return text
 }
 
-func (e *Engine) buildWithProfile(ctx context.Context, query, profile string, knowledgeBudget int, cfg Config, c budget.Counter) (Block, error) {
+func (e *Engine) buildWithProfile(ctx context.Context, query, profile string, knowledgeBudget int, cfg Config, c budget.Counter, where *index.Expr) (Block, error) {
 	var results []search.Result
 	var rep search.Report
 	if knowledgeBudget > 0 && strings.TrimSpace(query) != "" {
 		var err error
 		results, rep, err = e.SearchReport(ctx, query, &search.Options{
 			Mode: cfg.SearchMode, TopK: cfg.TopK, SimilarityThreshold: cfg.SimilarityThreshold, Fusion: cfg.Fusion,
+			Where: where,
 		})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -288,6 +290,9 @@ type ContextRequest struct {
 	SystemPromptTokens int    // tokens of the system prompt
 	ResponseReserve    int    // tokens kept for the answer; default 1024
 	Config             *Config
+	// Where restricts the knowledge to chunks that match a filter
+	// expression (index.ParseFilter). Default nil: all knowledge.
+	Where *index.Expr
 }
 
 // Context is a built context ready to send.
@@ -343,7 +348,7 @@ func (e *Engine) BuildContext(ctx context.Context, query string, req ContextRequ
 	if profileTokens > b.TotalAvailable {
 		profile = "" // not even the profile fits the model's window
 	}
-	block, err := e.buildWithProfile(ctx, query, profile, b.KnowledgeBudget, cfg, c)
+	block, err := e.buildWithProfile(ctx, query, profile, b.KnowledgeBudget, cfg, c, req.Where)
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,15 @@ func TestNativeHybridRRF(t *testing.T) {
 	if f.got == nil || f.singleUsed.Load() != 0 {
 		t.Fatalf("native hybrid not used (single-sided calls: %d)", f.singleUsed.Load())
 	}
+	// Diversification asks for 3×TopK (9) results, and twice that (18)
+	// before the threshold.
+	if f.got.Fusion != driver.FusionRanked || f.got.Alpha != 0.5 || f.got.K != 18 || !f.got.Similarity {
+		t.Fatalf("query = %+v", *f.got)
+	}
+	res, err = Search(context.Background(), f, "q", &Options{TopK: 3, Fusion: RRF, DocTypes: []string{"knowledge"}, KeepDuplicates: true, MaxPerSource: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if f.got.Fusion != driver.FusionRanked || f.got.Alpha != 0.5 || f.got.K != 10 || !f.got.Similarity {
 		t.Fatalf("query = %+v", *f.got)
 	}
@@ -104,7 +113,7 @@ func TestNativeHybridRelativeAndThreshold(t *testing.T) {
 		t.Fatalf("explanation %+v", res[0].Explanation)
 	}
 	// A negative threshold keeps everything.
-	res, _ = Search(context.Background(), f, "q", &Options{TopK: 5, Fusion: Relative, SimilarityThreshold: -1})
+	res, _ = Search(context.Background(), f, "q", &Options{TopK: 5, Fusion: Relative, SimilarityThreshold: -1, KeepDuplicates: true, MaxPerSource: -1})
 	if len(res) != 4 || f.got.K != 5 || f.got.Similarity {
 		t.Fatalf("threshold off: %v, k %d", ids(res), f.got.K)
 	}

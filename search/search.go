@@ -158,6 +158,21 @@ type Options struct {
 	SourceURL string
 	// Attrs restricts the search to records with these attribute values.
 	Attrs map[string]string
+	// Where restricts the search to records that match a filter expression
+	// (index.ParseFilter reads the syntax every surface accepts). Default
+	// nil: no restriction.
+	Where *index.Expr
+	// MaxPerSource is the most results one source may have; the next best
+	// results of other sources take the places of the rest. Default 0:
+	// DefaultMaxPerSource (3); negative: no cap. See Diversify.
+	MaxPerSource int
+	// GroupBySource orders the results source by source (sources in the
+	// order of their best result), for display. Default false: by score.
+	GroupBySource bool
+	// KeepDuplicates keeps identical and near-identical chunks of other
+	// sources in the results. Default false: each is shown once, with the
+	// other sources in Result.AlsoAt. See Diversify.
+	KeepDuplicates bool
 
 	// auto is the automatic weight asked for (set by withDefaults);
 	// weightedBy says where an automatic Alpha came from (set by
@@ -222,6 +237,12 @@ func (o *Options) withDefaults() Options {
 	if len(r.DocTypes) == 0 {
 		r.DocTypes = []string{index.DocKnowledge}
 	}
+	switch {
+	case r.MaxPerSource == 0:
+		r.MaxPerSource = DefaultMaxPerSource
+	case r.MaxPerSource < 0:
+		r.MaxPerSource = -1
+	}
 	return r
 }
 
@@ -246,6 +267,9 @@ type Result struct {
 	Record      index.Record `json:"chunk"`
 	Score       float64      `json:"score"`
 	Explanation Explanation  `json:"explanation"`
+	// AlsoAt lists other sources that hold the same text, or a near copy
+	// of this chunk's page, collapsed into this result (see Diversify).
+	AlsoAt []string `json:"alsoAt,omitempty"`
 }
 
 // Retriever is what search needs from a store; *index.Index implements it.
@@ -283,57 +307,98 @@ func search(ctx context.Context, r Retriever, query string, opts *Options) (res 
 	if strings.TrimSpace(query) == "" {
 		return nil, nil, nil
 	}
-	f := index.Filter{DocTypes: o.DocTypes, SourceURL: o.SourceURL, Attrs: o.Attrs}
+	f := index.Filter{DocTypes: o.DocTypes, SourceURL: o.SourceURL, Attrs: o.Attrs, Where: o.Where}
+	// Rank more than TopK when diversification may drop some, and more
+	// again while it leaves fewer than TopK and the store may hold more.
+	fetch := o.TopK
+	if o.diversifies() {
+		fetch = 3 * o.TopK
+	}
+	for {
+		ranked, more, degraded, err := retrieve(ctx, r, query, f, &o, fetch)
+		if err != nil {
+			return nil, nil, err
+		}
+		out := diversify(ranked, &o)
+		if len(out) >= o.TopK || !more || fetch >= maxFetch {
+			return out, degraded, nil
+		}
+		fetch = min(4*fetch, maxFetch)
+	}
+}
+
+// maxFetch bounds the results ranked for one search.
+const maxFetch = 10000
+
+// retrieve ranks up to fetch results under o, best first; more reports
+// whether the store may hold more, degraded the embedder's error when BM25
+// answered alone.
+func retrieve(ctx context.Context, r Retriever, query string, f index.Filter, o *Options, fetch int) (res []Result, more bool, degraded, err error) {
+	wide := *o
+	wide.TopK = fetch
+	fullText := func() ([]Result, bool, error) {
+		hits, err := r.FullText(ctx, query, fetch, f)
+		if err != nil {
+			return nil, false, err
+		}
+		res := single(hits, wide, true)
+		return res, len(hits) == fetch && len(res) == len(hits), nil
+	}
 	switch o.Mode {
 	case FullText:
-		hits, err := r.FullText(ctx, query, o.TopK, f)
-		if err != nil {
-			return nil, nil, err
-		}
-		return single(hits, o, true), nil, nil
+		res, more, err := fullText()
+		return res, more, nil, err
 	case Vector:
-		hits, err := r.Vector(ctx, query, o.TopK, f)
+		hits, err := r.Vector(ctx, query, fetch, f)
 		if unavailable(ctx, err) {
-			if hits, terr := r.FullText(ctx, query, o.TopK, f); terr == nil {
-				return single(hits, o, true), err, nil
+			if res, more, terr := fullText(); terr == nil {
+				return res, more, err, nil
 			}
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, false, nil, err
 		}
-		return single(hits, o, false), nil, nil
+		res := single(hits, wide, false)
+		return res, len(hits) == fetch && len(res) == len(hits), nil, nil
 	}
-	if res, ok, err := searchNative(ctx, r, query, f, &o); ok {
+	if res, ok, err := searchNative(ctx, r, query, f, &wide); ok {
 		if unavailable(ctx, err) {
-			if hits, terr := r.FullText(ctx, query, o.TopK, f); terr == nil {
-				return single(hits, o, true), err, nil
+			if res, more, terr := fullText(); terr == nil {
+				return res, more, err, nil
 			}
 		}
-		return res, nil, err
+		return res, len(res) == fetch, nil, err
 	}
+	pool := max(o.CandidatePool, fetch)
 	var text, vec []index.Hit
 	var terr, verr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		vec, verr = r.Vector(ctx, query, o.CandidatePool, f)
+		vec, verr = r.Vector(ctx, query, pool, f)
 	}()
-	text, terr = r.FullText(ctx, query, o.CandidatePool, f)
+	text, terr = r.FullText(ctx, query, pool, f)
 	<-done
 	if terr != nil && verr != nil {
-		return nil, nil, errors.Join(terr, verr)
+		return nil, false, nil, errors.Join(terr, verr)
 	}
 	if terr != nil {
-		return nil, nil, terr
+		return nil, false, nil, terr
 	}
 	if unavailable(ctx, verr) {
 		// BM25 already answered: its candidates are the results.
-		return single(text, o, true), verr, nil
+		res := single(text, wide, true)
+		return res, len(text) == pool && len(res) >= fetch, verr, nil
 	}
 	if verr != nil {
-		return nil, nil, verr
+		return nil, false, nil, verr
 	}
-	return Fuse(text, vec, &o), nil, nil
+	wide.TopK = len(text) + len(vec)
+	res = Fuse(text, vec, &wide)
+	// Larger pools can only help when these were full and enough of their
+	// candidates passed the threshold for diversification to have dropped
+	// some.
+	return res, (len(text) == pool || len(vec) == pool) && len(res) >= fetch, nil, nil
 }
 
 // single turns one ranked list into results.

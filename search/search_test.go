@@ -300,9 +300,14 @@ func TestDefaultsAndFilters(t *testing.T) {
 		t.Fatalf("options not passed through: k=%d filter=%+v", f.textK, f.vecF)
 	}
 	f = &fakeRetriever{}
-	Search(context.Background(), f, "query", &Options{Mode: FullText, TopK: 3})
+	Search(context.Background(), f, "query", &Options{Mode: FullText, TopK: 3, KeepDuplicates: true, MaxPerSource: -1})
 	if f.vectorN != 0 || f.textK != 3 {
 		t.Fatalf("fulltext mode ran vector search or asked for %d", f.textK)
+	}
+	f = &fakeRetriever{}
+	Search(context.Background(), f, "query", &Options{Mode: FullText, TopK: 3})
+	if f.vectorN != 0 || f.textK != 9 {
+		t.Fatalf("diversified fulltext search asked for %d, want 3×TopK", f.textK)
 	}
 	f = &fakeRetriever{}
 	rs, err := Search(context.Background(), f, "   ", nil)

@@ -214,6 +214,8 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
+	u = eng.Store().CanonicalURL(u) // variants of one URL are one page
+	doc.SourceURL = u
 	ctx := r.Context()
 	src, ok, err := eng.PageSource(ctx, u)
 	if err != nil {
@@ -284,7 +286,7 @@ func (s *Server) pageDocument(ctx context.Context, ns, u string, req *PageReques
 		if title == "" {
 			title = p.Title
 		}
-		doc.Content, doc.Format = p.HTML, chunk.HTML
+		doc.Content, doc.Format, doc.Extracted = p.HTML, chunk.HTML, true
 		doc.Attrs = map[string]string{"extractor": p.Method}
 		for k, v := range map[string]string{"siteName": p.SiteName, "byline": p.Byline, "lang": p.Language} {
 			if v != "" {
@@ -298,6 +300,7 @@ func (s *Server) pageDocument(ctx context.Context, ns, u string, req *PageReques
 			title = u
 		}
 		doc.Title = title
+		doc.Attrs = withUserAttrs(doc.Attrs, req.Attrs)
 		return doc, len(p.Text), nil
 	}
 	f, _ := req.textFormat() // validated
@@ -306,7 +309,23 @@ func (s *Server) pageDocument(ctx context.Context, ns, u string, req *PageReques
 		title = u
 	}
 	doc.Title = title
+	doc.Attrs = withUserAttrs(doc.Attrs, req.Attrs)
 	return doc, len(doc.Content), nil
+}
+
+// withUserAttrs adds the attributes a client set to those the server
+// derived (extractor, siteName, ...); the client's win.
+func withUserAttrs(derived, user map[string]string) map[string]string {
+	if len(user) == 0 {
+		return derived
+	}
+	if derived == nil {
+		derived = make(map[string]string, len(user))
+	}
+	for k, v := range user {
+		derived[k] = v
+	}
+	return derived
 }
 
 // cleanTitle collapses whitespace and drops control characters.
@@ -577,6 +596,9 @@ type ResultJSON struct {
 	ChunkJSON
 	Score       float64            `json:"score"`
 	Explanation search.Explanation `json:"explanation"`
+	// AlsoAt lists other sources with the same text or a near copy of the
+	// page, collapsed into this result.
+	AlsoAt []string `json:"alsoAt,omitempty"`
 }
 
 // SearchJSON answers POST /v1/search.
@@ -619,7 +641,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	now := s.o.Now()
 	out := SearchJSON{Query: req.Query, Mode: rep.Mode, Degraded: rep.Degraded, Results: make([]ResultJSON, 0, len(res)), TookMs: float64(time.Since(start).Microseconds()) / 1000}
 	for _, x := range res {
-		out.Results = append(out.Results, ResultJSON{ChunkJSON: s.chunkJSON(x.Record, now), Score: x.Score, Explanation: x.Explanation})
+		out.Results = append(out.Results, ResultJSON{ChunkJSON: s.chunkJSON(x.Record, now), Score: x.Score, Explanation: x.Explanation, AlsoAt: x.AlsoAt})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -696,9 +718,14 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
+	where, a := parseFilter("filter", req.Filter)
+	if a != nil {
+		writeAPIError(w, r, a)
+		return
+	}
 	c, err := eng.BuildContext(r.Context(), req.Query, rag.ContextRequest{
 		Model: req.Model, ModelContextLimit: req.ModelContextLimit, SystemPrompt: req.SystemPrompt,
-		SystemPromptTokens: req.SystemPromptTokens, ResponseReserve: req.ResponseReserve,
+		SystemPromptTokens: req.SystemPromptTokens, ResponseReserve: req.ResponseReserve, Where: where,
 	})
 	if err != nil {
 		s.fail(w, r, err)

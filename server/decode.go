@@ -36,6 +36,9 @@ type PageRequest struct {
 	HTML   string `json:"html,omitempty"`
 	Text   string `json:"text,omitempty"`
 	Format string `json:"format,omitempty"` // for Text: "text" (default) or "markdown"
+	// Attrs are attributes stored on every chunk of the page, to filter on
+	// (index.CheckAttrs says which keys and values are accepted).
+	Attrs map[string]string `json:"attrs,omitempty"`
 }
 
 // SearchRequest is the body of POST /v1/search.
@@ -47,6 +50,12 @@ type SearchRequest struct {
 	Fusion    string         `json:"fusion,omitempty"`    // relative (default), rrf
 	Threshold *float64       `json:"threshold,omitempty"` // similarity threshold; negative disables
 	Filters   *SearchFilters `json:"filters,omitempty"`
+	// Filter is a filter expression (index.ParseFilter).
+	Filter string `json:"filter,omitempty"`
+	// MaxPerSource caps the results of one source (default 3; 0: no cap).
+	MaxPerSource *int `json:"maxPerSource,omitempty"`
+	// GroupBySource orders the results source by source.
+	GroupBySource bool `json:"groupBySource,omitempty"`
 }
 
 // SearchFilters restrict a search.
@@ -66,6 +75,9 @@ type ContextRequest struct {
 	SystemPrompt       string `json:"systemPrompt,omitempty"`
 	SystemPromptTokens int    `json:"systemPromptTokens,omitempty"`
 	ResponseReserve    int    `json:"responseReserve,omitempty"`
+	// Filter restricts the knowledge to chunks matching a filter
+	// expression (index.ParseFilter).
+	Filter string `json:"filter,omitempty"`
 }
 
 // PreferenceRequest is the body of POST /v1/preferences.
@@ -157,7 +169,22 @@ func (p *PageRequest) validate() (string, *apiError) {
 	if _, err := p.textFormat(); err != nil {
 		return "", badRequest("%v", err)
 	}
+	if err := index.CheckAttrs(p.Attrs); err != nil {
+		return "", badRequest("attrs: %s", clientMessage(err, index.ErrBadAttrs))
+	}
 	return url, nil
+}
+
+// parseFilter reads the filter expression of a request (nil when none).
+func parseFilter(field, s string) (*index.Expr, *apiError) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	e, err := index.ParseFilter(s)
+	if err != nil {
+		return nil, badRequest("%s: %s", field, clientMessage(err, index.ErrBadFilter))
+	}
+	return e, nil
 }
 
 func (p *PageRequest) textFormat() (chunk.Format, error) {
@@ -190,7 +217,22 @@ func (q *SearchRequest) options() (search.Options, *apiError) {
 	if err != nil {
 		return o, badRequest("%v", err)
 	}
-	o = search.Options{Mode: m, TopK: q.TopK, Fusion: fu}
+	o = search.Options{Mode: m, TopK: q.TopK, Fusion: fu, GroupBySource: q.GroupBySource}
+	where, a := parseFilter("filter", q.Filter)
+	if a != nil {
+		return o, a
+	}
+	o.Where = where
+	if q.MaxPerSource != nil {
+		switch n := *q.MaxPerSource; {
+		case n < 0 || n > maxTopK:
+			return o, badRequest("maxPerSource must be between 0 (no cap) and %d", maxTopK)
+		case n == 0:
+			o.MaxPerSource = -1
+		default:
+			o.MaxPerSource = n
+		}
+	}
 	if q.Threshold != nil {
 		t := *q.Threshold
 		if t != t || t > 1e6 || t < -1e6 {

@@ -49,7 +49,7 @@ func TestCLIWorkflow(t *testing.T) {
 	writeFile(t, filepath.Join(docs, "install.md"), "# Install\n\n## Linux\n\nUnpack the tarball into /usr/local/bin and run the quetzal service.\n")
 	writeFile(t, filepath.Join(docs, "sub", "notes.txt"), "Notes about otters. Otters hold hands while they sleep.\n")
 	writeFile(t, filepath.Join(docs, "page.html"), "<html><head><title>Zebra page</title><script>evil()</script></head><body><p>Zebras have stripes.</p></body></html>")
-	writeFile(t, filepath.Join(docs, "ignored.pdf"), "%PDF")
+	writeFile(t, filepath.Join(docs, "ignored.bin"), "%PDF")
 	writeFile(t, filepath.Join(docs, ".hidden", "secret.md"), "# Secret\n\nnever indexed")
 
 	out := mustRun(t, "--dir", dir, "index", docs)

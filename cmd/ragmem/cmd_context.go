@@ -16,7 +16,7 @@ import (
 const defaultSystemPrompt = "You are a helpful assistant."
 
 func newContextCmd(g *globals) *cobra.Command {
-	var model, mode, system string
+	var model, mode, system, filter, source string
 	var limit, sysTokens, reserve, topK, base int
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -33,6 +33,10 @@ func newContextCmd(g *globals) *cobra.Command {
 				return err
 			}
 			query := strings.Join(args, " ")
+			where, err := searchFilter(filter, source)
+			if err != nil {
+				return err
+			}
 			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
 				cfg := eng.Config()
 				cfg.SearchMode = m
@@ -45,7 +49,7 @@ func newContextCmd(g *globals) *cobra.Command {
 				sys := system + "\n\n" + rag.ReferenceRule
 				c, err := eng.BuildContext(cmd.Context(), query, rag.ContextRequest{
 					Model: model, ModelContextLimit: limit, SystemPrompt: sys, SystemPromptTokens: sysTokens,
-					ResponseReserve: reserve, Config: &cfg,
+					ResponseReserve: reserve, Config: &cfg, Where: where,
 				})
 				if err != nil {
 					return err
@@ -85,6 +89,8 @@ func newContextCmd(g *globals) *cobra.Command {
 	f.IntVar(&topK, "top-k", 0, "chunks retrieved (default 5)")
 	f.IntVar(&base, "knowledge-budget", 0, "base knowledge budget in tokens (default 2000)")
 	f.StringVar(&mode, "mode", "hybrid", "search mode: hybrid, vector or fulltext")
+	f.StringVar(&filter, "filter", "", "only use chunks that match this filter expression (see ragmem search --help)")
+	f.StringVar(&source, "source", "", "only use this source: a URL, a file, or a folder or URL ending in / (every source under it)")
 	f.BoolVar(&asJSON, "json", false, "print the chat messages array and budgets as JSON")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -29,13 +30,17 @@ func newDemoCmd(g *globals) *cobra.Command {
 				defer os.RemoveAll(tmp)
 				g.dir = tmp
 			}
-			files, err := collectFiles(corpus)
+			t, err := newTarget(corpus, nil, g.stderr)
+			var files []string
+			if err == nil {
+				files, err = t.files()
+			}
 			if err != nil {
 				return fmt.Errorf("sample corpus: %w (run from the repository root or pass --corpus)", err)
 			}
 			return g.withEngine(ctx, func(eng *rag.Engine) error {
 				sum := indexSummary{}
-				if err := indexFiles(ctx, g, eng, files, 64, "knowledge", &sum); err != nil {
+				if _, err := indexFiles(ctx, g, eng, files, &indexOptions{docType: index.DocKnowledge}, &sum); err != nil {
 					return err
 				}
 				if _, err := eng.Preferences().Add(ctx, prefs.Expertise, "User is a backend developer who knows Go well"); err != nil {

@@ -24,6 +24,8 @@ func newEvalCmd(g *globals) *cobra.Command {
 		rrfK, pool, depth       int
 		alpha                   float64
 		asJSON, perQuery        bool
+		asReturned, keepDup     bool
+		perSource               int
 	)
 	cmd := &cobra.Command{
 		Use:   "eval --dataset DIR [--dataset DIR ...] [flags]",
@@ -81,6 +83,10 @@ func newEvalCmd(g *globals) *cobra.Command {
 					so.RRFK = rrfK
 				}
 				so.CandidatePool = pool
+				so.MaxPerSource, so.KeepDuplicates = perSource, keepDup
+				if perSource == 0 {
+					so.MaxPerSource = -1
+				}
 				hybrids = append(hybrids, eval.Hybrid{Label: spec, Search: so})
 			}
 			ftOpts, err := local.ParseFullTextOptions(bm25)
@@ -108,6 +114,8 @@ func newEvalCmd(g *globals) *cobra.Command {
 					Depth:    depth,
 					Dir:      tmp,
 					PerQuery: perQuery,
+
+					AsReturned: asReturned,
 				}
 				bar := newEvalProgress(g.stderr)
 				if bar != nil {
@@ -165,6 +173,9 @@ func newEvalCmd(g *globals) *cobra.Command {
 	f.StringVar(&tmp, "tmp", "", "where to create the temporary store (default the system temp directory)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&perQuery, "per-query", false, "also give each query's metrics and ranking (--depth documents)")
+	f.BoolVar(&asReturned, "as-returned", false, "rank the documents of the first --depth results as returned (a document's later results count as irrelevant), not each document once by its best result")
+	f.IntVar(&perSource, "max-per-source", search.DefaultMaxPerSource, "most results per source (0: no cap)")
+	f.BoolVar(&keepDup, "keep-duplicates", false, "keep identical and near-identical chunks of other sources")
 	return cmd
 }
 

@@ -18,71 +18,89 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/internal/folder"
 	"github.com/ragmem/ragmem/rag"
 )
 
 // maxFileSize bounds a single indexed file; larger files are skipped with a message.
 const maxFileSize = 64 << 20
 
+// indexOptions are the flags of `ragmem index`.
+type indexOptions struct {
+	srcURL, title, format, docType string
+	batch                          int
+	attrs                          map[string]string
+	exclude                        []string
+	keepMissing                    bool
+	watch                          bool
+}
+
 func newIndexCmd(g *globals) *cobra.Command {
-	var srcURL, title, format, docType string
-	var batch int
+	var o indexOptions
+	var attrs, keepParams []string
 	cmd := &cobra.Command{
 		Use:   "index PATH...",
-		Short: "Index files and folders (.md .markdown .txt .html .htm), or - for stdin",
-		Long: "Index files and folders into the memory. Folders are walked recursively for .md, .markdown,\n" +
-			".txt, .text, .html and .htm files. A file's source URL is its file:// URL; re-indexing a\n" +
-			"changed file replaces its chunks, an unchanged one is skipped. '-' reads one document from\n" +
-			"stdin and needs --url.",
-		Example: "  ragmem index docs/ README.md\n  curl -s https://example.com | ragmem index - --url https://example.com --format html",
-		Args:    cobra.MinimumNArgs(1),
+		Short: "Index files and folders (" + extList() + "), or - for stdin",
+		Long: "Index files and folders into the memory. Folders are walked recursively for " + extList() + "\n" +
+			"files, skipping hidden folders, node_modules and whatever the folder's .gitignore and\n" +
+			".ragmemignore files (at any level) and --exclude patterns exclude. A file's source URL is\n" +
+			"its file:// URL; a changed file replaces its chunks, an unchanged one is skipped, and empty\n" +
+			"or binary files are skipped with a note. After a folder is indexed, the sources under it\n" +
+			"whose files are gone (deleted, or now excluded) are removed, unless --keep-missing.\n" +
+			"--watch keeps the folders in sync until interrupted. '-' reads one document from stdin\n" +
+			"and needs --url.",
+		Example: "  ragmem index docs/ README.md\n" +
+			"  ragmem index --exclude '*.log' --exclude 'drafts/' --attr team=search docs/\n" +
+			"  ragmem index --watch notes/\n" +
+			"  curl -s https://example.com | ragmem index - --url https://example.com --format html",
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			var files []string
+			var err error
+			if o.attrs, err = index.ParseAttrs(attrs); err != nil {
+				return err
+			}
+			var targets []target
 			stdin := false
 			for _, a := range args {
 				if a == "-" {
 					stdin = true
 					continue
 				}
-				fs, err := collectFiles(a)
+				t, err := newTarget(a, o.exclude, g.stderr)
 				if err != nil {
 					return err
 				}
-				files = append(files, fs...)
+				targets = append(targets, t)
 			}
-			if stdin && srcURL == "" {
+			if stdin && o.srcURL == "" {
 				return errors.New("reading stdin needs --url to name the source")
 			}
-			if !stdin && len(files) == 0 {
-				return fmt.Errorf("no .md, .markdown, .txt, .html or .htm files in %s", strings.Join(args, ", "))
+			if o.watch && len(targets) == 0 {
+				return errors.New("--watch needs a file or folder to watch")
 			}
 			return g.withEngine(ctx, func(eng *rag.Engine) error {
-				sum := indexSummary{}
-				if stdin {
-					data, err := io.ReadAll(io.LimitReader(g.stdin, maxFileSize+1))
-					if err != nil {
-						return fmt.Errorf("read stdin: %w", err)
-					}
-					if len(data) > maxFileSize {
-						return fmt.Errorf("stdin is larger than %d MiB", maxFileSize>>20)
-					}
-					f := chunk.Text
-					if format != "" {
-						if f, err = chunk.ParseFormat(format); err != nil {
-							return err
-						}
-					}
-					res, err := eng.Index(ctx, index.Document{SourceURL: srcURL, Title: title, Content: string(data), Format: f, DocType: docType})
-					if err != nil {
+				if cmd.Flags().Changed("keep-params") {
+					if err := eng.Store().SetURLRules(ctx, index.URLRules{KeepParams: keepParams}); err != nil {
 						return err
 					}
-					sum.add(res)
 				}
-				if err := indexFiles(ctx, g, eng, files, batch, docType, &sum); err != nil {
-					return err
+				sum := indexSummary{}
+				if stdin {
+					if err := indexStdin(ctx, g, eng, &o, &sum); err != nil {
+						return err
+					}
+				}
+				for _, t := range targets {
+					if err := syncTarget(ctx, g, eng, &o, t, &sum); err != nil {
+						return err
+					}
 				}
 				fmt.Fprintln(g.stdout, sum.String())
+				if o.watch {
+					return watch(ctx, g, eng, &o, targets)
+				}
 				if sum.failed > 0 {
 					return exitError{1, fmt.Sprintf("%d of %d documents could not be indexed", sum.failed, sum.total)}
 				}
@@ -91,44 +109,137 @@ func newIndexCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&srcURL, "url", "", "source URL of the document read from stdin")
-	f.StringVar(&title, "title", "", "title of the document read from stdin")
-	f.StringVar(&format, "format", "", "format of stdin: text, markdown or html (default text)")
-	f.StringVar(&docType, "type", index.DocKnowledge, "document type: knowledge or memory")
-	f.IntVar(&batch, "batch", 64, "files written per atomic batch")
+	f.StringVar(&o.srcURL, "url", "", "source URL of the document read from stdin")
+	f.StringVar(&o.title, "title", "", "title of the document read from stdin")
+	f.StringVar(&o.format, "format", "", "format of stdin: text, markdown or html (default text)")
+	f.StringVar(&o.docType, "type", index.DocKnowledge, "document type: knowledge or memory")
+	f.IntVar(&o.batch, "batch", 64, "files written per atomic batch")
+	f.StringArrayVar(&attrs, "attr", nil, "attribute key=value stored on every chunk (repeatable); filter on it with --filter")
+	f.StringArrayVar(&o.exclude, "exclude", nil, "skip paths matching this gitignore-style pattern, relative to the folder (repeatable): '*.log', 'drafts/', '**/gen/**'")
+	f.BoolVar(&o.keepMissing, "keep-missing", false, "keep the sources of files no longer in the folder (default: remove them)")
+	f.BoolVar(&o.watch, "watch", false, "after indexing, keep watching the files and folders and index changes until interrupted")
+	f.StringSliceVar(&keepParams, "keep-params", nil, "query parameters that URLs keep even when they look like tracking (e.g. ref_src); the store remembers the list, '' clears it")
 	return cmd
 }
 
-// collectFiles expands a path into the indexable files under it, sorted.
-func collectFiles(path string) ([]string, error) {
-	st, err := os.Stat(path)
+func indexStdin(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, sum *indexSummary) error {
+	data, err := io.ReadAll(io.LimitReader(g.stdin, maxFileSize+1))
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("read stdin: %w", err)
 	}
-	if !st.IsDir() {
-		if _, ok := chunk.FormatForPath(path); !ok {
-			return nil, fmt.Errorf("%s: unsupported file type (want .md, .markdown, .txt, .text, .html or .htm)", path)
-		}
-		return []string{path}, nil
+	if len(data) > maxFileSize {
+		return fmt.Errorf("stdin is larger than %d MiB", maxFileSize>>20)
 	}
-	var out []string
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
+	f := chunk.Text
+	if o.format != "" {
+		if f, err = chunk.ParseFormat(o.format); err != nil {
 			return err
 		}
-		if d.IsDir() {
-			if name := d.Name(); p != path && (strings.HasPrefix(name, ".") || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
+	}
+	res, err := eng.Index(ctx, index.Document{SourceURL: o.srcURL, Title: o.title, Content: string(data), Format: f, DocType: o.docType, Attrs: o.attrs})
+	if err != nil {
+		return err
+	}
+	sum.add(res)
+	return nil
+}
+
+// target is one PATH argument: a file, or a folder kept in sync.
+type target struct {
+	path   string         // absolute
+	dir    bool           // a folder
+	walker *folder.Walker // for a folder
+}
+
+func newTarget(path string, exclude []string, warn io.Writer) (target, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return target{}, err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return target{}, err
+	}
+	if !st.IsDir() {
+		if _, ok := fileKind(abs); !ok {
+			return target{}, fmt.Errorf("%s: unsupported file type (want %s)", path, extList())
 		}
-		if _, ok := chunk.FormatForPath(p); ok && d.Type().IsRegular() {
+		return target{path: abs}, nil
+	}
+	w, err := folder.New(abs, &folder.Options{Exclude: exclude, Warn: func(p string, err error) {
+		fmt.Fprintf(warn, "ragmem: %s: %v\n", p, err)
+	}})
+	if err != nil {
+		return target{}, err
+	}
+	return target{path: abs, dir: true, walker: w}, nil
+}
+
+// files lists the indexable files of t, sorted.
+func (t target) files() ([]string, error) {
+	if !t.dir {
+		return []string{t.path}, nil
+	}
+	var out []string
+	err := t.walker.Walk(func(p string, d fs.DirEntry) error {
+		if _, ok := fileKind(p); ok {
 			out = append(out, p)
 		}
 		return nil
 	})
 	sort.Strings(out)
 	return out, err
+}
+
+// folderPrefix is the source URL prefix of the files under a folder.
+func folderPrefix(dir string) string { return underURL(fileURL(dir)) }
+
+// underURL is the prefix of the source URLs under a folder's URL.
+func underURL(u string) string { return strings.TrimSuffix(u, "/") + "/" }
+
+// syncTarget indexes the files of t and, for a folder, removes the sources
+// under it that are not among its files any more.
+func syncTarget(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, t target, sum *indexSummary) error {
+	files, err := t.files()
+	if err != nil {
+		return err
+	}
+	if t.dir && len(files) == 0 && o.keepMissing {
+		fmt.Fprintf(g.stderr, "ragmem: %s: no %s files\n", t.path, extList())
+	}
+	present, err := indexFiles(ctx, g, eng, files, o, sum)
+	if err != nil {
+		return err
+	}
+	if !t.dir || o.keepMissing {
+		return nil
+	}
+	return prune(ctx, g, eng, o, t.path, present, sum)
+}
+
+// prune removes the sources under the folder dir that are not in present.
+func prune(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, dir string, present map[string]bool, sum *indexSummary) error {
+	under := &index.Expr{Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{folderPrefix(dir)}}
+	srcs, _, err := eng.Store().Sources(ctx, index.Filter{DocTypes: []string{o.docType}, Where: under}, 0, 0)
+	if err != nil {
+		return err
+	}
+	for _, s := range srcs {
+		if present[s.SourceURL] {
+			continue
+		}
+		n, err := eng.Remove(ctx, s.SourceURL)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			sum.removed++
+			if path, ok := filePath(s.SourceURL); ok {
+				fmt.Fprintf(g.stderr, "ragmem: %s: no longer in the folder; removed (%d chunks)\n", path, n)
+			}
+		}
+	}
+	return nil
 }
 
 // fileURL is the source URL of a file: file:// plus its absolute path.
@@ -140,8 +251,17 @@ func fileURL(path string) string {
 	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
 }
 
+// filePath is the path of a file:// source URL.
+func filePath(u string) (string, bool) {
+	p, err := url.Parse(u)
+	if err != nil || p.Scheme != "file" || p.Path == "" {
+		return "", false
+	}
+	return filepath.FromSlash(p.Path), true
+}
+
 type indexSummary struct {
-	total, indexed, unchanged, failed, chunks, replaced int
+	total, indexed, unchanged, failed, skipped, removed, chunks, replaced int
 }
 
 func (s *indexSummary) add(r index.Result) {
@@ -163,13 +283,25 @@ func (s indexSummary) String() string {
 	if s.replaced > 0 {
 		msg += fmt.Sprintf(", %d old chunks replaced", s.replaced)
 	}
+	if s.skipped > 0 {
+		msg += fmt.Sprintf(", %d skipped", s.skipped)
+	}
+	if s.removed > 0 {
+		msg += fmt.Sprintf(", %d removed", s.removed)
+	}
 	if s.failed > 0 {
 		msg += fmt.Sprintf(", %d failed", s.failed)
 	}
 	return msg
 }
 
-func indexFiles(ctx context.Context, g *globals, eng *rag.Engine, files []string, batch int, docType string, sum *indexSummary) error {
+// indexFiles indexes files in batches and returns the source URLs that the
+// store holds for them now: indexed, unchanged, or failed for a reason that
+// says nothing of the file (its old version is kept). Skipped files (empty,
+// binary, too large) are not among them.
+func indexFiles(ctx context.Context, g *globals, eng *rag.Engine, files []string, o *indexOptions, sum *indexSummary) (map[string]bool, error) {
+	present := map[string]bool{}
+	batch := o.batch
 	if batch <= 0 {
 		batch = 64
 	}
@@ -181,28 +313,40 @@ func indexFiles(ctx context.Context, g *globals, eng *rag.Engine, files []string
 	}
 	for lo := 0; lo < len(files); lo += batch {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		group := files[lo:min(lo+batch, len(files))]
 		docs := make([]index.Document, 0, len(group))
 		for _, p := range group {
-			d, err := readDocument(p, docType)
-			if err != nil {
+			d, skip, err := readDocument(p, o)
+			switch {
+			case skip != "":
+				sum.skipped++
+				fmt.Fprintf(g.stderr, "ragmem: %s: skipped: %s\n", p, skip)
+			case err != nil:
 				sum.total++
 				sum.failed++
+				present[eng.Store().CanonicalURL(fileURL(p))] = true // unreadable now, not gone
 				fmt.Fprintf(g.stderr, "ragmem: %s: %v\n", p, err)
-				continue
+			default:
+				docs = append(docs, d)
 			}
-			docs = append(docs, d)
 		}
 		results, err := eng.IndexMany(ctx, docs)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i, r := range results {
-			if r.Err != nil {
-				fmt.Fprintf(g.stderr, "ragmem: %s: %v\n", docs[i].SourceURL, r.Err)
+			src := eng.Store().CanonicalURL(docs[i].SourceURL)
+			switch {
+			case errors.Is(r.Err, index.ErrEmptyDocument), errors.Is(r.Err, index.ErrBinaryContent):
+				sum.skipped++
+				fmt.Fprintf(g.stderr, "ragmem: %s: skipped: %s\n", pathOf(docs[i].SourceURL), skipReason(r.Err))
+				continue
+			case r.Err != nil:
+				fmt.Fprintf(g.stderr, "ragmem: %s: %v\n", pathOf(docs[i].SourceURL), r.Err)
 			}
+			present[src] = true
 			sum.add(r)
 		}
 		if bar != nil {
@@ -212,31 +356,48 @@ func indexFiles(ctx context.Context, g *globals, eng *rag.Engine, files []string
 	if bar != nil {
 		_ = bar.Finish()
 	}
-	return nil
+	return present, nil
 }
 
-func readDocument(path, docType string) (index.Document, error) {
-	f, _ := chunk.FormatForPath(path)
+func pathOf(u string) string {
+	if p, ok := filePath(u); ok {
+		return p
+	}
+	return u
+}
+
+func skipReason(err error) string {
+	if errors.Is(err, index.ErrBinaryContent) {
+		return "binary data, not text"
+	}
+	return "no text to index"
+}
+
+// readDocument reads a file into a document. A file that is skipped (empty,
+// binary, too large) returns the reason why in skip.
+func readDocument(path string, o *indexOptions) (d index.Document, skip string, err error) {
+	kind, _ := fileKind(path)
 	st, err := os.Stat(path)
 	if err != nil {
-		return index.Document{}, err
+		return d, "", err
 	}
 	if st.Size() > maxFileSize {
-		return index.Document{}, fmt.Errorf("larger than %d MiB, skipped", maxFileSize>>20)
+		return d, fmt.Sprintf("larger than %d MiB", maxFileSize>>20), nil
+	}
+	if st.Size() == 0 {
+		return d, "empty file", nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return index.Document{}, err
+		return d, "", err
 	}
-	title := ""
-	if f != chunk.HTML {
-		title = titleFromText(string(data), path)
-	}
-	return index.Document{SourceURL: fileURL(path), Title: title, Content: string(data), Format: f, DocType: docType}, nil
+	d = index.Document{SourceURL: fileURL(path), DocType: o.docType, Attrs: o.attrs}
+	return kind.read(d, path, data)
 }
 
 // titleFromText takes the first Markdown heading, else the file name.
 func titleFromText(s, path string) string {
+	s = strings.TrimPrefix(s, "\uFEFF")
 	for i, line := range strings.SplitN(s, "\n", 40) {
 		line = strings.TrimSpace(line)
 		if i == 0 && line == "---" {
@@ -246,6 +407,11 @@ func titleFromText(s, path string) string {
 			return strings.TrimSpace(strings.TrimLeft(line, "#"))
 		}
 	}
+	return fileTitle(path)
+}
+
+// fileTitle is a file's name without its extension.
+func fileTitle(path string) string {
 	base := filepath.Base(path)
 	return strings.TrimSuffix(base, filepath.Ext(base))
 }

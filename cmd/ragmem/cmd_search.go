@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
@@ -19,13 +22,24 @@ func newSearchCmd(g *globals) *cobra.Command {
 	var topK int
 	var threshold float64
 	var types []string
-	var source string
+	var source, filter string
+	var perSource int
+	var group, keepDup bool
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "search [flags] QUERY",
 		Short: "Search the memory (hybrid, vector or fulltext)",
+		Long: "Search the memory. Each result shows its source, heading path, scores and a snippet.\n" +
+			"Identical chunks are shown once and near-copies of a page collapse into it (\"also at\"); at\n" +
+			"most --max-per-source results come from one source. --filter takes a filter expression:\n" +
+			"  FIELD = v, FIELD != v, FIELD IN [a, b], FIELD STARTS WITH v, FIELD EXISTS,\n" +
+			"  created < | <= | > | >= TIME (2025-01-31, 2025-01-31T12:00:00Z, now-7d),\n" +
+			"combined with AND, OR, NOT and parentheses; FIELD is source, title, type, created or an\n" +
+			"attribute set with `ragmem index --attr`.",
 		Example: "  ragmem search \"install on linux\"\n" +
-			"  ragmem search --mode fulltext --top-k 10 --json \"bm25 saturation\"",
+			"  ragmem search --mode fulltext --top-k 10 --json \"bm25 saturation\"\n" +
+			"  ragmem search --filter 'team = search AND created > now-30d' \"rollout plan\"\n" +
+			"  ragmem search --source docs/ --group \"configuration\"",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m, err := search.ParseMode(mode)
@@ -40,9 +54,17 @@ func newSearchCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("--top-k must be positive")
 			}
 			query := strings.Join(args, " ")
+			where, err := searchFilter(filter, source)
+			if err != nil {
+				return err
+			}
+			if perSource == 0 {
+				perSource = -1 // on the command line, 0 is no cap
+			}
 			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
 				res, rep, err := eng.SearchReport(cmd.Context(), query, &search.Options{
-					Mode: m, TopK: topK, SimilarityThreshold: threshold, Fusion: fu, DocTypes: types, SourceURL: source,
+					Mode: m, TopK: topK, SimilarityThreshold: threshold, Fusion: fu, DocTypes: types, Where: where,
+					MaxPerSource: perSource, GroupBySource: group, KeepDuplicates: keepDup,
 				})
 				if err != nil {
 					return err
@@ -57,7 +79,7 @@ func newSearchCmd(g *globals) *cobra.Command {
 				if rep.Degraded != "" {
 					fmt.Fprintf(g.stderr, "ragmem: answered by %s search, not %s: %s\n", rep.Mode, m, rep.Degraded)
 				}
-				printResults(g.stdout, res)
+				printResults(g.stdout, res, group)
 				return nil
 			})
 		},
@@ -68,7 +90,11 @@ func newSearchCmd(g *globals) *cobra.Command {
 	f.IntVar(&topK, "top-k", search.DefaultTopK, "maximum number of results")
 	f.Float64Var(&threshold, "threshold", search.DefaultThreshold, "similarity threshold (negative disables; see docs for what it compares per mode)")
 	f.StringSliceVar(&types, "types", []string{index.DocKnowledge}, "document types to search: knowledge, memory, preference")
-	f.StringVar(&source, "source", "", "only search this source URL")
+	f.StringVar(&source, "source", "", "only search this source: a URL, a file, or a folder or URL ending in / (every source under it)")
+	f.StringVar(&filter, "filter", "", "only search chunks that match this filter expression (see above)")
+	f.IntVar(&perSource, "max-per-source", search.DefaultMaxPerSource, "most results from one source (0: no cap)")
+	f.BoolVar(&group, "group", false, "list the results source by source")
+	f.BoolVar(&keepDup, "keep-duplicates", false, "show identical and near-identical chunks of other sources too")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -80,19 +106,30 @@ func nonNil(r []search.Result) []search.Result {
 	return r
 }
 
-func printResults(w io.Writer, res []search.Result) {
+func printResults(w io.Writer, res []search.Result, grouped bool) {
 	if len(res) == 0 {
 		fmt.Fprintln(w, "no results")
 		return
 	}
+	prev := ""
 	for i, r := range res {
 		rec := r.Record
+		if grouped && rec.SourceURL != prev {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintf(w, "== %s  (%s)\n", rec.Title, rec.SourceURL)
+			prev = rec.SourceURL
+		}
 		fmt.Fprintf(w, "%d. %s  (score %.4f)\n", i+1, rec.Title, r.Score)
 		fmt.Fprintf(w, "   %s", rec.SourceURL)
 		if len(rec.HeadingPath) > 0 {
 			fmt.Fprintf(w, "  §  %s", strings.Join(rec.HeadingPath, " › "))
 		}
 		fmt.Fprintln(w)
+		if len(r.AlsoAt) > 0 {
+			fmt.Fprintf(w, "   also at %s\n", strings.Join(r.AlsoAt, ", "))
+		}
 		e := r.Explanation
 		var parts []string
 		if e.BM25Rank > 0 {
@@ -105,6 +142,43 @@ func printResults(w io.Writer, res []search.Result) {
 		fmt.Fprintf(w, "   %s\n", strings.Join(parts, ", "))
 		fmt.Fprintf(w, "   %s\n", snippet(rec.Content, 220))
 	}
+}
+
+// searchFilter combines --filter and --source into one expression.
+func searchFilter(filter, source string) (*index.Expr, error) {
+	var parts []*index.Expr
+	if strings.TrimSpace(filter) != "" {
+		e, err := index.ParseFilter(filter)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, e)
+	}
+	if source != "" {
+		u, dir := sourceArg(source)
+		if _, err := os.Stat(source); err != nil && (strings.HasSuffix(source, "/") || strings.HasSuffix(source, "*")) {
+			// A URL prefix: "https://docs.rs/serde/" or "https://docs.rs/*".
+			if pu, perr := url.Parse(source); perr == nil && pu.Scheme != "" && len(pu.Scheme) > 1 {
+				u, dir = strings.TrimSuffix(source, "*"), true
+			}
+		}
+		e := &index.Expr{Op: driver.OpEq, Field: driver.FieldSource, Values: []string{u}}
+		if dir {
+			p := u
+			if strings.HasPrefix(u, "file:") {
+				p = underURL(u)
+			}
+			e = &index.Expr{Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{p}}
+		}
+		parts = append(parts, e)
+	}
+	switch len(parts) {
+	case 0:
+		return nil, nil
+	case 1:
+		return parts[0], nil
+	}
+	return &index.Expr{Op: driver.OpAnd, Args: parts}, nil
 }
 
 // snippet returns the start of s on one line, cut at a rune boundary.

@@ -2,34 +2,81 @@ package main
 
 import (
 	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/rag"
 )
 
 func newRmCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:     "rm SOURCE_URL",
-		Short:   "Remove every chunk of a source",
-		Example: "  ragmem rm https://example.com/page\n  ragmem rm file:///home/me/notes/todo.md",
+		Use:   "rm SOURCE_URL|PATH",
+		Short: "Remove every chunk of a source (a URL, or a file or folder path)",
+		Long: "Remove a source and all its chunks. The argument is a source URL (as `ragmem sources` lists\n" +
+			"it; variants of a web page's URL name the same page), or the path of an indexed file; the\n" +
+			"path of a folder removes every source under it.",
+		Example: "  ragmem rm https://example.com/page\n  ragmem rm notes/todo.md\n  ragmem rm old-notes/",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
-				n, err := eng.Remove(cmd.Context(), args[0])
+			ctx := cmd.Context()
+			arg := args[0]
+			return g.withEngine(ctx, func(eng *rag.Engine) error {
+				u, dir := sourceArg(arg)
+				if dir {
+					srcs, _, err := eng.Store().Sources(ctx, index.Filter{Where: &index.Expr{Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{underURL(u)}}}, 0, 0)
+					if err != nil {
+						return err
+					}
+					if len(srcs) == 0 {
+						return fmt.Errorf("no sources under %s in the memory (see ragmem sources)", arg)
+					}
+					chunks := 0
+					for _, s := range srcs {
+						n, err := eng.Remove(ctx, s.SourceURL)
+						if err != nil {
+							return err
+						}
+						chunks += n
+					}
+					fmt.Fprintf(g.stdout, "removed %d sources under %s (%d chunks)\n", len(srcs), arg, chunks)
+					return nil
+				}
+				n, err := eng.Remove(ctx, u)
 				if err != nil {
 					return err
 				}
 				if n == 0 {
-					return fmt.Errorf("no source %q in the memory (see ragmem sources)", args[0])
+					return fmt.Errorf("no source %q in the memory (see ragmem sources)", arg)
 				}
-				fmt.Fprintf(g.stdout, "removed %s (%d chunks)\n", args[0], n)
+				fmt.Fprintf(g.stdout, "removed %s (%d chunks)\n", arg, n)
 				return nil
 			})
 		},
 	}
+}
+
+// sourceArg turns a SOURCE_URL|PATH argument into a source URL, and says
+// whether it names a folder (every source under it). An argument with a
+// URL scheme is a URL unless a file or folder of that name exists; anything
+// else is a path.
+func sourceArg(arg string) (string, bool) {
+	st, err := os.Stat(arg)
+	if err != nil {
+		if u, perr := url.Parse(arg); perr == nil && u.Scheme != "" && len(u.Scheme) > 1 {
+			return arg, false // a URL (one-letter schemes are Windows drives)
+		}
+		// A path that no longer exists: a file, or a folder when it ends
+		// with a separator.
+		return fileURL(arg), strings.HasSuffix(arg, "/") || strings.HasSuffix(arg, string(filepath.Separator))
+	}
+	return fileURL(arg), st.IsDir()
 }
 
 func newStatsCmd(g *globals) *cobra.Command {

@@ -63,10 +63,19 @@ func (b *Batch) Empty() bool {
 }
 
 // Filter restricts searches and listings. The zero Filter matches everything.
+// Its parts must all hold.
 type Filter struct {
 	DocTypes  []string          // any of these doc types; empty = any
 	SourceURL string            // only this source; "" = any
 	Attrs     map[string]string // every key must have exactly this value
+	Where     *Expr             // a filter expression (see Expr); nil = any
+}
+
+// RecordLevel reports whether f has parts (attributes or an expression) that
+// a backend can only check against whole records: the doc-type and source
+// parts alone are what indexes are usually keyed by.
+func (f *Filter) RecordLevel() bool {
+	return f != nil && (len(f.Attrs) > 0 || f.Where != nil)
 }
 
 // Match reports whether r passes the filter.
@@ -94,7 +103,7 @@ func (f *Filter) Match(r *Record) bool {
 			return false
 		}
 	}
-	return true
+	return f.Where.Match(r)
 }
 
 // Hit is one search result. Record.Vector is nil.

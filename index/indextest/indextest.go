@@ -49,6 +49,7 @@ func Run(t *testing.T, open Opener) {
 		{"SearchTextFilters", testSearchTextFilters},
 		{"SearchVectorExact", testSearchVectorExact},
 		{"SearchVectorFilters", testSearchVectorFilters},
+		{"FilterExpressions", testFilterExpressions},
 		{"Meta", testMeta},
 		{"Reopen", testReopen},
 		{"Invalid", testInvalid},
@@ -720,4 +721,129 @@ func testClosed(t *testing.T, open Opener) {
 	if _, err := b.SearchVector(ctx, Vec(1), 1, driver.Filter{}); !errors.Is(err, driver.ErrClosed) {
 		t.Fatalf("SearchVector after Close: %v", err)
 	}
+}
+
+// testFilterExpressions checks that a backend answers filter expressions
+// (driver.Filter.Where) exactly: searches return the best k records among
+// those that match, however few match, and listings return all of them.
+func testFilterExpressions(t *testing.T, open Opener) {
+	b := open(t, "filterexpr")
+	defer closeB(t, b)
+	var put []driver.Record
+	day := 24 * time.Hour
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < 40; i++ {
+		site := []string{"https://docs.example/", "https://blog.example/", "https://docs.example.org/"}[i%3]
+		r := Rec(fmt.Sprintf("%sp%d", site, i), 0, fmt.Sprintf("shared words about widgets number %d", i), uint64(7000+i))
+		r.CreatedAt = t0.Add(time.Duration(i) * day)
+		r.Attrs = map[string]string{"lang": []string{"en", "de", "fr", "en"}[i%4]}
+		if i%5 == 0 {
+			r.Attrs["team"] = []string{"search", "infra"}[i/5%2]
+		}
+		if i%7 == 0 {
+			r.DocType = driver.DocMemory
+		}
+		put = append(put, r)
+	}
+	apply(t, b, driver.Batch{Put: put})
+	eq := func(f, v string) *driver.Expr { return &driver.Expr{Op: driver.OpEq, Field: f, Values: []string{v}} }
+	exprs := map[string]*driver.Expr{
+		"eq":     eq("lang", "fr"),
+		"ne":     {Op: driver.OpNe, Field: "team", Values: []string{"search"}},
+		"in":     {Op: driver.OpIn, Field: "team", Values: []string{"search", "infra"}},
+		"prefix": {Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{"https://docs.example/"}},
+		"exists": {Op: driver.OpExists, Field: "team"},
+		"type":   eq(driver.FieldType, driver.DocMemory),
+		"title":  eq(driver.FieldTitle, "Title of https://blog.example/p1"),
+		"source": {Op: driver.OpIn, Field: driver.FieldSource, Values: []string{"https://blog.example/p4", "https://docs.example/p9"}},
+		"range": {Op: driver.OpAnd, Args: []*driver.Expr{
+			{Op: driver.OpGe, Field: driver.FieldCreated, Time: t0.Add(10 * day)},
+			{Op: driver.OpLt, Field: driver.FieldCreated, Time: t0.Add(14 * day)},
+		}},
+		"or": {Op: driver.OpOr, Args: []*driver.Expr{eq("lang", "de"), eq("team", "infra")}},
+		"not": {Op: driver.OpAnd, Args: []*driver.Expr{
+			{Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{"https://docs.example"}},
+			{Op: driver.OpNot, Args: []*driver.Expr{eq("lang", "en")}},
+		}},
+		"none": eq("lang", "xx"),
+		"attr": eq(driver.AttrField("lang"), "de"),
+	}
+	for name, e := range exprs {
+		f := driver.Filter{Where: e}
+		var match []driver.Record
+		for i := range put {
+			if f.Match(&put[i]) {
+				match = append(match, put[i])
+			}
+		}
+		// Vector search: exactly the best 3 of the matching records.
+		qv := Vec(4242)
+		sort.Slice(match, func(i, j int) bool { return dot(qv, match[i].Vector) > dot(qv, match[j].Vector) })
+		hits, err := b.SearchVector(ctx, qv, 3, f)
+		if err != nil {
+			t.Fatalf("%s: SearchVector: %v", name, err)
+		}
+		if len(hits) != min(3, len(match)) {
+			t.Errorf("%s: SearchVector gave %d hits, want %d", name, len(hits), min(3, len(match)))
+		}
+		for i, h := range hits {
+			if i < len(match) && h.Record.ID != match[i].ID {
+				t.Errorf("%s: SearchVector rank %d is %s, want %s", name, i, h.Record.ID, match[i].ID)
+			}
+		}
+		// Full text: every record holds the words; all hits match, and as
+		// many as match (up to k).
+		th, err := b.SearchText(ctx, "widgets", 5, f)
+		if err != nil {
+			t.Fatalf("%s: SearchText: %v", name, err)
+		}
+		if len(th) != min(5, len(match)) {
+			t.Errorf("%s: SearchText gave %d hits, want %d", name, len(th), min(5, len(match)))
+		}
+		for _, h := range th {
+			if !f.Match(&h.Record) {
+				t.Errorf("%s: SearchText let through %s", name, h.Record.ID)
+			}
+		}
+		if hs, ok := b.(driver.HybridSearcher); ok {
+			hh, err := hs.SearchHybrid(ctx, driver.HybridQuery{Text: "widgets", Vector: qv, K: 4, Alpha: 0.5, Filter: f})
+			if err != nil {
+				t.Fatalf("%s: SearchHybrid: %v", name, err)
+			}
+			if len(hh) != min(4, len(match)) {
+				t.Errorf("%s: SearchHybrid gave %d hits, want %d", name, len(hh), min(4, len(match)))
+			}
+			for _, h := range hh {
+				if !f.Match(&h.Record) {
+					t.Errorf("%s: SearchHybrid let through %s", name, h.Record.ID)
+				}
+			}
+		}
+		recs, err := b.Records(ctx, f)
+		if err != nil {
+			t.Fatalf("%s: Records: %v", name, err)
+		}
+		want := ids(match)
+		sort.Strings(want)
+		got := ids(recs)
+		sort.Strings(got)
+		if !equalStrings(got, want) {
+			t.Errorf("%s: Records = %v, want %v", name, got, want)
+		}
+		srcs, total, err := b.Sources(ctx, f, 0, 0)
+		if err != nil {
+			t.Fatalf("%s: Sources: %v", name, err)
+		}
+		if total != len(match) || len(srcs) != len(match) {
+			t.Errorf("%s: Sources total %d (%d listed), want %d", name, total, len(srcs), len(match))
+		}
+	}
+}
+
+func dot(a, b []float32) float64 {
+	var d float64
+	for i := range a {
+		d += float64(a[i]) * float64(b[i])
+	}
+	return d
 }

@@ -408,7 +408,7 @@ func (b *Backend) SearchText(ctx context.Context, text string, k int, f driver.F
 	}
 	// Attribute filters are applied here, so ask for more when there are any.
 	want := k
-	if len(f.Attrs) > 0 {
+	if f.RecordLevel() {
 		want = k * 4
 	}
 	for {

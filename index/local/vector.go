@@ -72,7 +72,7 @@ func (b *Backend) searchVectors(ctx context.Context, vec []float32, k int, f dri
 		return nil, nil // a zero or non-finite query matches nothing
 	}
 	vf := vecindex.Filter{DocTypes: f.DocTypes, Source: f.SourceURL}
-	if len(f.Attrs) > 0 {
+	if f.RecordLevel() {
 		// Called under b.mu, which this search holds for reading.
 		vf.Accept = func(id string) bool {
 			r := b.records[id]

@@ -200,18 +200,73 @@ func (b *Backend) Records(ctx context.Context, f driver.Filter) ([]driver.Record
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
-	var rs []driver.Record
-	var err error
-	if w := where(f); w == nil {
-		rs, err = b.scan(ctx, true)
-	} else {
-		rs, err = b.list(ctx, "list records", w, true, nil)
-	}
+	rs, err := b.records(ctx, f, true)
 	if err != nil {
 		return nil, err
 	}
 	sortRecords(rs)
 	return rs, nil
+}
+
+// records returns the records matching f, with their vectors or not.
+func (b *Backend) records(ctx context.Context, f driver.Filter, vectors bool) ([]driver.Record, error) {
+	var rs []driver.Record
+	var err error
+	w, exact := where(f)
+	if w == nil {
+		rs, err = b.scan(ctx, vectors)
+	} else {
+		rs, err = b.list(ctx, "list records", w, vectors, nil)
+	}
+	if err != nil || exact {
+		return rs, err
+	}
+	kept := rs[:0]
+	for i := range rs {
+		if f.Match(&rs[i]) {
+			kept = append(kept, rs[i])
+		}
+	}
+	return kept, nil
+}
+
+// getFiltered runs the query gb(limit) under f and returns at most k of its
+// records that match f, in the order Weaviate gave them. The part of f that
+// Weaviate evaluates goes into the query's where clause; when that is not
+// all of f (see where), the query asks for more and the rest is checked
+// here, until k records match or the results run out.
+func (b *Backend) getFiltered(ctx context.Context, op string, f driver.Filter, k int, gb func(limit int) *graphql.GetBuilder) ([]gqlRecord, error) {
+	w, exact := where(f)
+	limit := k
+	if !exact {
+		limit = min(maxK, 4*k)
+	}
+	for {
+		q := gb(limit)
+		if w != nil {
+			q = q.WithWhere(w)
+		}
+		gs, err := b.getRecords(ctx, op, q)
+		if err != nil || exact {
+			return gs, err
+		}
+		var kept []gqlRecord
+		for i := range gs {
+			r, err := gs[i].record()
+			if err != nil {
+				return nil, err
+			}
+			if f.Match(&r) {
+				if kept = append(kept, gs[i]); len(kept) == k {
+					break
+				}
+			}
+		}
+		if len(kept) >= k || len(gs) < limit || limit >= maxK {
+			return kept, nil
+		}
+		limit = min(maxK, 4*limit)
+	}
 }
 
 // aggregateGroup is one group of the per-source aggregation.
@@ -255,8 +310,12 @@ func (b *Backend) Sources(ctx context.Context, f driver.Filter, offset, limit in
 	if err := b.usable(); err != nil {
 		return nil, 0, err
 	}
+	w, exact := where(f)
+	if !exact {
+		return b.sourcesOf(ctx, f, offset, limit)
+	}
 	args := fmt.Sprintf(`groupBy: [%q], limit: %d`, pSourceURL, maxGroups)
-	if w := where(f); w != nil {
+	if w != nil {
 		args += ", " + w.String()
 	}
 	q := fmt.Sprintf(`{Aggregate{%s(%s){groupedBy{value} meta{count} %s{sum} %s{minimum} %s{topOccurrences(limit: 1){value}} %s{topOccurrences(limit: 1){value}} %s{topOccurrences(limit: 1){value}}}}}`,
@@ -285,6 +344,10 @@ func (b *Backend) Sources(ctx context.Context, f driver.Filter, offset, limit in
 		}
 		all = append(all, si)
 	}
+	return pageSources(all, offset, limit)
+}
+
+func pageSources(all []driver.SourceInfo, offset, limit int) ([]driver.SourceInfo, int, error) {
 	sort.Slice(all, func(i, j int) bool { return all[i].SourceURL < all[j].SourceURL })
 	total := len(all)
 	offset = max(0, min(offset, total))
@@ -293,6 +356,34 @@ func (b *Backend) Sources(ctx context.Context, f driver.Filter, offset, limit in
 		end = offset + limit
 	}
 	return all[offset:end], total, nil
+}
+
+// sourcesOf lists the sources of the records matching f, summarised here
+// rather than by a server-side aggregation: for filters that Weaviate cannot
+// evaluate whole.
+func (b *Backend) sourcesOf(ctx context.Context, f driver.Filter, offset, limit int) ([]driver.SourceInfo, int, error) {
+	rs, err := b.records(ctx, f, false)
+	if err != nil {
+		return nil, 0, err
+	}
+	by := map[string]int{}
+	var all []driver.SourceInfo
+	for i := range rs {
+		r := &rs[i]
+		j, ok := by[r.SourceURL]
+		if !ok {
+			j = len(all)
+			by[r.SourceURL] = j
+			all = append(all, driver.SourceInfo{SourceURL: r.SourceURL, Title: r.Title, DocType: r.DocType, ContentHash: r.ContentHash, CreatedAt: r.CreatedAt})
+		}
+		si := &all[j]
+		si.Chunks++
+		si.Tokens += r.Tokens
+		if r.CreatedAt.Before(si.CreatedAt) {
+			si.CreatedAt = r.CreatedAt
+		}
+	}
+	return pageSources(all, offset, limit)
 }
 
 // aggregate runs a raw Aggregate query on the record class into out.
@@ -330,12 +421,10 @@ func (b *Backend) SearchText(ctx context.Context, query string, k int, f driver.
 	if k = clampK(k); q == "" || k == 0 {
 		return nil, nil
 	}
-	gb := b.get().WithLimit(k).WithFields(recordFields("score")...).
-		WithBM25(b.c.GraphQL().Bm25ArgBuilder().WithQuery(q).WithProperties(pTerms))
-	if w := where(f); w != nil {
-		gb = gb.WithWhere(w)
-	}
-	gs, err := b.getRecords(ctx, "full-text search", gb)
+	gs, err := b.getFiltered(ctx, "full-text search", f, k, func(limit int) *graphql.GetBuilder {
+		return b.get().WithLimit(limit).WithFields(recordFields("score")...).
+			WithBM25(b.c.GraphQL().Bm25ArgBuilder().WithQuery(q).WithProperties(pTerms))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -388,12 +477,10 @@ func (b *Backend) SearchVector(ctx context.Context, vec []float32, k int, f driv
 	if k = clampK(k); zero || k == 0 {
 		return nil, nil
 	}
-	gb := b.get().WithLimit(k).WithFields(recordFields("distance")...).
-		WithNearVector(b.c.GraphQL().NearVectorArgBuilder().WithVector(vec))
-	if w := where(f); w != nil {
-		gb = gb.WithWhere(w)
-	}
-	gs, err := b.getRecords(ctx, "vector search", gb)
+	gs, err := b.getFiltered(ctx, "vector search", f, k, func(limit int) *graphql.GetBuilder {
+		return b.get().WithLimit(limit).WithFields(recordFields("distance")...).
+			WithNearVector(b.c.GraphQL().NearVectorArgBuilder().WithVector(vec))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -456,11 +543,9 @@ func (b *Backend) SearchHybrid(ctx context.Context, q driver.HybridQuery) ([]dri
 	if q.Similarity && !zero {
 		add = append(add, "vector")
 	}
-	gb := b.get().WithLimit(k).WithFields(recordFields(add...)...).WithHybrid(h)
-	if w := where(q.Filter); w != nil {
-		gb = gb.WithWhere(w)
-	}
-	gs, err := b.getRecords(ctx, "hybrid search", gb)
+	gs, err := b.getFiltered(ctx, "hybrid search", q.Filter, k, func(limit int) *graphql.GetBuilder {
+		return b.get().WithLimit(limit).WithFields(recordFields(add...)...).WithHybrid(h)
+	})
 	if err != nil {
 		return nil, err
 	}

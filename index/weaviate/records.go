@@ -220,9 +220,19 @@ func recordFields(additional ...string) []graphql.Field {
 	return append(fs, graphql.Field{Name: "_additional", Fields: add})
 }
 
-// where builds the filter clause for f; nil when f matches everything.
-func where(f driver.Filter) *filters.WhereBuilder {
+// where builds the filter clause for f: nil when f matches everything.
+// exact reports whether the clause is all of f; when it is not, the clause
+// selects a superset of f's records (possibly all: nil) and the caller
+// checks the rest with f.Match.
+//
+// Of a filter expression (driver.Filter.Where), Weaviate evaluates =, IN
+// and, when the prefix holds no * or ?, STARTS WITH on source, type and
+// attributes, and AND and OR of these. NOT, !=, EXISTS, title and created
+// comparisons are checked here: the schema keeps titles and creation times
+// unfiltered, and a negation of a superset is no superset.
+func where(f driver.Filter) (w *filters.WhereBuilder, exact bool) {
 	var ops []*filters.WhereBuilder
+	exact = true
 	if len(f.DocTypes) > 0 {
 		ks := make([]string, len(f.DocTypes))
 		for i, t := range f.DocTypes {
@@ -241,7 +251,81 @@ func where(f driver.Filter) *filters.WhereBuilder {
 		sort.Strings(ks)
 		ops = append(ops, filters.Where().WithPath([]string{pAttrKeys}).WithOperator(filters.ContainsAll).WithValueText(ks...))
 	}
-	return and(ops...)
+	if f.Where != nil {
+		ew, ee := whereExpr(f.Where)
+		if ew != nil {
+			ops = append(ops, ew)
+		}
+		exact = ee
+	}
+	return and(ops...), exact
+}
+
+// whereExpr translates a filter expression; see where.
+func whereExpr(e *driver.Expr) (*filters.WhereBuilder, bool) {
+	switch e.Op {
+	case driver.OpAnd:
+		var ops []*filters.WhereBuilder
+		exact := true
+		for _, a := range e.Args {
+			w, ok := whereExpr(a)
+			if w != nil {
+				ops = append(ops, w)
+			}
+			exact = exact && ok
+		}
+		return and(ops...), exact
+	case driver.OpOr:
+		ops := make([]*filters.WhereBuilder, 0, len(e.Args))
+		exact := true
+		for _, a := range e.Args {
+			w, ok := whereExpr(a)
+			if w == nil {
+				return nil, false // one side may match anything
+			}
+			ops = append(ops, w)
+			exact = exact && ok
+		}
+		return filters.Where().WithOperator(filters.Or).WithOperands(ops), exact
+	case driver.OpEq, driver.OpIn:
+		if len(e.Values) == 0 {
+			return nil, false
+		}
+		if k, ok := e.Attr(); ok {
+			ks := make([]string, len(e.Values))
+			for i, v := range e.Values {
+				ks[i] = key(k, v)
+			}
+			return filters.Where().WithPath([]string{pAttrKeys}).WithOperator(filters.ContainsAny).WithValueText(ks...), true
+		}
+		path := ""
+		switch e.Field {
+		case driver.FieldSource:
+			path = pSourceKey
+		case driver.FieldType:
+			path = pDocKey
+		default:
+			return nil, false
+		}
+		ops := make([]*filters.WhereBuilder, len(e.Values))
+		for i, v := range e.Values {
+			ops[i] = whereEq(path, key(v))
+		}
+		if len(ops) == 1 {
+			return ops[0], true
+		}
+		return filters.Where().WithOperator(filters.Or).WithOperands(ops), true
+	case driver.OpPrefix:
+		if e.Field != driver.FieldSource || len(e.Values) != 1 {
+			return nil, false
+		}
+		p := e.Values[0]
+		// Like's wildcards cannot be escaped: with one in the prefix, the
+		// clause matches more than the prefix and the rest is checked.
+		return filters.Where().WithPath([]string{pSourceURL}).WithOperator(filters.Like).WithValueText(p + "*"),
+			!strings.ContainsAny(p, "*?")
+	}
+	return nil, false
 }
 
 func whereEq(path, value string) *filters.WhereBuilder {

@@ -826,7 +826,8 @@ func (m *Manager) searchIndex(ctx context.Context, query string, limit int, pool
 		byID[e.ID] = e
 	}
 	opts := &search.Options{Mode: search.Hybrid, TopK: limit, DocTypes: []string{index.DocMemory},
-		Attrs: map[string]string{attrKind: kindEpisodic, attrLayerDir: m.abs}}
+		Attrs:        map[string]string{attrKind: kindEpisodic, attrLayerDir: m.abs},
+		MaxPerSource: -1} // a layer's entries share one source
 	res, err := search.Search(ctx, m.ix, query, opts)
 	if err != nil && errors.Is(err, index.ErrEmbedding) && ctx.Err() == nil {
 		m.o.Logger.Warn("layers: the embedder is unavailable; searching episodic memory with BM25 alone", "err", err)

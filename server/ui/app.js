@@ -137,7 +137,10 @@ async function runSearch(ev) {
   if (!query) return;
   $('search-button').disabled = true;
   try {
-    const res = await api('POST', '/v1/search', { query, mode: $('search-mode').value, topK: 10 });
+    const body = { query, mode: $('search-mode').value, topK: 10, groupBySource: true };
+    const filter = $('search-filter').value.trim();
+    if (filter) body.filter = filter;
+    const res = await api('POST', '/v1/search', body);
     renderResults(res);
   } catch (e) {
     fail(e);
@@ -146,23 +149,41 @@ async function runSearch(ev) {
   }
 }
 
+// renderResults shows the results grouped by source (the server orders
+// them source by source): one item per source, with its best score, and
+// its passages in order under it.
 function renderResults(res) {
   const list = $('results');
   list.replaceChildren();
-  $('search-summary').textContent = res.results.length
-    ? `${res.results.length} result${res.results.length === 1 ? '' : 's'} for “${res.query}” in ${res.tookMs.toFixed(1)} ms (${res.mode})`
-    : `Nothing found for “${res.query}”.`;
+  const groups = [];
   for (const r of res.results) {
-    list.append(el('li', { class: 'result', 'data-url': r.url },
+    const last = groups[groups.length - 1];
+    if (last && last.url === r.url) last.items.push(r);
+    else groups.push({ url: r.url, items: [r] });
+  }
+  $('search-summary').textContent = res.results.length
+    ? `${res.results.length} result${res.results.length === 1 ? '' : 's'} from ${groups.length} source${groups.length === 1 ? '' : 's'} for “${res.query}” in ${res.tookMs.toFixed(1)} ms (${res.mode})`
+    : `Nothing found for “${res.query}”.`;
+  for (const g of groups) {
+    const top = g.items[0];
+    const also = [...new Set(g.items.flatMap((r) => r.alsoAt || []))];
+    const passages = el('ol', { class: 'passages' });
+    for (const r of g.items) {
+      passages.append(el('li', { class: 'passage' },
+        r.headingPath && r.headingPath.length ? el('div', { class: 'path', text: '§ ' + r.headingPath.join(' › ') }) : null,
+        el('p', { class: 'snippet', text: clip(r.content, 400) }),
+        el('div', { class: 'explain', text: explain(r.explanation) })));
+    }
+    list.append(el('li', { class: 'result', 'data-url': g.url },
       el('div', { class: 'result-head' },
-        sourceLink(r.url, r.title),
-        el('span', { class: 'score', title: 'score', text: r.score.toFixed(4) })),
+        sourceLink(top.url, top.title),
+        el('span', { class: 'score', title: 'best score', text: top.score.toFixed(4) })),
       el('div', { class: 'meta' },
-        el('span', { class: 'url', text: r.url }),
-        r.headingPath && r.headingPath.length ? el('span', { class: 'path', text: '§ ' + r.headingPath.join(' › ') }) : null,
-        el('time', { class: 'age', datetime: r.createdAt, title: new Date(r.createdAt).toLocaleString(), text: r.age })),
-      el('p', { class: 'snippet', text: clip(r.content, 400) }),
-      el('div', { class: 'explain', text: explain(r.explanation) })));
+        el('span', { class: 'url', text: top.url }),
+        g.items.length > 1 ? el('span', { class: 'count', text: `${g.items.length} passages` }) : null,
+        el('time', { class: 'age', datetime: top.createdAt, title: new Date(top.createdAt).toLocaleString(), text: top.age })),
+      also.length ? el('div', { class: 'also muted', text: 'also at ' + also.join(', ') }) : null,
+      passages));
   }
 }
 

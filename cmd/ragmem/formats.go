@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+
+	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/extract"
+	"github.com/ragmem/ragmem/index"
+)
+
+// kind is a kind of file `ragmem index` reads.
+type kind struct {
+	exts []string
+	read func(d index.Document, path string, data []byte) (index.Document, string, error)
+}
+
+// kinds are the files `ragmem index` reads, by extension.
+var kinds = []kind{
+	{[]string{".md", ".markdown"}, readText(chunk.Markdown)},
+	{[]string{".txt", ".text"}, readText(chunk.Text)},
+	{[]string{".html", ".htm"}, readText(chunk.HTML)},
+	{[]string{".pdf"}, readDocumentFile},
+	{[]string{".docx"}, readDocumentFile},
+	{[]string{".epub"}, readDocumentFile},
+}
+
+// fileKind returns the kind of a file by its extension (case-insensitive).
+func fileKind(path string) (kind, bool) {
+	ext := strings.ToLower(filepath.Ext(path))
+	for _, k := range kinds {
+		for _, e := range k.exts {
+			if e == ext {
+				return k, true
+			}
+		}
+	}
+	return kind{}, false
+}
+
+// extList lists the extensions of kinds, for messages.
+func extList() string {
+	var es []string
+	for _, k := range kinds {
+		es = append(es, k.exts...)
+	}
+	return strings.Join(es, " ")
+}
+
+// readText reads a text, Markdown or HTML file.
+func readText(f chunk.Format) func(index.Document, string, []byte) (index.Document, string, error) {
+	return func(d index.Document, path string, data []byte) (index.Document, string, error) {
+		s := string(data)
+		if chunk.Binary(s) {
+			return d, "binary data, not text", nil
+		}
+		d.Content, d.Format = s, f
+		if f != chunk.HTML {
+			d.Title = titleFromText(s, path)
+		}
+		return d, "", nil
+	}
+}
+
+// readDocumentFile reads a PDF, DOCX or EPUB file through its extract
+// reader. A file the reader cannot read for a reason of its own (encrypted,
+// no text layer, damaged) is skipped with that reason.
+func readDocumentFile(d index.Document, path string, data []byte) (index.Document, string, error) {
+	p, _, err := extract.Document(path, data, nil)
+	switch {
+	case errors.Is(err, extract.ErrEncrypted), errors.Is(err, extract.ErrNoTextLayer), errors.Is(err, extract.ErrNoContent):
+		return d, strings.TrimPrefix(err.Error(), "extract: "), nil
+	case err != nil:
+		return d, "", err
+	}
+	d.Title = p.Title
+	if d.Title == "" {
+		d.Title = fileTitle(path)
+	}
+	d.Content, d.Format, d.Extracted = p.HTML, chunk.HTML, true
+	return d, "", nil
+}
