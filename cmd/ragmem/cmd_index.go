@@ -400,6 +400,9 @@ func readDocument(path string, o *indexOptions) (d index.Document, skip string, 
 	if err != nil {
 		return d, "", err
 	}
+	if !st.Mode().IsRegular() {
+		return d, "not a regular file (a device, pipe or socket)", nil
+	}
 	if st.Size() > maxFileSize {
 		return d, fmt.Sprintf("larger than %d MiB", maxFileSize>>20), nil
 	}

@@ -111,3 +111,24 @@ func asNobody(t *testing.T, base, data string) func(args ...string) string {
 		return string(out)
 	}
 }
+
+// TestIndexSkipsSpecialFiles: a path named on the command line that is not
+// a regular file (a FIFO, a link to a device) is skipped with that reason,
+// at once: it is neither read (a FIFO would block, /dev/zero never ends)
+// nor called empty.
+func TestIndexSkipsSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo, dev := filepath.Join(dir, "pipe.txt"), filepath.Join(dir, "zero.md")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", dev); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, dev} {
+		out, stderr, err := runCLI(t, "--dir", filepath.Join(dir, "data"), "index", p)
+		if err != nil || !strings.Contains(stderr, "skipped: not a regular file") || !strings.Contains(out, "1 skipped") {
+			t.Errorf("%s: %v\n%s%s", p, err, out, stderr)
+		}
+	}
+}
