@@ -44,8 +44,14 @@ var markerTags = map[atom.Atom]bool{
 
 // bound returns src when the parser would make at most maxNodes nodes of
 // it, else src without its formatting tags (their text kept) when that
-// would make at most maxNodes, else an error wrapping ErrTooComplex.
+// would make at most maxNodes, else an error wrapping ErrTooComplex. A page
+// whose tags carry more than maxNodes attributes is refused too: each costs
+// the tokenizer, the parser, Readability and the cleaning about as much as
+// a small node, and the tokenizer keeps every distinct one.
 func bound(src string, maxNodes int) (string, error) {
+	if countAttrs(src, maxNodes) > maxNodes {
+		return "", fmt.Errorf("%w: its tags carry more than %d attributes", ErrTooComplex, maxNodes)
+	}
 	n := estimateNodes(src, maxNodes, true)
 	if n <= maxNodes {
 		return src, nil
@@ -242,4 +248,136 @@ func stripFormatting(src string) string {
 		}
 		b.Write(z.Raw())
 	}
+}
+
+// rawTextTags hold text up to their end tag, where no tag starts.
+var rawTextTags = map[string]bool{
+	"script": true, "style": true, "textarea": true, "title": true, "xmp": true,
+	"iframe": true, "noembed": true, "noframes": true, "noscript": true,
+}
+
+// countAttrs counts the attributes of src's start tags from the bytes alone
+// (the tokenizer would allocate for each while it counts), returning a
+// number past limit as soon as it passes limit. It follows the tokenizer's
+// reading of tags, comments and raw text closely enough never to count
+// fewer (FuzzCountAttrs); duplicates, which the tokenizer drops, count.
+func countAttrs(src string, limit int) int {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }
+	n, i := 0, 0
+	for n <= limit {
+		j := strings.IndexByte(src[i:], '<')
+		if j < 0 {
+			return n
+		}
+		i += j + 1
+		if strings.HasPrefix(src[i:], "!--") {
+			i = commentEnd(src, i+3)
+			continue
+		}
+		if i >= len(src) || !('a' <= src[i]|0x20 && src[i]|0x20 <= 'z') {
+			continue // not a start tag: an end tag has no attributes to keep
+		}
+		start := i
+		for i < len(src) && !isSpace(src[i]) && src[i] != '/' && src[i] != '>' {
+			i++
+		}
+		name := strings.ToLower(src[start:i])
+		for {
+			for i < len(src) && (isSpace(src[i]) || src[i] == '/') {
+				i++
+			}
+			if i >= len(src) {
+				return n
+			}
+			if src[i] == '>' {
+				i++
+				break
+			}
+			// A name (its first byte may be '='), then maybe = and a value.
+			i++
+			for i < len(src) && !isSpace(src[i]) && src[i] != '/' && src[i] != '>' && src[i] != '=' {
+				i++
+			}
+			n++
+			for i < len(src) && isSpace(src[i]) {
+				i++
+			}
+			if i < len(src) && src[i] == '=' {
+				i++
+				for i < len(src) && isSpace(src[i]) {
+					i++
+				}
+				if i < len(src) && (src[i] == '"' || src[i] == '\'') {
+					k := strings.IndexByte(src[i+1:], src[i])
+					if k < 0 {
+						return n
+					}
+					i += 1 + k + 1
+				} else {
+					for i < len(src) && !isSpace(src[i]) && src[i] != '>' {
+						i++
+					}
+				}
+			}
+		}
+		if name == "plaintext" {
+			return n // the rest is text
+		}
+		if rawTextTags[name] {
+			// Up to the end tag, in any case.
+			k := indexFold(src[i:], "</"+name)
+			if k < 0 {
+				return n
+			}
+			i += k
+		}
+	}
+	return n
+}
+
+// indexFold is strings.Index for an ASCII lower-case sep, ignoring case.
+func indexFold(s, sep string) int {
+	for i := 0; i+len(sep) <= len(s); {
+		j := strings.IndexByte(s[i:], '<')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if i+len(sep) <= len(s) && strings.EqualFold(s[i:i+len(sep)], sep) {
+			return i
+		}
+		i++
+	}
+	return -1
+}
+
+// commentEnd returns the index after the end of the comment whose text
+// starts at i, read as the tokenizer reads it ("-->", "--!>", or a ">"
+// right after "<!--" and any dashes), or len(src).
+func commentEnd(src string, i int) int {
+	dashes, beginning := 0, true
+	for ; i < len(src); i++ {
+		switch src[i] {
+		case '-':
+			dashes++
+			continue
+		case '>':
+			if dashes >= 2 || beginning {
+				return i + 1
+			}
+		case '!':
+			if dashes >= 2 && i+1 < len(src) {
+				if src[i+1] == '>' {
+					return i + 2
+				}
+				if src[i+1] == '-' {
+					i++
+					dashes, beginning = 1, false
+					continue
+				}
+			}
+		}
+		dashes, beginning = 0, false
+	}
+	return len(src)
 }

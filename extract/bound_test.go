@@ -138,3 +138,77 @@ func FuzzBound(f *testing.F) {
 func contextWithCancel() (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())
 }
+
+// TestManyAttributesAreRefused: attributes cost the parser, Readability
+// and the cleaning about as much as small nodes, and the tokenizer drops no
+// distinct one, so a page whose tags carry more attributes than MaxNodes
+// (one tag with hundreds of thousands: 1.3 million in 7.7 MB took 3 GB of
+// allocations and 8 s) is refused with ErrTooComplex, fast, before it is
+// parsed. Ordinary pages pass.
+func TestManyAttributesAreRefused(t *testing.T) {
+	var one strings.Builder
+	one.WriteString("<p ")
+	for i := 0; i < 300_000; i++ {
+		fmt.Fprintf(&one, "a%x ", i)
+	}
+	one.WriteString(">text survives</p>")
+	spread := strings.Repeat(`<p class="c" id="i" title='t' data-x=1>text</p>`, 1000)
+	for name, c := range map[string]struct {
+		src string
+		max int
+	}{
+		"one tag":      {one.String(), 0},
+		"spread":       {spread, 3000},
+		"spread, dups": {strings.Repeat(`<p a=1 a=2 a=3 a=4 a=5>x</p>`, 1000), 3000},
+	} {
+		var a, b runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&a)
+		_, err := HTML(c.src, "", &Options{MaxNodes: c.max})
+		runtime.ReadMemStats(&b)
+		if !errors.Is(err, ErrTooComplex) || !strings.Contains(err.Error(), "attributes") {
+			t.Errorf("%s: %v, want ErrTooComplex for its attributes", name, err)
+		}
+		if alloc := b.TotalAlloc - a.TotalAlloc; alloc > 4*uint64(len(c.src))+(1<<20) {
+			t.Errorf("%s: %d MB allocated for a page of %d KB", name, alloc>>20, len(c.src)>>10)
+		}
+	}
+	// Under the limit, and attributes inside scripts, styles and comments
+	// (which the count skips) do not count.
+	for name, src := range map[string]string{
+		"spread":  spread,
+		"script":  "<p>kept text</p><script>" + strings.Repeat("if(a<b c d e f g)x=1;", 2000) + "</script>",
+		"style":   "<p>kept text</p><STYLE>" + strings.Repeat("p<x a b c d{}", 2000) + "</STYLE >",
+		"comment": "<p>kept text</p><!--" + strings.Repeat("<b a b c d e>", 2000) + "-->",
+	} {
+		if p, err := HTML(src, "", &Options{MaxNodes: 5000}); err != nil || !strings.Contains(p.Text, "text") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// tokenAttrs is the number of attributes the tokenizer gives src's tags.
+func tokenAttrs(src string) int {
+	z := html.NewTokenizer(strings.NewReader(src))
+	n := 0
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return n
+		case html.StartTagToken, html.SelfClosingTagToken, html.EndTagToken:
+			n += len(z.Token().Attr)
+		}
+	}
+}
+
+// FuzzCountAttrs: the count from the bytes is never below the tokenizer's.
+func FuzzCountAttrs(f *testing.F) {
+	for _, s := range []string{`<p a=1 b="2>" c='x' d>t</p>`, `<script>x<y a b</script><p q r>`, `<!-- <a b c> --><i j k>`, `<a/b/c =d e = "f">`, `<title><b a></title><u v w>`, `</p a b>`, "<p\ta\nb\fc\rd>", `<textarea><x y z></TEXTAREA><a b>`, `<plaintext><a b c>`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		if got, want := countAttrs(src, 1<<30), tokenAttrs(src); got < want {
+			t.Fatalf("countAttrs %d < the tokenizer's %d", got, want)
+		}
+	})
+}

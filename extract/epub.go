@@ -85,6 +85,9 @@ func EPUB(data []byte, opts *DocumentOptions) (Page, error) {
 				name = fmt.Sprintf("Chapter %d", i+1)
 			}
 			if err := epubChapter(doc, name, b); err != nil {
+				if errors.Is(err, ErrTooComplex) {
+					return fmt.Errorf("%w: chapter %d: %v", ErrLimit, i+1, strings.TrimPrefix(err.Error(), "extract: "))
+				}
 				return err
 			}
 		}
@@ -255,7 +258,12 @@ func ncxTitles(data []byte, base string, toc map[string]string) {
 // epubChapter adds one chapter: its body cleaned like a web page, headed
 // by name when the chapter does not start with a heading of its own.
 func epubChapter(data []byte, name string, b *docBuilder) error {
-	doc, err := parse(string(data))
+	// A chapter is HTML: bounded like a web page before it is parsed.
+	src, err := bound(string(data), DefaultMaxNodes)
+	if err != nil {
+		return err
+	}
+	doc, err := parse(src)
 	if err != nil {
 		return nil // an unreadable chapter is skipped
 	}

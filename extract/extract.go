@@ -74,7 +74,8 @@ type Options struct {
 	// page whose formatting tags (b, i, u, font, ...) left open would make
 	// the HTML parser clone them past MaxNodes is read without those tags,
 	// and a page that would still make more nodes fails with
-	// ErrTooComplex. Default 250,000 (a 10 MiB article makes about
+	// ErrTooComplex. So does a page whose tags carry more than MaxNodes
+	// attributes. Default 250,000 (a 10 MiB article makes about
 	// 100,000).
 	MaxNodes int
 	// Timeout bounds extraction: Readability is skipped once half of it

@@ -182,8 +182,12 @@ func (x *pdfReader) read(title *string) error {
 }
 
 // pages walks the page tree in order, bounded in depth, visits and count.
+// A node of the tree that is its own ancestor (a loop in damaged files) is
+// not walked again. The library hides object numbers, so a node is known by
+// its dictionary, which names its kids and parent by object number.
 func (x *pdfReader) pages() []pdf.Value {
 	var out []pdf.Value
+	var path []string // the dictionaries of the nodes being walked
 	var walk func(v pdf.Value, depth int)
 	walk = func(v pdf.Value, depth int) {
 		x.visits++
@@ -194,6 +198,14 @@ func (x *pdfReader) pages() []pdf.Value {
 		case "Page":
 			out = append(out, v)
 		case "Pages", "":
+			id := v.String()
+			for _, p := range path {
+				if p == id {
+					return
+				}
+			}
+			path = append(path, id)
+			defer func() { path = path[:len(path)-1] }()
 			kids := v.Key("Kids")
 			for i := 0; i < kids.Len() && len(out) <= x.o.MaxParts; i++ {
 				walk(kids.Index(i), depth+1)
@@ -216,6 +228,7 @@ func (x *pdfReader) outline(pages []pdf.Value) []outlineEntry {
 		pageIndex[p.String()] = i
 	}
 	var out []outlineEntry
+	seen := map[string]bool{} // the items read (by dictionary: see pages), so a loop ends
 	var walk func(v pdf.Value, level int)
 	walk = func(v pdf.Value, level int) {
 		for n := 0; !v.IsNull() && len(out) < pdfMaxOutline && level <= pdfMaxTreeDepth; n++ {
@@ -223,6 +236,11 @@ func (x *pdfReader) outline(pages []pdf.Value) []outlineEntry {
 			if x.visits > 4*x.o.MaxParts+pdfMaxOutline {
 				return
 			}
+			id := v.String()
+			if seen[id] {
+				return
+			}
+			seen[id] = true
 			if t := cleanLine(v.Key("Title").Text(), 300); t != "" {
 				out = append(out, outlineEntry{title: t, level: min(level, 6), page: x.destPage(root, v, pageIndex)})
 			}

@@ -4,8 +4,11 @@ import (
 	"net/url"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // URL canonicalisation. Every source URL the index stores, removes, reads or
@@ -90,8 +93,19 @@ func (r URLRules) Canonical(raw string) string {
 	}
 	if strings.Contains(host, ":") { // IPv6 literal
 		host = "[" + host + "]"
+	} else if !isASCII(host) {
+		// An internationalised name: the ASCII form browsers send
+		// (UTS 46 mapping, then punycode); a name that is not valid
+		// stays as written.
+		if a, err := idna.Lookup.ToASCII(host); err == nil && a != "" {
+			host = a
+		}
 	}
-	if port := u.Port(); port != "" && !(scheme == "http" && port == "80" || scheme == "https" && port == "443") {
+	port := u.Port()
+	if n, err := strconv.Atoi(port); err == nil && n >= 0 && n <= 65535 {
+		port = strconv.Itoa(n) // ":0443" is ":443"
+	}
+	if port != "" && !(scheme == "http" && port == "80" || scheme == "https" && port == "443") {
 		host += ":" + port
 	}
 	var b strings.Builder
@@ -237,4 +251,13 @@ func upperHex(c byte) byte {
 
 func isUnreserved(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

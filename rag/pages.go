@@ -67,7 +67,11 @@ func CheckPageURL(raw string) (string, error) {
 		return "", err
 	}
 	if r := reserved(u); r != "" {
-		return "", fmt.Errorf("%w: the URL scheme %q is reserved for %ss", ErrBadURL, u[:len(r)], r)
+		what := map[string]string{"memory": "memories", "preference": "preferences"}[r]
+		if what == "" {
+			what = r + " sources"
+		}
+		return "", fmt.Errorf("%w: the URL scheme %q is reserved for %s", ErrBadURL, u[:len(r)], what)
 	}
 	return u, nil
 }

@@ -93,6 +93,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		WriteError(w, r, http.StatusUnprocessableEntity, CodeTooManyChunks, clientMessage(err, index.ErrTooManyChunks))
 	case errors.Is(err, index.ErrEmptyDocument):
 		WriteError(w, r, http.StatusUnprocessableEntity, CodeNoContent, "the page has no text to index")
+	case errors.Is(err, index.ErrBinaryContent):
+		WriteError(w, r, http.StatusUnprocessableEntity, CodeNoContent, "the page's text is binary data (NUL or control bytes), not text")
 	case errors.Is(err, rag.ErrConflict):
 		WriteError(w, r, http.StatusConflict, CodeConflict, clientMessage(err, rag.ErrConflict))
 	case errors.Is(err, rag.ErrBadURL):

@@ -146,9 +146,10 @@ func indexStdin(ctx context.Context, g *globals, eng *rag.Engine, o *indexOption
 
 // target is one PATH argument: a file, or a folder kept in sync.
 type target struct {
-	path   string         // absolute
-	dir    bool           // a folder
-	walker *folder.Walker // for a folder
+	path     string         // absolute
+	dir      bool           // a folder
+	walker   *folder.Walker // for a folder
+	unlisted *[]string      // for a folder: the subfolders the last walk could not read
 }
 
 func newTarget(path string, exclude []string, warn io.Writer) (target, error) {
@@ -166,13 +167,14 @@ func newTarget(path string, exclude []string, warn io.Writer) (target, error) {
 		}
 		return target{path: abs}, nil
 	}
+	unlisted := new([]string)
 	w, err := folder.New(abs, &folder.Options{Exclude: exclude, Warn: func(p string, err error) {
 		fmt.Fprintf(warn, "ragmem: %s: %v\n", p, err)
-	}})
+	}, Unlisted: func(p string) { *unlisted = append(*unlisted, p) }})
 	if err != nil {
 		return target{}, err
 	}
-	return target{path: abs, dir: true, walker: w}, nil
+	return target{path: abs, dir: true, walker: w, unlisted: unlisted}, nil
 }
 
 // files lists the indexable files of t, sorted.
@@ -181,6 +183,9 @@ func (t target) files() ([]string, error) {
 		return []string{t.path}, nil
 	}
 	var out []string
+	if t.unlisted != nil {
+		*t.unlisted = (*t.unlisted)[:0]
+	}
 	err := t.walker.Walk(func(p string, d fs.DirEntry) error {
 		if _, ok := fileKind(p); ok {
 			out = append(out, p)
@@ -214,18 +219,32 @@ func syncTarget(ctx context.Context, g *globals, eng *rag.Engine, o *indexOption
 	if !t.dir || o.keepMissing {
 		return nil
 	}
-	return prune(ctx, g, eng, o, t.path, present, sum)
+	var spare []string
+	if t.unlisted != nil {
+		spare = *t.unlisted
+	}
+	return prune(ctx, g, eng, o, t.path, present, spare, sum)
 }
 
-// prune removes the sources under the folder dir that are not in present.
-func prune(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, dir string, present map[string]bool, sum *indexSummary) error {
+// prune removes the sources under the folder dir that are not in present,
+// sparing those under the folders of spare (folders that could not be
+// read: their files may be there).
+func prune(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, dir string, present map[string]bool, spare []string, sum *indexSummary) error {
 	under := &index.Expr{Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{folderPrefix(dir)}}
 	srcs, _, err := eng.Store().Sources(ctx, index.Filter{DocTypes: []string{o.docType}, Where: under}, 0, 0)
 	if err != nil {
 		return err
 	}
+	spared := func(u string) bool {
+		for _, d := range spare {
+			if strings.HasPrefix(u, folderPrefix(d)) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, s := range srcs {
-		if present[s.SourceURL] {
+		if present[s.SourceURL] || spared(s.SourceURL) {
 			continue
 		}
 		n, err := eng.Remove(ctx, s.SourceURL)
@@ -380,6 +399,9 @@ func readDocument(path string, o *indexOptions) (d index.Document, skip string, 
 	st, err := os.Stat(path)
 	if err != nil {
 		return d, "", err
+	}
+	if !st.Mode().IsRegular() {
+		return d, "not a regular file (a device, pipe or socket)", nil
 	}
 	if st.Size() > maxFileSize {
 		return d, fmt.Sprintf("larger than %d MiB", maxFileSize>>20), nil

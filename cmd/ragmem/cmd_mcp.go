@@ -3,7 +3,6 @@ package main
 import (
 	"log/slog"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/mcpserver"
@@ -44,7 +43,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withIndexedMemories(cmd.Context(), mf, func(eng *rag.Engine, mem *memory.Store) error {
-				err := newMCPServer(eng, readOnly, mem, g.chatLLM()).Run(cmd.Context(), &mcp.StdioTransport{})
+				err := newMCPServer(eng, readOnly, mem, g.chatLLM()).Run(cmd.Context(), &mcpserver.StdioTransport{})
 				if cmd.Context().Err() != nil {
 					return nil // interrupted: a normal way to stop
 				}

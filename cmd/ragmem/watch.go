@@ -160,7 +160,7 @@ func applyChanges(ctx context.Context, g *globals, eng *rag.Engine, o *indexOpti
 		case err == nil && st.IsDir():
 			if !t.walker.Excluded(p, true) {
 				// A new or moved-in folder: everything in it.
-				sub := target{path: t.path, dir: true, walker: t.walker}
+				sub := target{path: t.path, dir: true, walker: t.walker, unlisted: t.unlisted}
 				fs, err := sub.filesUnder(p)
 				if err != nil {
 					fmt.Fprintf(g.stderr, "ragmem: watch: %v\n", err)
@@ -245,5 +245,5 @@ func removeUnder(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptio
 	if o.keepMissing {
 		return nil
 	}
-	return prune(ctx, g, eng, o, dir, nil, &indexSummary{})
+	return prune(ctx, g, eng, o, dir, nil, nil, &indexSummary{})
 }

@@ -49,6 +49,11 @@ type Options struct {
 	// Warn receives problems that do not stop the walk (an unreadable
 	// ignore file). Default: ignored.
 	Warn func(path string, err error)
+	// Unlisted is called, besides Warn, for each folder below the root
+	// whose entries could not be read (permission denied): it may hold
+	// files the walk did not visit, so a caller that removes what it did
+	// not see must spare what lies under it. Default: none.
+	Unlisted func(dir string)
 }
 
 // Walker walks one folder. See the package comment.
@@ -57,6 +62,7 @@ type Walker struct {
 	exclude []gitignore.Pattern
 	files   []string
 	warn    func(string, error)
+	unlist  func(string)
 }
 
 // New returns a Walker of root (a folder) under opts.
@@ -71,7 +77,10 @@ func New(root string, opts *Options) (*Walker, error) {
 	if o.Warn == nil {
 		o.Warn = func(string, error) {}
 	}
-	w := &Walker{root: filepath.Clean(root), files: o.IgnoreFiles, warn: o.Warn}
+	if o.Unlisted == nil {
+		o.Unlisted = func(string) {}
+	}
+	w := &Walker{root: filepath.Clean(root), files: o.IgnoreFiles, warn: o.Warn, unlist: o.Unlisted}
 	for _, p := range o.Exclude {
 		if err := checkPattern(p); err != nil {
 			return nil, err
@@ -157,6 +166,7 @@ func (w *Walker) Walk(visit func(path string, d fs.DirEntry) error) error {
 		if err != nil {
 			if p != w.root && errors.Is(err, fs.ErrPermission) {
 				w.warn(p, err)
+				w.unlist(p)
 				return nil
 			}
 			return err
