@@ -311,7 +311,7 @@ func FuzzParseFullTextOptions(f *testing.F) {
 func TestFullTextDefaults(t *testing.T) {
 	b := openFT(t, filepath.Join(t.TempDir(), "s"), nil)
 	defer b.Close()
-	want := "bm25-v1/unicode/possessive/lower/stop=english/stem=porter/title k1=1.2 b=0.75 title=0.3"
+	want := "bm25-v1/unicode/possessive/lower/stop=english/stem=porter/memory/title/context k1=1.2 b=0.75 memory.b=0.3 title=0.3 context=0.3"
 	if got := b.FullTextConfig(); got != want {
 		t.Errorf("FullTextConfig() = %q, want %q", got, want)
 	}
