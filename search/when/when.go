@@ -45,7 +45,7 @@ const (
 type Range struct {
 	From, To time.Time
 	Unit     Unit
-	Text     string // the words that named it, as written
+	Text     string // the words that named it, as written (a non-breaking space as a space)
 }
 
 // Contains reports whether t is in [From, To).
@@ -181,13 +181,10 @@ func Find(text string, now time.Time) []Range {
 	if len(text) > MaxText {
 		text = text[:MaxText]
 	}
-	low := strings.ToLower(text)
-	if len(low) != len(text) {
-		// Lower-casing changed byte lengths (rare letters): match on a
-		// copy whose offsets agree, with only ASCII lower-cased.
-		low = asciiLower(text)
-	}
-	low = strings.ReplaceAll(low, "\u00a0", " ")
+	// Every word matched is ASCII, so only ASCII is lower-cased: the copy's
+	// byte offsets are the text's.
+	text = strings.ReplaceAll(text, "\u00a0", " ")
+	low := asciiLower(text)
 	type found struct {
 		at, end int
 		r       Range
