@@ -148,8 +148,8 @@ const (
 	DefaultStopWords      = StopEnglish
 	DefaultStemmer        = StemPorter
 	DefaultTitleWeight    = 0.3
-	DefaultContextWeight  = 0.3
-	DefaultMemoryB        = 0.3
+	DefaultContextWeight  = 0.7
+	DefaultMemoryB        = 0.2
 	DefaultProximityDepth = 100
 )
 
