@@ -29,9 +29,9 @@ import (
 // The weights were chosen on LoCoMo's development conversations with
 // leave-one-conversation-out checks (docs/evaluation.md).
 const (
-	DefaultSpeakerWeight  = 0.3
+	DefaultSpeakerWeight  = 0.2
 	DefaultTimeWeight     = 0.5
-	DefaultQuestionWeight = 0.1
+	DefaultQuestionWeight = 0.5
 	DefaultTimeSlack      = 7 * 24 * time.Hour
 )
 

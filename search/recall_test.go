@@ -14,7 +14,7 @@ import (
 func turn(id, speaker, at, text string, score float64) index.Hit {
 	h := hit(id, score)
 	h.Record.DocType = index.DocMemory
-	h.Record.Content = text
+	h.Record.Content = id + ": " + text // distinct: diversification shows identical texts once
 	h.Record.Attrs = map[string]string{}
 	if speaker != "" {
 		h.Record.Attrs[index.AttrSpeaker] = speaker
@@ -36,18 +36,18 @@ func memOpts(mode Mode, topK int) *Options {
 func TestSpeakerSignal(t *testing.T) {
 	f := &fakeRetriever{text: []index.Hit{
 		turn("m1", "Melanie", "", "Caroline went to the support group.", 10),
-		turn("c1", "Caroline", "", "I went to a support group yesterday.", 8),
-		turn("x", "", "", "A support group meets on Fridays.", 9),
+		turn("c1", "Caroline", "", "I went to a support group yesterday.", 9),
+		turn("x", "", "", "A support group meets on Fridays.", 8.5),
 	}}
 	rs, err := Search(context.Background(), f, "Where did Caroline go?", memOpts(FullText, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(rs); !eq(got, []string{"c1", "m1", "x"}) {
-		t.Fatalf("ranking %v, want c1 (8×1.3 = 10.4) first", got)
+		t.Fatalf("ranking %v, want c1 (9×1.2 = 10.8) first", got)
 	}
-	if e := rs[0].Explanation; math.Abs(rs[0].Score-8*(1+DefaultSpeakerWeight)) > 1e-9 || e.Boost != 1+DefaultSpeakerWeight ||
-		!slices.Equal(e.Signals, []string{"speaker"}) || e.BM25Score != 8 || e.Fused != rs[0].Score {
+	if e := rs[0].Explanation; math.Abs(rs[0].Score-9*(1+DefaultSpeakerWeight)) > 1e-9 || e.Boost != 1+DefaultSpeakerWeight ||
+		!slices.Equal(e.Signals, []string{"speaker"}) || e.BM25Score != 9 || e.Fused != rs[0].Score {
 		t.Errorf("c1: score %v, explanation %+v", rs[0].Score, e)
 	}
 	if rs[1].Explanation.Boost != 0 || rs[1].Explanation.Signals != nil {
@@ -112,7 +112,7 @@ func TestTimeSignal(t *testing.T) {
 	k := memOpts(FullText, 1)
 	k.DocTypes = []string{index.DocKnowledge}
 	rs, _ = Search(context.Background(), f, "What did they adopt in May 2023?", k)
-	if rs[0].Record.ID != "june" || f.textK != 1 {
+	if rs[0].Record.ID != "june" || f.textK >= MinCandidatePool {
 		t.Errorf("knowledge search: %v, k %d", ids(rs), f.textK)
 	}
 }
