@@ -124,12 +124,17 @@ func ReadLoCoMo(r io.Reader) (*Conversation, error) {
 		}
 	}
 	seen := map[string]bool{}
+	numbers := map[int]string{}
 	for k, raw := range conv {
 		m := sessionKey.FindStringSubmatch(k)
 		if m == nil {
 			continue
 		}
 		n, _ := strconv.Atoi(m[1])
+		if other, ok := numbers[n]; ok {
+			return nil, fmt.Errorf("%w: %s and %s are the same session", ErrBadDataset, min(k, other), max(k, other))
+		}
+		numbers[n] = k
 		s := Session{Number: n}
 		var turns []struct {
 			Speaker *string `json:"speaker"`
@@ -202,11 +207,11 @@ func ReadLoCoMo(r io.Reader) (*Conversation, error) {
 		have := map[string]bool{}
 		for _, e := range q.Evidence {
 			var id string
-			if json.Unmarshal(e, &id) != nil || !seen[strings.TrimSpace(id)] {
+			if json.Unmarshal(e, &id) != nil || !seen[cleanID(id)] {
 				c.DroppedEvidence++
 				continue
 			}
-			if id = strings.TrimSpace(id); !have[id] {
+			if id = cleanID(id); !have[id] {
 				have[id] = true
 				qu.Evidence = append(qu.Evidence, id)
 			}
@@ -322,11 +327,13 @@ type TurnOptions struct {
 	// of LoCoMo does. Default false: the speaker is metadata.
 	Prefix bool
 	// Context is how many turns before this one, in its session, are its
-	// context (index.AttrContext, searched at a lower weight). Default 1;
+	// context (index.AttrContext, searched at a lower weight). Default 2;
 	// negative: none.
 	Context int
-	// Next adds the turn after this one to the context. Default false.
-	Next bool
+	// Next is how many turns after this one, in its session, are also its
+	// context: an agent that writes a turn's memory once the reply is known
+	// (one turn later) can add it. Default 1; negative: none.
+	Next int
 	// NoAttrs leaves out the speaker and time attributes (for measuring
 	// what they bring). Default false.
 	NoAttrs bool
@@ -334,7 +341,8 @@ type TurnOptions struct {
 
 // ParseTurnOptions parses a comma-separated list of key=value settings
 // ("" gives nil, all defaults): title=speaker|date|speaker+date|session|none,
-// prefix=0|1, context=N (0: none), next=0|1, attrs=0|1.
+// prefix=0|1, context=N (turns before; 0: none), next=N (turns after; 0:
+// none), attrs=0|1.
 func ParseTurnOptions(spec string) (*TurnOptions, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
@@ -372,22 +380,24 @@ func ParseTurnOptions(spec string) (*TurnOptions, error) {
 			}
 		case "prefix":
 			o.Prefix, err = flag()
-		case "next":
-			o.Next, err = flag()
+		case "context", "next":
+			n, cerr := strconv.Atoi(v)
+			if cerr != nil || n < 0 || n > 20 {
+				err = fmt.Errorf("%w: --turns: %s=%q: want a number of turns from 0 to 20", ErrBadDataset, k, clip(v))
+				break
+			}
+			if n == 0 {
+				n = -1
+			}
+			if k == "context" {
+				o.Context = n
+			} else {
+				o.Next = n
+			}
 		case "attrs":
 			var on bool
 			on, err = flag()
 			o.NoAttrs = !on
-		case "context":
-			n, cerr := strconv.Atoi(v)
-			if cerr != nil || n < 0 || n > 20 {
-				err = fmt.Errorf("%w: --turns: context=%q: want a number of turns from 0 to 20", ErrBadDataset, clip(v))
-				break
-			}
-			o.Context = n
-			if n == 0 {
-				o.Context = -1
-			}
 		default:
 			err = fmt.Errorf("%w: --turns: unknown key %q (want title, prefix, context, next or attrs)", ErrBadDataset, clip(k))
 		}
@@ -398,7 +408,8 @@ func ParseTurnOptions(spec string) (*TurnOptions, error) {
 	return o, nil
 }
 
-// String describes the options for reports, e.g. "title=speaker context=1".
+// String describes the options for reports, e.g. "title=speaker+date
+// context=2 next=1".
 func (o *TurnOptions) String() string {
 	return o.resolved().describe()
 }
@@ -409,9 +420,7 @@ func (r TurnOptions) describe() string {
 		s += " prefix"
 	}
 	s += " context=" + strconv.Itoa(max(r.Context, 0))
-	if r.Next {
-		s += "+next"
-	}
+	s += " next=" + strconv.Itoa(max(r.Next, 0))
 	if r.NoAttrs {
 		s += " no-attrs"
 	}
@@ -427,7 +436,10 @@ func (o *TurnOptions) resolved() TurnOptions {
 		r.Title = "speaker+date"
 	}
 	if r.Context == 0 {
-		r.Context = 1
+		r.Context = 2
+	}
+	if r.Next == 0 {
+		r.Next = 1
 	}
 	return r
 }
@@ -448,7 +460,7 @@ func (t *Turn) turnText() string {
 // (id: its dia_id), as an agent would write them while the conversation
 // happens: the turn's text (and shared image's caption), with its speaker
 // (index.AttrSpeaker), the session's time (index.AttrOccurredAt, RFC 3339
-// UTC) and the turns before it (index.AttrContext), shaped by o. Every
+// UTC) and the turns around it (index.AttrContext), shaped by o. Every
 // question is a query (category labels from CategoryLabel); its evidence
 // turns are its relevant documents, grade 1. The questions are asked at the
 // end of the conversation (its last session's time).
@@ -495,8 +507,8 @@ func (c *Conversation) Dataset(o *TurnOptions) *Dataset {
 			for j := max(0, i-r.Context); j < i && r.Context > 0; j++ {
 				ctx = append(ctx, s.Turns[j].said())
 			}
-			if r.Next && i+1 < len(s.Turns) {
-				ctx = append(ctx, s.Turns[i+1].said())
+			for j := i + 1; j <= i+r.Next && j < len(s.Turns); j++ {
+				ctx = append(ctx, s.Turns[j].said())
 			}
 			if len(ctx) > 0 {
 				attrs[index.AttrContext] = strings.Join(ctx, "\n")

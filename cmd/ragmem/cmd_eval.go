@@ -40,9 +40,9 @@ func newEvalCmd(g *globals) *cobra.Command {
 			"each, then their macro average (every data set counts the same).\n\n" +
 			"--locomo FILE.json (repeated, comma-separated, or a folder of .json files) evaluates conversational\n" +
 			"recall on LoCoMo conversations instead: every turn is written as a memory with its speaker, the\n" +
-			"session's time and the turn before it as context (--turns shapes this), every question is asked at\n" +
+			"session's time and the two turns before it and the one after as context (--turns shapes this), every question is asked at\n" +
 			"the end of the conversation, and each question category gets its own rows. --signals sets the\n" +
-			"memory ranking signals: speaker=W, time=W (0: off), slack=DAYS.\n\n" +
+			"memory ranking signals: speaker=W, time=W, question=W (0: off), slack=DAYS.\n\n" +
 			"--fusion FUSION may be repeated to compare hybrid fusions on one index: METHOD[:key=value,...]\n" +
 			"with METHOD relative, rrf or dbsf and keys alpha=A|auto|calibrated, k=K (rrf), scale=C, agree=W.\n\n" +
 			"--bm25 tunes the full-text index: comma-separated k1=X, b=X, stem=porter|snowball|plural|none,\n" +
@@ -204,8 +204,8 @@ func newEvalCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringSliceVar(&datasets, "dataset", nil, "BEIR-format data set folder; repeat or comma-separate for several; a folder of data sets stands for each")
 	f.StringSliceVar(&locomo, "locomo", nil, "LoCoMo conversation file (.json); repeat or comma-separate for several; a folder stands for its .json files")
-	f.StringVar(&turns, "turns", "", "how --locomo writes turns as memories: title=speaker|date|speaker+date|none, prefix=0|1, context=N, next=0|1, attrs=0|1 (default: title=speaker,context=1)")
-	f.StringVar(&signals, "signals", "", "memory ranking signals: speaker=W, time=W (0: off), slack=DAYS (default: the search defaults)")
+	f.StringVar(&turns, "turns", "", "how --locomo writes turns as memories: title=speaker|date|speaker+date|session|none, prefix=0|1, context=N (turns before), next=N (turns after), attrs=0|1 (default: title=speaker+date,context=2,next=1)")
+	f.StringVar(&signals, "signals", "", "memory ranking signals: speaker=W, time=W, question=W (0: off), slack=DAYS (default: the search defaults)")
 	f.StringVar(&split, "split", "test", "qrels split to evaluate: qrels/SPLIT.tsv (tune on train, report test)")
 	f.StringSliceVar(&modes, "modes", []string{"fulltext", "vector", "hybrid"}, "search modes to evaluate")
 	f.StringArrayVar(&fusion, "fusion", nil, "hybrid fusion METHOD[:alpha=A|auto|calibrated,k=K,scale=C,agree=W], METHOD relative, rrf or dbsf; repeat to compare (default relative)")
