@@ -35,9 +35,10 @@ const (
 	// conversation turn: when it was said), RFC 3339 in UTC. CreatedAt is
 	// when it was stored.
 	AttrOccurredAt = "occurredAt"
-	// AttrContext is text around the memory that helps find it without
-	// being part of it (a turn's preceding turn): searched, never shown as
-	// the memory's text.
+	// AttrContext is text around a memory that helps find it without
+	// being part of it (a conversation turn's neighbours): searched, never
+	// shown as the memory's text. Only memories (DocMemory) are searched by
+	// it.
 	AttrContext = "context"
 )
 

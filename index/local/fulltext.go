@@ -401,7 +401,8 @@ func init() {
 // the body, or for a memory the memory field), and on their own in the
 // title field when the mapping has one; a memory's context is in a field of
 // its own, only when it has one (so that the field's statistics are those
-// of records with a context).
+// of records with a context). Other records' "context" attribute is just an
+// attribute.
 func bleveDoc(r *driver.Record) map[string]any {
 	body := driver.SearchText(r)
 	d := map[string]any{
@@ -410,7 +411,7 @@ func bleveDoc(r *driver.Record) map[string]any {
 		fieldSource:  r.SourceURL,
 		fieldDocType: r.DocType,
 	}
-	if c := r.Attrs[driver.AttrContext]; strings.TrimSpace(c) != "" {
+	if c := r.Attrs[driver.AttrContext]; r.DocType == driver.DocMemory && strings.TrimSpace(c) != "" {
 		d[fieldContext] = c
 	}
 	return d

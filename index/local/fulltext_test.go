@@ -456,7 +456,9 @@ func TestContextField(t *testing.T) {
 		ask := rec("ask", "", "what did you bake", driver.DocMemory)
 		answer := rec("answer", "", "banana bread", driver.DocMemory)
 		answer.Attrs = map[string]string{driver.AttrContext: "what did you bake"}
-		return []driver.Record{ask, answer, rec("other", "", "bake sale", driver.DocMemory)}
+		page := rec("page", "", "a page", driver.DocKnowledge)
+		page.Attrs = map[string]string{driver.AttrContext: "bake"} // only memories are found by their context
+		return []driver.Record{ask, answer, rec("other", "", "bake sale", driver.DocMemory), page}
 	}
 	scores := map[float64]map[string]float64{}
 	for _, w := range []float64{-1, 0.3, 0.6} {
@@ -477,6 +479,9 @@ func TestContextField(t *testing.T) {
 			}
 		}
 		b.Close()
+	}
+	if _, ok := scores[0.3]["page"]; ok {
+		t.Errorf("knowledge found by its context attribute: %v", scores[0.3])
 	}
 	if _, ok := scores[-1]["answer"]; ok {
 		t.Errorf("context off, yet found by it: %v", scores[-1])
