@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/clean"
 )
 
 // LoCoMo (Maharana et al., ACL 2024) is a set of long conversations between
@@ -497,7 +498,7 @@ func (c *Conversation) Dataset(o *TurnOptions) *Dataset {
 			attrs := map[string]string{}
 			if !r.NoAttrs {
 				if t.Speaker != "" {
-					attrs[index.AttrSpeaker] = t.Speaker
+					attrs[index.AttrSpeaker] = clean.Clip(clean.Line(t.Speaker), index.MaxAttrValueBytes)
 				}
 				if !s.Time.IsZero() {
 					attrs[index.AttrOccurredAt] = s.Time.UTC().Format(time.RFC3339)
@@ -511,7 +512,13 @@ func (c *Conversation) Dataset(o *TurnOptions) *Dataset {
 				ctx = append(ctx, s.Turns[j].said())
 			}
 			if len(ctx) > 0 {
-				attrs[index.AttrContext] = strings.Join(ctx, "\n")
+				// An attribute every surface accepts: one line, each turn
+				// clipped to its share of index.MaxAttrValueBytes.
+				share := index.MaxAttrValueBytes/len(ctx) - 1
+				for j := range ctx {
+					ctx[j] = clean.Clip(clean.Line(ctx[j]), share)
+				}
+				attrs[index.AttrContext] = strings.Join(ctx, " ")
 			}
 			if len(attrs) == 0 {
 				attrs = nil

@@ -89,7 +89,7 @@ func TestConversationDataset(t *testing.T) {
 		index.AttrSpeaker:    "Caroline",
 		index.AttrOccurredAt: "2023-06-27T10:37:00Z",
 		// The two turns before it in its session (there is one), then the next.
-		index.AttrContext: "Melanie: We went camping at the lake last weekend.\nMelanie: They loved roasting marshmallows.",
+		index.AttrContext: "Melanie: We went camping at the lake last weekend. Melanie: They loved roasting marshmallows.",
 	}
 	if !mapsEqual(d.Attrs, wantAttrs) {
 		t.Errorf("D2:2 attrs %q, want %q", d.Attrs, wantAttrs)
@@ -99,7 +99,7 @@ func TestConversationDataset(t *testing.T) {
 	if got := byID["D2:1"].Attrs[index.AttrContext]; got != "Caroline: How were the kids? [image: a tent by a lake]" {
 		t.Errorf("D2:1 context %q", got)
 	}
-	if got := byID["D1:3"].Attrs[index.AttrContext]; got != "Caroline: I went to a LGBTQ support group yesterday.\nMelanie: That sounds powerful! What did you learn?" {
+	if got := byID["D1:3"].Attrs[index.AttrContext]; got != "Caroline: I went to a LGBTQ support group yesterday. Melanie: That sounds powerful! What did you learn?" {
 		t.Errorf("D1:3 context %q", got)
 	}
 	// An undated session: the date as written in the title, no time.
@@ -108,6 +108,22 @@ func TestConversationDataset(t *testing.T) {
 	}
 	if ds.Qrels["q2"]["D1:3"] != 1 || ds.Qrels["q2"]["7"] != 1 || len(ds.Qrels["q1"]) != 1 || ds.Categories["q2"] != "5 adversarial" || ds.Categories["q4"] != "0" {
 		t.Errorf("qrels %v, categories %v", ds.Qrels, ds.Categories)
+	}
+
+	// A context attribute passes every surface's checks however long and
+	// odd the turns: one line, at most index.MaxAttrValueBytes.
+	long := &Conversation{Sessions: []Session{{Number: 1, Turns: []Turn{
+		{ID: "a", Speaker: "A\u200b\tB", Text: strings.Repeat("word ", 400)},
+		{ID: "b", Speaker: "C", Text: "ok"},
+		{ID: "c", Speaker: "D", Text: "line\nbreak " + strings.Repeat("é", 600)},
+	}}}}
+	for _, d := range long.Dataset(nil).Corpus {
+		if err := index.CheckAttrs(d.Attrs); err != nil || len(d.Attrs[index.AttrContext]) > index.MaxAttrValueBytes {
+			t.Errorf("%s: attrs %q: %v", d.ID, d.Attrs, err)
+		}
+		if d.ID == "b" && (!strings.HasPrefix(d.Attrs[index.AttrContext], "A B: word word") || !strings.Contains(d.Attrs[index.AttrContext], " D: line break é")) {
+			t.Errorf("b: context %q", d.Attrs[index.AttrContext])
+		}
 	}
 
 	// Other shapes: the speaker in the text, no attributes, no context.
@@ -319,6 +335,10 @@ func FuzzReadLoCoMo(f *testing.F) {
 			if !utf8.ValidString(d.Title + d.Text) {
 				t.Fatalf("doc %+v", d)
 			}
+			// What every surface accepts.
+			if err := index.CheckAttrs(d.Attrs); err != nil {
+				t.Fatalf("doc %+v: %v", d, err)
+			}
 		}
 		for q, rel := range ds.Qrels {
 			for id := range rel {
@@ -326,6 +346,25 @@ func FuzzReadLoCoMo(f *testing.F) {
 					t.Fatalf("%s judges %q, not a turn", q, id)
 				}
 			}
+		}
+	})
+}
+
+func FuzzParseTurnOptions(f *testing.F) {
+	for _, s := range []string{"", "title=speaker,prefix=1,context=0,next=2,attrs=0", "context=20", "title=", ",,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		o, err := ParseTurnOptions(s)
+		if err != nil {
+			if !errors.Is(err, ErrBadDataset) {
+				t.Fatalf("%q: error %v does not wrap ErrBadDataset", s, err)
+			}
+			return
+		}
+		r := o.resolved()
+		if r.Context > 20 || r.Next > 20 || r.Context == 0 || r.Next == 0 || !utf8.ValidString(o.String()) {
+			t.Fatalf("%q resolved to %+v", s, r)
 		}
 	})
 }

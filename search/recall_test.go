@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"testing"
@@ -182,4 +183,28 @@ func TestParseSignals(t *testing.T) {
 			t.Errorf("%q: no error", bad)
 		}
 	}
+}
+
+func FuzzParseSignals(f *testing.F) {
+	for _, s := range []string{"", "speaker=0.5,time=0,question=2,slack=3d", "slack=36h", "speaker=1e2", "slack=-0", "time=,", "=,="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		o, err := ParseSignals(s)
+		if err != nil {
+			if !errors.Is(err, ErrBadSignals) {
+				t.Fatalf("%q: error %v does not wrap ErrBadSignals", s, err)
+			}
+			return
+		}
+		r := o.withDefaults()
+		for _, w := range []float64{r.SpeakerWeight, r.TimeWeight, r.QuestionWeight} {
+			if !(w >= 0 && w <= 100) {
+				t.Fatalf("%q: weights %+v", s, r)
+			}
+		}
+		if r.TimeSlack < 0 || r.TimeSlack > 3650*24*time.Hour {
+			t.Fatalf("%q: slack %v", s, r.TimeSlack)
+		}
+	})
 }
