@@ -12,7 +12,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/ragmem/ragmem/index"
 )
 
 // ErrBadDataset is returned (wrapped, with the file and line) when a data set
@@ -28,6 +31,9 @@ type Doc struct {
 	ID    string
 	Title string
 	Text  string
+	// Attrs are stored on the document's chunks (index.Document.Attrs):
+	// a memory's speaker, when it happened and its context. Nil for BEIR.
+	Attrs map[string]string
 }
 
 // Qrels are relevance judgements: query id -> document id -> grade. Grades
@@ -47,6 +53,26 @@ type Dataset struct {
 	Queries map[string]string
 	Order   []string
 	Qrels   Qrels
+	// DocType is the type the corpus is indexed and searched as:
+	// index.DocKnowledge ("" means it: BEIR) or index.DocMemory (a
+	// conversation's turns).
+	DocType string
+	// Categories, when set, labels queries (by id) with a category; the
+	// report then also gives each category's metrics.
+	Categories map[string]string
+	// Memories describes how a conversation's turns were written as
+	// memories (TurnOptions.String), for reports; "" for BEIR.
+	Memories string
+	// AskedAt is when the queries are asked: the reference of relative time
+	// expressions in them ("last week"). Zero means the wall clock.
+	AskedAt time.Time
+}
+
+func (ds *Dataset) docType() string {
+	if ds.DocType == "" {
+		return index.DocKnowledge
+	}
+	return ds.DocType
 }
 
 // LoadBEIR reads a BEIR folder: corpus.jsonl ({"_id","title","text"}),

@@ -1,5 +1,7 @@
 package eval
 
+import "sort"
+
 // MacroResult is one mode's metrics averaged over data sets.
 type MacroResult struct {
 	Mode   string `json:"mode"`
@@ -12,6 +14,16 @@ type MacroResult struct {
 	Metrics
 	// Datasets is the number of data sets averaged.
 	Datasets int `json:"datasets"`
+	// Categories are the per-category rows averaged the same way: each
+	// category over the data sets that have it (Queries is their sum), in
+	// label order.
+	Categories []MacroCategory `json:"categories,omitempty"`
+}
+
+// MacroCategory is one category's metrics averaged over data sets.
+type MacroCategory struct {
+	CategoryResult
+	Datasets int `json:"datasets"`
 }
 
 // Macro averages several reports, one row per mode (and hybrid fusion
@@ -21,6 +33,7 @@ func Macro(reps []*Report) []MacroResult {
 	type key struct{ mode, fusion string }
 	var out []MacroResult
 	at := map[key]int{}
+	cats := map[key]map[string]*MacroCategory{}
 	for _, r := range reps {
 		for _, m := range r.Results {
 			k := key{m.Mode, m.Fusion}
@@ -36,10 +49,28 @@ func Macro(reps []*Report) []MacroResult {
 			}
 			row.Metrics.add(m.Metrics, 1)
 			row.Datasets++
+			for _, c := range m.Categories {
+				if cats[k] == nil {
+					cats[k] = map[string]*MacroCategory{}
+				}
+				mc := cats[k][c.Category]
+				if mc == nil {
+					mc = &MacroCategory{CategoryResult: CategoryResult{Category: c.Category}}
+					cats[k][c.Category] = mc
+				}
+				mc.Queries += c.Queries
+				mc.Metrics.add(c.Metrics, 1)
+				mc.Datasets++
+			}
 		}
 	}
 	for i := range out {
 		out[i].Metrics = scaled(out[i].Metrics, 1/float64(out[i].Datasets))
+		for _, mc := range cats[key{out[i].Mode, out[i].Fusion}] {
+			mc.Metrics = scaled(mc.Metrics, 1/float64(mc.Datasets))
+			out[i].Categories = append(out[i].Categories, *mc)
+		}
+		sort.Slice(out[i].Categories, func(a, b int) bool { return out[i].Categories[a].Category < out[i].Categories[b].Category })
 	}
 	return out
 }

@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
@@ -111,9 +112,10 @@ type Report struct {
 	Chunks       int     `json:"chunks"`
 	Queries      int     `json:"queries"`
 	Embedder     string  `json:"embedder"`
-	FullText     string  `json:"fullText"`      // the BM25 configuration
-	IndexSeconds float64 `json:"indexSeconds"`  // chunk + embed + both indexes, durable
-	Depth        int     `json:"documentDepth"` // documents ranked per query
+	FullText     string  `json:"fullText"`           // the BM25 configuration
+	Memories     string  `json:"memories,omitempty"` // how a conversation's turns were written (Dataset.Memories)
+	IndexSeconds float64 `json:"indexSeconds"`       // chunk + embed + both indexes, durable
+	Depth        int     `json:"documentDepth"`      // documents ranked per query
 	// Calibration is the store's fusion calibration (search.Calibrate), run
 	// after indexing when hybrid search is evaluated and the store is large
 	// enough; nil otherwise. Hybrid search uses it when its vector weight is
@@ -163,14 +165,25 @@ type ModeResult struct {
 	// a result: "bm25", "vector", "relative(alpha=0.05, lexical)", ...
 	Method string `json:"method"`
 	Metrics
-	LatencyP50Ms float64       `json:"latencyP50Ms"`
-	LatencyP95Ms float64       `json:"latencyP95Ms"`
-	PerQuery     []QueryResult `json:"perQuery,omitempty"`
+	LatencyP50Ms float64 `json:"latencyP50Ms"`
+	LatencyP95Ms float64 `json:"latencyP95Ms"`
+	// Categories are the metrics of each query category (Dataset.Categories),
+	// in label order; nil when the data set has none.
+	Categories []CategoryResult `json:"categories,omitempty"`
+	PerQuery   []QueryResult    `json:"perQuery,omitempty"`
+}
+
+// CategoryResult is the mean of one category's queries.
+type CategoryResult struct {
+	Category string `json:"category"`
+	Queries  int    `json:"queries"`
+	Metrics
 }
 
 // QueryResult is one query's outcome (Options.PerQuery).
 type QueryResult struct {
-	ID string `json:"id"`
+	ID       string `json:"id"`
+	Category string `json:"category,omitempty"`
 	Metrics
 	LatencyMs float64  `json:"latencyMs"`
 	Ranking   []string `json:"ranking"` // document ids, best first, at most Depth
@@ -229,7 +242,7 @@ func Run(ctx context.Context, ds *Dataset, opts *Options) (*Report, error) {
 
 	rep := &Report{
 		Dataset: ds.Name, Split: ds.Split, Queries: len(ds.Order), Depth: o.Depth,
-		FullText: be.FullTextConfig(),
+		FullText: be.FullTextConfig(), Memories: ds.Memories,
 	}
 	start := time.Now()
 	if err := indexCorpus(ctx, ix, ds, &o, rep); err != nil {
@@ -245,7 +258,7 @@ func Run(ctx context.Context, ds *Dataset, opts *Options) (*Report, error) {
 	if slices.Contains(o.Modes, search.Hybrid) {
 		progress(&o, "calibrate", 0, 1)
 		start := time.Now()
-		cal, err := search.Calibrate(ctx, ix, nil)
+		cal, err := search.Calibrate(ctx, ix, &search.CalibrateOptions{DocTypes: []string{ds.docType()}})
 		switch {
 		case err == nil:
 			rep.Calibration, rep.CalibrateSeconds = &cal, time.Since(start).Seconds()
@@ -296,7 +309,7 @@ func indexCorpus(ctx context.Context, ix *index.Index, ds *Dataset, o *Options, 
 		if text == "" {
 			text = d.Title
 		}
-		batch = append(batch, index.Document{SourceURL: sourcePrefix + d.ID, Title: d.Title, Content: text})
+		batch = append(batch, index.Document{SourceURL: sourcePrefix + d.ID, Title: d.Title, Content: text, DocType: ds.docType(), Attrs: d.Attrs})
 		if len(batch) == o.BatchSize {
 			if err := flush(i + 1); err != nil {
 				return err
@@ -330,14 +343,21 @@ func runMode(ctx context.Context, ix *index.Index, ds *Dataset, m search.Mode, o
 		b := v.Search
 		b.Mode = m
 		b.SimilarityThreshold = -1
-		b.DocTypes = []string{index.DocKnowledge}
+		b.DocTypes = []string{ds.docType()}
 		b.SourceURL, b.Attrs = "", nil
+		if b.Now.IsZero() {
+			b.Now = ds.AskedAt
+		}
 		bases[i] = b
 		mrs[i].Mode = string(m)
 		if m == search.Hybrid {
 			mrs[i].Fusion = v.Label
 		}
 		lats[i] = make([]float64, 0, len(ds.Order))
+	}
+	cats := make([]map[string]*CategoryResult, len(variants))
+	for i := range cats {
+		cats[i] = map[string]*CategoryResult{}
 	}
 	rec := newRecorder(ix)
 	stage := "search " + string(m)
@@ -355,8 +375,17 @@ func runMode(ctx context.Context, ix *index.Index, ds *Dataset, m search.Mode, o
 			if method != "" {
 				mrs[i].Method = method
 			}
-			q := QueryResult{ID: qid, Metrics: Measure(ranking, rel), LatencyMs: float64(took.Microseconds()) / 1000}
+			q := QueryResult{ID: qid, Category: ds.Categories[qid], Metrics: Measure(ranking, rel), LatencyMs: float64(took.Microseconds()) / 1000}
 			mrs[i].Metrics.add(q.Metrics, 1)
+			if c, ok := ds.Categories[qid]; ok {
+				cr := cats[i][c]
+				if cr == nil {
+					cr = &CategoryResult{Category: c}
+					cats[i][c] = cr
+				}
+				cr.Queries++
+				cr.Metrics.add(q.Metrics, 1)
+			}
 			lats[i] = append(lats[i], q.LatencyMs)
 			if o.PerQuery {
 				q.Ranking = ranking
@@ -374,6 +403,11 @@ func runMode(ctx context.Context, ix *index.Index, ds *Dataset, m search.Mode, o
 		if mrs[i].Method == "" {
 			mrs[i].Method = methodOf(m)
 		}
+		for _, cr := range cats[i] {
+			cr.Metrics = scaled(cr.Metrics, 1/float64(cr.Queries))
+			mrs[i].Categories = append(mrs[i].Categories, *cr)
+		}
+		sort.Slice(mrs[i].Categories, func(a, b int) bool { return mrs[i].Categories[a].Category < mrs[i].Categories[b].Category })
 	}
 	return mrs, nil
 }

@@ -66,6 +66,13 @@ const (
 	DocMemory     = driver.DocMemory
 )
 
+// Attribute keys of conversation memories; see driver.AttrSpeaker.
+const (
+	AttrSpeaker    = driver.AttrSpeaker
+	AttrOccurredAt = driver.AttrOccurredAt
+	AttrContext    = driver.AttrContext
+)
+
 // Errors returned by the index. Backend errors (driver.ErrClosed, ...) pass through wrapped.
 var (
 	ErrEmbedderMismatch = errors.New("index: embedder mismatch")

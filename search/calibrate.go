@@ -83,6 +83,10 @@ type CalibrateOptions struct {
 	Seed uint64
 	// Now returns the time recorded. Default time.Now.
 	Now func() time.Time
+	// DocTypes are the chunks sampled and searched. Default knowledge
+	// only, the chunks knowledge searches rank (ragmem eval calibrates a
+	// store of conversation memories on its memories).
+	DocTypes []string
 }
 
 // AlphaFor is the weight a calibration with these MRRs gives at scale:
@@ -114,7 +118,10 @@ func Calibrate(ctx context.Context, ix *index.Index, opts *CalibrateOptions) (Ca
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	f := index.Filter{DocTypes: []string{index.DocKnowledge}}
+	if len(o.DocTypes) == 0 {
+		o.DocTypes = []string{index.DocKnowledge}
+	}
+	f := index.Filter{DocTypes: o.DocTypes}
 	spans, chunks, err := sampleSpans(ctx, ix, f, o.Samples, o.Seed)
 	if err != nil {
 		return Calibration{}, err

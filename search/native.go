@@ -38,7 +38,7 @@ const nativeRRFK = 60
 // max(2·TopK, 10) candidates before the threshold and TopK apply. Without a
 // threshold no similarity is asked for (it costs fetching vectors), and
 // results carry only what the store's fusion reports.
-func searchNative(ctx context.Context, r Retriever, query string, f index.Filter, o *Options) ([]Result, bool, error) {
+func searchNative(ctx context.Context, r Retriever, query string, f index.Filter, o *Options, rc *recall) ([]Result, bool, error) {
 	nr, ok := r.(NativeHybridRetriever)
 	if !ok || o.Mode != Hybrid || !nr.NativeHybrid() || o.Fusion == DBSF || o.Agreement > 0 || (o.Fusion == RRF && o.RRFK != nativeRRFK) {
 		return nil, false, nil
@@ -46,6 +46,9 @@ func searchNative(ctx context.Context, r Retriever, query string, f index.Filter
 	q := index.HybridQuery{K: o.TopK, Filter: f}
 	if o.SimilarityThreshold >= 0 {
 		q.K, q.Similarity = max(2*o.TopK, 10), true
+	}
+	if rc != nil {
+		q.K = max(q.K, o.CandidatePool) // memory signals rerank a pool
 	}
 	method := ""
 	scale := 1.0
@@ -84,6 +87,7 @@ func searchNative(ctx context.Context, r Retriever, query string, f index.Filter
 		}})
 	}
 	sortResults(out)
+	out = rc.boost(out)
 	if len(out) > o.TopK {
 		out = out[:o.TopK]
 	}

@@ -40,6 +40,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ragmem/ragmem/index"
 )
@@ -173,6 +174,27 @@ type Options struct {
 	// sources in the results. Default false: each is shown once, with the
 	// other sources in Result.AlsoAt. See Diversify.
 	KeepDuplicates bool
+	// SpeakerWeight: a memory whose speaker (index.AttrSpeaker) the query
+	// names has its score multiplied by 1+SpeakerWeight. Default
+	// DefaultSpeakerWeight; a negative value turns it off. Only searches
+	// that include memories (DocTypes) use it; see recall.go.
+	SpeakerWeight float64
+	// TimeWeight: a memory that happened (index.AttrOccurredAt) within a
+	// time the query names, or up to TimeSlack after, has its score
+	// multiplied by 1+TimeWeight. Default DefaultTimeWeight; a negative
+	// value turns it off.
+	TimeWeight float64
+	// QuestionWeight: a conversation memory (one with a speaker) whose text
+	// is a question has its score divided by 1+QuestionWeight: it asks
+	// rather than tells, yet shares the words of questions about what it
+	// asks. Default DefaultQuestionWeight; a negative value turns it off.
+	QuestionWeight float64
+	// TimeSlack is how long after a named time a memory still counts as
+	// in it. Default DefaultTimeSlack; a negative value means none.
+	TimeSlack time.Duration
+	// Now is when the query is asked: the reference of relative time
+	// expressions ("last week"). Default time.Now().
+	Now time.Time
 
 	// auto is the automatic weight asked for (set by withDefaults);
 	// weightedBy says where an automatic Alpha came from (set by
@@ -243,6 +265,30 @@ func (o *Options) withDefaults() Options {
 	case r.MaxPerSource < 0:
 		r.MaxPerSource = -1
 	}
+	switch {
+	case r.SpeakerWeight == 0 || math.IsNaN(r.SpeakerWeight):
+		r.SpeakerWeight = DefaultSpeakerWeight
+	case r.SpeakerWeight < 0:
+		r.SpeakerWeight = 0
+	}
+	switch {
+	case r.TimeWeight == 0 || math.IsNaN(r.TimeWeight):
+		r.TimeWeight = DefaultTimeWeight
+	case r.TimeWeight < 0:
+		r.TimeWeight = 0
+	}
+	switch {
+	case r.QuestionWeight == 0 || math.IsNaN(r.QuestionWeight):
+		r.QuestionWeight = DefaultQuestionWeight
+	case r.QuestionWeight < 0:
+		r.QuestionWeight = 0
+	}
+	switch {
+	case r.TimeSlack == 0:
+		r.TimeSlack = DefaultTimeSlack
+	case r.TimeSlack < 0:
+		r.TimeSlack = 0
+	}
 	return r
 }
 
@@ -254,6 +300,11 @@ type Explanation struct {
 	VectorRank       int     `json:"vectorRank,omitempty"`
 	VectorSimilarity float64 `json:"vectorSimilarity,omitempty"`
 	Fused            float64 `json:"fused"`
+	// Boost is the factor memory signals multiplied the score by (omitted
+	// when none applied), and Signals name them: "speaker", "time",
+	// "question".
+	Boost   float64  `json:"boost,omitempty"`
+	Signals []string `json:"signals,omitempty"`
 	// Method names the ranking and, for hybrid search, the fusion, the
 	// vector weight and where that weight came from: "bm25", "vector",
 	// "relative(alpha=0.12, calibrated)", "relative(alpha=0.05, lexical)",
@@ -314,8 +365,9 @@ func search(ctx context.Context, r Retriever, query string, opts *Options) (res 
 	if o.diversifies() {
 		fetch = 3 * o.TopK
 	}
+	rc := newRecall(query, &o)
 	for {
-		ranked, more, degraded, err := retrieve(ctx, r, query, f, &o, fetch)
+		ranked, more, degraded, err := retrieve(ctx, r, query, f, &o, fetch, rc)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -330,26 +382,32 @@ func search(ctx context.Context, r Retriever, query string, opts *Options) (res 
 // maxFetch bounds the results ranked for one search.
 const maxFetch = 10000
 
-// retrieve ranks up to fetch results under o, best first; more reports
-// whether the store may hold more, degraded the embedder's error when BM25
-// answered alone.
-func retrieve(ctx context.Context, r Retriever, query string, f index.Filter, o *Options, fetch int) (res []Result, more bool, degraded, err error) {
+// retrieve ranks up to fetch results under o, best first, with the memory
+// signals rc (nil: none); more reports whether the store may hold more,
+// degraded the embedder's error when BM25 answered alone.
+func retrieve(ctx context.Context, r Retriever, query string, f index.Filter, o *Options, fetch int, rc *recall) (res []Result, more bool, degraded, err error) {
 	wide := *o
 	wide.TopK = fetch
+	// With memory signals, one mode alone ranks a pool too, so that the
+	// signals can lift a memory from below fetch.
+	n := fetch
+	if rc != nil {
+		n = max(fetch, o.CandidatePool)
+	}
 	fullText := func() ([]Result, bool, error) {
-		hits, err := r.FullText(ctx, query, fetch, f)
+		hits, err := r.FullText(ctx, query, n, f)
 		if err != nil {
 			return nil, false, err
 		}
-		res := single(hits, wide, true)
-		return res, len(hits) == fetch && len(res) == len(hits), nil
+		res := single(hits, wide, true, rc)
+		return res, len(hits) == n && len(res) == min(len(hits), fetch), nil
 	}
 	switch o.Mode {
 	case FullText:
 		res, more, err := fullText()
 		return res, more, nil, err
 	case Vector:
-		hits, err := r.Vector(ctx, query, fetch, f)
+		hits, err := r.Vector(ctx, query, n, f)
 		if unavailable(ctx, err) {
 			if res, more, terr := fullText(); terr == nil {
 				return res, more, err, nil
@@ -358,10 +416,10 @@ func retrieve(ctx context.Context, r Retriever, query string, f index.Filter, o 
 		if err != nil {
 			return nil, false, nil, err
 		}
-		res := single(hits, wide, false)
-		return res, len(hits) == fetch && len(res) == len(hits), nil, nil
+		res := single(hits, wide, false, rc)
+		return res, len(hits) == n && len(res) == min(len(hits), fetch), nil, nil
 	}
-	if res, ok, err := searchNative(ctx, r, query, f, &wide); ok {
+	if res, ok, err := searchNative(ctx, r, query, f, &wide, rc); ok {
 		if unavailable(ctx, err) {
 			if res, more, terr := fullText(); terr == nil {
 				return res, more, err, nil
@@ -387,22 +445,23 @@ func retrieve(ctx context.Context, r Retriever, query string, f index.Filter, o 
 	}
 	if unavailable(ctx, verr) {
 		// BM25 already answered: its candidates are the results.
-		res := single(text, wide, true)
+		res := single(text, wide, true, rc)
 		return res, len(text) == pool && len(res) >= fetch, verr, nil
 	}
 	if verr != nil {
 		return nil, false, nil, verr
 	}
 	wide.TopK = len(text) + len(vec)
-	res = Fuse(text, vec, &wide)
+	res = rc.boost(Fuse(text, vec, &wide))
 	// Larger pools can only help when these were full and enough of their
 	// candidates passed the threshold for diversification to have dropped
 	// some.
 	return res, (len(text) == pool || len(vec) == pool) && len(res) >= fetch, nil, nil
 }
 
-// single turns one ranked list into results.
-func single(hits []index.Hit, o Options, bm25 bool) []Result {
+// single turns one ranked list into results, boosted by rc (nil: none),
+// and cuts them to o.TopK.
+func single(hits []index.Hit, o Options, bm25 bool, rc *recall) []Result {
 	out := make([]Result, 0, len(hits))
 	best := 0.0
 	if len(hits) > 0 {
@@ -424,6 +483,7 @@ func single(hits []index.Hit, o Options, bm25 bool) []Result {
 		out = append(out, Result{Record: h.Record, Score: h.Score, Explanation: e})
 	}
 	sortResults(out)
+	out = rc.boost(out)
 	if len(out) > o.TopK {
 		out = out[:o.TopK]
 	}

@@ -1,10 +1,12 @@
 package search
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // maxSpec bounds a fusion spec; anything longer is a mistake.
@@ -86,4 +88,80 @@ func ParseFusionSpec(spec string) (Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// ErrBadSignals is returned by ParseSignals.
+var ErrBadSignals = errors.New("search: bad memory signals")
+
+// ParseSignals parses the weights of the memory signals, as given on a
+// command line: comma-separated key=value settings, "" for the defaults:
+//
+//	speaker=W     Options.SpeakerWeight, in [0, 100] (0: off)
+//	time=W        Options.TimeWeight, in [0, 100] (0: off)
+//	question=W    Options.QuestionWeight, in [0, 100] (0: off)
+//	slack=D       Options.TimeSlack: a duration ("72h") or a number of days ("7d", "0")
+//
+// It returns Options with only those fields set (a weight of 0 given as a
+// negative one, which is how Options turns a signal off).
+func ParseSignals(spec string) (Options, error) {
+	var o Options
+	if len(spec) > maxSpec {
+		return o, fmt.Errorf("%w: spec longer than %d bytes", ErrBadSignals, maxSpec)
+	}
+	seen := map[string]bool{}
+	for _, kv := range strings.Split(spec, ",") {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
+		if !ok || k == "" || v == "" {
+			return Options{}, fmt.Errorf("%w: %q is not key=value", ErrBadSignals, kv)
+		}
+		if seen[k] {
+			return Options{}, fmt.Errorf("%w: %q given twice", ErrBadSignals, k)
+		}
+		seen[k] = true
+		switch k {
+		case "speaker", "time", "question":
+			w, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(w) || w < 0 || w > 100 {
+				return Options{}, fmt.Errorf("%w: %s=%q is not a number in [0, 100]", ErrBadSignals, k, v)
+			}
+			if w == 0 {
+				w = -1
+			}
+			switch k {
+			case "speaker":
+				o.SpeakerWeight = w
+			case "time":
+				o.TimeWeight = w
+			default:
+				o.QuestionWeight = w
+			}
+		case "slack":
+			d, err := parseDays(v)
+			if err != nil || d < 0 || d > 3650*24*time.Hour {
+				return Options{}, fmt.Errorf("%w: slack=%q is not a duration (72h) or a number of days (7d) up to ten years", ErrBadSignals, v)
+			}
+			if d == 0 {
+				d = -1
+			}
+			o.TimeSlack = d
+		default:
+			return Options{}, fmt.Errorf("%w: unknown key %q (want speaker, time, question or slack)", ErrBadSignals, k)
+		}
+	}
+	return o, nil
+}
+
+// parseDays reads "7d", "7" (days) or a Go duration.
+func parseDays(s string) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(strings.TrimSuffix(s, "d"), 64); err == nil && !math.IsNaN(n) && !math.IsInf(n, 0) {
+		if n > 3650 || n < -3650 {
+			return 0, fmt.Errorf("too long")
+		}
+		return time.Duration(n * float64(24*time.Hour)), nil
+	}
+	return time.ParseDuration(s)
 }

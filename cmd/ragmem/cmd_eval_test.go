@@ -290,3 +290,50 @@ func TestCLIModelPull(t *testing.T) {
 		t.Errorf("absent model: %v", err)
 	}
 }
+
+// --locomo writes conversations as memories and reports each question
+// category; a folder stands for its .json files.
+func TestCLIEvalLoCoMo(t *testing.T) {
+	const tiny = "../../eval/testdata/locomo/tiny.json"
+	out, errOut, err := runCLI(t, "eval", "--locomo", tiny, "--modes", "fulltext,hybrid", "--tmp", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"tiny (qa split): 7 documents", "memories   title=speaker+date context=2 next=1", "category", "2 temporal", "5 adversarial", "hybrid"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "2 evidence ids name no turn (1 questions left without evidence, skipped); 1 sessions without a readable date") {
+		t.Errorf("stderr %q", errOut)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"a.json", "b.JSON"} {
+		b, err := os.ReadFile(tiny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out = mustRun(t, "eval", "--locomo", dir, "--modes", "fulltext", "--turns", "context=0,next=0,title=none", "--signals", "speaker=0,time=1", "--tmp", t.TempDir())
+	for _, want := range []string{"macro average over 2 data sets (a, b)", "memories   title=none context=0 next=0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, args := range [][]string{
+		{"eval", "--locomo", tiny, "--dataset", tinyBEIR},
+		{"eval", "--dataset", tinyBEIR, "--turns", "context=1"},
+		{"eval", "--locomo", tiny, "--turns", "context=99"},
+		{"eval", "--locomo", tiny, "--signals", "speaker=-1"},
+		{"eval", "--locomo", t.TempDir()},
+		{"eval", "--locomo", filepath.Join(t.TempDir(), "none.json")},
+		{"eval", "--locomo", tinyBEIR + "/corpus.jsonl"},
+	} {
+		if _, _, err := runCLI(t, args...); err == nil {
+			t.Errorf("ragmem %s: no error", strings.Join(args, " "))
+		}
+	}
+}

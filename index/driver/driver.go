@@ -23,6 +23,25 @@ const (
 	DocMemory     = "memory"     // agent memories
 )
 
+// Attribute keys (Record.Attrs) of memories written from a conversation.
+// Search ranks with them (search.Options.SpeakerWeight and TimeWeight), and
+// the local backend searches AttrContext at a lower weight
+// (local.FullTextOptions.ContextWeight). A backend stores them like any
+// other attribute.
+const (
+	// AttrSpeaker is who said or wrote the memory, e.g. "Caroline".
+	AttrSpeaker = "speaker"
+	// AttrOccurredAt is when what the memory records happened (a
+	// conversation turn: when it was said), RFC 3339 in UTC. CreatedAt is
+	// when it was stored.
+	AttrOccurredAt = "occurredAt"
+	// AttrContext is text around a memory that helps find it without
+	// being part of it (a conversation turn's neighbours): searched, never
+	// shown as the memory's text. Only memories (DocMemory) are searched by
+	// it.
+	AttrContext = "context"
+)
+
 // Errors shared by every backend. Backends wrap them with %w.
 var (
 	ErrClosed   = errors.New("index: store is closed")

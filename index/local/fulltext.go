@@ -39,6 +39,8 @@ import (
 const (
 	fieldBody    = "body"
 	fieldTitle   = "title"
+	fieldContext = "context"
+	fieldMemory  = "memory" // the body of memories: their own length statistics and parameters
 	fieldSource  = "source"
 	fieldDocType = "docType"
 	seqKey       = "ragmem.seq"      // bleve internal key: last applied journal sequence
@@ -97,6 +99,19 @@ type FullTextOptions struct {
 	// a negative value searches the title only as part of the text (one
 	// field, as Lucene baselines do).
 	TitleWeight float64
+	// MemoryB is B for memories (records of DocMemory). Memories are
+	// indexed in a field of their own, so that their length statistics are
+	// not those of knowledge chunks (a conversation turn is a few dozen
+	// words, a chunk a few hundred), and short memories want a weaker length
+	// normalisation. Default DefaultMemoryB; a negative value means 0.
+	MemoryB float64
+	// ContextWeight, when positive, indexes each record's context
+	// (Attrs[driver.AttrContext]: for a conversation memory, the turn
+	// before it) in a field of its own, never in the text, and adds
+	// ContextWeight times that field's BM25 score. Default
+	// DefaultContextWeight; a negative value turns it off (the context is
+	// then not indexed).
+	ContextWeight float64
 	// Proximity, when positive, adds Proximity times a proximity score to
 	// each of the best ProximityDepth matches: for each pair of query terms
 	// adjacent in the query, how often they occur within a small window of
@@ -133,6 +148,8 @@ const (
 	DefaultStopWords      = StopEnglish
 	DefaultStemmer        = StemPorter
 	DefaultTitleWeight    = 0.3
+	DefaultContextWeight  = 0.7
+	DefaultMemoryB        = 0.2
 	DefaultProximityDepth = 100
 )
 
@@ -140,9 +157,11 @@ const (
 // BM25 side. It is safe for concurrent use.
 type fullText struct {
 	k1, b       float64
+	mb          float64 // b of memories
 	stemmer     string
 	stop        string
 	titleWeight float64
+	ctxWeight   float64
 	proximity   float64
 	proxDepth   int
 	fb          *Feedback
@@ -158,20 +177,14 @@ func newFullText(o *FullTextOptions) *fullText {
 		opt = *o
 	}
 	ft := &fullText{
-		k1: opt.K1, b: opt.B, stemmer: strings.ToLower(opt.Stemmer), stop: strings.ToLower(opt.StopWords),
-		titleWeight: opt.TitleWeight, proximity: opt.Proximity, proxDepth: opt.ProximityDepth,
+		k1: opt.K1, b: opt.B, mb: opt.MemoryB, stemmer: strings.ToLower(opt.Stemmer), stop: strings.ToLower(opt.StopWords),
+		titleWeight: opt.TitleWeight, ctxWeight: opt.ContextWeight, proximity: opt.Proximity, proxDepth: opt.ProximityDepth,
 	}
 	if !(ft.k1 > 0) || math.IsInf(ft.k1, 0) {
 		ft.k1 = DefaultK1
 	}
-	switch {
-	case ft.b == 0 || math.IsNaN(ft.b):
-		ft.b = DefaultB
-	case ft.b < 0:
-		ft.b = 0
-	case ft.b > 1:
-		ft.b = 1
-	}
+	ft.b = clampB(ft.b, DefaultB)
+	ft.mb = clampB(ft.mb, DefaultMemoryB)
 	switch ft.stemmer {
 	case StemPorter, StemSnowball, StemPlural, StemNone:
 	default:
@@ -187,6 +200,12 @@ func newFullText(o *FullTextOptions) *fullText {
 		ft.titleWeight = DefaultTitleWeight
 	case ft.titleWeight < 0 || math.IsInf(ft.titleWeight, 0):
 		ft.titleWeight = 0
+	}
+	switch {
+	case ft.ctxWeight == 0 || math.IsNaN(ft.ctxWeight):
+		ft.ctxWeight = DefaultContextWeight
+	case ft.ctxWeight < 0 || math.IsInf(ft.ctxWeight, 0):
+		ft.ctxWeight = 0
 	}
 	if !(ft.proximity > 0) || math.IsInf(ft.proximity, 0) {
 		ft.proximity = 0
@@ -210,21 +229,41 @@ func newFullText(o *FullTextOptions) *fullText {
 	return ft
 }
 
+// clampB resolves a B option: 0 (or NaN) is def, a negative value 0, and
+// values above 1 are 1.
+func clampB(b, def float64) float64 {
+	switch {
+	case b == 0 || math.IsNaN(b):
+		return def
+	case b < 0:
+		return 0
+	case b > 1:
+		return 1
+	}
+	return b
+}
+
 // analysisVersion names everything that decides what the index holds. A
 // store whose index was built under another name is rebuilt on open.
 func (ft *fullText) analysisVersion() string {
-	v := "bm25-v1/unicode/possessive/lower/stop=" + ft.stop + "/stem=" + ft.stemmer
+	v := "bm25-v1/unicode/possessive/lower/stop=" + ft.stop + "/stem=" + ft.stemmer + "/memory"
 	if ft.titleWeight > 0 {
 		v += "/title"
+	}
+	if ft.ctxWeight > 0 {
+		v += "/context"
 	}
 	return v
 }
 
 // String describes the whole configuration (for reports).
 func (ft *fullText) String() string {
-	s := fmt.Sprintf("%s k1=%g b=%g", ft.analysisVersion(), ft.k1, ft.b)
+	s := fmt.Sprintf("%s k1=%g b=%g memory.b=%g", ft.analysisVersion(), ft.k1, ft.b, ft.mb)
 	if ft.titleWeight > 0 {
 		s += fmt.Sprintf(" title=%g", ft.titleWeight)
+	}
+	if ft.ctxWeight > 0 {
+		s += fmt.Sprintf(" context=%g", ft.ctxWeight)
 	}
 	if ft.proximity > 0 {
 		s += fmt.Sprintf(" proximity=%g@%d", ft.proximity, ft.proxDepth)
@@ -316,8 +355,12 @@ func (ft *fullText) mapping() (mapping.IndexMapping, error) {
 
 	doc := bleve.NewDocumentStaticMapping()
 	doc.AddFieldMappingsAt(fieldBody, text())
+	doc.AddFieldMappingsAt(fieldMemory, text())
 	if ft.titleWeight > 0 {
 		doc.AddFieldMappingsAt(fieldTitle, text())
+	}
+	if ft.ctxWeight > 0 {
+		doc.AddFieldMappingsAt(fieldContext, text())
 	}
 	doc.AddFieldMappingsAt(fieldSource, kw)
 	doc.AddFieldMappingsAt(fieldDocType, kw)
@@ -354,16 +397,32 @@ func init() {
 }
 
 // bleveDoc is what a record looks like to bleve: the title and heading path
-// are searched together with the text (one field, as Lucene baselines do),
-// and on their own in the title field when the mapping has one.
+// are searched together with the text (one field, as Lucene baselines do:
+// the body, or for a memory the memory field), and on their own in the
+// title field when the mapping has one; a memory's context is in a field of
+// its own, only when it has one (so that the field's statistics are those
+// of records with a context). Other records' "context" attribute is just an
+// attribute.
 func bleveDoc(r *driver.Record) map[string]any {
 	body := driver.SearchText(r)
-	return map[string]any{
-		fieldBody:    body,
+	d := map[string]any{
+		textField(r): body,
 		fieldTitle:   body[:len(body)-len(r.Content)],
 		fieldSource:  r.SourceURL,
 		fieldDocType: r.DocType,
 	}
+	if c := r.Attrs[driver.AttrContext]; r.DocType == driver.DocMemory && strings.TrimSpace(c) != "" {
+		d[fieldContext] = c
+	}
+	return d
+}
+
+// textField is the field that holds r's text: memories have their own.
+func textField(r *driver.Record) string {
+	if r.DocType == driver.DocMemory {
+		return fieldMemory
+	}
+	return fieldBody
 }
 
 // analysisStale reports why an existing index must be rebuilt for ft: it
@@ -408,6 +467,8 @@ var ErrBadFullTextSpec = errors.New("index: bad full-text options")
 //	stem=NAME        porter, snowball, plural or none
 //	stop=NAME        lucene, english or none
 //	title=W          FullTextOptions.TitleWeight
+//	mb=X             FullTextOptions.MemoryB
+//	context=W        FullTextOptions.ContextWeight (0: off)
 //	prox=W[@DEPTH]   FullTextOptions.Proximity (and ProximityDepth)
 //	rm3=1|0|D/T/W    Feedback: on with defaults, off, or Docs/Terms/OriginalWeight
 func ParseFullTextOptions(spec string) (*FullTextOptions, error) {
@@ -443,6 +504,11 @@ func ParseFullTextOptions(spec string) (*FullTextOptions, error) {
 			if err == nil && o.B == 0 {
 				o.B = -1 // b=0 asked explicitly: no length normalisation
 			}
+		case "mb", "memory.b":
+			o.MemoryB, err = num(v, 0, 1)
+			if err == nil && o.MemoryB == 0 {
+				o.MemoryB = -1
+			}
 		case "stem", "stemmer":
 			switch strings.ToLower(v) {
 			case StemPorter, StemSnowball, StemPlural, StemNone:
@@ -461,6 +527,11 @@ func ParseFullTextOptions(spec string) (*FullTextOptions, error) {
 			o.TitleWeight, err = num(v, 0, 1000)
 			if err == nil && o.TitleWeight == 0 {
 				o.TitleWeight = -1 // title=0: no title field
+			}
+		case "context", "ctx":
+			o.ContextWeight, err = num(v, 0, 1000)
+			if err == nil && o.ContextWeight == 0 {
+				o.ContextWeight = -1 // context=0: not indexed
 			}
 		case "prox", "proximity":
 			w, d, hasDepth := strings.Cut(v, "@")
@@ -493,7 +564,7 @@ func ParseFullTextOptions(spec string) (*FullTextOptions, error) {
 				o.Feedback = &Feedback{Docs: int(d), Terms: int(t), OriginalWeight: w}
 			}
 		default:
-			err = fmt.Errorf("%w: unknown key %q (want k1, b, stem, stop, title, prox or rm3)", ErrBadFullTextSpec, clipSpec(k))
+			err = fmt.Errorf("%w: unknown key %q (want k1, b, mb, stem, stop, title, context, prox or rm3)", ErrBadFullTextSpec, clipSpec(k))
 		}
 		if err != nil {
 			return nil, err

@@ -40,7 +40,6 @@ func (s *scorer) feedback(acc map[uint64]float64, q []qterm, qa analysis.Analyze
 	if err != nil || len(top) == 0 {
 		return nil, err
 	}
-	n := s.stats.body.docs
 	dfOK := map[string]bool{}
 	rm := map[string]float64{}
 	for _, h := range top {
@@ -56,7 +55,7 @@ func (s *scorer) feedback(acc map[uint64]float64, q []qterm, qa analysis.Analyze
 			if !seen {
 				ok = rm3Term(term)
 				if ok {
-					df, err := s.df(fieldBody, term)
+					df, n, err := s.textDF(term)
 					if err != nil {
 						return nil, err
 					}
@@ -138,11 +137,11 @@ func (s *scorer) proximityRescore(hits []hit, qtoks analysis.TokenStream, qa ana
 	for _, p := range pairs {
 		for _, t := range []string{p.a, p.b} {
 			if _, ok := idfs[t]; !ok {
-				df, err := s.df(fieldBody, t)
+				df, n, err := s.textDF(t)
 				if err != nil {
 					return // leave the BM25 ranking as it is
 				}
-				idfs[t] = idf(s.stats.body.docs, df)
+				idfs[t] = idf(n, df)
 			}
 		}
 	}

@@ -45,8 +45,8 @@ func (s fieldStats) avgdl() float64 {
 
 // collectionStats caches the statistics of one index snapshot.
 type collectionStats struct {
-	reader      index.IndexReader // the snapshot they were computed on
-	body, title fieldStats
+	reader                       index.IndexReader // the snapshot they were computed on
+	body, memory, title, context fieldStats
 }
 
 // fieldLength recovers a field's token count from a posting's norm, which
@@ -109,8 +109,16 @@ func (ft *fullText) walkStats(ctx context.Context, r index.IndexReader) (collect
 	if cs.body, err = readFieldStats(ctx, r, fieldBody); err != nil {
 		return cs, err
 	}
+	if cs.memory, err = readFieldStats(ctx, r, fieldMemory); err != nil {
+		return cs, err
+	}
 	if ft.titleWeight > 0 {
 		if cs.title, err = readFieldStats(ctx, r, fieldTitle); err != nil {
+			return cs, err
+		}
+	}
+	if ft.ctxWeight > 0 {
+		if cs.context, err = readFieldStats(ctx, r, fieldContext); err != nil {
 			return cs, err
 		}
 	}
@@ -128,8 +136,8 @@ type segKey struct {
 }
 
 type segStat struct {
-	seg         segment.Segment // keeps addr in use
-	body, title fieldStats
+	seg                          segment.Segment // keeps addr in use
+	body, memory, title, context fieldStats
 }
 
 // segmentedStats sums per-segment statistics, reusing those of segments the
@@ -157,8 +165,16 @@ func (ft *fullText) segmentedStats(snap *scorch.IndexSnapshot) (collectionStats,
 			if st.body, err = segmentFieldStats(ss, fieldBody); err != nil {
 				return cs, err
 			}
+			if st.memory, err = segmentFieldStats(ss, fieldMemory); err != nil {
+				return cs, err
+			}
 			if ft.titleWeight > 0 {
 				if st.title, err = segmentFieldStats(ss, fieldTitle); err != nil {
+					return cs, err
+				}
+			}
+			if ft.ctxWeight > 0 {
+				if st.context, err = segmentFieldStats(ss, fieldContext); err != nil {
 					return cs, err
 				}
 			}
@@ -168,8 +184,12 @@ func (ft *fullText) segmentedStats(snap *scorch.IndexSnapshot) (collectionStats,
 		}
 		cs.body.docs += st.body.docs
 		cs.body.sumLen += st.body.sumLen
+		cs.memory.docs += st.memory.docs
+		cs.memory.sumLen += st.memory.sumLen
 		cs.title.docs += st.title.docs
 		cs.title.sumLen += st.title.sumLen
+		cs.context.docs += st.context.docs
+		cs.context.sumLen += st.context.sumLen
 	}
 	ft.segStats = next // only the current segments: merged-away ones are dropped
 	return cs, nil
@@ -274,6 +294,19 @@ type scorer struct {
 	allow, deny map[uint64]bool
 }
 
+// textDF returns the document frequency of term in the text of any record
+// (knowledge or memory) and the number of records with text.
+func (s *scorer) textDF(term string) (df, n uint64, err error) {
+	for _, f := range []string{fieldBody, fieldMemory} {
+		d, err := s.df(f, term)
+		if err != nil {
+			return 0, 0, err
+		}
+		df += d
+	}
+	return df, s.stats.body.docs + s.stats.memory.docs, nil
+}
+
 // df returns the document frequency of term in field.
 func (s *scorer) df(field, term string) (uint64, error) {
 	tfr, err := s.r.TermFieldReader(s.ctx, []byte(term), field, false, false, false)
@@ -288,12 +321,12 @@ func idf(n, df uint64) float64 {
 	return math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
 }
 
-// accumulate adds scale · BM25(q) over field to acc.
-func (s *scorer) accumulate(acc map[uint64]float64, field string, fs fieldStats, q []qterm, scale float64) error {
+// accumulate adds scale · BM25(q) over field to acc, with parameters k1
+// and b.
+func (s *scorer) accumulate(acc map[uint64]float64, field string, fs fieldStats, q []qterm, scale, k1, b float64) error {
 	if fs.docs == 0 {
 		return nil
 	}
-	k1, b := s.ft.k1, s.ft.b
 	avgdl := fs.avgdl()
 	var tfd index.TermFieldDoc
 	for _, t := range q {
@@ -328,11 +361,21 @@ func (s *scorer) accumulate(acc map[uint64]float64, field string, fs fieldStats,
 // scores returns the BM25 score of every matching document for q.
 func (s *scorer) scores(q []qterm) (map[uint64]float64, error) {
 	acc := make(map[uint64]float64, 256)
-	if err := s.accumulate(acc, fieldBody, s.stats.body, q, 1); err != nil {
+	ft := s.ft
+	if err := s.accumulate(acc, fieldBody, s.stats.body, q, 1, ft.k1, ft.b); err != nil {
 		return nil, err
 	}
-	if s.ft.titleWeight > 0 {
-		if err := s.accumulate(acc, fieldTitle, s.stats.title, q, s.ft.titleWeight); err != nil {
+	if err := s.accumulate(acc, fieldMemory, s.stats.memory, q, 1, ft.k1, ft.mb); err != nil {
+		return nil, err
+	}
+	if ft.titleWeight > 0 {
+		if err := s.accumulate(acc, fieldTitle, s.stats.title, q, ft.titleWeight, ft.k1, ft.b); err != nil {
+			return nil, err
+		}
+	}
+	if ft.ctxWeight > 0 {
+		// Only memories have a context.
+		if err := s.accumulate(acc, fieldContext, s.stats.context, q, ft.ctxWeight, ft.k1, ft.mb); err != nil {
 			return nil, err
 		}
 	}
@@ -573,6 +616,6 @@ func (b *Backend) bodyText(id string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	s, _ := bleveDoc(r)[fieldBody].(string)
+	s, _ := bleveDoc(r)[textField(r)].(string)
 	return s, true
 }

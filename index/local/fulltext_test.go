@@ -283,7 +283,15 @@ func TestParseFullTextOptions(t *testing.T) {
 	if o, _ := ParseFullTextOptions("rm3=1"); o.Feedback == nil || newFullText(o).fb.Docs != 10 {
 		t.Errorf("rm3=1: %+v", o)
 	}
-	for _, bad := range []string{"k1", "k1=x", "k1=-1", "b=2", "stem=lancaster", "stop=french", "rm3=1/2", "rm3=0/10/0.5",
+	if o, err := ParseFullTextOptions("mb=0,context=0"); err != nil || o.MemoryB != -1 || o.ContextWeight != -1 {
+		t.Errorf("mb=0,context=0: %+v %v", o, err)
+	} else if ft := newFullText(o); ft.mb != 0 || ft.ctxWeight != 0 || strings.Contains(ft.analysisVersion(), "context") {
+		t.Errorf("mb=0,context=0 resolved %s", ft)
+	}
+	if o, err := ParseFullTextOptions("mb=0.5,context=0.7"); err != nil || newFullText(o).mb != 0.5 || newFullText(o).ctxWeight != 0.7 {
+		t.Errorf("mb=0.5,context=0.7: %+v %v", o, err)
+	}
+	for _, bad := range []string{"mb=2", "mb=-0.1", "context=-1", "context=x", "k1", "k1=x", "k1=-1", "b=2", "stem=lancaster", "stop=french", "rm3=1/2", "rm3=0/10/0.5",
 		"k1=1,k1=2", "foo=1", "prox=1@0", "title=NaN"} {
 		if _, err := ParseFullTextOptions(bad); !errors.Is(err, ErrBadFullTextSpec) {
 			t.Errorf("%q: %v", bad, err)
@@ -301,7 +309,8 @@ func FuzzParseFullTextOptions(f *testing.F) {
 			return
 		}
 		ft := newFullText(o)
-		if !(ft.k1 > 0) || ft.b < 0 || ft.b > 1 || ft.titleWeight < 0 || ft.proximity < 0 || ft.proxDepth <= 0 {
+		if !(ft.k1 > 0) || ft.b < 0 || ft.b > 1 || ft.titleWeight < 0 || ft.proximity < 0 || ft.proxDepth <= 0 ||
+			ft.mb < 0 || ft.mb > 1 || ft.ctxWeight < 0 {
 			t.Fatalf("%q resolved to %s", s, ft)
 		}
 	})
@@ -311,7 +320,7 @@ func FuzzParseFullTextOptions(f *testing.F) {
 func TestFullTextDefaults(t *testing.T) {
 	b := openFT(t, filepath.Join(t.TempDir(), "s"), nil)
 	defer b.Close()
-	want := "bm25-v1/unicode/possessive/lower/stop=english/stem=porter/title k1=1.2 b=0.75 title=0.3"
+	want := "bm25-v1/unicode/possessive/lower/stop=english/stem=porter/memory/title/context k1=1.2 b=0.75 memory.b=0.2 title=0.3 context=0.7"
 	if got := b.FullTextConfig(); got != want {
 		t.Errorf("FullTextConfig() = %q, want %q", got, want)
 	}
@@ -384,5 +393,106 @@ func TestSegmentedStatsMatchTheWalk(t *testing.T) {
 	t.Logf("up to %d segments; %d segment statistics reused", maxSegs, reused)
 	if maxSegs < 2 || reused == 0 {
 		t.Errorf("the sequence made %d segments at most and reused %d: it no longer tests the cache", maxSegs, reused)
+	}
+}
+
+// Memories are scored in a field of their own, with MemoryB: knowledge
+// chunks neither change their statistics nor their length normalisation.
+//
+// Two memories of lengths 1 and 3 (average 2), query "apple", df 2 of 2:
+//
+//	idf = ln(1 + 0.5/2.5) = 0.18232
+//	m1: 0.18232 · 1/(1 + 1.2·(0.7 + 0.3·1/2)) = 0.18232 · 0.49505 = 0.09026
+//	m2: 0.18232 · 1/(1 + 1.2·(0.7 + 0.3·3/2)) = 0.18232 · 0.42017 = 0.07661
+//
+// (with the knowledge b of 0.75, m1 would score 0.10418 and m2 0.07293).
+func TestMemoryField(t *testing.T) {
+	o := *plain
+	o.MemoryB = 0.3
+	o.ContextWeight = -1
+	b := openFT(t, t.TempDir(), &o,
+		rec("m1", "", "apple", driver.DocMemory),
+		rec("m2", "", "apple banana cherry", driver.DocMemory))
+	defer b.Close()
+	mem := driver.Filter{DocTypes: []string{driver.DocMemory}}
+	check := func(when string) {
+		t.Helper()
+		ids, scores := searchText(t, b, "apple", 10, mem)
+		if len(ids) != 2 || ids[0] != "m1" || !approx(scores[0], 0.09026) || !approx(scores[1], 0.07661) {
+			t.Errorf("%s: %v %v, want m1 0.09026, m2 0.07661", when, ids, scores)
+		}
+	}
+	check("memories alone")
+	// Long knowledge chunks full of apples change nothing for memories.
+	if err := b.Apply(fctx, &driver.Batch{Put: []driver.Record{
+		rec("k1", "", "apple orchard apple harvest in the autumn with many kinds of apple", driver.DocKnowledge),
+		rec("k2", "", "an apple a day keeps the doctor away, as the saying goes", driver.DocKnowledge),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	check("with knowledge")
+	// And memories change nothing for knowledge: k2 alone in its field.
+	_, ks := searchText(t, b, "doctor", 1, driver.Filter{DocTypes: []string{driver.DocKnowledge}})
+	kb := openFT(t, t.TempDir(), &o, rec("k1", "", "apple orchard apple harvest in the autumn with many kinds of apple", driver.DocKnowledge),
+		rec("k2", "", "an apple a day keeps the doctor away, as the saying goes", driver.DocKnowledge))
+	defer kb.Close()
+	if _, alone := searchText(t, kb, "doctor", 1, driver.Filter{}); len(ks) != 1 || !approx(ks[0], alone[0]) {
+		t.Errorf("knowledge score %v with memories, %v without", ks, alone)
+	}
+	if got := newFullText(&FullTextOptions{}).mb; got != DefaultMemoryB {
+		t.Errorf("default memory b %v", got)
+	}
+	if got := newFullText(&FullTextOptions{MemoryB: -1}).mb; got != 0 {
+		t.Errorf("MemoryB -1: %v", got)
+	}
+}
+
+// A record's context attribute is searched in a field of its own at
+// ContextWeight, never as its text: a turn is found by the words of the
+// turn before it, at exactly that share; a record without context is
+// scored as before; with the weight off the context is not indexed.
+func TestContextField(t *testing.T) {
+	recs := func() []driver.Record {
+		ask := rec("ask", "", "what did you bake", driver.DocMemory)
+		answer := rec("answer", "", "banana bread", driver.DocMemory)
+		answer.Attrs = map[string]string{driver.AttrContext: "what did you bake"}
+		page := rec("page", "", "a page", driver.DocKnowledge)
+		page.Attrs = map[string]string{driver.AttrContext: "bake"} // only memories are found by their context
+		return []driver.Record{ask, answer, rec("other", "", "bake sale", driver.DocMemory), page}
+	}
+	scores := map[float64]map[string]float64{}
+	for _, w := range []float64{-1, 0.3, 0.6} {
+		o := *plain
+		o.ContextWeight = w
+		b := openFT(t, t.TempDir(), &o, recs()...)
+		ids, sc := searchText(t, b, "bake", 10, driver.Filter{})
+		scores[w] = map[string]float64{}
+		for i, id := range ids {
+			scores[w][id] = sc[i]
+		}
+		if w > 0 {
+			if !strings.Contains(b.FullTextConfig(), "/context") {
+				t.Errorf("config %q", b.FullTextConfig())
+			}
+			if s, _ := b.bodyText("answer"); strings.Contains(s, "bake") {
+				t.Errorf("the context is in the text: %q", s)
+			}
+		}
+		b.Close()
+	}
+	if _, ok := scores[0.3]["page"]; ok {
+		t.Errorf("knowledge found by its context attribute: %v", scores[0.3])
+	}
+	if _, ok := scores[-1]["answer"]; ok {
+		t.Errorf("context off, yet found by it: %v", scores[-1])
+	}
+	a3, a6 := scores[0.3]["answer"], scores[0.6]["answer"]
+	if !(a3 > 0) || !approx(a6, 2*a3) {
+		t.Errorf("context share: %v at 0.3, %v at 0.6", a3, a6)
+	}
+	for _, id := range []string{"ask", "other"} {
+		if !approx(scores[0.3][id], scores[-1][id]) || !approx(scores[0.6][id], scores[-1][id]) {
+			t.Errorf("%s without context changed: %v %v %v", id, scores[-1][id], scores[0.3][id], scores[0.6][id])
+		}
 	}
 }
