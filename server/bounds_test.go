@@ -51,7 +51,10 @@ func heapGrowth(f func()) uint64 {
 // for half that): the full size is measured by `ragmem bench bombs` (see
 // docs/server.md).
 func TestHeadingBombOverHTTP(t *testing.T) {
-	ts := newTestServer(t, nil)
+	// The node and chunk bounds are under test, not the time bound
+	// (extract.TestExtractionTimeout): under -race on a busy machine these
+	// pages can take longer than the default 10 s to extract.
+	ts := newTestServer(t, &server.Options{ExtractTimeout: 5 * time.Minute})
 	for _, tc := range []struct {
 		name string
 		page map[string]any

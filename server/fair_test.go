@@ -126,12 +126,10 @@ func TestSlowNamespaceDoesNotStallOthers(t *testing.T) {
 		r.Header.Set(NamespaceHeader, ns)
 		s.ServeHTTP(httptest.NewRecorder(), r)
 	}
-	start := time.Now()
+	// Had bob queued behind alice's held slot, he would have waited out the
+	// request timeout and got alice's 503; a 202 shows he did not wait for her.
 	if w := post("bob"); w.Code != 202 {
 		t.Fatalf("bob: %d %s", w.Code, w.Body)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("bob waited %v", d)
 	}
 	if w := post("alice"); w.Code != 503 || !strings.Contains(w.Body.String(), "waiting to extract") {
 		t.Fatalf("alice's second page: %d %s", w.Code, w.Body)
