@@ -210,10 +210,14 @@ func (s *Store) decide(ctx context.Context, nm NewMemory, slug string) (decision
 		s.o.Logger.Warn("memory: the model could not judge the new memory; likely contradictions are flagged instead", "title", nm.Title, "err", err)
 	}
 	for _, c := range cands {
-		conflict := valueConflict(s.currentText(ctx, c.Memory), newText)
+		if c.By != "title" && !sameTopic(nm.WhenToUse, c.Memory.WhenToUse) {
+			continue // similar words about another topic: another fact
+		}
+		oldText := s.currentText(ctx, c.Memory)
+		conflict := valueConflict(oldText, newText)
 		l := Link{Slug: c.Memory.Slug, Title: c.Memory.Title, Similarity: c.Similarity, By: c.By, Reason: conflict}
 		switch {
-		case conflict != "":
+		case conflict != "" && sharedBeyondTopic(oldText, newText, nm.WhenToUse, c.Memory.WhenToUse) >= 2:
 			d.conflicts = append(d.conflicts, l)
 		case d.mergeInto == nil && c.Similarity >= s.dupThresh:
 			if l.By == "content" {
@@ -229,20 +233,65 @@ func (s *Store) decide(ctx context.Context, nm NewMemory, slug string) (decision
 	return d, nil
 }
 
+// sameTopic reports whether two memories' whenToUse patterns share a
+// pattern or a specific content word: without a model, only memories about
+// the same topic are merged or flagged ("the upload service is deployed on
+// Tuesdays" and "the billing service is deployed on Tuesdays" are as
+// similar as two phrasings of one fact, but their triggers differ).
+func sameTopic(a, b []string) bool {
+	sa := map[string]bool{}
+	for _, p := range a {
+		sa[strings.ToLower(p)] = true
+	}
+	for _, p := range b {
+		if sa[strings.ToLower(p)] {
+			return true
+		}
+	}
+	wa := pattern.Specific(pattern.Analyze(strings.Join(a, " ")))
+	wb := pattern.Specific(pattern.Analyze(strings.Join(b, " ")))
+	for _, x := range wa {
+		for _, y := range wb {
+			if x.Stem == y.Stem {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sharedBeyondTopic counts the content words (stems) two statements share
+// that are not words of their whenToUse patterns: statements about one
+// topic that share at least two more words are likely about the same
+// attribute of it (the port of a service, not its port and its owner).
+func sharedBeyondTopic(a, b string, wa, wb []string) int {
+	topic := pattern.Stems(strings.Join(append(append([]string(nil), wa...), wb...), " "))
+	sb := pattern.Stems(b)
+	n := 0
+	for st := range pattern.Stems(a) {
+		if sb[st] && !topic[st] {
+			n++
+		}
+	}
+	return n
+}
+
 // valueConflict reports why two statements about the same thing may
 // contradict each other ("" when nothing suggests it): each has a value the
-// other lacks (a number, version, date, name or code span), one is negated
-// and the other not, or the newer says that something changed.
+// other does not mention at all (a number, version, date, name or code
+// span; in the newer one also a capitalised word that starts a sentence),
+// one is negated and the other not, or the newer says that something
+// changed.
 func valueConflict(old, new string) string {
-	vo, vn := values(old), values(new)
+	wo, wn := words(old), words(new)
 	var gone, came []string
-	for v := range vo {
-		if !vn[v] {
+	for v := range values(old, false) {
+		if !wn[v] {
 			gone = append(gone, v)
 		}
 	}
-	for v := range vn {
-		if !vo[v] {
+	for v := range values(new, true) {
+		if !wo[v] {
 			came = append(came, v)
 		}
 	}
@@ -260,6 +309,18 @@ func valueConflict(old, new string) string {
 	return ""
 }
 
+// words are the lower-cased words of a text.
+func words(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range wordRE.FindAllString(text, 5000) {
+		out[strings.ToLower(strings.TrimRight(w, ".:/+-"))] = true
+	}
+	for _, m := range codeRE.FindAllStringSubmatch(text, 200) {
+		out[strings.ToLower(m[1])] = true
+	}
+	return out
+}
+
 func clip(ss []string, n int) []string {
 	if len(ss) > n {
 		return append(ss[:n:n], "...")
@@ -275,8 +336,10 @@ var (
 )
 
 // values are the words of a statement that carry a value: with a digit,
-// capitalised in mid-sentence, all capitals, or in a code span; lower case.
-func values(text string) map[string]bool {
+// capitalised in mid-sentence (or, with initials, at the start of a
+// sentence too, unless a stop word), all capitals, or in a code span; lower
+// case.
+func values(text string, initials bool) map[string]bool {
 	out := map[string]bool{}
 	for _, m := range codeRE.FindAllStringSubmatch(text, 200) {
 		out[strings.ToLower(m[1])] = true
@@ -292,7 +355,7 @@ func values(text string) map[string]bool {
 			}
 			rs := []rune(w)
 			isVal := strings.ContainsFunc(w, unicode.IsDigit) ||
-				(!start && len(rs) > 1 && unicode.IsUpper(rs[0])) ||
+				((!start || initials && len(pattern.Analyze(w)) > 0) && len(rs) > 1 && unicode.IsUpper(rs[0])) ||
 				(len(rs) > 1 && strings.ToUpper(w) == w && strings.ContainsFunc(w, unicode.IsLetter))
 			if isVal && len(w) > 0 {
 				out[strings.ToLower(w)] = true
@@ -384,8 +447,8 @@ func parseRelations(reply string, cands []Similar) (map[string]relation, error) 
 // Thresholds of similarity (defaults of Options.DuplicateThreshold and
 // Options.ConflictThreshold), by embedder.
 const (
-	lexicalDuplicateThreshold = 0.8
-	lexicalConflictThreshold  = 0.5
+	lexicalDuplicateThreshold = 0.65
+	lexicalConflictThreshold  = 0.35
 	denseDuplicateThreshold   = 0.9
 	denseConflictThreshold    = 0.7
 )
