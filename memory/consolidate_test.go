@@ -38,7 +38,7 @@ func streamSeeds(t *testing.T) []int64 {
 // consolidationCounts are the figures of one stream.
 type consolidationCounts struct {
 	writes, facts, restated, merged, wrong, split, lost, memories int
-	misses                                                      []string
+	misses                                                        []string
 }
 
 // runConsolidation writes a stream and counts what consolidation did.
@@ -220,7 +220,7 @@ func TestSupersessionStream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			home := map[string]string{}           // fact -> its first memory
+			home := map[string]string{}          // fact -> its first memory
 			mems := map[string]map[string]bool{} // fact -> its memories
 			contradictions, superseded, flagged, falseFlags := 0, 0, 0, 0
 			var newest = map[string]string{}

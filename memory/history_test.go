@@ -1,0 +1,245 @@
+package memory
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// addAt writes a memory stored at `at` (and happened at `occurred`, when
+// set), as its own memory.
+func addAt(t *testing.T, s *Store, title, when, body string, at, occurred time.Time) Memory {
+	t.Helper()
+	res, err := s.Add(bg, NewMemory{Frontmatter: Frontmatter{Title: title, WhenToUse: []string{when}, Importance: High, DiscoveredAt: at, OccurredAt: occurred},
+		Content: body, Separate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Memory
+}
+
+// Memories carry when they happened and when they were stored; Match and
+// Search take time ranges and expressions, and recency ranks search
+// results; the new fields survive a reopen, and files without them load.
+func TestTimeRangesAndRecency(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "mem")
+	s := openStore(t, dir)
+	// testClock is Sunday 2026-02-01 12:00.
+	addAt(t, s, "Deploy freeze for the release", "deploy|release", "The release had a deploy freeze on the gateway.", testClock, testClock.AddDate(0, 0, -10))
+	addAt(t, s, "Gateway outage during deploy", "deploy|gateway", "A deploy took the gateway down for an hour.", testClock, testClock.AddDate(0, -9, 0))
+	addAt(t, s, "Deploys need a canary", "deploy|canary", "Every deploy of the gateway goes through a canary first.", testClock.AddDate(0, 0, -1), time.Time{})
+
+	m, err := s.Get(bg, "deploy-freeze-for-the-release")
+	if err != nil || !m.OccurredAt.Equal(testClock.AddDate(0, 0, -10)) || !m.DiscoveredAt.Equal(testClock) || !m.ValidFrom.Equal(m.OccurredAt) {
+		t.Fatalf("times: %+v %v", m, err)
+	}
+	raw, _ := s.Raw(bg, m.Slug)
+	if !strings.Contains(string(raw), "occurredAt: 2026-01-22T12:00:00Z") {
+		t.Errorf("occurredAt not in the file:\n%s", raw)
+	}
+
+	// "last week" (Mon 2026-01-19 to Mon 2026-01-26) holds only the freeze.
+	ms, err := s.Match(bg, MatchRequest{Task: "deploy the gateway", When: "last week"})
+	if err != nil || len(ms) != 1 || ms[0].Memory.Slug != "deploy-freeze-for-the-release" {
+		t.Fatalf("match last week: %v %v", slugs(ms), err)
+	}
+	// "in May" is May 2025: the outage.
+	found, err := s.Search(bg, SearchRequest{Query: "gateway deploy", When: "in May"})
+	if err != nil || len(found) != 1 || found[0].Memory.Slug != "gateway-outage-during-deploy" {
+		t.Fatalf("search in May: %+v %v", found, err)
+	}
+	// Explicit bounds.
+	found, err = s.Search(bg, SearchRequest{Since: testClock.AddDate(0, 0, -2)})
+	if err != nil || len(found) != 1 || found[0].Memory.Slug != "deploys-need-a-canary" {
+		t.Fatalf("search since: %+v %v", found, err)
+	}
+	// Recency ranks: with equal relevance the newer memory comes first,
+	// by the documented term RecencyWeight × 0.5^(age/30 days).
+	found, err = s.Search(bg, SearchRequest{})
+	if err != nil || len(found) != 3 {
+		t.Fatal(found, err)
+	}
+	if found[0].Memory.Slug != "deploys-need-a-canary" || found[2].Memory.Slug != "gateway-outage-during-deploy" {
+		t.Errorf("empty query order: %s %s %s", found[0].Memory.Slug, found[1].Memory.Slug, found[2].Memory.Slug)
+	}
+	if r := found[1].Recency; r < 0.15 || r > 0.16 { // 0.2 × 0.5^(10/30) = 0.159
+		t.Errorf("recency of a 10-day-old memory: %v", r)
+	}
+	if _, err := s.Search(bg, SearchRequest{When: "whenever"}); err == nil {
+		t.Error("a bad time expression was accepted")
+	}
+	// Reopened: the same.
+	s2 := openStore(t, dir)
+	m2, _ := s2.Get(bg, m.Slug)
+	if !m2.OccurredAt.Equal(m.OccurredAt) {
+		t.Errorf("occurredAt after reopen: %v", m2.OccurredAt)
+	}
+}
+
+// A negative memory ("don't do X") is marked by its title or the field,
+// kept in the file, and injected as a warning.
+func TestNegativeMemory(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "mem"))
+	res, err := s.Add(bg, NewMemory{Frontmatter: Frontmatter{Title: "Don't retry payment webhooks", WhenToUse: []string{"webhook|payment"}, Importance: High},
+		Content: "Retrying payment webhooks charged customers twice."})
+	if err != nil || !res.Memory.Negative {
+		t.Fatalf("%+v %v", res.Memory, err)
+	}
+	raw, _ := s.Raw(bg, res.Memory.Slug)
+	if !strings.Contains(string(raw), "negative: true") {
+		t.Errorf("not in the file:\n%s", raw)
+	}
+	ms, err := s.Match(bg, MatchRequest{Task: "retry the payment webhook"})
+	if err != nil || len(ms) != 1 {
+		t.Fatal(ms, err)
+	}
+	ins, err := s.Load(bg, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := FormatForPrompt(ins)
+	if !strings.Contains(text, "*DON'T: this memory is a practice to avoid*") {
+		t.Errorf("not injected as a warning:\n%s", text)
+	}
+	for _, title := range []string{"Do not use the v1 API", "never commit secrets", "Avoid global state", "Stop pinning Go 1.19"} {
+		if !negativeTitle(title) {
+			t.Errorf("%q is not negative", title)
+		}
+	}
+	for _, title := range []string{"Donuts in the kitchen", "Use the v2 API", "Avoidance of doubt is a legal term"} {
+		if negativeTitle(title) {
+			t.Errorf("%q is negative", title)
+		}
+	}
+}
+
+// Decay: strength halves every half-life of the importance from the last
+// reinforcement (newest entry or citation); below 0.25 a memory has
+// decayed, and critical memories do not decay. A citation reinforces.
+func TestDecay(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "mem"))
+	add := func(title string, imp Importance, age time.Duration) {
+		t.Helper()
+		if _, err := s.Add(bg, NewMemory{Frontmatter: Frontmatter{Title: title, WhenToUse: []string{"x"}, Importance: imp, DiscoveredAt: testClock.Add(-age)},
+			Content: title + ".", Separate: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("Low and old", Low, 61*day)          // 0.5^(61/30) = 0.244: decayed
+	add("Low and recent", Low, 30*day)       // 0.5
+	add("Medium and old", Medium, 200*day)   // 0.5^(200/90) = 0.214: decayed
+	add("High and old", High, 200*day)       // 0.684
+	add("Critical and ancient", Critical, 3000*day)
+	want := map[string]float64{"low-and-old": 0.244, "low-and-recent": 0.5, "medium-and-old": 0.214, "high-and-old": 0.684, "critical-and-ancient": 1}
+	all, err := s.List(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range all {
+		if m.Strength != want[m.Slug] || m.Decayed != (want[m.Slug] < DecayedBelow) {
+			t.Errorf("%s: strength %v decayed %v, want %v", m.Slug, m.Strength, m.Decayed, want[m.Slug])
+		}
+	}
+	// A citation now reinforces: strength 1 again.
+	if res, err := s.Cite(bg, CiteRequest{Answer: "Per " + CiteID("low-and-old") + ", no."}); err != nil || len(res.Cited) != 1 {
+		t.Fatal(res, err)
+	}
+	m, _ := s.Get(bg, "low-and-old")
+	if m.Strength != 1 || m.Decayed {
+		t.Errorf("after a citation: %v %v", m.Strength, m.Decayed)
+	}
+}
+
+// Feedback: Load counts injections, Cite counts citations of injected
+// memories by their ids, both persist in .feedback.json (shared with other
+// processes), Stats shows them, and a memory injected many times and never
+// cited sinks below one that is cited.
+func TestFeedbackLoop(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "mem")
+	s := openStore(t, dir)
+	for _, title := range []string{"Cache the catalog pages", "Cache the catalog images"} {
+		if _, err := s.Add(bg, NewMemory{Frontmatter: Frontmatter{Title: title, WhenToUse: []string{"catalog|cache"}, Importance: High, DiscoveredAt: testClock},
+			Content: title + " for an hour.", Separate: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, err := s.Match(bg, MatchRequest{Task: "speed up the catalog"})
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("%v %v", describe(ms), err)
+	}
+	// The answers cite the memory that ranks second before any feedback.
+	cited, other := ms[1].Memory.Slug, ms[0].Memory.Slug
+	for range 10 {
+		ms, _ := s.Match(bg, MatchRequest{Task: "speed up the catalog"})
+		ins, err := s.Load(bg, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := FormatForPrompt(ins)
+		if !strings.Contains(text, CiteID(cited)) {
+			t.Fatalf("no ids in the block:\n%s", text)
+		}
+		// The answer cites one memory (and an invented one).
+		res, err := s.Cite(bg, CiteRequest{Answer: "Cache them " + CiteID(cited) + " " + CiteID("made-up"),
+			Injected: []string{cited, other}})
+		if err != nil || len(res.Cited) != 1 || len(res.Unknown) != 1 {
+			t.Fatal(res, err)
+		}
+	}
+	ms, err = s.Match(bg, MatchRequest{Task: "speed up the catalog"})
+	if err != nil || len(ms) != 2 {
+		t.Fatal(err)
+	}
+	if ms[0].Memory.Slug != cited || ms[0].Feedback <= 0 || ms[1].Feedback >= 0 {
+		t.Errorf("the cited memory does not rank first: %s %v / %s %v", ms[0].Memory.Slug, ms[0].Feedback, ms[1].Memory.Slug, ms[1].Feedback)
+	}
+	// Another store on the directory (another process) sees the counts.
+	s2 := openStore(t, dir)
+	rep, err := s2.Stats(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Injections != 20 || rep.Citations != 10 || rep.Items[0].Slug != cited || rep.Items[0].Feedback.Injected != 10 ||
+		rep.Items[1].Feedback.Cited != 0 || rep.Items[1].CiteRate != round3(1.0/12) {
+		t.Errorf("stats %+v", rep)
+	}
+	if _, err := os.Stat(filepath.Join(dir, feedbackName)); err != nil {
+		t.Error(err)
+	}
+	// A broken counts file is ignored (and replaced by the next record),
+	// never fatal; the memories are untouched.
+	os.WriteFile(filepath.Join(dir, feedbackName), []byte("{not json"), 0o600)
+	if rep, err := s2.Stats(bg); err != nil || rep.Memories != 2 || rep.Injections != 0 {
+		t.Errorf("broken counts: %+v %v", rep, err)
+	}
+	if _, err := s2.Cite(bg, CiteRequest{Cited: []string{other}}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, _ := s2.Stats(bg); rep.Citations != 1 {
+		t.Errorf("after replacing the broken file: %+v", rep)
+	}
+}
+
+// ParseCitations reads [memory:slug] ids, each once, and nothing else.
+func TestParseCitations(t *testing.T) {
+	got := ParseCitations("Use JWT [memory:project-uses-jwt] and [memory:project-uses-jwt], see [memory:x.md]; not [memory:../etc] or [memory: a] or [2].")
+	if strings.Join(got, ",") != "project-uses-jwt,x" {
+		t.Errorf("%v", got)
+	}
+}
+
+// FuzzParseCitations: never panics; every id is a valid memory name.
+func FuzzParseCitations(f *testing.F) {
+	for _, s := range []string{"[memory:a]", "[memory:]", "[memory:a/b]", "[[memory:x]]", "[memory:" + strings.Repeat("a", 300) + "]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, id := range ParseCitations(s) {
+			if !validName(id) {
+				t.Fatalf("%q from %q", id, s)
+			}
+		}
+	})
+}
