@@ -1,11 +1,15 @@
 package memory
 
 import (
+	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/memory/internal/memtest"
 )
 
 // addAt writes a memory stored at `at` (and happened at `occurred`, when
@@ -127,10 +131,10 @@ func TestDecay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	add("Low and old", Low, 61*day)          // 0.5^(61/30) = 0.244: decayed
-	add("Low and recent", Low, 30*day)       // 0.5
-	add("Medium and old", Medium, 200*day)   // 0.5^(200/90) = 0.214: decayed
-	add("High and old", High, 200*day)       // 0.684
+	add("Low and old", Low, 61*day)        // 0.5^(61/30) = 0.244: decayed
+	add("Low and recent", Low, 30*day)     // 0.5
+	add("Medium and old", Medium, 200*day) // 0.5^(200/90) = 0.214: decayed
+	add("High and old", High, 200*day)     // 0.684
 	add("Critical and ancient", Critical, 3000*day)
 	want := map[string]float64{"low-and-old": 0.244, "low-and-recent": 0.5, "medium-and-old": 0.214, "high-and-old": 0.684, "critical-and-ancient": 1}
 	all, err := s.List(bg)
@@ -242,4 +246,87 @@ func FuzzParseCitations(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Without a model a likely contradiction is flagged, both memories stay
+// current and the context block names the conflict; Supersede confirms it
+// (and refuses the wrong direction); a model that fails changes nothing
+// but the flagging.
+func TestSupersedeConfirmsAFlaggedConflict(t *testing.T) {
+	for _, failingModel := range []bool{false, true} {
+		opts := &Options{Index: openIndex(t), Logger: quiet(), Now: clock}
+		if failingModel {
+			l := memtest.NewChat(t, func(int, map[string]any) (int, string) { return http.StatusInternalServerError, "down" }).LLM()
+			opts.LLM = &l
+		}
+		s, err := Open(bg, filepath.Join(t.TempDir(), "mem"), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := addAt(t, s, "The API listens on port 8080", "api|port", "The API server listens on port 8080.", testClock.AddDate(0, 0, -30), time.Time{})
+		res, err := s.Add(bg, NewMemory{Frontmatter: Frontmatter{Title: "API port", WhenToUse: []string{"api|port"}, DiscoveredAt: testClock},
+			Content: "The API server listens on port 9090."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Conflicts) != 1 || res.Conflicts[0].Slug != old.Slug || len(res.Superseded) != 0 || res.Consolidated != nil {
+			t.Fatalf("model failing %v: %+v", failingModel, res)
+		}
+		ms, err := s.Match(bg, MatchRequest{Task: "which port does the api use"})
+		if err != nil || len(ms) != 2 {
+			t.Fatalf("both stay current: %v %v", slugs(ms), err)
+		}
+		ins, _ := s.Load(bg, ms)
+		if text := FormatForPrompt(ins); !strings.Contains(text, "*May contradict \"The API listens on port 8080\"") {
+			t.Errorf("the conflict is not shown:\n%s", text)
+		}
+		if _, err := s.Supersede(bg, old.Slug, "api-port", ""); !errors.Is(err, ErrInvalid) {
+			t.Errorf("an older memory superseded a newer one: %v", err)
+		}
+		if _, err := s.Supersede(bg, "api-port", old.Slug, "confirmed by the on-call"); err != nil {
+			t.Fatal(err)
+		}
+		o, _ := s.Get(bg, old.Slug)
+		if o.SupersededBy != "api-port" || !o.ValidTo.Equal(testClock) {
+			t.Errorf("not superseded: %+v", o)
+		}
+		ms, _ = s.Match(bg, MatchRequest{Task: "which port does the api use"})
+		if len(ms) != 1 || ms[0].Memory.Slug != "api-port" {
+			t.Errorf("after supersession: %v", slugs(ms))
+		}
+		ins, _ = s.Load(bg, ms)
+		text := FormatForPrompt(ins)
+		if !strings.Contains(text, "*Changed on 2026-02-01: this replaces \"The API listens on port 8080\", held since 2026-01-02, which said: The API server listens on port 8080.*") ||
+			!strings.Contains(text, "The API server listens on port 9090.") {
+			t.Errorf("context block:\n%s", text)
+		}
+		ms, _ = s.Match(bg, MatchRequest{Task: "which port does the api use", IncludeSuperseded: true})
+		if len(ms) != 2 {
+			t.Errorf("with history: %v", slugs(ms))
+		}
+		ins, _ = s.Load(bg, ms)
+		if text := FormatForPrompt(ins); !strings.Contains(text, "*Superseded on 2026-02-01 by \"API port\" [memory:api-port]; shown for history, no longer current*") {
+			t.Errorf("history block:\n%s", text)
+		}
+		raw, _ := s.Raw(bg, "api-port")
+		if !strings.Contains(string(raw), "supersedes: [the-api-listens-on-port-8080]") || !strings.Contains(string(raw), "provenance: confirmed by the on-call") {
+			t.Errorf("file:\n%s", raw)
+		}
+	}
+}
+
+// Files written before these fields existed load as before: no
+// supersession, no feedback, ValidFrom from discoveredAt.
+func TestOldFilesStillLoad(t *testing.T) {
+	dir := writeFixture(t, example1)
+	s := openStore(t, dir)
+	all, err := s.List(bg)
+	if err != nil || len(all) != 4 || len(s.Problems()) != 0 {
+		t.Fatal(all, err, s.Problems())
+	}
+	for _, m := range all {
+		if m.Superseded() || m.Negative || m.Confirmations != 0 || !m.ValidFrom.Equal(m.DiscoveredAt) || m.Feedback != (Feedback{}) {
+			t.Errorf("%+v", m)
+		}
+	}
 }
