@@ -47,6 +47,9 @@ func runHistoryProp(t *testing.T, name string, p gopter.Prop) {
 	t.Helper()
 	params := proptest.Params(t, 100)
 	params.MaxSize = 25
+	if raceEnabled {
+		params.MaxSize = 8
+	}
 	ps := gopter.NewProperties(params)
 	ps.Property(name, p)
 	ps.TestingRun(t)
