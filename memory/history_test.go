@@ -330,3 +330,39 @@ func TestOldFilesStillLoad(t *testing.T) {
 		}
 	}
 }
+
+// A merged restatement keeps the memory's shown body (its current entry)
+// and counts as a confirmation in the context block; its own text is kept
+// as an entry and indexed.
+func TestConsolidationKeepsTheCurrentBody(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "mem"))
+	if _, err := s.Add(bg, NewMemory{Frontmatter: Frontmatter{Title: "Thumbnails are cached for a day", WhenToUse: []string{"thumbnail|cache"}},
+		Content: "The thumbnail service caches thumbnails for one day."}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Add(bg, NewMemory{Frontmatter: Frontmatter{Title: "Thumbnail cache lifetime", WhenToUse: []string{"thumbnail"}},
+		Content: "For one day, the thumbnail service caches thumbnails."})
+	if err != nil || res.Consolidated == nil || res.Memory.Confirmations != 1 || res.Memory.Entries != 2 || !res.Appended {
+		t.Fatalf("%+v %v", res, err)
+	}
+	es, _ := s.Entries(bg, res.Memory.Slug)
+	if len(es) != 2 || !es[1].Merged || es[1].Title != "Thumbnail cache lifetime" || !strings.HasPrefix(es[1].Provenance, "similarity: restates thumbnails-are-cached-for-a-day") {
+		t.Fatalf("entries %+v", es)
+	}
+	ms, _ := s.Match(bg, MatchRequest{Task: "tune the thumbnail cache"})
+	ins, _ := s.Load(bg, ms)
+	text := FormatForPrompt(ins)
+	if len(ins) != 1 || ins[0].Body != "The thumbnail service caches thumbnails for one day." || !strings.Contains(text, "*Confirmed 1 more times in other words*") || strings.Contains(text, "Updated") {
+		t.Fatalf("context block:\n%s", text)
+	}
+	found, _ := s.Search(bg, SearchRequest{Query: "For one day, the thumbnail service caches thumbnails."})
+	if len(found) != 1 || found[0].Memory.Slug != res.Memory.Slug {
+		t.Errorf("the restatement is not found: %+v", found)
+	}
+	// Separate writes a copy on purpose.
+	res, err = s.Add(bg, NewMemory{Frontmatter: Frontmatter{Title: "Thumbnail caching", WhenToUse: []string{"thumbnail"}},
+		Content: "The thumbnail service caches thumbnails for one day.", Separate: true})
+	if err != nil || res.Consolidated != nil || res.Memory.Slug != "thumbnail-caching" {
+		t.Errorf("separate: %+v %v", res, err)
+	}
+}
