@@ -131,7 +131,7 @@ func Current(ms []Memory, slug string) (Memory, bool) {
 }
 
 // Superseded reports whether a newer memory replaced m.
-func (m *Memory) Superseded() bool { return m.SupersededBy != "" }
+func (m Memory) Superseded() bool { return m.SupersededBy != "" }
 
 // view returns copies of the valid memories, by slug, with their derived
 // fields. The caller has refreshed.

@@ -192,6 +192,10 @@ func TestFeedbackLoop(t *testing.T) {
 			t.Fatal(res, err)
 		}
 	}
+	// A memory that was not injected is not counted.
+	if res, err := s.Cite(bg, CiteRequest{Answer: CiteID(other), Injected: []string{cited}}); err != nil || len(res.Cited) != 0 || len(res.Unknown) != 1 {
+		t.Fatalf("not injected: %+v %v", res, err)
+	}
 	ms, err = s.Match(bg, MatchRequest{Task: "speed up the catalog"})
 	if err != nil || len(ms) != 2 {
 		t.Fatal(err)
@@ -364,5 +368,54 @@ func TestConsolidationKeepsTheCurrentBody(t *testing.T) {
 		Content: "The thumbnail service caches thumbnails for one day.", Separate: true})
 	if err != nil || res.Consolidated != nil || res.Memory.Slug != "thumbnail-caching" {
 		t.Errorf("separate: %+v %v", res, err)
+	}
+}
+
+// Recency is a ranking signal of Search with its weight: with a large
+// RecencyWeight a new memory outranks an old one that matches the query
+// better; with none, relevance alone decides.
+func TestSearchRecencyWeight(t *testing.T) {
+	for _, c := range []struct {
+		weight float64
+		first  string
+	}{{2, "gateway-rules"}, {-1, "gateway-canary-rules"}} {
+		s, err := Open(bg, filepath.Join(t.TempDir(), "mem"), &Options{Index: openIndex(t), Logger: quiet(), Now: clock, RecencyWeight: c.weight})
+		if err != nil {
+			t.Fatal(err)
+		}
+		addAt(t, s, "Gateway canary rules", "gateway", "Gateway deploys go through a canary.", testClock.AddDate(-1, 0, 0), time.Time{})
+		addAt(t, s, "Gateway rules", "gateway", "Gateway deploys go through review.", testClock, time.Time{})
+		found, err := s.Search(bg, SearchRequest{Query: "gateway deploys canary"})
+		if err != nil || len(found) != 2 {
+			t.Fatal(found, err)
+		}
+		if found[0].Memory.Slug != c.first || found[0].Rank != round3(found[0].Relevance+found[0].Recency) {
+			t.Errorf("weight %v: %+v first (rank %v = %v + %v), want %s", c.weight, found[0].Memory.Slug, found[0].Rank, found[0].Relevance, found[0].Recency, c.first)
+		}
+	}
+}
+
+// When several newer memories supersede one, the first of them (the oldest)
+// ends its validity; links from older memories, or to missing ones, do
+// nothing.
+func TestDeriveSupersession(t *testing.T) {
+	at := func(d int) time.Time { return testClock.AddDate(0, 0, d) }
+	mk := func(slug string, d int, sup ...string) Memory {
+		return Memory{Slug: slug, Frontmatter: Frontmatter{Supersedes: sup, DiscoveredAt: at(d), Importance: High}, ValidFrom: at(d), firstAt: at(d)}
+	}
+	ms := []Memory{mk("y", 0), mk("x2", 20, "y"), mk("x1", 10, "y", "missing"), mk("old", -5, "x1")}
+	derive(ms, nil, at(30))
+	by := map[string]Memory{}
+	for _, m := range ms {
+		by[m.Slug] = m
+	}
+	if y := by["y"]; y.SupersededBy != "x1" || !y.ValidTo.Equal(at(10)) {
+		t.Errorf("y: %s %v", y.SupersededBy, y.ValidTo)
+	}
+	if by["x1"].Superseded() || by["x2"].Superseded() || by["old"].Superseded() {
+		t.Errorf("%+v", by)
+	}
+	if cur, _ := Current(ms, "y"); cur.Slug != "x1" {
+		t.Errorf("current of y: %s", cur.Slug)
 	}
 }
