@@ -301,6 +301,7 @@ func TestSupersedeConfirmsAFlaggedConflict(t *testing.T) {
 		ins, _ = s.Load(bg, ms)
 		text := FormatForPrompt(ins)
 		if !strings.Contains(text, "*Changed on 2026-02-01: this replaces \"The API listens on port 8080\", held since 2026-01-02, which said: The API server listens on port 8080.*") ||
+			strings.Contains(text, "Updated") || strings.Contains(text, "Confirmed") || strings.Contains(text, "May contradict") ||
 			!strings.Contains(text, "The API server listens on port 9090.") {
 			t.Errorf("context block:\n%s", text)
 		}
@@ -309,7 +310,8 @@ func TestSupersedeConfirmsAFlaggedConflict(t *testing.T) {
 			t.Errorf("with history: %v", slugs(ms))
 		}
 		ins, _ = s.Load(bg, ms)
-		if text := FormatForPrompt(ins); !strings.Contains(text, "*Superseded on 2026-02-01 by \"API port\" [memory:api-port]; shown for history, no longer current*") {
+		if text := FormatForPrompt(ins); !strings.Contains(text, "*Superseded on 2026-02-01 by \"API port\" [memory:api-port]; shown for history, no longer current*") ||
+			strings.Contains(text, "May contradict") {
 			t.Errorf("history block:\n%s", text)
 		}
 		raw, _ := s.Raw(bg, "api-port")
@@ -356,7 +358,7 @@ func TestConsolidationKeepsTheCurrentBody(t *testing.T) {
 	ms, _ := s.Match(bg, MatchRequest{Task: "tune the thumbnail cache"})
 	ins, _ := s.Load(bg, ms)
 	text := FormatForPrompt(ins)
-	if len(ins) != 1 || ins[0].Body != "The thumbnail service caches thumbnails for one day." || !strings.Contains(text, "*Confirmed 1 more times in other words*") || strings.Contains(text, "Updated") {
+	if len(ins) != 1 || ins[0].Body != "The thumbnail service caches thumbnails for one day." || !strings.Contains(text, "*Confirmed in other words: 1 more time(s)*") || strings.Contains(text, "Updated") {
 		t.Fatalf("context block:\n%s", text)
 	}
 	found, _ := s.Search(bg, SearchRequest{Query: "For one day, the thumbnail service caches thumbnails."})

@@ -114,7 +114,8 @@ func (s *Store) Load(ctx context.Context, ms []Match) ([]Injected, error) {
 			switch {
 			case o.SupersededBy == m.Memory.Slug:
 				in.Replaced = append(in.Replaced, related(o))
-			case !o.Superseded() && o.Slug != m.Memory.Slug && (slices.Contains(o.Conflicts, m.Memory.Slug) || slices.Contains(m.Memory.Conflicts, o.Slug)):
+			case !o.Superseded() && o.Slug != m.Memory.Slug && m.Memory.SupersededBy != o.Slug &&
+				(slices.Contains(o.Conflicts, m.Memory.Slug) || slices.Contains(m.Memory.Conflicts, o.Slug)):
 				in.Conflicts = append(in.Conflicts, related(o))
 			}
 		}
@@ -182,9 +183,9 @@ func FormatMemory(in Injected) string {
 		fmt.Fprintf(&b, "*May contradict %q %s (since %s); not resolved, check before relying on either*\n", r.Title, CiteID(r.Slug), dateOf(r.ValidFrom))
 	}
 	if in.Memory.Confirmations > 0 {
-		fmt.Fprintf(&b, "*Confirmed %d more times in other words*\n", in.Memory.Confirmations)
+		fmt.Fprintf(&b, "*Confirmed in other words: %d more time(s)*\n", in.Memory.Confirmations)
 	}
-	if updates := in.Memory.Entries - 1 - in.Memory.Confirmations; updates > 0 {
+	if updates := in.Memory.Entries - 1 - in.Memory.Confirmations - in.Memory.links; updates > 0 {
 		fmt.Fprintf(&b, "*Updated %d times; the latest entry is shown*\n", updates)
 	}
 	b.WriteString("\n")

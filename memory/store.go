@@ -171,6 +171,7 @@ type Memory struct {
 	Decayed bool `json:"decayed,omitempty"`
 
 	firstAt  time.Time // discoveredAt of the first entry
+	links    int       // merged entries that only add supersedes links
 	patterns []*pattern.Pattern
 	kwText   string          // lower-cased title, whenToUse and tags, for keyword points
 	tagSet   map[string]bool // normalised tags
@@ -648,7 +649,11 @@ func mergeEntries(es []Entry) (*Memory, error) {
 		}
 		m.Negative = m.Negative || e.Negative
 		if e.Merged {
-			m.Confirmations++
+			if len(e.Supersedes) == 0 {
+				m.Confirmations++ // a restatement; an entry that only links (Store.Supersede) is not one
+			} else {
+				m.links++
+			}
 		} else {
 			if !e.OccurredAt.IsZero() {
 				m.OccurredAt = e.OccurredAt

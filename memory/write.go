@@ -249,7 +249,7 @@ func (s *Store) Supersede(ctx context.Context, newerName, olderName, provenance 
 		provenance = "user"
 	}
 	fm := Frontmatter{Title: nm.Title, WhenToUse: nm.WhenToUse[:1], Importance: nm.Importance, Supersedes: []string{om.Slug},
-		Merged: true, Provenance: provenance, DiscoveredBy: "ragmem"}
+		Merged: true, Provenance: provenance, DiscoveredBy: nm.DiscoveredBy}
 	body := fmt.Sprintf("Supersedes %q (%s): %s.", om.Title, om.Slug, provenance)
 	fm.DiscoveredAt = s.o.Now().UTC().Truncate(time.Second)
 	return s.write(ctx, nm.Slug, fm, body, AddResult{Superseded: []Link{{Slug: om.Slug, Title: om.Title, By: "user", Reason: provenance}}})

@@ -84,7 +84,7 @@ func memoryState(m memory.Memory) string {
 		parts = append(parts, fmt.Sprintf("decayed (strength %.2f)", m.Strength))
 	}
 	if m.Confirmations > 0 {
-		parts = append(parts, fmt.Sprintf("confirmed %d times", m.Confirmations))
+		parts = append(parts, fmt.Sprintf("confirmations %d", m.Confirmations))
 	}
 	if len(m.Conflicts) > 0 {
 		parts = append(parts, "may contradict "+strings.Join(m.Conflicts, ", "))
@@ -249,7 +249,7 @@ func newMemoryStatsCmd(g *globals, mf *memoryFlags) *cobra.Command {
 					state = append(state, "decayed")
 				}
 				if it.Confirmations > 0 {
-					state = append(state, fmt.Sprintf("confirmed %d times", it.Confirmations))
+					state = append(state, fmt.Sprintf("confirmations %d", it.Confirmations))
 				}
 				fmt.Fprintf(g.stdout, "%-40s %8d %6d %9.3f %8.3f  %s\n", it.Slug, it.Feedback.Injected, it.Feedback.Cited, it.CiteRate, it.Strength, strings.Join(state, "; "))
 			}
