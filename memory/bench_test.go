@@ -96,3 +96,15 @@ func BenchmarkSearchWhen(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkView: what every read adds for memory over time (copies of the
+// memories with supersession, feedback and strength derived).
+func BenchmarkView(b *testing.B) {
+	s := benchDir(b, 1000)
+	b.ResetTimer()
+	for b.Loop() {
+		if len(s.view()) != 1000 {
+			b.Fatal("memories")
+		}
+	}
+}
