@@ -224,6 +224,9 @@ func (s *Store) decide(ctx context.Context, nm NewMemory, slug string) (decision
 				l.By = "similarity"
 			}
 			l.Reason = fmt.Sprintf("similarity %.2f", c.Similarity)
+			if c.By == "title" {
+				l.Reason = "the same title words"
+			}
 			d.mergeInto = &l
 		}
 	}

@@ -97,6 +97,22 @@ func derive(ms []Memory, fb map[string]Feedback, now time.Time) {
 			}
 		}
 	}
+	// A flagged conflict is resolved once either memory supersedes the other.
+	for i := range ms {
+		m := &ms[i]
+		if len(m.Conflicts) == 0 {
+			continue
+		}
+		var open []string
+		for _, c := range m.Conflicts {
+			j, ok := idx[c]
+			if ok && (ms[j].SupersededBy == m.Slug || m.SupersededBy == c) {
+				continue
+			}
+			open = append(open, c)
+		}
+		m.Conflicts = open
+	}
 	for i := range ms {
 		m := &ms[i]
 		m.Feedback = fb[m.Slug]

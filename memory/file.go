@@ -93,7 +93,8 @@ type Frontmatter struct {
 	// time on.
 	Supersedes []string `json:"supersedes,omitempty"`
 	// Conflicts names memories this one may contradict: proposed, not
-	// applied (no model was there to decide); see Store.Supersede.
+	// applied (no model was there to decide); see Store.Supersede. In a
+	// Memory from the store, only the conflicts no supersession resolved.
 	Conflicts []string `json:"conflicts,omitempty"`
 	// Merged marks an entry that restates the memory in other words
 	// (consolidation): it strengthens the memory and is searchable, and the

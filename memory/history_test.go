@@ -294,6 +294,9 @@ func TestSupersedeConfirmsAFlaggedConflict(t *testing.T) {
 		if o.SupersededBy != "api-port" || !o.ValidTo.Equal(testClock) {
 			t.Errorf("not superseded: %+v", o)
 		}
+		if n, _ := s.Get(bg, "api-port"); len(n.Conflicts) != 0 || n.Confirmations != 0 {
+			t.Errorf("the conflict is still open after the supersession: %+v", n)
+		}
 		ms, _ = s.Match(bg, MatchRequest{Task: "which port does the api use"})
 		if len(ms) != 1 || ms[0].Memory.Slug != "api-port" {
 			t.Errorf("after supersession: %v", slugs(ms))
@@ -352,7 +355,7 @@ func TestConsolidationKeepsTheCurrentBody(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	es, _ := s.Entries(bg, res.Memory.Slug)
-	if len(es) != 2 || !es[1].Merged || es[1].Title != "Thumbnail cache lifetime" || !strings.HasPrefix(es[1].Provenance, "similarity: restates thumbnails-are-cached-for-a-day") {
+	if len(es) != 2 || !es[1].Merged || es[1].Title != "Thumbnail cache lifetime" || !strings.HasPrefix(es[1].Provenance, "restates thumbnails-are-cached-for-a-day (similarity 0.") {
 		t.Fatalf("entries %+v", es)
 	}
 	ms, _ := s.Match(bg, MatchRequest{Task: "tune the thumbnail cache"})

@@ -121,7 +121,7 @@ func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
 		case d.mergeInto != nil:
 			slug = d.mergeInto.Slug
 			fm.Merged = true
-			fm.Provenance = fmt.Sprintf("%s: restates %s (%s)", d.mergeInto.By, slug, d.mergeInto.Reason)
+			fm.Provenance = fmt.Sprintf("restates %s (%s)", slug, d.mergeInto.Reason)
 			if d.mergeInto.By == "model" {
 				fm.Provenance = fmt.Sprintf("model %s: restates %s: %s", s.o.LLM.Model, slug, d.mergeInto.Reason)
 			}

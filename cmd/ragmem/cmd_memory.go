@@ -148,7 +148,7 @@ func newMemoryAddCmd(g *globals, mf *memoryFlags) *cobra.Command {
 			verb := "wrote"
 			switch {
 			case res.Consolidated != nil:
-				verb = fmt.Sprintf("already known (%s, %s): merged as entry %d of", res.Consolidated.By, res.Consolidated.Reason, res.Memory.Entries)
+				verb = fmt.Sprintf("already known (%s): merged as entry %d of", res.Consolidated.Reason, res.Memory.Entries)
 			case res.Appended:
 				verb = fmt.Sprintf("appended entry %d to", res.Memory.Entries)
 			}

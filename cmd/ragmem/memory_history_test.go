@@ -23,7 +23,7 @@ func TestMemoryHistoryCLI(t *testing.T) {
 		t.Fatalf("add: %q", out)
 	}
 	out = run("add", "--title", "Invoices live in Postgres", "--when", "billing|invoice", "Invoices of the billing service are stored in Postgres.")
-	if !strings.Contains(out, "already known (similarity") || !strings.Contains(out, "merged as entry 2 of") || !strings.Contains(out, "billing-stores-invoices-in-postgres.md") {
+	if !strings.Contains(out, "already known (similarity 0.") || !strings.Contains(out, "merged as entry 2 of") || !strings.Contains(out, "billing-stores-invoices-in-postgres.md") {
 		t.Fatalf("restatement: %q", out)
 	}
 	out = run("add", "--title", "Billing invoices moved", "--when", "billing|invoice", "The billing service stores its invoices in MySQL.")
