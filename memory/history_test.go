@@ -424,3 +424,25 @@ func TestDeriveSupersession(t *testing.T) {
 		t.Errorf("current of y: %s", cur.Slug)
 	}
 }
+
+// Naming an older memory when writing supersedes it at once; naming one
+// that does not exist is refused, and nothing is written.
+func TestExplicitSupersedes(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "mem"))
+	old := addAt(t, s, "Staging URL", "staging", "Staging is at staging.example.com.", testClock.AddDate(0, 0, -3), time.Time{})
+	res, err := s.Add(bg, NewMemory{Frontmatter: Frontmatter{Title: "Staging moved", WhenToUse: []string{"staging"}, Supersedes: []string{old.Slug}},
+		Content: "Staging is at stage.example.net."})
+	if err != nil || len(res.Superseded) != 1 || res.Superseded[0].Title != "Staging URL" || res.Superseded[0].By != "user" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if o, _ := s.Get(bg, old.Slug); o.SupersededBy != "staging-moved" {
+		t.Errorf("%+v", o)
+	}
+	if _, err := s.Add(bg, NewMemory{Frontmatter: Frontmatter{Title: "Staging again", WhenToUse: []string{"staging"}, Supersedes: []string{"no-such-memory"}},
+		Content: "x"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown supersedes: %v", err)
+	}
+	if _, err := s.Get(bg, "staging-again"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("written anyway: %v", err)
+	}
+}

@@ -110,7 +110,13 @@ func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
 			fm.Provenance = "user"
 		}
 		for _, o := range fm.Supersedes {
-			res.Superseded = append(res.Superseded, Link{Slug: o, By: "user", Reason: fm.Provenance})
+			s.mu.RLock()
+			st := s.files[o]
+			s.mu.RUnlock()
+			if st == nil || st.mem == nil || o == slug {
+				return AddResult{}, fmt.Errorf("%w: supersedes names %q, which is not another memory of the directory", ErrInvalid, clean.Clip(o, 80))
+			}
+			res.Superseded = append(res.Superseded, Link{Slug: o, Title: st.mem.Title, By: "user", Reason: fm.Provenance})
 		}
 	case !exists && !nm.Separate:
 		d, err := s.decide(ctx, NewMemory{Frontmatter: fm, Content: body}, slug)
