@@ -62,3 +62,49 @@ func BenchmarkParseFile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAddConsolidating: writing a new memory into a directory of n
+// memories: the similar ones are found (hybrid search, whole-memory
+// embeddings), compared, and the memory is written (a new file, or merged
+// into an existing one) and indexed.
+func BenchmarkAddConsolidating(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("memories=%d", n), func(b *testing.B) {
+			s := benchDir(b, n)
+			r := rand.New(rand.NewSource(1))
+			i := 0
+			b.ResetTimer()
+			for b.Loop() {
+				i++
+				if _, err := s.Add(bg, NewMemory{Frontmatter: Frontmatter{Title: fmt.Sprintf("Bench memory %d %s", i, memtest.RandWords(r, 3)), WhenToUse: []string{memtest.RandWords(r, 2)}},
+					Content: memtest.RandWords(r, 40)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSearchWhen: a memory search with a query and a time expression.
+func BenchmarkSearchWhen(b *testing.B) {
+	s := benchDir(b, 1000)
+	r := rand.New(rand.NewSource(1))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.Search(bg, SearchRequest{Query: memtest.RandWords(r, 6), When: "last month"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkView: what every read adds for memory over time (copies of the
+// memories with supersession, feedback and strength derived).
+func BenchmarkView(b *testing.B) {
+	s := benchDir(b, 1000)
+	b.ResetTimer()
+	for b.Loop() {
+		if len(s.view()) != 1000 {
+			b.Fatal("memories")
+		}
+	}
+}

@@ -77,6 +77,32 @@ type Frontmatter struct {
 	Source string `json:"source,omitempty"`
 	// RelatedMemories names other memories by slug or file name.
 	RelatedMemories []string `json:"relatedMemories,omitempty"`
+
+	// The fields below are optional; files without them load as before.
+
+	// OccurredAt is when what the memory says happened (or became true),
+	// as opposed to DiscoveredAt, when it was stored. Default: unset, read
+	// as DiscoveredAt.
+	OccurredAt time.Time `json:"occurredAt,omitzero"`
+	// Negative marks a memory that says what not to do ("don't do X"); it
+	// is injected as a warning. Default false; Store.Add sets it for a
+	// title that starts with "Don't", "Do not", "Never" or "Avoid".
+	Negative bool `json:"negative,omitempty"`
+	// Supersedes names older memories (slugs) that this one replaces: they
+	// stay on disk and searchable, marked superseded from this memory's
+	// time on.
+	Supersedes []string `json:"supersedes,omitempty"`
+	// Conflicts names memories this one may contradict: proposed, not
+	// applied (no model was there to decide); see Store.Supersede. In a
+	// Memory from the store, only the conflicts no supersession resolved.
+	Conflicts []string `json:"conflicts,omitempty"`
+	// Merged marks an entry that restates the memory in other words
+	// (consolidation): it strengthens the memory and is searchable, and the
+	// memory's shown body stays that of its latest entry that is not merged.
+	Merged bool `json:"merged,omitempty"`
+	// Provenance says how a merge or a supersession was decided ("similarity
+	// 0.93", "model gpt-4o-mini: ...", "user").
+	Provenance string `json:"provenance,omitempty"`
 }
 
 // Entry is one entry of a memory file: the file's first memory, or one
@@ -360,6 +386,52 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 				return fm, perr(at(vn), "relatedMemories has %d entries; at most %d are allowed", len(l), maxTags)
 			}
 			fm.RelatedMemories = l
+		case "occurredAt":
+			s, e := scalar(vn, "occurredAt")
+			if e != nil {
+				return fm, perr(at(vn), "%s", e)
+			}
+			t, e := ParseTime(s)
+			if e != nil {
+				return fm, perr(at(vn), "occurredAt %q is not an ISO 8601 time (e.g. 2026-01-23T10:30:00Z)", clean.Clip(s, 60))
+			}
+			fm.OccurredAt = t
+		case "negative", "merged":
+			s, e := scalar(vn, key)
+			if e != nil {
+				return fm, perr(at(vn), "%s", e)
+			}
+			b, e := strconv.ParseBool(strings.TrimSpace(s))
+			if e != nil {
+				return fm, perr(at(vn), "%s is %q; use true or false", key, clean.Clip(s, 40))
+			}
+			if key == "negative" {
+				fm.Negative = b
+			} else {
+				fm.Merged = b
+			}
+		case "supersedes", "conflicts":
+			l, e := stringList(vn, key, true)
+			if e != nil {
+				return fm, perr(at(vn), "%s", e)
+			}
+			if len(l) > maxTags {
+				return fm, perr(at(vn), "%s has %d entries; at most %d are allowed", key, len(l), maxTags)
+			}
+			for i := range l {
+				l[i] = strings.TrimSuffix(l[i], ".md")
+			}
+			if key == "supersedes" {
+				fm.Supersedes = l
+			} else {
+				fm.Conflicts = l
+			}
+		case "provenance":
+			s, e := scalar(vn, key)
+			if e != nil {
+				return fm, perr(at(vn), "%s", e)
+			}
+			fm.Provenance = clean.Clip(clean.Line(s), 2*maxPatternLen)
 		default:
 			// Unknown fields are allowed (other tools may add their own).
 		}
@@ -531,6 +603,24 @@ func validateFrontmatter(fm *Frontmatter) error {
 	fm.DiscoveredBy = clean.Clip(clean.Line(fm.DiscoveredBy), MaxTitleLen)
 	fm.DiscoveredIn = clean.Clip(clean.Line(fm.DiscoveredIn), 2*maxPatternLen)
 	fm.Source = clean.Clip(clean.Line(fm.Source), 2*maxPatternLen)
+	fm.Provenance = clean.Clip(clean.Line(fm.Provenance), 2*maxPatternLen)
+	for _, l := range []*[]string{&fm.Supersedes, &fm.Conflicts} {
+		for i, v := range *l {
+			(*l)[i] = strings.TrimSuffix(v, ".md")
+		}
+		field := "supersedes"
+		if l == &fm.Conflicts {
+			field = "conflicts"
+		}
+		if *l, err = cleanList(*l, field, maxTags, MaxTitleLen); err != nil {
+			return err
+		}
+		for _, v := range *l {
+			if !validName(v) {
+				return fmt.Errorf("%w: %s names %q, which is not a memory name", ErrInvalid, field, clean.Clip(v, 80))
+			}
+		}
+	}
 	return nil
 }
 
@@ -628,6 +718,24 @@ func marshalFrontmatter(fm Frontmatter) []byte {
 	}
 	if len(fm.RelatedMemories) > 0 {
 		add("relatedMemories", seq(fm.RelatedMemories, true))
+	}
+	if !fm.OccurredAt.IsZero() {
+		add("occurredAt", &yaml.Node{Kind: yaml.ScalarNode, Value: fm.OccurredAt.UTC().Format(time.RFC3339)})
+	}
+	if fm.Negative {
+		add("negative", &yaml.Node{Kind: yaml.ScalarNode, Value: "true"})
+	}
+	if len(fm.Supersedes) > 0 {
+		add("supersedes", seq(fm.Supersedes, true))
+	}
+	if len(fm.Conflicts) > 0 {
+		add("conflicts", seq(fm.Conflicts, true))
+	}
+	if fm.Merged {
+		add("merged", &yaml.Node{Kind: yaml.ScalarNode, Value: "true"})
+	}
+	if fm.Provenance != "" {
+		add("provenance", str(fm.Provenance))
 	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
@@ -31,6 +32,17 @@ type MatchRequest struct {
 	MinImportance Importance `json:"minImportance,omitempty"`
 	// NoWeak selects only memories whose whenToUse fires (no weak matches).
 	NoWeak bool `json:"noWeak,omitempty"`
+	// Since and Until keep the memories whose time (OccurredAt, else when
+	// first stored) is in [Since, Until); zero bounds are open.
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
+	// When is a time expression ("last week", "in May"; see ResolveTime),
+	// intersected with Since and Until.
+	When string `json:"when,omitempty"`
+	// IncludeSuperseded selects superseded memories too (what was believed
+	// before). Default false, except that a time range includes the
+	// superseded memories of its time.
+	IncludeSuperseded bool `json:"includeSuperseded,omitempty"`
 }
 
 // maxTaskBytes bounds the task text used for matching.
@@ -46,8 +58,13 @@ type Match struct {
 	// half its embedding similarity (its best chunk). 0 without an index.
 	Relevance float64 `json:"relevance"`
 	// Rank orders the selection (rank.go): Score.Total + RelevanceWeight ×
-	// Relevance.
+	// Relevance + Feedback + Decay.
 	Rank float64 `json:"rank"`
+	// Feedback is the feedback term of the rank: FeedbackWeight × (cite
+	// rate − 0.5).
+	Feedback float64 `json:"feedback,omitempty"`
+	// Decay is the decay term of the rank: −DecayWeight × (1 − strength).
+	Decay float64 `json:"decay,omitempty"`
 	// Weak is true when no whenToUse pattern fired: the memory's tags name
 	// the agent's specialty and its content shares specific words with the
 	// task (seed 000, Example 1's "weak match").
@@ -93,17 +110,28 @@ func (s *Store) Match(ctx context.Context, req MatchRequest) ([]Match, error) {
 	specific := pattern.Specific(taskTerms)
 	agentTags := normTags(agentTagsFor(s.o.AgentTags, agent, req.AgentTags))
 	now := s.o.Now()
+	tr, err := Range(req.Since, req.Until, req.When, now)
+	if err != nil {
+		return nil, err
+	}
+	withOld := req.IncludeSuperseded || !tr.IsZero()
 
 	s.mu.RLock()
-	var mems []*Memory
 	records := 0
 	for _, st := range s.files {
 		if st.mem != nil {
-			mems = append(mems, st.mem)
 			records += max1(st.records)
 		}
 	}
 	s.mu.RUnlock()
+	var mems []*Memory
+	view := s.view()
+	for i := range view {
+		m := &view[i]
+		if (withOld || !m.Superseded()) && tr.Contains(m.ValidFrom) {
+			mems = append(mems, m)
+		}
+	}
 	if len(mems) == 0 {
 		return nil, nil
 	}
@@ -135,7 +163,7 @@ func (s *Store) Match(ctx context.Context, req MatchRequest) ([]Match, error) {
 		}
 		out = append(out, Match{Memory: *m, Score: sc, Relevance: round3(rel), Weak: weak, Reasons: reasons})
 	}
-	return rankMatches(out, s.o.RelevanceWeight, limit), nil
+	return rankMatches(out, s.weights(), limit), nil
 }
 
 func max1(n int) int { return max(1, n) }

@@ -24,6 +24,7 @@ import (
 	"github.com/ragmem/ragmem/internal/wal"
 	"github.com/ragmem/ragmem/memory/internal/files"
 	"github.com/ragmem/ragmem/memory/internal/pattern"
+	"github.com/ragmem/ragmem/rag"
 )
 
 // AttrDir is the attribute that names the memory directory (its absolute
@@ -58,6 +59,10 @@ const (
 	defaultMaxFileBytes    = 1 << 20
 	defaultMaxContentBytes = 64 << 10
 	defaultRelevanceWeight = 10.0
+	defaultFeedbackWeight  = 10.0
+	defaultDecayWeight     = 10.0
+	defaultRecencyWeight   = 0.2
+	defaultRecencyHalfLife = 30 * 24 * time.Hour
 )
 
 // Options configure Open. A nil *Options means all defaults. It is a plain
@@ -98,6 +103,32 @@ type Options struct {
 	// rank = score + RelevanceWeight × relevance. Default 10; negative
 	// means 0 (rank by score alone).
 	RelevanceWeight float64
+	// FeedbackWeight scales the feedback term of the ranking (rank.go):
+	// FeedbackWeight × (cite rate − 0.5). Default 10; negative means 0.
+	FeedbackWeight float64
+	// DecayWeight scales the decay term of the ranking: −DecayWeight × (1 −
+	// strength). Default 10; negative means 0.
+	DecayWeight float64
+	// RecencyWeight scales recency in Search: RecencyWeight × 0.5^(age /
+	// RecencyHalfLife), added to a relevance of 0–1. Default 0.2; negative
+	// means 0.
+	RecencyWeight float64
+	// RecencyHalfLife is the half-life of recency in Search. Default 30
+	// days.
+	RecencyHalfLife time.Duration
+	// LLM is a chat model that judges whether a new memory restates or
+	// contradicts the similar ones (Store.Add). Default nil: restatements
+	// are merged by similarity, and likely contradictions are only flagged
+	// (conflicts), never applied.
+	LLM *rag.LLM
+	// DuplicateThreshold is the similarity at which, without a model, a
+	// new memory with no conflicting value is merged into an existing one.
+	// Default 0.8 with the lexical embedder, 0.9 with others.
+	DuplicateThreshold float64
+	// ConflictThreshold is the similarity at which an existing memory is a
+	// candidate: shown to the model, or compared for conflicting values.
+	// Default 0.5 with the lexical embedder, 0.7 with others.
+	ConflictThreshold float64
 }
 
 // Memory is the metadata of one memory file: its frontmatter merged over
@@ -118,7 +149,29 @@ type Memory struct {
 	ModTime     time.Time `json:"modTime"`
 	// Hash is the SHA-256 of the file (hex, 32 characters).
 	Hash string `json:"hash"`
+	// Confirmations counts the merged entries: restatements of the memory
+	// in other words that consolidation appended instead of writing a copy.
+	Confirmations int `json:"confirmations,omitempty"`
 
+	// The fields below are derived by the store from all memories and the
+	// feedback log (they are not in the file).
+
+	// ValidFrom is when the memory became true: OccurredAt, else when it
+	// was first stored.
+	ValidFrom time.Time `json:"validFrom,omitzero"`
+	// ValidTo is when a newer memory superseded it (zero while current).
+	ValidTo time.Time `json:"validTo,omitzero"`
+	// SupersededBy is the slug of the memory that superseded it.
+	SupersededBy string `json:"supersededBy,omitempty"`
+	// Feedback counts the memory's injections and citations.
+	Feedback Feedback `json:"feedback"`
+	// Strength (0–1) is what is left of the memory after decay (decay.go).
+	Strength float64 `json:"strength"`
+	// Decayed is true when Strength fell below DecayedBelow.
+	Decayed bool `json:"decayed,omitempty"`
+
+	firstAt  time.Time // discoveredAt of the first entry
+	links    int       // merged entries that only add supersedes links
 	patterns []*pattern.Pattern
 	kwText   string          // lower-cased title, whenToUse and tags, for keyword points
 	tagSet   map[string]bool // normalised tags
@@ -169,9 +222,12 @@ type Store struct {
 	thresh  float64
 	lexical bool // the index's embedder is the lexical one
 
+	dupThresh, conflictThresh float64
+
 	refreshMu sync.Mutex // one refresh (and index reconciliation) at a time
 	lock      *dirLock   // one writer at a time, in this process and across processes
 	fs        wal.FS     // where writes go (tests inject failures)
+	feedback  *feedbackFile
 
 	mu          sync.RWMutex // guards the fields below
 	files       map[string]*fileState
@@ -230,11 +286,39 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	if o.RelevanceWeight < 0 {
 		o.RelevanceWeight = 0
 	}
-	s := &Store{dir: dir, abs: abs, o: o, ix: o.Index, files: map[string]*fileState{}, lock: newDirLock(filepath.Join(abs, ".lock")), fs: wal.OS{}}
+	for _, w := range []struct {
+		p   *float64
+		def float64
+	}{{&o.FeedbackWeight, defaultFeedbackWeight}, {&o.DecayWeight, defaultDecayWeight}, {&o.RecencyWeight, defaultRecencyWeight}} {
+		if *w.p == 0 {
+			*w.p = w.def
+		}
+		if *w.p < 0 {
+			*w.p = 0
+		}
+	}
+	if o.RecencyHalfLife <= 0 {
+		o.RecencyHalfLife = defaultRecencyHalfLife
+	}
+	s := &Store{dir: dir, abs: abs, o: o, ix: o.Index, files: map[string]*fileState{}, lock: newDirLock(filepath.Join(abs, ".lock")), fs: wal.OS{},
+		feedback: &feedbackFile{path: feedbackPath(abs), logger: o.Logger}}
 	s.lexical = pattern.Lexical(s.ix)
 	s.thresh = o.SemanticThreshold
 	if s.thresh <= 0 {
 		s.thresh = pattern.Threshold(s.ix)
+	}
+	s.dupThresh, s.conflictThresh = o.DuplicateThreshold, o.ConflictThreshold
+	if s.dupThresh <= 0 {
+		s.dupThresh = denseDuplicateThreshold
+		if s.lexical || s.ix == nil {
+			s.dupThresh = lexicalDuplicateThreshold
+		}
+	}
+	if s.conflictThresh <= 0 {
+		s.conflictThresh = denseConflictThreshold
+		if s.lexical || s.ix == nil {
+			s.conflictThresh = lexicalConflictThreshold
+		}
 	}
 	wal.RemoveStaleTemps(abs, staleTempAge)
 	if _, err := s.Refresh(ctx); err != nil {
@@ -531,6 +615,7 @@ func mergeEntries(es []Entry) (*Memory, error) {
 	m := &Memory{Entries: len(es)}
 	m.Title = es[0].Title
 	seenW, seenT, seenR, seenD := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	seenS, seenC := map[string]bool{}, map[string]bool{}
 	for _, e := range es {
 		for _, w := range e.WhenToUse {
 			if !seenW[w] {
@@ -549,6 +634,36 @@ func mergeEntries(es []Entry) (*Memory, error) {
 				seenR[r] = true
 				m.RelatedMemories = append(m.RelatedMemories, r)
 			}
+		}
+		for _, r := range e.Supersedes {
+			if !seenS[r] && r != "" {
+				seenS[r] = true
+				m.Supersedes = append(m.Supersedes, r)
+			}
+		}
+		for _, r := range e.Conflicts {
+			if !seenC[r] && r != "" {
+				seenC[r] = true
+				m.Conflicts = append(m.Conflicts, r)
+			}
+		}
+		m.Negative = m.Negative || e.Negative
+		if e.Merged {
+			if len(e.Supersedes) == 0 {
+				m.Confirmations++ // a restatement; an entry that only links (Store.Supersede) is not one
+			} else {
+				m.links++
+			}
+		} else {
+			if !e.OccurredAt.IsZero() {
+				m.OccurredAt = e.OccurredAt
+			}
+			if e.Provenance != "" {
+				m.Provenance = e.Provenance
+			}
+		}
+		if m.firstAt.IsZero() {
+			m.firstAt = e.DiscoveredAt
 		}
 		if e.Importance > m.Importance {
 			m.Importance = e.Importance
@@ -582,24 +697,23 @@ func mergeEntries(es []Entry) (*Memory, error) {
 	}
 	m.kwText = m.keywordText()
 	m.tagSet = normTags(m.Tags)
+	m.ValidFrom = m.OccurredAt
+	if m.ValidFrom.IsZero() {
+		m.ValidFrom = m.firstAt
+	}
+	if m.ValidFrom.IsZero() {
+		m.ValidFrom = m.DiscoveredAt
+	}
 	return m, nil
 }
 
-// List returns the valid memories, by slug.
+// List returns the valid memories, by slug, superseded and decayed ones
+// included, with their derived fields (supersession, feedback, strength).
 func (s *Store) List(ctx context.Context) ([]Memory, error) {
 	if err := s.maybeRefresh(ctx); err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]Memory, 0, len(s.files))
-	for _, st := range s.files {
-		if st.mem != nil {
-			out = append(out, *st.mem)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Slug < out[j].Slug })
-	return out, nil
+	return s.view(), nil
 }
 
 // Problems returns the invalid files of the last refresh, by file and line.
@@ -633,6 +747,11 @@ func (s *Store) Get(ctx context.Context, name string) (Memory, error) {
 	}
 	if st.mem == nil {
 		return Memory{}, fmt.Errorf("%w: %s", ErrInvalid, st.problem.Error())
+	}
+	for _, m := range s.view() {
+		if m.Slug == slug {
+			return m, nil
+		}
 	}
 	return *st.mem, nil
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/clean"
 	"github.com/ragmem/ragmem/memory/internal/files"
 )
@@ -24,6 +26,10 @@ type NewMemory struct {
 	Frontmatter
 	// Content is the Markdown body.
 	Content string `json:"content"`
+	// Separate writes the memory as its own even when it restates or may
+	// contradict an existing one (no consolidation, no supersession).
+	// Default false.
+	Separate bool `json:"separate,omitempty"`
 }
 
 // AddResult says what Add wrote. It is a plain value.
@@ -36,6 +42,16 @@ type AddResult struct {
 	// appended) does not parse, so the memory is not used until the file is
 	// fixed; the new entry is saved all the same.
 	Problem *Problem `json:"problem,omitempty"`
+	// Consolidated is set when the new memory restated an existing one: it
+	// was appended to that memory (Memory) as a merged entry, and its text
+	// stays there, searchable.
+	Consolidated *Link `json:"consolidated,omitempty"`
+	// Superseded lists the older memories the new one replaces (decided by
+	// the model, or named by the caller); they stay, marked superseded.
+	Superseded []Link `json:"superseded,omitempty"`
+	// Conflicts lists memories the new one may contradict, flagged for a
+	// decision (Store.Supersede) because no model was there to judge.
+	Conflicts []Link `json:"conflicts,omitempty"`
 }
 
 // Validate checks a memory about to be written and cleans it: its strings
@@ -53,7 +69,8 @@ func (nm *NewMemory) Validate() error {
 	return nil
 }
 
-// Add writes a memory (seed 001, appendMemory). The file is
+// Add writes a memory (seed 001, appendMemory), consolidating it with the
+// memories it restates or supersedes (consolidate.go). The file is
 // <dir>/<Slugify(title)>.md; when it exists, the new entry is appended
 // after a "---" separator and nothing earlier is changed (append-only). The
 // file is replaced atomically (temporary file, fsync, rename, fsync of the
@@ -73,17 +90,76 @@ func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
 	if fm.DiscoveredAt.IsZero() {
 		fm.DiscoveredAt = s.o.Now().UTC().Truncate(time.Second)
 	}
+	if !fm.Negative && negativeTitle(fm.Title) {
+		fm.Negative = true
+	}
 	if err := ctx.Err(); err != nil {
 		return AddResult{}, err
 	}
+	var res AddResult
 	slug := Slugify(fm.Title)
+	if err := s.maybeRefresh(ctx); err != nil && !errors.Is(err, index.ErrEmbedding) {
+		return AddResult{}, err
+	}
+	s.mu.RLock()
+	exists := s.files[slug] != nil
+	s.mu.RUnlock()
+	switch {
+	case len(fm.Supersedes) > 0:
+		if fm.Provenance == "" {
+			fm.Provenance = "user"
+		}
+		for _, o := range fm.Supersedes {
+			s.mu.RLock()
+			st := s.files[o]
+			s.mu.RUnlock()
+			if st == nil || st.mem == nil || o == slug {
+				return AddResult{}, fmt.Errorf("%w: supersedes names %q, which is not another memory of the directory", ErrInvalid, clean.Clip(o, 80))
+			}
+			res.Superseded = append(res.Superseded, Link{Slug: o, Title: st.mem.Title, By: "user", Reason: fm.Provenance})
+		}
+	case !exists && !nm.Separate:
+		d, err := s.decide(ctx, NewMemory{Frontmatter: fm, Content: body}, slug)
+		if err != nil {
+			s.o.Logger.Warn("memory: could not compare the new memory with the existing ones; it is written as new", "title", fm.Title, "err", err)
+		}
+		switch {
+		case d.mergeInto != nil:
+			slug = d.mergeInto.Slug
+			fm.Merged = true
+			fm.Provenance = fmt.Sprintf("restates %s (%s)", slug, d.mergeInto.Reason)
+			if d.mergeInto.By == "model" {
+				fm.Provenance = fmt.Sprintf("model %s: restates %s: %s", s.o.LLM.Model, slug, d.mergeInto.Reason)
+			}
+			res.Consolidated = d.mergeInto
+		case len(d.supersede) > 0:
+			var reasons []string
+			for _, l := range d.supersede {
+				fm.Supersedes = append(fm.Supersedes, l.Slug)
+				reasons = append(reasons, l.Slug+": "+l.Reason)
+			}
+			fm.Provenance = fmt.Sprintf("model %s: %s", s.o.LLM.Model, strings.Join(reasons, "; "))
+			res.Superseded = d.supersede
+		case len(d.conflicts) > 0:
+			for _, l := range d.conflicts {
+				fm.Conflicts = append(fm.Conflicts, l.Slug)
+			}
+			res.Conflicts = d.conflicts
+		}
+		fm.Provenance = clean.Clip(fm.Provenance, 2*maxPatternLen)
+	}
+	return s.write(ctx, slug, fm, body, res)
+}
+
+// write appends an entry to <slug>.md (creating it), under the lock, and
+// brings the store's view and the index up to date.
+func (s *Store) write(ctx context.Context, slug string, fm Frontmatter, body string, res AddResult) (AddResult, error) {
 	entry := FormatEntry(fm, body)
 	path := filepath.Join(s.abs, slug+".md")
 
 	if err := os.MkdirAll(s.abs, 0o700); err != nil {
 		return AddResult{}, fmt.Errorf("memory: create the memory directory: %s", files.Pathless(err))
 	}
-	var res AddResult
 	var data []byte
 	err := s.lock.with(ctx, func() error {
 		old, fi, err := files.Read(path, s.o.MaxFileBytes)
@@ -139,5 +215,48 @@ func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
 			s.invalidate()
 		}
 	}
+	for _, m := range s.view() {
+		if m.Slug == slug {
+			res.Memory = m
+		}
+	}
 	return res, nil
+}
+
+var negativeTitleRE = regexp.MustCompile(`(?i)^\s*(don'?t|do not|never|avoid|stop)\b`)
+
+// negativeTitle reports whether a title says what not to do.
+func negativeTitle(title string) bool {
+	return negativeTitleRE.MatchString(strings.ReplaceAll(title, "’", "'"))
+}
+
+// Supersede records that the memory newer replaces the memory older (for
+// example to confirm a flagged conflict): an entry is appended to newer's
+// file, merged (its shown body does not change), with supersedes: [older]
+// and the provenance (default "user"). older is not touched; it is read as
+// superseded from newer's time on. newer must have been stored after
+// older.
+func (s *Store) Supersede(ctx context.Context, newerName, olderName, provenance string) (AddResult, error) {
+	nm, err := s.Get(ctx, newerName)
+	if err != nil {
+		return AddResult{}, err
+	}
+	om, err := s.Get(ctx, olderName)
+	if err != nil {
+		return AddResult{}, err
+	}
+	if nm.Slug == om.Slug {
+		return AddResult{}, fmt.Errorf("%w: a memory cannot supersede itself", ErrInvalid)
+	}
+	if !newer(&nm, &om) {
+		return AddResult{}, fmt.Errorf("%w: %s was stored before %s, so it cannot supersede it; supersede the other way round", ErrInvalid, nm.Slug, om.Slug)
+	}
+	if provenance = clean.Line(provenance); provenance == "" {
+		provenance = "user"
+	}
+	fm := Frontmatter{Title: nm.Title, WhenToUse: nm.WhenToUse[:1], Importance: nm.Importance, Supersedes: []string{om.Slug},
+		Merged: true, Provenance: provenance, DiscoveredBy: nm.DiscoveredBy}
+	body := fmt.Sprintf("Supersedes %q (%s): %s.", om.Title, om.Slug, provenance)
+	fm.DiscoveredAt = s.o.Now().UTC().Truncate(time.Second)
+	return s.write(ctx, nm.Slug, fm, body, AddResult{Superseded: []Link{{Slug: om.Slug, Title: om.Title, By: "user", Reason: provenance}}})
 }

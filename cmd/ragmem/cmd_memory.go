@@ -64,7 +64,7 @@ func (g *globals) withIndexedMemories(ctx context.Context, mf *memoryFlags, fn f
 		return err
 	}
 	return g.withEngine(ctx, func(eng *rag.Engine) error {
-		st, err := memory.Open(ctx, dir, &memory.Options{Index: eng.Store(), Logger: slog.Default()})
+		st, err := memory.Open(ctx, dir, &memory.Options{Index: eng.Store(), Logger: slog.Default(), LLM: g.chatLLM()})
 		if err != nil {
 			return err
 		}
@@ -90,12 +90,13 @@ func newMemoryCmd(g *globals) *cobra.Command {
 	}
 	cmd.PersistentFlags().StringVar(&mf.dir, "memories", "", "memory directory (default $RAGMEM_MEMORIES, else <data dir>/memories)")
 	cmd.AddCommand(newMemoryAddCmd(g, mf), newMemoryListCmd(g, mf), newMemoryShowCmd(g, mf), newMemoryMatchCmd(g, mf), newMemoryExtractCmd(g, mf))
+	addMemoryHistoryCmds(cmd, g, mf)
 	return cmd
 }
 
 func newMemoryAddCmd(g *globals, mf *memoryFlags) *cobra.Command {
 	var nm memory.NewMemory
-	var importance, at string
+	var importance, at, occurred string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "add --title T --when PATTERN [flags] (CONTENT... | -)",
@@ -118,6 +119,13 @@ func newMemoryAddCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				}
 				nm.DiscoveredAt = t
 			}
+			if occurred != "" {
+				t, err := memory.ParseTime(occurred)
+				if err != nil {
+					return fmt.Errorf("--occurred-at %q is not an ISO 8601 time (e.g. 2026-05-03)", occurred)
+				}
+				nm.OccurredAt = t
+			}
 			if len(args) == 1 && args[0] == "-" {
 				b, err := io.ReadAll(io.LimitReader(g.stdin, maxStdinBytes+1))
 				if err != nil {
@@ -130,11 +138,7 @@ func newMemoryAddCmd(g *globals, mf *memoryFlags) *cobra.Command {
 			} else {
 				nm.Content = strings.Join(args, " ")
 			}
-			st, err := g.openMemories(cmd.Context(), mf)
-			if err != nil {
-				return err
-			}
-			res, err := st.Add(cmd.Context(), nm)
+			res, err := g.addMemory(cmd.Context(), mf, nm)
 			if err != nil {
 				return err
 			}
@@ -142,10 +146,19 @@ func newMemoryAddCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				return writeJSON(g.stdout, res)
 			}
 			verb := "wrote"
-			if res.Appended {
+			switch {
+			case res.Consolidated != nil:
+				verb = fmt.Sprintf("already known (%s): merged as entry %d of", res.Consolidated.Reason, res.Memory.Entries)
+			case res.Appended:
 				verb = fmt.Sprintf("appended entry %d to", res.Memory.Entries)
 			}
 			fmt.Fprintf(g.stdout, "%s %s\n", verb, res.Memory.Path)
+			for _, l := range res.Superseded {
+				fmt.Fprintf(g.stdout, "supersedes %s (%s: %s); it is kept for history\n", l.Slug, l.By, l.Reason)
+			}
+			for _, l := range res.Conflicts {
+				fmt.Fprintf(g.stdout, "may contradict %s (%s); both stay current until: ragmem memory supersede %s %s\n", l.Slug, l.Reason, res.Memory.Slug, l.Slug)
+			}
 			if res.Problem != nil {
 				fmt.Fprintf(g.stderr, "warning: the file does not parse, so the memory is not used until it is fixed: %s\n", res.Problem)
 			}
@@ -162,6 +175,10 @@ func newMemoryAddCmd(g *globals, mf *memoryFlags) *cobra.Command {
 	f.StringVar(&nm.Source, "source", "", "where it came from")
 	f.StringArrayVar(&nm.RelatedMemories, "related", nil, "a related memory's slug (repeatable)")
 	f.StringVar(&at, "at", "", "when it was discovered (ISO 8601; default now)")
+	f.StringVar(&occurred, "occurred-at", "", "when what it says happened (ISO 8601; default: when it is stored)")
+	f.BoolVar(&nm.Negative, "negative", false, "a \"don't do X\" memory, injected as a warning (a title starting with Don't, Never or Avoid sets it too)")
+	f.StringArrayVar(&nm.Supersedes, "supersedes", nil, "an older memory this one replaces (slug, repeatable); it is kept and marked superseded")
+	f.BoolVar(&nm.Separate, "separate", false, "write it as its own memory even if it restates an existing one")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	_ = cmd.MarkFlagRequired("title")
 	_ = cmd.MarkFlagRequired("when")
@@ -169,7 +186,7 @@ func newMemoryAddCmd(g *globals, mf *memoryFlags) *cobra.Command {
 }
 
 func newMemoryListCmd(g *globals, mf *memoryFlags) *cobra.Command {
-	var asJSON bool
+	var asJSON, decayed, superseded bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List memories (invalid files are reported on stderr)",
@@ -179,9 +196,15 @@ func newMemoryListCmd(g *globals, mf *memoryFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ms, err := st.List(cmd.Context())
+			all, err := st.List(cmd.Context())
 			if err != nil {
 				return err
+			}
+			var ms []memory.Memory
+			for _, m := range all {
+				if (!decayed || m.Decayed) && (!superseded || m.Superseded()) {
+					ms = append(ms, m)
+				}
 			}
 			if asJSON {
 				out := struct {
@@ -204,11 +227,16 @@ func newMemoryListCmd(g *globals, mf *memoryFlags) *cobra.Command {
 			for _, m := range ms {
 				fmt.Fprintf(g.stdout, "%-40s  %-8s  %s\n", m.Slug, m.Importance, m.Title)
 				fmt.Fprintf(g.stdout, "%-40s  %-8s  when: %s\n", "", "", strings.Join(m.WhenToUse, " ; "))
+				if st := memoryState(m); st != "" {
+					fmt.Fprintf(g.stdout, "%-40s  %-8s  %s\n", "", "", st)
+				}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&decayed, "decayed", false, "only the memories that decayed (strength below 0.25: see docs/memory.md)")
+	cmd.Flags().BoolVar(&superseded, "superseded", false, "only the memories a newer one superseded")
 	return cmd
 }
 
@@ -253,6 +281,7 @@ func newMemoryMatchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 	var req memory.MatchRequest
 	var minImp string
 	var asJSON, prompt bool
+	var tf timeFlags
 	cmd := &cobra.Command{
 		Use:   "match --agent NAME [flags] TASK...",
 		Short: "Select the memories for an agent's task, in rank order with their scores",
@@ -265,6 +294,11 @@ func newMemoryMatchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Task = strings.Join(args, " ")
+			var err error
+			if req.Since, req.Until, err = tf.parse(); err != nil {
+				return err
+			}
+			req.When, req.IncludeSuperseded = tf.when, tf.history
 			if minImp != "" {
 				imp, err := memory.ParseImportance(minImp)
 				if err != nil {
@@ -316,6 +350,7 @@ func newMemoryMatchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 	f.BoolVar(&req.NoWeak, "no-weak", false, "only memories whose whenToUse fires (no weak matches by agent specialty)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.BoolVar(&prompt, "prompt", false, "print the context message with the memories' contents")
+	tf.register(f)
 	_ = cmd.MarkFlagRequired("agent")
 	return cmd
 }

@@ -225,7 +225,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		return err
 	}
 	// Agent memories live in each namespace's directory, under memories/.
-	stores := memory.NewStores(&memory.Options{Logger: log})
+	stores := memory.NewStores(&memory.Options{Logger: log, LLM: g.chatLLM()}) // the chat model also judges restatements and contradictions
 	memoriesOf := func(r *http.Request, eng *rag.Engine) (*memory.Store, error) {
 		return stores.Get(r.Context(), filepath.Join(server.NamespaceDir(dir, server.Namespace(r)), "memories"), eng.Store())
 	}

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -420,83 +419,17 @@ func (x *Extractor) related(ctx context.Context, text string) ([]memory.Memory, 
 	return x.store.Related(ctx, text, 10)
 }
 
-// nearDuplicate returns the existing memory nm nearly duplicates, or nil: a
-// memory whose title has the same content words, or (with an index) one of
-// the five memories hybrid search finds closest whose title and bodies,
-// embedded as one document, are at least DuplicateThreshold similar to nm's
-// title and content. A memory with nm's own slug is not a duplicate: nm is
-// appended to it as an update.
+// nearDuplicate returns the existing memory nm nearly duplicates, or nil:
+// memory.Store.Similar's closest memory at or above DuplicateThreshold (the
+// same title words count as 1; with an index, the five memories hybrid
+// search finds closest are compared whole by embedding similarity). A
+// memory with nm's own slug is not a duplicate: nm is appended to it as an
+// update.
 func (x *Extractor) nearDuplicate(ctx context.Context, nm memory.NewMemory) (*Duplicate, error) {
-	all, err := x.store.List(ctx)
-	if err != nil {
+	sims, err := x.store.Similar(ctx, nm.Title, nm.Content, 5, x.o.DuplicateThreshold, memory.Slugify(nm.Title))
+	if err != nil || len(sims) == 0 {
 		return nil, err
 	}
-	want := pattern.Stems(nm.Title)
-	slug := memory.Slugify(nm.Title)
-	for _, m := range all {
-		if m.Slug == slug {
-			continue // the same slug is an update: appended, not a duplicate
-		}
-		if len(want) > 0 && sameSet(want, pattern.Stems(m.Title)) {
-			return &Duplicate{Slug: m.Slug, Title: m.Title, Similarity: 1, By: "title"}, nil
-		}
-	}
-	if x.store.Index() == nil {
-		return nil, nil
-	}
-	// Candidates: the memories whose contents hybrid search finds closest;
-	// each is then compared whole with the proposal, both embedded as
-	// documents.
-	text := nm.Title + "\n" + strings.TrimSpace(clean.Text(nm.Content))
-	rel, err := x.store.Related(ctx, text, 6)
-	if err != nil {
-		return nil, err
-	}
-	var cands []memory.Memory
-	for _, m := range rel {
-		if m.Slug != slug && len(cands) < 5 {
-			cands = append(cands, m)
-		}
-	}
-	if len(cands) == 0 {
-		return nil, nil
-	}
-	texts := []string{text}
-	for _, m := range cands {
-		es, err := x.store.Entries(ctx, m.Slug)
-		if err != nil {
-			texts = append(texts, m.Title)
-			continue
-		}
-		var bodies []string
-		for _, e := range es {
-			bodies = append(bodies, e.Body)
-		}
-		texts = append(texts, m.Title+"\n"+strings.Join(bodies, "\n\n"))
-	}
-	vecs, err := x.store.Index().Embedder().Embed(ctx, texts)
-	if err != nil || len(vecs) != len(texts) {
-		x.o.Logger.Warn("extraction: the embedder is unavailable; near-duplicates are checked by title only", "err", err)
-		return nil, nil
-	}
-	var best *Duplicate
-	for i, m := range cands {
-		sim := math.Round(pattern.Cosine(vecs[0], vecs[i+1])*1000) / 1000
-		if sim >= x.o.DuplicateThreshold && (best == nil || sim > best.Similarity) {
-			best = &Duplicate{Slug: m.Slug, Title: m.Title, Similarity: sim, By: "content"}
-		}
-	}
-	return best, nil
-}
-
-func sameSet(a, b map[string]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
+	best := sims[0]
+	return &Duplicate{Slug: best.Memory.Slug, Title: best.Memory.Title, Similarity: best.Similarity, By: best.By}, nil
 }

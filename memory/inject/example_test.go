@@ -53,8 +53,9 @@ func ExampleInjector() {
 	// ## Background Knowledge from Previous Runs
 	//
 	// The following information was learned from prior runs and may be relevant:
+	// When your answer relies on one of these memories, cite its id, like [memory:some-slug].
 	//
-	// ### Uploads time out behind the proxy
+	// ### Uploads time out behind the proxy [memory:uploads-time-out-behind-the-proxy]
 	// *Importance: HIGH*
 	// *Discovered by: tester*
 	//

@@ -353,7 +353,7 @@ func render(ps []piece) string {
 			}
 			switch p.section {
 			case 0:
-				b.WriteString(memory.Heading + "\n\n" + memory.Intro + "\n\n")
+				b.WriteString(memory.Heading + "\n\n" + memory.Intro + "\n" + memory.CiteHint + "\n\n")
 			case 1:
 				b.WriteString(rulesHeading + "\n\n")
 			case 2:

@@ -19,6 +19,11 @@ func FuzzHandler(f *testing.F) {
 	f.Add("GET", "/v1/memories/..", "", "")
 	f.Add("POST", "/v1/memories", "application/json", `{"title":"\u0000","content":"\xff","whenToUse":["(","|"]}`)
 	f.Add("PUT", "/v1/memories/x/y", "text/plain", "x")
+	f.Add("POST", "/v1/memories/search", "application/json", `{"query":"q","when":"between May and","limit":-1}`)
+	f.Add("POST", "/v1/memories/supersede", "application/json", `{"newer":"a","older":"a"}`)
+	f.Add("POST", "/v1/memories/feedback", "application/json", `{"answer":"[memory:../x] [memory:t]","cited":["\u0000"]}`)
+	f.Add("GET", "/v1/memories/stats", "", "")
+	f.Add("POST", "/v1/memories", "application/json", `{"title":"Never t","content":"c","whenToUse":["a"],"occurredAt":"2026-99-01","supersedes":["t"]}`)
 	st, err := memory.Open(bg, filepath.Join(f.TempDir(), "m"), &memory.Options{Logger: quiet()})
 	if err != nil {
 		f.Fatal(err)

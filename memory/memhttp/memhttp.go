@@ -9,6 +9,10 @@
 //	POST /v1/memories/match      select the memories for an agent's task
 //	POST /v1/memories/extract    ask the model whether a run is worth remembering
 //	POST /v1/memories/refresh    re-read the directory now
+//	POST /v1/memories/search     find memories by content and time
+//	POST /v1/memories/supersede  record that one memory replaces another
+//	POST /v1/memories/feedback   record the memories an answer cites
+//	GET  /v1/memories/stats      the feedback loop and the memories' state
 //
 // The handler does no authentication: mount it behind the server's.
 package memhttp
@@ -23,6 +27,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ragmem/ragmem/internal/clean"
@@ -118,10 +123,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case http.MethodPost:
 			fn = h.add
 		}
-	case "match", "extract", "refresh":
+	case "match", "extract", "refresh", "search", "supersede", "feedback":
 		allow = "POST"
 		if r.Method == http.MethodPost {
-			fn = map[string]func(http.ResponseWriter, *http.Request, *memory.Store){"match": h.match, "extract": h.extract, "refresh": h.refresh}[rest]
+			fn = map[string]func(http.ResponseWriter, *http.Request, *memory.Store){"match": h.match, "extract": h.extract, "refresh": h.refresh,
+				"search": h.search, "supersede": h.supersede, "feedback": h.feedback}[rest]
+		}
+	case "stats":
+		allow = "GET"
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			fn = h.stats
 		}
 	default:
 		if strings.Contains(rest, "/") {
@@ -273,8 +284,13 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st *memory.Store)
 		h.fail(w, r, err)
 		return
 	}
+	q := r.URL.Query()
+	decayed, superseded := q.Get("decayed") == "true", q.Get("superseded") == "true"
 	out := ListResponse{Dir: filepath.Base(st.Dir()), Memories: make([]memory.Memory, 0, len(ms)), Problems: st.Problems()}
 	for _, m := range ms {
+		if (decayed && !m.Decayed) || (superseded && !m.Superseded()) {
+			continue
+		}
 		out.Memories = append(out.Memories, hidePaths(m))
 	}
 	if out.Problems == nil {
@@ -295,6 +311,27 @@ type AddRequest struct {
 	DiscoveredIn    string   `json:"discoveredIn,omitempty"`
 	Source          string   `json:"source,omitempty"`
 	RelatedMemories []string `json:"relatedMemories,omitempty"`
+	// OccurredAt is when what it says happened (ISO 8601).
+	OccurredAt string `json:"occurredAt,omitempty"`
+	// Negative marks a "don't do X" memory (also set by such a title).
+	Negative bool `json:"negative,omitempty"`
+	// Supersedes names older memories this one replaces.
+	Supersedes []string `json:"supersedes,omitempty"`
+	// Separate writes it as its own memory (no consolidation).
+	Separate bool `json:"separate,omitempty"`
+}
+
+// parseTimeField parses an optional ISO 8601 field, answering 400.
+func (h *handler) parseTimeField(w http.ResponseWriter, r *http.Request, name, v string) (time.Time, bool) {
+	if v == "" {
+		return time.Time{}, true
+	}
+	t, err := memory.ParseTime(v)
+	if err != nil {
+		h.o.WriteError(w, r, http.StatusBadRequest, jsonbody.CodeBadRequest, fmt.Sprintf("%s %q is not an ISO 8601 time", name, clean.Clip(v, 60)))
+		return t, false
+	}
+	return t, true
 }
 
 func (h *handler) add(w http.ResponseWriter, r *http.Request, st *memory.Store) {
@@ -304,8 +341,13 @@ func (h *handler) add(w http.ResponseWriter, r *http.Request, st *memory.Store) 
 	}
 	nm := memory.NewMemory{
 		Frontmatter: memory.Frontmatter{Title: req.Title, WhenToUse: req.WhenToUse, Tags: req.Tags, DiscoveredBy: req.DiscoveredBy,
-			DiscoveredIn: req.DiscoveredIn, Source: req.Source, RelatedMemories: req.RelatedMemories},
-		Content: req.Content,
+			DiscoveredIn: req.DiscoveredIn, Source: req.Source, RelatedMemories: req.RelatedMemories, Negative: req.Negative, Supersedes: req.Supersedes},
+		Content:  req.Content,
+		Separate: req.Separate,
+	}
+	var ok bool
+	if nm.OccurredAt, ok = h.parseTimeField(w, r, "occurredAt", req.OccurredAt); !ok {
+		return
 	}
 	if req.Importance != "" {
 		imp, err := memory.ParseImportance(req.Importance)
@@ -371,6 +413,12 @@ type MatchRequest struct {
 	NoWeak        bool     `json:"noWeak,omitempty"`
 	// Context asks for the context message with the memories' contents.
 	Context bool `json:"context,omitempty"`
+	// Since and Until (ISO 8601) and When ("last week", "in May") keep the
+	// memories of that time; IncludeSuperseded keeps superseded ones too.
+	Since             string `json:"since,omitempty"`
+	Until             string `json:"until,omitempty"`
+	When              string `json:"when,omitempty"`
+	IncludeSuperseded bool   `json:"includeSuperseded,omitempty"`
 }
 
 // MatchResponse is the body of the answer to POST /v1/memories/match. It is a plain value.
@@ -409,7 +457,15 @@ func (h *handler) match(w http.ResponseWriter, r *http.Request, st *memory.Store
 		h.o.WriteError(w, r, http.StatusBadRequest, jsonbody.CodeBadRequest, fmt.Sprintf("maxMemories must be between 1 and %d", maxMatches))
 		return
 	}
-	mr := memory.MatchRequest{Task: req.Task, Agent: req.Agent, AgentTags: req.AgentTags, MaxMemories: req.MaxMemories, NoWeak: req.NoWeak}
+	mr := memory.MatchRequest{Task: req.Task, Agent: req.Agent, AgentTags: req.AgentTags, MaxMemories: req.MaxMemories, NoWeak: req.NoWeak,
+		When: req.When, IncludeSuperseded: req.IncludeSuperseded}
+	var ok bool
+	if mr.Since, ok = h.parseTimeField(w, r, "since", req.Since); !ok {
+		return
+	}
+	if mr.Until, ok = h.parseTimeField(w, r, "until", req.Until); !ok {
+		return
+	}
 	if req.MinImportance != "" {
 		imp, err := memory.ParseImportance(req.MinImportance)
 		if err != nil {
@@ -499,6 +555,101 @@ func (h *handler) refresh(w http.ResponseWriter, r *http.Request, st *memory.Sto
 	}
 	if rep.Problems == nil {
 		rep.Problems = []memory.Problem{}
+	}
+	jsonbody.Write(w, http.StatusOK, rep)
+}
+
+// SearchRequest is the body of POST /v1/memories/search. It is a plain value.
+type SearchRequest struct {
+	Query             string `json:"query,omitempty"`
+	Since             string `json:"since,omitempty"`
+	Until             string `json:"until,omitempty"`
+	When              string `json:"when,omitempty"`
+	IncludeSuperseded bool   `json:"includeSuperseded,omitempty"`
+	Limit             int    `json:"limit,omitempty"` // default 10, at most 100
+}
+
+// SearchResponse is the answer to POST /v1/memories/search. It is a plain
+// value.
+type SearchResponse struct {
+	Results []memory.Found `json:"results"`
+}
+
+func (h *handler) search(w http.ResponseWriter, r *http.Request, st *memory.Store) {
+	var req SearchRequest
+	if !h.decode(w, r, &req) {
+		return
+	}
+	if len(req.Query) > maxTaskBytes || !utf8.ValidString(req.Query) {
+		h.o.WriteError(w, r, http.StatusBadRequest, jsonbody.CodeBadRequest, fmt.Sprintf("query must be valid UTF-8 of at most %d bytes", maxTaskBytes))
+		return
+	}
+	sr := memory.SearchRequest{Query: req.Query, When: req.When, IncludeSuperseded: req.IncludeSuperseded, Limit: req.Limit}
+	var ok bool
+	if sr.Since, ok = h.parseTimeField(w, r, "since", req.Since); !ok {
+		return
+	}
+	if sr.Until, ok = h.parseTimeField(w, r, "until", req.Until); !ok {
+		return
+	}
+	if req.Limit < 0 {
+		h.o.WriteError(w, r, http.StatusBadRequest, jsonbody.CodeBadRequest, "limit must be between 1 and 100")
+		return
+	}
+	res, err := st.Search(r.Context(), sr)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := SearchResponse{Results: make([]memory.Found, 0, len(res))}
+	for _, f := range res {
+		f.Memory = hidePaths(f.Memory)
+		out.Results = append(out.Results, f)
+	}
+	jsonbody.Write(w, http.StatusOK, out)
+}
+
+// SupersedeRequest is the body of POST /v1/memories/supersede: newer
+// replaces older (for example to confirm a flagged conflict). It is a plain
+// value.
+type SupersedeRequest struct {
+	Newer      string `json:"newer"`
+	Older      string `json:"older"`
+	Provenance string `json:"provenance,omitempty"` // default "user"
+}
+
+func (h *handler) supersede(w http.ResponseWriter, r *http.Request, st *memory.Store) {
+	var req SupersedeRequest
+	if !h.decode(w, r, &req) {
+		return
+	}
+	res, err := st.Supersede(r.Context(), req.Newer, req.Older, req.Provenance)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	res.Memory = hidePaths(res.Memory)
+	jsonbody.Write(w, http.StatusOK, res)
+}
+
+func (h *handler) feedback(w http.ResponseWriter, r *http.Request, st *memory.Store) {
+	var req memory.CiteRequest
+	if !h.decode(w, r, &req) {
+		return
+	}
+	res, err := st.Cite(r.Context(), req)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	jsonbody.Write(w, http.StatusOK, res)
+}
+
+func (h *handler) stats(w http.ResponseWriter, r *http.Request, st *memory.Store) {
+	rep, err := st.Stats(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
 	}
 	jsonbody.Write(w, http.StatusOK, rep)
 }

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,9 +27,13 @@ import (
 
 // Tool names.
 const (
-	ToolRemember       = "remember"
-	ToolRecallMemories = "recall_memories"
-	ToolExtractMemory  = "extract_memory"
+	ToolRemember        = "remember"
+	ToolRecallMemories  = "recall_memories"
+	ToolExtractMemory   = "extract_memory"
+	ToolFindMemories    = "find_memories"
+	ToolCiteMemories    = "cite_memories"
+	ToolMemoryStats     = "memory_stats"
+	ToolSupersedeMemory = "supersede_memory"
 )
 
 // Limits of the tools' inputs.
@@ -64,6 +69,10 @@ type RememberInput struct {
 	Task       string   `json:"task,omitempty" jsonschema:"The task that led to it (discoveredIn)."`
 	Source     string   `json:"source,omitempty" jsonschema:"Where it came from (a file, a URL)."`
 	Related    []string `json:"related_memories,omitempty" jsonschema:"Slugs of related memories."`
+	OccurredAt string   `json:"occurred_at,omitempty" jsonschema:"When what it says happened (ISO 8601, e.g. 2026-05-03); default: when it is stored."`
+	Negative   bool     `json:"negative,omitempty" jsonschema:"A 'don't do X' memory, injected as a warning (a title starting with Don't, Never or Avoid sets it too)."`
+	Supersedes []string `json:"supersedes,omitempty" jsonschema:"Slugs of older memories this one replaces; they are kept and marked superseded."`
+	Separate   bool     `json:"separate,omitempty" jsonschema:"Write it as its own memory even if it restates an existing one (no consolidation)."`
 }
 
 // RememberOutput is the output of remember. It is a plain value.
@@ -73,6 +82,10 @@ type RememberOutput struct {
 	Appended bool   `json:"appended" jsonschema:"the slug existed: the memory was appended to its file"`
 	Entries  int    `json:"entries" jsonschema:"entries in the file now"`
 	Problem  string `json:"problem,omitempty" jsonschema:"set when the file does not parse (edited by hand): the memory is saved but not used until the file is fixed"`
+	// Consolidation and supersession.
+	ConsolidatedInto string   `json:"consolidated_into,omitempty" jsonschema:"the existing memory it restated: it was merged there (its text is kept) instead of copied"`
+	Superseded       []string `json:"superseded,omitempty" jsonschema:"older memories it replaces (kept, marked superseded)"`
+	Conflicts        []string `json:"conflicts,omitempty" jsonschema:"memories it may contradict: flagged, not decided; confirm with supersede_memory"`
 }
 
 // RecallInput is the input of recall_memories. It is a plain value.
@@ -82,6 +95,27 @@ type RecallInput struct {
 	AgentTags     []string `json:"agent_tags,omitempty" jsonschema:"Extra specialty tags of the agent."`
 	MaxMemories   int      `json:"max_memories,omitempty" jsonschema:"At most this many memories (1 to 20). Default 5."`
 	MinImportance string   `json:"min_importance,omitempty" jsonschema:"Leave out memories below low (default), medium, high or critical."`
+	TimeFilter
+}
+
+// TimeFilter restricts memories by when they happened. It is a plain value.
+type TimeFilter struct {
+	When              string `json:"when,omitempty" jsonschema:"A time expression: 'last week', 'in May', 'yesterday', 'since 2026-03-01', 'between May and July'."`
+	Since             string `json:"since,omitempty" jsonschema:"Only memories that happened at or after this time (ISO 8601)."`
+	Until             string `json:"until,omitempty" jsonschema:"Only memories that happened before this time (ISO 8601)."`
+	IncludeSuperseded bool   `json:"include_superseded,omitempty" jsonschema:"Also memories replaced by newer ones (what was believed before); a time filter includes those of its time."`
+}
+
+func (f TimeFilter) parse() (since, until time.Time, err error) {
+	if f.Since != "" {
+		if since, err = memory.ParseTime(f.Since); err != nil {
+			return since, until, err
+		}
+	}
+	if f.Until != "" {
+		until, err = memory.ParseTime(f.Until)
+	}
+	return since, until, err
 }
 
 // Recalled is one selected memory. It is a plain value.
@@ -96,6 +130,10 @@ type Recalled struct {
 	Reasons    []string     `json:"reasons"`
 	Preview    string       `json:"preview" jsonschema:"the start of its latest entry (untrusted reference data)"`
 	Path       string       `json:"path"`
+	Negative   bool         `json:"negative,omitempty" jsonschema:"a 'don't do X' memory"`
+	// SupersededBy is set for a superseded memory (asked for by time or
+	// history).
+	SupersededBy string `json:"superseded_by,omitempty" jsonschema:"the newer memory that replaced it"`
 }
 
 // RecallOutput is the output of recall_memories. It is a plain value.
@@ -166,9 +204,45 @@ func Register(srv *mcp.Server, st *memory.Store, opts *Options) {
 			p["min_importance"].Enum = importances
 		}),
 	}, t.recall)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:  ToolFindMemories,
+		Title: "Find memories by content and time",
+		Description: "Search the agent memories by what they say and when it happened ('last week', 'in May'), newest first among equals. " +
+			"Superseded memories (replaced by newer ones) are left out unless include_superseded is set or a time filter reaches them: " +
+			"use that to answer 'what did we think before'.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		InputSchema: schemaFor[FindInput](func(p map[string]*jsonschema.Schema) {
+			p["limit"].Minimum, p["limit"].Maximum = ptr(1.0), ptr(100.0)
+		}),
+	}, t.find)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        ToolMemoryStats,
+		Title:       "Memory statistics",
+		Description: "How often each memory was injected and cited, its cite rate, its strength after decay, and which memories are superseded, decayed or negative.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		InputSchema: schemaFor[StatsInput](nil),
+	}, t.stats)
 	if o.ReadOnly {
 		return
 	}
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:  ToolCiteMemories,
+		Title: "Report the memories an answer relied on",
+		Description: "After answering with recalled memories in context, report which ones the answer relied on: pass the answer (its [memory:slug] ids " +
+			"are read) or the slugs. Cited memories rank higher later; memories injected often and never cited sink.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: false, OpenWorldHint: ptr(false)},
+		InputSchema: schemaFor[CiteInput](nil),
+	}, t.cite)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:  ToolSupersedeMemory,
+		Title: "Mark a memory as replaced by a newer one",
+		Description: "Record that the memory newer replaces the memory older (for example a conflict remember flagged): older is kept for history " +
+			"and no longer injected as current. Nothing is deleted.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+		InputSchema: schemaFor[SupersedeInput](func(p map[string]*jsonschema.Schema) {
+			p["newer"].MinLength, p["older"].MinLength = ptr(1), ptr(1)
+		}),
+	}, t.supersede)
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:  ToolRemember,
 		Title: "Remember for future runs",
@@ -260,20 +334,45 @@ func (t *tools) remember(ctx context.Context, _ *mcp.CallToolRequest, in Remembe
 	if strings.TrimSpace(in.Content) == "" {
 		return nil, RememberOutput{}, fmt.Errorf("%w: content is empty", memory.ErrInvalid)
 	}
-	res, err := t.st.Add(ctx, memory.NewMemory{
+	nm := memory.NewMemory{
 		Frontmatter: memory.Frontmatter{
 			Title: in.Title, WhenToUse: in.WhenToUse, Tags: in.Tags, Importance: imp,
 			DiscoveredBy: in.Agent, DiscoveredIn: in.Task, Source: in.Source, RelatedMemories: in.Related,
+			Negative: in.Negative, Supersedes: in.Supersedes,
 		},
-		Content: in.Content,
-	})
+		Content:  in.Content,
+		Separate: in.Separate,
+	}
+	if in.OccurredAt != "" {
+		var err error
+		if nm.OccurredAt, err = memory.ParseTime(in.OccurredAt); err != nil {
+			return nil, RememberOutput{}, err
+		}
+	}
+	res, err := t.st.Add(ctx, nm)
 	if err != nil {
 		return nil, RememberOutput{}, err
 	}
 	out := RememberOutput{Slug: res.Memory.Slug, Path: res.Memory.Path, Appended: res.Appended, Entries: res.Memory.Entries}
 	msg := fmt.Sprintf("Saved memory %s (%s).", out.Slug, out.Path)
-	if res.Appended {
+	switch {
+	case res.Consolidated != nil:
+		out.ConsolidatedInto = res.Consolidated.Slug
+		msg = fmt.Sprintf("Already known: merged into memory %s (%s, %s) instead of a copy; it is confirmed %d times now.", out.Slug, out.Path, res.Consolidated.Reason, res.Memory.Confirmations)
+	case res.Appended:
 		msg = fmt.Sprintf("Appended to memory %s (%s), which now has %d entries.", out.Slug, out.Path, out.Entries)
+	}
+	for _, l := range res.Superseded {
+		out.Superseded = append(out.Superseded, l.Slug)
+	}
+	if len(out.Superseded) > 0 {
+		msg += fmt.Sprintf(" It supersedes %s (kept for history).", strings.Join(out.Superseded, ", "))
+	}
+	for _, l := range res.Conflicts {
+		out.Conflicts = append(out.Conflicts, l.Slug)
+	}
+	if len(out.Conflicts) > 0 {
+		msg += fmt.Sprintf(" It may contradict %s: both stay current until supersede_memory decides.", strings.Join(out.Conflicts, ", "))
 	}
 	if res.Problem != nil {
 		out.Problem = res.Problem.String()
@@ -290,7 +389,12 @@ func (t *tools) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallInp
 	if len(task) > maxTaskBytes {
 		return nil, RecallOutput{}, fmt.Errorf("%w: task is longer than %d bytes", memory.ErrInvalid, maxTaskBytes)
 	}
-	req := memory.MatchRequest{Task: task, Agent: in.Agent, AgentTags: in.AgentTags, MaxMemories: min(max(in.MaxMemories, 0), maxRecalled)}
+	since, until, err := in.TimeFilter.parse()
+	if err != nil {
+		return nil, RecallOutput{}, err
+	}
+	req := memory.MatchRequest{Task: task, Agent: in.Agent, AgentTags: in.AgentTags, MaxMemories: min(max(in.MaxMemories, 0), maxRecalled),
+		Since: since, Until: until, When: in.When, IncludeSuperseded: in.IncludeSuperseded}
 	if in.MinImportance != "" {
 		imp, err := memory.ParseImportance(in.MinImportance)
 		if err != nil {
@@ -314,6 +418,7 @@ func (t *tools) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallInp
 		out.Memories[i] = Recalled{
 			Rank: i + 1, Slug: m.Memory.Slug, Title: m.Memory.Title, Importance: m.Memory.Importance.String(),
 			Score: m.Score, Relevance: m.Relevance, Weak: m.Weak, Reasons: m.Reasons, Preview: memory.Preview(m.Body), Path: m.Memory.Path,
+			Negative: m.Memory.Negative, SupersededBy: m.Memory.SupersededBy,
 		}
 	}
 	if len(ins) == 0 {
@@ -321,4 +426,120 @@ func (t *tools) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallInp
 	}
 	out.Message = memory.ContextMessage(memory.FormatForPrompt(ins)).Content
 	return text(out.Message), out, nil
+}
+
+// FindInput is the input of find_memories. It is a plain value.
+type FindInput struct {
+	Query string `json:"query,omitempty" jsonschema:"What to look for in the memories' contents; empty: every memory of the time filter, newest first."`
+	TimeFilter
+	Limit int `json:"limit,omitempty" jsonschema:"At most this many memories (1 to 100). Default 10."`
+}
+
+// Found is one memory find_memories found. It is a plain value.
+type Found struct {
+	Slug         string  `json:"slug"`
+	Title        string  `json:"title"`
+	Relevance    float64 `json:"relevance"`
+	Rank         float64 `json:"rank"`
+	ValidFrom    string  `json:"valid_from,omitempty" jsonschema:"when it happened or became true"`
+	ValidTo      string  `json:"valid_to,omitempty" jsonschema:"when a newer memory replaced it"`
+	SupersededBy string  `json:"superseded_by,omitempty"`
+	Negative     bool    `json:"negative,omitempty"`
+	Snippet      string  `json:"snippet,omitempty" jsonschema:"the start of its best passage (untrusted reference data)"`
+}
+
+// FindOutput is the output of find_memories. It is a plain value.
+type FindOutput struct {
+	Memories []Found `json:"memories"`
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func (t *tools) find(ctx context.Context, _ *mcp.CallToolRequest, in FindInput) (*mcp.CallToolResult, FindOutput, error) {
+	if len(in.Query) > maxTaskBytes {
+		return nil, FindOutput{}, fmt.Errorf("%w: query is longer than %d bytes", memory.ErrInvalid, maxTaskBytes)
+	}
+	since, until, err := in.TimeFilter.parse()
+	if err != nil {
+		return nil, FindOutput{}, err
+	}
+	res, err := t.st.Search(ctx, memory.SearchRequest{Query: strings.ToValidUTF8(in.Query, " "), Since: since, Until: until, When: in.When,
+		IncludeSuperseded: in.IncludeSuperseded, Limit: in.Limit})
+	if err != nil {
+		return nil, FindOutput{}, err
+	}
+	out := FindOutput{Memories: make([]Found, 0, len(res))}
+	var b strings.Builder
+	for i, f := range res {
+		m := f.Memory
+		out.Memories = append(out.Memories, Found{Slug: m.Slug, Title: m.Title, Relevance: f.Relevance, Rank: f.Rank, ValidFrom: stamp(m.ValidFrom),
+			ValidTo: stamp(m.ValidTo), SupersededBy: m.SupersededBy, Negative: m.Negative, Snippet: f.Snippet})
+		fmt.Fprintf(&b, "%d. %s %s (since %s", i+1, m.Title, memory.CiteID(m.Slug), stamp(m.ValidFrom))
+		if m.Superseded() {
+			fmt.Fprintf(&b, ", superseded on %s by %s", stamp(m.ValidTo), m.SupersededBy)
+		}
+		b.WriteString(")\n")
+	}
+	if len(res) == 0 {
+		return text("No memories found."), out, nil
+	}
+	return text(b.String()), out, nil
+}
+
+// CiteInput is the input of cite_memories. It is a plain value.
+type CiteInput struct {
+	Answer   string   `json:"answer,omitempty" jsonschema:"The answer; its [memory:slug] ids count as citations."`
+	Cited    []string `json:"cited,omitempty" jsonschema:"Slugs of memories the answer relied on."`
+	Injected []string `json:"injected,omitempty" jsonschema:"The slugs that were in the context; when given, only these count."`
+}
+
+func (t *tools) cite(ctx context.Context, _ *mcp.CallToolRequest, in CiteInput) (*mcp.CallToolResult, memory.CiteResult, error) {
+	res, err := t.st.Cite(ctx, memory.CiteRequest{Answer: in.Answer, Cited: in.Cited, Injected: in.Injected})
+	if err != nil {
+		return nil, memory.CiteResult{}, err
+	}
+	msg := fmt.Sprintf("Recorded %d citation(s): %s.", len(res.Cited), strings.Join(res.Cited, ", "))
+	if len(res.Unknown) > 0 {
+		msg += fmt.Sprintf(" Not counted (unknown or not injected): %s.", strings.Join(res.Unknown, ", "))
+	}
+	return text(msg), res, nil
+}
+
+// StatsInput is the input of memory_stats (none). It is a plain value.
+type StatsInput struct{}
+
+func (t *tools) stats(ctx context.Context, _ *mcp.CallToolRequest, _ StatsInput) (*mcp.CallToolResult, memory.StatsReport, error) {
+	rep, err := t.st.Stats(ctx)
+	if err != nil {
+		return nil, memory.StatsReport{}, err
+	}
+	return text(fmt.Sprintf("%d memories (%d superseded, %d decayed, %d negative); %d injections, %d citations.",
+		rep.Memories, rep.Superseded, rep.Decayed, rep.Negative, rep.Injections, rep.Citations)), rep, nil
+}
+
+// SupersedeInput is the input of supersede_memory. It is a plain value.
+type SupersedeInput struct {
+	Newer      string `json:"newer" jsonschema:"The slug of the memory that holds now."`
+	Older      string `json:"older" jsonschema:"The slug of the older memory it replaces."`
+	Provenance string `json:"provenance,omitempty" jsonschema:"Why (who decided, what was checked)."`
+}
+
+// SupersedeOutput is the output of supersede_memory. It is a plain value.
+type SupersedeOutput struct {
+	Newer string `json:"newer"`
+	Older string `json:"older"`
+}
+
+func (t *tools) supersede(ctx context.Context, _ *mcp.CallToolRequest, in SupersedeInput) (*mcp.CallToolResult, SupersedeOutput, error) {
+	res, err := t.st.Supersede(ctx, in.Newer, in.Older, in.Provenance)
+	if err != nil {
+		return nil, SupersedeOutput{}, err
+	}
+	out := SupersedeOutput{Newer: res.Memory.Slug, Older: res.Superseded[0].Slug}
+	return text(fmt.Sprintf("%s now supersedes %s; the older memory is kept for history.", out.Newer, out.Older)), out, nil
 }

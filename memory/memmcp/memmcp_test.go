@@ -3,6 +3,7 @@ package memmcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -80,7 +81,7 @@ func TestRememberAndRecall(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, []string{ToolRecallMemories, ToolRemember}) {
+	if !slices.Equal(names, []string{ToolCiteMemories, ToolFindMemories, ToolMemoryStats, ToolRecallMemories, ToolRemember, ToolSupersedeMemory}) {
 		t.Fatalf("tools %v", names)
 	}
 	out, text, isErr := call(t, cs, ToolRemember, map[string]any{
@@ -125,8 +126,8 @@ func TestReadOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tool.Name == ToolRemember {
-			t.Error("remember offered read-only")
+		if tool.Name == ToolRemember || tool.Name == ToolCiteMemories || tool.Name == ToolSupersedeMemory {
+			t.Errorf("%s offered read-only", tool.Name)
 		}
 	}
 }
@@ -162,5 +163,54 @@ func TestExtractMemory(t *testing.T) {
 				t.Errorf("extract_memory offered with %+v", o)
 			}
 		}
+	}
+}
+
+// Memory over time through the tools: a restatement is merged, a
+// conflicting value flagged and then superseded, find_memories and
+// recall_memories filter by time and history, cite_memories feeds the
+// counts memory_stats shows.
+func TestHistoryTools(t *testing.T) {
+	cs, _ := connect(t, false)
+	out, text, isErr := call(t, cs, ToolRemember, map[string]any{"title": "Search indexes nightly", "content": "The search service rebuilds its index every night at 02:00.",
+		"when_to_use": []string{"search|index"}, "occurred_at": "2025-05-04"})
+	if isErr || out["slug"] != "search-indexes-nightly" {
+		t.Fatalf("remember: %v %s", out, text)
+	}
+	out, text, isErr = call(t, cs, ToolRemember, map[string]any{"title": "Nightly index rebuild", "content": "Every night at 02:00 the search service rebuilds its index.",
+		"when_to_use": []string{"search|index"}})
+	if isErr || out["consolidated_into"] != "search-indexes-nightly" || !strings.HasPrefix(text, "Already known: merged into memory search-indexes-nightly") {
+		t.Fatalf("restatement: %v %s", out, text)
+	}
+	out, text, isErr = call(t, cs, ToolRemember, map[string]any{"title": "Index rebuild time", "content": "The search service rebuilds its index every night at 04:30.",
+		"when_to_use": []string{"search|index"}})
+	if isErr || fmt.Sprint(out["conflicts"]) != "[search-indexes-nightly]" || !strings.Contains(text, "may contradict search-indexes-nightly") {
+		t.Fatalf("conflict: %v %s", out, text)
+	}
+	if _, text, isErr := call(t, cs, ToolSupersedeMemory, map[string]any{"newer": "index-rebuild-time", "older": "search-indexes-nightly", "provenance": "cron checked"}); isErr {
+		t.Fatal(text)
+	}
+	out, _, _ = call(t, cs, ToolFindMemories, map[string]any{"query": "search index rebuild"})
+	if ms := out["memories"].([]any); len(ms) != 1 || ms[0].(map[string]any)["slug"] != "index-rebuild-time" {
+		t.Fatalf("find: %v", out)
+	}
+	out, text, _ = call(t, cs, ToolFindMemories, map[string]any{"query": "search index rebuild", "when": "in May 2025"})
+	if ms := out["memories"].([]any); len(ms) != 1 || ms[0].(map[string]any)["superseded_by"] != "index-rebuild-time" || !strings.Contains(text, "superseded on") {
+		t.Fatalf("find in May: %v %s", out, text)
+	}
+	out, text, _ = call(t, cs, ToolRecallMemories, map[string]any{"task": "change the search index schedule", "include_superseded": true})
+	if ms := out["memories"].([]any); len(ms) != 2 || !strings.Contains(text, "Changed on") {
+		t.Fatalf("recall with history: %v\n%s", out, text)
+	}
+	if _, text, isErr := call(t, cs, ToolRecallMemories, map[string]any{"task": "x", "when": "the day after never"}); !isErr {
+		t.Errorf("bad time accepted: %s", text)
+	}
+	out, _, isErr = call(t, cs, ToolCiteMemories, map[string]any{"answer": "At 04:30 [memory:index-rebuild-time]."})
+	if isErr || fmt.Sprint(out["cited"]) != "[index-rebuild-time]" {
+		t.Fatalf("cite: %v", out)
+	}
+	out, text, _ = call(t, cs, ToolMemoryStats, map[string]any{})
+	if out["citations"].(float64) != 1 || out["injections"].(float64) != 2 || out["superseded"].(float64) != 1 {
+		t.Fatalf("stats: %v %s", out, text)
 	}
 }

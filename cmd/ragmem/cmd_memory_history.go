@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/rag"
+)
+
+// Agent memory over time: search by content and time, supersession,
+// citations and the feedback statistics (docs/memory.md).
+
+// timeFlags are the time filters of match and search.
+type timeFlags struct {
+	when, since, until string
+	history            bool
+}
+
+func (tf *timeFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&tf.when, "when", "", "a time expression: \"last week\", \"in May\", \"yesterday\", \"since 2026-03-01\", \"between May and July\"")
+	f.StringVar(&tf.since, "since", "", "only memories that happened at or after this time (ISO 8601)")
+	f.StringVar(&tf.until, "until", "", "only memories that happened before this time (ISO 8601)")
+	f.BoolVar(&tf.history, "history", false, "include memories superseded by newer ones (what was believed before)")
+}
+
+func (tf *timeFlags) parse() (since, until time.Time, err error) {
+	if tf.since != "" {
+		if since, err = memory.ParseTime(tf.since); err != nil {
+			return since, until, fmt.Errorf("--since %q is not an ISO 8601 time", tf.since)
+		}
+	}
+	if tf.until != "" {
+		if until, err = memory.ParseTime(tf.until); err != nil {
+			return since, until, fmt.Errorf("--until %q is not an ISO 8601 time", tf.until)
+		}
+	}
+	return since, until, nil
+}
+
+// addMemory writes a memory over the index, so that restatements are
+// merged by similarity (and judged by $RAGMEM_LLM_MODEL when set); when
+// another process holds the store, it writes without the index, comparing
+// titles only, and says so.
+func (g *globals) addMemory(ctx context.Context, mf *memoryFlags, nm memory.NewMemory) (memory.AddResult, error) {
+	var res memory.AddResult
+	ran := false
+	err := g.withIndexedMemories(ctx, mf, func(_ *rag.Engine, st *memory.Store) error {
+		ran = true
+		var err error
+		res, err = st.Add(ctx, nm)
+		return err
+	})
+	if err == nil || ran || !errors.Is(err, local.ErrLocked) {
+		return res, err
+	}
+	fmt.Fprintln(g.stderr, "note: the store is in use by another process; similar memories are compared by title only")
+	st, err := g.openMemories(ctx, mf)
+	if err != nil {
+		return res, err
+	}
+	return st.Add(ctx, nm)
+}
+
+// memoryState is a memory's line of state in listings ("" when there is
+// nothing to say).
+func memoryState(m memory.Memory) string {
+	var parts []string
+	if m.Negative {
+		parts = append(parts, "DON'T")
+	}
+	if m.Superseded() {
+		parts = append(parts, fmt.Sprintf("superseded on %s by %s", m.ValidTo.UTC().Format(time.DateOnly), m.SupersededBy))
+	}
+	if m.Decayed {
+		parts = append(parts, fmt.Sprintf("decayed (strength %.2f)", m.Strength))
+	}
+	if m.Confirmations > 0 {
+		parts = append(parts, fmt.Sprintf("confirmations %d", m.Confirmations))
+	}
+	if len(m.Conflicts) > 0 {
+		parts = append(parts, "may contradict "+strings.Join(m.Conflicts, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func addMemoryHistoryCmds(parent *cobra.Command, g *globals, mf *memoryFlags) {
+	parent.AddCommand(newMemorySearchCmd(g, mf), newMemorySupersedeCmd(g, mf), newMemoryCiteCmd(g, mf), newMemoryStatsCmd(g, mf))
+}
+
+func newMemorySearchCmd(g *globals, mf *memoryFlags) *cobra.Command {
+	var req memory.SearchRequest
+	var tf timeFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "search [flags] [QUERY...]",
+		Short: "Find memories by content and time (superseded ones with --history or a time filter)",
+		Long: "Search the memories' contents (hybrid search) within a time range, ranked by relevance plus recency\n" +
+			"(0.2 x 0.5^(age/30 days)). Without QUERY, every memory of the range, newest first.",
+		Example: "  ragmem memory search --when \"last week\"\n" +
+			"  ragmem memory search --history \"which port does the gateway use\"\n" +
+			"  ragmem memory search --when \"in May\" deploy freeze",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.Query = strings.Join(args, " ")
+			var err error
+			if req.Since, req.Until, err = tf.parse(); err != nil {
+				return err
+			}
+			req.When, req.IncludeSuperseded = tf.when, tf.history
+			return g.withIndexedMemories(cmd.Context(), mf, func(_ *rag.Engine, st *memory.Store) error {
+				res, err := st.Search(cmd.Context(), req)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					if res == nil {
+						res = []memory.Found{}
+					}
+					return writeJSON(g.stdout, struct {
+						Results []memory.Found `json:"results"`
+					}{res})
+				}
+				if len(res) == 0 {
+					fmt.Fprintln(g.stdout, "no memories found")
+				}
+				for i, f := range res {
+					fmt.Fprintf(g.stdout, "%d. %s  rank %.3f (relevance %.3f, recency %.3f)  since %s\n", i+1, f.Memory.Slug, f.Rank, f.Relevance, f.Recency,
+						f.Memory.ValidFrom.UTC().Format(time.DateOnly))
+					fmt.Fprintf(g.stdout, "   %s\n", f.Memory.Title)
+					if s := memoryState(f.Memory); s != "" {
+						fmt.Fprintf(g.stdout, "   %s\n", s)
+					}
+					if f.Snippet != "" {
+						fmt.Fprintf(g.stdout, "   %s\n", f.Snippet)
+					}
+				}
+				return nil
+			})
+		},
+	}
+	tf.register(cmd.Flags())
+	cmd.Flags().IntVar(&req.Limit, "limit", memory.DefaultSearchLimit, "at most this many memories (up to 100)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newMemorySupersedeCmd(g *globals, mf *memoryFlags) *cobra.Command {
+	var why string
+	cmd := &cobra.Command{
+		Use:   "supersede NEWER OLDER",
+		Short: "Record that memory NEWER replaces memory OLDER (OLDER is kept for history)",
+		Long: "Confirm a contradiction (for example one `memory add` flagged): NEWER gets an entry naming OLDER in\n" +
+			"supersedes; OLDER's file is not touched, and it is read as superseded from NEWER's time on.",
+		Example: "  ragmem memory supersede api-port the-api-listens-on-port-8080 --why \"checked the config\"",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := g.openMemories(cmd.Context(), mf)
+			if err != nil {
+				return err
+			}
+			res, err := st.Supersede(cmd.Context(), args[0], args[1], why)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "%s supersedes %s from %s; %s is kept for history\n", res.Memory.Slug, res.Superseded[0].Slug,
+				res.Memory.ValidFrom.UTC().Format(time.DateOnly), res.Superseded[0].Slug)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&why, "why", "", "the provenance: who decided, what was checked (default \"user\")")
+	return cmd
+}
+
+func newMemoryCiteCmd(g *globals, mf *memoryFlags) *cobra.Command {
+	var req memory.CiteRequest
+	cmd := &cobra.Command{
+		Use:   "cite [--injected SLUG]... (ANSWER... | -)",
+		Short: "Record the memories an answer cites ([memory:slug] ids), for the feedback loop",
+		Example: "  ragmem memory cite \"Use port 9090 [memory:api-port].\"\n" +
+			"  my-agent run | ragmem memory cite --injected api-port --injected deploy-freeze -",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && args[0] == "-" {
+				b, err := io.ReadAll(io.LimitReader(g.stdin, maxStdinBytes+1))
+				if err != nil {
+					return fmt.Errorf("read stdin: %w", err)
+				}
+				req.Answer = string(b)
+			} else {
+				req.Answer = strings.Join(args, " ")
+			}
+			st, err := g.openMemories(cmd.Context(), mf)
+			if err != nil {
+				return err
+			}
+			res, err := st.Cite(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "cited: %s\n", strings.Join(res.Cited, ", "))
+			if len(res.Unknown) > 0 {
+				fmt.Fprintf(g.stderr, "not counted (unknown or not injected): %s\n", strings.Join(res.Unknown, ", "))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&req.Injected, "injected", nil, "a memory that was in the context (repeatable); when given, only these count")
+	return cmd
+}
+
+func newMemoryStatsCmd(g *globals, mf *memoryFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "The feedback loop: injections, citations, cite rate, strength after decay, supersession",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := g.openMemories(cmd.Context(), mf)
+			if err != nil {
+				return err
+			}
+			rep, err := st.Stats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(g.stdout, rep)
+			}
+			fmt.Fprintf(g.stdout, "%d memories: %d superseded, %d decayed, %d negative; %d injections, %d citations\n",
+				rep.Memories, rep.Superseded, rep.Decayed, rep.Negative, rep.Injections, rep.Citations)
+			fmt.Fprintf(g.stdout, "%-40s %8s %6s %9s %8s  %s\n", "memory", "injected", "cited", "cite rate", "strength", "state")
+			for _, it := range rep.Items {
+				var state []string
+				if it.Negative {
+					state = append(state, "DON'T")
+				}
+				if it.SupersededBy != "" {
+					state = append(state, "superseded by "+it.SupersededBy)
+				}
+				if it.Decayed {
+					state = append(state, "decayed")
+				}
+				if it.Confirmations > 0 {
+					state = append(state, fmt.Sprintf("confirmations %d", it.Confirmations))
+				}
+				fmt.Fprintf(g.stdout, "%-40s %8d %6d %9.3f %8.3f  %s\n", it.Slug, it.Feedback.Injected, it.Feedback.Cited, it.CiteRate, it.Strength, strings.Join(state, "; "))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

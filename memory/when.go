@@ -1,0 +1,236 @@
+package memory
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ragmem/ragmem/internal/clean"
+)
+
+// Time expressions for memory searches ("last week", "in May", "since
+// 2026-03-01"), resolved against a clock into a half-open range [from, to).
+// ResolveTime is the one entry point, so that a fuller resolver can take
+// its place.
+
+// maxWhenBytes bounds a time expression.
+const maxWhenBytes = 200
+
+var months = map[string]time.Month{
+	"january": time.January, "jan": time.January, "february": time.February, "feb": time.February,
+	"march": time.March, "mar": time.March, "april": time.April, "apr": time.April, "may": time.May,
+	"june": time.June, "jun": time.June, "july": time.July, "jul": time.July, "august": time.August,
+	"aug": time.August, "september": time.September, "sep": time.September, "sept": time.September,
+	"october": time.October, "oct": time.October, "november": time.November, "nov": time.November,
+	"december": time.December, "dec": time.December,
+}
+
+var units = map[string]string{
+	"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month", "months": "month",
+	"year": "year", "years": "year",
+}
+
+// ResolveTime resolves a time expression against now (in now's location)
+// into [from, to); a zero bound is open. It understands:
+//
+//	today, yesterday, this/last week (weeks start on Monday), this/last month, this/last year
+//	last|past N days|weeks|months|years   (up to now)
+//	N days|weeks|months|years ago         (that day, week, month or year)
+//	May, in May, May 2025, in May 2025    (a month alone is the latest May that has begun)
+//	2025, in 2025, 2025-05, 2025-05-03, an ISO 8601 time
+//	since X, after X, before X, until X, between X and Y, from X to Y
+//
+// Anything else is ErrInvalid.
+func ResolveTime(expr string, now time.Time) (from, to time.Time, err error) {
+	if len(expr) > maxWhenBytes {
+		return from, to, fmt.Errorf("%w: the time expression is longer than %d bytes", ErrInvalid, maxWhenBytes)
+	}
+	e := strings.Join(strings.Fields(strings.ToLower(clean.Line(expr))), " ")
+	e = strings.TrimSuffix(strings.TrimPrefix(e, "during "), ".")
+	bad := func() (time.Time, time.Time, error) {
+		return time.Time{}, time.Time{}, fmt.Errorf("%w: cannot read the time expression %q (try \"last week\", \"in May\", \"since 2026-03-01\")", ErrInvalid, clean.Clip(expr, 60))
+	}
+	if e == "" {
+		return bad()
+	}
+	for _, p := range []struct{ a, b string }{{"between ", " and "}, {"from ", " to "}} {
+		if rest, ok := strings.CutPrefix(e, p.a); ok {
+			x, y, ok := strings.Cut(rest, p.b)
+			if !ok {
+				return bad()
+			}
+			f1, _, err1 := period(x, now)
+			_, t2, err2 := period(y, now)
+			if err1 != nil || err2 != nil || !t2.After(f1) {
+				return bad()
+			}
+			return f1, t2, nil
+		}
+	}
+	for _, p := range []string{"since ", "after ", "before ", "until "} {
+		if rest, ok := strings.CutPrefix(e, p); ok {
+			f, t, err := period(rest, now)
+			if err != nil {
+				return bad()
+			}
+			switch p {
+			case "since ":
+				return f, time.Time{}, nil
+			case "after ":
+				return t, time.Time{}, nil
+			case "before ":
+				return time.Time{}, f, nil
+			default:
+				return time.Time{}, t, nil
+			}
+		}
+	}
+	f, t, err := period(e, now)
+	if err != nil {
+		return bad()
+	}
+	return f, t, nil
+}
+
+// period resolves a single period ("last week", "May 2025", ...).
+func period(e string, now time.Time) (time.Time, time.Time, error) {
+	e = strings.TrimPrefix(strings.TrimSpace(e), "in ")
+	loc := now.Location()
+	dayStart := func(t time.Time) time.Time { return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc) }
+	today := dayStart(now)
+	weekStart := today.AddDate(0, 0, -((int(today.Weekday()) + 6) % 7))
+	monthStart := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, loc)
+	yearStart := time.Date(now.Year(), 1, 1, 0, 0, 0, 0, loc)
+	switch e {
+	case "today":
+		return today, today.AddDate(0, 0, 1), nil
+	case "yesterday":
+		return today.AddDate(0, 0, -1), today, nil
+	case "this week":
+		return weekStart, weekStart.AddDate(0, 0, 7), nil
+	case "last week":
+		return weekStart.AddDate(0, 0, -7), weekStart, nil
+	case "this month":
+		return monthStart, monthStart.AddDate(0, 1, 0), nil
+	case "last month":
+		return monthStart.AddDate(0, -1, 0), monthStart, nil
+	case "this year":
+		return yearStart, yearStart.AddDate(1, 0, 0), nil
+	case "last year":
+		return yearStart.AddDate(-1, 0, 0), yearStart, nil
+	}
+	f := strings.Fields(e)
+	add := func(t time.Time, unit string, n int) time.Time {
+		switch unit {
+		case "day":
+			return t.AddDate(0, 0, n)
+		case "week":
+			return t.AddDate(0, 0, 7*n)
+		case "month":
+			return t.AddDate(0, n, 0)
+		}
+		return t.AddDate(n, 0, 0)
+	}
+	// last|past N units
+	if len(f) == 3 && (f[0] == "last" || f[0] == "past") {
+		n, err := strconv.Atoi(f[1])
+		if u, ok := units[f[2]]; ok && err == nil && n > 0 && n <= 10000 {
+			return add(now, u, -n), now.Add(time.Nanosecond), nil
+		}
+	}
+	// N units ago
+	if len(f) == 3 && f[2] == "ago" {
+		n, err := strconv.Atoi(f[0])
+		if f[0] == "a" || f[0] == "one" {
+			n, err = 1, nil
+		}
+		if u, ok := units[f[1]]; ok && err == nil && n > 0 && n <= 10000 {
+			var start time.Time
+			switch u {
+			case "day":
+				start = today
+			case "week":
+				start = weekStart
+			case "month":
+				start = monthStart
+			default:
+				start = yearStart
+			}
+			s := add(start, u, -n)
+			return s, add(s, u, 1), nil
+		}
+	}
+	// Month [year]
+	if len(f) == 1 || len(f) == 2 {
+		if m, ok := months[f[0]]; ok {
+			y := now.Year()
+			if len(f) == 2 {
+				v, err := strconv.Atoi(f[1])
+				if err != nil || v < 1 || v > 9999 {
+					return time.Time{}, time.Time{}, ErrInvalid
+				}
+				y = v
+			} else if time.Date(y, m, 1, 0, 0, 0, 0, loc).After(now) {
+				y-- // "in May" in February means last May
+			}
+			s := time.Date(y, m, 1, 0, 0, 0, 0, loc)
+			return s, s.AddDate(0, 1, 0), nil
+		}
+	}
+	if len(f) == 1 {
+		if len(e) == 4 {
+			if y, err := strconv.Atoi(e); err == nil && y >= 1 {
+				s := time.Date(y, 1, 1, 0, 0, 0, 0, loc)
+				return s, s.AddDate(1, 0, 0), nil
+			}
+		}
+		if t, err := time.ParseInLocation("2006-01", e, loc); err == nil {
+			return t, t.AddDate(0, 1, 0), nil
+		}
+		if t, err := time.ParseInLocation("2006-01-02", e, loc); err == nil {
+			return t, t.AddDate(0, 0, 1), nil
+		}
+	}
+	if t, err := ParseTime(e); err == nil {
+		return t, t.Add(time.Second), nil
+	}
+	return time.Time{}, time.Time{}, ErrInvalid
+}
+
+// TimeRange is a half-open range [Since, Until) of times; a zero bound is
+// open. It is a plain value.
+type TimeRange struct {
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
+}
+
+// IsZero reports whether the range is open on both sides.
+func (r TimeRange) IsZero() bool { return r.Since.IsZero() && r.Until.IsZero() }
+
+// Contains reports whether t is in the range.
+func (r TimeRange) Contains(t time.Time) bool {
+	return (r.Since.IsZero() || !t.Before(r.Since)) && (r.Until.IsZero() || t.Before(r.Until))
+}
+
+// Range combines explicit bounds and a time expression (resolved at now)
+// into one range: the intersection of both.
+func Range(since, until time.Time, when string, now time.Time) (TimeRange, error) {
+	r := TimeRange{Since: since, Until: until}
+	if strings.TrimSpace(when) != "" {
+		f, t, err := ResolveTime(when, now)
+		if err != nil {
+			return r, err
+		}
+		if !f.IsZero() && (r.Since.IsZero() || f.After(r.Since)) {
+			r.Since = f
+		}
+		if !t.IsZero() && (r.Until.IsZero() || t.Before(r.Until)) {
+			r.Until = t
+		}
+	}
+	if !r.Since.IsZero() && !r.Until.IsZero() && !r.Until.After(r.Since) {
+		return r, fmt.Errorf("%w: the time range is empty (since %s, until %s)", ErrInvalid, r.Since.Format(time.RFC3339), r.Until.Format(time.RFC3339))
+	}
+	return r, nil
+}
