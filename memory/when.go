@@ -7,24 +7,16 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/search/when"
 )
 
 // Time expressions for memory searches ("last week", "in May", "since
 // 2026-03-01"), resolved against a clock into a half-open range [from, to).
-// ResolveTime is the one entry point, so that a fuller resolver can take
-// its place.
+// ResolveTime is the one entry point; the periods themselves are read by
+// search/when, the resolver questions use too.
 
 // maxWhenBytes bounds a time expression.
 const maxWhenBytes = 200
-
-var months = map[string]time.Month{
-	"january": time.January, "jan": time.January, "february": time.February, "feb": time.February,
-	"march": time.March, "mar": time.March, "april": time.April, "apr": time.April, "may": time.May,
-	"june": time.June, "jun": time.June, "july": time.July, "jul": time.July, "august": time.August,
-	"aug": time.August, "september": time.September, "sep": time.September, "sept": time.September,
-	"october": time.October, "oct": time.October, "november": time.November, "nov": time.November,
-	"december": time.December, "dec": time.December,
-}
 
 var units = map[string]string{
 	"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month", "months": "month",
@@ -38,6 +30,7 @@ var units = map[string]string{
 //	last|past N days|weeks|months|years   (up to now)
 //	N days|weeks|months|years ago         (that day, week, month or year)
 //	May, in May, May 2025, in May 2025    (a month alone is the latest May that has begun)
+//	3 May 2025, May 3, 2025, last Friday  (and every other period search/when reads)
 //	2025, in 2025, 2025-05, 2025-05-03, an ISO 8601 time
 //	since X, after X, before X, until X, between X and Y, from X to Y
 //
@@ -93,89 +86,40 @@ func ResolveTime(expr string, now time.Time) (from, to time.Time, err error) {
 	return f, t, nil
 }
 
-// period resolves a single period ("last week", "May 2025", ...).
+// period resolves a single period ("last week", "May 2025", ...). The
+// periods a question or a text can name are search/when's; this adds the
+// forms only an expression typed as a filter has: a span up to now ("last 3
+// days"), a bare year or year-month, and a timestamp.
 func period(e string, now time.Time) (time.Time, time.Time, error) {
-	e = strings.TrimPrefix(strings.TrimSpace(e), "in ")
+	e = strings.TrimSpace(e)
+	for _, p := range []string{"in ", "on "} {
+		e = strings.TrimPrefix(e, p)
+	}
 	loc := now.Location()
-	dayStart := func(t time.Time) time.Time { return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc) }
-	today := dayStart(now)
-	weekStart := today.AddDate(0, 0, -((int(today.Weekday()) + 6) % 7))
-	monthStart := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, loc)
-	yearStart := time.Date(now.Year(), 1, 1, 0, 0, 0, 0, loc)
-	switch e {
-	case "today":
-		return today, today.AddDate(0, 0, 1), nil
-	case "yesterday":
-		return today.AddDate(0, 0, -1), today, nil
-	case "this week":
-		return weekStart, weekStart.AddDate(0, 0, 7), nil
-	case "last week":
-		return weekStart.AddDate(0, 0, -7), weekStart, nil
-	case "this month":
-		return monthStart, monthStart.AddDate(0, 1, 0), nil
-	case "last month":
-		return monthStart.AddDate(0, -1, 0), monthStart, nil
-	case "this year":
-		return yearStart, yearStart.AddDate(1, 0, 0), nil
-	case "last year":
-		return yearStart.AddDate(-1, 0, 0), yearStart, nil
-	}
 	f := strings.Fields(e)
-	add := func(t time.Time, unit string, n int) time.Time {
-		switch unit {
-		case "day":
-			return t.AddDate(0, 0, n)
-		case "week":
-			return t.AddDate(0, 0, 7*n)
-		case "month":
-			return t.AddDate(0, n, 0)
-		}
-		return t.AddDate(n, 0, 0)
-	}
-	// last|past N units
+	// last|past N units: from N units ago up to now
 	if len(f) == 3 && (f[0] == "last" || f[0] == "past") {
 		n, err := strconv.Atoi(f[1])
 		if u, ok := units[f[2]]; ok && err == nil && n > 0 && n <= 10000 {
-			return add(now, u, -n), now.Add(time.Nanosecond), nil
-		}
-	}
-	// N units ago
-	if len(f) == 3 && f[2] == "ago" {
-		n, err := strconv.Atoi(f[0])
-		if f[0] == "a" || f[0] == "one" {
-			n, err = 1, nil
-		}
-		if u, ok := units[f[1]]; ok && err == nil && n > 0 && n <= 10000 {
-			var start time.Time
+			var from time.Time
 			switch u {
 			case "day":
-				start = today
+				from = now.AddDate(0, 0, -n)
 			case "week":
-				start = weekStart
+				from = now.AddDate(0, 0, -7*n)
 			case "month":
-				start = monthStart
+				from = now.AddDate(0, -n, 0)
 			default:
-				start = yearStart
+				from = now.AddDate(-n, 0, 0)
 			}
-			s := add(start, u, -n)
-			return s, add(s, u, 1), nil
+			return from, now.Add(time.Nanosecond), nil
 		}
 	}
-	// Month [year]
-	if len(f) == 1 || len(f) == 2 {
-		if m, ok := months[f[0]]; ok {
-			y := now.Year()
-			if len(f) == 2 {
-				v, err := strconv.Atoi(f[1])
-				if err != nil || v < 1 || v > 9999 {
-					return time.Time{}, time.Time{}, ErrInvalid
-				}
-				y = v
-			} else if time.Date(y, m, 1, 0, 0, 0, 0, loc).After(now) {
-				y-- // "in May" in February means last May
-			}
-			s := time.Date(y, m, 1, 0, 0, 0, 0, loc)
-			return s, s.AddDate(0, 1, 0), nil
+	// A period search/when reads, when it is the whole expression ("in" is
+	// how a text names a bare month).
+	for _, text := range []string{e, "in " + e} {
+		if rs := when.Find(text, now); len(rs) == 1 && strings.TrimPrefix(strings.ToLower(rs[0].Text), "in ") == e {
+			return rs[0].From, rs[0].To, nil
 		}
 	}
 	if len(f) == 1 {

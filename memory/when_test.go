@@ -38,6 +38,11 @@ func TestResolveTime(t *testing.T) {
 		{"until yesterday", zero, d(2026, 2, 11)},
 		{"between May 2025 and 2025-07", d(2025, 5, 1), d(2025, 8, 1)},
 		{"from last month to this week", d(2026, 1, 1), d(2026, 2, 16)},
+		// periods read by search/when
+		{"3 May 2025", d(2025, 5, 3), d(2025, 5, 4)},
+		{"on May 3, 2025", d(2025, 5, 3), d(2025, 5, 4)},
+		{"last Friday", d(2026, 2, 6), d(2026, 2, 7)},
+		{"since 24 December 2025", d(2025, 12, 24), zero},
 	} {
 		f, to, err := ResolveTime(c.expr, now)
 		if err != nil || !f.Equal(c.from) || !to.Equal(c.to) {
