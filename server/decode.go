@@ -77,7 +77,10 @@ type ContextRequest struct {
 	ResponseReserve    int    `json:"responseReserve,omitempty"`
 	// Filter restricts the knowledge to chunks matching a filter
 	// expression (index.ParseFilter).
-	Filter string `json:"filter,omitempty"`
+	Filter          string `json:"filter,omitempty"`
+	Mode            string `json:"mode,omitempty"`            // search mode; default the server's (hybrid)
+	TopK            int    `json:"topK,omitempty"`            // chunks retrieved; default the server's (5)
+	KnowledgeBudget int    `json:"knowledgeBudget,omitempty"` // base knowledge budget in tokens; default the server's (2000)
 }
 
 // PreferenceRequest is the body of POST /v1/preferences.
@@ -288,10 +291,17 @@ func (c *ContextRequest) validate() *apiError {
 	if a := checkText("systemPrompt", c.SystemPrompt, maxMessageBytes*4); a != nil {
 		return a
 	}
-	for name, v := range map[string]int{"modelContextLimit": c.ModelContextLimit, "systemPromptTokens": c.SystemPromptTokens, "responseReserve": c.ResponseReserve} {
+	for name, v := range map[string]int{"modelContextLimit": c.ModelContextLimit, "systemPromptTokens": c.SystemPromptTokens,
+		"responseReserve": c.ResponseReserve, "knowledgeBudget": c.KnowledgeBudget} {
 		if v < 0 || v > maxContextLimit {
 			return badRequest("%s must be between 0 and %d", name, maxContextLimit)
 		}
+	}
+	if c.TopK < 0 || c.TopK > maxTopK {
+		return badRequest("topK must be between 1 and %d", maxTopK)
+	}
+	if _, err := search.ParseMode(c.Mode); err != nil {
+		return badRequest("%v", err)
 	}
 	return nil
 }
