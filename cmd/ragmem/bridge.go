@@ -446,9 +446,10 @@ func (b *bridge) replay(ctx context.Context, gen int) error {
 	}
 }
 
-// resend sends the calls in flight on the new generation, or answers them
-// with an error when sending them again is not safe.
+// resend sends the calls in flight on the new generation, after
+// answering those it must not send again (answerUnsafe).
 func (b *bridge) resend(gen int) {
+	b.answerUnsafe(gen)
 	ids := make([]jsonrpc.ID, 0, len(b.inflight))
 	for id := range b.inflight {
 		ids = append(ids, id)
@@ -459,13 +460,20 @@ func (b *bridge) resend(gen int) {
 		if p.gen == gen {
 			continue
 		}
-		if p.delivered && !b.safe(p.req) {
-			delete(b.inflight, id)
-			b.answerError(id, fmt.Sprintf("ragmem: the memory's owner went away during %s; it may or may not have been done (check before calling it again)", describeCall(p.req)))
-			continue
-		}
 		p.gen, p.delivered = gen, false
 		b.sendCall(gen, p)
+	}
+}
+
+// answerUnsafe answers with an error the calls of earlier connections that
+// may have reached the owner and are not safe to send again: they may or
+// may not have been done.
+func (b *bridge) answerUnsafe(gen int) {
+	for id, p := range b.inflight {
+		if p.gen != gen && p.delivered && !b.safe(p.req) {
+			delete(b.inflight, id)
+			b.answerError(id, fmt.Sprintf("ragmem: the memory's owner went away during %s; it may or may not have been done (check before calling it again)", describeCall(p.req)))
+		}
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/server"
 )
 
 // mcpProc is a `ragmem mcp` process with a go-sdk client session over its
@@ -562,6 +563,10 @@ func TestServeTakesOver(t *testing.T) {
 	if !strings.Contains(st, "ragmem serve") || !strings.Contains(st, "1 attached: mcp") {
 		t.Errorf("status:\n%s", st)
 	}
+	// The bridge waited for serve: it started no second background owner.
+	if b, _ := os.ReadFile(owner.LogPath(dir)); strings.Count(string(b), "background owner started") != 1 || strings.Contains(string(b), "not needed") {
+		t.Errorf("owner log:\n%s", b)
+	}
 	m.close()
 }
 
@@ -663,5 +668,64 @@ func TestTwoMCPClientsStartOneOwner(t *testing.T) {
 	}
 	for _, m := range ms {
 		m.close()
+	}
+}
+
+// TestRetryOnlyWhatIsSafe puts a broken owner in front of the store: it
+// takes each request and hangs up without answering, so a client cannot
+// know whether a write was applied. A search (safe to repeat) is sent
+// again, then fails with a clear error; adding a preference (not safe) is
+// not repeated, and the error says the change may or may not have been
+// made. Neither hangs.
+func TestRetryOnlyWhatIsSafe(t *testing.T) {
+	dir := t.TempDir()
+	claim, err := owner.TryClaim(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claim.Release()
+	if _, _, err := server.EnsureToken(dir); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := claim.Listen(owner.Info{Kind: owner.KindServe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requests atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				buf := make([]byte, 4096)
+				if n, _ := c.Read(buf); n > 0 {
+					requests.Add(1)
+				}
+				c.Close() // hang up without an answer
+			}()
+		}
+	}()
+	defer ln.Close()
+
+	start := time.Now()
+	_, stderr, err := runCLI(t, "--dir", dir, "search", "anything")
+	if err == nil || !strings.Contains(err.Error(), "went away before answering") {
+		t.Errorf("search through a broken owner: %v %s", err, stderr)
+	}
+	if n := requests.Load(); n != 3 {
+		t.Errorf("the search was sent %d times, want 3 (two retries)", n)
+	}
+	requests.Store(0)
+	_, stderr, err = runCLI(t, "--dir", dir, "prefs", "add", "style", "Short answers")
+	if err == nil || !strings.Contains(err.Error(), "may or may not have been done") {
+		t.Errorf("prefs add through a broken owner: %v %s", err, stderr)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("adding a preference was sent %d times, want once", n)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("took %s", d)
 	}
 }
