@@ -579,11 +579,16 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	where, e := parseFilter("filter", r.URL.Query().Get("filter"))
+	if e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
 	eng := s.engine(w, r)
 	if eng == nil {
 		return
 	}
-	srcs, total, err := eng.Store().Sources(r.Context(), index.Filter{DocTypes: types}, offset, limit)
+	srcs, total, err := eng.Store().Sources(r.Context(), index.Filter{DocTypes: types, Where: where}, offset, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return

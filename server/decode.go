@@ -56,6 +56,9 @@ type SearchRequest struct {
 	MaxPerSource *int `json:"maxPerSource,omitempty"`
 	// GroupBySource orders the results source by source.
 	GroupBySource bool `json:"groupBySource,omitempty"`
+	// KeepDuplicates keeps identical and near-identical chunks of other
+	// sources as results of their own (default: collapsed into alsoAt).
+	KeepDuplicates bool `json:"keepDuplicates,omitempty"`
 }
 
 // SearchFilters restrict a search.
@@ -220,7 +223,7 @@ func (q *SearchRequest) options() (search.Options, *apiError) {
 	if err != nil {
 		return o, badRequest("%v", err)
 	}
-	o = search.Options{Mode: m, TopK: q.TopK, Fusion: fu, GroupBySource: q.GroupBySource}
+	o = search.Options{Mode: m, TopK: q.TopK, Fusion: fu, GroupBySource: q.GroupBySource, KeepDuplicates: q.KeepDuplicates}
 	where, a := parseFilter("filter", q.Filter)
 	if a != nil {
 		return o, a

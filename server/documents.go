@@ -22,6 +22,10 @@ type DocumentRequest struct {
 	Format  string            `json:"format,omitempty"` // text (default), markdown or html
 	Type    string            `json:"type,omitempty"`   // knowledge (default) or memory
 	Attrs   map[string]string `json:"attrs,omitempty"`
+	// Extracted says that HTML content is already a document's main
+	// content (a PDF, DOCX or EPUB file's text, as `ragmem index` reads
+	// it): it is chunked as it is, not reduced by page extraction.
+	Extracted bool `json:"extracted,omitempty"`
 }
 
 // DocumentsRequest is the body of POST /v1/documents.
@@ -98,18 +102,10 @@ func (d *DocumentRequest) document(i int) (index.Document, *apiError) {
 	default:
 		return index.Document{}, badRequest("%s: %q is not knowledge or memory (preferences are added with /v1/preferences)", field("type"), d.Type)
 	}
-	if len(d.Attrs) > 32 {
-		return index.Document{}, badRequest("%s has more than 32 entries", field("attrs"))
+	if err := index.CheckAttrs(d.Attrs); err != nil {
+		return index.Document{}, badRequest("%s: %s", field("attrs"), clientMessage(err, index.ErrBadAttrs))
 	}
-	for k, v := range d.Attrs {
-		if a := checkText(field("attrs")+" key", k, 256); a != nil {
-			return index.Document{}, a
-		}
-		if a := checkText(field("attrs")+" value", v, 4096); a != nil {
-			return index.Document{}, a
-		}
-	}
-	return index.Document{SourceURL: u, Title: d.Title, Content: d.Content, Format: f, DocType: t, Attrs: d.Attrs}, nil
+	return index.Document{SourceURL: u, Title: d.Title, Content: d.Content, Format: f, DocType: t, Attrs: d.Attrs, Extracted: d.Extracted && f == chunk.HTML}, nil
 }
 
 // postDocuments indexes a batch of documents synchronously, in one atomic
