@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
@@ -289,7 +292,7 @@ func (c *Client) IndexMany(ctx context.Context, docs []index.Document) ([]index.
 		return nil
 	}
 	for _, d := range docs {
-		dr := server.DocumentRequest{URL: d.SourceURL, Title: d.Title, Content: d.Content, Format: d.Format.String(), Type: d.DocType, Attrs: d.Attrs}
+		dr := server.DocumentRequest{URL: d.SourceURL, Title: d.Title, Content: d.Content, Format: d.Format.String(), Type: d.DocType, Attrs: d.Attrs, Extracted: d.Extracted}
 		n := len(d.Content) + len(d.Title) + len(d.SourceURL) + 256
 		if len(batch) > 0 && (size+n > maxBatchBytes || len(batch) >= maxBatchDocs) {
 			if err := flush(); err != nil {
@@ -339,6 +342,16 @@ func (c *Client) SearchReport(ctx context.Context, query string, o *search.Optio
 		if o.SourceURL != "" || len(o.DocTypes) > 0 || len(o.Attrs) > 0 {
 			req.Filters = &server.SearchFilters{URL: o.SourceURL, DocTypes: o.DocTypes, Attrs: o.Attrs}
 		}
+		req.Filter = o.Where.String() // "" for nil; the owner parses it back to an equal expression
+		switch {
+		case o.MaxPerSource < 0:
+			n := 0 // no cap
+			req.MaxPerSource = &n
+		case o.MaxPerSource > 0:
+			n := o.MaxPerSource
+			req.MaxPerSource = &n
+		}
+		req.GroupBySource, req.KeepDuplicates = o.GroupBySource, o.KeepDuplicates
 	}
 	var resp server.SearchJSON
 	if err := c.Do(ctx, http.MethodPost, "/v1/search", req, &resp, 0); err != nil {
@@ -346,7 +359,7 @@ func (c *Client) SearchReport(ctx context.Context, query string, o *search.Optio
 	}
 	out := make([]search.Result, len(resp.Results))
 	for i, r := range resp.Results {
-		out[i] = search.Result{Record: record(r.ChunkJSON), Score: r.Score, Explanation: r.Explanation}
+		out[i] = search.Result{Record: record(r.ChunkJSON), Score: r.Score, Explanation: r.Explanation, AlsoAt: r.AlsoAt}
 	}
 	return out, search.Report{Mode: resp.Mode, Degraded: resp.Degraded}, nil
 }
@@ -377,7 +390,7 @@ func (c *Client) BuildContext(ctx context.Context, query string, o ContextOption
 	req := server.ContextRequest{
 		Query: query, Model: o.Model, ModelContextLimit: o.ModelContextLimit, SystemPrompt: o.SystemPrompt,
 		SystemPromptTokens: o.SystemPromptTokens, ResponseReserve: o.ResponseReserve,
-		Mode: string(o.Mode), TopK: o.TopK, KnowledgeBudget: o.KnowledgeBudget,
+		Mode: string(o.Mode), TopK: o.TopK, KnowledgeBudget: o.KnowledgeBudget, Filter: o.Where.String(),
 	}
 	var resp server.ContextJSON
 	if err := c.Do(ctx, http.MethodPost, "/v1/context", req, &resp, 0); err != nil {
@@ -422,11 +435,10 @@ func (c *Client) Remove(ctx context.Context, sourceURL string) (int, error) {
 const pageLimit = 1000
 
 // Sources lists sources (GET /v1/sources), ordered by URL. limit 0 means
-// all. Only Filter.DocTypes is supported.
+// all. The filter's source, attributes and expression are sent as one
+// filter expression.
 func (c *Client) Sources(ctx context.Context, f index.Filter, offset, limit int) ([]index.SourceInfo, int, error) {
-	if f.SourceURL != "" || len(f.Attrs) > 0 {
-		return nil, 0, errors.New("owner: the API lists sources by type only")
-	}
+	where := filterExpr(f)
 	types := strings.Join(f.DocTypes, ",")
 	if types == "" { // any type (the API's default is knowledge)
 		types = strings.Join([]string{index.DocKnowledge, index.DocMemory, index.DocPreference}, ",")
@@ -440,6 +452,9 @@ func (c *Client) Sources(ctx context.Context, f index.Filter, offset, limit int)
 		}
 		q := url.Values{"offset": {strconv.Itoa(offset)}, "limit": {strconv.Itoa(n)}}
 		q.Set("type", types)
+		if where != nil {
+			q.Set("filter", where.String())
+		}
 		var resp server.SourcesJSON
 		if err := c.Do(ctx, http.MethodGet, "/v1/sources?"+q.Encode(), nil, &resp, 0); err != nil {
 			return nil, 0, err
@@ -456,6 +471,40 @@ func (c *Client) Sources(ctx context.Context, f index.Filter, offset, limit int)
 			return out, total, nil
 		}
 	}
+}
+
+// filterExpr is f's source, attributes and expression as one expression
+// (nil when f has none of them).
+func filterExpr(f index.Filter) *index.Expr {
+	var parts []*index.Expr
+	if f.SourceURL != "" {
+		parts = append(parts, &index.Expr{Op: driver.OpEq, Field: driver.FieldSource, Values: []string{f.SourceURL}})
+	}
+	for _, k := range slices.Sorted(maps.Keys(f.Attrs)) {
+		field := k
+		switch k {
+		case driver.FieldSource, driver.FieldTitle, driver.FieldType, driver.FieldCreated:
+			field = driver.AttrField(k)
+		}
+		parts = append(parts, &index.Expr{Op: driver.OpEq, Field: field, Values: []string{f.Attrs[k]}})
+	}
+	if f.Where != nil {
+		parts = append(parts, f.Where)
+	}
+	switch len(parts) {
+	case 0:
+		return nil
+	case 1:
+		return parts[0]
+	}
+	return &index.Expr{Op: driver.OpAnd, Args: parts}
+}
+
+// SetURLRules sets the rules by which the store canonicalises source URLs
+// and records them (index.Index.SetURLRules), through the owner's socket
+// only (PUT /v1/owner/url-rules).
+func (c *Client) SetURLRules(ctx context.Context, r index.URLRules) error {
+	return c.Do(ctx, http.MethodPut, URLRulesPath, r, nil, 0)
 }
 
 // Stats returns the store's statistics (GET /v1/stats).

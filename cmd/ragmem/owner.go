@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/memory/memhttp"
 	"github.com/ragmem/ragmem/owner"
@@ -197,6 +198,9 @@ func (g *globals) startOwner(ctx context.Context, claim *owner.Claim, cfg ownerC
 	if err := srv.HandleLocal("GET "+checkPath, http.HandlerFunc(r.serveCheck)); err != nil {
 		return fail(err)
 	}
+	if err := srv.HandleLocal("PUT "+owner.URLRulesPath, http.HandlerFunc(r.serveURLRules)); err != nil {
+		return fail(err)
+	}
 
 	listeners := []server.Listener{{Listener: ln, Local: true}}
 	if cfg.tcp != nil {
@@ -313,4 +317,26 @@ func (r *ownerRun) memoryStore(ctx context.Context) (*memory.Store, error) {
 		d = filepath.Join(r.dir, "memories")
 	}
 	return r.stores.Get(ctx, d, r.eng.Store())
+}
+
+// serveURLRules answers PUT /v1/owner/url-rules: `ragmem index
+// --keep-params` run as a client sets the store's URL rules here.
+func (r *ownerRun) serveURLRules(w http.ResponseWriter, req *http.Request) {
+	var rules index.URLRules
+	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rules); err != nil {
+		server.WriteError(w, req, http.StatusBadRequest, server.CodeBadRequest, "url rules: "+err.Error())
+		return
+	}
+	eng, err := r.srv.Engine(req)
+	if err != nil {
+		r.srv.Fail(w, req, err)
+		return
+	}
+	if err := eng.Store().SetURLRules(req.Context(), rules); err != nil {
+		r.srv.Fail(w, req, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -35,6 +35,7 @@ type memStore interface {
 	AddPreference(ctx context.Context, t prefs.Type, content string) (prefs.Preference, error)
 	RemovePreference(ctx context.Context, id string) (bool, error)
 	ClearPreferences(ctx context.Context) (int, error)
+	SetURLRules(ctx context.Context, r index.URLRules) error
 }
 
 var (
@@ -96,6 +97,10 @@ func (e engineStore) RemovePreference(ctx context.Context, id string) (bool, err
 
 func (e engineStore) ClearPreferences(ctx context.Context) (int, error) {
 	return e.eng.Preferences().Clear(ctx)
+}
+
+func (e engineStore) SetURLRules(ctx context.Context, r index.URLRules) error {
+	return e.eng.Store().SetURLRules(ctx, r)
 }
 
 // ownedStore is the memStore of one command. When no process owns the
@@ -405,4 +410,9 @@ func (g *globals) agreeWithOwner(ctx context.Context, c *owner.Client) error {
 		}
 	}
 	return nil
+}
+
+func (s *ownedStore) SetURLRules(ctx context.Context, r index.URLRules) error {
+	// Setting the same rules twice is setting them once.
+	return s.call(ctx, true, "", func(m memStore) error { return m.SetURLRules(ctx, r) })
 }
