@@ -97,7 +97,8 @@ var (
 	lastSyncTx = regexp.MustCompile(`(?m)^(last sync|index size) .*\n`)
 )
 
-// TestBothModesSameOutput runs every command on two copies of one store:
+// TestBothModesSameOutput runs every command (58 command lines, main's
+// ingestion flags and memory extraction included) on two copies of one store:
 // on the first with no owner (the command opens the store itself), on the
 // second through a running `ragmem serve` (the command is its client). The
 // outputs must be the same, byte for byte, once the data directory's path
@@ -138,10 +139,33 @@ func TestBothModesSameOutput(t *testing.T) {
 	defer s.stop()
 	extra := filepath.Join(t.TempDir(), "extra.md")
 	writeFile(t, extra, "# Quokkas\n\nQuokkas smile and live on Rottnest Island.\n")
+	// A folder kept in sync: documents (PDF, DOCX, EPUB), files skipped
+	// (encrypted, empty, binary), ignore files and --exclude, attributes.
+	shelf := t.TempDir()
+	for _, name := range []string{"guide.pdf", "guide.docx", "guide.epub", "encrypted.pdf"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "documents", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(shelf, "books", name), string(data))
+	}
+	writeFile(t, filepath.Join(shelf, "copy-of-otters.md"), "# Otters\n\n## Sleep\n\nOtters hold hands while they sleep so that they do not drift apart.\n\n## Food\n\nSea otters eat urchins and crabs.\n")
+	writeFile(t, filepath.Join(shelf, "empty.md"), "")
+	writeFile(t, filepath.Join(shelf, "blob.txt"), strings.Repeat("\x00\x01\x02binary", 64))
+	writeFile(t, filepath.Join(shelf, "drafts", "wip.md"), "# Draft\n\nexcluded by .ragmemignore\n")
+	writeFile(t, filepath.Join(shelf, ".ragmemignore"), "drafts/\n")
+	writeFile(t, filepath.Join(shelf, "build", "out.md"), "# Build\n\nexcluded by --exclude\n")
+	writeFile(t, filepath.Join(shelf, "gone.md"), "# Gone\n\nDeleted after the first sync: capybaras.\n")
+	// Memory extraction calls a chat model (here, a test server speaking
+	// the OpenAI protocol) from the command's process in both modes.
+	chat := chatServer(t)
+	t.Setenv("OPENAI_BASE_URL", chat.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "test-key")
 
 	steps := []struct {
-		args  []string
-		stdin string
+		args   []string
+		stdin  string
+		before func() // run once before the step's two runs
 	}{
 		{args: []string{"search", "hybrid", "fusion"}},
 		{args: []string{"search", "--json", "--mode", "fulltext", "--top-k", "3", "bm25 saturation"}},
@@ -180,6 +204,33 @@ func TestBothModesSameOutput(t *testing.T) {
 		{args: []string{"stats", "--json"}},
 		{args: []string{"prefs", "clear"}},
 		{args: []string{"sources", "--json", "--types", "preference"}},
+		// Main's ingestion: folder sync, formats, attributes, filters.
+		{args: []string{"index", "--exclude", "build/", "--attr", "team=search", "--attr", "lang=en", shelf}},
+		{args: []string{"index", "--attr", "team=search", "--attr", "lang=en", shelf}, before: func() {
+			if err := os.Remove(filepath.Join(shelf, "gone.md")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{args: []string{"sources", "--json", "--limit", "0"}},
+		{args: []string{"search", "--filter", "team = search AND lang IN [en, de]", "otters sleep"}},
+		{args: []string{"search", "--json", "--source", filepath.Join(shelf, "books") + "/", "holts dens"}},
+		{args: []string{"search", "--group", "--max-per-source", "1", "otters"}},
+		{args: []string{"search", "--keep-duplicates", "otters hold hands"}},
+		{args: []string{"search", "--filter", "team = ", "otters"}},
+		{args: []string{"context", "--json", "--filter", "type = knowledge AND team = search", "otter dens"}},
+		{args: []string{"context", "--source", filepath.Join(shelf, "books", "guide.epub"), "otter dens"}},
+		{args: []string{"index", "--keep-params", "ref_src", "-", "--url", "https://Example.com/a?ref_src=x&utm_source=y#top", "--format", "html"},
+			stdin: "<html><head><title>Mutexes</title></head><body><main><h1>Mutexes</h1><p>Mutexes guard shared data.</p></main></body></html>"},
+		{args: []string{"index", "-", "--url", "https://example.com/bin"}, stdin: strings.Repeat("\x00\x01binary", 64)},
+		{args: []string{"index", "--attr", "bad key=x", "-", "--url", "https://example.com/bad"}, stdin: "text"},
+		{args: []string{"sources", "--types", "knowledge"}},
+		{args: []string{"rm", "https://EXAMPLE.com/a?ref_src=x"}},
+		{args: []string{"rm", filepath.Join(shelf, "books") + "/"}},
+		{args: []string{"rm", filepath.Join(shelf, "nothing-here") + "/"}},
+		{args: []string{"memory", "extract", "--agent", "developer", "--task", "Fix uploads", "--model", "gpt-4o-mini", "-"}, stdin: "proxy_read_timeout 60s"},
+		{args: []string{"memory", "extract", "--agent", "developer", "--task", "Fix uploads", "--model", "gpt-4o-mini", "--dry-run", "--json", "-"}, stdin: "proxy_read_timeout 60s"},
+		{args: []string{"memory", "match", "--agent", "developer", "uploads time out"}},
+		{args: []string{"check"}},
 	}
 	normalize := func(s, dir string, stats bool) string {
 		s = strings.ReplaceAll(s, dir, "DIR")
@@ -201,6 +252,9 @@ func TestBothModesSameOutput(t *testing.T) {
 	}
 	for _, st := range steps {
 		name := strings.Join(st.args, " ")
+		if st.before != nil {
+			st.before()
+		}
 		lout, lerr, lcode := runCLIStdin(t, st.stdin, append([]string{"--dir", local}, st.args...)...)
 		sout, serr, scode := runCLIStdin(t, st.stdin, append([]string{"--dir", served}, st.args...)...)
 		isStats := st.args[0] == "stats"
