@@ -97,8 +97,9 @@ var (
 	lastSyncTx = regexp.MustCompile(`(?m)^(last sync|index size) .*\n`)
 )
 
-// TestBothModesSameOutput runs every command (58 command lines, main's
-// ingestion flags and memory extraction included) on two copies of one store:
+// TestBothModesSameOutput runs every command (58 command lines, folder
+// sync, document formats, filters and memory extraction included) on two
+// copies of one store:
 // on the first with no owner (the command opens the store itself), on the
 // second through a running `ragmem serve` (the command is its client). The
 // outputs must be the same, byte for byte, once the data directory's path
