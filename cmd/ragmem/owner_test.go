@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/owner"
 )
 
@@ -293,4 +295,26 @@ func runCLIStdin(t *testing.T, stdin string, args ...string) (string, string, er
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
 	return out.String(), errb.String(), err
+}
+
+// TestClientAgreesWithOwnersEmbedder: a client that names an embedder other
+// than the one the owner's store was built with is refused, as a local open
+// would be; naming the store's own is fine.
+func TestClientAgreesWithOwnersEmbedder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server process")
+	}
+	t.Setenv("RAGMEM_EMBEDDER", "lexical")
+	dir := t.TempDir()
+	mustRun(t, "--dir", dir, "index", "../../testdata/corpus")
+	s := startServe(t, dir)
+	defer s.stop()
+	_, _, err := runCLI(t, "--dir", dir, "--embedder", "lexical:dim=64", "search", "fusion")
+	if !errors.Is(err, index.ErrEmbedderMismatch) || !strings.Contains(err.Error(), "owned by pid "+strconv.Itoa(s.cmd.Process.Pid)) ||
+		!strings.Contains(err.Error(), "from --embedder") {
+		t.Fatalf("another embedder through the owner: %v", err)
+	}
+	if out, stderr, err := runCLI(t, "--dir", dir, "--embedder", "lexical", "search", "fusion"); err != nil || !strings.Contains(out, "hybrid-search.md") {
+		t.Fatalf("the store's own embedder: %v\n%s%s", err, out, stderr)
+	}
 }

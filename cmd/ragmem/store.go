@@ -404,7 +404,17 @@ func (g *globals) agreeWithOwner(ctx context.Context, c *owner.Client) error {
 		if err != nil {
 			return err
 		}
-		if !choice.spec.SameModel(ownerSpec) {
+		same := choice.spec.SameModel(ownerSpec)
+		switch strings.ToLower(strings.TrimSpace(choice.spec.Kind)) {
+		case "", embed.KindLexical, embed.KindRandProj:
+			// Built here at no cost (no file, no server): compare what a
+			// local open compares, the embedder's identity (its
+			// dimension and options included).
+			if e, err := embed.New(choice.spec, nil); err == nil && ex.Embedder != "" {
+				same = e.Identity() == ex.Embedder
+			}
+		}
+		if !same {
 			return fmt.Errorf("%w: %s, whose store was built with embedder %s, but %s (from %s) was given; drop that setting to use the store's",
 				index.ErrEmbedderMismatch, who, ex.EmbedderSpec, choice.spec, choice.from)
 		}
