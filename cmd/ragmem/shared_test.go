@@ -407,6 +407,24 @@ func TestKillOwnerMidWrite(t *testing.T) {
 			}
 		}()
 	}
+	// The CLI keeps indexing, one process per document: a command whose
+	// owner dies sends the document again to the next owner (or becomes
+	// it), since indexing is safe to repeat; exit 0 is an acknowledgement.
+	cliDone := make(chan struct{})
+	var cliAcked atomic.Int64
+	go func() {
+		defer close(cliDone)
+		for i := 0; ctx.Err() == nil; i++ {
+			u := fmt.Sprintf("https://cli.example/%d", i)
+			cmd := exec.CommandContext(ctx, os.Args[0], "--dir", dir, "index", "-", "--url", u)
+			cmd.Env = append(os.Environ(), "RAGMEM_TEST_AS_MAIN=1", "RAGMEM_EMBEDDER=lexical")
+			cmd.Stdin = strings.NewReader(fmt.Sprintf("CLI note %d about herons.", i))
+			if cmd.Run() == nil {
+				ack(u)
+				cliAcked.Add(1)
+			}
+		}
+	}()
 	// An MCP client keeps writing through its bridge, before and after.
 	mcpDone := make(chan struct{})
 	var mcpAfter atomic.Int64
@@ -459,6 +477,10 @@ func TestKillOwnerMidWrite(t *testing.T) {
 	}
 	cancel()
 	<-mcpDone
+	<-cliDone
+	if cliAcked.Load() == 0 {
+		t.Error("no CLI write was acknowledged")
+	}
 	out, stderr, code := runAsMain(t, "", "--dir", dir, "sources", "--json", "--limit", "0")
 	if code != 0 {
 		t.Fatalf("sources after the kill: %s %s", out, stderr)
@@ -478,7 +500,7 @@ func TestKillOwnerMidWrite(t *testing.T) {
 			t.Errorf("acknowledged %s was lost", u)
 		}
 	}
-	t.Logf("%d writes acknowledged, %d lost; %d MCP writes after the kill", len(acked), lost, mcpAfter.Load())
+	t.Logf("%d writes acknowledged (%d by the CLI), %d lost; %d MCP writes after the kill", len(acked), cliAcked.Load(), lost, mcpAfter.Load())
 	m.close()
 	out, stderr, code = runAsMain(t, "", "--dir", dir, "check")
 	if code != 0 {
