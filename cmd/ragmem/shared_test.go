@@ -250,8 +250,26 @@ func TestMixedWorkload(t *testing.T) {
 	s := startServe(t, dir)
 	m1, m2 := startMCP(t, dir), startMCP(t, dir)
 	files := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	// The clients run for 3 s, and on until each has done 3 rounds (a
+	// loaded machine, -race), within 2 minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	const workers, minRounds = 4, 3
+	var rounds [workers]atomic.Int64
+	go func() {
+		start := time.Now()
+		for ctx.Err() == nil {
+			enough := time.Since(start) >= 3*time.Second
+			for i := range rounds {
+				enough = enough && rounds[i].Load() >= minRounds
+			}
+			if enough {
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
 
 	var mu sync.Mutex
 	acked := map[string]bool{} // source URLs whose write was acknowledged
@@ -261,13 +279,20 @@ func TestMixedWorkload(t *testing.T) {
 	bad := func(f string, a ...any) { mu.Lock(); errs = append(errs, fmt.Sprintf(f, a...)); mu.Unlock() }
 	var ops atomic.Int64
 	var wg sync.WaitGroup
+	worker := 0
 	run := func(name string, f func(i int) error) {
+		w := worker
+		worker++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; ctx.Err() == nil; i++ {
-				if err := f(i); err != nil && ctx.Err() == nil {
+				err := f(i)
+				if err != nil && ctx.Err() == nil {
 					bad("%s %d: %v", name, i, err)
+				}
+				if err == nil {
+					rounds[w].Add(1)
 				}
 				ops.Add(1)
 			}
@@ -356,7 +381,12 @@ func TestMixedWorkload(t *testing.T) {
 			t.Errorf("acknowledged preference %q is not in the store", p)
 		}
 	}
-	if len(acked) < 8 || len(prefsAcked) < 2 {
+	for w := range rounds {
+		if n := rounds[w].Load(); n < minRounds {
+			t.Errorf("client %d did %d rounds in 2 minutes, want %d", w, n, minRounds)
+		}
+	}
+	if len(acked) < 3*minRounds || len(prefsAcked) < minRounds {
 		t.Errorf("too little work done: %d sources, %d preferences", len(acked), len(prefsAcked))
 	}
 }
