@@ -632,7 +632,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, r, e)
 		return
 	}
-	o, e := req.options()
+	o, e := req.options(topKBound(r))
 	if e != nil {
 		writeAPIError(w, r, e)
 		return
@@ -725,7 +725,7 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, r, e)
 		return
 	}
-	if e := req.validate(); e != nil {
+	if e := req.validate(topKBound(r)); e != nil {
 		writeAPIError(w, r, e)
 		return
 	}
@@ -934,4 +934,12 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	out.Server.UptimeSeconds = s.o.Now().Sub(s.started).Seconds()
 	out.Server.NamespacesOpen = s.pool.openCount()
 	writeJSON(w, http.StatusOK, out)
+}
+
+// topKBound is the largest topK (and maxPerSource) r may ask for.
+func topKBound(r *http.Request) int {
+	if IsLocal(r) {
+		return maxLocalTopK
+	}
+	return maxTopK
 }

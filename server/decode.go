@@ -23,6 +23,10 @@ const (
 	maxQueryBytes   = 16 << 10
 	maxMessageBytes = 64 << 10
 	maxTopK         = 100
+	// maxLocalTopK bounds topK and maxPerSource of requests on local
+	// listeners: the user's own commands, which may ask what a local
+	// engine answers (ragmem search --top-k 500).
+	maxLocalTopK    = 1 << 20
 	maxContextLimit = 10_000_000
 	maxListLimit    = 1000
 )
@@ -204,7 +208,9 @@ func (p *PageRequest) textFormat() (chunk.Format, error) {
 }
 
 // options validates a search request and returns the search options.
-func (q *SearchRequest) options() (search.Options, *apiError) {
+// maxK bounds topK and maxPerSource (maxTopK, or maxLocalTopK on a local
+// listener).
+func (q *SearchRequest) options(maxK int) (search.Options, *apiError) {
 	var o search.Options
 	if strings.TrimSpace(q.Query) == "" {
 		return o, badRequest("query is required")
@@ -212,8 +218,8 @@ func (q *SearchRequest) options() (search.Options, *apiError) {
 	if a := checkText("query", q.Query, maxQueryBytes); a != nil {
 		return o, a
 	}
-	if q.TopK < 0 || q.TopK > maxTopK {
-		return o, badRequest("topK must be between 1 and %d", maxTopK)
+	if q.TopK < 0 || q.TopK > maxK {
+		return o, badRequest("topK must be between 1 and %d", maxK)
 	}
 	m, err := search.ParseMode(q.Mode)
 	if err != nil {
@@ -231,8 +237,8 @@ func (q *SearchRequest) options() (search.Options, *apiError) {
 	o.Where = where
 	if q.MaxPerSource != nil {
 		switch n := *q.MaxPerSource; {
-		case n < 0 || n > maxTopK:
-			return o, badRequest("maxPerSource must be between 0 (no cap) and %d", maxTopK)
+		case n < 0 || n > maxK:
+			return o, badRequest("maxPerSource must be between 0 (no cap) and %d", maxK)
 		case n == 0:
 			o.MaxPerSource = -1
 		default:
@@ -281,7 +287,9 @@ func (q *SearchRequest) options() (search.Options, *apiError) {
 	return o, nil
 }
 
-func (c *ContextRequest) validate() *apiError {
+// validate checks a context request; maxK bounds topK (see
+// SearchRequest.options).
+func (c *ContextRequest) validate(maxK int) *apiError {
 	if strings.TrimSpace(c.Query) == "" {
 		return badRequest("query is required")
 	}
@@ -300,8 +308,8 @@ func (c *ContextRequest) validate() *apiError {
 			return badRequest("%s must be between 0 and %d", name, maxContextLimit)
 		}
 	}
-	if c.TopK < 0 || c.TopK > maxTopK {
-		return badRequest("topK must be between 1 and %d", maxTopK)
+	if c.TopK < 0 || c.TopK > maxK {
+		return badRequest("topK must be between 1 and %d", maxK)
 	}
 	if _, err := search.ParseMode(c.Mode); err != nil {
 		return badRequest("%v", err)

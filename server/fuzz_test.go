@@ -56,7 +56,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			if a != nil {
 				return
 			}
-			o, a := q.options()
+			o, a := q.options(maxTopK)
 			check(a)
 			if a == nil {
 				if o.TopK < 0 || o.TopK > maxTopK || strings.TrimSpace(q.Query) == "" {
@@ -71,7 +71,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			a := decodeBody(body, &c)
 			check(a)
 			if a == nil {
-				a = c.validate()
+				a = c.validate(maxTopK)
 				check(a)
 				if a == nil && (c.ModelContextLimit < 0 || c.ResponseReserve < 0 || c.SystemPromptTokens < 0) {
 					t.Fatalf("accepted %+v", c)

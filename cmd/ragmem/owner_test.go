@@ -99,7 +99,7 @@ var (
 	lastSyncTx = regexp.MustCompile(`(?m)^(last sync|index size) .*\n`)
 )
 
-// TestBothModesSameOutput runs every command (58 command lines, folder
+// TestBothModesSameOutput runs every command (60 command lines, folder
 // sync, document formats, filters and memory extraction included) on two
 // copies of one store:
 // on the first with no owner (the command opens the store itself), on the
@@ -220,6 +220,8 @@ func TestBothModesSameOutput(t *testing.T) {
 		{args: []string{"search", "--group", "--max-per-source", "1", "otters"}},
 		{args: []string{"search", "--keep-duplicates", "otters hold hands"}},
 		{args: []string{"search", "--filter", "team = ", "otters"}},
+		{args: []string{"search", "--top-k", "150", "--max-per-source", "120", "--threshold", "-1", "otters"}},
+		{args: []string{"context", "--json", "--top-k", "150", "otters"}},
 		{args: []string{"context", "--json", "--filter", "type = knowledge AND team = search", "otter dens"}},
 		{args: []string{"context", "--source", filepath.Join(shelf, "books", "guide.epub"), "otter dens"}},
 		{args: []string{"index", "--keep-params", "ref_src", "-", "--url", "https://Example.com/a?ref_src=x&utm_source=y#top", "--format", "html"},
