@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ragmem/ragmem/mcpserver"
 	"github.com/ragmem/ragmem/owner"
 )
 
@@ -100,7 +101,7 @@ func runMCPBridge(ctx context.Context, g *globals, readOnly bool, memories strin
 	if dir, err = filepath.Abs(dir); err != nil {
 		return err
 	}
-	down, err := (&mcp.StdioTransport{}).Connect(ctx)
+	down, err := (&mcpserver.StdioTransport{}).Connect(ctx) // malformed lines answered, the session goes on
 	if err != nil {
 		return err
 	}
