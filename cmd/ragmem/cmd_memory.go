@@ -350,7 +350,7 @@ func newMemoryMatchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 			}
 			var ms []memory.Match
 			var message string
-			err := g.withMemories(cmd.Context(), mf, func(st *memory.Store) error {
+			err = g.withMemories(cmd.Context(), mf, func(st *memory.Store) error {
 				g.warnProblems(st)
 				var err error
 				if ms, err = st.Match(cmd.Context(), req); err != nil || !prompt {
@@ -363,7 +363,8 @@ func newMemoryMatchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				message = memory.ContextMessage(memory.FormatForPrompt(ins)).Content
 				return nil
 			}, func(c *owner.Client) error {
-				mr := memhttp.MatchRequest{Task: req.Task, Agent: req.Agent, AgentTags: req.AgentTags, MaxMemories: req.MaxMemories, NoWeak: req.NoWeak, Context: prompt}
+				mr := memhttp.MatchRequest{Task: req.Task, Agent: req.Agent, AgentTags: req.AgentTags, MaxMemories: req.MaxMemories, NoWeak: req.NoWeak, Context: prompt,
+					Since: tf.since, Until: tf.until, When: tf.when, IncludeSuperseded: tf.history}
 				if minImp != "" {
 					mr.MinImportance = req.MinImportance.String()
 				}

@@ -99,7 +99,7 @@ var (
 	lastSyncTx = regexp.MustCompile(`(?m)^(last sync|index size) .*\n`)
 )
 
-// TestBothModesSameOutput runs every command (60 command lines, folder
+// TestBothModesSameOutput runs every command (62 command lines, folder
 // sync, document formats, filters and memory extraction included) on two
 // copies of one store:
 // on the first with no owner (the command opens the store itself), on the
@@ -235,6 +235,8 @@ func TestBothModesSameOutput(t *testing.T) {
 		{args: []string{"memory", "extract", "--agent", "developer", "--task", "Fix uploads", "--model", "gpt-4o-mini", "-"}, stdin: "proxy_read_timeout 60s"},
 		{args: []string{"memory", "extract", "--agent", "developer", "--task", "Fix uploads", "--model", "gpt-4o-mini", "--dry-run", "--json", "-"}, stdin: "proxy_read_timeout 60s"},
 		{args: []string{"memory", "match", "--agent", "developer", "uploads time out"}},
+		{args: []string{"memory", "search", "uploads proxy"}},
+		{args: []string{"memory", "match", "--agent", "developer", "--history", "--when", "this year", "uploads"}},
 		{args: []string{"check"}},
 	}
 	normalize := func(s, dir string, stats bool) string {
