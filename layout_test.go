@@ -30,6 +30,7 @@ var stages = [][]string{
 	{"memory/memhttp", "memory/memmcp"},    // agent memory over HTTP and MCP
 	{"agent", "mcpserver"},                 // adapters over rag.Engine
 	{"server"},
+	{"owner"}, // one owner per data directory, its socket, its clients (over the server's API)
 	{"cmd", "examples"},
 }
 
@@ -113,7 +114,8 @@ func TestStageOf(t *testing.T) {
 		module + "/memory/memhttp":          12,
 		module + "/agent":                   13,
 		module + "/server":                  14,
-		module + "/cmd/ragmem":              15,
+		module + "/owner":                   15,
+		module + "/cmd/ragmem":              16,
 		module + "/memoryless":              -2,
 		module + "/nonsense":                -2,
 	}

@@ -3,7 +3,6 @@ package prefs
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -203,7 +202,7 @@ func detectLine(n *normText, base int, line string) *Intent {
 // has a named group "x" for the object of the statement when it has one.
 type rule struct {
 	typ Type
-	re  *regexp.Regexp
+	re  *lazyRE // compiled on first use
 	// build makes the Content from the submatches (by group name); it
 	// returns "" to reject the match.
 	build func(g map[string]string) string
@@ -299,10 +298,10 @@ const (
 
 var rules = []rule{
 	// --- style: ELI5 and "explain like I'm …" (allowed in questions) ---
-	{Style, regexp.MustCompile(`(?i)^` + reReq + `(?:please\s+)?eli(?P<n>\d{1,2})\b`), func(g map[string]string) string {
+	{Style, lazyRegexp(`(?i)^` + reReq + `(?:please\s+)?eli(?P<n>\d{1,2})\b`), func(g map[string]string) string {
 		return "Explain like the user is " + g["n"] + " years old"
 	}, true},
-	{Style, regexp.MustCompile(`(?i)^` + reReq + `(?:please\s+)?(?:explain|describe|break\s+down|walk\s+me\s+through|teach\s+me|tell\s+me|talk\s+to\s+me|speak\s+to\s+me|answer|respond|write)(?:\s+(?:it|this|that|things|everything|stuff|them|the\s+answer|all\s+this))?(?:\s+to\s+me)?(?:\s+(?:simply|slowly|again))?\s+(?:like|as\s+if|as\s+though|as\s+if\s+to|as\s+though\s+to)\s+(?:i(?:'m|m|\s+am|\s+was|\s+were|'d\s+be|\s+would\s+be)\s+)(?P<x>.+)$`), func(g map[string]string) string {
+	{Style, lazyRegexp(`(?i)^` + reReq + `(?:please\s+)?(?:explain|describe|break\s+down|walk\s+me\s+through|teach\s+me|tell\s+me|talk\s+to\s+me|speak\s+to\s+me|answer|respond|write)(?:\s+(?:it|this|that|things|everything|stuff|them|the\s+answer|all\s+this))?(?:\s+to\s+me)?(?:\s+(?:simply|slowly|again))?\s+(?:like|as\s+if|as\s+though|as\s+if\s+to|as\s+though\s+to)\s+(?:i(?:'m|m|\s+am|\s+was|\s+were|'d\s+be|\s+would\s+be)\s+)(?P<x>.+)$`), func(g map[string]string) string {
 		x := explainee(g["x"])
 		if x == "" {
 			return ""
@@ -311,59 +310,59 @@ var rules = []rule{
 	}, true},
 
 	// --- custom: "remember/note that I …" ---
-	{Custom, regexp.MustCompile(`(?i)^` + reReq + `(?:please\s+)?(?:(?:always\s+)?remember|note|keep\s+in\s+mind|bear\s+in\s+mind|don't\s+forget|do\s+not\s+forget|never\s+forget|be\s+aware)(?:\s+that)?\s+(?P<subj>i(?:'m|m|\s+am|'ve|\s+have|'d|\s+would|'ll|\s+will)?|my)` + reRest), func(g map[string]string) string {
+	{Custom, lazyRegexp(`(?i)^` + reReq + `(?:please\s+)?(?:(?:always\s+)?remember|note|keep\s+in\s+mind|bear\s+in\s+mind|don't\s+forget|do\s+not\s+forget|never\s+forget|be\s+aware)(?:\s+that)?\s+(?P<subj>i(?:'m|m|\s+am|'ve|\s+have|'d|\s+would|'ll|\s+will)?|my)` + reRest), func(g map[string]string) string {
 		return rememberContent(g["subj"], g["x"])
 	}, false},
 
 	// --- expertise ---
-	{Expertise, regexp.MustCompile(`(?i)^` + reIm + `\s+` + reAdv + `(?:(?:completely|totally|fairly|pretty|very|quite|relatively|brand|super|still)\s+)*new\s+to` + reRest), func(g map[string]string) string {
+	{Expertise, lazyRegexp(`(?i)^` + reIm + `\s+` + reAdv + `(?:(?:completely|totally|fairly|pretty|very|quite|relatively|brand|super|still)\s+)*new\s+to` + reRest), func(g map[string]string) string {
 		return "User is new to " + thirdPerson(g["x"])
 	}, false},
-	{Expertise, regexp.MustCompile(`(?i)^` + reIm + `\s+` + reAdv + `(?:(?P<deg>very|quite|fairly|pretty|highly|really|extremely)\s+)?(?P<a>experienced|proficient|fluent|skilled|familiar|comfortable|well-versed|versed|an\s+expert|expert|an\s+authority)\s+(?P<p>in|with|at|on)` + reRest), func(g map[string]string) string {
+	{Expertise, lazyRegexp(`(?i)^` + reIm + `\s+` + reAdv + `(?:(?P<deg>very|quite|fairly|pretty|highly|really|extremely)\s+)?(?P<a>experienced|proficient|fluent|skilled|familiar|comfortable|well-versed|versed|an\s+expert|expert|an\s+authority)\s+(?P<p>in|with|at|on)` + reRest), func(g map[string]string) string {
 		a := strings.ToLower(g["a"])
 		if g["deg"] != "" {
 			a = strings.ToLower(g["deg"]) + " " + a
 		}
 		return "User is " + a + " " + strings.ToLower(g["p"]) + " " + thirdPerson(g["x"])
 	}, false},
-	{Expertise, regexp.MustCompile(`(?i)^` + reIm + `\s+` + reAdv + `working\s+as` + reRest), func(g map[string]string) string {
+	{Expertise, lazyRegexp(`(?i)^` + reIm + `\s+` + reAdv + `working\s+as` + reRest), func(g map[string]string) string {
 		if asComparison.MatchString(g["x"]) {
 			return ""
 		}
 		return "User is working as " + thirdPerson(g["x"])
 	}, false},
-	{Domain, regexp.MustCompile(`(?i)^` + reIm + `\s+` + reAdv + `(?P<v>working\s+on|building|developing|creating|writing|leading|running|doing)\s+(?P<x>(?:an?|the|my|our|this|some|two|three|several|multiple)\b.*?\bprojects?\b.*)$`), func(g map[string]string) string {
+	{Domain, lazyRegexp(`(?i)^` + reIm + `\s+` + reAdv + `(?P<v>working\s+on|building|developing|creating|writing|leading|running|doing)\s+(?P<x>(?:an?|the|my|our|this|some|two|three|several|multiple)\b.*?\bprojects?\b.*)$`), func(g map[string]string) string {
 		return "User is " + strings.ToLower(collapseSpace(g["v"])) + " " + thirdPerson(g["x"])
 	}, false},
-	{Domain, regexp.MustCompile(`(?i)^` + reIm + `\s+` + reAdv + `(?:(?:very|really|mostly|mainly|particularly|especially|primarily|deeply|also|quite|super|most|more|currently|now|increasingly|always|genuinely|keenly|mostly)\s+)*interested\s+in` + reRest), func(g map[string]string) string {
+	{Domain, lazyRegexp(`(?i)^` + reIm + `\s+` + reAdv + `(?:(?:very|really|mostly|mainly|particularly|especially|primarily|deeply|also|quite|super|most|more|currently|now|increasingly|always|genuinely|keenly|mostly)\s+)*interested\s+in` + reRest), func(g map[string]string) string {
 		return "User is interested in " + thirdPerson(g["x"])
 	}, false},
-	{Domain, regexp.MustCompile(`(?i)^(?:i\s+` + reAdv + `(?P<v>speciali[sz]e)|` + reIm + `\s+` + reAdv + `(?P<v2>speciali[sz]ed))\s+in` + reRest), func(g map[string]string) string {
+	{Domain, lazyRegexp(`(?i)^(?:i\s+` + reAdv + `(?P<v>speciali[sz]e)|` + reIm + `\s+` + reAdv + `(?P<v2>speciali[sz]ed))\s+in` + reRest), func(g map[string]string) string {
 		verb := "specializes"
 		if strings.Contains(strings.ToLower(g["v"]+g["v2"]), "lis") {
 			verb = "specialises"
 		}
 		return "User " + verb + " in " + thirdPerson(g["x"])
 	}, false},
-	{Expertise, regexp.MustCompile(`(?i)^` + reIm + `\s+` + reAdv + `(?P<art>an?)\s+(?P<x>.+)$`), func(g map[string]string) string {
+	{Expertise, lazyRegexp(`(?i)^` + reIm + `\s+` + reAdv + `(?P<art>an?)\s+(?P<x>.+)$`), func(g map[string]string) string {
 		if !identity(g["x"]) {
 			return ""
 		}
 		return "User is " + strings.ToLower(g["art"]) + " " + thirdPerson(g["x"])
 	}, false},
-	{Expertise, regexp.MustCompile(`(?i)^i(?:'ve|\s+have)\s+been\s+` + reAdv + `(?P<art>an?)\s+(?P<x>.+)$`), func(g map[string]string) string {
+	{Expertise, lazyRegexp(`(?i)^i(?:'ve|\s+have)\s+been\s+` + reAdv + `(?P<art>an?)\s+(?P<x>.+)$`), func(g map[string]string) string {
 		if !identity(g["x"]) {
 			return ""
 		}
 		return "User has been " + strings.ToLower(g["art"]) + " " + thirdPerson(g["x"])
 	}, false},
-	{Expertise, regexp.MustCompile(`(?i)^(?:i\s+` + reAdv + `work|` + reIm + `\s+` + reAdv + `employed)\s+as` + reRest), func(g map[string]string) string {
+	{Expertise, lazyRegexp(`(?i)^(?:i\s+` + reAdv + `work|` + reIm + `\s+` + reAdv + `employed)\s+as` + reRest), func(g map[string]string) string {
 		if asComparison.MatchString(g["x"]) {
 			return "" // "I work as fast as I can"
 		}
 		return "User works as " + thirdPerson(g["x"])
 	}, false},
-	{Expertise, regexp.MustCompile(`(?i)^i(?:\s+have(?:\s+got)?|'ve(?:\s+got)?)\s+(?:(?P<n>(?:(?:over|more\s+than|about|around|nearly|almost|roughly|close\s+to|at\s+least)\s+)?` + reNum + `)\s*(?P<y>years?|yrs?)\s+(?:of\s+)?|(?P<q>some|extensive|a\s+lot\s+of|lots\s+of|little|limited|basic|solid|deep|strong|significant|considerable|no|prior|previous)\s+)?(?P<k>(?:professional|industry|work|hands-on|practical|programming|coding|teaching|research|relevant|clinical|development|engineering)\s+)?experience(?:\s+(?P<p>in|with|as|doing|at|on|working\s+with|working\s+in|working\s+as|building|writing|using)\s+(?P<x>.+))?\s*$`), func(g map[string]string) string {
+	{Expertise, lazyRegexp(`(?i)^i(?:\s+have(?:\s+got)?|'ve(?:\s+got)?)\s+(?:(?P<n>(?:(?:over|more\s+than|about|around|nearly|almost|roughly|close\s+to|at\s+least)\s+)?` + reNum + `)\s*(?P<y>years?|yrs?)\s+(?:of\s+)?|(?P<q>some|extensive|a\s+lot\s+of|lots\s+of|little|limited|basic|solid|deep|strong|significant|considerable|no|prior|previous)\s+)?(?P<k>(?:professional|industry|work|hands-on|practical|programming|coding|teaching|research|relevant|clinical|development|engineering)\s+)?experience(?:\s+(?P<p>in|with|as|doing|at|on|working\s+with|working\s+in|working\s+as|building|writing|using)\s+(?P<x>.+))?\s*$`), func(g map[string]string) string {
 		s := "User has "
 		switch {
 		case g["n"] != "":
@@ -383,13 +382,13 @@ var rules = []rule{
 		}
 		return s
 	}, false},
-	{Expertise, regexp.MustCompile(`(?i)^my\s+(?:current\s+|day\s+|main\s+|actual\s+)?(?P<n>job\s+title|job|role|position|profession|occupation|title|line\s+of\s+work|day\s+job)\s+is` + reRest), func(g map[string]string) string {
+	{Expertise, lazyRegexp(`(?i)^my\s+(?:current\s+|day\s+|main\s+|actual\s+)?(?P<n>job\s+title|job|role|position|profession|occupation|title|line\s+of\s+work|day\s+job)\s+is` + reRest), func(g map[string]string) string {
 		if notAttribute.MatchString(g["x"]) {
 			return ""
 		}
 		return "User's " + strings.ToLower(collapseSpace(g["n"])) + " is " + thirdPerson(g["x"])
 	}, false},
-	{Expertise, regexp.MustCompile(`(?i)^my\s+(?P<k>(?:professional|educational|academic|technical|work)\s+)?background\s+is` + reRest), func(g map[string]string) string {
+	{Expertise, lazyRegexp(`(?i)^my\s+(?P<k>(?:professional|educational|academic|technical|work)\s+)?background\s+is` + reRest), func(g map[string]string) string {
 		if notAttribute.MatchString(g["x"]) {
 			return ""
 		}
@@ -397,13 +396,13 @@ var rules = []rule{
 	}, false},
 
 	// --- domain ---
-	{Domain, regexp.MustCompile(`(?i)^my\s+(?:main\s+|primary\s+|current\s+|professional\s+)?(?P<n>field\s+of\s+study|field\s+of\s+research|field|area\s+of\s+expertise|area\s+of\s+research|research\s+area|research\s+field|research\s+focus|domain|specialty|speciality|specialization|specialisation|major|expertise|industry|discipline|niche)\s+is` + reRest), func(g map[string]string) string {
+	{Domain, lazyRegexp(`(?i)^my\s+(?:main\s+|primary\s+|current\s+|professional\s+)?(?P<n>field\s+of\s+study|field\s+of\s+research|field|area\s+of\s+expertise|area\s+of\s+research|research\s+area|research\s+field|research\s+focus|domain|specialty|speciality|specialization|specialisation|major|expertise|industry|discipline|niche)\s+is` + reRest), func(g map[string]string) string {
 		if notAttribute.MatchString(g["x"]) {
 			return ""
 		}
 		return "User's " + strings.ToLower(collapseSpace(g["n"])) + " is " + thirdPerson(g["x"])
 	}, false},
-	{Domain, regexp.MustCompile(`(?i)^i\s+` + reAdv + `(?P<v>work|do\s+research|research)\s+(?P<p>in|on|at|within|for)` + reRest), func(g map[string]string) string {
+	{Domain, lazyRegexp(`(?i)^i\s+` + reAdv + `(?P<v>work|do\s+research|research)\s+(?P<p>in|on|at|within|for)` + reRest), func(g map[string]string) string {
 		if !workObject(g["x"]) {
 			return ""
 		}
@@ -415,24 +414,24 @@ var rules = []rule{
 	}, false},
 
 	// --- style ---
-	{Style, regexp.MustCompile(`(?i)^i(?:'d|\s+would)?(?:\s+(?:really|much|generally|usually|always|definitely|strongly|personally|mostly|do|also|rather|very\s+much))*\s+prefer` + reRest), func(g map[string]string) string {
+	{Style, lazyRegexp(`(?i)^i(?:'d|\s+would)?(?:\s+(?:really|much|generally|usually|always|definitely|strongly|personally|mostly|do|also|rather|very\s+much))*\s+prefer` + reRest), func(g map[string]string) string {
 		if declines.MatchString(g["x"]) {
 			return ""
 		}
 		return "User prefers " + thirdPerson(g["x"])
 	}, false},
-	{Style, regexp.MustCompile(`(?i)^i(?:'d|\s+would)?(?:\s+(?:really|much|generally|usually|always|definitely|also|do|truly|very\s+much))*\s+(?:like|love|want|need|appreciate|enjoy|value|favou?r)\s+(?:(?:it\s+when\s+you\s+(?:give|write|provide|keep)(?:\s+me)?|to\s+(?:get|have|see|receive|read))\s+)?(?P<adj>(?:(?:` + reIntensifier + `|` + reStyleAdj + `)(?:\s*,\s*|\s+and\s+|\s+or\s+|\s+but\s+|\s+))*` + reStyleAdj + `)\s+(?P<n>` + reAnswerNoun + `)\b(?P<rest>.*)$`), func(g map[string]string) string {
+	{Style, lazyRegexp(`(?i)^i(?:'d|\s+would)?(?:\s+(?:really|much|generally|usually|always|definitely|also|do|truly|very\s+much))*\s+(?:like|love|want|need|appreciate|enjoy|value|favou?r)\s+(?:(?:it\s+when\s+you\s+(?:give|write|provide|keep)(?:\s+me)?|to\s+(?:get|have|see|receive|read))\s+)?(?P<adj>(?:(?:` + reIntensifier + `|` + reStyleAdj + `)(?:\s*,\s*|\s+and\s+|\s+or\s+|\s+but\s+|\s+))*` + reStyleAdj + `)\s+(?P<n>` + reAnswerNoun + `)\b(?P<rest>.*)$`), func(g map[string]string) string {
 		return "User prefers " + collapseSpace(g["adj"]) + " " + collapseSpace(g["n"]) + " " + thirdPerson(g["rest"])
 	}, false},
-	{Style, regexp.MustCompile(`(?i)^` + reReq + `(?:please\s+)?(?:(?:always|try\s+to|just)\s+)*(?:be|stay|remain)\s+(?:as\s+)?(?P<adj>(?:` + reIntensifier + `\s+)?(?:concise|brief|short|succinct|terse|detailed|thorough|technical|simple|clear|direct|formal|informal|casual|precise|comprehensive|blunt|to\s+the\s+point|straightforward)(?:\s+(?:and|&)\s+(?:` + reIntensifier + `\s+)?(?:concise|brief|short|succinct|terse|detailed|thorough|technical|simple|clear|direct|formal|informal|casual|precise|comprehensive|blunt|to\s+the\s+point|straightforward))?)\b`), func(g map[string]string) string {
+	{Style, lazyRegexp(`(?i)^` + reReq + `(?:please\s+)?(?:(?:always|try\s+to|just)\s+)*(?:be|stay|remain)\s+(?:as\s+)?(?P<adj>(?:` + reIntensifier + `\s+)?(?:concise|brief|short|succinct|terse|detailed|thorough|technical|simple|clear|direct|formal|informal|casual|precise|comprehensive|blunt|to\s+the\s+point|straightforward)(?:\s+(?:and|&)\s+(?:` + reIntensifier + `\s+)?(?:concise|brief|short|succinct|terse|detailed|thorough|technical|simple|clear|direct|formal|informal|casual|precise|comprehensive|blunt|to\s+the\s+point|straightforward))?)\b`), func(g map[string]string) string {
 		return "User prefers " + strings.ToLower(collapseSpace(g["adj"])) + " answers"
 	}, false},
-	{Style, regexp.MustCompile(`(?i)^` + reReq + `(?:please\s+)?(?:(?:always|try\s+to|just)\s+)*keep\s+(?:it|things|everything|it\s+all|(?:your|the)\s+(?:answers?|responses?|replies|explanations?)|answers|responses|replies|explanations)\s+(?P<adj>(?:(?:very|really|super|nice\s+and|short\s+and)\s+)?(?:short|brief|concise|simple|tight|succinct|high-level|technical|clear|light|casual|professional|formal|sweet|to\s+the\s+point)(?:\s+and\s+(?:short|brief|concise|simple|sweet|clear|to\s+the\s+point|technical))?)\b`), func(g map[string]string) string {
+	{Style, lazyRegexp(`(?i)^` + reReq + `(?:please\s+)?(?:(?:always|try\s+to|just)\s+)*keep\s+(?:it|things|everything|it\s+all|(?:your|the)\s+(?:answers?|responses?|replies|explanations?)|answers|responses|replies|explanations)\s+(?P<adj>(?:(?:very|really|super|nice\s+and|short\s+and)\s+)?(?:short|brief|concise|simple|tight|succinct|high-level|technical|clear|light|casual|professional|formal|sweet|to\s+the\s+point)(?:\s+and\s+(?:short|brief|concise|simple|sweet|clear|to\s+the\s+point|technical))?)\b`), func(g map[string]string) string {
 		return "User prefers " + strings.ToLower(collapseSpace(g["adj"])) + " answers"
 	}, false},
 
 	// --- custom: instructions with always/never ---
-	{Custom, regexp.MustCompile(`(?i)^` + reReq + `(?:(?:please|make\s+sure\s+(?:to|you)|be\s+sure\s+to|remember\s+to|try\s+to|i\s+want\s+you\s+to|i'd\s+like\s+you\s+to|i\s+would\s+like\s+you\s+to|i\s+need\s+you\s+to|from\s+now\s+on|going\s+forward|in\s+the\s+future|in\s+future)\s+)*(?P<adv>always|never(?:\s+ever)?|don't\s+ever|do\s+not\s+ever)\s+(?P<v>` + reVerb + `)\b(?P<x>.*)$`), func(g map[string]string) string {
+	{Custom, lazyRegexp(`(?i)^` + reReq + `(?:(?:please|make\s+sure\s+(?:to|you)|be\s+sure\s+to|remember\s+to|try\s+to|i\s+want\s+you\s+to|i'd\s+like\s+you\s+to|i\s+would\s+like\s+you\s+to|i\s+need\s+you\s+to|from\s+now\s+on|going\s+forward|in\s+the\s+future|in\s+future)\s+)*(?P<adv>always|never(?:\s+ever)?|don't\s+ever|do\s+not\s+ever)\s+(?P<v>` + reVerb + `)\b(?P<x>.*)$`), func(g map[string]string) string {
 		adv := "Always"
 		if !strings.EqualFold(g["adv"], "always") {
 			adv = "Never"
@@ -443,28 +442,28 @@ var rules = []rule{
 
 var (
 	// listMarker matches a bullet or number that starts a line.
-	listMarker = regexp.MustCompile(`^(?:[-*•+]|\d{1,3}[.)])\s+`)
+	listMarker = lazyRegexp(`^(?:[-*•+]|\d{1,3}[.)])\s+`)
 	// leadIn matches one greeting, filler or connective at the start of a
 	// clause that may precede a statement.
-	leadIn = regexp.MustCompile(`(?i)^(?:[*_~#\s]+|(?:hi|hello|hey|hiya|yo|ok|okay|so|well|also|and|but|oh|ah|btw|by\s+the\s+way|fyi|for\s+context|for\s+the\s+record|for\s+reference|for\s+your\s+information|just\s+so\s+you\s+know|just\s+fyi|actually|honestly|basically|anyway|anyways|again|now|yes|yeah|yep|no|nope|sure|thanks|thank\s+you|personally|professionally|fwiw|quick\s+note|heads\s+up|ps|p\.s\.|note|first|first\s+of\s+all|because|since|as|cause|cuz|then|just|generally|in\s+general|as\s+you\s+know|as\s+i\s+said|like\s+i\s+said|as\s+mentioned|um|uh|hmm|lol|haha|there|or|though|although|however|therefore|whereas|dear\s+\w+|hey\s+there|hi\s+there|hello\s+there)\b[\s!.]*)`)
+	leadIn = lazyRegexp(`(?i)^(?:[*_~#\s]+|(?:hi|hello|hey|hiya|yo|ok|okay|so|well|also|and|but|oh|ah|btw|by\s+the\s+way|fyi|for\s+context|for\s+the\s+record|for\s+reference|for\s+your\s+information|just\s+so\s+you\s+know|just\s+fyi|actually|honestly|basically|anyway|anyways|again|now|yes|yeah|yep|no|nope|sure|thanks|thank\s+you|personally|professionally|fwiw|quick\s+note|heads\s+up|ps|p\.s\.|note|first|first\s+of\s+all|because|since|as|cause|cuz|then|just|generally|in\s+general|as\s+you\s+know|as\s+i\s+said|like\s+i\s+said|as\s+mentioned|um|uh|hmm|lol|haha|there|or|though|although|however|therefore|whereas|dear\s+\w+|hey\s+there|hi\s+there|hello\s+there)\b[\s!.]*)`)
 	// hypotheticalStart matches a clause that states a hypothesis or wish.
-	hypotheticalStart = regexp.MustCompile(`(?i)^(?:if|suppose|supposing|imagine|pretend|assume|assuming|let's\s+say|lets\s+say|let\s+us\s+say|say|what\s+if|even\s+if|unless|when|whenever|once|in\s+case|hypothetically|theoretically|in\s+theory|if\s+only|i\s+wish|i\s+wonder|wondering|would|should|maybe|perhaps|might|let's\s+pretend|role-?play|act\s+as|as\s+if|as\s+though|whether|in\s+a\s+world)\b`)
+	hypotheticalStart = lazyRegexp(`(?i)^(?:if|suppose|supposing|imagine|pretend|assume|assuming|let's\s+say|lets\s+say|let\s+us\s+say|say|what\s+if|even\s+if|unless|when|whenever|once|in\s+case|hypothetically|theoretically|in\s+theory|if\s+only|i\s+wish|i\s+wonder|wondering|would|should|maybe|perhaps|might|let's\s+pretend|role-?play|act\s+as|as\s+if|as\s+though|whether|in\s+a\s+world)\b`)
 	// reportedSpeech matches a clause that introduces someone else's words.
-	reportedSpeech = regexp.MustCompile(`(?i)(?:(?:'s|'re|\bis|\bwas|\bwere|\bare|\bgoes|\bwent|\bwas\s+all|\bwere\s+all)\s+like\s*$|\b(?:said|says|say|told\s+(?:me|him|her|them|us)|tells\s+(?:me|him|her|them|us)|asked|asks|wrote|writes|thinks|thought|claims|claimed|replied|replies|answered|believes|believed|insists|insisted|shouted|yelled|texted|emailed|posted|tweeted|goes|went|quote|quoted|quoting)(?:\s+that)?\s*$)`)
+	reportedSpeech = lazyRegexp(`(?i)(?:(?:'s|'re|\bis|\bwas|\bwere|\bare|\bgoes|\bwent|\bwas\s+all|\bwere\s+all)\s+like\s*$|\b(?:said|says|say|told\s+(?:me|him|her|them|us)|tells\s+(?:me|him|her|them|us)|asked|asks|wrote|writes|thinks|thought|claims|claimed|replied|replies|answered|believes|believed|insists|insisted|shouted|yelled|texted|emailed|posted|tweeted|goes|went|quote|quoted|quoting)(?:\s+that)?\s*$)`)
 	// notAttribute matches what follows "my job/field/background is" when it
 	// describes a feeling or state rather than the job itself ("My job is
 	// killing me", "my field is wide open").
-	notAttribute = regexp.MustCompile(`(?i)^(?:so|too|very|really|pretty|quite|kind\s+of|sort\s+of|not|getting|killing|driving|making|stressing|eating|taking|boring|stressful|hard|tough|difficult|exhausting|tiring|great|good|bad|fine|ok|okay|awful|terrible|horrible|demanding|busy|crazy|insane|fun|nice|cool|amazing|safe|secure|done|over|gone|at\s+risk|on\s+the\s+line|wide|open|empty|full|irrelevant|unclear|complicated|changing|hell|a\s+mess|a\s+nightmare|a\s+joke|ending|going|gonna|in\s+danger|on\s+hold)\b`)
+	notAttribute = lazyRegexp(`(?i)^(?:so|too|very|really|pretty|quite|kind\s+of|sort\s+of|not|getting|killing|driving|making|stressing|eating|taking|boring|stressful|hard|tough|difficult|exhausting|tiring|great|good|bad|fine|ok|okay|awful|terrible|horrible|demanding|busy|crazy|insane|fun|nice|cool|amazing|safe|secure|done|over|gone|at\s+risk|on\s+the\s+line|wide|open|empty|full|irrelevant|unclear|complicated|changing|hell|a\s+mess|a\s+nightmare|a\s+joke|ending|going|gonna|in\s+danger|on\s+hold)\b`)
 	// asComparison matches the object of "I work as …" when it is a
 	// comparison ("as fast as I can") rather than a job.
-	asComparison = regexp.MustCompile(`(?i)^(?:\w+ly|fast|hard|much|well|long|quick|slow|best|little|often|far|late|early|soon|many)\s+as\b`)
+	asComparison = lazyRegexp(`(?i)^(?:\w+ly|fast|hard|much|well|long|quick|slow|best|little|often|far|late|early|soon|many)\s+as\b`)
 	// attributedTail matches a clause that ends by attributing its words to
 	// someone else ("Always check the logs first, the manual says.").
-	attributedTail = regexp.MustCompile(`(?i),\s*(?:[\w']+\s+){0,3}(?:says|said|writes|wrote|claims|claimed|insists|insisted|suggests|suggested|recommends|recommended|told\s+me|tells\s+me)\s*[.!]*\s*$`)
+	attributedTail = lazyRegexp(`(?i),\s*(?:[\w']+\s+){0,3}(?:says|said|writes|wrote|claims|claimed|insists|insisted|suggests|suggested|recommends|recommended|told\s+me|tells\s+me)\s*[.!]*\s*$`)
 	// declines matches "I'd prefer not to say" and the like.
-	declines = regexp.MustCompile(`(?i)^not\s+to\s+(?:say|answer|share|disclose|discuss|tell|talk|comment|give|reveal|go\s+into)`)
+	declines = lazyRegexp(`(?i)^not\s+to\s+(?:say|answer|share|disclose|discuss|tell|talk|comment|give|reveal|go\s+into)`)
 	// pasteVerb matches an introduction to pasted material before a colon.
-	pasteVerb = regexp.MustCompile(`(?i)\b(?:translate|translation|summari[sz]e|summary|proofread|paraphrase|rephrase|reword|rewrite|re-write|correct|analy[sz]e|critique|respond\s+to|reply\s+to|what\s+do\s+you\s+think\s+(?:of|about)|the\s+following|this\s+(?:text|email|e-mail|message|article|passage|paragraph|review|post|comment|letter|essay|document|transcript|poem|story|quote|excerpt)|here\s+is\s+(?:the|an?|his|her|their)|here's\s+(?:the|an?|his|her|their)|wrote|writes|said|says|posted|texted|emailed|replied|asked|quote|excerpt|transcript)\b`)
+	pasteVerb = lazyRegexp(`(?i)\b(?:translate|translation|summari[sz]e|summary|proofread|paraphrase|rephrase|reword|rewrite|re-write|correct|analy[sz]e|critique|respond\s+to|reply\s+to|what\s+do\s+you\s+think\s+(?:of|about)|the\s+following|this\s+(?:text|email|e-mail|message|article|passage|paragraph|review|post|comment|letter|essay|document|transcript|poem|story|quote|excerpt)|here\s+is\s+(?:the|an?|his|her|their)|here's\s+(?:the|an?|his|her|their)|wrote|writes|said|says|posted|texted|emailed|replied|asked|quote|excerpt|transcript)\b`)
 )
 
 // pasteIntro finds a colon on line that introduces pasted material
@@ -721,7 +720,7 @@ func explainee(x string) string {
 	return x
 }
 
-var bareAge = regexp.MustCompile(`(?i)^(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)$`)
+var bareAge = lazyRegexp(`(?i)^(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)$`)
 
 // rememberContent turns "remember that I/my …" into a third-person fact.
 func rememberContent(subj, x string) string {
@@ -758,7 +757,7 @@ func rememberContent(subj, x string) string {
 	return "User " + thirdPerson(strings.Join(words, " "))
 }
 
-var stateAfterIm = regexp.MustCompile(`(?i)^(?:not\s+sure|sorry|confused|lost|a\s+(?:bit|little|tad)|going\s+to|gonna|trying|looking|about\s+to|just\s+wondering|wondering|curious|late|busy|tired|back|done|here|ready|on\s+my\s+way|afraid|glad|happy|sad|stuck|fine|ok|okay)\b`)
+var stateAfterIm = lazyRegexp(`(?i)^(?:not\s+sure|sorry|confused|lost|a\s+(?:bit|little|tad)|going\s+to|gonna|trying|looking|about\s+to|just\s+wondering|wondering|curious|late|busy|tired|back|done|here|ready|on\s+my\s+way|afraid|glad|happy|sad|stuck|fine|ok|okay)\b`)
 
 var adverbs = map[string]bool{
 	"always": true, "never": true, "usually": true, "often": true, "sometimes": true,
@@ -906,7 +905,7 @@ func finish(s string) string {
 	return s
 }
 
-var trailingCourtesy = regexp.MustCompile(`(?i)(?:\s+|^)(?:please|pls|plz|thanks|thank\s+you|thx|ty|lol|:\)|:-\))$`)
+var trailingCourtesy = lazyRegexp(`(?i)(?:\s+|^)(?:please|pls|plz|thanks|thank\s+you|thx|ty|lol|:\)|:-\))$`)
 
 // hasAlnum reports whether s has a letter or a digit.
 func hasAlnum(s string) bool {

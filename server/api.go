@@ -137,26 +137,33 @@ type ChunkJSON struct {
 	CreatedAt   time.Time         `json:"createdAt"`
 	Age         string            `json:"age"` // "3 hours ago"
 	Attrs       map[string]string `json:"attrs,omitempty"`
+	Start       int               `json:"start"`                 // byte offset of the chunk in its source
+	End         int               `json:"end"`                   // byte offset of the chunk's end
+	ContentHash string            `json:"contentHash,omitempty"` // hash of the whole source content
 }
 
-func (s *Server) chunkJSON(r index.Record, now time.Time) ChunkJSON {
+// chunkJSON is a record as answers show it; local says the request came
+// from the user's own process (a local listener), which sees the store as
+// it is, memory files' paths included.
+func (s *Server) chunkJSON(r index.Record, now time.Time, local bool) ChunkJSON {
 	attrs := r.Attrs
-	if _, ok := attrs[memory.AttrDir]; ok {
+	if _, ok := attrs[memory.AttrDir]; ok && !local {
 		attrs = maps.Clone(attrs)
 		delete(attrs, memory.AttrDir) // the server's directory
 	}
 	return ChunkJSON{
-		ID: r.ID, URL: publicURL(r.SourceURL, r.DocType), Title: r.Title, HeadingPath: r.HeadingPath, Content: r.Content,
+		ID: r.ID, URL: publicURL(r.SourceURL, r.DocType, local), Title: r.Title, HeadingPath: r.HeadingPath, Content: r.Content,
 		Position: r.Position, Tokens: r.Tokens, DocType: r.DocType, CreatedAt: r.CreatedAt.UTC(),
-		Age: rag.RelativeTime(r.CreatedAt, now), Attrs: attrs,
+		Age: rag.RelativeTime(r.CreatedAt, now), Attrs: attrs, Start: r.Start, End: r.End, ContentHash: r.ContentHash,
 	}
 }
 
 // publicURL is the URL of a source as answers show it. Memories (and their
 // patterns) are sources of the server's own files: they are named
-// "memory:<file name>", never by the server's path.
-func publicURL(u, docType string) string {
-	if docType == index.DocKnowledge || docType == index.DocPreference || !strings.HasPrefix(u, "file://") {
+// "memory:<file name>", never by the server's path, except to the user's
+// own processes on a local listener (local).
+func publicURL(u, docType string, local bool) string {
+	if local || docType == index.DocKnowledge || docType == index.DocPreference || !strings.HasPrefix(u, "file://") {
 		return u
 	}
 	name := u[strings.LastIndexByte(u, '/')+1:]
@@ -483,7 +490,7 @@ func (s *Server) getPage(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		out.Title = rec.Title
-		out.Chunks = append(out.Chunks, s.chunkJSON(rec, now))
+		out.Chunks = append(out.Chunks, s.chunkJSON(rec, now, IsLocal(r)))
 	}
 	if len(out.Chunks) == 0 {
 		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no page %s in the memory", u))
@@ -517,13 +524,14 @@ func (s *Server) deletePage(w http.ResponseWriter, r *http.Request) {
 // SourceJSON summarises one source in GET /v1/sources.
 // It is a plain value.
 type SourceJSON struct {
-	URL       string    `json:"url"`
-	Title     string    `json:"title"`
-	DocType   string    `json:"docType"`
-	Chunks    int       `json:"chunks"`
-	Tokens    int       `json:"tokens"`
-	CreatedAt time.Time `json:"createdAt"`
-	Age       string    `json:"age"`
+	URL         string    `json:"url"`
+	Title       string    `json:"title"`
+	DocType     string    `json:"docType"`
+	Chunks      int       `json:"chunks"`
+	Tokens      int       `json:"tokens"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Age         string    `json:"age"`
+	ContentHash string    `json:"contentHash,omitempty"`
 }
 
 // SourcesJSON answers GET /v1/sources.
@@ -571,11 +579,16 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	where, e := parseFilter("filter", r.URL.Query().Get("filter"))
+	if e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
 	eng := s.engine(w, r)
 	if eng == nil {
 		return
 	}
-	srcs, total, err := eng.Store().Sources(r.Context(), index.Filter{DocTypes: types}, offset, limit)
+	srcs, total, err := eng.Store().Sources(r.Context(), index.Filter{DocTypes: types, Where: where}, offset, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -584,8 +597,8 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 	out := SourcesJSON{Total: total, Offset: offset, Limit: limit, Sources: make([]SourceJSON, 0, len(srcs))}
 	for _, si := range srcs {
 		out.Sources = append(out.Sources, SourceJSON{
-			URL: publicURL(si.SourceURL, si.DocType), Title: si.Title, DocType: si.DocType, Chunks: si.Chunks, Tokens: si.Tokens,
-			CreatedAt: si.CreatedAt.UTC(), Age: rag.RelativeTime(si.CreatedAt, now),
+			URL: publicURL(si.SourceURL, si.DocType, IsLocal(r)), Title: si.Title, DocType: si.DocType, Chunks: si.Chunks, Tokens: si.Tokens,
+			CreatedAt: si.CreatedAt.UTC(), Age: rag.RelativeTime(si.CreatedAt, now), ContentHash: si.ContentHash,
 		})
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -619,7 +632,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, r, e)
 		return
 	}
-	o, e := req.options()
+	o, e := req.options(topKBound(r))
 	if e != nil {
 		writeAPIError(w, r, e)
 		return
@@ -643,7 +656,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	now := s.o.Now()
 	out := SearchJSON{Query: req.Query, Mode: rep.Mode, Degraded: rep.Degraded, Results: make([]ResultJSON, 0, len(res)), TookMs: float64(time.Since(start).Microseconds()) / 1000}
 	for _, x := range res {
-		out.Results = append(out.Results, ResultJSON{ChunkJSON: s.chunkJSON(x.Record, now), Score: x.Score, Explanation: x.Explanation, AlsoAt: x.AlsoAt})
+		out.Results = append(out.Results, ResultJSON{ChunkJSON: s.chunkJSON(x.Record, now, IsLocal(r)), Score: x.Score, Explanation: x.Explanation, AlsoAt: x.AlsoAt})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -712,7 +725,7 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, r, e)
 		return
 	}
-	if e := req.validate(); e != nil {
+	if e := req.validate(topKBound(r)); e != nil {
 		writeAPIError(w, r, e)
 		return
 	}
@@ -725,9 +738,19 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, r, a)
 		return
 	}
+	cfg := eng.Config()
+	if req.Mode != "" {
+		cfg.SearchMode, _ = search.ParseMode(req.Mode) // validated
+	}
+	if req.TopK > 0 {
+		cfg.TopK = req.TopK
+	}
+	if req.KnowledgeBudget > 0 {
+		cfg.KnowledgeBudget = req.KnowledgeBudget
+	}
 	c, err := eng.BuildContext(r.Context(), req.Query, rag.ContextRequest{
 		Model: req.Model, ModelContextLimit: req.ModelContextLimit, SystemPrompt: req.SystemPrompt,
-		SystemPromptTokens: req.SystemPromptTokens, ResponseReserve: req.ResponseReserve, Where: where,
+		SystemPromptTokens: req.SystemPromptTokens, ResponseReserve: req.ResponseReserve, Config: &cfg, Where: where,
 	})
 	if err != nil {
 		s.fail(w, r, err)
@@ -911,4 +934,12 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	out.Server.UptimeSeconds = s.o.Now().Sub(s.started).Seconds()
 	out.Server.NamespacesOpen = s.pool.openCount()
 	writeJSON(w, http.StatusOK, out)
+}
+
+// topKBound is the largest topK (and maxPerSource) r may ask for.
+func topKBound(r *http.Request) int {
+	if IsLocal(r) {
+		return maxLocalTopK
+	}
+	return maxTopK
 }

@@ -23,6 +23,10 @@ const (
 	maxQueryBytes   = 16 << 10
 	maxMessageBytes = 64 << 10
 	maxTopK         = 100
+	// maxLocalTopK bounds topK and maxPerSource of requests on local
+	// listeners: the user's own commands, which may ask what a local
+	// engine answers (ragmem search --top-k 500).
+	maxLocalTopK    = 1 << 20
 	maxContextLimit = 10_000_000
 	maxListLimit    = 1000
 )
@@ -56,6 +60,9 @@ type SearchRequest struct {
 	MaxPerSource *int `json:"maxPerSource,omitempty"`
 	// GroupBySource orders the results source by source.
 	GroupBySource bool `json:"groupBySource,omitempty"`
+	// KeepDuplicates keeps identical and near-identical chunks of other
+	// sources as results of their own (default: collapsed into alsoAt).
+	KeepDuplicates bool `json:"keepDuplicates,omitempty"`
 }
 
 // SearchFilters restrict a search.
@@ -77,7 +84,10 @@ type ContextRequest struct {
 	ResponseReserve    int    `json:"responseReserve,omitempty"`
 	// Filter restricts the knowledge to chunks matching a filter
 	// expression (index.ParseFilter).
-	Filter string `json:"filter,omitempty"`
+	Filter          string `json:"filter,omitempty"`
+	Mode            string `json:"mode,omitempty"`            // search mode; default the server's (hybrid)
+	TopK            int    `json:"topK,omitempty"`            // chunks retrieved; default the server's (5)
+	KnowledgeBudget int    `json:"knowledgeBudget,omitempty"` // base knowledge budget in tokens; default the server's (2000)
 }
 
 // PreferenceRequest is the body of POST /v1/preferences.
@@ -198,7 +208,9 @@ func (p *PageRequest) textFormat() (chunk.Format, error) {
 }
 
 // options validates a search request and returns the search options.
-func (q *SearchRequest) options() (search.Options, *apiError) {
+// maxK bounds topK and maxPerSource (maxTopK, or maxLocalTopK on a local
+// listener).
+func (q *SearchRequest) options(maxK int) (search.Options, *apiError) {
 	var o search.Options
 	if strings.TrimSpace(q.Query) == "" {
 		return o, badRequest("query is required")
@@ -206,8 +218,8 @@ func (q *SearchRequest) options() (search.Options, *apiError) {
 	if a := checkText("query", q.Query, maxQueryBytes); a != nil {
 		return o, a
 	}
-	if q.TopK < 0 || q.TopK > maxTopK {
-		return o, badRequest("topK must be between 1 and %d", maxTopK)
+	if q.TopK < 0 || q.TopK > maxK {
+		return o, badRequest("topK must be between 1 and %d", maxK)
 	}
 	m, err := search.ParseMode(q.Mode)
 	if err != nil {
@@ -217,7 +229,7 @@ func (q *SearchRequest) options() (search.Options, *apiError) {
 	if err != nil {
 		return o, badRequest("%v", err)
 	}
-	o = search.Options{Mode: m, TopK: q.TopK, Fusion: fu, GroupBySource: q.GroupBySource}
+	o = search.Options{Mode: m, TopK: q.TopK, Fusion: fu, GroupBySource: q.GroupBySource, KeepDuplicates: q.KeepDuplicates}
 	where, a := parseFilter("filter", q.Filter)
 	if a != nil {
 		return o, a
@@ -225,8 +237,8 @@ func (q *SearchRequest) options() (search.Options, *apiError) {
 	o.Where = where
 	if q.MaxPerSource != nil {
 		switch n := *q.MaxPerSource; {
-		case n < 0 || n > maxTopK:
-			return o, badRequest("maxPerSource must be between 0 (no cap) and %d", maxTopK)
+		case n < 0 || n > maxK:
+			return o, badRequest("maxPerSource must be between 0 (no cap) and %d", maxK)
 		case n == 0:
 			o.MaxPerSource = -1
 		default:
@@ -275,7 +287,9 @@ func (q *SearchRequest) options() (search.Options, *apiError) {
 	return o, nil
 }
 
-func (c *ContextRequest) validate() *apiError {
+// validate checks a context request; maxK bounds topK (see
+// SearchRequest.options).
+func (c *ContextRequest) validate(maxK int) *apiError {
 	if strings.TrimSpace(c.Query) == "" {
 		return badRequest("query is required")
 	}
@@ -288,10 +302,17 @@ func (c *ContextRequest) validate() *apiError {
 	if a := checkText("systemPrompt", c.SystemPrompt, maxMessageBytes*4); a != nil {
 		return a
 	}
-	for name, v := range map[string]int{"modelContextLimit": c.ModelContextLimit, "systemPromptTokens": c.SystemPromptTokens, "responseReserve": c.ResponseReserve} {
+	for name, v := range map[string]int{"modelContextLimit": c.ModelContextLimit, "systemPromptTokens": c.SystemPromptTokens,
+		"responseReserve": c.ResponseReserve, "knowledgeBudget": c.KnowledgeBudget} {
 		if v < 0 || v > maxContextLimit {
 			return badRequest("%s must be between 0 and %d", name, maxContextLimit)
 		}
+	}
+	if c.TopK < 0 || c.TopK > maxK {
+		return badRequest("topK must be between 1 and %d", maxK)
+	}
+	if _, err := search.ParseMode(c.Mode); err != nil {
+		return badRequest("%v", err)
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -19,6 +21,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add(uint8(2), []byte(`{"query":"otters","model":"gpt-4o","modelContextLimit":8192}`))
 	f.Add(uint8(3), []byte(`{"type":"style","content":"concise"}`))
 	f.Add(uint8(4), []byte(`{"message":"I'm a nurse","save":true}`))
+	f.Add(uint8(5), []byte(`{"documents":[{"url":"file:///home/me/a.md","content":"# A","format":"markdown","attrs":{"team":"search"}},{"url":"memory://x","content":"<p>x</p>","format":"html","type":"memory","extracted":true}]}`))
 	f.Fuzz(func(t *testing.T, kind uint8, body []byte) {
 		check := func(a *apiError) {
 			if a == nil {
@@ -28,7 +31,7 @@ func FuzzDecodeRequest(f *testing.F) {
 				t.Fatalf("bad error %+v", a)
 			}
 		}
-		switch kind % 5 {
+		switch kind % 6 {
 		case 0:
 			var p PageRequest
 			a := decodeBody(body, &p)
@@ -53,7 +56,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			if a != nil {
 				return
 			}
-			o, a := q.options()
+			o, a := q.options(maxTopK)
 			check(a)
 			if a == nil {
 				if o.TopK < 0 || o.TopK > maxTopK || strings.TrimSpace(q.Query) == "" {
@@ -68,7 +71,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			a := decodeBody(body, &c)
 			check(a)
 			if a == nil {
-				a = c.validate()
+				a = c.validate(maxTopK)
 				check(a)
 				if a == nil && (c.ModelContextLimit < 0 || c.ResponseReserve < 0 || c.SystemPromptTokens < 0) {
 					t.Fatalf("accepted %+v", c)
@@ -88,6 +91,25 @@ func FuzzDecodeRequest(f *testing.F) {
 			check(a)
 			if a == nil {
 				check(d.validate())
+			}
+		case 5:
+			var req DocumentsRequest
+			a := decodeBody(body, &req)
+			check(a)
+			if a != nil {
+				return
+			}
+			for i := range req.Documents {
+				d, a := req.Documents[i].document(i)
+				check(a)
+				if a != nil {
+					continue
+				}
+				if d.SourceURL == "" || !utf8.ValidString(d.SourceURL) || strings.ContainsAny(d.SourceURL, "\r\n\x00") ||
+					!utf8.ValidString(d.Content) || index.CheckAttrs(d.Attrs) != nil ||
+					(d.DocType != index.DocKnowledge && d.DocType != index.DocMemory) || (d.Extracted && d.Format != chunk.HTML) {
+					t.Fatalf("accepted %+v", d)
+				}
 			}
 		}
 	})

@@ -18,6 +18,7 @@ func TestRoutesAreDocumented(t *testing.T) {
 	}
 	s := &Server{mux: http.NewServeMux(), protected: map[string]bool{}}
 	s.apiRoutes()
+	s.documentRoutes()
 	s.mustHandle("GET /healthz", http.NotFound, false)
 	s.mustHandle("GET /readyz", http.NotFound, false)
 	s.mustHandle("GET /metrics", http.NotFound, false)

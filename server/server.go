@@ -55,6 +55,9 @@ const (
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultQuotaChunks     = 500_000
 	DefaultQuotaBytes      = 4 << 30
+
+	DefaultLocalMaxBodyBytes   = 128 << 20
+	DefaultLocalRequestTimeout = 10 * time.Minute
 )
 
 // Options configure New. A nil *Options means all defaults. Options is a
@@ -128,6 +131,12 @@ type Options struct {
 	MaxChunksPerDocument int
 	QuotaChunks          int
 	QuotaBytes           int64
+	// LocalMaxBodyBytes limits request bodies on local listeners (see
+	// Listener.Local), where the CLI sends whole files. Default 128 MiB.
+	LocalMaxBodyBytes int64
+	// LocalRequestTimeout bounds each API call's work on local listeners,
+	// where a batch of files may take long to embed. Default 10 min.
+	LocalRequestTimeout time.Duration
 	// Now returns the current time (tests). Default time.Now.
 	Now func() time.Time
 }
@@ -153,6 +162,7 @@ type Server struct {
 	mu        sync.Mutex
 	mux       *http.ServeMux
 	protected map[string]bool // patterns behind auth
+	localOnly map[string]bool // patterns served only on local listeners
 
 	draining  atomic.Bool
 	closeOnce sync.Once
@@ -216,6 +226,12 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if o.LocalMaxBodyBytes <= 0 {
+		o.LocalMaxBodyBytes = DefaultLocalMaxBodyBytes
+	}
+	if o.LocalRequestTimeout <= 0 {
+		o.LocalRequestTimeout = DefaultLocalRequestTimeout
+	}
 	if o.ExtractConcurrency <= 0 {
 		o.ExtractConcurrency = max(2, runtime.GOMAXPROCS(0))
 	}
@@ -256,6 +272,7 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 		started:   o.Now(),
 		mux:       http.NewServeMux(),
 		protected: map[string]bool{},
+		localOnly: map[string]bool{},
 	}
 	s.metrics = newMetrics(s.pool)
 	// Open the default namespace now, so that a store that cannot be
@@ -290,6 +307,19 @@ func normalizeOrigin(o string) (string, error) {
 // registered.
 func (s *Server) Handle(pattern string, h http.Handler) (err error) {
 	return s.handle(pattern, h, true)
+}
+
+// HandleLocal is Handle for routes served only on local listeners (see
+// Listener.Local): on the others they do not exist (404). They are for the
+// processes of the user who runs the server: the ragmem CLI, `ragmem mcp`.
+func (s *Server) HandleLocal(pattern string, h http.Handler) error {
+	if err := s.handle(pattern, h, true); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.localOnly[pattern] = true
+	s.mu.Unlock()
+	return nil
 }
 
 func (s *Server) handle(pattern string, h http.Handler, protected bool) (err error) {
@@ -337,39 +367,95 @@ func Namespace(r *http.Request) string {
 	return ""
 }
 
+// Listener is an address the server answers on. It is a plain value.
+type Listener struct {
+	net.Listener
+	// TLS, if set, serves HTTPS on the listener.
+	TLS *tls.Config
+	// Local marks a listener that only the processes of the user running
+	// the server can reach (the data directory owner's Unix socket, whose
+	// peers are checked). Its requests are authenticated like any other,
+	// but they are not rate limited, may send bodies of up to
+	// Options.LocalMaxBodyBytes, run for up to Options.LocalRequestTimeout,
+	// and reach the routes registered with HandleLocal.
+	Local bool
+}
+
 // Run serves on ln until ctx is cancelled, then shuts down gracefully: it
 // stops accepting, lets requests in flight finish (up to
 // Options.ShutdownTimeout), and closes every store, which finishes the
 // queued background indexing. With tlsConfig it serves HTTPS.
 func (s *Server) Run(ctx context.Context, ln net.Listener, tlsConfig *tls.Config) error {
-	hs := &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: s.o.ReadHeaderTimeout,
-		ReadTimeout:       s.o.ReadTimeout,
-		IdleTimeout:       s.o.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	return s.Serve(ctx, Listener{Listener: ln, TLS: tlsConfig})
+}
+
+// localKey marks the context of connections accepted on a local listener.
+type localKey struct{}
+
+// IsLocal reports whether r came in on a local listener (Listener.Local).
+func IsLocal(r *http.Request) bool {
+	v, _ := r.Context().Value(localKey{}).(bool)
+	return v
+}
+
+// Serve is Run on several listeners at once: it serves on each until ctx
+// is cancelled or one fails, then shuts them all down gracefully and
+// closes every store.
+func (s *Server) Serve(ctx context.Context, ls ...Listener) error {
+	if len(ls) == 0 {
+		return errors.New("server: Serve needs a listener")
 	}
-	if tlsConfig != nil {
-		ln = tls.NewListener(ln, tlsConfig)
+	servers := make([]*http.Server, len(ls))
+	errc := make(chan error, len(ls))
+	for i, l := range ls {
+		local := l.Local
+		hs := &http.Server{
+			Handler:           s,
+			ReadHeaderTimeout: s.o.ReadHeaderTimeout,
+			ReadTimeout:       s.o.ReadTimeout,
+			IdleTimeout:       s.o.IdleTimeout,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+			BaseContext: func(net.Listener) context.Context {
+				return context.WithValue(context.WithoutCancel(ctx), localKey{}, local)
+			},
+		}
+		if local {
+			hs.ReadTimeout = s.o.LocalRequestTimeout // whole files come in one body
+		}
+		servers[i] = hs
+		ln := l.Listener
+		if l.TLS != nil {
+			ln = tls.NewListener(ln, l.TLS)
+		}
+		go func() { errc <- hs.Serve(ln) }()
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
 	var serveErr error
+	pending := len(servers)
 	select {
 	case serveErr = <-errc:
+		pending--
 	case <-ctx.Done():
-		s.draining.Store(true)
-		q := s.pool.queueTotals()
-		s.log.Info("shutting down: finishing requests in flight and queued indexing", "queued", q.Depth)
-		sctx, cancel := context.WithTimeout(context.Background(), s.o.ShutdownTimeout)
-		if err := hs.Shutdown(sctx); err != nil {
-			s.log.Warn("requests still in flight at the shutdown deadline were cut", "err", err)
-			_ = hs.Close()
-		}
-		cancel()
-		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+	}
+	s.draining.Store(true)
+	q := s.pool.queueTotals()
+	s.log.Info("shutting down: finishing requests in flight and queued indexing", "queued", q.Depth)
+	sctx, cancel := context.WithTimeout(context.Background(), s.o.ShutdownTimeout)
+	var wg sync.WaitGroup
+	for _, hs := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := hs.Shutdown(sctx); err != nil {
+				s.log.Warn("requests still in flight at the shutdown deadline were cut", "err", err)
+				_ = hs.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	cancel()
+	for ; pending > 0; pending-- {
+		if err := <-errc; serveErr == nil && !errors.Is(err, http.ErrServerClosed) {
 			serveErr = err
 		}
 	}
@@ -403,6 +489,7 @@ type reqState struct {
 	namespace string
 	tokenID   string
 	errCode   string
+	local     bool // came in on a local listener
 
 	mu       sync.Mutex
 	releases []func()
@@ -473,7 +560,7 @@ func requestID(r *http.Request) string {
 // metrics around the host check, CORS, authentication, limits and routing.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.o.Now()
-	st := &reqState{id: requestID(r)}
+	st := &reqState{id: requestID(r), local: IsLocal(r)}
 	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
 	sw := &statusWriter{ResponseWriter: w}
 	sw.Header().Set("X-Request-Id", st.id)
@@ -527,7 +614,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, st *reqState, h h
 	if !s.cors(w, r) {
 		return // refused, or a preflight that has been answered
 	}
-	protected, known := s.isProtected(pattern)
+	protected, localOnly, known := s.isProtected(pattern)
+	hidden := known && localOnly && !st.local // local routes do not exist elsewhere
+	if hidden {
+		known, protected = false, true
+	}
 	if !known && strings.HasPrefix(r.URL.Path, "/v1/") {
 		protected = true // do not reveal which /v1 routes exist before authentication
 	}
@@ -535,12 +626,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, st *reqState, h h
 		if !s.authenticate(w, r, st) {
 			return
 		}
-		if !s.limitBody(w, r) {
+		if !s.limitBody(w, r, st) {
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
+		timeout := s.o.RequestTimeout
+		if st.local {
+			timeout = s.o.LocalRequestTimeout
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		r = r.WithContext(ctx)
+	}
+	if hidden {
+		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route for %s %s; see /v1/openapi.json", r.Method, r.URL.Path))
+		return
 	}
 	if !known {
 		s.notFound(w, r, h)
@@ -550,14 +649,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, st *reqState, h h
 	s.mux.ServeHTTP(w, r)
 }
 
-func (s *Server) isProtected(pattern string) (protected, known bool) {
+func (s *Server) isProtected(pattern string) (protected, localOnly, known bool) {
 	if pattern == "" {
-		return false, false
+		return false, false, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.protected[pattern]
-	return p, ok
+	return p, s.localOnly[pattern], ok
 }
 
 // notFound turns ServeMux's plain-text 404, 405 and redirects into the
@@ -667,6 +766,9 @@ const (
 // failedAuth counts a failed authentication of r's address and reports
 // whether it may be answered; past the limit it answers 429 itself.
 func (s *Server) failedAuth(w http.ResponseWriter, r *http.Request) bool {
+	if IsLocal(r) {
+		return true // the user's own process: not limited
+	}
 	now := s.o.Now()
 	for _, l := range []*limiters{s.limits, s.fails} {
 		if allowed, wait := l.allow("addr:"+clientAddr(r), now); !allowed {
@@ -723,9 +825,14 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, st *reqSta
 		return false
 	}
 	st.tokenID = tok.id
-	if allowed, wait := s.limits.allow("token:"+tok.id, s.o.Now()); !allowed {
-		s.tooMany(w, r, wait)
-		return false
+	// The user's own processes on a local listener are neither limited nor
+	// counted against the token's limit: the limit guards against a
+	// runaway extension or web page.
+	if !st.local {
+		if allowed, wait := s.limits.allow("token:"+tok.id, s.o.Now()); !allowed {
+			s.tooMany(w, r, wait)
+			return false
+		}
 	}
 	ns := strings.TrimSpace(r.Header.Get(NamespaceHeader))
 	switch {
@@ -757,14 +864,18 @@ func (s *Server) tooMany(w http.ResponseWriter, r *http.Request, wait time.Durat
 }
 
 // limitBody refuses bodies declared larger than the limit and caps the rest.
-func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) bool {
-	if r.ContentLength > s.o.MaxBodyBytes {
+func (s *Server) limitBody(w http.ResponseWriter, r *http.Request, st *reqState) bool {
+	limit := s.o.MaxBodyBytes
+	if st.local {
+		limit = max(limit, s.o.LocalMaxBodyBytes)
+	}
+	if r.ContentLength > limit {
 		w.Header().Set("Connection", "close")
-		WriteError(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, tooLargeMsg(s.o.MaxBodyBytes))
+		WriteError(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, tooLargeMsg(limit))
 		return false
 	}
 	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 	}
 	return true
 }
@@ -796,4 +907,5 @@ func (s *Server) routes() {
 	s.mustHandle("GET /metrics", prom.ServeHTTP, !s.o.MetricsPublic)
 	s.uiRoutes()
 	s.apiRoutes()
+	s.documentRoutes()
 }

@@ -198,7 +198,7 @@ func (s *Server) newSession(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, http.StatusForbidden, CodeForbidden, "this endpoint is for the web UI")
 		return
 	}
-	if !s.limitBody(w, r) {
+	if !s.limitBody(w, r, &reqState{local: IsLocal(r)}) {
 		return
 	}
 	var req struct {

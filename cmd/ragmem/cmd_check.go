@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 
@@ -13,6 +14,9 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/rag"
+	"github.com/ragmem/ragmem/server"
 )
 
 func newCheckCmd(g *globals) *cobra.Command {
@@ -63,6 +67,9 @@ type checkReport struct {
 	Consistent  bool            `json:"consistent"`
 }
 
+// checkPath is the owner's route for a read-only check of its live store.
+const checkPath = "/v1/owner/check"
+
 func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 	dir, err := g.dataDir()
 	if err != nil {
@@ -76,6 +83,30 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 			return exitError{2, fmt.Sprintf("no store at %s (set --dir or $RAGMEM_DIR)", dir)}
 		}
 	}
+	// With an owner running, its live store is checked through it; else
+	// this process takes the ownership for the time of the check, so that
+	// no other process opens the store meanwhile.
+	info, claim, err := owner.Join(ctx, dir, nil)
+	if err != nil {
+		return exitError{2, err.Error()}
+	}
+	if claim == nil {
+		if repair {
+			return exitError{2, fmt.Sprintf("check --repair needs the store to itself, and pid %d (%s) is using it; stop it first (a check without --repair goes through it)",
+				info.PID, describeKind(info.Kind, info.Command))}
+		}
+		c, err := owner.NewClient(dir, info, nil)
+		if err != nil {
+			return exitError{2, err.Error()}
+		}
+		defer c.Close()
+		var rep checkReport
+		if err := c.Do(ctx, http.MethodGet, checkPath, nil, &rep, owner.DefaultWriteTimeout); err != nil {
+			return exitError{2, err.Error()}
+		}
+		return reportCheck(g, &rep, repair, asJSON)
+	}
+	defer claim.Release()
 	be, err := local.Open(ctx, dir, &local.Options{Logger: slog.Default(), ReadOnly: !repair})
 	if err != nil {
 		return exitError{2, err.Error()}
@@ -92,7 +123,7 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 	if err != nil {
 		return exitError{2, err.Error()}
 	}
-	rep := checkReport{Dir: dir, Sequence: be.Recovery().SequenceOnOpen, Problems: []local.Problem{}}
+	rep := checkReport{Dir: dir, Sequence: be.Sequence(), Problems: []local.Problem{}}
 	if repair {
 		rep.Recovered = be.Recovery().Problems
 	}
@@ -148,12 +179,17 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 		rep.Records, rep.Sources = st.Records, st.Sources
 	}
 	rep.Consistent = len(rep.Problems) == 0
+	return reportCheck(g, &rep, repair, asJSON)
+}
+
+// reportCheck prints a check's report and returns its exit status.
+func reportCheck(g *globals, rep *checkReport, repair, asJSON bool) error {
 	if asJSON {
 		if err := writeJSON(g.stdout, rep); err != nil {
 			return err
 		}
 	} else {
-		printCheck(g, &rep)
+		printCheck(g, rep)
 	}
 	if !rep.Consistent {
 		hint := " (ragmem check --repair fixes what it can)"
@@ -202,4 +238,49 @@ func printCheck(g *globals, rep *checkReport) {
 	case rep.Consistent:
 		fmt.Fprintln(w, "consistent")
 	}
+}
+
+// liveCheck checks the store an owner has open, without changing it: the
+// same checks as a read-only open, on the live indexes (mutations wait
+// while it runs). The queue is reported from memory.
+func liveCheck(ctx context.Context, dir string, eng *rag.Engine) (checkReport, error) {
+	rep := checkReport{Dir: dir, Problems: []local.Problem{}}
+	be, ok := eng.Store().Backend().(*local.Backend)
+	if !ok {
+		return rep, errors.New("check verifies the local store; this owner uses another backend")
+	}
+	probs, err := be.Check(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.Sequence = be.Sequence()
+	if v, ok, _ := be.Meta(ctx, "embedder"); ok {
+		rep.Embedder = v
+	}
+	rep.Problems = append(rep.Problems, probs...)
+	if err := index.VerifyEmbedder(ctx, be, eng.Store().Embedder()); err != nil {
+		rep.Problems = append(rep.Problems, local.Problem{Kind: "embedder", Msg: err.Error()})
+	}
+	rep.QueuedPages = eng.Store().QueueStats().Depth
+	if st, err := be.Stats(ctx); err == nil {
+		rep.Records, rep.Sources = st.Records, st.Sources
+	}
+	rep.Consistent = len(rep.Problems) == 0
+	return rep, nil
+}
+
+// serveCheck answers GET /v1/owner/check on the owner's socket.
+func (r *ownerRun) serveCheck(w http.ResponseWriter, req *http.Request) {
+	eng, err := r.srv.Engine(req)
+	if err != nil {
+		server.WriteError(w, req, http.StatusServiceUnavailable, server.CodeUnavailable, err.Error())
+		return
+	}
+	rep, err := liveCheck(req.Context(), r.dir, eng)
+	if err != nil {
+		server.WriteError(w, req, http.StatusInternalServerError, server.CodeInternal, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_ = writeJSON(w, rep)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,12 +13,15 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/local"
 	"github.com/ragmem/ragmem/internal/wal"
+	"github.com/ragmem/ragmem/owner"
 )
 
 // configTemplate is what `ragmem config init` writes: every key, commented out.
@@ -278,6 +282,16 @@ func (g *globals) readStoreRecord(ctx context.Context, dir string) (*index.Embed
 	if len(journals)+len(snaps) == 0 {
 		return nil, "(none yet)"
 	}
+	// A running owner has the store open: ask it; else hold the ownership
+	// while reading, so that no other process opens the store meanwhile.
+	info, claim, err := owner.Join(ctx, dir, &owner.JoinOptions{Wait: 5 * time.Second})
+	if err != nil {
+		return nil, "(not read: " + oneLine(err) + ")"
+	}
+	if claim == nil {
+		return g.ownerStoreRecord(ctx, dir, info)
+	}
+	defer claim.Release()
 	be, err := local.Open(ctx, dir, &local.Options{ReadOnly: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, "(not read: " + oneLine(err) + ")"
@@ -295,4 +309,31 @@ func (g *globals) readStoreRecord(ctx context.Context, dir string) (*index.Embed
 		return rec, "records embedder " + rec.Identity + " (identity only; read as " + rec.Spec.String() + ")"
 	}
 	return rec, "records embedder " + rec.Spec.String()
+}
+
+// ownerStoreRecord asks the owner of dir which embedder its store records.
+func (g *globals) ownerStoreRecord(ctx context.Context, dir string, info owner.Info) (*index.EmbedderRecord, string) {
+	c, err := owner.NewClient(dir, info, nil)
+	if err != nil {
+		return nil, "(not read: " + oneLine(err) + ")"
+	}
+	defer c.Close()
+	st, err := c.Status(ctx)
+	if err != nil {
+		return nil, "(not read: " + oneLine(err) + ")"
+	}
+	var ex ownerExtra
+	_ = json.Unmarshal(st.Extra, &ex)
+	by := fmt.Sprintf(" (asked pid %d, %s, which has it open)", st.Owner.PID, describeKind(st.Owner.Kind, st.Owner.Command))
+	if ex.EmbedderSpec == "" {
+		if ex.Embedder == "" {
+			return nil, "records no embedder" + by
+		}
+		return nil, "records embedder " + ex.Embedder + " (identity only)" + by
+	}
+	spec, err := embed.ParseSpec(ex.EmbedderSpec)
+	if err != nil {
+		return nil, "records embedder " + ex.EmbedderSpec + by
+	}
+	return &index.EmbedderRecord{Identity: ex.Embedder, Spec: &spec}, "records embedder " + spec.String() + by
 }

@@ -7,6 +7,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
@@ -37,19 +38,14 @@ func newContextCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
-				cfg := eng.Config()
-				cfg.SearchMode = m
-				if topK > 0 {
-					cfg.TopK = topK
-				}
-				if base > 0 {
-					cfg.KnowledgeBudget = base
-				}
+			return g.withStore(cmd.Context(), func(st memStore) error {
 				sys := system + "\n\n" + rag.ReferenceRule
-				c, err := eng.BuildContext(cmd.Context(), query, rag.ContextRequest{
-					Model: model, ModelContextLimit: limit, SystemPrompt: sys, SystemPromptTokens: sysTokens,
-					ResponseReserve: reserve, Config: &cfg, Where: where,
+				c, err := st.BuildContext(cmd.Context(), query, owner.ContextOptions{
+					ContextRequest: rag.ContextRequest{
+						Model: model, ModelContextLimit: limit, SystemPrompt: sys, SystemPromptTokens: sysTokens,
+						ResponseReserve: reserve, Where: where,
+					},
+					Mode: m, TopK: topK, KnowledgeBudget: base,
 				})
 				if err != nil {
 					return err

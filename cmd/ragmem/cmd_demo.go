@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -38,16 +39,16 @@ func newDemoCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("sample corpus: %w (run from the repository root or pass --corpus)", err)
 			}
-			return g.withEngine(ctx, func(eng *rag.Engine) error {
+			return g.withStore(ctx, func(m memStore) error {
 				sum := indexSummary{}
-				if _, err := indexFiles(ctx, g, eng, files, &indexOptions{docType: index.DocKnowledge}, &sum); err != nil {
+				if _, err := indexFiles(ctx, g, m, files, &indexOptions{docType: index.DocKnowledge}, &sum); err != nil {
 					return err
 				}
-				if _, err := eng.Preferences().Add(ctx, prefs.Expertise, "User is a backend developer who knows Go well"); err != nil {
+				if _, err := m.AddPreference(ctx, prefs.Expertise, "User is a backend developer who knows Go well"); err != nil {
 					return err
 				}
 				fmt.Fprintf(g.stderr, "# %s from %s; question: %q\n\n", sum.String(), corpus, question)
-				c, err := eng.BuildContext(ctx, question, rag.ContextRequest{Model: model, SystemPrompt: defaultSystemPrompt + "\n\n" + rag.ReferenceRule})
+				c, err := m.BuildContext(ctx, question, owner.ContextOptions{ContextRequest: rag.ContextRequest{Model: model, SystemPrompt: defaultSystemPrompt + "\n\n" + rag.ReferenceRule}})
 				if err != nil {
 					return err
 				}

@@ -20,7 +20,6 @@ import (
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/folder"
-	"github.com/ragmem/ragmem/rag"
 )
 
 // maxFileSize bounds a single indexed file; larger files are skipped with a message.
@@ -80,26 +79,26 @@ func newIndexCmd(g *globals) *cobra.Command {
 			if o.watch && len(targets) == 0 {
 				return errors.New("--watch needs a file or folder to watch")
 			}
-			return g.withEngine(ctx, func(eng *rag.Engine) error {
+			return g.withStore(ctx, func(m memStore) error {
 				if cmd.Flags().Changed("keep-params") {
-					if err := eng.Store().SetURLRules(ctx, index.URLRules{KeepParams: keepParams}); err != nil {
+					if err := m.SetURLRules(ctx, index.URLRules{KeepParams: keepParams}); err != nil {
 						return err
 					}
 				}
 				sum := indexSummary{}
 				if stdin {
-					if err := indexStdin(ctx, g, eng, &o, &sum); err != nil {
+					if err := indexStdin(ctx, g, m, &o, &sum); err != nil {
 						return err
 					}
 				}
 				for _, t := range targets {
-					if err := syncTarget(ctx, g, eng, &o, t, &sum); err != nil {
+					if err := syncTarget(ctx, g, m, &o, t, &sum); err != nil {
 						return err
 					}
 				}
 				fmt.Fprintln(g.stdout, sum.String())
 				if o.watch {
-					return watch(ctx, g, eng, &o, targets)
+					return watch(ctx, g, m, &o, targets)
 				}
 				if sum.failed > 0 {
 					return exitError{1, fmt.Sprintf("%d of %d documents could not be indexed", sum.failed, sum.total)}
@@ -122,7 +121,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func indexStdin(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, sum *indexSummary) error {
+func indexStdin(ctx context.Context, g *globals, m memStore, o *indexOptions, sum *indexSummary) error {
 	data, err := io.ReadAll(io.LimitReader(g.stdin, maxFileSize+1))
 	if err != nil {
 		return fmt.Errorf("read stdin: %w", err)
@@ -136,11 +135,18 @@ func indexStdin(ctx context.Context, g *globals, eng *rag.Engine, o *indexOption
 			return err
 		}
 	}
-	res, err := eng.Index(ctx, index.Document{SourceURL: o.srcURL, Title: o.title, Content: string(data), Format: f, DocType: o.docType, Attrs: o.attrs})
+	content := string(data)
+	if f != chunk.HTML && chunk.Binary(content) {
+		return index.ErrBinaryContent // judged on the bytes read, before validText
+	}
+	res, err := m.IndexMany(ctx, []index.Document{{SourceURL: o.srcURL, Title: o.title, Content: validText(content), Format: f, DocType: o.docType, Attrs: o.attrs}})
 	if err != nil {
 		return err
 	}
-	sum.add(res)
+	if res[0].Err != nil {
+		return res[0].Err
+	}
+	sum.add(res[0])
 	return nil
 }
 
@@ -204,7 +210,7 @@ func underURL(u string) string { return strings.TrimSuffix(u, "/") + "/" }
 
 // syncTarget indexes the files of t and, for a folder, removes the sources
 // under it that are not among its files any more.
-func syncTarget(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, t target, sum *indexSummary) error {
+func syncTarget(ctx context.Context, g *globals, m memStore, o *indexOptions, t target, sum *indexSummary) error {
 	files, err := t.files()
 	if err != nil {
 		return err
@@ -212,7 +218,7 @@ func syncTarget(ctx context.Context, g *globals, eng *rag.Engine, o *indexOption
 	if t.dir && len(files) == 0 && o.keepMissing {
 		fmt.Fprintf(g.stderr, "ragmem: %s: no %s files\n", t.path, extList())
 	}
-	present, err := indexFiles(ctx, g, eng, files, o, sum)
+	present, err := indexFiles(ctx, g, m, files, o, sum)
 	if err != nil {
 		return err
 	}
@@ -223,15 +229,15 @@ func syncTarget(ctx context.Context, g *globals, eng *rag.Engine, o *indexOption
 	if t.unlisted != nil {
 		spare = *t.unlisted
 	}
-	return prune(ctx, g, eng, o, t.path, present, spare, sum)
+	return prune(ctx, g, m, o, t.path, present, spare, sum)
 }
 
 // prune removes the sources under the folder dir that are not in present,
 // sparing those under the folders of spare (folders that could not be
 // read: their files may be there).
-func prune(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, dir string, present map[string]bool, spare []string, sum *indexSummary) error {
+func prune(ctx context.Context, g *globals, m memStore, o *indexOptions, dir string, present map[string]bool, spare []string, sum *indexSummary) error {
 	under := &index.Expr{Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{folderPrefix(dir)}}
-	srcs, _, err := eng.Store().Sources(ctx, index.Filter{DocTypes: []string{o.docType}, Where: under}, 0, 0)
+	srcs, _, err := m.Sources(ctx, index.Filter{DocTypes: []string{o.docType}, Where: under}, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -247,7 +253,7 @@ func prune(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, di
 		if present[s.SourceURL] || spared(s.SourceURL) {
 			continue
 		}
-		n, err := eng.Remove(ctx, s.SourceURL)
+		n, err := m.Remove(ctx, s.SourceURL)
 		if err != nil {
 			return err
 		}
@@ -318,7 +324,7 @@ func (s indexSummary) String() string {
 // store holds for them now: indexed, unchanged, or failed for a reason that
 // says nothing of the file (its old version is kept). Skipped files (empty,
 // binary, too large) are not among them.
-func indexFiles(ctx context.Context, g *globals, eng *rag.Engine, files []string, o *indexOptions, sum *indexSummary) (map[string]bool, error) {
+func indexFiles(ctx context.Context, g *globals, m memStore, files []string, o *indexOptions, sum *indexSummary) (map[string]bool, error) {
 	present := map[string]bool{}
 	batch := o.batch
 	if batch <= 0 {
@@ -345,18 +351,18 @@ func indexFiles(ctx context.Context, g *globals, eng *rag.Engine, files []string
 			case err != nil:
 				sum.total++
 				sum.failed++
-				present[eng.Store().CanonicalURL(fileURL(p))] = true // unreadable now, not gone
+				present[index.CanonicalURL(fileURL(p))] = true // unreadable now, not gone
 				fmt.Fprintf(g.stderr, "ragmem: %s: %v\n", p, err)
 			default:
 				docs = append(docs, d)
 			}
 		}
-		results, err := eng.IndexMany(ctx, docs)
+		results, err := m.IndexMany(ctx, docs)
 		if err != nil {
 			return nil, err
 		}
 		for i, r := range results {
-			src := eng.Store().CanonicalURL(docs[i].SourceURL)
+			src := index.CanonicalURL(docs[i].SourceURL)
 			switch {
 			case errors.Is(r.Err, index.ErrEmptyDocument), errors.Is(r.Err, index.ErrBinaryContent):
 				sum.skipped++
@@ -414,8 +420,18 @@ func readDocument(path string, o *indexOptions) (d index.Document, skip string, 
 		return d, "", err
 	}
 	d = index.Document{SourceURL: fileURL(path), DocType: o.docType, Attrs: o.attrs}
-	return kind.read(d, path, data)
+	if d, skip, err = kind.read(d, path, data); skip != "" || err != nil {
+		return d, skip, err
+	}
+	d.Content = validText(d.Content)
+	return d, "", nil
 }
+
+// validText is text as both the engine and the owner's API take it: valid
+// UTF-8 (a JSON body can carry nothing else), invalid bytes as U+FFFD.
+// Applied whether or not this process owns the store, so that both index
+// the same content (and content hash).
+func validText(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // titleFromText takes the first Markdown heading, else the file name.
 func titleFromText(s, path string) string {

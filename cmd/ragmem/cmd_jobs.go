@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/rag"
+	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/server"
 )
 
 func newJobsCmd(g *globals) *cobra.Command {
@@ -21,8 +25,8 @@ func newJobsCmd(g *globals) *cobra.Command {
 			"directory's queue. A page whose indexing fails is tried again, up to 3 times, and a page that\n" +
 			"cannot be indexed (too many chunks, no text, the quota full) or that keeps failing or stopping\n" +
 			"the process is moved to the dead letters, where it stays until it is retried or dropped.\n" +
-			"While ragmem serve holds the store, use its API instead: GET /v1/jobs, POST /v1/jobs/ID/retry,\n" +
-			"DELETE /v1/jobs/ID.",
+			"While another process owns the store (ragmem serve, a background owner), these commands go\n" +
+			"through it: the jobs listed are its live queue.",
 	}
 	cmd.AddCommand(newJobsListCmd(g), newJobsRetryCmd(g), newJobsDropCmd(g))
 	return cmd
@@ -36,13 +40,9 @@ func newJobsListCmd(g *globals) *cobra.Command {
 		Short: "List the pages waiting in the queue and the dead letters (without indexing anything)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := g.dataDir()
+			qc, err := g.queueJobs(cmd.Context())
 			if err != nil {
 				return err
-			}
-			qc, err := index.CheckQueue(cmd.Context(), dir, false)
-			if err != nil {
-				return queueError(err)
 			}
 			if dead {
 				qc.PendingJobs = nil
@@ -123,18 +123,15 @@ func newJobsRetryCmd(g *globals) *cobra.Command {
 		Short: "Queue dead-lettered pages again and index them now",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withJobs(cmd.Context(), func(ctx context.Context, eng *rag.Engine) error {
-				for _, id := range args {
-					if _, err := eng.Store().RetryJob(ctx, id); err != nil {
-						return jobError(id, err)
-					}
-				}
-				if err := eng.Flush(ctx); err != nil {
+			return g.withStore(cmd.Context(), func(m memStore) error {
+				ctx := cmd.Context()
+				jobs, err := retryJobs(ctx, m, args)
+				if err != nil {
 					return err
 				}
 				failed := 0
-				for _, id := range args {
-					j, _ := eng.Job(id)
+				for i, id := range args {
+					j := jobs[i]
 					switch j.State {
 					case index.JobDone:
 						fmt.Fprintf(g.stdout, "%s  indexed %s (%d chunks)\n", id, printable(j.SourceURL, 120), j.Chunks)
@@ -160,9 +157,9 @@ func newJobsDropCmd(g *globals) *cobra.Command {
 		Short: "Delete dead-lettered pages for good",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withJobs(cmd.Context(), func(ctx context.Context, eng *rag.Engine) error {
+			return g.withStore(cmd.Context(), func(m memStore) error {
 				for _, id := range args {
-					if err := eng.Store().DropJob(ctx, id); err != nil {
+					if err := dropJob(cmd.Context(), m, id); err != nil {
 						return jobError(id, err)
 					}
 					fmt.Fprintf(g.stdout, "%s  dropped\n", id)
@@ -180,12 +177,114 @@ func jobError(id string, err error) error {
 	return err
 }
 
-// withJobs opens the store for a jobs command, explaining a lock held by
-// another process.
-func (g *globals) withJobs(ctx context.Context, fn func(context.Context, *rag.Engine) error) error {
-	err := g.withEngine(ctx, func(eng *rag.Engine) error { return fn(ctx, eng) })
-	if err != nil && strings.Contains(err.Error(), "locked") {
-		return fmt.Errorf("%v; while ragmem serve runs, use its API (POST /v1/jobs/ID/retry, DELETE /v1/jobs/ID)", err)
+// queueJobs returns the jobs of the indexing queue: from the owner's live
+// queue when a process owns the store (its pages waiting, most recent
+// first, then its dead letters), else from the queue's log, read while
+// this process holds the ownership.
+func (g *globals) queueJobs(ctx context.Context) (index.QueueCheck, error) {
+	dir, err := g.dataDir()
+	if err != nil {
+		return index.QueueCheck{}, err
+	}
+	info, claim, err := owner.Join(ctx, dir, nil)
+	if err != nil {
+		return index.QueueCheck{}, err
+	}
+	if claim != nil {
+		defer claim.Release()
+		qc, err := index.CheckQueue(ctx, dir, false)
+		return qc, queueError(err)
+	}
+	c, err := owner.NewClient(dir, info, nil)
+	if err != nil {
+		return index.QueueCheck{}, err
+	}
+	defer c.Close()
+	var resp server.JobsJSON
+	if err := c.Do(ctx, http.MethodGet, "/v1/jobs?state=queued,running,dead&limit=10000", nil, &resp, 0); err != nil {
+		return index.QueueCheck{}, err
+	}
+	var qc index.QueueCheck
+	for _, j := range resp.Jobs {
+		job := jobOf(j)
+		if job.State == index.JobDead {
+			qc.Dead = append(qc.Dead, job)
+		} else {
+			qc.PendingJobs = append(qc.PendingJobs, job)
+		}
+	}
+	slices.SortStableFunc(qc.PendingJobs, func(a, b index.Job) int { return a.Queued.Compare(b.Queued) }) // queue order
+	qc.Pending = len(qc.PendingJobs)
+	return qc, nil
+}
+
+// jobOf turns the API's job back into the index's.
+func jobOf(j server.JobJSON) index.Job {
+	return index.Job{ID: j.ID, SourceURL: j.URL, State: index.JobState(j.State), Chunks: j.Chunks, Unchanged: j.Unchanged,
+		Error: j.Error, Attempts: j.Attempts, Queued: j.Queued, Finished: j.Finished, RetryAt: j.RetryAt}
+}
+
+// retryJobs queues dead letters again and waits until each is indexed or
+// given up on again: on this process's engine, or through the owner.
+func retryJobs(ctx context.Context, m memStore, ids []string) ([]index.Job, error) {
+	s := m.(*ownedStore)
+	if eng := s.local(); eng != nil {
+		for _, id := range ids {
+			if _, err := eng.Store().RetryJob(ctx, id); err != nil {
+				return nil, jobError(id, err)
+			}
+		}
+		if err := eng.Flush(ctx); err != nil {
+			return nil, err
+		}
+		out := make([]index.Job, len(ids))
+		for i, id := range ids {
+			out[i], _ = eng.Job(id)
+		}
+		return out, nil
+	}
+	c := s.ownerClient()
+	for _, id := range ids {
+		if err := c.Do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/retry", struct{}{}, nil, 0); err != nil {
+			var ae *owner.APIError
+			if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+				return nil, jobError(id, index.ErrNoJob)
+			}
+			return nil, err
+		}
+	}
+	out := make([]index.Job, len(ids))
+	for i, id := range ids {
+		for delay := 10 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
+			var j server.JobJSON
+			if err := c.Do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), nil, &j, 0); err != nil {
+				return nil, err
+			}
+			out[i] = jobOf(j)
+			if st := out[i].State; st != index.JobQueued && st != index.JobRunning {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(delay):
+			}
+		}
+	}
+	return out, nil
+}
+
+// dropJob deletes a dead letter: on this process's engine, or through the
+// owner.
+func dropJob(ctx context.Context, m memStore, id string) error {
+	s := m.(*ownedStore)
+	if eng := s.local(); eng != nil {
+		return eng.Store().DropJob(ctx, id)
+	}
+	err := s.ownerClient().Do(ctx, http.MethodDelete, "/v1/jobs/"+url.PathEscape(id), nil, nil, 0)
+	var ae *owner.APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return index.ErrNoJob
 	}
 	return err
 }

@@ -2,12 +2,16 @@ package main
 
 import (
 	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/mcpserver"
 	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/memory/memmcp"
+	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -26,6 +30,7 @@ func newMCPServer(eng *rag.Engine, readOnly bool, mem *memory.Store, llm *rag.LL
 
 func newMCPCmd(g *globals) *cobra.Command {
 	var readOnly bool
+	var grace time.Duration
 	mf := &memoryFlags{}
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -36,12 +41,28 @@ func newMCPCmd(g *globals) *cobra.Command {
 			"--read-only also index_text, forget_source, add_preference, remove_preference and remember, and\n" +
 			"extract_memory when $RAGMEM_LLM_MODEL names a chat model (on --base-url, with --api-key).\n" +
 			"The agent memories are those of --memories (default $RAGMEM_MEMORIES, else <data dir>/memories).\n\n" +
-			"The store is locked while the server runs: other ragmem commands on the same --dir fail with\n" +
-			"\"store is locked\" until it stops.\n" +
+			"The memory is shared: ragmem mcp forwards the session to the process that owns the data directory\n" +
+			"(ragmem serve, or a background owner it starts when there is none, which exits after --owner-grace\n" +
+			"without clients; its log is owner.log in the data directory). Any number of MCP clients, ragmem\n" +
+			"serve and the CLI use the same memory at the same time; see ragmem status.\n" +
 			"Logs go to stderr.",
 		Example: "  ragmem mcp\n  ragmem --dir ~/notes-memory mcp --read-only",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			memories := ""
+			if mf.dir != "" || os.Getenv("RAGMEM_MEMORIES") != "" {
+				d, err := g.memoriesDir(mf.dir)
+				if err != nil {
+					return err
+				}
+				if memories, err = filepath.Abs(d); err != nil {
+					return err
+				}
+			}
+			if owner.Supported() {
+				return runMCPBridge(cmd.Context(), g, readOnly, memories, grace)
+			}
+			// No owner sockets on this platform: serve in this process.
 			return g.withIndexedMemories(cmd.Context(), mf, func(eng *rag.Engine, mem *memory.Store) error {
 				err := newMCPServer(eng, readOnly, mem, g.chatLLM()).Run(cmd.Context(), &mcpserver.StdioTransport{})
 				if cmd.Context().Err() != nil {
@@ -53,5 +74,6 @@ func newMCPCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "offer only the tools that read the memory")
 	cmd.Flags().StringVar(&mf.dir, "memories", "", "agent-memory directory (default $RAGMEM_MEMORIES, else <data dir>/memories)")
+	cmd.Flags().DurationVar(&grace, "owner-grace", defaultOwnerGrace, "how long a background owner this command starts stays without clients before it exits")
 	return cmd
 }

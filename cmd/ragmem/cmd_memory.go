@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/memory/extraction"
+	"github.com/ragmem/ragmem/memory/memhttp"
+	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -56,8 +60,46 @@ func (g *globals) openMemories(ctx context.Context, mf *memoryFlags) (*memory.St
 	return memory.Open(ctx, dir, &memory.Options{Logger: slog.Default()})
 }
 
+// withMemories runs a memory command that needs the index (match,
+// extract). When this process owns the store, local gets the memory store
+// over its index (the one its owner API serves too). When another process
+// owns it, remote gets that owner's client: the owner's memories must be
+// the ones asked for.
+func (g *globals) withMemories(ctx context.Context, mf *memoryFlags, local func(*memory.Store) error, remote func(*owner.Client) error) error {
+	dir, err := g.memoriesDir(mf.dir)
+	if err != nil {
+		return err
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return err
+	}
+	g.memoriesFlag = dir
+	return g.withStore(ctx, func(m memStore) error {
+		s := m.(*ownedStore)
+		if run := s.owning(); run != nil {
+			st, err := run.memoryStore(ctx)
+			if err != nil {
+				return err
+			}
+			return local(st)
+		}
+		c := s.ownerClient()
+		st, err := c.Status(ctx)
+		if err != nil {
+			return err
+		}
+		var ex ownerExtra
+		_ = json.Unmarshal(st.Extra, &ex)
+		if ex.Memories != "" && filepath.Clean(ex.Memories) != filepath.Clean(dir) {
+			return fmt.Errorf("the memories %s: the store is owned by pid %d (%s), which serves the agent memories in %s; stop it to use other memories with this store",
+				dir, st.Owner.PID, describeKind(st.Owner.Kind, st.Owner.Command), ex.Memories)
+		}
+		return remote(c)
+	})
+}
+
 // withIndexedMemories opens the engine and the memory directory over its
-// index (match, extract).
+// index, in this process (where owner sockets are not supported).
 func (g *globals) withIndexedMemories(ctx context.Context, mf *memoryFlags, fn func(*rag.Engine, *memory.Store) error) error {
 	dir, err := g.memoriesDir(mf.dir)
 	if err != nil {
@@ -306,40 +348,62 @@ func newMemoryMatchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				}
 				req.MinImportance = imp
 			}
-			return g.withIndexedMemories(cmd.Context(), mf, func(_ *rag.Engine, st *memory.Store) error {
+			var ms []memory.Match
+			var message string
+			err = g.withMemories(cmd.Context(), mf, func(st *memory.Store) error {
 				g.warnProblems(st)
-				ms, err := st.Match(cmd.Context(), req)
-				if err != nil {
+				var err error
+				if ms, err = st.Match(cmd.Context(), req); err != nil || !prompt {
 					return err
 				}
-				if prompt {
-					ins, err := st.Load(cmd.Context(), ms)
-					if err != nil {
-						return err
-					}
-					if len(ins) == 0 {
-						fmt.Fprintln(g.stderr, "no memories selected")
-						return nil
-					}
-					fmt.Fprintln(g.stdout, memory.ContextMessage(memory.FormatForPrompt(ins)).Content)
-					return nil
+				ins, err := st.Load(cmd.Context(), ms)
+				if err != nil || len(ins) == 0 {
+					return err
 				}
-				if asJSON {
-					if ms == nil {
-						ms = []memory.Match{}
-					}
-					return writeJSON(g.stdout, struct {
-						Matches []memory.Match `json:"matches"`
-					}{ms})
+				message = memory.ContextMessage(memory.FormatForPrompt(ins)).Content
+				return nil
+			}, func(c *owner.Client) error {
+				mr := memhttp.MatchRequest{Task: req.Task, Agent: req.Agent, AgentTags: req.AgentTags, MaxMemories: req.MaxMemories, NoWeak: req.NoWeak, Context: prompt,
+					Since: tf.since, Until: tf.until, When: tf.when, IncludeSuperseded: tf.history}
+				if minImp != "" {
+					mr.MinImportance = req.MinImportance.String()
 				}
-				if len(ms) == 0 {
-					fmt.Fprintln(g.stdout, "no memories selected")
+				var resp memhttp.MatchResponse
+				if err := c.Do(cmd.Context(), http.MethodPost, memhttp.DefaultPrefix+"/match", mr, &resp, 0); err != nil {
+					return err
 				}
-				for i, m := range ms {
-					printMatch(g.stdout, i+1, m)
+				ms = resp.Matches
+				if resp.Message != nil {
+					message = resp.Message.Content
 				}
 				return nil
 			})
+			if err != nil {
+				return err
+			}
+			if prompt {
+				if message == "" {
+					fmt.Fprintln(g.stderr, "no memories selected")
+					return nil
+				}
+				fmt.Fprintln(g.stdout, message)
+				return nil
+			}
+			if asJSON {
+				if ms == nil {
+					ms = []memory.Match{}
+				}
+				return writeJSON(g.stdout, struct {
+					Matches []memory.Match `json:"matches"`
+				}{ms})
+			}
+			if len(ms) == 0 {
+				fmt.Fprintln(g.stdout, "no memories selected")
+			}
+			for i, m := range ms {
+				printMatch(g.stdout, i+1, m)
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -411,36 +475,54 @@ func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
 			}
 			in.AgentOutput = string(b)
 			llm := rag.LLM{Client: openai.NewClientWithConfig(g.openAIConfig()), Model: model}
-			return g.withIndexedMemories(cmd.Context(), mf, func(_ *rag.Engine, st *memory.Store) error {
+			var out extraction.Output
+			extract := func(st *memory.Store) error {
 				x, err := extraction.New(llm, st, &extraction.Options{DryRun: dryRun, Logger: slog.Default()})
 				if err != nil {
 					return err
 				}
-				out, err := x.ExtractMemory(cmd.Context(), in)
+				out, err = x.ExtractMemory(cmd.Context(), in)
+				return err
+			}
+			err = g.withMemories(cmd.Context(), mf, extract, func(c *owner.Client) error {
+				// The model is this process's to call: the memory is
+				// written to the directory here (near duplicates are looked
+				// for among all memories), then the owner indexes it.
+				st, err := g.openMemories(cmd.Context(), mf)
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					return writeJSON(g.stdout, out)
+				if err := extract(st); err != nil {
+					return err
 				}
-				switch {
-				case !out.ShouldCreateMemory && out.Duplicate != nil:
-					fmt.Fprintf(g.stdout, "nothing new: already in %s (%s)\n", out.Duplicate.Slug, out.Reasoning)
-				case !out.ShouldCreateMemory:
-					fmt.Fprintf(g.stdout, "nothing worth remembering: %s\n", out.Reasoning)
-				case out.Duplicate != nil:
-					fmt.Fprintf(g.stdout, "not written: %q nearly duplicates %s (%s, similarity %.2f)\n", out.Memory.Title, out.Duplicate.Slug, out.Duplicate.By, out.Duplicate.Similarity)
-				case out.Written == nil:
-					fmt.Fprintf(g.stdout, "would write %q (dry run): %s\n", out.Memory.Title, out.Reasoning)
-				default:
-					verb := "wrote"
-					if out.Written.Appended {
-						verb = "appended to"
-					}
-					fmt.Fprintf(g.stdout, "%s %s: %s\n", verb, out.Written.Memory.Path, out.Reasoning)
+				if out.Written != nil {
+					return c.Do(cmd.Context(), http.MethodPost, memhttp.DefaultPrefix+"/refresh", struct{}{}, nil, 0)
 				}
 				return nil
 			})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(g.stdout, out)
+			}
+			switch {
+			case !out.ShouldCreateMemory && out.Duplicate != nil:
+				fmt.Fprintf(g.stdout, "nothing new: already in %s (%s)\n", out.Duplicate.Slug, out.Reasoning)
+			case !out.ShouldCreateMemory:
+				fmt.Fprintf(g.stdout, "nothing worth remembering: %s\n", out.Reasoning)
+			case out.Duplicate != nil:
+				fmt.Fprintf(g.stdout, "not written: %q nearly duplicates %s (%s, similarity %.2f)\n", out.Memory.Title, out.Duplicate.Slug, out.Duplicate.By, out.Duplicate.Similarity)
+			case out.Written == nil:
+				fmt.Fprintf(g.stdout, "would write %q (dry run): %s\n", out.Memory.Title, out.Reasoning)
+			default:
+				verb := "wrote"
+				if out.Written.Appended {
+					verb = "appended to"
+				}
+				fmt.Fprintf(g.stdout, "%s %s: %s\n", verb, out.Written.Memory.Path, out.Reasoning)
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 
 	"github.com/ragmem/ragmem/index/local"
 	"github.com/ragmem/ragmem/memory"
-	"github.com/ragmem/ragmem/rag"
+	"github.com/ragmem/ragmem/memory/memhttp"
+	"github.com/ragmem/ragmem/owner"
 )
 
 // Agent memory over time: search by content and time, supersession,
@@ -53,11 +55,24 @@ func (tf *timeFlags) parse() (since, until time.Time, err error) {
 func (g *globals) addMemory(ctx context.Context, mf *memoryFlags, nm memory.NewMemory) (memory.AddResult, error) {
 	var res memory.AddResult
 	ran := false
-	err := g.withIndexedMemories(ctx, mf, func(_ *rag.Engine, st *memory.Store) error {
+	err := g.withMemories(ctx, mf, func(st *memory.Store) error {
 		ran = true
 		var err error
 		res, err = st.Add(ctx, nm)
 		return err
+	}, func(c *owner.Client) error {
+		// The owner's store is another process's: write the file here,
+		// comparing titles only, then have the owner index it.
+		ran = true
+		fmt.Fprintln(g.stderr, "note: the store is owned by another process; similar memories are compared by title only")
+		st, err := g.openMemories(ctx, mf)
+		if err != nil {
+			return err
+		}
+		if res, err = st.Add(ctx, nm); err != nil {
+			return err
+		}
+		return c.Do(ctx, http.MethodPost, memhttp.DefaultPrefix+"/refresh", struct{}{}, nil, 0)
 	})
 	if err == nil || ran || !errors.Is(err, local.ErrLocked) {
 		return res, err
@@ -115,11 +130,23 @@ func newMemorySearchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				return err
 			}
 			req.When, req.IncludeSuperseded = tf.when, tf.history
-			return g.withIndexedMemories(cmd.Context(), mf, func(_ *rag.Engine, st *memory.Store) error {
-				res, err := st.Search(cmd.Context(), req)
-				if err != nil {
+			var res []memory.Found
+			err = g.withMemories(cmd.Context(), mf, func(st *memory.Store) (err error) {
+				res, err = st.Search(cmd.Context(), req)
+				return err
+			}, func(c *owner.Client) error {
+				sr := memhttp.SearchRequest{Query: req.Query, Since: tf.since, Until: tf.until, When: tf.when, IncludeSuperseded: tf.history, Limit: req.Limit}
+				var resp memhttp.SearchResponse
+				if err := c.Do(cmd.Context(), http.MethodPost, memhttp.DefaultPrefix+"/search", sr, &resp, 0); err != nil {
 					return err
 				}
+				res = resp.Results
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			{
 				if asJSON {
 					if res == nil {
 						res = []memory.Found{}
@@ -142,8 +169,8 @@ func newMemorySearchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 						fmt.Fprintf(g.stdout, "   %s\n", f.Snippet)
 					}
 				}
-				return nil
-			})
+			}
+			return nil
 		},
 	}
 	tf.register(cmd.Flags())

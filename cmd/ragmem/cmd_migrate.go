@@ -11,6 +11,7 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/owner"
 )
 
 func newMigrateCmd(g *globals) *cobra.Command {
@@ -38,6 +39,14 @@ func newMigrateCmd(g *globals) *cobra.Command {
 			if _, err := os.Stat(dir); err != nil {
 				return fmt.Errorf("no local store to migrate: %w", err)
 			}
+			claim, err := owner.TryClaim(dir)
+			if err != nil {
+				if errors.Is(err, owner.ErrOwned) {
+					return fmt.Errorf("migrate copies the store as it is and needs it to itself, and %s is using it (see ragmem status); stop it first", describeHolder(dir))
+				}
+				return err
+			}
+			defer claim.Release()
 			src, err := local.Open(ctx, dir, &local.Options{Logger: slog.Default()})
 			if err != nil {
 				return err

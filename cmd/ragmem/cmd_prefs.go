@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/prefs"
-	"github.com/ragmem/ragmem/rag"
 )
 
 func newPrefsCmd(g *globals) *cobra.Command {
@@ -21,8 +20,8 @@ func newPrefsCmd(g *globals) *cobra.Command {
 		Short: "List preferences",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
-				ps, err := eng.Preferences().List(cmd.Context())
+			return g.withStore(cmd.Context(), func(m memStore) error {
+				ps, err := m.ListPreferences(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -53,8 +52,8 @@ func newPrefsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
-				p, err := eng.Preferences().Add(cmd.Context(), t, strings.Join(args[1:], " "))
+			return g.withStore(cmd.Context(), func(m memStore) error {
+				p, err := m.AddPreference(cmd.Context(), t, strings.Join(args[1:], " "))
 				if err != nil {
 					return err
 				}
@@ -68,8 +67,8 @@ func newPrefsCmd(g *globals) *cobra.Command {
 		Short: "Remove a preference",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
-				ok, err := eng.Preferences().Remove(cmd.Context(), args[0])
+			return g.withStore(cmd.Context(), func(m memStore) error {
+				ok, err := m.RemovePreference(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
@@ -86,8 +85,8 @@ func newPrefsCmd(g *globals) *cobra.Command {
 		Short: "Remove every preference",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
-				n, err := eng.Preferences().Clear(cmd.Context())
+			return g.withStore(cmd.Context(), func(m memStore) error {
+				n, err := m.ClearPreferences(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -113,8 +112,8 @@ func newPrefsCmd(g *globals) *cobra.Command {
 			if !save {
 				return nil
 			}
-			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
-				p, err := eng.Preferences().Add(cmd.Context(), in.Type, in.Content)
+			return g.withStore(cmd.Context(), func(m memStore) error {
+				p, err := m.AddPreference(cmd.Context(), in.Type, in.Content)
 				if err != nil {
 					return err
 				}

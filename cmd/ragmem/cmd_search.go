@@ -13,7 +13,6 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
-	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -61,8 +60,8 @@ func newSearchCmd(g *globals) *cobra.Command {
 			if perSource == 0 {
 				perSource = -1 // on the command line, 0 is no cap
 			}
-			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
-				res, rep, err := eng.SearchReport(cmd.Context(), query, &search.Options{
+			return g.withStore(cmd.Context(), func(st memStore) error {
+				res, rep, err := st.SearchReport(cmd.Context(), query, &search.Options{
 					Mode: m, TopK: topK, SimilarityThreshold: threshold, Fusion: fu, DocTypes: types, Where: where,
 					MaxPerSource: perSource, GroupBySource: group, KeepDuplicates: keepDup,
 				})

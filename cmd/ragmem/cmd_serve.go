@@ -8,19 +8,18 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/extract"
-	"github.com/ragmem/ragmem/memory"
-	"github.com/ragmem/ragmem/memory/memhttp"
+	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/server"
 )
@@ -46,6 +45,9 @@ type serveFlags struct {
 	extractNodes    int
 	extractTimeout  time.Duration
 	metricsPublic   bool
+	memories        string
+	background      bool          // a background owner started by ragmem mcp
+	idleExit        time.Duration // a background owner exits after this long without clients
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -82,6 +84,11 @@ func newServeCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.metricsPublic, "metrics-public", false, "serve /metrics without the bearer token (it needs the token by default)")
 	fl.IntVar(&f.extractNodes, "extract-max-nodes", extract.DefaultMaxNodes, "most elements and runs of text a page may make when its HTML is parsed")
 	fl.DurationVar(&f.extractTimeout, "extract-timeout", extract.DefaultTimeout, "longest the extraction of one page may take")
+	fl.StringVar(&f.memories, "memories", "", "agent-memory directory of the default namespace (default $RAGMEM_MEMORIES, else <data dir>/memories)")
+	fl.BoolVar(&f.background, "background", false, "run as the background owner ragmem mcp starts: no HTTP listener, exit after --idle-exit without clients")
+	fl.DurationVar(&f.idleExit, "idle-exit", defaultOwnerGrace, "with --background: exit after this long without clients")
+	_ = fl.MarkHidden("background")
+	_ = fl.MarkHidden("idle-exit")
 	return cmd
 }
 
@@ -149,6 +156,10 @@ func (f *serveFlags) logger(w io.Writer, verbose bool) *slog.Logger {
 	if verbose {
 		level = slog.LevelDebug
 	}
+	return f.loggerAt(w, level)
+}
+
+func (f *serveFlags) loggerAt(w io.Writer, level slog.Level) *slog.Logger {
 	o := &slog.HandlerOptions{Level: level}
 	if f.logFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, o))
@@ -157,9 +168,14 @@ func (f *serveFlags) logger(w io.Writer, verbose bool) *slog.Logger {
 }
 
 func runServe(ctx context.Context, g *globals, f *serveFlags) error {
-	tlsConfig, err := f.check()
-	if err != nil {
-		return err
+	var tlsConfig *tls.Config
+	if !f.background {
+		var err error
+		if tlsConfig, err = f.check(); err != nil {
+			return err
+		}
+	} else if f.logFormat != "text" && f.logFormat != "json" {
+		return fmt.Errorf("--log-format %q: want text or json", f.logFormat)
 	}
 	maxBody, err := parseBytes("--max-body", f.maxBody)
 	if err != nil {
@@ -182,6 +198,9 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -191,25 +210,23 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	if _, err := g.resolveEmbedder(nil); err != nil {
 		return err
 	}
-	queryCache := embed.NewQueryCache(nil) // one bound for every namespace's store
-	log := f.logger(g.stderr, g.verbose)
-	token, created, err := server.EnsureToken(dir)
+	memories, err := g.memoriesDir(f.memories)
 	if err != nil {
 		return err
 	}
+	if memories, err = filepath.Abs(memories); err != nil {
+		return err
+	}
+	queryCache := embed.NewQueryCache(nil) // one bound for every namespace's store
+	log := f.logger(g.stderr, g.verbose)
 	rate := f.rateLimit
 	if rate <= 0 {
 		rate = -1
 	}
 	opts := &server.Options{
-		Open: func(ctx context.Context, d string) (*rag.Engine, error) {
-			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, QueryCache: queryCache, Logger: log,
-				MaxChunksPerDocument: g.maxChunksOption(), QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0)})
-		},
 		MetricsPublic:   f.metricsPublic,
 		ExtractMaxNodes: f.extractNodes,
 		ExtractTimeout:  f.extractTimeout,
-		Logger:          log,
 		AllowOrigins:    f.origins,
 		MaxBodyBytes:    maxBody,
 		RateLimit:       rate,
@@ -220,53 +237,161 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	if f.allowRemote {
 		opts.AllowedHosts = []string{"*"}
 	}
-	srv, err := server.New(ctx, dir, opts)
-	if err != nil {
+	if f.background && !g.verbose {
+		// A background owner logs what goes wrong, not every request:
+		// its log is a file nobody watches.
+		opts.Logger = f.loggerAt(g.stderr, slog.LevelWarn)
+	}
+	kind := owner.KindServe
+	var ln net.Listener
+	if f.background {
+		kind = owner.KindDaemon
+	} else if ln, err = net.Listen("tcp", f.addr); err != nil { // a busy port fails before anything is taken over
 		return err
 	}
-	// Agent memories live in each namespace's directory, under memories/.
-	stores := memory.NewStores(&memory.Options{Logger: log, LLM: g.chatLLM()}) // the chat model also judges restatements and contradictions
-	memoriesOf := func(r *http.Request, eng *rag.Engine) (*memory.Store, error) {
-		return stores.Get(r.Context(), filepath.Join(server.NamespaceDir(dir, server.Namespace(r)), "memories"), eng.Store())
+	closeLn := func() {
+		if ln != nil {
+			_ = ln.Close()
+		}
 	}
-	mem := memhttp.New(func(r *http.Request) (*memory.Store, error) {
-		eng, err := srv.Engine(r)
+	claim, err := g.claimForServe(ctx, dir, kind)
+	if err != nil {
+		closeLn()
+		if errors.Is(err, errOwnerRunning) {
+			log.Info("another process owns the data directory already; this background owner is not needed", "dir", dir)
+			return nil
+		}
+		return err
+	}
+	handover := make(chan struct{})
+	cfg := ownerConfig{
+		kind: kind, log: log, server: opts, tcp: ln, tlsConfig: tlsConfig,
+		mcpTCP: f.mcp, mcpReadOnly: f.mcpReadOnly, memories: memories,
+		open: func(ctx context.Context, d string) (*rag.Engine, error) {
+			if d == dir { // the default namespace: the store the flags select
+				return g.openDir(ctx, d, queryCache, log, quotaChunks, quotaBytes)
+			}
+			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, QueryCache: queryCache, Logger: log,
+				MaxChunksPerDocument: g.maxChunksOption(), QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0)})
+		},
+	}
+	if f.background {
+		var once sync.Once
+		cfg.handover = func() { once.Do(func() { close(handover) }) }
+	}
+	run, err := g.startOwner(ctx, claim, cfg)
+	if err != nil {
+		_ = claim.Release()
+		closeLn()
+		return err
+	}
+	if f.background {
+		log.Info("background owner started", "dir", dir, "pid", os.Getpid(), "socket", run.ln.Path(), "idleExit", f.idleExit.String())
+		idle := make(chan struct{})
+		ictx, icancel := context.WithCancel(ctx)
+		go func() {
+			if run.pres.WaitIdle(ictx, f.idleExit, 0) == nil {
+				close(idle)
+			}
+		}()
+		select {
+		case <-ctx.Done():
+		case <-handover:
+			log.Info("handing over: finishing requests in flight, then closing the store")
+		case <-idle:
+			log.Info("no client for the grace period: exiting", "grace", f.idleExit.String())
+		case <-run.done():
+		}
+		icancel()
+		err := run.stop()
+		log.Info("background owner stopped")
+		return err
+	}
+	if err := printServeBanner(g, f, dir, run, tlsConfig != nil); err != nil {
+		_ = run.stop()
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-run.done():
+	}
+	err = run.stop()
+	fmt.Fprintln(g.stdout, "ragmem: stopped")
+	return err
+}
+
+// errOwnerRunning: a background owner found the data directory owned.
+var errOwnerRunning = errors.New("the data directory has an owner")
+
+// maxHandovers bounds how often serve asks owners to hand over before it
+// gives up (another process keeps taking the store back).
+const maxHandovers = 3
+
+// claimForServe takes the ownership of dir for `ragmem serve`: at once when
+// no process owns it; from a background owner or a ragmem command that
+// owns it, by asking it to hand over (it finishes what it is doing and
+// lets go; its clients follow). Another `ragmem serve` is an error. A
+// background owner (kind daemon) that finds an owner returns
+// errOwnerRunning: it is not needed.
+func (g *globals) claimForServe(ctx context.Context, dir string, kind owner.Kind) (*owner.Claim, error) {
+	asked := 0
+	for {
+		info, claim, err := owner.Join(ctx, dir, &owner.JoinOptions{Waiting: func(pid int) {
+			if kind == owner.KindServe && asked == 0 {
+				fmt.Fprintf(g.stderr, "ragmem: waiting for pid %d, which is opening the store in %s\n", pid, dir)
+			}
+		}})
 		if err != nil {
 			return nil, err
 		}
-		return memoriesOf(r, eng)
-	}, &memhttp.Options{WriteError: server.WriteError, Fail: srv.Fail, Logger: log, LLM: g.chatLLM()})
-	for _, p := range []string{memhttp.DefaultPrefix, memhttp.DefaultPrefix + "/"} {
-		if err := srv.Handle(p, mem); err != nil {
-			_ = srv.Close()
-			return err
+		if claim != nil {
+			return claim, nil
 		}
-	}
-	if f.mcp {
-		if err := srv.Handle("/mcp", newMCPMount(srv, f.mcpReadOnly, g.chatLLM(), memoriesOf)); err != nil {
-			_ = srv.Close()
-			return err
+		if kind == owner.KindDaemon {
+			return nil, errOwnerRunning
 		}
+		if info.Kind == owner.KindServe {
+			return nil, fmt.Errorf("%s is already served by pid %d (ragmem serve since %s%s); stop it first, or use it: every ragmem command on this directory goes through it",
+				dir, info.PID, info.Since.Local().Format(time.RFC3339), httpSuffix(info.HTTP))
+		}
+		if asked >= maxHandovers {
+			return nil, fmt.Errorf("%s: pid %d (%s) took the store back after %d handovers; stop it first", dir, info.PID, describeKind(info.Kind, info.Command), asked)
+		}
+		c, err := owner.NewClient(dir, info, nil)
+		if err != nil {
+			return nil, err
+		}
+		err = c.Handover(ctx)
+		c.Close()
+		if err != nil {
+			if errors.Is(err, owner.ErrGone) {
+				continue // it went away by itself: look again
+			}
+			return nil, fmt.Errorf("asking pid %d (%s) to hand %s over: %w", info.PID, describeKind(info.Kind, info.Command), dir, err)
+		}
+		asked++
+		fmt.Fprintf(g.stderr, "ragmem: pid %d (%s) is handing %s over to this server; its clients follow\n", info.PID, describeKind(info.Kind, info.Command), dir)
 	}
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		_ = srv.Close()
-		return err
+}
+
+func httpSuffix(u string) string {
+	if u == "" {
+		return ""
 	}
-	scheme := "http"
-	if tlsConfig != nil {
-		scheme = "https"
-	}
-	base := scheme + "://" + displayAddr(ln.Addr())
+	return ", on " + u
+}
+
+// printServeBanner says where serve listens and how to reach it.
+func printServeBanner(g *globals, f *serveFlags, dir string, run *ownerRun, https bool) error {
 	out := g.stdout
+	base := run.claim.Info().HTTP
 	fmt.Fprintf(out, "ragmem: serving %s on %s\n", dir, base)
-	login, err := srv.LoginURL(base, server.DefaultLoginTTL)
+	login, err := run.srv.LoginURL(base, server.DefaultLoginTTL)
 	if err != nil {
-		_ = srv.Close()
 		return err
 	}
-	if created {
-		fmt.Fprintf(out, "ragmem: created the API token, stored in %s (mode 0600). It is printed only on this first start:\n\n    %s\n\n", server.TokenPath(dir), token)
+	if run.tokenCreated {
+		fmt.Fprintf(out, "ragmem: created the API token, stored in %s (mode 0600). It is printed only on this first start:\n\n    %s\n\n", server.TokenPath(dir), run.token)
 		fmt.Fprintf(out, "  Browser extension: in its options, set the server to %s and paste the token;\n", base)
 		fmt.Fprintf(out, "  then restart ragmem serve with --allow-origin chrome-extension://<its id> (see docs/server.md).\n")
 		fmt.Fprintf(out, "  Print it again with 'ragmem token show'; replace it with 'ragmem token rotate'.\n")
@@ -274,18 +399,17 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	fmt.Fprintf(out, "ragmem: web UI: %s\n", login)
 	fmt.Fprintf(out, "  (this link logs one browser in, once, within %s; the token itself never goes in a URL:\n", server.DefaultLoginTTL)
 	fmt.Fprintf(out, "  afterwards open %s/ and paste the token, or restart the server for a new link)\n", base)
+	fmt.Fprintf(out, "ragmem: other ragmem commands on %s go through this server (socket %s)\n", dir, run.ln.Path())
 	if f.mcp {
 		fmt.Fprintf(out, "ragmem: MCP (streamable HTTP) at %s/mcp, with the same bearer token\n", base)
 	}
 	if len(f.origins) > 0 {
 		fmt.Fprintf(out, "ragmem: browser origins allowed: %s\n", strings.Join(f.origins, ", "))
 	}
-	if f.allowRemote && tlsConfig == nil {
-		log.Warn("serving plain HTTP to the network (--insecure-remote): the token and the memory travel unencrypted")
+	if f.allowRemote && !https {
+		run.log.Warn("serving plain HTTP to the network (--insecure-remote): the token and the memory travel unencrypted")
 	}
-	err = srv.Run(ctx, ln, tlsConfig)
-	fmt.Fprintln(out, "ragmem: stopped")
-	return err
+	return nil
 }
 
 func displayAddr(a net.Addr) string {

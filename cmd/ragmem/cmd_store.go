@@ -12,7 +12,6 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
-	"github.com/ragmem/ragmem/rag"
 )
 
 func newRmCmd(g *globals) *cobra.Command {
@@ -27,10 +26,10 @@ func newRmCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			arg := args[0]
-			return g.withEngine(ctx, func(eng *rag.Engine) error {
+			return g.withStore(ctx, func(m memStore) error {
 				u, dir := sourceArg(arg)
 				if dir {
-					srcs, _, err := eng.Store().Sources(ctx, index.Filter{Where: &index.Expr{Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{underURL(u)}}}, 0, 0)
+					srcs, _, err := m.Sources(ctx, index.Filter{Where: &index.Expr{Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{underURL(u)}}}, 0, 0)
 					if err != nil {
 						return err
 					}
@@ -39,7 +38,7 @@ func newRmCmd(g *globals) *cobra.Command {
 					}
 					chunks := 0
 					for _, s := range srcs {
-						n, err := eng.Remove(ctx, s.SourceURL)
+						n, err := m.Remove(ctx, s.SourceURL)
 						if err != nil {
 							return err
 						}
@@ -48,7 +47,7 @@ func newRmCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(g.stdout, "removed %d sources under %s (%d chunks)\n", len(srcs), arg, chunks)
 					return nil
 				}
-				n, err := eng.Remove(ctx, u)
+				n, err := m.Remove(ctx, u)
 				if err != nil {
 					return err
 				}
@@ -86,8 +85,8 @@ func newStatsCmd(g *globals) *cobra.Command {
 		Short: "Show store statistics",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
-				st, err := eng.Stats(cmd.Context())
+			return g.withStore(cmd.Context(), func(m memStore) error {
+				st, err := m.Stats(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -127,8 +126,8 @@ func newSourcesCmd(g *globals) *cobra.Command {
 		Short: "List indexed sources",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
-				srcs, total, err := eng.Store().Sources(cmd.Context(), index.Filter{DocTypes: types}, offset, limit)
+			return g.withStore(cmd.Context(), func(m memStore) error {
+				srcs, total, err := m.Sources(cmd.Context(), index.Filter{DocTypes: types}, offset, limit)
 				if err != nil {
 					return err
 				}

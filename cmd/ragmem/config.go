@@ -86,7 +86,7 @@ var sectionCommands = map[string]func() *pflag.FlagSet{
 }
 
 // sectionSkips are command flags that are not config keys.
-var sectionSkips = map[string]bool{"mcp.memories": true} // the top-level "memories" key
+var sectionSkips = map[string]bool{"mcp.memories": true, "serve.memories": true} // the top-level "memories" key
 
 // pathFlags are command flags whose values are paths.
 var pathFlags = map[string]bool{"serve.tls_cert": true, "serve.tls_key": true}
@@ -97,7 +97,7 @@ func allKeys() []configKey {
 	for sec, flags := range sectionCommands {
 		flags().VisitAll(func(f *pflag.Flag) {
 			name := sec + "." + strings.ReplaceAll(f.Name, "-", "_")
-			if sectionSkips[name] || f.Name == "help" {
+			if sectionSkips[name] || f.Name == "help" || f.Hidden {
 				return
 			}
 			k := configKey{name: name, flag: f.Name, path: pathFlags[name], help: firstLine(f.Usage)}

@@ -421,6 +421,7 @@ func TestStoreRemembersItsEmbedder(t *testing.T) {
 	})
 
 	t.Run("mcp", func(t *testing.T) {
+		stopOwnerAtEnd(t, dir) // the background owner ragmem mcp starts
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		cmd := exec.Command(os.Args[0], "--dir", dir, "mcp", "--read-only")

@@ -51,7 +51,9 @@ func TestExtractionIsServed(t *testing.T) {
 
 	for _, withModel := range []bool{true, false} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.Command(os.Args[0], "--dir", t.TempDir(), "mcp")
+		dir := t.TempDir()
+		stopOwnerAtEnd(t, dir) // the background owner mcp starts
+		cmd := exec.Command(os.Args[0], "--dir", dir, "mcp")
 		cmd.Env = append(os.Environ(), "RAGMEM_TEST_AS_MAIN=1", "RAGMEM_EMBEDDER=lexical")
 		if withModel {
 			cmd.Env = append(cmd.Env, env...)

@@ -237,8 +237,24 @@ func waitFor(t *testing.T, buf *syncBuffer, what string) {
 	}
 }
 
+// TestIndexWatch keeps a folder in sync, as the owner of the store and
+// as the client of a running serve.
 func TestIndexWatch(t *testing.T) {
+	t.Run("owner", func(t *testing.T) { testIndexWatch(t, false) })
+	t.Run("through serve", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts a server process")
+		}
+		testIndexWatch(t, true)
+	})
+}
+
+func testIndexWatch(t *testing.T, served bool) {
 	dir, docs := t.TempDir(), t.TempDir()
+	if served {
+		s := startServe(t, dir)
+		defer s.stop()
+	}
 	writeFile(t, filepath.Join(docs, "a.md"), "# A\n\nalpha text\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer

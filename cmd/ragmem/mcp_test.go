@@ -24,6 +24,7 @@ func TestMCPStdio(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	dir := t.TempDir()
+	stopOwnerAtEnd(t, dir) // the background owner ragmem mcp starts
 	mustRun(t, "--dir", dir, "prefs", "add", "style", "Prefers short answers")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -37,6 +37,8 @@ type globals struct {
 	cfg     *config           // the loaded config file (found false: none)
 	sources map[string]string // config key -> where its value came from, for `config show`
 
+	memoriesFlag string // the agent-memory directory a memory command asked for, served by a cli owner
+
 	embMu     sync.Mutex
 	embedders map[string]embed.Embedder // built embedders by spec and secrets, shared by a server's stores
 }
@@ -75,7 +77,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(g),
 	)
 	root.AddCommand(newMCPCmd(g), newServeCmd(g), newTokenCmd(g), newMemoryCmd(g), newCheckCmd(g), newJobsCmd(g), newMigrateCmd(g), newEvalCmd(g), newModelCmd(g))
-	root.AddCommand(newConfigCmd(g))
+	root.AddCommand(newConfigCmd(g), newStatusCmd(g))
 	return root
 }
 
@@ -140,12 +142,20 @@ func (g *globals) open(ctx context.Context) (*rag.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	return g.openDir(ctx, dir, nil, slog.Default(), 0, 0)
+}
+
+// openDir opens the engine of the data directory dir with the backend the
+// flags select, sharing queryCache (nil: the store's own), logging to log,
+// with the quotas of chunks and bytes (0: the defaults; negative: none).
+func (g *globals) openDir(ctx context.Context, dir string, queryCache *embed.QueryCache, log *slog.Logger, quotaChunks int, quotaBytes int64) (*rag.Engine, error) {
 	be, err := g.store.open(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var choice *embedderChoice
-	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: slog.Default(), MaxChunksPerDocument: g.maxChunksOption(),
+	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: log, QueryCache: queryCache, MaxChunksPerDocument: g.maxChunksOption(),
+		QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0),
 		EmbedderFor: func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error) {
 			c, err := g.resolveEmbedder(rec)
 			if err != nil {

@@ -10,20 +10,29 @@ import (
 	"github.com/ragmem/ragmem/server"
 )
 
-// mcpMount serves MCP over streamable HTTP at /mcp for `serve --mcp`. It is
-// mounted with server.Handle, so it sits behind the same token, CORS, limits
-// and logs as /v1, and it follows the request's namespace: each namespace's
-// engine gets an MCP endpoint of its own, so a token bound to one namespace
-// reaches only that namespace's memory over MCP too.
+// mcpMount serves MCP over streamable HTTP at /mcp: on the owner's socket
+// always (for `ragmem mcp`, which bridges its stdio to it; read-only when
+// the request says readOnly=1), and on TCP for `serve --mcp` (read-only
+// with --mcp-read-only). It is mounted with server.Handle, so it sits
+// behind the same token, CORS, limits and logs as /v1, and it follows the
+// request's namespace: each namespace's engine gets an MCP endpoint of its
+// own, so a token bound to one namespace reaches only that namespace's
+// memory over MCP too.
 type mcpMount struct {
 	srv      *server.Server
-	readOnly bool
+	tcp      bool                                                    // served on TCP listeners too
+	readOnly bool                                                    // on TCP listeners
 	llm      *rag.LLM                                                // extract_memory's chat model (nil: none)
 	memories func(*http.Request, *rag.Engine) (*memory.Store, error) // the namespace's agent memories
 
 	mu       sync.Mutex
-	handlers map[*rag.Engine]http.Handler
-	order    []*rag.Engine // oldest first, to bound the map
+	handlers map[mcpKey]http.Handler
+	order    []mcpKey // oldest first, to bound the map
+}
+
+type mcpKey struct {
+	eng      *rag.Engine
+	readOnly bool
 }
 
 // maxMCPHandlers bounds the endpoints kept; a namespace store closed and
@@ -31,19 +40,20 @@ type mcpMount struct {
 // once the bound is reached (its MCP sessions end; clients re-initialize).
 const maxMCPHandlers = 64
 
-func newMCPMount(srv *server.Server, readOnly bool, llm *rag.LLM, memories func(*http.Request, *rag.Engine) (*memory.Store, error)) *mcpMount {
-	return &mcpMount{srv: srv, readOnly: readOnly, llm: llm, memories: memories, handlers: map[*rag.Engine]http.Handler{}}
+func newMCPMount(srv *server.Server, tcp, readOnly bool, llm *rag.LLM, memories func(*http.Request, *rag.Engine) (*memory.Store, error)) *mcpMount {
+	return &mcpMount{srv: srv, tcp: tcp, readOnly: readOnly, llm: llm, memories: memories, handlers: map[mcpKey]http.Handler{}}
 }
 
-func (m *mcpMount) handler(eng *rag.Engine, mem *memory.Store) http.Handler {
+func (m *mcpMount) handler(eng *rag.Engine, readOnly bool, mem *memory.Store) http.Handler {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if h, ok := m.handlers[eng]; ok {
+	k := mcpKey{eng, readOnly}
+	if h, ok := m.handlers[k]; ok {
 		return h
 	}
-	h := newMCPServer(eng, m.readOnly, mem, m.llm).HTTPHandler(nil)
-	m.handlers[eng] = h
-	m.order = append(m.order, eng)
+	h := newMCPServer(eng, readOnly, mem, m.llm).HTTPHandler(nil)
+	m.handlers[k] = h
+	m.order = append(m.order, k)
 	if len(m.order) > maxMCPHandlers {
 		delete(m.handlers, m.order[0])
 		m.order = m.order[1:]
@@ -52,6 +62,13 @@ func (m *mcpMount) handler(eng *rag.Engine, mem *memory.Store) http.Handler {
 }
 
 func (m *mcpMount) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	readOnly := m.readOnly
+	if server.IsLocal(r) {
+		readOnly = r.URL.Query().Get("readOnly") == "1"
+	} else if !m.tcp {
+		server.WriteError(w, r, http.StatusNotFound, server.CodeNotFound, "MCP is not served over HTTP here; start ragmem serve with --mcp")
+		return
+	}
 	eng, err := m.srv.Engine(r) // held until this request returns
 	if err != nil {
 		m.srv.Fail(w, r, err)
@@ -66,5 +83,5 @@ func (m *mcpMount) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The server-to-client event stream lives as long as the session.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	}
-	m.handler(eng, mem).ServeHTTP(w, r)
+	m.handler(eng, readOnly, mem).ServeHTTP(w, r)
 }

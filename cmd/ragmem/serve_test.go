@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/server"
 )
 
 // TestMain lets the test binary act as the ragmem binary, so that the
@@ -39,14 +41,16 @@ func TestMain(m *testing.M) {
 
 // served is a running `ragmem serve` process.
 type served struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	base   string
-	token  string
-	mu     sync.Mutex
-	stdout bytes.Buffer
-	stderr bytes.Buffer
-	exited chan error
+	t     *testing.T
+	cmd   *exec.Cmd
+	base  string
+	token string
+	// printedToken is the token the banner printed (first start only).
+	printedToken string
+	mu           sync.Mutex
+	stdout       bytes.Buffer
+	stderr       bytes.Buffer
+	exited       chan error
 }
 
 var (
@@ -88,7 +92,7 @@ func startServeEnv(t *testing.T, dir string, env []string, args ...string) *serv
 				s.base = m[1]
 			}
 			if m := tokenLine.FindStringSubmatch(line); m != nil {
-				s.token = m[1]
+				s.token, s.printedToken = m[1], m[1]
 			}
 			// The banner ends with the web UI login link and its hint.
 			if !signalled && s.base != "" && strings.Contains(line, "for a new link)") {
@@ -115,6 +119,17 @@ func startServeEnv(t *testing.T, dir string, env []string, args ...string) *serv
 	}
 	if s.base == "" {
 		t.Fatalf("ragmem serve exited without listening; stdout:\n%s\nstderr:\n%s", s.outText(), s.errText())
+	}
+	if s.token == "" { // not the first start: the token is in the token file
+		toks, err := server.Tokens(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tok := range toks {
+			if tok.Namespace == "" {
+				s.token = tok.Secret
+			}
+		}
 	}
 	return s
 }
@@ -329,7 +344,7 @@ Herons nest in colonies called heronries, often high in tall trees near lakes.</
 
 	// The second start prints no token; token show prints it.
 	s2 := startServe(t, dir)
-	if s2.token != "" || strings.Contains(s2.outText(), "rgm_") {
+	if s2.printedToken != "" || strings.Contains(s2.outText(), "rgm_") {
 		t.Errorf("token printed again:\n%s", s2.outText())
 	}
 	s2.token = strings.TrimSpace(mustRun(t, "--dir", dir, "token", "show"))

@@ -15,7 +15,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/ragmem/ragmem/internal/folder"
-	"github.com/ragmem/ragmem/rag"
 )
 
 // watchSettle is how long a burst of file events must be quiet before the
@@ -25,7 +24,7 @@ const watchSettle = 300 * time.Millisecond
 // watch keeps targets in sync until ctx is done: changed and new files are
 // indexed, deleted (or newly excluded) ones removed, and a changed ignore
 // file syncs its whole folder again.
-func watch(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, targets []target) error {
+func watch(ctx context.Context, g *globals, m memStore, o *indexOptions, targets []target) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
@@ -63,7 +62,7 @@ func watch(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, ta
 			if !ok {
 				return nil
 			}
-			t, ok := owner(targets, ev.Name)
+			t, ok := targetOf(targets, ev.Name)
 			if !ok {
 				continue
 			}
@@ -83,7 +82,7 @@ func watch(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, ta
 			}
 			clear(pending)
 			sort.Strings(paths)
-			if err := applyChanges(ctx, g, eng, o, targets, paths); err != nil {
+			if err := applyChanges(ctx, g, m, o, targets, paths); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
@@ -129,8 +128,8 @@ func watchTree(w *fsnotify.Watcher, t target, dir string) (int, error) {
 	return n, err
 }
 
-// owner returns the target a changed path belongs to.
-func owner(targets []target, p string) (target, bool) {
+// targetOf returns the target a changed path belongs to.
+func targetOf(targets []target, p string) (target, bool) {
 	for _, t := range targets {
 		if t.dir && (p == t.path || strings.HasPrefix(p, t.path+string(filepath.Separator))) || !t.dir && p == t.path {
 			return t, true
@@ -143,11 +142,11 @@ func owner(targets []target, p string) (target, bool) {
 func isIgnoreFile(p string) bool { return slices.Contains(folder.DefaultIgnoreFiles, filepath.Base(p)) }
 
 // applyChanges brings the store in line with the changed paths.
-func applyChanges(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, targets []target, paths []string) error {
+func applyChanges(ctx context.Context, g *globals, m memStore, o *indexOptions, targets []target, paths []string) error {
 	var files []string
 	resync := map[string]target{}
 	for _, p := range paths {
-		t, ok := owner(targets, p)
+		t, ok := targetOf(targets, p)
 		if !ok {
 			continue
 		}
@@ -168,7 +167,7 @@ func applyChanges(ctx context.Context, g *globals, eng *rag.Engine, o *indexOpti
 				files = append(files, fs...)
 				continue
 			}
-			if err := removeUnder(ctx, g, eng, o, p); err != nil {
+			if err := removeUnder(ctx, g, m, o, p); err != nil {
 				return err
 			}
 		case err == nil && st.Mode().IsRegular():
@@ -176,7 +175,7 @@ func applyChanges(ctx context.Context, g *globals, eng *rag.Engine, o *indexOpti
 				continue
 			}
 			if t.dir && t.walker.Excluded(p, false) {
-				if err := removeFile(ctx, g, eng, o, p); err != nil {
+				if err := removeFile(ctx, g, m, o, p); err != nil {
 					return err
 				}
 				continue
@@ -184,17 +183,17 @@ func applyChanges(ctx context.Context, g *globals, eng *rag.Engine, o *indexOpti
 			files = append(files, p)
 		case errors.Is(err, fs.ErrNotExist):
 			// Gone: a file, or a whole folder.
-			if err := removeFile(ctx, g, eng, o, p); err != nil {
+			if err := removeFile(ctx, g, m, o, p); err != nil {
 				return err
 			}
-			if err := removeUnder(ctx, g, eng, o, p); err != nil {
+			if err := removeUnder(ctx, g, m, o, p); err != nil {
 				return err
 			}
 		}
 	}
 	if len(files) > 0 {
 		sum := indexSummary{}
-		if _, err := indexFiles(ctx, g, eng, files, o, &sum); err != nil {
+		if _, err := indexFiles(ctx, g, m, files, o, &sum); err != nil {
 			return err
 		}
 		if sum.indexed+sum.failed+sum.skipped > 0 {
@@ -203,7 +202,7 @@ func applyChanges(ctx context.Context, g *globals, eng *rag.Engine, o *indexOpti
 	}
 	for _, t := range resync {
 		sum := indexSummary{}
-		if err := syncTarget(ctx, g, eng, o, t, &sum); err != nil {
+		if err := syncTarget(ctx, g, m, o, t, &sum); err != nil {
 			return err
 		}
 		fmt.Fprintf(g.stdout, "%s %s: ignore rules changed; %s\n", time.Now().Format("15:04:05"), t.path, sum.String())
@@ -228,11 +227,11 @@ func (t target) filesUnder(dir string) ([]string, error) {
 }
 
 // removeFile removes the source of a file that is gone or excluded.
-func removeFile(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, p string) error {
+func removeFile(ctx context.Context, g *globals, m memStore, o *indexOptions, p string) error {
 	if o.keepMissing {
 		return nil
 	}
-	n, err := eng.Remove(ctx, fileURL(p))
+	n, err := m.Remove(ctx, fileURL(p))
 	if err == nil && n > 0 {
 		fmt.Fprintf(g.stdout, "%s removed %s (%d chunks)\n", time.Now().Format("15:04:05"), p, n)
 	}
@@ -241,9 +240,9 @@ func removeFile(ctx context.Context, g *globals, eng *rag.Engine, o *indexOption
 
 // removeUnder removes the sources of the files under a folder that is gone
 // or excluded.
-func removeUnder(ctx context.Context, g *globals, eng *rag.Engine, o *indexOptions, dir string) error {
+func removeUnder(ctx context.Context, g *globals, m memStore, o *indexOptions, dir string) error {
 	if o.keepMissing {
 		return nil
 	}
-	return prune(ctx, g, eng, o, dir, nil, nil, &indexSummary{})
+	return prune(ctx, g, m, o, dir, nil, nil, &indexSummary{})
 }

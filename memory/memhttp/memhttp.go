@@ -70,6 +70,11 @@ type Options struct {
 	// with a message that names nothing of the server; pass the server's
 	// own (e.g. server.Server.Fail) to answer them as it does.
 	Fail func(w http.ResponseWriter, r *http.Request, err error)
+	// ShowPaths reports whether a request may see the memory files' paths
+	// and URLs: the user's own processes on the data directory owner's
+	// socket (server.IsLocal), whose output then matches a local open.
+	// Default nil: no request does.
+	ShowPaths func(r *http.Request) bool
 }
 
 // New returns the handler. It is safe for concurrent use.
@@ -176,8 +181,11 @@ type storeKey struct{}
 // mention the directory say "the memory directory" instead.
 
 // hidePaths returns m without the server's paths: its file by name only,
-// no file URL.
-func hidePaths(m memory.Memory) memory.Memory {
+// no file URL (unless Options.ShowPaths allows r to see them).
+func (h *handler) hidePaths(r *http.Request, m memory.Memory) memory.Memory {
+	if h.o.ShowPaths != nil && h.o.ShowPaths(r) {
+		return m
+	}
 	m.Path, m.URL = m.Slug+".md", ""
 	return m
 }
@@ -291,7 +299,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st *memory.Store)
 		if (decayed && !m.Decayed) || (superseded && !m.Superseded()) {
 			continue
 		}
-		out.Memories = append(out.Memories, hidePaths(m))
+		out.Memories = append(out.Memories, h.hidePaths(r, m))
 	}
 	if out.Problems == nil {
 		out.Problems = []memory.Problem{}
@@ -378,7 +386,7 @@ func (h *handler) add(w http.ResponseWriter, r *http.Request, st *memory.Store) 
 	if res.Appended {
 		status = http.StatusOK
 	}
-	res.Memory = hidePaths(res.Memory)
+	res.Memory = h.hidePaths(r, res.Memory)
 	w.Header().Set("Location", h.o.Prefix+"/"+res.Memory.Slug)
 	jsonbody.Write(w, status, res)
 }
@@ -400,7 +408,7 @@ func (h *handler) show(w http.ResponseWriter, r *http.Request, st *memory.Store,
 		h.fail(w, r, err)
 		return
 	}
-	jsonbody.Write(w, http.StatusOK, ShowResponse{Memory: hidePaths(m), Entries: es})
+	jsonbody.Write(w, http.StatusOK, ShowResponse{Memory: h.hidePaths(r, m), Entries: es})
 }
 
 // MatchRequest is the body of POST /v1/memories/match. It is a plain value.
@@ -481,7 +489,7 @@ func (h *handler) match(w http.ResponseWriter, r *http.Request, st *memory.Store
 	}
 	out := MatchResponse{Matches: make([]memory.Match, 0, len(ms))}
 	for _, m := range ms {
-		m.Memory = hidePaths(m.Memory)
+		m.Memory = h.hidePaths(r, m.Memory)
 		out.Matches = append(out.Matches, m)
 	}
 	if req.Context && len(ms) > 0 {
@@ -527,7 +535,7 @@ func (h *handler) extract(w http.ResponseWriter, r *http.Request, st *memory.Sto
 	}
 	status := http.StatusOK
 	if out.Written != nil {
-		out.Written.Memory = hidePaths(out.Written.Memory)
+		out.Written.Memory = h.hidePaths(r, out.Written.Memory)
 		if !out.Written.Appended {
 			status = http.StatusCreated
 			w.Header().Set("Location", h.o.Prefix+"/"+out.Written.Memory.Slug)
@@ -603,7 +611,7 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request, st *memory.Stor
 	}
 	out := SearchResponse{Results: make([]memory.Found, 0, len(res))}
 	for _, f := range res {
-		f.Memory = hidePaths(f.Memory)
+		f.Memory = h.hidePaths(r, f.Memory)
 		out.Results = append(out.Results, f)
 	}
 	jsonbody.Write(w, http.StatusOK, out)
@@ -628,7 +636,7 @@ func (h *handler) supersede(w http.ResponseWriter, r *http.Request, st *memory.S
 		h.fail(w, r, err)
 		return
 	}
-	res.Memory = hidePaths(res.Memory)
+	res.Memory = h.hidePaths(r, res.Memory)
 	jsonbody.Write(w, http.StatusOK, res)
 }
 

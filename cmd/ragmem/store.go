@@ -1,0 +1,428 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/prefs"
+	"github.com/ragmem/ragmem/rag"
+	"github.com/ragmem/ragmem/search"
+)
+
+// memStore is what the commands that read or write the memory use. Two
+// implementations give the same results: engineStore, over the engine of
+// the store this process owns, and *owner.Client, over the API of the
+// process that owns it. ownedStore switches between them as ownership
+// moves. Implementations are safe for concurrent use.
+type memStore interface {
+	IndexMany(ctx context.Context, docs []index.Document) ([]index.Result, error)
+	SearchReport(ctx context.Context, query string, o *search.Options) ([]search.Result, search.Report, error)
+	BuildContext(ctx context.Context, query string, o owner.ContextOptions) (*rag.Context, error)
+	Remove(ctx context.Context, sourceURL string) (int, error)
+	Sources(ctx context.Context, f index.Filter, offset, limit int) ([]index.SourceInfo, int, error)
+	Stats(ctx context.Context) (index.Stats, error)
+	ListPreferences(ctx context.Context) ([]prefs.Preference, error)
+	AddPreference(ctx context.Context, t prefs.Type, content string) (prefs.Preference, error)
+	RemovePreference(ctx context.Context, id string) (bool, error)
+	ClearPreferences(ctx context.Context) (int, error)
+	SetURLRules(ctx context.Context, r index.URLRules) error
+}
+
+var (
+	_ memStore = engineStore{}
+	_ memStore = (*owner.Client)(nil)
+	_ memStore = (*ownedStore)(nil)
+)
+
+// engineStore is a memStore over an open engine.
+type engineStore struct{ eng *rag.Engine }
+
+func (e engineStore) IndexMany(ctx context.Context, docs []index.Document) ([]index.Result, error) {
+	return e.eng.IndexMany(ctx, docs)
+}
+
+func (e engineStore) SearchReport(ctx context.Context, query string, o *search.Options) ([]search.Result, search.Report, error) {
+	return e.eng.SearchReport(ctx, query, o)
+}
+
+// BuildContext applies the overrides to the engine's configuration, as the
+// API's POST /v1/context does.
+func (e engineStore) BuildContext(ctx context.Context, query string, o owner.ContextOptions) (*rag.Context, error) {
+	cfg := e.eng.Config()
+	if o.Mode != "" {
+		cfg.SearchMode = o.Mode
+	}
+	if o.TopK > 0 {
+		cfg.TopK = o.TopK
+	}
+	if o.KnowledgeBudget > 0 {
+		cfg.KnowledgeBudget = o.KnowledgeBudget
+	}
+	req := o.ContextRequest
+	req.Config = &cfg
+	return e.eng.BuildContext(ctx, query, req)
+}
+
+func (e engineStore) Remove(ctx context.Context, sourceURL string) (int, error) {
+	return e.eng.Remove(ctx, sourceURL)
+}
+
+func (e engineStore) Sources(ctx context.Context, f index.Filter, offset, limit int) ([]index.SourceInfo, int, error) {
+	return e.eng.Store().Sources(ctx, f, offset, limit)
+}
+
+func (e engineStore) Stats(ctx context.Context) (index.Stats, error) { return e.eng.Stats(ctx) }
+
+func (e engineStore) ListPreferences(ctx context.Context) ([]prefs.Preference, error) {
+	return e.eng.Preferences().List(ctx)
+}
+
+func (e engineStore) AddPreference(ctx context.Context, t prefs.Type, content string) (prefs.Preference, error) {
+	return e.eng.Preferences().Add(ctx, t, content)
+}
+
+func (e engineStore) RemovePreference(ctx context.Context, id string) (bool, error) {
+	return e.eng.Preferences().Remove(ctx, id)
+}
+
+func (e engineStore) ClearPreferences(ctx context.Context) (int, error) {
+	return e.eng.Preferences().Clear(ctx)
+}
+
+func (e engineStore) SetURLRules(ctx context.Context, r index.URLRules) error {
+	return e.eng.Store().SetURLRules(ctx, r)
+}
+
+// ownedStore is the memStore of one command. When no process owns the
+// data directory, this process becomes its owner (kind cli): it opens the
+// store and serves other ragmem processes on the owner's socket until the
+// command ends. Otherwise it is the owner's client. When the owner changes
+// under the command (it hands over, or dies), the next call finds the new
+// owner, or becomes it, and is retried when that is safe: always when the
+// request had not reached the owner, and for reads and idempotent writes
+// (indexing) otherwise. A change that may or may not have been applied is
+// reported as such, never retried. It is safe for concurrent use.
+type ownedStore struct {
+	g   *globals
+	dir string
+
+	mu     sync.RWMutex // held for reading during a call, for writing while switching
+	gen    int          // incremented by every switch
+	cur    memStore
+	run    *ownerRun     // this process owns the store
+	client *owner.Client // another process owns it
+	err    error         // a handover could not find the next owner
+}
+
+// connect finds the owner of the data directory or becomes it.
+func (g *globals) connect(ctx context.Context) (*ownedStore, error) {
+	dir, err := g.dataDir()
+	if err != nil {
+		return nil, err
+	}
+	s := &ownedStore{g: g, dir: dir}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.attachLocked(ctx, 0); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// withStore runs fn on the memory: this process's own store, or the
+// owner's API when another process owns it.
+func (g *globals) withStore(ctx context.Context, fn func(memStore) error) (err error) {
+	s, err := g.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := s.close(); err == nil {
+			err = cerr
+		}
+	}()
+	return fn(s)
+}
+
+// handoverPatience is how long a process that handed the store over waits
+// for its successor before it would take the store back.
+const handoverPatience = 30 * time.Second
+
+// attachLocked finds the owner or becomes it, not before claimAfter. s.mu
+// is held.
+func (s *ownedStore) attachLocked(ctx context.Context, claimAfter time.Duration) error {
+	info, claim, err := owner.Join(ctx, s.dir, &owner.JoinOptions{ClaimAfter: claimAfter, Waiting: func(pid int) {
+		if claimAfter == 0 {
+			fmt.Fprintf(s.g.stderr, "ragmem: waiting for pid %d, which is opening the store in %s\n", pid, s.dir)
+		}
+	}})
+	if err != nil {
+		return err
+	}
+	s.gen++
+	if claim != nil {
+		run, err := s.g.startOwner(ctx, claim, ownerConfig{kind: owner.KindCLI, command: commandLine(), handover: s.handover, memories: s.g.defaultMemories()})
+		if err != nil {
+			_ = claim.Release()
+			return err
+		}
+		s.run, s.cur = run, engineStore{run.eng}
+		return nil
+	}
+	c, err := owner.NewClient(s.dir, info, nil)
+	if err != nil {
+		return err
+	}
+	if err := s.g.agreeWithOwner(ctx, c); err != nil {
+		c.Close()
+		return err
+	}
+	s.client, s.cur = c, c
+	return nil
+}
+
+// handover is called when a client (`ragmem serve`) asks this process to
+// hand the data directory over: it waits for the command's calls in
+// flight, stops owning and becomes the new owner's client.
+func (s *ownedStore) handover() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.run == nil {
+		return
+	}
+	if err := s.run.stop(); err != nil {
+		fmt.Fprintf(s.g.stderr, "ragmem: handing over: %v\n", err)
+	}
+	s.run, s.cur = nil, nil
+	if err := s.attachLocked(context.Background(), handoverPatience); err != nil {
+		s.err = fmt.Errorf("after handing the store over: %w", err)
+	}
+}
+
+// call runs f on the current store, finding the owner again when it went
+// away. safe says whether f may be run again after a request that reached
+// the owner; what names the change for the error otherwise.
+func (s *ownedStore) call(ctx context.Context, safe bool, what string, f func(memStore) error) error {
+	for attempt := 0; ; attempt++ {
+		s.mu.RLock()
+		cur, gen, serr := s.cur, s.gen, s.err
+		if serr != nil {
+			s.mu.RUnlock()
+			return serr
+		}
+		err := f(cur)
+		s.mu.RUnlock()
+		var ge *owner.GoneError
+		if !errors.As(err, &ge) || attempt >= 2 || ctx.Err() != nil {
+			return err
+		}
+		if ge.Sent && !safe {
+			return fmt.Errorf("%w; %s may or may not have been done: check before trying again", err, what)
+		}
+		if err := s.reattach(ctx, gen); err != nil {
+			return err
+		}
+	}
+}
+
+// reattach finds the owner again after the one of generation gen went
+// away.
+func (s *ownedStore) reattach(ctx context.Context, gen int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen || s.err != nil {
+		return s.err // another call already did
+	}
+	if s.client != nil {
+		s.client.Close()
+		s.client = nil
+	}
+	return s.attachLocked(ctx, 0)
+}
+
+// close ends the command's use of the store: an owner stops owning (after
+// finishing what its clients asked), a client closes its connections.
+func (s *ownedStore) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var err error
+	if s.run != nil {
+		err = s.run.stop()
+		s.run = nil
+	}
+	if s.client != nil {
+		s.client.Close()
+		s.client = nil
+	}
+	s.cur = nil
+	if s.err == nil {
+		s.err = errors.New("the store is closed")
+	}
+	return err
+}
+
+// local returns the engine when this process owns the store (nil when it
+// is a client).
+func (s *ownedStore) local() *rag.Engine {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.run == nil {
+		return nil
+	}
+	return s.run.eng
+}
+
+// owning returns this process's owner when it owns the store (nil when it
+// is a client).
+func (s *ownedStore) owning() *ownerRun {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.run
+}
+
+// ownerClient returns the client when another process owns the store.
+func (s *ownedStore) ownerClient() *owner.Client {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.client
+}
+
+func (s *ownedStore) IndexMany(ctx context.Context, docs []index.Document) (rs []index.Result, err error) {
+	err = s.call(ctx, true, "indexing", func(m memStore) (err error) { rs, err = m.IndexMany(ctx, docs); return err })
+	return rs, err
+}
+
+func (s *ownedStore) SearchReport(ctx context.Context, query string, o *search.Options) (rs []search.Result, rep search.Report, err error) {
+	err = s.call(ctx, true, "", func(m memStore) (err error) { rs, rep, err = m.SearchReport(ctx, query, o); return err })
+	return rs, rep, err
+}
+
+func (s *ownedStore) BuildContext(ctx context.Context, query string, o owner.ContextOptions) (c *rag.Context, err error) {
+	err = s.call(ctx, true, "", func(m memStore) (err error) { c, err = m.BuildContext(ctx, query, o); return err })
+	return c, err
+}
+
+func (s *ownedStore) Remove(ctx context.Context, sourceURL string) (n int, err error) {
+	err = s.call(ctx, false, "the removal of "+sourceURL, func(m memStore) (err error) { n, err = m.Remove(ctx, sourceURL); return err })
+	return n, err
+}
+
+func (s *ownedStore) Sources(ctx context.Context, f index.Filter, offset, limit int) (ss []index.SourceInfo, total int, err error) {
+	err = s.call(ctx, true, "", func(m memStore) (err error) { ss, total, err = m.Sources(ctx, f, offset, limit); return err })
+	return ss, total, err
+}
+
+func (s *ownedStore) Stats(ctx context.Context) (st index.Stats, err error) {
+	err = s.call(ctx, true, "", func(m memStore) (err error) { st, err = m.Stats(ctx); return err })
+	return st, err
+}
+
+func (s *ownedStore) ListPreferences(ctx context.Context) (ps []prefs.Preference, err error) {
+	err = s.call(ctx, true, "", func(m memStore) (err error) { ps, err = m.ListPreferences(ctx); return err })
+	return ps, err
+}
+
+func (s *ownedStore) AddPreference(ctx context.Context, t prefs.Type, content string) (p prefs.Preference, err error) {
+	err = s.call(ctx, false, "adding the preference (see ragmem prefs list)", func(m memStore) (err error) { p, err = m.AddPreference(ctx, t, content); return err })
+	return p, err
+}
+
+func (s *ownedStore) RemovePreference(ctx context.Context, id string) (ok bool, err error) {
+	err = s.call(ctx, false, "removing the preference (see ragmem prefs list)", func(m memStore) (err error) { ok, err = m.RemovePreference(ctx, id); return err })
+	return ok, err
+}
+
+func (s *ownedStore) ClearPreferences(ctx context.Context) (n int, err error) {
+	err = s.call(ctx, false, "clearing the preferences (see ragmem prefs list)", func(m memStore) (err error) { n, err = m.ClearPreferences(ctx); return err })
+	return n, err
+}
+
+// defaultMemories is the default namespace's agent-memory directory (the
+// one a memory command asked for, else the configured one), "" when it
+// cannot be resolved (the owner then uses <data dir>/memories).
+func (g *globals) defaultMemories() string {
+	d, err := g.memoriesDir(g.memoriesFlag)
+	if err != nil {
+		return ""
+	}
+	if a, err := filepath.Abs(d); err == nil {
+		d = a
+	}
+	return d
+}
+
+// agreeWithOwner checks, in client mode, the settings that only an owner
+// applies: the embedder a user names must be the one the owner's store
+// was built with, and a backend named on the command line must be the
+// owner's. Without such settings nothing is asked (the owner's are the
+// store's), which keeps a client's command a single request.
+func (g *globals) agreeWithOwner(ctx context.Context, c *owner.Client) error {
+	embNamed := g.embedder != "" || os.Getenv("RAGMEM_EMBEDDER") != ""
+	if _, ok := g.cfg.get("embedder"); ok {
+		embNamed = true
+	}
+	backendNamed := g.sources["backend"] == "--backend"
+	if !embNamed && !backendNamed {
+		return nil
+	}
+	st, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	var ex ownerExtra
+	if len(st.Extra) > 0 {
+		if err := json.Unmarshal(st.Extra, &ex); err != nil {
+			return err
+		}
+	}
+	who := fmt.Sprintf("the store in %s is owned by pid %d (%s)", st.Dir, st.Owner.PID, describeKind(st.Owner.Kind, st.Owner.Command))
+	if backendNamed {
+		want := strings.ToLower(strings.TrimSpace(g.store.backend))
+		if want == "" {
+			want = "local"
+		}
+		if ex.Backend != "" && want != ex.Backend {
+			return fmt.Errorf("--backend %s: %s, which uses the %s backend; stop it to use another backend", g.store.backend, who, ex.Backend)
+		}
+	}
+	if embNamed && ex.EmbedderSpec != "" {
+		ownerSpec, err := embed.ParseSpec(ex.EmbedderSpec)
+		if err != nil {
+			return nil // a spec this binary does not know: the owner's store decides
+		}
+		choice, err := g.resolveEmbedder(&index.EmbedderRecord{Spec: &ownerSpec})
+		if err != nil {
+			return err
+		}
+		same := choice.spec.SameModel(ownerSpec)
+		switch strings.ToLower(strings.TrimSpace(choice.spec.Kind)) {
+		case "", embed.KindLexical, embed.KindRandProj:
+			// Built here at no cost (no file, no server): compare what a
+			// local open compares, the embedder's identity (its
+			// dimension and options included).
+			if e, err := embed.New(choice.spec, nil); err == nil && ex.Embedder != "" {
+				same = e.Identity() == ex.Embedder
+			}
+		}
+		if !same {
+			return fmt.Errorf("%w: %s, whose store was built with embedder %s, but %s (from %s) was given; drop that setting to use the store's",
+				index.ErrEmbedderMismatch, who, ex.EmbedderSpec, choice.spec, choice.from)
+		}
+	}
+	return nil
+}
+
+func (s *ownedStore) SetURLRules(ctx context.Context, r index.URLRules) error {
+	// Setting the same rules twice is setting them once.
+	return s.call(ctx, true, "", func(m memStore) error { return m.SetURLRules(ctx, r) })
+}
