@@ -175,6 +175,16 @@ func TestCLIStdin(t *testing.T) {
 	if _, _, err := runCLI(t, "--dir", dir, "index", "-"); err == nil || !strings.Contains(err.Error(), "--url") {
 		t.Fatalf("stdin without --url: %v", err)
 	}
+	// Knowledge read from stdin gets the page rules of HTTP and MCP: the
+	// schemes of memories and preferences are refused, in any case.
+	for _, u := range []string{"memory:x", "Preference:style", "not a url"} {
+		if _, _, err := runCLIStdin(t, "Some text.", "--dir", dir, "index", "-", "--url", u); err == nil || !strings.Contains(err.Error(), "URL") {
+			t.Errorf("index - --url %q: %v", u, err)
+		}
+	}
+	if _, stderr, err := runCLIStdin(t, "Lemurs sunbathe.", "--dir", dir, "index", "-", "--url", "memory:lemurs", "--type", "memory"); err != nil {
+		t.Errorf("a memory document under memory:: %v %s", err, stderr)
+	}
 }
 
 // TestBinaryErrorsAreOneLine builds the binary and checks that a failure is

@@ -20,6 +20,7 @@ import (
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/folder"
+	"github.com/ragmem/ragmem/rag"
 )
 
 // maxFileSize bounds a single indexed file; larger files are skipped with a message.
@@ -75,6 +76,19 @@ func newIndexCmd(g *globals) *cobra.Command {
 			}
 			if stdin && o.srcURL == "" {
 				return errors.New("reading stdin needs --url to name the source")
+			}
+			if stdin {
+				// The same rules as a page posted over HTTP or MCP: the
+				// memory: and preference: schemes are not for knowledge.
+				check := rag.CheckPageURL
+				if o.docType == index.DocMemory {
+					check = rag.CheckURL
+				}
+				u, err := check(o.srcURL)
+				if err != nil {
+					return err
+				}
+				o.srcURL = u
 			}
 			if o.watch && len(targets) == 0 {
 				return errors.New("--watch needs a file or folder to watch")
