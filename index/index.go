@@ -388,7 +388,7 @@ func VerifyEmbedder(ctx context.Context, be driver.Backend, emb embed.Embedder) 
 	if err != nil || !ok {
 		return err
 	}
-	if !sameEmbedder(stored, id) {
+	if !SameEmbedder(stored, id) {
 		return fmt.Errorf("%w: the store was built with embedder %q but %q was given; "+
 			"open it with the same embedder (--embedder) or index into a new data directory (--dir)",
 			ErrEmbedderMismatch, stored, id)
@@ -574,10 +574,10 @@ var (
 	dimPart    = regexp.MustCompile(`/d[0-9]+(/|$)`)
 )
 
-// sameEmbedder reports whether vectors of the stored embedder identity and
+// SameEmbedder reports whether vectors of the stored embedder identity and
 // the current one are comparable: equal identities, or equal but for a
 // dimension one of them does not know yet.
-func sameEmbedder(stored, current string) bool {
+func SameEmbedder(stored, current string) bool {
 	if stored == current {
 		return true
 	}

@@ -74,7 +74,7 @@ func newRootCmd() *cobra.Command {
 		newRmCmd(g), newStatsCmd(g), newSourcesCmd(g), newDemoCmd(g),
 		newBenchCmd(g),
 	)
-	root.AddCommand(newMCPCmd(g), newServeCmd(g), newTokenCmd(g), newMemoryCmd(g), newCheckCmd(g), newJobsCmd(g), newMigrateCmd(g), newEvalCmd(g), newModelCmd(g))
+	root.AddCommand(newMCPCmd(g), newServeCmd(g), newTokenCmd(g), newMemoryCmd(g), newCheckCmd(g), newJobsCmd(g), newMigrateCmd(g), newExportCmd(g), newImportCmd(g), newEvalCmd(g), newModelCmd(g))
 	root.AddCommand(newConfigCmd(g))
 	return root
 }
@@ -136,6 +136,12 @@ func (g *globals) newEmbedder() (embed.Embedder, error) {
 // flags, the environment or the config file name, else the one the store
 // records, else the lexical default.
 func (g *globals) open(ctx context.Context) (*rag.Engine, error) {
+	return g.openWith(ctx, nil)
+}
+
+// openWith is open where a store that records no embedder yet is taken to
+// record fallback (import: the embedder of the file's vectors).
+func (g *globals) openWith(ctx context.Context, fallback *index.EmbedderRecord) (*rag.Engine, error) {
 	dir, err := g.dataDir()
 	if err != nil {
 		return nil, err
@@ -147,6 +153,9 @@ func (g *globals) open(ctx context.Context) (*rag.Engine, error) {
 	var choice *embedderChoice
 	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: slog.Default(), MaxChunksPerDocument: g.maxChunksOption(),
 		EmbedderFor: func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error) {
+			if rec == nil {
+				rec = fallback
+			}
 			c, err := g.resolveEmbedder(rec)
 			if err != nil {
 				return nil, err
