@@ -63,11 +63,10 @@ func newContextCmd(g *globals) *cobra.Command {
 						msgs = append(msgs, c.Message)
 					}
 					msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: query})
-					return writeJSON(g.stdout, map[string]any{
-						"messages": msgs, "budgets": c.Budgets, "userQueryTokens": c.UserQueryTokens,
-						"totalTokens": c.Block.TotalTokens, "profileTokens": c.Block.ProfileTokens,
-						"knowledgeTokens": c.Block.KnowledgeTokens, "summary": c.Block.Summary, "retrieval": c.Block.Retrieval,
-					})
+					return writeJSON(g.stdout, struct {
+						rag.ContextJSON
+						Messages []openai.ChatCompletionMessage `json:"messages"` // system, context (when not empty), user: ready to send
+					}{rag.NewContextJSON(c), msgs})
 				}
 				if c.Block.Empty() {
 					fmt.Fprintln(g.stderr, "ragmem: no preferences and nothing relevant in the memory for this query")
@@ -91,6 +90,6 @@ func newContextCmd(g *globals) *cobra.Command {
 	f.StringVar(&mode, "mode", "hybrid", "search mode: hybrid, vector or fulltext")
 	f.StringVar(&filter, "filter", "", "only use chunks that match this filter expression (see ragmem search --help)")
 	f.StringVar(&source, "source", "", "only use this source: a URL, a file, or a folder or URL ending in / (every source under it)")
-	f.BoolVar(&asJSON, "json", false, "print the chat messages array and budgets as JSON")
+	f.BoolVar(&asJSON, "json", false, "print JSON: the block, its tokens, budgets and sources, and the chat messages array")
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -62,6 +63,7 @@ func newSearchCmd(g *globals) *cobra.Command {
 				perSource = -1 // on the command line, 0 is no cap
 			}
 			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
+				start := time.Now()
 				res, rep, err := eng.SearchReport(cmd.Context(), query, &search.Options{
 					Mode: m, TopK: topK, SimilarityThreshold: threshold, Fusion: fu, DocTypes: types, Where: where,
 					MaxPerSource: perSource, GroupBySource: group, KeepDuplicates: keepDup,
@@ -70,11 +72,7 @@ func newSearchCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					out := map[string]any{"query": query, "mode": rep.Mode, "results": nonNil(res)}
-					if rep.Degraded != "" {
-						out["degraded"] = rep.Degraded
-					}
-					return writeJSON(g.stdout, out)
+					return writeJSON(g.stdout, rag.NewSearchJSON(query, res, rep, time.Now(), time.Since(start)))
 				}
 				if rep.Degraded != "" {
 					fmt.Fprintf(g.stderr, "ragmem: answered by %s search, not %s: %s\n", rep.Mode, m, rep.Degraded)
@@ -97,13 +95,6 @@ func newSearchCmd(g *globals) *cobra.Command {
 	f.BoolVar(&keepDup, "keep-duplicates", false, "show identical and near-identical chunks of other sources too")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-func nonNil(r []search.Result) []search.Result {
-	if r == nil {
-		return []search.Result{}
-	}
-	return r
 }
 
 func printResults(w io.Writer, res []search.Result, grouped bool) {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -31,8 +32,8 @@ func TestCLIExportImport(t *testing.T) {
 	}
 	for _, q := range []string{"bm25 saturation", "goroutines and channels", "sourdough"} {
 		for _, mode := range []string{"hybrid", "vector", "fulltext"} {
-			want := mustRun(t, "--dir", a, "search", "--json", "--mode", mode, q)
-			if got := mustRun(t, "--dir", b, "search", "--json", "--mode", mode, q); got != want {
+			want := withoutTime(mustRun(t, "--dir", a, "search", "--json", "--mode", mode, q))
+			if got := withoutTime(mustRun(t, "--dir", b, "search", "--json", "--mode", mode, q)); got != want {
 				t.Errorf("%s %q after import:\n%s\nwant\n%s", mode, q, got, want)
 			}
 		}
@@ -56,4 +57,9 @@ func TestCLIExportImport(t *testing.T) {
 	if _, _, err := runCLI(t, "--dir", t.TempDir(), "import", bad); err == nil || !strings.Contains(err.Error(), "wrong key") {
 		t.Fatalf("truncated encrypted file: %v", err)
 	}
+}
+
+// withoutTime drops the "tookMs" line of a search's JSON.
+func withoutTime(out string) string {
+	return regexp.MustCompile(`(?m)^\s*"tookMs": .*$`).ReplaceAllString(out, "")
 }
