@@ -363,9 +363,11 @@ func Read(ctx context.Context, r io.ReadSeeker, opts *ReadOptions) (*Snapshot, e
 	return fromDB(ctx, db)
 }
 
-// checkPlain bounds an unencrypted file: a gzip stream is decompressed once
-// (and discarded) to count what it holds and to find damage that would
-// otherwise surface as a confusing gob error.
+// checkPlain bounds an unencrypted file before chromem-go decodes it: what
+// it holds (decompressed, for gzip) must fit in max bytes, and its gob
+// stream must declare no count larger than the bytes that follow (see
+// checkGob). A gzip stream is read to its end, so that its checksum catches
+// damage that would otherwise surface as a confusing gob error.
 func checkPlain(r io.ReadSeeker, max int64) error {
 	var magic [2]byte
 	if _, err := io.ReadFull(r, magic[:]); err != nil {
@@ -374,19 +376,26 @@ func checkPlain(r io.ReadSeeker, max int64) error {
 	if _, err := r.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	if magic != [2]byte{0x1f, 0x8b} {
-		return nil // plain gob: its size is the file's
+	var src io.Reader = r
+	if magic == [2]byte{0x1f, 0x8b} {
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return fmt.Errorf("%w: gzip: %v", ErrFormat, err)
+		}
+		src = zr
 	}
-	zr, err := gzip.NewReader(r)
-	if err != nil {
-		return fmt.Errorf("%w: gzip: %v", ErrFormat, err)
+	lr := &io.LimitedReader{R: src, N: max + 1}
+	err := checkGob(lr)
+	if err == nil {
+		_, err = io.Copy(io.Discard, lr) // the gzip checksum; nothing for plain gob
 	}
-	n, err := io.Copy(io.Discard, io.LimitReader(zr, max+1))
-	if err != nil {
-		return fmt.Errorf("%w: the file is damaged or truncated (gzip: %v)", ErrFormat, err)
-	}
-	if n > max {
+	switch {
+	case lr.N <= 0:
 		return fmt.Errorf("%w: it decompresses to more than %d bytes", ErrTooLarge, max)
+	case err != nil && src != io.Reader(r):
+		return fmt.Errorf("%w: the file is damaged or truncated (%v)", ErrFormat, err)
+	case err != nil:
+		return fmt.Errorf("%w: the file is damaged, truncated, encrypted, or not an export (%v)", ErrFormat, err)
 	}
 	if _, err := r.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("export: %w", err)

@@ -382,6 +382,21 @@ func TestReadErrors(t *testing.T) {
 	}
 }
 
+// A damaged plain export whose gob declares a map of 107 million entries
+// in 447 bytes (found by FuzzRead: encoding/gob would allocate the map
+// before reading an entry, which took 13 s and gigabytes) is refused
+// before chromem-go decodes it.
+func TestReadRefusesDeclaredHugeMap(t *testing.T) {
+	data, err := os.ReadFile("testdata/hugemap.gob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = export.Read(context.Background(), bytes.NewReader(data), nil)
+	if !errors.Is(err, export.ErrFormat) || !strings.Contains(err.Error(), "a map of 107504993") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 // FuzzRead feeds the reader damaged exports: it must return a snapshot or an
 // error of this package, never panic, within bounded memory.
 func FuzzRead(f *testing.F) {
@@ -390,6 +405,9 @@ func FuzzRead(f *testing.F) {
 	f.Add(exportBytes(&t, &export.WriteOptions{NoCompress: true}))
 	f.Add([]byte{0x1f, 0x8b})
 	f.Add([]byte("not an export"))
+	if huge, err := os.ReadFile("testdata/hugemap.gob"); err == nil {
+		f.Add(huge)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 1<<16 {
 			return
