@@ -384,7 +384,7 @@ func TestReadErrors(t *testing.T) {
 
 // A damaged plain export whose gob declares a map of 107 million entries
 // in 447 bytes (found by FuzzRead: encoding/gob would allocate the map
-// before reading an entry, which took 13 s and gigabytes) is refused
+// before reading an entry, which took seconds and gigabytes) is refused
 // before chromem-go decodes it.
 func TestReadRefusesDeclaredHugeMap(t *testing.T) {
 	data, err := os.ReadFile("testdata/hugemap.gob")
