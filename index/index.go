@@ -625,6 +625,20 @@ func ContentHash(d *Document) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
+// Unchanged reports whether Add would find d unchanged: the store holds its
+// source (under the canonical URL, after the normalisation Add applies)
+// with the same content hash. It returns what the store holds under that
+// URL, if anything. It changes nothing.
+func (ix *Index) Unchanged(ctx context.Context, d Document) (SourceInfo, bool, error) {
+	normalize(&d)
+	d.SourceURL = ix.CanonicalURL(d.SourceURL)
+	srcs, _, err := ix.be.Sources(ctx, Filter{SourceURL: d.SourceURL}, 0, 1)
+	if err != nil || len(srcs) == 0 {
+		return SourceInfo{}, false, err
+	}
+	return srcs[0], srcs[0].ContentHash == ContentHash(&d), nil
+}
+
 // ChunkID derives a chunk id from its source, the source's content hash and
 // its position, so replacing a source never reuses the ids of its old chunks.
 func ChunkID(sourceURL, contentHash string, position int) string {

@@ -244,9 +244,6 @@ func (s *Server) searchMemory(ctx context.Context, _ *mcp.CallToolRequest, in Se
 		return nil, SearchOutput{}, err
 	}
 	o := search.Options{TopK: min(max(in.TopK, 0), maxTopK), SourceURL: in.SourceURL, DocTypes: in.Types}
-	if o.TopK == 0 {
-		o.TopK = s.eng.Config().TopK
-	}
 	if in.Mode != "" {
 		if o.Mode, err = search.ParseMode(in.Mode); err != nil {
 			return nil, SearchOutput{}, fmt.Errorf("%w: %w", ErrBadInput, err)

@@ -206,13 +206,13 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 	u = eng.Store().CanonicalURL(u) // variants of one URL are one page
 	doc.SourceURL = u
 	ctx := r.Context()
-	src, ok, err := eng.PageSource(ctx, u)
+	src, unchanged, err := eng.PageUnchanged(ctx, doc)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	resp := PageAccepted{URL: u, Title: doc.Title, Extractor: doc.Attrs["extractor"], TextBytes: textBytes}
-	if ok && src.ContentHash == index.ContentHash(&doc) {
+	if unchanged {
 		resp.Status, resp.Chunks = "unchanged", src.Chunks
 		writeJSON(w, http.StatusOK, resp)
 		return
@@ -569,12 +569,6 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	eng := s.engine(w, r)
 	if eng == nil {
 		return
-	}
-	if o.TopK == 0 {
-		o.TopK = eng.Config().TopK
-	}
-	if o.SimilarityThreshold == 0 {
-		o.SimilarityThreshold = eng.Config().SimilarityThreshold
 	}
 	start := time.Now()
 	res, rep, err := eng.SearchReport(r.Context(), req.Query, &o)

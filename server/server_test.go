@@ -650,3 +650,18 @@ func TestBusyNamespacesAreNotClosed(t *testing.T) {
 	}
 	ts.must(http.StatusOK, "GET", "/v1/stats", nil, server.NamespaceHeader, "b") // a is idle now and makes room
 }
+
+// The index's own normalisation decides "unchanged": a text page that
+// starts with a byte-order mark (which the index drops) is unchanged the
+// second time too.
+func TestPageUnchangedAfterNormalisation(t *testing.T) {
+	ts := newTestServer(t, nil)
+	bom := map[string]any{"url": "https://example.com/bom", "text": "\uFEFFGrey herons wade in shallow water.", "format": "text"}
+	ts.indexPage(bom)
+	r := ts.must(http.StatusOK, "POST", "/v1/pages", bom)
+	var acc server.PageAccepted
+	r.json(t, &acc)
+	if acc.Status != "unchanged" || acc.Chunks != 1 {
+		t.Errorf("re-post of a text with a byte-order mark: %+v", acc)
+	}
+}

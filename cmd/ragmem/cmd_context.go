@@ -24,7 +24,7 @@ func newContextCmd(g *globals) *cobra.Command {
 		Short: "Print the knowledge-context message an agent would receive for QUERY",
 		Long: "Build the <knowledge_context> block for QUERY within the token budget of --model's context\n" +
 			"window and print it as the separate untrusted-data chat message. --json prints the whole chat\n" +
-			"messages array [system, context, user] together with the budgets.",
+			"context with its tokens, budgets and sources, and the chat messages array [system, context, user].",
 		Example: "  ragmem context --model gpt-4o \"how do I install on linux?\"\n  ragmem context --json --context-limit 8192 \"what is rrf?\"",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -39,7 +39,9 @@ func newContextCmd(g *globals) *cobra.Command {
 			}
 			return g.withEngine(cmd.Context(), func(eng *rag.Engine) error {
 				cfg := eng.Config()
-				cfg.SearchMode = m
+				if cmd.Flags().Changed("mode") { // else the engine's configuration decides
+					cfg.SearchMode = m
+				}
 				if topK > 0 {
 					cfg.TopK = topK
 				}
