@@ -948,6 +948,18 @@ func (s *Store) reconcile(ctx context.Context, removed []string) (int, error) {
 
 const patternFragment = "#whenToUse"
 
+func dedupe(ss []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range ss {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // memoryRecords builds what the index holds of a memory: its bodies as one
 // Markdown document, and one record per natural-language pattern with the
 // hash of the set.
