@@ -22,7 +22,7 @@ var stages = [][]string{
 	{"search"},
 	{"budget"},
 	{"prefs"},
-	{"rag", "eval"},                        // eval measures search and index from beside the facade
+	{"rag", "eval", "export"},              // eval measures search and index from beside the facade; export is the facade's portable file
 	{"ragmemtest"},                         // test support: generators, checkers and an in-memory engine over the facade
 	{"memory"},                             // agent memory: memory files, matching, ranking, the prompt block (and memory/internal/...)
 	{"memory/layers", "memory/extraction"}, // the four layers (library); extraction of memories by a chat model

@@ -166,7 +166,7 @@ func TestRunToolCalls(t *testing.T) {
 	f := newFakeLLM(t, func(n int, req capturedRequest) reply {
 		if n == 0 {
 			return reply{content: "Let me look.", toolCalls: []toolReply{
-				{"call_a", ToolSearchMemory, `{"query":"goroutines channels","top_k":3}`},
+				{"call_a", ToolSearchMemory, `{"query":"goroutines channels","topK":3}`},
 				{"call_b", ToolRememberPreference, `{"type":"style","content":"User prefers short answers"}`},
 				{"call_c", "rm_rf", `{}`},
 				{"call_d", ToolSearchMemory, `{"query":`},
@@ -196,7 +196,7 @@ func TestRunToolCalls(t *testing.T) {
 		t.Fatalf("second request has %d messages, want system, context, user, assistant and 4 tool results", len(ms))
 	}
 	asst := reqs[1].Parsed.Messages[3]
-	if asst.Role != "assistant" || len(asst.ToolCalls) != 4 || asst.ToolCalls[0].Function.Arguments != `{"query":"goroutines channels","top_k":3}` {
+	if asst.Role != "assistant" || len(asst.ToolCalls) != 4 || asst.ToolCalls[0].Function.Arguments != `{"query":"goroutines channels","topK":3}` {
 		t.Fatalf("assistant tool-call message not echoed: %+v", asst)
 	}
 	tools := reqs[1].Parsed.Messages[4:]

@@ -33,7 +33,7 @@ var (
 			"Use it when the knowledge context you were given does not cover what you need. Returns passages with their source URL, title and age.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
 			`"query":{"type":"string","description":"What to look for: a question or keywords."},` +
-			`"top_k":{"type":"integer","minimum":1,"maximum":20,"description":"How many passages to return. Default 5."}},` +
+			`"topK":{"type":"integer","minimum":1,"maximum":20,"description":"How many passages to return. Default 5."}},` +
 			`"required":["query"]}`),
 	}}
 	rememberPreferenceTool = openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
@@ -125,7 +125,7 @@ func decodeArgs(raw string, v any) error {
 func (t *toolkit) searchMemory(ctx context.Context, raw string) (string, error) {
 	var a struct {
 		Query string `json:"query"`
-		TopK  int    `json:"top_k"`
+		TopK  int    `json:"topK"`
 	}
 	if err := decodeArgs(raw, &a); err != nil {
 		return "", err

@@ -53,16 +53,16 @@ type Budgets struct {
 	// TotalAvailable is modelContextLimit − systemPromptTokens −
 	// userQueryTokens − responseReserve, clamped to 0 when the prompt and
 	// reserve already fill the window.
-	TotalAvailable int
+	TotalAvailable int `json:"totalAvailable"`
 	// PreferenceBudget is the configured preference budget clamped to
 	// TotalAvailable: the profile can never claim more than there is.
-	PreferenceBudget int
+	PreferenceBudget int `json:"preference"`
 	// KnowledgeBudget is min(BaseBudget, floor((TotalAvailable −
 	// PreferenceBudget) × 0.3)), and 0 when that is negative.
-	KnowledgeBudget int
+	KnowledgeBudget int `json:"knowledge"`
 	// Remaining is what is left for everything else: TotalAvailable −
 	// PreferenceBudget − KnowledgeBudget.
-	Remaining int
+	Remaining int `json:"remaining"`
 }
 
 // CalculateTokenBudgets splits a model's context window (Property 4).

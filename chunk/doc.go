@@ -143,12 +143,6 @@ func trimSpan(s string, start, end int) (int, int) {
 	return start, end
 }
 
-// isBlankLine reports whether line holds only whitespace.
-func isBlankLine(line string) bool {
-	s, e := trimSpan(line, 0, len(line))
-	return s == e
-}
-
 // lineIter walks the lines of s; each line excludes its '\n'.
 type lineIter struct {
 	s   string

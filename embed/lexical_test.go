@@ -54,15 +54,6 @@ func checkUnit(t testing.TB, v []float32, dim int) {
 	}
 }
 
-func embedOne(t testing.TB, e Embedder, text string) []float32 {
-	t.Helper()
-	vs, err := e.Embed(context.Background(), []string{text})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return vs[0]
-}
-
 // syntheticText returns n pseudo-English words, deterministic in seed.
 func syntheticText(seed uint64, n int) string {
 	r := rand.New(rand.NewPCG(seed, 42))

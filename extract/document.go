@@ -179,20 +179,6 @@ func (b *docBuilder) para(s string) {
 	b.text.WriteByte('\n')
 }
 
-// pre adds preformatted text (code) as it is.
-func (b *docBuilder) pre(s string) {
-	s = strings.TrimRight(cleanText(s), " \n\t")
-	if strings.TrimSpace(s) == "" || !b.grow(len(s)+1) {
-		return
-	}
-	b.paras++
-	b.html.WriteString("<pre>")
-	b.html.WriteString(html.EscapeString(s))
-	b.html.WriteString("</pre>\n")
-	b.text.WriteString(s)
-	b.text.WriteByte('\n')
-}
-
 // page returns the built page.
 func (b *docBuilder) page(title, method string) (Page, error) {
 	if b.err != nil {

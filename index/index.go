@@ -388,7 +388,7 @@ func VerifyEmbedder(ctx context.Context, be driver.Backend, emb embed.Embedder) 
 	if err != nil || !ok {
 		return err
 	}
-	if !sameEmbedder(stored, id) {
+	if !SameEmbedder(stored, id) {
 		return fmt.Errorf("%w: the store was built with embedder %q but %q was given; "+
 			"open it with the same embedder (--embedder) or index into a new data directory (--dir)",
 			ErrEmbedderMismatch, stored, id)
@@ -574,10 +574,10 @@ var (
 	dimPart    = regexp.MustCompile(`/d[0-9]+(/|$)`)
 )
 
-// sameEmbedder reports whether vectors of the stored embedder identity and
+// SameEmbedder reports whether vectors of the stored embedder identity and
 // the current one are comparable: equal identities, or equal but for a
 // dimension one of them does not know yet.
-func sameEmbedder(stored, current string) bool {
+func SameEmbedder(stored, current string) bool {
 	if stored == current {
 		return true
 	}
@@ -623,6 +623,20 @@ func ContentHash(d *Document) string {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// Unchanged reports whether Add would find d unchanged: the store holds its
+// source (under the canonical URL, after the normalisation Add applies)
+// with the same content hash. It returns what the store holds under that
+// URL, if anything. It changes nothing.
+func (ix *Index) Unchanged(ctx context.Context, d Document) (SourceInfo, bool, error) {
+	normalize(&d)
+	d.SourceURL = ix.CanonicalURL(d.SourceURL)
+	srcs, _, err := ix.be.Sources(ctx, Filter{SourceURL: d.SourceURL}, 0, 1)
+	if err != nil || len(srcs) == 0 {
+		return SourceInfo{}, false, err
+	}
+	return srcs[0], srcs[0].ContentHash == ContentHash(&d), nil
 }
 
 // ChunkID derives a chunk id from its source, the source's content hash and

@@ -201,8 +201,8 @@ func TestSameEmbedder(t *testing.T) {
 		{"openai/nomic/d512", "openai/nomic/d768", false},
 	}
 	for _, c := range cases {
-		if got := sameEmbedder(c.a, c.b); got != c.want {
-			t.Errorf("sameEmbedder(%q, %q) = %v", c.a, c.b, got)
+		if got := SameEmbedder(c.a, c.b); got != c.want {
+			t.Errorf("SameEmbedder(%q, %q) = %v", c.a, c.b, got)
 		}
 	}
 }

@@ -17,7 +17,7 @@ func TestToolAttrsAndFilters(t *testing.T) {
 	}
 	call(t, cs, ToolIndexText, map[string]any{"url": "https://zoo.example/lions", "text": "Lions sleep most of the day.", "attrs": map[string]string{"team": "cats"}}, nil)
 	var so SearchOutput
-	if msg, isErr := call(t, cs, ToolSearchMemory, map[string]any{"query": "sleep", "filter": "team = cats"}, &so); isErr || len(so.Results) != 1 || so.Results[0].SourceURL != "https://zoo.example/lions" {
+	if msg, isErr := call(t, cs, ToolSearchMemory, map[string]any{"query": "sleep", "filter": "team = cats"}, &so); isErr || len(so.Results) != 1 || so.Results[0].URL != "https://zoo.example/lions" {
 		t.Fatalf("filtered search: %s %+v", msg, so)
 	}
 	var co ContextOutput

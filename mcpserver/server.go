@@ -114,9 +114,6 @@ func New(eng *rag.Engine, opts *Options) *Server {
 // prompts or resources (mcp.AddTool(srv.MCP(), ...)).
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Engine returns the engine the tools use.
-func (s *Server) Engine() *rag.Engine { return s.eng }
-
 // Run serves one session over t (for example &mcp.StdioTransport{}) until
 // the client disconnects or ctx is done.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error { return s.mcp.Run(ctx, t) }

@@ -119,8 +119,8 @@ func exercise(t *testing.T, cs *mcp.ClientSession) {
 	}
 
 	var sr SearchOutput
-	txt, isErr := call(t, cs, ToolSearchMemory, map[string]any{"query": "why do otters hold hands", "top_k": 3}, &sr)
-	if isErr || len(sr.Results) == 0 || sr.Results[0].SourceURL != "https://zoo.example/otters" || sr.Results[0].Title != "Otters" {
+	txt, isErr := call(t, cs, ToolSearchMemory, map[string]any{"query": "why do otters hold hands", "topK": 3}, &sr)
+	if isErr || len(sr.Results) == 0 || sr.Results[0].URL != "https://zoo.example/otters" || sr.Results[0].Title != "Otters" {
 		t.Fatalf("search_memory: %s %+v", txt, sr)
 	}
 	if !strings.HasPrefix(txt, rag.UntrustedPrefix) || strings.Contains(txt, "Home | About") {
@@ -138,10 +138,10 @@ func exercise(t *testing.T, cs *mcp.ClientSession) {
 	}
 
 	var co ContextOutput
-	txt, isErr = call(t, cs, ToolGetContext, map[string]any{"query": "otters sleeping", "model": "gpt-4o", "context_limit": 8000}, &co)
-	if isErr || !strings.HasPrefix(co.Message, rag.UntrustedPrefix+"\n<knowledge_context>") || co.Message != txt || co.Role != "assistant" ||
-		!strings.Contains(co.Message, "marine biologist") || !strings.Contains(co.Message, "https://zoo.example/otters") ||
-		co.KnowledgeTokens > co.Budgets.KnowledgeBudget || co.ReferenceRule != rag.ReferenceRule || len(co.Sources) == 0 {
+	txt, isErr = call(t, cs, ToolGetContext, map[string]any{"query": "otters sleeping", "model": "gpt-4o", "modelContextLimit": 8000}, &co)
+	if isErr || !strings.HasPrefix(co.Message.Content, rag.UntrustedPrefix+"\n<knowledge_context>") || co.Message.Content != txt || co.Message.Role != "assistant" ||
+		!strings.Contains(co.Message.Content, "marine biologist") || !strings.Contains(co.Message.Content, "https://zoo.example/otters") ||
+		co.Tokens.Knowledge > co.Budgets.KnowledgeBudget || co.ReferenceRule != rag.ReferenceRule || len(co.Sources) == 0 {
 		t.Errorf("get_context: %s\n%+v", txt, co)
 	}
 
@@ -157,7 +157,7 @@ func exercise(t *testing.T, cs *mcp.ClientSession) {
 	}
 	call(t, cs, ToolSearchMemory, map[string]any{"query": "otters hold hands", "mode": "fulltext"}, &sr)
 	for _, r := range sr.Results {
-		if r.SourceURL == "https://zoo.example/otters" {
+		if r.URL == "https://zoo.example/otters" {
 			t.Error("forgotten source still found")
 		}
 	}
@@ -197,7 +197,7 @@ func TestToolErrorsAreClear(t *testing.T) {
 		{ToolAddPreference, map[string]any{"type": "style", "content": "\u200b \x01"}, "empty"},
 		{ToolRemovePreference, map[string]any{"id": "pref_nope"}, "no preference"},
 		{ToolListSources, map[string]any{"types": []string{"secrets"}}, "types"},
-		{ToolGetContext, map[string]any{"query": "x", "context_limit": -5}, "context_limit"},
+		{ToolGetContext, map[string]any{"query": "x", "modelContextLimit": -5}, "modelContextLimit"},
 	}
 	for _, c := range cases {
 		txt, isErr := call(t, cs, c.tool, c.args, nil)

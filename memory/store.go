@@ -948,15 +948,6 @@ func (s *Store) reconcile(ctx context.Context, removed []string) (int, error) {
 
 const patternFragment = "#whenToUse"
 
-func slugOfURL(u string) string {
-	u = strings.TrimSuffix(u, patternFragment)
-	pu, err := url.Parse(u)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSuffix(filepath.Base(filepath.FromSlash(pu.Path)), ".md")
-}
-
 func dedupe(ss []string) []string {
 	seen := map[string]bool{}
 	var out []string

@@ -19,7 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/prefs"
@@ -353,7 +352,7 @@ func (c *Client) SearchReport(ctx context.Context, query string, o *search.Optio
 		}
 		req.GroupBySource, req.KeepDuplicates = o.GroupBySource, o.KeepDuplicates
 	}
-	var resp server.SearchJSON
+	var resp rag.SearchJSON
 	if err := c.Do(ctx, http.MethodPost, "/v1/search", req, &resp, 0); err != nil {
 		return nil, search.Report{}, err
 	}
@@ -366,7 +365,7 @@ func (c *Client) SearchReport(ctx context.Context, query string, o *search.Optio
 
 // record turns an API chunk back into the record it was made from (the
 // vector is never sent).
-func record(c server.ChunkJSON) index.Record {
+func record(c rag.ChunkJSON) index.Record {
 	return index.Record{
 		ID: c.ID, SourceURL: c.URL, Title: c.Title, HeadingPath: c.HeadingPath, Content: c.Content,
 		DocType: c.DocType, Position: c.Position, Start: c.Start, End: c.End, Tokens: c.Tokens,
@@ -392,12 +391,12 @@ func (c *Client) BuildContext(ctx context.Context, query string, o ContextOption
 		SystemPromptTokens: o.SystemPromptTokens, ResponseReserve: o.ResponseReserve,
 		Mode: string(o.Mode), TopK: o.TopK, KnowledgeBudget: o.KnowledgeBudget, Filter: o.Where.String(),
 	}
-	var resp server.ContextJSON
+	var resp rag.ContextJSON
 	if err := c.Do(ctx, http.MethodPost, "/v1/context", req, &resp, 0); err != nil {
 		return nil, err
 	}
 	out := &rag.Context{
-		Budgets:         budgetsOf(resp.Budgets),
+		Budgets:         resp.Budgets,
 		UserQueryTokens: resp.Tokens.UserQuery,
 		Text:            resp.Text,
 	}
@@ -455,7 +454,7 @@ func (c *Client) Sources(ctx context.Context, f index.Filter, offset, limit int)
 		if where != nil {
 			q.Set("filter", where.String())
 		}
-		var resp server.SourcesJSON
+		var resp rag.SourcesJSON
 		if err := c.Do(ctx, http.MethodGet, "/v1/sources?"+q.Encode(), nil, &resp, 0); err != nil {
 			return nil, 0, err
 		}
@@ -559,11 +558,6 @@ func (c *Client) ClearPreferences(ctx context.Context) (int, error) {
 	}
 	err := c.Do(ctx, http.MethodDelete, "/v1/preferences?all=true", nil, &resp, 0)
 	return resp.Removed, err
-}
-
-// budgetsOf turns the API's budgets back into the engine's.
-func budgetsOf(b server.BudgetsJSON) budget.Budgets {
-	return budget.Budgets{TotalAvailable: b.TotalAvailable, PreferenceBudget: b.Preference, KnowledgeBudget: b.Knowledge, Remaining: b.Remaining}
 }
 
 // processAlive reports whether a process with pid exists (signal 0).

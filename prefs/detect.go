@@ -128,7 +128,6 @@ func DetectPreferenceIntent(message string) *Intent {
 		stopAfter := false
 		if cut, rest := pasteIntro(line); cut >= 0 {
 			line = line[:cut]
-			end = start + cut
 			stopAfter = rest
 		}
 		if in := detectLine(n, start, line); in != nil {

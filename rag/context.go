@@ -36,7 +36,32 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{TopK: 5, SimilarityThreshold: search.DefaultThreshold, KnowledgeBudget: 2000, PreferenceBudget: 500, SearchMode: search.Hybrid, Fusion: search.DefaultFusion}
+	return Config{TopK: search.DefaultTopK, SimilarityThreshold: search.DefaultThreshold, KnowledgeBudget: 2000, PreferenceBudget: 500, SearchMode: search.Hybrid, Fusion: search.DefaultFusion}
+}
+
+// SearchOptions fills what o leaves zero (mode, top k, threshold, fusion)
+// from c: the one place where a search's defaults are decided. Every
+// surface (Engine.Search, the CLI, HTTP and MCP) passes what its caller
+// gave and leaves the rest zero. A nil o means all of c.
+func (c Config) SearchOptions(o *search.Options) search.Options {
+	c = c.withDefaults()
+	var r search.Options
+	if o != nil {
+		r = *o
+	}
+	if r.Mode == "" {
+		r.Mode = c.SearchMode
+	}
+	if r.TopK <= 0 {
+		r.TopK = c.TopK
+	}
+	if r.SimilarityThreshold == 0 {
+		r.SimilarityThreshold = c.SimilarityThreshold
+	}
+	if r.Fusion == "" {
+		r.Fusion = c.Fusion
+	}
+	return r
 }
 
 func (c Config) withDefaults() Config {

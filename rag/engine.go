@@ -152,7 +152,8 @@ func (e *Engine) Remove(ctx context.Context, sourceURL string) (int, error) {
 	return n, err
 }
 
-// Search retrieves chunks. Options default to the engine's configuration.
+// Search retrieves chunks. What opts leaves zero comes from the engine's
+// configuration (Config.SearchOptions).
 // When the embedder is unavailable, a hybrid or vector search answers from
 // BM25 alone (search.SearchReport says so; SearchReport returns that report).
 func (e *Engine) Search(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
@@ -165,16 +166,7 @@ func (e *Engine) Search(ctx context.Context, query string, opts *search.Options)
 // Degraded: "embedder unavailable: ..."}. A degraded search is logged (at
 // most once a minute), with the embedder's error.
 func (e *Engine) SearchReport(ctx context.Context, query string, opts *search.Options) ([]search.Result, search.Report, error) {
-	o := search.Options{Mode: e.cfg.SearchMode, TopK: e.cfg.TopK, SimilarityThreshold: e.cfg.SimilarityThreshold, Fusion: e.cfg.Fusion}
-	if opts != nil {
-		o = *opts
-		if o.Mode == "" {
-			o.Mode = e.cfg.SearchMode
-		}
-		if o.Fusion == "" {
-			o.Fusion = e.cfg.Fusion
-		}
-	}
+	o := e.cfg.SearchOptions(opts)
 	res, rep, err := search.SearchReport(ctx, e.ix, query, &o)
 	if rep.Degraded != "" {
 		now := e.now()

@@ -21,7 +21,10 @@ type LLM struct {
 	Model string
 	// Temperature is sent when > 0. Default: the server's default.
 	Temperature float32
-	// MaxTokens caps each completion (max_tokens) when > 0. Default: the
+	// MaxTokens caps each completion when > 0, sent as
+	// max_completion_tokens (OpenAI's field since max_tokens was
+	// deprecated; o-series models accept only it; vLLM and llama.cpp read
+	// it too, a server that knows only max_tokens ignores it). Default: the
 	// server's default.
 	MaxTokens int
 	// NoStructuredOutput stops requests for JSON-schema structured output
@@ -46,5 +49,5 @@ func (l LLM) Validate() error {
 // Request returns a chat-completion request for msgs with the model's
 // name, temperature and completion cap.
 func (l LLM) Request(msgs []openai.ChatCompletionMessage) openai.ChatCompletionRequest {
-	return openai.ChatCompletionRequest{Model: l.Model, Messages: msgs, Temperature: l.Temperature, MaxTokens: l.MaxTokens}
+	return openai.ChatCompletionRequest{Model: l.Model, Messages: msgs, Temperature: l.Temperature, MaxCompletionTokens: l.MaxTokens}
 }

@@ -111,6 +111,17 @@ func (e *Engine) PageSource(ctx context.Context, u string) (index.SourceInfo, bo
 	return srcs[0], true, nil
 }
 
+// PageUnchanged reports whether indexing d would change nothing (see
+// index.Index.Unchanged), with what the store holds under its URL; it fails
+// with ErrConflict when that is not a page.
+func (e *Engine) PageUnchanged(ctx context.Context, d index.Document) (index.SourceInfo, bool, error) {
+	if _, _, err := e.PageSource(ctx, e.ix.CanonicalURL(d.SourceURL)); err != nil {
+		return index.SourceInfo{}, false, err
+	}
+	d.DocType = index.DocKnowledge
+	return e.ix.Unchanged(ctx, d)
+}
+
 // IndexPage indexes a page (a knowledge document) now, by the page rules:
 // its URL passes CheckPageURL, and it may not replace a preference or a
 // memory (ErrConflict).

@@ -38,9 +38,6 @@ var Hostile = []string{
 	"\x1f", "\x7f", "\ud7ff", "\ue000", "\U00010000", "\U0010FFFF", "\x80",
 }
 
-// sentenceEnds are the terminators plain generated text uses.
-var sentenceEnds = []string{".", "!", "?"}
-
 // ListOf generates slices of min to max elements of g that shrink by
 // dropping and shrinking elements, never below min.
 func ListOf(g gopter.Gen, min, max int) gopter.Gen {

@@ -11,8 +11,8 @@ import (
 	"github.com/ragmem/ragmem/index"
 )
 
-// outage is what the index returns when the embedder is down.
-var outage = fmt.Errorf("%w: embed query: %w", index.ErrEmbedding,
+// errOutage is what the index returns when the embedder is down.
+var errOutage = fmt.Errorf("%w: embed query: %w", index.ErrEmbedding,
 	&embed.UnavailableError{Cause: fmt.Errorf("%w: 503", embed.ErrRetriesExhausted)})
 
 // TestSearchDegradesToBM25: with the embedder unavailable, hybrid and vector
@@ -21,7 +21,7 @@ var outage = fmt.Errorf("%w: embed query: %w", index.ErrEmbedding,
 func TestSearchDegradesToBM25(t *testing.T) {
 	text := []index.Hit{hit("a", 9), hit("b", 8), hit("c", 1), hit("d", 0.5)}
 	for _, mode := range []Mode{Hybrid, Vector} {
-		f := &fakeRetriever{text: text, verr: outage}
+		f := &fakeRetriever{text: text, verr: errOutage}
 		res, rep, err := SearchReport(context.Background(), f, "herons", &Options{Mode: mode, TopK: 2})
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
@@ -36,7 +36,7 @@ func TestSearchDegradesToBM25(t *testing.T) {
 			t.Fatalf("%s: BM25 ran %d times", mode, f.textN)
 		}
 		// Search gives the same results.
-		f2 := &fakeRetriever{text: text, verr: outage}
+		f2 := &fakeRetriever{text: text, verr: errOutage}
 		if res2, err := Search(context.Background(), f2, "herons", &Options{Mode: mode, TopK: 2}); err != nil || !eq(ids(res2), ids(res)) {
 			t.Fatalf("%s: Search: %v %v", mode, ids(res2), err)
 		}
@@ -49,14 +49,14 @@ func TestSearchDegradesToBM25(t *testing.T) {
 	// Not an outage: the caller gave up; another vector failure; BM25 failing too.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := SearchReport(ctx, &fakeRetriever{text: text, verr: outage}, "q", nil); err == nil {
+	if _, _, err := SearchReport(ctx, &fakeRetriever{text: text, verr: errOutage}, "q", nil); err == nil {
 		t.Fatal("a cancelled search degraded instead of failing")
 	}
 	other := errors.New("vector index damaged")
 	if _, _, err := SearchReport(context.Background(), &fakeRetriever{text: text, verr: other}, "q", nil); !errors.Is(err, other) {
 		t.Fatalf("another failure: %v", err)
 	}
-	if _, _, err := SearchReport(context.Background(), &fakeRetriever{terr: other, verr: outage}, "q", nil); err == nil {
+	if _, _, err := SearchReport(context.Background(), &fakeRetriever{terr: other, verr: errOutage}, "q", nil); err == nil {
 		t.Fatal("BM25 failing too must fail the search")
 	}
 	// The reasons, in words, never the error text.

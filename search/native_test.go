@@ -63,6 +63,9 @@ func TestNativeHybridRRF(t *testing.T) {
 	if f.got.Fusion != driver.FusionRanked || f.got.Alpha != 0.5 || f.got.K != 18 || !f.got.Similarity {
 		t.Fatalf("query = %+v", *f.got)
 	}
+	if got := ids(res); len(got) != 3 || got[0] != "a" || got[1] != "b" || got[2] != "c" {
+		t.Fatalf("diversified results %v, want [a b c]", got)
+	}
 	res, err = Search(context.Background(), f, "q", &Options{TopK: 3, Fusion: RRF, DocTypes: []string{"knowledge"}, KeepDuplicates: true, MaxPerSource: -1})
 	if err != nil {
 		t.Fatal(err)

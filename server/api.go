@@ -123,39 +123,23 @@ func clientMessage(err, sentinel error) string {
 	return msg
 }
 
-// ChunkJSON is one stored chunk in API responses.
-// It is a plain value.
-type ChunkJSON struct {
-	ID          string            `json:"id"`
-	URL         string            `json:"url"`
-	Title       string            `json:"title"`
-	HeadingPath []string          `json:"headingPath,omitempty"`
-	Content     string            `json:"content"`
-	Position    int               `json:"position"`
-	Tokens      int               `json:"tokens"`
-	DocType     string            `json:"docType"`
-	CreatedAt   time.Time         `json:"createdAt"`
-	Age         string            `json:"age"` // "3 hours ago"
-	Attrs       map[string]string `json:"attrs,omitempty"`
-	Start       int               `json:"start"`                 // byte offset of the chunk in its source
-	End         int               `json:"end"`                   // byte offset of the chunk's end
-	ContentHash string            `json:"contentHash,omitempty"` // hash of the whole source content
+// chunkJSON is r as answers show it (see public); local says the request
+// came from the user's own process (a local listener), which sees the store
+// as it is, memory files' paths included.
+func (s *Server) chunkJSON(r index.Record, now time.Time, local bool) rag.ChunkJSON {
+	s.public(&r, local)
+	return rag.NewChunkJSON(&r, now)
 }
 
-// chunkJSON is a record as answers show it; local says the request came
-// from the user's own process (a local listener), which sees the store as
-// it is, memory files' paths included.
-func (s *Server) chunkJSON(r index.Record, now time.Time, local bool) ChunkJSON {
-	attrs := r.Attrs
-	if _, ok := attrs[memory.AttrDir]; ok && !local {
-		attrs = maps.Clone(attrs)
-		delete(attrs, memory.AttrDir) // the server's directory
+// public rewrites r as answers show it: a memory's source is named by its
+// file name, never by the server's path, and the directory attribute is
+// left out, unless the request is local.
+func (s *Server) public(r *index.Record, local bool) {
+	if _, ok := r.Attrs[memory.AttrDir]; ok && !local {
+		r.Attrs = maps.Clone(r.Attrs)
+		delete(r.Attrs, memory.AttrDir) // the server's directory
 	}
-	return ChunkJSON{
-		ID: r.ID, URL: publicURL(r.SourceURL, r.DocType, local), Title: r.Title, HeadingPath: r.HeadingPath, Content: r.Content,
-		Position: r.Position, Tokens: r.Tokens, DocType: r.DocType, CreatedAt: r.CreatedAt.UTC(),
-		Age: rag.RelativeTime(r.CreatedAt, now), Attrs: attrs, Start: r.Start, End: r.End, ContentHash: r.ContentHash,
-	}
+	r.SourceURL = publicURL(r.SourceURL, r.DocType, local)
 }
 
 // publicURL is the URL of a source as answers show it. Memories (and their
@@ -226,13 +210,13 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 	u = eng.Store().CanonicalURL(u) // variants of one URL are one page
 	doc.SourceURL = u
 	ctx := r.Context()
-	src, ok, err := eng.PageSource(ctx, u)
+	src, unchanged, err := eng.PageUnchanged(ctx, doc)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	resp := PageAccepted{URL: u, Title: doc.Title, Extractor: doc.Attrs["extractor"], TextBytes: textBytes}
-	if ok && src.ContentHash == index.ContentHash(&doc) {
+	if unchanged {
 		resp.Status, resp.Chunks = "unchanged", src.Chunks
 		writeJSON(w, http.StatusOK, resp)
 		return
@@ -463,9 +447,9 @@ func queryURL(r *http.Request) (string, *apiError) {
 // PageJSON answers GET /v1/pages: the chunks of one source, in order.
 // It is a plain value.
 type PageJSON struct {
-	URL    string      `json:"url"`
-	Title  string      `json:"title"`
-	Chunks []ChunkJSON `json:"chunks"`
+	URL    string          `json:"url"`
+	Title  string          `json:"title"`
+	Chunks []rag.ChunkJSON `json:"chunks"`
 }
 
 func (s *Server) getPage(w http.ResponseWriter, r *http.Request) {
@@ -484,7 +468,7 @@ func (s *Server) getPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.o.Now()
-	out := PageJSON{URL: u, Chunks: []ChunkJSON{}}
+	out := PageJSON{URL: u, Chunks: []rag.ChunkJSON{}}
 	for _, rec := range recs {
 		if rec.DocType != index.DocKnowledge {
 			continue
@@ -519,28 +503,6 @@ func (s *Server) deletePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"url": u, "removed": n})
-}
-
-// SourceJSON summarises one source in GET /v1/sources.
-// It is a plain value.
-type SourceJSON struct {
-	URL         string    `json:"url"`
-	Title       string    `json:"title"`
-	DocType     string    `json:"docType"`
-	Chunks      int       `json:"chunks"`
-	Tokens      int       `json:"tokens"`
-	CreatedAt   time.Time `json:"createdAt"`
-	Age         string    `json:"age"`
-	ContentHash string    `json:"contentHash,omitempty"`
-}
-
-// SourcesJSON answers GET /v1/sources.
-// It is a plain value.
-type SourcesJSON struct {
-	Total   int          `json:"total"`
-	Offset  int          `json:"offset"`
-	Limit   int          `json:"limit"`
-	Sources []SourceJSON `json:"sources"`
 }
 
 func intParam(r *http.Request, name string, def, lo, hi int) (int, *apiError) {
@@ -594,36 +556,12 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.o.Now()
-	out := SourcesJSON{Total: total, Offset: offset, Limit: limit, Sources: make([]SourceJSON, 0, len(srcs))}
+	out := rag.SourcesJSON{Total: total, Offset: offset, Limit: limit, Sources: make([]rag.SourceJSON, 0, len(srcs))}
 	for _, si := range srcs {
-		out.Sources = append(out.Sources, SourceJSON{
-			URL: publicURL(si.SourceURL, si.DocType, IsLocal(r)), Title: si.Title, DocType: si.DocType, Chunks: si.Chunks, Tokens: si.Tokens,
-			CreatedAt: si.CreatedAt.UTC(), Age: rag.RelativeTime(si.CreatedAt, now), ContentHash: si.ContentHash,
-		})
+		si.SourceURL = publicURL(si.SourceURL, si.DocType, IsLocal(r))
+		out.Sources = append(out.Sources, rag.NewSourceJSON(&si, now))
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// ResultJSON is one search result: the chunk, its score and how the score
-// was reached.
-// It is a plain value.
-type ResultJSON struct {
-	ChunkJSON
-	Score       float64            `json:"score"`
-	Explanation search.Explanation `json:"explanation"`
-	// AlsoAt lists other sources with the same text or a near copy of the
-	// page, collapsed into this result.
-	AlsoAt []string `json:"alsoAt,omitempty"`
-}
-
-// SearchJSON answers POST /v1/search.
-// It is a plain value.
-type SearchJSON struct {
-	Query    string       `json:"query"`
-	Mode     search.Mode  `json:"mode"`               // the mode actually used
-	Degraded string       `json:"degraded,omitempty"` // why it is not the one asked for ("embedder unavailable: ...")
-	Results  []ResultJSON `json:"results"`
-	TookMs   float64      `json:"tookMs"`
 }
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
@@ -641,12 +579,6 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
-	if o.TopK == 0 {
-		o.TopK = eng.Config().TopK
-	}
-	if o.SimilarityThreshold == 0 {
-		o.SimilarityThreshold = eng.Config().SimilarityThreshold
-	}
 	start := time.Now()
 	res, rep, err := eng.SearchReport(r.Context(), req.Query, &o)
 	if err != nil {
@@ -654,69 +586,12 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.o.Now()
-	out := SearchJSON{Query: req.Query, Mode: rep.Mode, Degraded: rep.Degraded, Results: make([]ResultJSON, 0, len(res)), TookMs: float64(time.Since(start).Microseconds()) / 1000}
-	for _, x := range res {
-		out.Results = append(out.Results, ResultJSON{ChunkJSON: s.chunkJSON(x.Record, now, IsLocal(r)), Score: x.Score, Explanation: x.Explanation, AlsoAt: x.AlsoAt})
+	local := IsLocal(r)
+	for i := range res {
+		s.public(&res[i].Record, local)
 	}
+	out := rag.NewSearchJSON(req.Query, res, rep, now, time.Since(start))
 	writeJSON(w, http.StatusOK, out)
-}
-
-// ContextJSON answers POST /v1/context: the block, its token counts and the
-// chat message ready to send (role assistant, marked as untrusted data).
-// It is a plain value.
-type ContextJSON struct {
-	Text    string        `json:"text"`    // the <knowledge_context> block ("" when empty)
-	Message MessageJSON   `json:"message"` // the ready chat message
-	Empty   bool          `json:"empty"`   // no profile and no knowledge: skip the message
-	Tokens  TokensJSON    `json:"tokens"`
-	Budgets BudgetsJSON   `json:"budgets"`
-	Sources []ContextItem `json:"sources"`
-	Profile string        `json:"profile,omitempty"`
-	Summary string        `json:"summary"`
-	Found   int           `json:"totalFound"`
-	// Mode is the retrieval actually used for the knowledge, and Degraded
-	// why it is not the configured one ("embedder unavailable: ...").
-	Mode     search.Mode `json:"mode,omitempty"`
-	Degraded string      `json:"degraded,omitempty"`
-}
-
-// MessageJSON is an OpenAI-style chat message.
-// It is a plain value.
-type MessageJSON struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-// TokensJSON counts the tokens of the block.
-// It is a plain value.
-type TokensJSON struct {
-	Total     int `json:"total"`
-	Profile   int `json:"profile"`
-	Knowledge int `json:"knowledge"`
-	UserQuery int `json:"userQuery"`
-}
-
-// BudgetsJSON are the budgets the block was built within (Property 4).
-// It is a plain value.
-type BudgetsJSON struct {
-	TotalAvailable int `json:"totalAvailable"`
-	Preference     int `json:"preference"`
-	Knowledge      int `json:"knowledge"`
-	Remaining      int `json:"remaining"`
-}
-
-// ContextItem is one source included in the block.
-// It is a plain value.
-type ContextItem struct {
-	Index       int       `json:"index"`
-	URL         string    `json:"url"`
-	Title       string    `json:"title"`
-	HeadingPath []string  `json:"headingPath,omitempty"`
-	Retrieved   time.Time `json:"retrieved"`
-	Age         string    `json:"age"`
-	Score       float64   `json:"score"`
-	Truncated   bool      `json:"truncated,omitempty"`
-	ChunkID     string    `json:"chunkId"`
 }
 
 func (s *Server) context(w http.ResponseWriter, r *http.Request) {
@@ -756,23 +631,7 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	b := c.Block
-	out := ContextJSON{
-		Text:    c.Text,
-		Message: MessageJSON{Role: c.Message.Role, Content: c.Message.Content},
-		Empty:   b.Empty(),
-		Tokens:  TokensJSON{Total: b.TotalTokens, Profile: b.ProfileTokens, Knowledge: b.KnowledgeTokens, UserQuery: c.UserQueryTokens},
-		Budgets: BudgetsJSON{TotalAvailable: c.Budgets.TotalAvailable, Preference: c.Budgets.PreferenceBudget, Knowledge: c.Budgets.KnowledgeBudget, Remaining: c.Budgets.Remaining},
-		Sources: make([]ContextItem, 0, len(b.Sources)),
-		Profile: b.UserProfile, Summary: b.Summary, Found: b.TotalFound,
-		Mode: b.Retrieval.Mode, Degraded: b.Retrieval.Degraded,
-	}
-	for _, src := range b.Sources {
-		out.Sources = append(out.Sources, ContextItem{
-			Index: src.Index, URL: src.URL, Title: src.Title, HeadingPath: src.HeadingPath,
-			Retrieved: src.Retrieved.UTC(), Age: src.Age, Score: src.Score, Truncated: src.Truncated, ChunkID: src.ChunkID,
-		})
-	}
+	out := rag.NewContextJSON(c)
 	writeJSON(w, http.StatusOK, out)
 }
 

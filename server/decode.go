@@ -221,15 +221,23 @@ func (q *SearchRequest) options(maxK int) (search.Options, *apiError) {
 	if q.TopK < 0 || q.TopK > maxK {
 		return o, badRequest("topK must be between 1 and %d", maxK)
 	}
-	m, err := search.ParseMode(q.Mode)
-	if err != nil {
-		return o, badRequest("%v", err)
+	// What the request leaves out stays zero: the engine's configuration
+	// decides it (rag.Config.SearchOptions).
+	o = search.Options{TopK: q.TopK, GroupBySource: q.GroupBySource, KeepDuplicates: q.KeepDuplicates}
+	if strings.TrimSpace(q.Mode) != "" {
+		m, err := search.ParseMode(q.Mode)
+		if err != nil {
+			return o, badRequest("%v", err)
+		}
+		o.Mode = m
 	}
-	fu, err := search.ParseFusion(q.Fusion)
-	if err != nil {
-		return o, badRequest("%v", err)
+	if strings.TrimSpace(q.Fusion) != "" {
+		fu, err := search.ParseFusion(q.Fusion)
+		if err != nil {
+			return o, badRequest("%v", err)
+		}
+		o.Fusion = fu
 	}
-	o = search.Options{Mode: m, TopK: q.TopK, Fusion: fu, GroupBySource: q.GroupBySource, KeepDuplicates: q.KeepDuplicates}
 	where, a := parseFilter("filter", q.Filter)
 	if a != nil {
 		return o, a

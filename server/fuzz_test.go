@@ -62,7 +62,8 @@ func FuzzDecodeRequest(f *testing.F) {
 				if o.TopK < 0 || o.TopK > maxTopK || strings.TrimSpace(q.Query) == "" {
 					t.Fatalf("accepted %+v", o)
 				}
-				if o.Mode != search.Hybrid && o.Mode != search.Vector && o.Mode != search.FullText {
+				// "" leaves the mode to the engine's configuration.
+				if o.Mode != "" && o.Mode != search.Hybrid && o.Mode != search.Vector && o.Mode != search.FullText {
 					t.Fatalf("accepted mode %q", o.Mode)
 				}
 			}

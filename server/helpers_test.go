@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/server"
 )
 
@@ -185,14 +186,14 @@ func (ts *testServer) waitJob(id string, headers ...string) server.JobJSON {
 	}
 }
 
-func (ts *testServer) search(query string, headers ...string) server.SearchJSON {
+func (ts *testServer) search(query string, headers ...string) rag.SearchJSON {
 	ts.t.Helper()
-	var s server.SearchJSON
+	var s rag.SearchJSON
 	ts.must(http.StatusOK, "POST", "/v1/search", map[string]any{"query": query, "topK": 10}, headers...).json(ts.t, &s)
 	return s
 }
 
-func hasURL(s server.SearchJSON, url string) bool {
+func hasURL(s rag.SearchJSON, url string) bool {
 	for _, r := range s.Results {
 		if r.URL == url {
 			return true

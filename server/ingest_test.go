@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/server"
 )
 
@@ -36,7 +37,7 @@ func TestPagesURLVariantsAttrsAndFilters(t *testing.T) {
 		t.Fatalf("sources: %+v", srcs)
 	}
 	ts.indexPage(map[string]any{"url": "https://zoo.example/lions", "text": "Lions sleep most of the day, and otters do not.", "attrs": map[string]string{"team": "cats"}})
-	var s server.SearchJSON
+	var s rag.SearchJSON
 	ts.must(http.StatusOK, "POST", "/v1/search", map[string]any{"query": "otters sleep", "filter": "team = mammals AND lang IN [en, de]"}).json(t, &s)
 	if len(s.Results) == 0 || s.Results[0].URL != "https://zoo.example/otters" || hasURL(s, "https://zoo.example/lions") {
 		t.Fatalf("filtered search: %+v", s.Results)
@@ -45,7 +46,7 @@ func TestPagesURLVariantsAttrsAndFilters(t *testing.T) {
 	if len(s.Results) != 1 || s.Results[0].URL != "https://zoo.example/lions" {
 		t.Fatalf("source prefix: %+v", s.Results)
 	}
-	var c server.ContextJSON
+	var c rag.ContextJSON
 	ts.must(http.StatusOK, "POST", "/v1/context", map[string]any{"query": "who sleeps", "filter": "team = cats"}).json(t, &c)
 	if len(c.Sources) != 1 || c.Sources[0].URL != "https://zoo.example/lions" {
 		t.Fatalf("filtered context: %+v", c.Sources)

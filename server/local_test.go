@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/server"
 )
 
@@ -169,12 +170,12 @@ func TestDocumentsAndSources(t *testing.T) {
 		}
 	}
 	// Search returns offsets and the content hash.
-	var sr server.SearchJSON
+	var sr rag.SearchJSON
 	ts.must(200, "POST", "/v1/search", map[string]any{"query": "otters sleep"}).json(t, &sr)
 	if len(sr.Results) == 0 || sr.Results[0].URL != "file:///notes/otters.md" || sr.Results[0].ContentHash != out.Results[0].ContentHash || sr.Results[0].End <= sr.Results[0].Start {
 		t.Fatalf("search %+v", sr)
 	}
-	var srcs server.SourcesJSON
+	var srcs rag.SourcesJSON
 	ts.must(200, "GET", "/v1/sources?type=knowledge,memory", nil).json(t, &srcs)
 	if srcs.Total != 3 || srcs.Sources[0].ContentHash == "" {
 		t.Fatalf("sources %+v", srcs)
@@ -206,14 +207,14 @@ func TestDocumentsAndSources(t *testing.T) {
 
 	// Context overrides: topK 1 keeps one source; a tiny knowledge budget
 	// keeps it small; a bad mode is refused.
-	var c server.ContextJSON
+	var c rag.ContextJSON
 	ts.must(200, "POST", "/v1/context", map[string]any{"query": "otters zebras stripes sleep", "topK": 1, "mode": "fulltext"}).json(t, &c)
 	if len(c.Sources) != 1 || c.Found != 1 {
 		t.Errorf("topK 1: %d sources, %d found", len(c.Sources), c.Found)
 	}
 	ts.must(200, "POST", "/v1/context", map[string]any{"query": "otters zebras stripes sleep", "knowledgeBudget": 30}).json(t, &c)
-	if c.Budgets.Knowledge != 30 {
-		t.Errorf("knowledge budget %d, want 30", c.Budgets.Knowledge)
+	if c.Budgets.KnowledgeBudget != 30 {
+		t.Errorf("knowledge budget %d, want 30", c.Budgets.KnowledgeBudget)
 	}
 	ts.must(400, "POST", "/v1/context", map[string]any{"query": "x", "mode": "psychic"})
 	ts.must(400, "POST", "/v1/context", map[string]any{"query": "x", "topK": 1000})

@@ -38,8 +38,8 @@ func TestEmbedderOutage(t *testing.T) {
 		n++
 		return map[string]any{"query": fmt.Sprintf("heron wading fish %d", n)}
 	}
-	var s server.SearchJSON
-	s = server.SearchJSON{}
+	var s rag.SearchJSON
+	s = rag.SearchJSON{}
 	ts.must(http.StatusOK, "POST", "/v1/search", fresh()).json(t, &s)
 	if s.Mode != "hybrid" || s.Degraded != "" || len(s.Results) != 1 {
 		t.Fatalf("healthy: %+v", s)
@@ -50,7 +50,7 @@ func TestEmbedderOutage(t *testing.T) {
 	// the breaker opens.
 	for i := 0; i < 2; i++ {
 		start := time.Now()
-		s = server.SearchJSON{}
+		s = rag.SearchJSON{}
 		ts.must(http.StatusOK, "POST", "/v1/search", fresh()).json(t, &s)
 		if s.Mode != "fulltext" || !strings.HasPrefix(s.Degraded, "embedder unavailable: ") || len(s.Results) != 1 || time.Since(start) > 5*time.Second {
 			t.Fatalf("outage, query %d: %+v after %v", i, s, time.Since(start))
@@ -58,7 +58,7 @@ func TestEmbedderOutage(t *testing.T) {
 	}
 	calls := emb.Calls()
 	for i := 0; i < 20; i++ {
-		s = server.SearchJSON{}
+		s = rag.SearchJSON{}
 		ts.must(http.StatusOK, "POST", "/v1/search", fresh()).json(t, &s)
 		if s.Mode != "fulltext" || s.Degraded == "" || len(s.Results) != 1 || s.Results[0].Explanation.Method != "bm25" {
 			t.Fatalf("breaker open: %+v", s)
@@ -67,7 +67,7 @@ func TestEmbedderOutage(t *testing.T) {
 	if n := emb.Calls() - calls; n > 2 { // at most the half-open trials
 		t.Fatalf("%d embedding requests while the breaker was open", n)
 	}
-	var c server.ContextJSON
+	var c rag.ContextJSON
 	ts.must(http.StatusOK, "POST", "/v1/context", fresh()).json(t, &c)
 	if c.Mode != "fulltext" || c.Degraded == "" || c.Found != 1 {
 		t.Fatalf("context during the outage: mode %q degraded %q found %d", c.Mode, c.Degraded, c.Found)
@@ -90,7 +90,7 @@ func TestEmbedderOutage(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s = server.SearchJSON{}
+		s = rag.SearchJSON{}
 		ts.must(http.StatusOK, "POST", "/v1/search", fresh()).json(t, &s)
 		if s.Mode == "hybrid" && s.Degraded == "" {
 			break
@@ -103,7 +103,7 @@ func TestEmbedderOutage(t *testing.T) {
 
 	// Vectors of the wrong dimension: an outage, not a record.
 	emb.Set(embedtest.WrongDim)
-	s = server.SearchJSON{}
+	s = rag.SearchJSON{}
 	ts.must(http.StatusOK, "POST", "/v1/search", fresh()).json(t, &s)
 	if s.Mode != "fulltext" || !strings.Contains(s.Degraded, "dimension") {
 		t.Fatalf("wrong dimension: %+v", s)
@@ -123,7 +123,7 @@ func TestEmbedderOutage(t *testing.T) {
 	emb.Set(embedtest.Refused)
 	time.Sleep(350 * time.Millisecond)
 	for i := 0; i < 3; i++ {
-		s = server.SearchJSON{}
+		s = rag.SearchJSON{}
 		ts.must(http.StatusOK, "POST", "/v1/search", fresh()).json(t, &s)
 	}
 	if s.Mode != "fulltext" || s.Degraded == "" {

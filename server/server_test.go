@@ -220,7 +220,7 @@ func TestPageLifecycle(t *testing.T) {
 		t.Errorf("furniture was indexed: %q", res.Content)
 	}
 
-	var c server.ContextJSON
+	var c rag.ContextJSON
 	ts.must(http.StatusOK, "POST", "/v1/context", map[string]any{"query": "What do sea otters use stones for?", "model": "gpt-4o"}).json(t, &c)
 	if c.Empty || !strings.Contains(c.Text, "anvils") || !strings.Contains(c.Text, `url="`+url+`"`) {
 		t.Errorf("context text: %s", c.Text)
@@ -228,7 +228,7 @@ func TestPageLifecycle(t *testing.T) {
 	if c.Message.Role != "assistant" || !strings.HasPrefix(c.Message.Content, rag.UntrustedPrefix) || !strings.Contains(c.Message.Content, c.Text) {
 		t.Errorf("message: %+v", c.Message)
 	}
-	if c.Tokens.Total <= 0 || c.Tokens.Total != c.Tokens.Knowledge+c.Tokens.Profile || c.Tokens.Knowledge > c.Budgets.Knowledge || len(c.Sources) == 0 {
+	if c.Tokens.Total <= 0 || c.Tokens.Total != c.Tokens.Knowledge+c.Tokens.Profile || c.Tokens.Knowledge > c.Budgets.KnowledgeBudget || len(c.Sources) == 0 {
 		t.Errorf("tokens %+v budgets %+v sources %d", c.Tokens, c.Budgets, len(c.Sources))
 	}
 
@@ -237,7 +237,7 @@ func TestPageLifecycle(t *testing.T) {
 	if len(page.Chunks) != job.Chunks || page.Title != "Otters of the Pacific" {
 		t.Errorf("page: %+v", page)
 	}
-	var srcs server.SourcesJSON
+	var srcs rag.SourcesJSON
 	ts.must(http.StatusOK, "GET", "/v1/sources", nil).json(t, &srcs)
 	if srcs.Total != 1 || srcs.Sources[0].URL != url || srcs.Sources[0].Chunks != job.Chunks {
 		t.Errorf("sources: %+v", srcs)
@@ -344,7 +344,7 @@ func TestPreferences(t *testing.T) {
 		t.Fatalf("list: %+v", list)
 	}
 	// The profile goes first into the context.
-	var c server.ContextJSON
+	var c rag.ContextJSON
 	ts.must(http.StatusOK, "POST", "/v1/context", map[string]any{"query": "anything"}).json(t, &c)
 	if !strings.Contains(c.Profile, "concise answers") || c.Tokens.Profile == 0 {
 		t.Errorf("profile: %+v", c)
@@ -649,4 +649,19 @@ func TestBusyNamespacesAreNotClosed(t *testing.T) {
 		t.Errorf("held request: %d %s", r.status, r.body)
 	}
 	ts.must(http.StatusOK, "GET", "/v1/stats", nil, server.NamespaceHeader, "b") // a is idle now and makes room
+}
+
+// The index's own normalisation decides "unchanged": a text page that
+// starts with a byte-order mark (which the index drops) is unchanged the
+// second time too.
+func TestPageUnchangedAfterNormalisation(t *testing.T) {
+	ts := newTestServer(t, nil)
+	bom := map[string]any{"url": "https://example.com/bom", "text": "\uFEFFGrey herons wade in shallow water.", "format": "text"}
+	ts.indexPage(bom)
+	r := ts.must(http.StatusOK, "POST", "/v1/pages", bom)
+	var acc server.PageAccepted
+	r.json(t, &acc)
+	if acc.Status != "unchanged" || acc.Chunks != 1 {
+		t.Errorf("re-post of a text with a byte-order mark: %+v", acc)
+	}
 }

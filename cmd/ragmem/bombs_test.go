@@ -101,7 +101,7 @@ func TestServeBombsRSS(t *testing.T) {
 		}
 		start := time.Now()
 		r := s.call("POST", "/v1/pages", body.Bytes(), false)
-		outcome := fmt.Sprintf("%d", r.status)
+		var outcome string
 		switch r.status {
 		case http.StatusAccepted:
 			var acc struct{ JobID string }

@@ -65,21 +65,19 @@ func TestCLIWorkflow(t *testing.T) {
 		out := mustRun(t, "--dir", dir, "search", "--mode", mode, "--threshold", "-1", "--json", "quetzal tarball")
 		var res struct {
 			Results []struct {
-				Chunk struct {
-					SourceURL   string   `json:"SourceURL"`
-					HeadingPath []string `json:"HeadingPath"`
-				} `json:"chunk"`
+				URL         string         `json:"url"`
+				HeadingPath []string       `json:"headingPath"`
 				Explanation map[string]any `json:"explanation"`
 			} `json:"results"`
 		}
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Fatalf("%s: %v\n%s", mode, err, out)
 		}
-		if len(res.Results) == 0 || !strings.HasSuffix(res.Results[0].Chunk.SourceURL, "/install.md") {
+		if len(res.Results) == 0 || !strings.HasSuffix(res.Results[0].URL, "/install.md") {
 			t.Fatalf("%s search: %s", mode, out)
 		}
-		if strings.Join(res.Results[0].Chunk.HeadingPath, "/") != "Install/Linux" {
-			t.Fatalf("%s heading path: %v", mode, res.Results[0].Chunk.HeadingPath)
+		if strings.Join(res.Results[0].HeadingPath, "/") != "Install/Linux" {
+			t.Fatalf("%s heading path: %v", mode, res.Results[0].HeadingPath)
 		}
 	}
 	human := mustRun(t, "--dir", dir, "search", "otters")

@@ -25,13 +25,16 @@ func newContextCmd(g *globals) *cobra.Command {
 		Short: "Print the knowledge-context message an agent would receive for QUERY",
 		Long: "Build the <knowledge_context> block for QUERY within the token budget of --model's context\n" +
 			"window and print it as the separate untrusted-data chat message. --json prints the whole chat\n" +
-			"messages array [system, context, user] together with the budgets.",
+			"context with its tokens, budgets and sources, and the chat messages array [system, context, user].",
 		Example: "  ragmem context --model gpt-4o \"how do I install on linux?\"\n  ragmem context --json --context-limit 8192 \"what is rrf?\"",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := search.ParseMode(mode)
-			if err != nil {
-				return err
+			var m search.Mode // not given: the engine's configuration decides
+			if cmd.Flags().Changed("mode") {
+				var err error
+				if m, err = search.ParseMode(mode); err != nil {
+					return err
+				}
 			}
 			query := strings.Join(args, " ")
 			where, err := searchFilter(filter, source)
@@ -59,11 +62,10 @@ func newContextCmd(g *globals) *cobra.Command {
 						msgs = append(msgs, c.Message)
 					}
 					msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: query})
-					return writeJSON(g.stdout, map[string]any{
-						"messages": msgs, "budgets": c.Budgets, "userQueryTokens": c.UserQueryTokens,
-						"totalTokens": c.Block.TotalTokens, "profileTokens": c.Block.ProfileTokens,
-						"knowledgeTokens": c.Block.KnowledgeTokens, "summary": c.Block.Summary, "retrieval": c.Block.Retrieval,
-					})
+					return writeJSON(g.stdout, struct {
+						rag.ContextJSON
+						Messages []openai.ChatCompletionMessage `json:"messages"` // system, context (when not empty), user: ready to send
+					}{rag.NewContextJSON(c), msgs})
 				}
 				if c.Block.Empty() {
 					fmt.Fprintln(g.stderr, "ragmem: no preferences and nothing relevant in the memory for this query")
@@ -87,6 +89,6 @@ func newContextCmd(g *globals) *cobra.Command {
 	f.StringVar(&mode, "mode", "hybrid", "search mode: hybrid, vector or fulltext")
 	f.StringVar(&filter, "filter", "", "only use chunks that match this filter expression (see ragmem search --help)")
 	f.StringVar(&source, "source", "", "only use this source: a URL, a file, or a folder or URL ending in / (every source under it)")
-	f.BoolVar(&asJSON, "json", false, "print the chat messages array and budgets as JSON")
+	f.BoolVar(&asJSON, "json", false, "print JSON: the block, its tokens, budgets and sources, and the chat messages array")
 	return cmd
 }

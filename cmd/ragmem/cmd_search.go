@@ -7,12 +7,14 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -41,16 +43,31 @@ func newSearchCmd(g *globals) *cobra.Command {
 			"  ragmem search --source docs/ --group \"configuration\"",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := search.ParseMode(mode)
-			if err != nil {
-				return err
+			// Flags not given stay zero: the engine's configuration decides
+			// them (rag.Config.SearchOptions).
+			var m search.Mode
+			var fu search.Fusion
+			var err error
+			if cmd.Flags().Changed("mode") {
+				if m, err = search.ParseMode(mode); err != nil {
+					return err
+				}
 			}
-			fu, err := search.ParseFusion(fusion)
-			if err != nil {
-				return err
+			if cmd.Flags().Changed("fusion") {
+				if fu, err = search.ParseFusion(fusion); err != nil {
+					return err
+				}
 			}
-			if topK <= 0 {
+			if cmd.Flags().Changed("top-k") && topK <= 0 {
 				return fmt.Errorf("--top-k must be positive")
+			}
+			if !cmd.Flags().Changed("threshold") {
+				threshold = 0
+			} else if threshold == 0 {
+				threshold = -1 // an explicit 0 is no threshold; zero options mean the default
+			}
+			if !cmd.Flags().Changed("top-k") {
+				topK = 0
 			}
 			query := strings.Join(args, " ")
 			where, err := searchFilter(filter, source)
@@ -61,6 +78,7 @@ func newSearchCmd(g *globals) *cobra.Command {
 				perSource = -1 // on the command line, 0 is no cap
 			}
 			return g.withStore(cmd.Context(), func(st memStore) error {
+				start := time.Now()
 				res, rep, err := st.SearchReport(cmd.Context(), query, &search.Options{
 					Mode: m, TopK: topK, SimilarityThreshold: threshold, Fusion: fu, DocTypes: types, Where: where,
 					MaxPerSource: perSource, GroupBySource: group, KeepDuplicates: keepDup,
@@ -69,14 +87,10 @@ func newSearchCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					out := map[string]any{"query": query, "mode": rep.Mode, "results": nonNil(res)}
-					if rep.Degraded != "" {
-						out["degraded"] = rep.Degraded
-					}
-					return writeJSON(g.stdout, out)
+					return writeJSON(g.stdout, rag.NewSearchJSON(query, res, rep, time.Now(), time.Since(start)))
 				}
 				if rep.Degraded != "" {
-					fmt.Fprintf(g.stderr, "ragmem: answered by %s search, not %s: %s\n", rep.Mode, m, rep.Degraded)
+					fmt.Fprintf(g.stderr, "ragmem: answered by %s search: %s\n", rep.Mode, rep.Degraded)
 				}
 				printResults(g.stdout, res, group)
 				return nil
@@ -84,10 +98,12 @@ func newSearchCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&mode, "mode", "hybrid", "hybrid, vector or fulltext")
-	f.StringVar(&fusion, "fusion", string(search.DefaultFusion), "hybrid fusion: relative or rrf")
+	// The defaults shown are rag.DefaultConfig's; a flag not given leaves the
+	// choice to the engine's configuration.
+	f.StringVar(&mode, "mode", string(search.Hybrid), "hybrid, vector or fulltext")
+	f.StringVar(&fusion, "fusion", string(search.DefaultFusion), "hybrid fusion: relative, rrf or dbsf")
 	f.IntVar(&topK, "top-k", search.DefaultTopK, "maximum number of results")
-	f.Float64Var(&threshold, "threshold", search.DefaultThreshold, "similarity threshold (negative disables; see docs for what it compares per mode)")
+	f.Float64Var(&threshold, "threshold", search.DefaultThreshold, "similarity threshold (negative or 0 disables; see docs for what it compares per mode)")
 	f.StringSliceVar(&types, "types", []string{index.DocKnowledge}, "document types to search: knowledge, memory, preference")
 	f.StringVar(&source, "source", "", "only search this source: a URL, a file, or a folder or URL ending in / (every source under it)")
 	f.StringVar(&filter, "filter", "", "only search chunks that match this filter expression (see above)")
@@ -96,13 +112,6 @@ func newSearchCmd(g *globals) *cobra.Command {
 	f.BoolVar(&keepDup, "keep-duplicates", false, "show identical and near-identical chunks of other sources too")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-func nonNil(r []search.Result) []search.Result {
-	if r == nil {
-		return []search.Result{}
-	}
-	return r
 }
 
 func printResults(w io.Writer, res []search.Result, grouped bool) {

@@ -269,7 +269,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		mcpTCP: f.mcp, mcpReadOnly: f.mcpReadOnly, memories: memories,
 		open: func(ctx context.Context, d string) (*rag.Engine, error) {
 			if d == dir { // the default namespace: the store the flags select
-				return g.openDir(ctx, d, queryCache, log, quotaChunks, quotaBytes)
+				return g.openDir(ctx, d, nil, queryCache, log, quotaChunks, quotaBytes)
 			}
 			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, QueryCache: queryCache, Logger: log,
 				MaxChunksPerDocument: g.maxChunksOption(), QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0)})

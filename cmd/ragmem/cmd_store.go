@@ -12,6 +12,7 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/rag"
 )
 
 func newRmCmd(g *globals) *cobra.Command {
@@ -132,10 +133,12 @@ func newSourcesCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					if srcs == nil {
-						srcs = []index.SourceInfo{}
+					out := rag.SourcesJSON{Total: total, Offset: offset, Limit: limit, Sources: make([]rag.SourceJSON, len(srcs))}
+					now := time.Now()
+					for i := range srcs {
+						out.Sources[i] = rag.NewSourceJSON(&srcs[i], now)
 					}
-					return writeJSON(g.stdout, map[string]any{"total": total, "offset": offset, "sources": srcs})
+					return writeJSON(g.stdout, out)
 				}
 				for _, s := range srcs {
 					fmt.Fprintf(g.stdout, "%-60s  %3d chunks  %s  %s\n", s.SourceURL, s.Chunks, s.CreatedAt.Format("2006-01-02 15:04"), s.Title)

@@ -100,7 +100,7 @@ func TestIndexFolderSync(t *testing.T) {
 	}
 	// The BOM file's chunk has its heading path.
 	out = mustRun(t, "--dir", dir, "search", "--json", "first heading survives")
-	if !strings.Contains(out, `"HeadingPath": [`) || !strings.Contains(out, `"Byte Order"`) {
+	if !strings.Contains(out, `"headingPath": [`) || !strings.Contains(out, `"Byte Order"`) {
 		t.Errorf("BOM heading lost: %s", out)
 	}
 	// Attributes: filter on them.

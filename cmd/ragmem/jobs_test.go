@@ -118,7 +118,7 @@ func TestSearchSaysWhenDegraded(t *testing.T) {
 		t.Fatalf("search --json: %+v %v\n%s", res, err, out)
 	}
 	_, stderr, err := runCLI(t, "--dir", dir, "--embedder", spec, "--base-url", emb.BaseURL(), "search", "grey heron")
-	if err != nil || !strings.Contains(stderr, "answered by fulltext search, not hybrid: embedder unavailable") {
+	if err != nil || !strings.Contains(stderr, "answered by fulltext search: embedder unavailable") {
 		t.Fatalf("search: %v\n%s", err, stderr)
 	}
 }

@@ -75,15 +75,15 @@ func TestMCPStdio(t *testing.T) {
 	}
 
 	ix := callTool("index_text", map[string]any{"text": "# Axolotls\n\nAxolotls regrow lost limbs within weeks.", "url": "https://pond.example/axolotl", "title": "Axolotls", "format": "markdown"})
-	if ix["source_url"] != "https://pond.example/axolotl" || ix["chunks"].(float64) < 1 {
+	if ix["url"] != "https://pond.example/axolotl" || ix["chunks"].(float64) < 1 {
 		t.Errorf("index_text %v", ix)
 	}
 	sr := callTool("search_memory", map[string]any{"query": "axolotl limbs"})
-	if rs, _ := sr["results"].([]any); len(rs) == 0 || rs[0].(map[string]any)["source_url"] != "https://pond.example/axolotl" {
+	if rs, _ := sr["results"].([]any); len(rs) == 0 || rs[0].(map[string]any)["url"] != "https://pond.example/axolotl" {
 		t.Errorf("search_memory %v", sr)
 	}
 	co := callTool("get_context", map[string]any{"query": "how do axolotls heal", "model": "gpt-4o-mini"})
-	if msg, _ := co["message"].(string); !strings.Contains(msg, "<knowledge_context>") || !strings.Contains(msg, "Prefers short answers") || !strings.Contains(msg, "pond.example") {
+	if msg, _ := co["message"].(map[string]any)["content"].(string); !strings.Contains(msg, "<knowledge_context>") || !strings.Contains(msg, "Prefers short answers") || !strings.Contains(msg, "pond.example") {
 		t.Errorf("get_context %v", co)
 	}
 	if ls := callTool("list_sources", nil); ls["total"].(float64) != 1 {
@@ -96,7 +96,7 @@ func TestMCPStdio(t *testing.T) {
 	if rp := callTool("remove_preference", map[string]any{"id": p["id"]}); rp["removed"] != true {
 		t.Errorf("remove_preference %v", rp)
 	}
-	if fo := callTool("forget_source", map[string]any{"url": "https://pond.example/axolotl"}); fo["removed_chunks"].(float64) < 1 {
+	if fo := callTool("forget_source", map[string]any{"url": "https://pond.example/axolotl"}); fo["removed"].(float64) < 1 {
 		t.Errorf("forget_source %v", fo)
 	}
 	if ls := callTool("list_sources", nil); ls["total"].(float64) != 0 {

@@ -76,7 +76,7 @@ func newRootCmd() *cobra.Command {
 		newRmCmd(g), newStatsCmd(g), newSourcesCmd(g), newDemoCmd(g),
 		newBenchCmd(g),
 	)
-	root.AddCommand(newMCPCmd(g), newServeCmd(g), newTokenCmd(g), newMemoryCmd(g), newCheckCmd(g), newJobsCmd(g), newMigrateCmd(g), newEvalCmd(g), newModelCmd(g))
+	root.AddCommand(newMCPCmd(g), newServeCmd(g), newTokenCmd(g), newMemoryCmd(g), newCheckCmd(g), newJobsCmd(g), newMigrateCmd(g), newExportCmd(g), newImportCmd(g), newEvalCmd(g), newModelCmd(g))
 	root.AddCommand(newConfigCmd(g), newStatusCmd(g))
 	return root
 }
@@ -138,17 +138,25 @@ func (g *globals) newEmbedder() (embed.Embedder, error) {
 // flags, the environment or the config file name, else the one the store
 // records, else the lexical default.
 func (g *globals) open(ctx context.Context) (*rag.Engine, error) {
+	return g.openWith(ctx, nil)
+}
+
+// openWith is open where a store that records no embedder yet is taken to
+// record fallback (import: the embedder of the file's vectors).
+func (g *globals) openWith(ctx context.Context, fallback *index.EmbedderRecord) (*rag.Engine, error) {
 	dir, err := g.dataDir()
 	if err != nil {
 		return nil, err
 	}
-	return g.openDir(ctx, dir, nil, slog.Default(), 0, 0)
+	return g.openDir(ctx, dir, fallback, nil, slog.Default(), 0, 0)
 }
 
 // openDir opens the engine of the data directory dir with the backend the
-// flags select, sharing queryCache (nil: the store's own), logging to log,
-// with the quotas of chunks and bytes (0: the defaults; negative: none).
-func (g *globals) openDir(ctx context.Context, dir string, queryCache *embed.QueryCache, log *slog.Logger, quotaChunks int, quotaBytes int64) (*rag.Engine, error) {
+// flags select, taking a store that records no embedder to record fallback
+// (nil: the flags' or the default), sharing queryCache (nil: the store's
+// own), logging to log, with the quotas of chunks and bytes (0: the
+// defaults; negative: none).
+func (g *globals) openDir(ctx context.Context, dir string, fallback *index.EmbedderRecord, queryCache *embed.QueryCache, log *slog.Logger, quotaChunks int, quotaBytes int64) (*rag.Engine, error) {
 	be, err := g.store.open(ctx)
 	if err != nil {
 		return nil, err
@@ -157,6 +165,9 @@ func (g *globals) openDir(ctx context.Context, dir string, queryCache *embed.Que
 	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: log, QueryCache: queryCache, MaxChunksPerDocument: g.maxChunksOption(),
 		QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0),
 		EmbedderFor: func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error) {
+			if rec == nil {
+				rec = fallback
+			}
 			c, err := g.resolveEmbedder(rec)
 			if err != nil {
 				return nil, err

@@ -8,7 +8,6 @@ package embedtest
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -151,15 +150,4 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		out.Data = append(out.Data, item{Object: "embedding", Index: i, Embedding: v})
 	}
 	json.NewEncoder(w).Encode(out)
-}
-
-// RefusedURL returns the base URL of a loopback port nothing listens on.
-func RefusedURL(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/v1"
 }

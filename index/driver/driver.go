@@ -52,19 +52,20 @@ var (
 
 // Record is one stored chunk.
 type Record struct {
-	ID          string            // unique within the store
-	SourceURL   string            // the source this chunk came from; required
-	Title       string            // title of the source
-	HeadingPath []string          // headings enclosing the chunk, outermost first
-	Content     string            // chunk text
-	DocType     string            // DocKnowledge, DocPreference or DocMemory
-	Position    int               // 0-based position of the chunk in its source
-	Start, End  int               // byte offsets of the chunk in its source
-	Tokens      int               // token count of Content
-	CreatedAt   time.Time         // when the chunk was indexed
-	ContentHash string            // hash of the whole source content (same for all its chunks)
-	Attrs       map[string]string // extra metadata (e.g. preferenceType); nil when none
-	Vector      []float32         // L2-normalised embedding; omitted in search hits
+	ID          string            `json:"id"`                    // unique within the store
+	SourceURL   string            `json:"url"`                   // the source this chunk came from; required
+	Title       string            `json:"title"`                 // title of the source
+	HeadingPath []string          `json:"headingPath,omitempty"` // headings enclosing the chunk, outermost first
+	Content     string            `json:"content"`               // chunk text
+	DocType     string            `json:"docType"`               // DocKnowledge, DocPreference or DocMemory
+	Position    int               `json:"position"`              // 0-based position of the chunk in its source
+	Start       int               `json:"start"`                 // byte offset where the chunk starts in its source
+	End         int               `json:"end"`                   // byte offset where it ends
+	Tokens      int               `json:"tokens"`                // token count of Content
+	CreatedAt   time.Time         `json:"createdAt"`             // when the chunk was indexed
+	ContentHash string            `json:"contentHash,omitempty"` // hash of the whole source content (same for all its chunks)
+	Attrs       map[string]string `json:"attrs,omitempty"`       // extra metadata (e.g. preferenceType); nil when none
+	Vector      []float32         `json:"vector,omitempty"`      // L2-normalised embedding; omitted in search hits
 }
 
 // Batch is one atomic mutation: every record of DeleteSources and every id in
@@ -127,27 +128,27 @@ func (f *Filter) Match(r *Record) bool {
 
 // Hit is one search result. Record.Vector is nil.
 type Hit struct {
-	Record Record
-	Score  float64 // BM25 score (full text) or cosine similarity (vector)
+	Record Record  `json:"record"`
+	Score  float64 `json:"score"` // BM25 score (full text) or cosine similarity (vector)
 }
 
 // SourceInfo summarises one source.
 type SourceInfo struct {
-	SourceURL   string
-	Title       string
-	DocType     string
-	ContentHash string
-	Chunks      int
-	Tokens      int
-	CreatedAt   time.Time
+	SourceURL   string    `json:"url"`
+	Title       string    `json:"title"`
+	DocType     string    `json:"docType"`
+	ContentHash string    `json:"contentHash"`
+	Chunks      int       `json:"chunks"`
+	Tokens      int       `json:"tokens"`
+	CreatedAt   time.Time `json:"createdAt"`
 }
 
 // Stats describes a store.
 type Stats struct {
-	Records   int       // chunks stored
-	Sources   int       // distinct sources
-	SizeBytes int64     // bytes on disk (or reported by the server)
-	LastSync  time.Time // when the last mutation became durable; zero if none since open
+	Records   int       `json:"records"`           // chunks stored
+	Sources   int       `json:"sources"`           // distinct sources
+	SizeBytes int64     `json:"sizeBytes"`         // bytes on disk (or reported by the server)
+	LastSync  time.Time `json:"lastSync,omitzero"` // when the last mutation became durable; zero if none since open
 }
 
 // Backend is a storage backend. See the package comment for concurrency.

@@ -201,9 +201,6 @@ func (nd *Node) start() error {
 // Kill stops the node at once (SIGKILL), as a crash would, and waits for it.
 func (nd *Node) Kill() { nd.signal(syscall.SIGKILL) }
 
-// Stop stops the node gracefully (SIGTERM) and waits for it.
-func (nd *Node) Stop() { nd.signal(syscall.SIGTERM) }
-
 func (nd *Node) signal(sig syscall.Signal) {
 	nd.mu.Lock()
 	cmd, done := nd.cmd, nd.done
@@ -219,14 +216,6 @@ func (nd *Node) signal(sig syscall.Signal) {
 		_ = cmd.Process.Kill()
 		<-done
 	}
-}
-
-// Restart starts a stopped node again on the same ports and data.
-func (nd *Node) Restart(ctx context.Context) error {
-	if err := nd.start(); err != nil {
-		return err
-	}
-	return nd.WaitReady(ctx)
 }
 
 // WaitReady waits for GET /v1/.well-known/ready to answer 200.

@@ -62,6 +62,14 @@ func TestInjectorCachesWithinTTL(t *testing.T) {
 	if c := in.GetMemoryContext(bg, q); c.Cached {
 		t.Error("hit after the TTL")
 	}
+	if c := in.GetMemoryContext(bg, q); !c.Cached {
+		t.Error("not cached again")
+	}
+	// Invalidate empties the cache: the same query is retrieved again.
+	in.Invalidate()
+	if c := in.GetMemoryContext(bg, q); c.Cached || c.Message.Content != first.Message.Content {
+		t.Errorf("after Invalidate: cached %v", c.Cached)
+	}
 }
 
 // A memory written after a context was cached invalidates it.

@@ -149,6 +149,35 @@ func TestSemanticLearnRecallOverwrite(t *testing.T) {
 	if st := m2.Stats(); st.SemanticEntryCount != 2 {
 		t.Errorf("%+v", st)
 	}
+	if ks := m2.Knowledge(); len(ks) != 2 || ks[0].Key != "dataset-format" || ks[1].Key != "go-version" || ks[0].Value != "CSV with headers, semicolon-delimited" {
+		t.Errorf("knowledge %+v", ks)
+	}
+}
+
+// LLMSummarizer sends the newest entries that fit its cap to the chat
+// model, as data, and labels the model's answer.
+func TestLLMSummarizer(t *testing.T) {
+	chat := memtest.NewChat(t, func(int, map[string]any) (int, string) { return 200, "- the cache key includes the tenant" })
+	var es []Entry
+	for i := 0; i < 40; i++ {
+		es = append(es, Entry{Content: fmt.Sprintf("observation %d about the cache key", i), Timestamp: clock()})
+	}
+	s := LLMSummarizer{LLM: chat.LLM(), MaxInputTokens: 100}
+	got, err := s.Summarize(bg, es)
+	if err != nil || got != "[Summary of 40 entries]\n- the cache key includes the tenant" {
+		t.Fatalf("%q %v", got, err)
+	}
+	reqs := chat.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	user := reqs[0]["messages"].([]any)[1].(map[string]any)["content"].(string)
+	if !strings.Contains(user, "observation 39 ") || strings.Contains(user, "observation 0 ") || !strings.HasPrefix(user, "<entries>") {
+		t.Errorf("the newest entries within the cap, as data: %q", user)
+	}
+	if _, err := (LLMSummarizer{}).Summarize(bg, es); !errors.Is(err, memory.ErrInvalid) {
+		t.Errorf("no model: %v", err)
+	}
 }
 
 // Procedural rules are matched against a task like whenToUse patterns.
