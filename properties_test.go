@@ -1660,3 +1660,96 @@ func TestPropertyEmbedderOutage(t *testing.T) {
 		t.Error("no search was degraded: the outage was not exercised")
 	}
 }
+
+// semanticEmbedder is the offline lexical embedder presented as a semantic
+// one (it does not say that it matches words), so that the engine keeps the
+// store's fusion weight calibrated.
+type semanticEmbedder struct{ lex *embed.Lexical }
+
+func (s semanticEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return s.lex.Embed(ctx, texts)
+}
+func (s semanticEmbedder) Identity() string   { return "semantic-" + s.lex.Identity() }
+func (s semanticEmbedder) Dimension() int     { return s.lex.Dimension() }
+func (s semanticEmbedder) MatchesWords() bool { return false }
+
+// keptBackend is a storage backend that outlives the engine closing it, so
+// that a property can open a second engine on what the first one wrote.
+type keptBackend struct{ driver.Backend }
+
+func (keptBackend) Close() error { return nil }
+
+// calibrationCase is one store of the calibration property: Docs
+// documents of one chunk each, the first Batch of them indexed in one batch
+// and the rest one by one. Only the counts matter, so only they are drawn
+// (and shrunk): each shrinking step builds and calibrates a store.
+type calibrationCase struct {
+	Docs  int
+	Batch int
+}
+
+// Fusion calibration (docs/spec.md): with a semantic embedder, a store
+// that has been written until it holds at least search.MinCalibrationChunks
+// knowledge chunks, in batches or one document at a time, is calibrated on
+// all of them by the time the engine is closed; a smaller one is not.
+func TestPropertyCalibratedWhenGrown(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	emb := semanticEmbedder{embed.NewLexical(nil)}
+	n := 0
+	check(t, params, "a grown store is calibrated on its chunks", prop.ForAll(
+		func(c calibrationCase) string {
+			n++
+			lb, err := local.Open(bg, "calibration", &local.Options{InMemory: true, Logger: quietLogger()})
+			if err != nil {
+				return err.Error()
+			}
+			defer lb.Close()
+			e, err := rag.Open(bg, "", &rag.Options{Backend: keptBackend{lb}, Embedder: emb, Logger: quietLogger()})
+			if err != nil {
+				return err.Error()
+			}
+			docs := make([]index.Document, c.Docs)
+			for i := range docs {
+				w := ragmemtest.Vocabulary
+				docs[i] = index.Document{SourceURL: fmt.Sprintf("https://cal.example/%d/%d", n, i), Title: "note",
+					Content: fmt.Sprintf("Note %d on %s and %s: the %s of %s %d.", i, w[i%len(w)], w[(7*i+3)%len(w)], w[(3*i+1)%len(w)], w[(11*i+5)%len(w)], 13*i)}
+			}
+			batch := min(c.Batch, len(docs))
+			if _, err := e.IndexMany(bg, docs[:batch]); err != nil {
+				return err.Error()
+			}
+			for _, d := range docs[batch:] {
+				if _, err := e.Index(bg, d); err != nil {
+					return err.Error()
+				}
+			}
+			if err := e.Close(); err != nil {
+				return err.Error()
+			}
+			e, err = rag.Open(bg, "", &rag.Options{Backend: keptBackend{lb}, Embedder: emb, Logger: quietLogger()})
+			if err != nil {
+				return err.Error()
+			}
+			defer e.Close()
+			st, err := e.Stats(bg)
+			if err != nil {
+				return err.Error()
+			}
+			cal, ok := search.StoredCalibration(bg, e.Store())
+			if st.ChunkCount < search.MinCalibrationChunks {
+				if ok {
+					return fmt.Sprintf("a store of %d chunks is calibrated: %+v", st.ChunkCount, cal)
+				}
+				return ""
+			}
+			if !ok || cal.Chunks != st.ChunkCount {
+				return fmt.Sprintf("%d chunks (%d in a batch, %d one by one), calibration %+v (%v)", st.ChunkCount, batch, len(docs)-batch, cal, ok)
+			}
+			return ""
+		},
+		gen.Struct(reflect.TypeOf(calibrationCase{}), map[string]gopter.Gen{
+			"Docs":  gen.IntRange(search.MinCalibrationChunks-15, search.MinCalibrationChunks+15),
+			"Batch": gen.IntRange(0, search.MinCalibrationChunks+15),
+		}),
+	))
+}
