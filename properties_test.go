@@ -414,6 +414,11 @@ func TestProperty5PageMetadata(t *testing.T) {
 					return fmt.Sprintf("createdAt %v is not the time of the call (%v)", c.CreatedAt, start)
 				}
 			}
+			// Forget the page, so that a long run's store (and memory) stays
+			// small.
+			if _, err := e.Remove(bg, d.SourceURL); err != nil {
+				return err.Error()
+			}
 			return ""
 		},
 		ragmemtest.GenDocument(),
