@@ -42,3 +42,16 @@ func TestHeadingTitleCap(t *testing.T) {
 		}
 	}
 }
+
+// HTML headings are h1 to h6; h7 (not an HTML element) is not one.
+func TestHTMLHeadingLevels(t *testing.T) {
+	for _, c := range []struct {
+		tag  string
+		want []string
+	}{{"h1", []string{"Deep"}}, {"h6", []string{"Deep"}}, {"h7", nil}} {
+		chunks := Split("<"+c.tag+">Deep</"+c.tag+"><p>Body text.</p>", HTML, nil)
+		if len(chunks) == 0 || len(chunks[0].HeadingPath) != len(c.want) || len(c.want) > 0 && chunks[0].HeadingPath[0] != c.want[0] {
+			t.Errorf("<%s>: chunks %+v, want heading path %q", c.tag, chunks, c.want)
+		}
+	}
+}
