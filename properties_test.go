@@ -1,6 +1,7 @@
 // Property-based tests (gopter) of what ragmem promises: the properties of
-// docs/spec.md, numbered as there (P1–P13, then the chunking, reopening and
-// fusion properties). Each test names the property it checks; the checkers
+// docs/spec.md, numbered as there (P1–P13, then the chunking, reopening,
+// fusion, context-request, search-option, outage and calibration
+// properties). Each test names the property it checks; the checkers
 // and generators are those of package ragmemtest, which users can run
 // against their own configuration.
 //
