@@ -909,6 +909,16 @@ func TestProperty13RelativeTime(t *testing.T) {
 			edges = append(edges, k*u-1, k*u, k*u+1)
 		}
 	}
+	// Every edge, both ways, first: a unit's boundary is one value among
+	// many random durations, which a run of 100 cases may miss.
+	for _, d := range edges {
+		for _, sign := range []time.Duration{1, -1} {
+			then := now.Add(-sign * d.(time.Duration))
+			if err := ragmemtest.CheckRelativeTime(then, now, rag.RelativeTime(then, now)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
 	ragmemtest.Run(t, "relative time formatting", prop.ForAll(
 		func(d time.Duration, future, zero bool) string {
 			if future {
