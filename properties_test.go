@@ -1,6 +1,7 @@
 // Property-based tests (gopter) of what ragmem promises: the properties of
-// docs/spec.md, numbered as there (P1–P13, then the chunking, reopening and
-// fusion properties). Each test names the property it checks; the checkers
+// docs/spec.md, numbered as there (P1–P13, then the chunking, reopening,
+// fusion, context-request, search-option, outage and calibration
+// properties). Each test names the property it checks; the checkers
 // and generators are those of package ragmemtest, which users can run
 // against their own configuration.
 //
@@ -24,12 +25,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
@@ -411,6 +414,11 @@ func TestProperty5PageMetadata(t *testing.T) {
 				if c.CreatedAt.Before(start.Add(-time.Second)) || c.CreatedAt.After(time.Now().Add(time.Second)) {
 					return fmt.Sprintf("createdAt %v is not the time of the call (%v)", c.CreatedAt, start)
 				}
+			}
+			// Forget the page, so that a long run's store (and memory) stays
+			// small.
+			if _, err := e.Remove(bg, d.SourceURL); err != nil {
+				return err.Error()
 			}
 			return ""
 		},
@@ -901,6 +909,16 @@ func TestProperty13RelativeTime(t *testing.T) {
 			edges = append(edges, k*u-1, k*u, k*u+1)
 		}
 	}
+	// Every edge, both ways, first: a unit's boundary is one value among
+	// many random durations, which a run of 100 cases may miss.
+	for _, d := range edges {
+		for _, sign := range []time.Duration{1, -1} {
+			then := now.Add(-sign * d.(time.Duration))
+			if err := ragmemtest.CheckRelativeTime(then, now, rag.RelativeTime(then, now)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
 	ragmemtest.Run(t, "relative time formatting", prop.ForAll(
 		func(d time.Duration, future, zero bool) string {
 			if future {
@@ -1199,5 +1217,555 @@ func TestPropertyFusionMonotone(t *testing.T) {
 			return ""
 		},
 		ragmemtest.GenRankedLists(), genFusionOptions(), gen.Bool(), gen.IntRange(0, 14), gen.Float64Range(0, 10),
+	))
+}
+
+// warnLog is a slog handler that keeps the messages of the records at
+// Warn level and above, so that properties can check what an engine logs.
+type warnLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnLog) WithAttrs([]slog.Attr) slog.Handler           { return w }
+func (w *warnLog) WithGroup(string) slog.Handler                { return w }
+func (w *warnLog) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	w.msgs = append(w.msgs, r.Message)
+	w.mu.Unlock()
+	return nil
+}
+
+// take returns the messages logged since the last call and forgets them.
+func (w *warnLog) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.msgs
+	w.msgs = nil
+	return m
+}
+
+// requestCase is one model call of the context-request property: fields
+// left at 0 or "" take their defaults.
+type requestCase struct {
+	Provider     string // "" or a provider prefix of the model name
+	Model        string // the request's model
+	ConfigModel  string // the configuration's model, which wins when set
+	Limit        int    // ModelContextLimit; 0 or negative: the model's window
+	SystemPrompt string
+	SystemTokens int // SystemPromptTokens; 0: counted from SystemPrompt
+	Reserve      int // ResponseReserve; 0 or negative: 1024
+	Query        string
+	Foreign      string // text on which the tokenizers of the models differ
+}
+
+// contextWindows are the documented context windows of the models the
+// property draws (docs/spec.md, Context requests): written down here, not
+// read from ragmem.
+var contextWindows = map[string]int{"gpt-4o": 128000, "gpt-4o-mini": 128000, "gpt-4": 8192, "gpt-4-32k": 32768,
+	"gpt-3.5-turbo": 16385, "gpt-4.1": 1047576, "llama-3": 8192, "": 8192}
+
+// Context requests (docs/spec.md): the fields a request leaves at zero take
+// their documented defaults (the tokenizer of the configuration's model,
+// else of the request's model, else cl100k_base; the model's context
+// window; the system prompt counted from its text; a reserve of 1024 tokens)
+// and the budgets are those of P4 for them, counted by tiktoken-go. A
+// healthy engine logs no warning while it builds contexts.
+func TestPropertyContextRequestDefaults(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	logs := &warnLog{}
+	e := ragmemtest.NewEngine(t, &ragmemtest.EngineOptions{Logger: slog.New(logs)})
+	docs := ragmemtest.Sample[[]index.Document](ragmemtest.GenCorpus(20, 20), params.Seed())
+	if _, err := e.IndexMany(bg, docs); err != nil {
+		t.Fatal(err)
+	}
+	models := []interface{}{}
+	for m := range contextWindows {
+		models = append(models, m)
+	}
+	slices.SortFunc(models, func(a, b interface{}) int { return strings.Compare(a.(string), b.(string)) })
+	genCase := gen.Struct(reflect.TypeOf(requestCase{}), map[string]gopter.Gen{
+		"Provider":     gen.OneConstOf("", "", "openai/", "azure/deployments/", "/"),
+		"Model":        gen.OneConstOf(models...),
+		"ConfigModel":  gen.Frequency(map[int]gopter.Gen{3: gen.Const(""), 1: gen.OneConstOf("gpt-4o", "gpt-4")}),
+		"Limit":        gen.Frequency(map[int]gopter.Gen{2: gen.OneConstOf(0, -1), 3: gen.IntRange(1500, 150000)}),
+		"SystemPrompt": gen.OneGenOf(gen.Const(""), ragmemtest.GenHostileText(1, 60)),
+		"SystemTokens": gen.Frequency(map[int]gopter.Gen{2: gen.Const(0), 1: gen.IntRange(1, 900)}),
+		"Reserve":      gen.Frequency(map[int]gopter.Gen{2: gen.OneConstOf(0, -7), 3: gen.IntRange(1, 3000)}),
+		"Query":        ragmemtest.GenQuery(),
+		"Foreign":      gen.OneConstOf("", " naïveté 😀😀", " Привет, как дела", " 日本語のテキストです", " 12345678 ∑∫√"),
+	})
+	check(t, params, "context requests take their documented defaults", prop.ForAll(
+		func(c requestCase) string {
+			q := c.Query + c.Foreign
+			var cfg *rag.Config
+			if c.ConfigModel != "" {
+				cfg = &rag.Config{Model: c.ConfigModel}
+			}
+			got, err := e.BuildContext(bg, q, rag.ContextRequest{Model: c.Provider + c.Model, ModelContextLimit: c.Limit,
+				SystemPrompt: c.SystemPrompt, SystemPromptTokens: c.SystemTokens, ResponseReserve: c.Reserve, Config: cfg})
+			if err != nil {
+				return err.Error()
+			}
+			tokenizer := c.Model
+			if c.ConfigModel != "" {
+				tokenizer = c.ConfigModel
+			}
+			o := ragmemtest.TokenOracle(tokenizer)
+			limit := c.Limit
+			if limit <= 0 {
+				limit = contextWindows[c.Model]
+			}
+			sys := c.SystemTokens
+			if sys == 0 {
+				sys = o.Count(c.SystemPrompt)
+			}
+			reserve := c.Reserve
+			if reserve <= 0 {
+				reserve = 1024
+			}
+			avail := max(0, limit-sys-o.Count(q)-reserve)
+			want := min(2000, avail*3/10)
+			b := got.Budgets
+			if got.UserQueryTokens != o.Count(q) || b.TotalAvailable != avail || b.PreferenceBudget != 0 || b.KnowledgeBudget != want {
+				return fmt.Sprintf("query of %d tokens (want %d), budgets %+v: want available %d (window %d, system %d, reserve %d), knowledge %d",
+					got.UserQueryTokens, o.Count(q), b, avail, limit, sys, reserve, want)
+			}
+			if n := o.Count(got.Text); got.Block.TotalTokens != n {
+				return fmt.Sprintf("the block has %d tokens and reports %d", n, got.Block.TotalTokens)
+			}
+			if w := logs.take(); len(w) > 0 {
+				return fmt.Sprintf("a healthy engine logged %q", w)
+			}
+			return ""
+		},
+		genCase,
+	))
+}
+
+// blockCase is one block of the block-liveness property.
+type blockCase struct {
+	Query            string
+	Budget           int // the knowledge budget of the block
+	TopK             int
+	Threshold        float64
+	PreferenceBudget int // 0: the default 500; negative: no profile
+}
+
+// P7 and P8 (docs/spec.md) for the blocks the engine builds, as well as
+// for the selection alone: a block never exceeds its knowledge budget, and
+// it leaves out nothing that would fit. When its last source is whole, the
+// next result of the search, cut to its first sentence, would not fit;
+// when its last source is cut, that source with one more sentence would not
+// fit. Counted by tiktoken-go, on the rendered block, with a few tokens of
+// slack per source: the engine counts each source's markup with the widest
+// index the block can need, and BPE counts are not exactly additive.
+func TestPropertyBlockLeavesOutNothingThatFits(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	e := ragmemtest.NewEngine(t, &ragmemtest.EngineOptions{Chunking: &chunk.Options{MaxTokens: 120}})
+	// Plain text only, so that ragmemtest.PlainSentenceEnds is exact.
+	docs := ragmemtest.Sample[[]index.Document](ragmemtest.ListOf(gen.Struct(reflect.TypeOf(index.Document{}), map[string]gopter.Gen{
+		"SourceURL": gen.IntRange(0, 1<<20).Map(func(n int) string { return fmt.Sprintf("https://live.example/%d", n) }),
+		"Title":     ragmemtest.GenQuery(),
+		"Content":   ragmemtest.GenText(20, 500),
+		"Format":    gen.Const(chunk.Text),
+	}), 30, 30), params.Seed())
+	if _, err := e.IndexMany(bg, docs); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"User is a backend developer who writes Go", "User prefers short answers"} {
+		if _, err := e.Preferences().Add(bg, prefs.Custom, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := ragmemtest.TokenOracle("")
+	left, cut := 0, 0
+	check(t, params, "a block leaves out nothing that fits", prop.ForAll(
+		func(c blockCase) string {
+			cfg := rag.Config{TopK: c.TopK, SimilarityThreshold: c.Threshold, PreferenceBudget: c.PreferenceBudget}
+			b, err := e.BuildRAGContext(bg, c.Query, c.Budget, cfg)
+			if err != nil {
+				return err.Error()
+			}
+			res, err := e.Search(bg, c.Query, &search.Options{TopK: c.TopK, SimilarityThreshold: c.Threshold})
+			if err != nil {
+				return err.Error()
+			}
+			n := len(b.Sources)
+			if n > len(res) {
+				return fmt.Sprintf("%d sources from %d results", n, len(res))
+			}
+			for i, s := range b.Sources {
+				if s.ChunkID != res[i].Record.ID {
+					return fmt.Sprintf("source %d is %s, result %d is %s", i+1, s.ChunkID, i+1, res[i].Record.ID)
+				}
+			}
+			profile := 0
+			if b.UserProfile != "" {
+				profile = o.Count("<user_profile>\n" + rag.EscapeText(b.UserProfile) + "\n</user_profile>\n")
+			}
+			knowledge := func(srcs []rag.Source) int {
+				if len(srcs) == 0 {
+					return 0
+				}
+				bb := b
+				bb.Sources = srcs
+				return o.Count(rag.FormatRAGContextForPrompt(bb)) - profile
+			}
+			if k := knowledge(b.Sources); k > c.Budget {
+				return fmt.Sprintf("%d sources take %d tokens of a budget of %d", n, k, c.Budget)
+			}
+			var more []rag.Source // the block with what it should not have left out
+			var what string
+			switch {
+			case n > 0 && b.Sources[n-1].Truncated:
+				last := b.Sources[n-1]
+				whole := strings.TrimRightFunc(res[n-1].Record.Content, unicode.IsSpace)
+				end := len(whole)
+				for _, e := range ragmemtest.PlainSentenceEnds(whole) {
+					if e > len(last.Content) {
+						end = e
+						break
+					}
+				}
+				last.Content = whole[:end]
+				more = append(slices.Clone(b.Sources[:n-1]), last)
+				what, cut = fmt.Sprintf("source %d cut to %d bytes, not %d", n, len(b.Sources[n-1].Content), end), cut+1
+			case n < len(res):
+				r := res[n].Record
+				whole := strings.TrimRightFunc(r.Content, unicode.IsSpace)
+				end := len(whole)
+				if ends := ragmemtest.PlainSentenceEnds(whole); len(ends) > 0 {
+					end = ends[0]
+				}
+				more = append(slices.Clone(b.Sources), rag.Source{Index: n + 1, URL: r.SourceURL, Title: r.Title, Retrieved: r.CreatedAt,
+					Age: rag.RelativeTime(r.CreatedAt, time.Now()), Content: whole[:end], ChunkID: r.ID})
+				what, left = fmt.Sprintf("result %d (its first %d bytes)", n+1, end), left+1
+			default:
+				return ""
+			}
+			slack := 3 + 2*len(more)
+			if k := knowledge(more); k <= c.Budget-slack {
+				return fmt.Sprintf("%d sources in %d tokens, budget %d: %s would fit in %d", n, knowledge(b.Sources), c.Budget, what, k)
+			}
+			return ""
+		},
+		gen.Struct(reflect.TypeOf(blockCase{}), map[string]gopter.Gen{
+			"Query":            ragmemtest.GenQuery(),
+			"Budget":           gen.Frequency(map[int]gopter.Gen{1: gen.IntRange(0, 60), 4: gen.IntRange(60, 2500)}),
+			"TopK":             gen.IntRange(1, 10),
+			"Threshold":        gen.OneConstOf(-1.0, 0.1, 0.3),
+			"PreferenceBudget": gen.OneConstOf(0, -1),
+		}),
+	))
+	t.Logf("%d blocks left a result out, %d cut their last source", left, cut)
+	if left == 0 || cut == 0 {
+		t.Errorf("the property left out %d results and cut %d sources: liveness was not exercised", left, cut)
+	}
+}
+
+// P11 (docs/spec.md) at the edge of the window: the profile is in the
+// block exactly when it fits in what the model call leaves available, to
+// the token, counted by tiktoken-go.
+func TestProperty11ProfileAtTheWindowEdge(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	e, _ := corpusEngine(t, params.Seed(), 10, nil)
+	o := ragmemtest.TokenOracle("gpt-4")
+	kept, dropped := 0, 0
+	check(t, params, "the profile is kept exactly when it fits the window", prop.ForAll(
+		func(ps []ragmemtest.Preference, q string, sys, reserve, delta int) string {
+			if _, err := e.Preferences().Clear(bg); err != nil {
+				return err.Error()
+			}
+			for _, p := range ps {
+				if _, err := e.Preferences().Add(bg, p.Type, p.Content); err != nil {
+					return err.Error()
+				}
+			}
+			req := rag.ContextRequest{Model: "gpt-4", ModelContextLimit: 1 << 20, SystemPromptTokens: sys, ResponseReserve: reserve}
+			full, err := e.BuildContext(bg, q, req)
+			if err != nil {
+				return err.Error()
+			}
+			profile := o.Count("<user_profile>\n" + full.Block.UserProfile + "\n</user_profile>\n")
+			// A window that leaves the profile's size, plus or minus delta.
+			req.ModelContextLimit = sys + o.Count(q) + reserve + profile + delta
+			c, err := e.BuildContext(bg, q, req)
+			if err != nil {
+				return err.Error()
+			}
+			if c.Budgets.TotalAvailable != profile+delta {
+				return fmt.Sprintf("available %d, want %d", c.Budgets.TotalAvailable, profile+delta)
+			}
+			if fits := delta >= 0; (c.Block.UserProfile != "") != fits {
+				return fmt.Sprintf("a profile of %d tokens with %d available: kept %v", profile, profile+delta, !fits)
+			}
+			if c.Block.UserProfile != "" {
+				kept++
+				if c.Block.UserProfile != full.Block.UserProfile {
+					return fmt.Sprintf("profile %q, with a larger window %q", c.Block.UserProfile, full.Block.UserProfile)
+				}
+			} else {
+				dropped++
+			}
+			return ""
+		},
+		ragmemtest.ListOf(ragmemtest.GenPreference(), 1, 3), ragmemtest.GenQuery(), gen.IntRange(0, 400), gen.IntRange(1, 1500), gen.IntRange(-2, 2),
+	))
+	if kept == 0 || dropped == 0 {
+		t.Errorf("the profile was kept %d times and dropped %d times: the edge was not exercised", kept, dropped)
+	}
+}
+
+// Search options (docs/spec.md): Engine.Search answers exactly as the
+// search package does on the engine's store, with the options a caller
+// leaves out taken from the engine's configuration: all of them for nil
+// options, the mode and the fusion when empty.
+func TestPropertySearchOptionsDefaultToConfig(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	cfg := rag.Config{TopK: 3, SimilarityThreshold: -1, SearchMode: search.Vector, Fusion: search.RRF}
+	e, _ := corpusEngine(t, params.Seed(), 30, &ragmemtest.EngineOptions{Config: cfg})
+	check(t, params, "search options default to the engine's configuration", prop.ForAll(
+		func(q string, given bool, o search.Options) string {
+			want := search.Options{Mode: cfg.SearchMode, TopK: cfg.TopK, SimilarityThreshold: cfg.SimilarityThreshold, Fusion: cfg.Fusion}
+			var opts *search.Options
+			if given {
+				opts = &o
+				want = o
+				if want.Mode == "" {
+					want.Mode = cfg.SearchMode
+				}
+				if want.Fusion == "" {
+					want.Fusion = cfg.Fusion
+				}
+			}
+			got, err := e.Search(bg, q, opts)
+			if err != nil {
+				return err.Error()
+			}
+			exp, err := search.Search(bg, e.Store(), q, &want)
+			if err != nil {
+				return err.Error()
+			}
+			if len(got) != len(exp) {
+				return fmt.Sprintf("%d results, %+v gives %d", len(got), want, len(exp))
+			}
+			for i := range got {
+				if got[i].Record.ID != exp[i].Record.ID || got[i].Score != exp[i].Score || got[i].Explanation.Method != exp[i].Explanation.Method {
+					return fmt.Sprintf("result %d is %s %v (%s), %+v gives %s %v (%s)", i+1, got[i].Record.ID, got[i].Score, got[i].Explanation.Method,
+						want, exp[i].Record.ID, exp[i].Score, exp[i].Explanation.Method)
+				}
+			}
+			return ""
+		},
+		ragmemtest.GenQuery(), gen.Frequency(map[int]gopter.Gen{3: gen.Const(true), 1: gen.Const(false)}), gen.Struct(reflect.TypeOf(search.Options{}), map[string]gopter.Gen{
+			"Mode":                gen.OneConstOf(search.Mode(""), search.Hybrid, search.Hybrid, search.Vector, search.FullText),
+			"Fusion":              gen.OneConstOf(search.Fusion(""), search.Relative, search.RRF),
+			"TopK":                gen.IntRange(0, 8),
+			"SimilarityThreshold": gen.OneConstOf(0.0, -1.0, 0.2),
+		}),
+	))
+}
+
+// downEmbedder is the offline lexical embedder behind a switch: when down,
+// every call fails, as an embedding server that is unreachable.
+type downEmbedder struct {
+	lex  *embed.Lexical
+	down atomic.Bool
+}
+
+func (d *downEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if d.down.Load() {
+		return nil, errors.New("connection refused")
+	}
+	return d.lex.Embed(ctx, texts)
+}
+func (d *downEmbedder) Identity() string   { return d.lex.Identity() }
+func (d *downEmbedder) Dimension() int     { return d.lex.Dimension() }
+func (d *downEmbedder) MatchesWords() bool { return true }
+
+// outageStep is one search of the embedder-outage property, after the
+// clock has moved by After.
+type outageStep struct {
+	Query string
+	Mode  search.Mode
+	TopK  int
+	After time.Duration
+}
+
+// degradedMessage is what the engine logs when it answers from BM25 alone.
+const degradedMessage = "rag: the embedder is unavailable; searches answer from BM25 alone until it is back"
+
+// Embedder outage (docs/spec.md): while the embedder is down, a hybrid or
+// vector search answers from BM25 alone, exactly as a full-text search
+// with the same options, and says so in its report; a full-text search is
+// not degraded. The engine's logger gets one warning for the first degraded
+// search and then at most one a minute.
+func TestPropertyEmbedderOutage(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	emb := &downEmbedder{lex: embed.NewLexical(nil)}
+	logs := &warnLog{}
+	now := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
+	var clock atomic.Int64
+	clock.Store(now.UnixNano())
+	e, _ := corpusEngine(t, params.Seed(), 30, &ragmemtest.EngineOptions{
+		Embedder: emb, Logger: slog.New(logs), Now: func() time.Time { return time.Unix(0, clock.Load()).UTC() },
+		QueryCache: embed.NewQueryCache(&embed.QueryCacheOptions{MaxEntries: -1}),
+	})
+	emb.down.Store(true)
+	logs.take()
+	var lastLogged time.Time // zero: nothing logged yet
+	degraded := 0
+	check(t, params, "an embedder outage falls back to BM25, logged once a minute", prop.ForAll(
+		func(steps []outageStep) string {
+			// Each case starts after two quiet minutes, so that its first
+			// degraded search is logged whatever the cases before did.
+			clock.Add(int64(2 * time.Minute))
+			logs.take()
+			for i, s := range steps {
+				clock.Add(int64(s.After))
+				at := time.Unix(0, clock.Load()).UTC()
+				res, rep, err := e.SearchReport(bg, s.Query, &search.Options{Mode: s.Mode, TopK: s.TopK, SimilarityThreshold: -1})
+				if err != nil {
+					return fmt.Sprintf("step %d: %v", i, err)
+				}
+				// The warnings first, so that the model of what was logged
+				// stays in step with the engine whatever fails below.
+				wantLogs := 0
+				if s.Mode != search.FullText && (lastLogged.IsZero() || at.Sub(lastLogged) > time.Minute) {
+					wantLogs, lastLogged = 1, at
+				}
+				got := 0
+				for _, m := range logs.take() {
+					if m == degradedMessage {
+						got++
+					}
+				}
+				if got != wantLogs {
+					return fmt.Sprintf("step %d (%s at %v, last warning at %v): %d warnings, want %d", i, s.Mode, at, lastLogged, got, wantLogs)
+				}
+				if s.Mode == search.FullText {
+					if rep.Mode != search.FullText || rep.Degraded != "" {
+						return fmt.Sprintf("step %d: a full-text search reported %+v", i, rep)
+					}
+				} else {
+					degraded++
+					if rep.Mode != search.FullText || !strings.HasPrefix(rep.Degraded, search.DegradedEmbedder) {
+						return fmt.Sprintf("step %d: a %s search during the outage reported %+v", i, s.Mode, rep)
+					}
+				}
+				want, err := e.Search(bg, s.Query, &search.Options{Mode: search.FullText, TopK: s.TopK, SimilarityThreshold: -1})
+				if err != nil {
+					return fmt.Sprintf("step %d: full text: %v", i, err)
+				}
+				if sameResults(res, want) == differ {
+					return fmt.Sprintf("step %d: %s search %s, full text %s", i, s.Mode, describe(res), describe(want))
+				}
+			}
+			return ""
+		},
+		ragmemtest.ListOf(gen.Struct(reflect.TypeOf(outageStep{}), map[string]gopter.Gen{
+			"Query": ragmemtest.GenQuery(),
+			"Mode":  gen.OneConstOf(search.Hybrid, search.Vector, search.FullText),
+			"TopK":  gen.IntRange(1, 8),
+			"After": gen.OneConstOf(time.Duration(0), time.Second, 59*time.Second, time.Minute, time.Minute+time.Nanosecond, 3*time.Minute),
+		}), 1, 6),
+	))
+	if degraded == 0 {
+		t.Error("no search was degraded: the outage was not exercised")
+	}
+}
+
+// semanticEmbedder is the offline lexical embedder presented as a semantic
+// one (it does not say that it matches words), so that the engine keeps the
+// store's fusion weight calibrated.
+type semanticEmbedder struct{ lex *embed.Lexical }
+
+func (s semanticEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return s.lex.Embed(ctx, texts)
+}
+func (s semanticEmbedder) Identity() string   { return "semantic-" + s.lex.Identity() }
+func (s semanticEmbedder) Dimension() int     { return s.lex.Dimension() }
+func (s semanticEmbedder) MatchesWords() bool { return false }
+
+// keptBackend is a storage backend that outlives the engine closing it, so
+// that a property can open a second engine on what the first one wrote.
+type keptBackend struct{ driver.Backend }
+
+func (keptBackend) Close() error { return nil }
+
+// calibrationCase is one store of the calibration property: Docs
+// documents of one chunk each, the first Batch of them indexed in one batch
+// and the rest one by one. Only the counts matter, so only they are drawn
+// (and shrunk): each shrinking step builds and calibrates a store.
+type calibrationCase struct {
+	Docs  int
+	Batch int
+}
+
+// Fusion calibration (docs/spec.md): with a semantic embedder, a store
+// that has been written until it holds at least search.MinCalibrationChunks
+// knowledge chunks, in batches or one document at a time, is calibrated on
+// all of them by the time the engine is closed; a smaller one is not.
+func TestPropertyCalibratedWhenGrown(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	emb := semanticEmbedder{embed.NewLexical(nil)}
+	n := 0
+	check(t, params, "a grown store is calibrated on its chunks", prop.ForAll(
+		func(c calibrationCase) string {
+			n++
+			lb, err := local.Open(bg, "calibration", &local.Options{InMemory: true, Logger: quietLogger()})
+			if err != nil {
+				return err.Error()
+			}
+			defer lb.Close()
+			e, err := rag.Open(bg, "", &rag.Options{Backend: keptBackend{lb}, Embedder: emb, Logger: quietLogger()})
+			if err != nil {
+				return err.Error()
+			}
+			docs := make([]index.Document, c.Docs)
+			for i := range docs {
+				w := ragmemtest.Vocabulary
+				docs[i] = index.Document{SourceURL: fmt.Sprintf("https://cal.example/%d/%d", n, i), Title: "note",
+					Content: fmt.Sprintf("Note %d on %s and %s: the %s of %s %d.", i, w[i%len(w)], w[(7*i+3)%len(w)], w[(3*i+1)%len(w)], w[(11*i+5)%len(w)], 13*i)}
+			}
+			batch := min(c.Batch, len(docs))
+			if _, err := e.IndexMany(bg, docs[:batch]); err != nil {
+				return err.Error()
+			}
+			for _, d := range docs[batch:] {
+				if _, err := e.Index(bg, d); err != nil {
+					return err.Error()
+				}
+			}
+			if err := e.Close(); err != nil {
+				return err.Error()
+			}
+			e, err = rag.Open(bg, "", &rag.Options{Backend: keptBackend{lb}, Embedder: emb, Logger: quietLogger()})
+			if err != nil {
+				return err.Error()
+			}
+			defer e.Close()
+			st, err := e.Stats(bg)
+			if err != nil {
+				return err.Error()
+			}
+			cal, ok := search.StoredCalibration(bg, e.Store())
+			if st.ChunkCount < search.MinCalibrationChunks {
+				if ok {
+					return fmt.Sprintf("a store of %d chunks is calibrated: %+v", st.ChunkCount, cal)
+				}
+				return ""
+			}
+			if !ok || cal.Chunks != st.ChunkCount {
+				return fmt.Sprintf("%d chunks (%d in a batch, %d one by one), calibration %+v (%v)", st.ChunkCount, batch, len(docs)-batch, cal, ok)
+			}
+			return ""
+		},
+		gen.Struct(reflect.TypeOf(calibrationCase{}), map[string]gopter.Gen{
+			"Docs":  gen.IntRange(search.MinCalibrationChunks-15, search.MinCalibrationChunks+15),
+			"Batch": gen.IntRange(0, search.MinCalibrationChunks+15),
+		}),
 	))
 }

@@ -39,3 +39,39 @@ func TestBinary(t *testing.T) {
 		}
 	}
 }
+
+// The edges of Binary's rules, each a step either side of a threshold of
+// its documentation.
+func TestBinaryEdges(t *testing.T) {
+	bad := func(n int) string { return strings.Repeat("\x01", n) } // control characters
+	// In a sample of exactly 8 KiB, 819 bad bytes are not more than one in
+	// ten; 820 are. A rune cut at the sample's end is not counted.
+	body := bad(819) + strings.Repeat("x", binarySample-819-4)
+	cases := []struct {
+		name, src string
+		want      bool
+	}{
+		// 16 NULs or more, or more than one byte in a hundred.
+		{"15 nuls in 2 KiB", strings.Repeat("x", 2048) + strings.Repeat("\x00", 15), false},
+		{"16 nuls in 2 KiB", strings.Repeat("x", 2048) + strings.Repeat("\x00", 16), true},
+		{"one nul in exactly 100 bytes", strings.Repeat("x", 99) + "\x00", false},
+		{"one nul in 99 bytes", strings.Repeat("x", 98) + "\x00", true},
+		// More than one byte in ten (and at least four) bad.
+		{"3 bad bytes alone", bad(3), false},
+		{"4 bad bytes alone", bad(4), true},
+		{"4 bad bytes in exactly 40", bad(4) + strings.Repeat("x", 36), false},
+		{"4 bad bytes in 39", bad(4) + strings.Repeat("x", 35), true},
+		{"lone continuation bytes", strings.Repeat("ab\x80", 100), true},
+		{"unit separator and delete", strings.Repeat("\x1f\x7fab", 50), true},
+		{"space and tilde", strings.Repeat(" ~ab", 50), false},
+		{"819 bad bytes in the sample, then a rune cut after 2 of its 3 bytes", body + "ab€z", false},
+		{"819 bad bytes in the sample, then a rune cut after 1 of its 2 bytes", body + "abcé", false},
+		{"819 bad bytes and a truncated rune ending exactly 8 KiB", body + "abc\xe2", true},
+		{"820 bad bytes in the sample", bad(820) + strings.Repeat("x", binarySample), true},
+	}
+	for _, c := range cases {
+		if got := Binary(c.src); got != c.want {
+			t.Errorf("%s: Binary = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

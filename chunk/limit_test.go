@@ -121,3 +121,30 @@ func TestHTMLTextRunsMerge(t *testing.T) {
 		t.Fatalf("%d segments: runs whose source and text differ must stay apart", len(d.segs))
 	}
 }
+
+// TestSplitLimitPiecesExactly: with MaxChunks 1, a source of exactly
+// PiecesPerChunk pieces (paragraphs, list items, runs of HTML text) is
+// split, and one more piece fails with ErrTooManyChunks, however small the
+// pieces.
+func TestSplitLimitPiecesExactly(t *testing.T) {
+	cases := []struct {
+		name, unit    string
+		f             Format
+		piecesPerUnit int
+	}{
+		{"text paragraphs", "t\n\n", Text, 1},
+		{"html paragraphs", "<p>t</p>", HTML, 1},
+		{"markdown list items", "- t\n", Markdown, 1},
+		{"html runs of text", "<b>t</b>&amp;", HTML, 2},
+	}
+	opts := &Options{MaxChunks: 1, MaxTokens: 8000}
+	for _, c := range cases {
+		n := PiecesPerChunk / c.piecesPerUnit
+		if out, err := SplitLimit(strings.Repeat(c.unit, n), c.f, opts); err != nil || len(out) != 1 {
+			t.Errorf("%s: %d pieces gave %d chunks, %v; want one chunk", c.name, n*c.piecesPerUnit, len(out), err)
+		}
+		if _, err := SplitLimit(strings.Repeat(c.unit, n+1), c.f, opts); !errors.Is(err, ErrTooManyChunks) {
+			t.Errorf("%s: %d pieces: err = %v, want ErrTooManyChunks", c.name, (n+1)*c.piecesPerUnit, err)
+		}
+	}
+}

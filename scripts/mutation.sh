@@ -27,8 +27,8 @@
 #                       coverage run's time, for the own run (default 10; a
 #                       mutant that loops forever is reported TIMED OUT, not
 #                       killed)
-#   ROOT_TIMEOUT_COEFFICIENT  the same for the root run (default 3: its coverage
-#                       run already includes a build of the whole module)
+#   ROOT_TIMEOUT_COEFFICIENT  the same for the root run (default 8; at 3, a
+#                       load average of 19 made full property runs time out)
 #   OUT                 where the JSON reports and summary go (default
 #                       $TMPDIR/ragmem-mutation)
 #   GREMLINS            the gremlins binary (default: from PATH or GOPATH/bin,
@@ -46,7 +46,7 @@ SUITES="${SUITES:-own root}"
 WORKERS="${WORKERS:-1}"
 NICE="${NICE:-15}"
 COEF="${TIMEOUT_COEFFICIENT:-10}"
-ROOT_COEF="${ROOT_TIMEOUT_COEFFICIENT:-3}"
+ROOT_COEF="${ROOT_TIMEOUT_COEFFICIENT:-8}"
 OUT="${OUT:-${TMPDIR:-/tmp}/ragmem-mutation}"
 PKGS=("$@")
 [ ${#PKGS[@]} -gt 0 ] || PKGS=(rag budget prefs search chunk)

@@ -77,3 +77,25 @@ type netErr struct{}
 func (*netErr) Error() string   { return "connection refused" }
 func (*netErr) Timeout() bool   { return false }
 func (*netErr) Temporary() bool { return false }
+
+// TestDegradedHybridKeepsItsCandidates: a hybrid search whose embedder is
+// down answers as a full-text search with the same options, also when
+// diversification drops candidates beyond the first fetch (3 × TopK): its
+// BM25 candidates are all kept, not cut to the fetch.
+func TestDegradedHybridKeepsItsCandidates(t *testing.T) {
+	var text []index.Hit
+	for i := 0; i < 15; i++ { // one source's chunks: at most 3 are shown
+		text = append(text, index.Hit{Record: index.Record{ID: fmt.Sprintf("a%02d", i), SourceURL: "https://x/a",
+			Content: fmt.Sprintf("heron %d wades in water number %d", i, i*7)}, Score: float64(100 - i)})
+	}
+	text = append(text, index.Hit{Record: index.Record{ID: "b", SourceURL: "https://x/b", Content: "a stork on a roof"}, Score: 1})
+	opts := &Options{TopK: 4, SimilarityThreshold: -1}
+	want, err := Search(context.Background(), &fakeRetriever{text: text}, "herons", &Options{Mode: FullText, TopK: 4, SimilarityThreshold: -1})
+	if err != nil || !eq(ids(want), []string{"a00", "a01", "a02", "b"}) {
+		t.Fatalf("full text: %v %v", ids(want), err)
+	}
+	res, rep, err := SearchReport(context.Background(), &fakeRetriever{text: text, verr: outage}, "herons", opts)
+	if err != nil || rep.Mode != FullText || !eq(ids(res), ids(want)) {
+		t.Fatalf("degraded hybrid: %v %+v %v, want %v", ids(res), rep, err, ids(want))
+	}
+}

@@ -444,7 +444,9 @@ func retrieve(ctx context.Context, r Retriever, query string, f index.Filter, o 
 		return nil, false, nil, terr
 	}
 	if unavailable(ctx, verr) {
-		// BM25 already answered: its candidates are the results.
+		// BM25 already answered: its candidates are the results, all of
+		// them, as with fusion (diversification may skip some).
+		wide.TopK = len(text)
 		res := single(text, wide, true, rc)
 		return res, len(text) == pool && len(res) >= fetch, verr, nil
 	}
