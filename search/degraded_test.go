@@ -94,7 +94,7 @@ func TestDegradedHybridKeepsItsCandidates(t *testing.T) {
 	if err != nil || !eq(ids(want), []string{"a00", "a01", "a02", "b"}) {
 		t.Fatalf("full text: %v %v", ids(want), err)
 	}
-	res, rep, err := SearchReport(context.Background(), &fakeRetriever{text: text, verr: outage}, "herons", opts)
+	res, rep, err := SearchReport(context.Background(), &fakeRetriever{text: text, verr: errOutage}, "herons", opts)
 	if err != nil || rep.Mode != FullText || !eq(ids(res), ids(want)) {
 		t.Fatalf("degraded hybrid: %v %+v %v, want %v", ids(res), rep, err, ids(want))
 	}
