@@ -1521,7 +1521,7 @@ func TestProperty11ProfileAtTheWindowEdge(t *testing.T) {
 // Search options (docs/spec.md): Engine.Search answers exactly as the
 // search package does on the engine's store, with the options a caller
 // leaves out taken from the engine's configuration: all of them for nil
-// options, the mode and the fusion when empty.
+// options, and each of the mode, top k, threshold and fusion left zero.
 func TestPropertySearchOptionsDefaultToConfig(t *testing.T) {
 	params := ragmemtest.Parameters(t)
 	cfg := rag.Config{TopK: 3, SimilarityThreshold: -1, SearchMode: search.Vector, Fusion: search.RRF}
@@ -1538,6 +1538,12 @@ func TestPropertySearchOptionsDefaultToConfig(t *testing.T) {
 				}
 				if want.Fusion == "" {
 					want.Fusion = cfg.Fusion
+				}
+				if want.TopK <= 0 {
+					want.TopK = cfg.TopK
+				}
+				if want.SimilarityThreshold == 0 {
+					want.SimilarityThreshold = cfg.SimilarityThreshold
 				}
 			}
 			got, err := e.Search(bg, q, opts)

@@ -560,18 +560,6 @@ func (c *Client) ClearPreferences(ctx context.Context) (int, error) {
 	return resp.Removed, err
 }
 
-// processAlive reports whether a process with pid exists (signal 0).
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	return p.Signal(syscall.Signal(0)) == nil
-}
-
 // Status asks the owner who it is and who uses it (GET /v1/owner).
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var st Status
