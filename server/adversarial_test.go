@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -19,5 +21,62 @@ func TestBinaryTextIsRefused(t *testing.T) {
 		if r.status != 422 || r.errCode() != server.CodeNoContent || !strings.Contains(string(r.body), "binary") {
 			t.Errorf("%.60s: %d %s", body, r.status, r.body)
 		}
+	}
+}
+
+// TestPageURLCredentialsAreNeverStored: user info in a page's URL
+// ("user:password@") is dropped before anything is stored: the job, the
+// sources, the page's title (which defaults to the URL) and the
+// <knowledge_context> never carry the password, and the page is the same
+// page as the URL without it.
+func TestPageURLCredentialsAreNeverStored(t *testing.T) {
+	ts := newTestServer(t, nil)
+	const secret = "s3cretPassw0rd"
+	j := ts.indexPage(map[string]any{"url": "https://alice:" + secret + "@creds.example/doc", "html": "<html><body><article><p>Quokkas smile at photographers on Rottnest island. <a href='/more'>more</a></p></article></body></html>"})
+	if j.State != "done" {
+		t.Fatalf("job %+v", j)
+	}
+	j2 := ts.indexPage(map[string]any{"url": "https://bob@creds.example/text", "text": "Wombats dig burrows with their strong claws."})
+	if j2.State != "done" || j2.URL != "https://creds.example/text" {
+		t.Fatalf("job %+v", j2)
+	}
+	for _, r := range []response{
+		ts.must(http.StatusOK, "GET", "/v1/jobs/"+j.ID, nil),
+		ts.must(http.StatusOK, "GET", "/v1/sources", nil),
+		ts.must(http.StatusOK, "GET", "/v1/pages?url="+url.QueryEscape("https://creds.example/doc"), nil),
+		ts.must(http.StatusOK, "POST", "/v1/search", map[string]any{"query": "quokkas smile wombats burrows"}),
+		ts.must(http.StatusOK, "POST", "/v1/context", map[string]any{"query": "quokkas smile wombats burrows"}),
+	} {
+		if strings.Contains(string(r.body), secret) || strings.Contains(string(r.body), "alice") || strings.Contains(string(r.body), "bob@") {
+			t.Errorf("an answer carries the credentials: %s", r.body)
+		}
+	}
+	var c server.ContextJSON
+	ts.must(http.StatusOK, "POST", "/v1/context", map[string]any{"query": "quokkas smile"}).json(t, &c)
+	if !strings.Contains(c.Text, `url="https://creds.example/doc"`) {
+		t.Errorf("the context does not cite the page: %s", c.Text)
+	}
+	// The URL with other credentials is the same page: it is deleted.
+	ts.must(http.StatusOK, "DELETE", "/v1/pages?url="+url.QueryEscape("https://mallory:x@creds.example/doc"), nil)
+	ts.must(http.StatusNotFound, "GET", "/v1/pages?url="+url.QueryEscape("https://creds.example/doc"), nil)
+}
+
+// TestPageURLNeedsHostAndPort: a page URL with no host or a port past
+// 65535 is refused with 400, saying what is wrong.
+func TestPageURLNeedsHostAndPort(t *testing.T) {
+	ts := newTestServer(t, nil)
+	for u, want := range map[string]string{
+		"https:///x":                 "names no host",
+		"https://:443/x":             "names no host",
+		"https://a.example:65536/x":  "is not a port number",
+		"http://a.example:99999999/": "is not a port number",
+	} {
+		r := ts.req("POST", "/v1/pages", map[string]any{"url": u, "text": "some text"})
+		if r.status != http.StatusBadRequest || r.errCode() != server.CodeBadRequest || !strings.Contains(string(r.body), want) {
+			t.Errorf("%s: %d %s", u, r.status, r.body)
+		}
+	}
+	if r := ts.must(http.StatusOK, "GET", "/v1/jobs", nil); strings.Contains(string(r.body), "a.example") {
+		t.Errorf("a refused page was queued: %s", r.body)
 	}
 }
