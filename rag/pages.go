@@ -166,23 +166,30 @@ func (e *Engine) IndexPage(ctx context.Context, d index.Document) (index.Result,
 	return e.ix.Add(ctx, d)
 }
 
-// ForgetPage removes a page and returns how many chunks it had. It fails
-// with ErrNoPage when there is no page with that URL, and with ErrConflict
-// for a preference or a memory (removed through their own stores).
-func (e *Engine) ForgetPage(ctx context.Context, raw string) (int, error) {
+// ForgetPage removes a page and cancels its background indexing: after it
+// returns, the page is gone and no job queued before the call brings it
+// back (see index.Index.RemoveSource). It reports the chunks deleted and
+// the jobs cancelled, and fails with ErrNoPage when there is neither a page
+// with that URL nor a queued one, and with ErrConflict for a preference or
+// a memory (removed through their own stores).
+func (e *Engine) ForgetPage(ctx context.Context, raw string) (index.Removal, error) {
 	u, err := CheckURL(raw)
 	if err != nil {
-		return 0, err
+		return index.Removal{}, err
 	}
 	if r := reserved(u); r != "" {
-		return 0, fmt.Errorf("%w: %s is the address of %ss, not of a page", ErrConflict, clipURL(u), r)
+		return index.Removal{}, fmt.Errorf("%w: %s is the address of %ss, not of a page", ErrConflict, clipURL(u), r)
 	}
-	_, ok, err := e.PageSource(ctx, u)
+	if _, _, err := e.PageSource(ctx, u); err != nil {
+		return index.Removal{}, err
+	}
+	rm, err := e.ix.RemoveSource(ctx, u)
+	e.cal.Changed(rm.Chunks)
 	switch {
 	case err != nil:
-		return 0, err
-	case !ok:
-		return 0, fmt.Errorf("%w: %s", ErrNoPage, clipURL(u))
+		return rm, err
+	case rm.Chunks == 0 && len(rm.Cancelled) == 0:
+		return rm, fmt.Errorf("%w: %s", ErrNoPage, clipURL(u))
 	}
-	return e.ix.Remove(ctx, u)
+	return rm, nil
 }

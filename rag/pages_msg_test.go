@@ -58,8 +58,8 @@ func TestForgetPageStoredWithCredentials(t *testing.T) {
 	if err := e.Store().Put(ctx, []index.Record{{ID: "legacy-1", SourceURL: legacy, Content: "old page text", DocType: index.DocKnowledge}}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.ForgetPage(ctx, legacy); err != nil || n != 1 {
-		t.Fatalf("ForgetPage: %d %v", n, err)
+	if rm, err := e.ForgetPage(ctx, legacy); err != nil || rm.Chunks != 1 {
+		t.Fatalf("ForgetPage: %+v %v", rm, err)
 	}
 	if recs, _ := e.Store().Backend().Source(ctx, legacy); len(recs) != 0 {
 		t.Fatalf("still stored: %+v", recs)

@@ -1,11 +1,15 @@
 package server_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/server"
 )
 
@@ -78,5 +82,55 @@ func TestPageURLNeedsHostAndPort(t *testing.T) {
 	}
 	if r := ts.must(http.StatusOK, "GET", "/v1/jobs", nil); strings.Contains(string(r.body), "a.example") {
 		t.Errorf("a refused page was queued: %s", r.body)
+	}
+}
+
+// TestDeleteCancelsQueuedPage: DELETE /v1/pages of a page whose indexing
+// is queued (or under way) cancels it: the answer names the cancelled jobs,
+// the jobs end cancelled, and the page does not come back.
+func TestDeleteCancelsQueuedPage(t *testing.T) {
+	gate := &gateEmbedder{Embedder: embed.Default(), gate: make(chan struct{})}
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate.gate) }) }
+	ts := newTestServer(t, &server.Options{Open: func(ctx context.Context, dir string) (*rag.Engine, error) {
+		return rag.Open(ctx, dir, &rag.Options{Embedder: gate, Logger: quietLogger()})
+	}})
+	t.Cleanup(open) // runs before the server's cleanup, which waits for the queue
+	var a, b server.PageAccepted
+	ts.must(http.StatusAccepted, "POST", "/v1/pages", map[string]any{"url": "https://d.example/first", "text": "slow page about kestrels"}).json(t, &a)
+	ts.must(http.StatusAccepted, "POST", "/v1/pages", map[string]any{"url": "https://d.example/second", "text": "a page about herons"}).json(t, &b)
+	for _, c := range []struct {
+		url string
+		job string
+	}{{"https://d.example/second#x", b.JobID}, {"https://d.example/first", a.JobID}} {
+		var del struct {
+			URL           string   `json:"url"`
+			Removed       int      `json:"removed"`
+			CancelledJobs []string `json:"cancelledJobs"`
+		}
+		ts.must(http.StatusOK, "DELETE", "/v1/pages?url="+url.QueryEscape(c.url), nil).json(t, &del)
+		if del.Removed != 0 || len(del.CancelledJobs) != 1 || del.CancelledJobs[0] != c.job {
+			t.Fatalf("DELETE %s: %+v, want job %s cancelled", c.url, del, c.job)
+		}
+	}
+	open()
+	for _, id := range []string{a.JobID, b.JobID} {
+		if j := ts.waitJob(id); j.State != "cancelled" || !strings.Contains(j.Error, "deleted") {
+			t.Fatalf("job %s: %+v", id, j)
+		}
+	}
+	// A later page is indexed: the worker went on, and nothing brought
+	// the deleted pages back before it.
+	if j := ts.indexPage(map[string]any{"url": "https://d.example/third", "text": "a page about owls"}); j.State != "done" {
+		t.Fatalf("third: %+v", j)
+	}
+	for _, u := range []string{"https://d.example/first", "https://d.example/second"} {
+		ts.must(http.StatusNotFound, "GET", "/v1/pages?url="+url.QueryEscape(u), nil)
+		ts.must(http.StatusNotFound, "DELETE", "/v1/pages?url="+url.QueryEscape(u), nil)
+	}
+	var jobs server.JobsJSON
+	ts.must(http.StatusOK, "GET", "/v1/jobs?state=cancelled", nil).json(t, &jobs)
+	if len(jobs.Jobs) != 2 || jobs.Queue.Cancelled != 2 {
+		t.Fatalf("cancelled jobs: %+v", jobs)
 	}
 }
