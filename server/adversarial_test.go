@@ -55,7 +55,7 @@ func TestPageURLCredentialsAreNeverStored(t *testing.T) {
 			t.Errorf("an answer carries the credentials: %s", r.body)
 		}
 	}
-	var c server.ContextJSON
+	var c rag.ContextJSON
 	ts.must(http.StatusOK, "POST", "/v1/context", map[string]any{"query": "quokkas smile"}).json(t, &c)
 	if !strings.Contains(c.Text, `url="https://creds.example/doc"`) {
 		t.Errorf("the context does not cite the page: %s", c.Text)
