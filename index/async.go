@@ -26,6 +26,9 @@ const (
 	JobDone    JobState = "done"    // indexed, or found unchanged
 	JobFailed  JobState = "failed"  // refused when queued: queue full, index closed, page not persisted
 	JobDead    JobState = "dead"    // given up on and kept in the dead letters: see RetryJob, DropJob
+	// JobCancelled: its source was removed (RemoveSource) before the page
+	// was indexed; it is not indexed, now or after a restart.
+	JobCancelled JobState = "cancelled"
 )
 
 // Job reports one IndexPageAsync call. It is a plain value.
@@ -55,12 +58,13 @@ type QueueStats struct {
 	Retries   int64 `json:"retries"`   // attempts that failed and were tried again
 	Dead      int   `json:"dead"`      // dead letters kept now (ListJobs(JobDead))
 	Dropped   int64 `json:"dropped"`   // jobs refused: queue full, index closed, or the page could not be persisted
+	Cancelled int64 `json:"cancelled"` // jobs cancelled because their source was removed (RemoveSource)
 	Replayed  int64 `json:"replayed"`  // jobs queued before the last restart and replayed at Open
 	Durable   bool  `json:"durable"`   // queued pages survive a crash (a queue directory is in use)
 }
 
 type asyncCounters struct {
-	enqueued, done, unchanged, failed, retries, dropped, replayed atomic.Int64
+	enqueued, done, unchanged, failed, retries, dropped, replayed, cancelled atomic.Int64
 }
 
 type job struct {
@@ -71,7 +75,19 @@ type job struct {
 	attempts int       // failed attempts so far
 	retryAt  time.Time // not before
 	bytes    int64
+	// cancelled: RemoveSource removed the page's source; it is neither
+	// written nor retried. Set holding commitMu and qmu; read holding
+	// either.
+	cancelled bool
+	// committed: the page's chunks were written (under commitMu).
+	committed bool
 }
+
+// errCancelled is the outcome of a page whose job was cancelled.
+var errCancelled = errors.New("index: the page's source was removed before it was indexed")
+
+// cancelledMsg is the Error of a cancelled job.
+const cancelledMsg = "cancelled: its page was deleted before it was indexed"
 
 // Defaults and bounds of the auto-indexer.
 const (
@@ -228,7 +244,7 @@ func (ix *Index) remember(j *Job) {
 	kept := ix.jobList[:0]
 	for _, id := range ix.jobList {
 		oj := ix.jobs[id]
-		if excess > 0 && oj != nil && (oj.State == JobDone || oj.State == JobFailed) {
+		if excess > 0 && oj != nil && (oj.State == JobDone || oj.State == JobFailed || oj.State == JobCancelled) {
 			delete(ix.jobs, id)
 			excess--
 			continue
@@ -380,6 +396,7 @@ func (ix *Index) QueueStats() QueueStats {
 		Retries:   ix.stats.retries.Load(),
 		Dead:      dead,
 		Dropped:   ix.stats.dropped.Load(),
+		Cancelled: ix.stats.cancelled.Load(),
 		Replayed:  ix.stats.replayed.Load(),
 		Durable:   ix.q != nil,
 	}
@@ -420,7 +437,7 @@ func (ix *Index) run() {
 		}
 		ix.runBatch(batch)
 		ix.qmu.Lock()
-		ix.running = 0
+		ix.running, ix.inBatch = 0, nil
 		ix.qmu.Unlock()
 	}
 }
@@ -489,16 +506,118 @@ func (ix *Index) takeLocked() []*job {
 		ix.queuedBytes -= jb.bytes
 	}
 	ix.running = len(batch)
+	ix.inBatch = append([]*job(nil), batch...)
 	return batch
+}
+
+// cancelSource cancels the background jobs of a source: those waiting,
+// those waiting to be tried again and those of the running batch not yet
+// written, in memory and, durably, in the queue log (also any the log
+// still holds that memory does not). It returns their ids. The caller
+// holds commitMu.
+func (ix *Index) cancelSource(raw string) ([]string, error) {
+	c, t := ix.CanonicalURL(raw), strings.TrimSpace(raw)
+	match := func(u string) bool {
+		u = strings.TrimSpace(u)
+		return u == t || u == c || ix.CanonicalURL(u) == c
+	}
+	ix.qmu.Lock()
+	defer ix.qmu.Unlock()
+	var hit []*job
+	seen := map[string]bool{}
+	skip := map[string]bool{} // written already: the removal deletes them, their job is done
+	for _, list := range [][]*job{ix.ready, ix.waiting, ix.inBatch} {
+		for _, jb := range list {
+			switch {
+			case seen[jb.id] || jb.cancelled || !match(jb.doc.SourceURL):
+			case jb.committed:
+				skip[jb.id] = true
+			default:
+				seen[jb.id] = true
+				hit = append(hit, jb)
+			}
+		}
+	}
+	now := ix.now().UTC()
+	var ids []string
+	var cancel []Job
+	add := func(j Job) {
+		j.State, j.Error, j.Finished, j.RetryAt = JobCancelled, cancelledMsg, now, time.Time{}
+		ids = append(ids, j.ID)
+		cancel = append(cancel, j)
+	}
+	for _, jb := range hit {
+		j, ok := ix.Job(jb.id)
+		if !ok {
+			j = Job{ID: jb.id, SourceURL: jb.doc.SourceURL, Queued: jb.queued}
+		}
+		add(j)
+	}
+	if ix.q != nil {
+		for _, j := range ix.q.pendingJobs(match) {
+			if !seen[j.ID] && !skip[j.ID] {
+				seen[j.ID] = true
+				add(j)
+			}
+		}
+		if err := ix.q.cancel(cancel); err != nil {
+			return nil, fmt.Errorf("index: cancel the queued pages of %s: %w", t, err)
+		}
+	}
+	for _, jb := range hit {
+		jb.cancelled = true
+	}
+	drop := func(list []*job) []*job {
+		kept := list[:0]
+		for _, jb := range list {
+			if jb.cancelled {
+				ix.queuedBytes -= jb.bytes
+				continue
+			}
+			kept = append(kept, jb)
+		}
+		clear(list[len(kept):])
+		return kept
+	}
+	ix.ready, ix.waiting = drop(ix.ready), drop(ix.waiting)
+	for i := range cancel {
+		j := cancel[i]
+		ix.remember(&j)
+	}
+	ix.stats.cancelled.Add(int64(len(cancel)))
+	if len(cancel) > 0 {
+		ix.log.Info("index: cancelled the background indexing of a removed source", "source", t, "jobs", len(cancel))
+	}
+	return ids, nil
+}
+
+// leaveBatchLocked takes a job out of the running batch once its outcome
+// is recorded. The caller holds qmu.
+func (ix *Index) leaveBatchLocked(j *job) {
+	for i, x := range ix.inBatch {
+		if x == j {
+			ix.inBatch = append(ix.inBatch[:i], ix.inBatch[i+1:]...)
+			return
+		}
+	}
 }
 
 func (ix *Index) runBatch(batch []*job) {
 	ctx := context.Background()
 	// A replayed page whose source was indexed after the page was queued
 	// (by this very job before the crash, or by a newer write) is skipped:
-	// a replay never puts back older content.
+	// a replay never puts back older content. A cancelled page is skipped.
 	var run []*job
 	for _, j := range batch {
+		ix.qmu.Lock()
+		cancelled := j.cancelled
+		if cancelled {
+			ix.leaveBatchLocked(j)
+		}
+		ix.qmu.Unlock()
+		if cancelled {
+			continue
+		}
 		if j.replayed {
 			if ex, _, err := ix.be.Sources(ctx, Filter{SourceURL: ix.CanonicalURL(j.doc.SourceURL)}, 0, 1); err == nil && len(ex) == 1 && !ex[0].CreatedAt.Before(j.queued) {
 				ix.finishJob(j, Result{Unchanged: true, Chunks: ex[0].Chunks}, ix.now().UTC())
@@ -515,14 +634,18 @@ func (ix *Index) runBatch(batch []*job) {
 	for i, j := range run {
 		docs[i] = j.doc
 		tries[i] = Job{ID: j.id, Attempts: j.attempts}
-		ix.update(j.id, func(x *Job) { x.State, x.RetryAt = JobRunning, time.Time{} })
+		ix.update(j.id, func(x *Job) {
+			if x.State != JobCancelled {
+				x.State, x.RetryAt = JobRunning, time.Time{}
+			}
+		})
 	}
 	if ix.q != nil {
 		if err := ix.q.try(tries); err != nil {
 			ix.log.Warn("index: could not record the start of background indexing", "err", err)
 		}
 	}
-	results, err := ix.AddMany(ctx, docs)
+	results, err := ix.addMany(ctx, docs, run)
 	if err != nil && len(run) > 1 {
 		// One bad page must not sink the others: retry them one by one.
 		for _, j := range run {
@@ -550,8 +673,26 @@ func permanent(err error) bool {
 }
 
 // finishJob records a job's outcome in memory and in the queue log: done,
-// waiting for another attempt, or moved to the dead letters.
+// waiting for another attempt, or moved to the dead letters; nothing for a
+// job RemoveSource cancelled, which it recorded itself. It holds qmu, so
+// that a cancellation sees the job either still in the batch or where its
+// outcome put it.
 func (ix *Index) finishJob(j *job, r Result, now time.Time) {
+	ix.qmu.Lock()
+	prune := ix.finishLocked(j, r, now)
+	ix.qmu.Unlock()
+	if prune {
+		ix.pruneDead()
+	}
+}
+
+// finishLocked is finishJob holding qmu; it reports whether a dead letter
+// was added.
+func (ix *Index) finishLocked(j *job, r Result, now time.Time) bool {
+	ix.leaveBatchLocked(j)
+	if j.cancelled {
+		return false
+	}
 	if r.Err == nil {
 		ix.stats.done.Add(1)
 		if r.Unchanged || r.Superseded {
@@ -566,16 +707,14 @@ func (ix *Index) finishJob(j *job, r Result, now time.Time) {
 				ix.q.finish(jj)
 			}
 		}
-		return
+		return false
 	}
 	msg := jobError(r.Err)
 	outage := errors.Is(r.Err, embed.ErrUnavailable)
 	if !outage {
 		j.attempts++
 	}
-	ix.qmu.Lock()
 	closing := ix.closing
-	ix.qmu.Unlock()
 	if !permanent(r.Err) && j.attempts < ix.maxAttempts {
 		// Try again later: after the embedder's own retry time during an
 		// outage, else after a delay doubling with each attempt.
@@ -602,18 +741,17 @@ func (ix *Index) finishJob(j *job, r Result, now time.Time) {
 			} else {
 				ix.log.Warn("index: background indexing failed while closing; the next open tries again", "source", j.doc.SourceURL, "job", j.id, "err", r.Err)
 			}
-			return
+			return false
 		}
 		ix.log.Warn("index: background indexing failed; trying again later", "source", j.doc.SourceURL, "job", j.id, "attempts", j.attempts, "retryIn", delay.String(), "err", r.Err)
-		ix.qmu.Lock()
 		ix.pushLocked(j)
-		ix.qmu.Unlock()
-		return
+		return false
 	}
 	if !permanent(r.Err) {
 		msg = fmt.Sprintf("gave up after %d attempts: %s", j.attempts, msg)
 	}
-	ix.bury(j, msg, now)
+	ix.buryLocked(j, msg, now)
+	return true
 }
 
 // jobError is what a job reports of its failure: the message of the
@@ -636,8 +774,9 @@ func jobError(err error) string {
 	return "storing the page failed (the log has the details)"
 }
 
-// bury moves a job to the dead letters.
-func (ix *Index) bury(j *job, msg string, now time.Time) {
+// buryLocked moves a job to the dead letters. The caller holds qmu, and
+// calls pruneDead after releasing it.
+func (ix *Index) buryLocked(j *job, msg string, now time.Time) {
 	ix.stats.failed.Add(1)
 	ix.log.Error("index: background indexing failed; the page is kept in the dead letters (ragmem jobs list)", "source", j.doc.SourceURL, "job", j.id, "attempts", j.attempts, "err", msg)
 	ix.update(j.id, func(x *Job) {
@@ -649,11 +788,8 @@ func (ix *Index) bury(j *job, msg string, now time.Time) {
 			ix.log.Error("index: could not keep the page in the dead letters", "job", j.id, "err", err)
 		}
 	} else {
-		ix.qmu.Lock()
 		ix.deadDocs[j.id] = &j.doc
-		ix.qmu.Unlock()
 	}
-	ix.pruneDead()
 }
 
 // pruneDead drops the oldest dead letters past maxDead.

@@ -55,6 +55,9 @@ func CanonicalURL(raw string) string { return URLRules{}.Canonical(raw) }
 // Canonical returns the canonical form of a source URL. For http and https
 // URLs:
 //
+//   - user info ("user:password@") is removed: credentials a page's URL
+//     carried are never stored, shown in answers or put into a model's
+//     context, and the page is the same page without them;
 //   - the scheme and host are lower-cased, and a default port (:80 for
 //     http, :443 for https) or an empty one is dropped;
 //   - an empty path becomes "/", and "." and ".." path segments are
@@ -111,11 +114,7 @@ func (r URLRules) Canonical(raw string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	b.WriteString(scheme)
-	b.WriteString("://")
-	if u.User != nil {
-		b.WriteString(u.User.String())
-		b.WriteByte('@')
-	}
+	b.WriteString("://") // never the user info: see Canonical
 	b.WriteString(host)
 	b.WriteString(canonicalPath(u.EscapedPath()))
 	if q := r.canonicalQuery(u.RawQuery); q != "" {

@@ -28,7 +28,11 @@ func TestCanonicalURL(t *testing.T) {
 		{"https://example.com/a?q=a%2bb", "https://example.com/a?q=a%2Bb"},
 		{"https://example.com/app#!/inbox", "https://example.com/app#!/inbox"},
 		{"https://example.com/app#/settings", "https://example.com/app#/settings"},
-		{"https://user:pw@Example.com/", "https://user:pw@example.com/"},
+		// Credentials are never kept.
+		{"https://user:pw@Example.com/", "https://example.com/"},
+		{"https://user@example.com/a?b=1", "https://example.com/a?b=1"},
+		{"http://:pw@example.com:8080/", "http://example.com:8080/"},
+		{"https://us%40er:p%3Aw@example.com/x", "https://example.com/x"},
 		{"https://[::1]:443/x", "https://[::1]/x"},
 		{"https://[2001:DB8::1]:8443/x", "https://[2001:db8::1]:8443/x"},
 		// Not http(s): trimmed, nothing else.

@@ -209,12 +209,18 @@ type Index struct {
 	quotaChunks int
 	quotaBytes  int64
 
+	// commitMu orders the write of a background batch against RemoveSource:
+	// a page is either written before a removal of its source (which then
+	// deletes it) or cancelled by it (and never written). Taken before qmu.
+	commitMu sync.Mutex
+
 	qmu         sync.Mutex // guards the fields below, and closing, against Close
 	closing     bool
 	ready       []*job               // pages to index, in order
 	waiting     []*job               // pages waiting to be tried again
 	queuedBytes int64                // text of ready and waiting
 	running     int                  // pages in the batch being indexed
+	inBatch     []*job               // those pages, until each one's outcome is recorded
 	deadDocs    map[string]*Document // dead letters' pages when the queue is not durable
 	wake        chan struct{}        // tells the worker there is work (or Close)
 	queueSize   int
@@ -780,6 +786,14 @@ func (ix *Index) Add(ctx context.Context, d Document) (Result, error) {
 // failures of the whole batch (embedding, storage). When a source URL appears
 // more than once, the last document wins.
 func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error) {
+	return ix.addMany(ctx, docs, nil)
+}
+
+// addMany is AddMany. With jobs (the background worker's, one per
+// document), the batch is written holding commitMu, without the pages a
+// RemoveSource cancelled meanwhile (their Result.Err is errCancelled), and
+// the pages written are marked committed.
+func (ix *Index) addMany(ctx context.Context, docs []Document, jobs []*job) ([]Result, error) {
 	if ix.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -813,6 +827,7 @@ func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error)
 	}
 	wg.Wait()
 	var work []*prepared
+	var workIdx []int // the document of each work item
 	var recs []*Record
 	for i, d := range docs {
 		if last[ix.CanonicalURL(d.SourceURL)] != i {
@@ -829,6 +844,7 @@ func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error)
 			continue
 		}
 		work = append(work, p)
+		workIdx = append(workIdx, i)
 		for j := range p.records {
 			recs = append(recs, &p.records[j])
 		}
@@ -843,12 +859,31 @@ func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error)
 		return nil, err
 	}
 	bt := &Batch{}
-	for _, p := range work {
+	if jobs != nil {
+		ix.commitMu.Lock()
+		defer ix.commitMu.Unlock()
+	}
+	var written []*job
+	for k, p := range work {
+		if jobs != nil {
+			jb := jobs[workIdx[k]]
+			if jb.cancelled {
+				results[workIdx[k]] = Result{SourceURL: p.doc.SourceURL, Err: errCancelled}
+				continue
+			}
+			written = append(written, jb)
+		}
 		bt.DeleteSources = append(bt.DeleteSources, p.doc.SourceURL)
 		bt.Put = append(bt.Put, p.records...)
 	}
+	if len(bt.DeleteSources) == 0 {
+		return results, nil
+	}
 	if err := ix.be.Apply(ctx, bt); err != nil {
 		return nil, err
+	}
+	for _, jb := range written {
+		jb.committed = true
 	}
 	return results, nil
 }
@@ -978,18 +1013,48 @@ func (ix *Index) Delete(ctx context.Context, ids []string) error {
 }
 
 // Remove deletes every chunk of a source and returns how many there were.
+// The source's pages queued for background indexing are cancelled, as
+// RemoveSource says.
 func (ix *Index) Remove(ctx context.Context, sourceURL string) (int, error) {
+	r, err := ix.RemoveSource(ctx, sourceURL)
+	return r.Chunks, err
+}
+
+// Removal reports what RemoveSource did. It is a plain value.
+type Removal struct {
+	Chunks    int      // chunks deleted
+	Cancelled []string // ids of the source's background jobs that were cancelled
+}
+
+// RemoveSource deletes every chunk of a source and cancels its pages queued
+// for background indexing (IndexPageAsync): those waiting, those waiting
+// to be tried again after a failure, and one being indexed whose chunks are
+// not written yet. Their jobs end JobCancelled, durably: a restart does not
+// index them again. A page whose chunks were written before the call is
+// deleted with the rest. So once RemoveSource returns, the source is gone
+// and no job queued before the call brings it back; only a new write does.
+// Dead letters of the source stay until they are dropped (DropJob).
+func (ix *Index) RemoveSource(ctx context.Context, sourceURL string) (Removal, error) {
+	var out Removal
 	if ix.closed.Load() {
-		return 0, ErrClosed
+		return out, ErrClosed
 	}
+	ix.commitMu.Lock()
+	defer ix.commitMu.Unlock()
+	ids, err := ix.cancelSource(sourceURL)
+	if err != nil {
+		return out, err
+	}
+	out.Cancelled = ids
 	ex, err := ix.findSource(ctx, &sourceURL)
 	if err != nil || len(ex) == 0 {
-		return 0, err
+		return out, err
 	}
 	if err := ix.be.Apply(ctx, &Batch{DeleteSources: []string{sourceURL}}); err != nil {
-		return 0, err
+		return out, err
 	}
-	return ex[0].Chunks, nil
+	out.Chunks = ex[0].Chunks
+	return out, nil
 }
 
 // Source returns the chunks of one source in order (searchBySourceUrl).

@@ -27,7 +27,9 @@ import (
 //
 // Before the worker indexes a page it appends a "try" record, and after it a
 // record of the outcome: "done", "retry" (failed, to be tried again) or
-// "dead" (moved to the dead letters). A "try" with no outcome after it means
+// "dead" (moved to the dead letters). Removing a page's source appends a
+// "cancel" record (fsynced) for each of its pages still queued: they are
+// finished, never replayed. A "try" with no outcome after it means
 // the process stopped while indexing the page: a crash, perhaps caused by
 // the page itself. Open counts that as a failed attempt, and a page that has
 // failed MaxAttempts times is moved to the dead letters instead of being
@@ -67,6 +69,10 @@ const (
 	recDone  = "done"  // finished
 	recDead  = "dead"  // moved to the dead letters; its page is in dead/
 	recDrop  = "drop"  // a dead letter was dropped
+	// recCancel: the page's source was removed before it was indexed; the
+	// job is finished, JobCancelled. Written with fsync, before the removal
+	// is acknowledged.
+	recCancel = "cancel"
 )
 
 // ErrQueueLocked is returned by Open when another process holds the queue directory.
@@ -288,7 +294,7 @@ func wellFormed(r *queueRecord) bool {
 		return false
 	}
 	switch r.Kind {
-	case recPage, recTry, recRetry, recDone, recDead, recDrop:
+	case recPage, recTry, recRetry, recDone, recDead, recDrop, recCancel:
 		return true
 	}
 	return false
@@ -318,7 +324,7 @@ func (q *queueLog) add(r *queueRecord) {
 			delete(q.inflight, id)
 			p.Job.Attempts, p.Job.Error = r.Job.Attempts, r.Job.Error
 		}
-	case recDone, recDead:
+	case recDone, recDead, recCancel:
 		q.unpend(id)
 		if r.Kind == recDead {
 			q.dead[id] = r.Job
@@ -417,6 +423,40 @@ func (q *queueLog) retry(j Job) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.record(&queueRecord{Kind: recRetry, Job: Job{ID: j.ID, Attempts: j.Attempts, Error: j.Error}})
+}
+
+// pendingJobs returns the jobs of the pending pages whose URL matches.
+func (q *queueLog) pendingJobs(match func(string) bool) []Job {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []Job
+	for _, id := range q.order {
+		if r := q.pending[id]; r.Doc != nil && match(r.Doc.SourceURL) {
+			out = append(out, r.Job)
+		}
+	}
+	return out
+}
+
+// cancel records, durably, that pending jobs were cancelled: they are
+// finished and never replayed.
+func (q *queueLog) cancel(jobs []Job) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	rs := make([]*queueRecord, len(jobs))
+	for i, j := range jobs {
+		rs[i] = &queueRecord{Kind: recCancel, Job: j}
+	}
+	if err := q.append(true, rs...); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		q.add(r)
+	}
+	return nil
 }
 
 // finish records that a job finished.
@@ -588,6 +628,7 @@ type QueueCheck struct {
 	PendingJobs []Job    // their jobs, in queue order
 	Interrupted int      // of Pending, pages whose indexing the end of the last process interrupted
 	Finished    int      // finished jobs remembered for Job lookups
+	Cancelled   []Job    // of those, the jobs cancelled because their source was removed, most recent last
 	Dead        []Job    // dead letters: pages given up on (ragmem jobs list, retry, drop)
 	Problems    []string // damage found: an unreadable or damaged log
 	Recovery    []string // what the next open does by itself, losing nothing queued: cut an unfinished write at the end
@@ -624,6 +665,7 @@ func CheckQueue(ctx context.Context, dir string, repair bool) (QueueCheck, error
 			return qc, err
 		}
 		qc.Pending, qc.Finished, qc.Repaired, qc.Dead = len(st.pending), len(st.finished), st.notes, st.dead
+		qc.Cancelled = cancelledJobs(st.finished)
 		qc.Interrupted = len(st.crashed)
 		for _, r := range st.pending {
 			qc.PendingJobs = append(qc.PendingJobs, r.Job)
@@ -644,6 +686,7 @@ func CheckQueue(ctx context.Context, dir string, repair bool) (QueueCheck, error
 		return qc, nil
 	}
 	qc.Pending, qc.Finished, qc.Interrupted, qc.Dead = len(q.order), len(q.finished), len(q.inflight), q.deadList()
+	qc.Cancelled = cancelledJobs(q.finished)
 	for _, id := range q.order {
 		j := q.pending[id].Job
 		if q.inflight[id] {
@@ -659,6 +702,16 @@ func CheckQueue(ctx context.Context, dir string, repair bool) (QueueCheck, error
 		qc.Problems = append(qc.Problems, fmt.Sprintf("the indexing queue is damaged after byte %d (%v); opening the store keeps a copy in quarantine/ and cuts it there", res.ValidEnd, res.Tail))
 	}
 	return qc, nil
+}
+
+func cancelledJobs(finished []Job) []Job {
+	var out []Job
+	for _, j := range finished {
+		if j.State == JobCancelled {
+			out = append(out, j)
+		}
+	}
+	return out
 }
 
 // firstLine cuts an error message to its first line and a sane length, for

@@ -89,6 +89,9 @@ type ForgetInput struct {
 type ForgetOutput struct {
 	SourceURL     string `json:"url"`
 	RemovedChunks int    `json:"removed" jsonschema:"chunks removed"`
+	// CancelledJobs are the page's background indexing jobs that were
+	// cancelled: queued before the call, they never bring it back.
+	CancelledJobs []string `json:"cancelledJobs,omitempty" jsonschema:"ids of the page's queued indexing jobs that were cancelled"`
 }
 
 // ListSourcesInput is the input of list_sources.
@@ -352,7 +355,7 @@ func (s *Server) indexText(ctx context.Context, _ *mcp.CallToolRequest, in Index
 func (s *Server) forgetSource(ctx context.Context, _ *mcp.CallToolRequest, in ForgetInput) (*mcp.CallToolResult, ForgetOutput, error) {
 	// The rules of DELETE /v1/pages: only pages, never a preference or a
 	// memory (removed with remove_preference, or by deleting its file).
-	n, err := s.eng.ForgetPage(ctx, in.URL)
+	rm, err := s.eng.ForgetPage(ctx, in.URL)
 	switch {
 	case errors.Is(err, rag.ErrNoPage):
 		return nil, ForgetOutput{}, fmt.Errorf("%w: %w (list_sources shows what is stored)", ErrNotFound, err)
@@ -362,7 +365,11 @@ func (s *Server) forgetSource(ctx context.Context, _ *mcp.CallToolRequest, in Fo
 		return nil, ForgetOutput{}, err
 	}
 	u := strings.TrimSpace(in.URL)
-	return text(fmt.Sprintf("Forgot %q (%d chunks).", u, n)), ForgetOutput{SourceURL: u, RemovedChunks: n}, nil
+	msg := fmt.Sprintf("Forgot %q (%d chunks).", u, rm.Chunks)
+	if len(rm.Cancelled) > 0 {
+		msg = fmt.Sprintf("Forgot %q (%d chunks; cancelled %d queued indexing jobs of it).", u, rm.Chunks, len(rm.Cancelled))
+	}
+	return text(msg), ForgetOutput{SourceURL: u, RemovedChunks: rm.Chunks, CancelledJobs: rm.Cancelled}, nil
 }
 
 func (s *Server) listSources(ctx context.Context, _ *mcp.CallToolRequest, in ListSourcesInput) (*mcp.CallToolResult, ListSourcesOutput, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -60,7 +61,11 @@ func CheckURL(raw string) (string, error) {
 }
 
 // CheckPageURL is CheckURL for the URL of a page to store: the schemes of
-// preferences and memories (preference:, memory:) are reserved.
+// preferences and memories (preference:, memory:) are reserved; a URL with
+// an authority ("scheme://…", file: aside) must name a host, and its port
+// must be a number from 0 to 65535. It returns the URL without user info
+// ("user:password@"): credentials are never stored (index.URLRules.Canonical
+// drops them too, for every other way a page reaches the index).
 func CheckPageURL(raw string) (string, error) {
 	u, err := CheckURL(raw)
 	if err != nil {
@@ -72,6 +77,25 @@ func CheckPageURL(raw string) (string, error) {
 			what = r + " sources"
 		}
 		return "", fmt.Errorf("%w: the URL scheme %q is reserved for %s", ErrBadURL, u[:len(r)], what)
+	}
+	p, err := url.Parse(u)
+	if err != nil { // CheckURL parsed it
+		return "", fmt.Errorf("%w: %q is not a valid URL", ErrBadURL, clipURL(u))
+	}
+	_, rest, _ := strings.Cut(u, ":")
+	if strings.HasPrefix(rest, "//") && !strings.EqualFold(p.Scheme, "file") {
+		if p.Hostname() == "" {
+			return "", fmt.Errorf("%w: %q names no host (like https://example.com/page)", ErrBadURL, clipURL(u))
+		}
+		if port := p.Port(); port != "" {
+			if n, err := strconv.Atoi(port); err != nil || n > 65535 {
+				return "", fmt.Errorf("%w: the port %s of %q is not a port number (0 to 65535)", ErrBadURL, clipURL(port), clipURL(u))
+			}
+		}
+	}
+	if p.User != nil {
+		p.User = nil
+		u = p.String()
 	}
 	return u, nil
 }
@@ -102,6 +126,11 @@ func clipURL(u string) string {
 // nothing), failing with ErrConflict when it is not a page.
 func (e *Engine) PageSource(ctx context.Context, u string) (index.SourceInfo, bool, error) {
 	srcs, _, err := e.ix.Sources(ctx, index.Filter{SourceURL: u}, 0, 1)
+	if raw := strings.TrimSpace(u); err == nil && len(srcs) == 0 && e.ix.CanonicalURL(raw) != raw {
+		// A source stored before canonicalisation (with user info, say)
+		// is still found, and removed, by the URL it was stored under.
+		srcs, _, err = e.ix.Backend().Sources(ctx, index.Filter{SourceURL: raw}, 0, 1)
+	}
 	if err != nil || len(srcs) == 0 {
 		return index.SourceInfo{}, false, err
 	}
@@ -137,23 +166,30 @@ func (e *Engine) IndexPage(ctx context.Context, d index.Document) (index.Result,
 	return e.ix.Add(ctx, d)
 }
 
-// ForgetPage removes a page and returns how many chunks it had. It fails
-// with ErrNoPage when there is no page with that URL, and with ErrConflict
-// for a preference or a memory (removed through their own stores).
-func (e *Engine) ForgetPage(ctx context.Context, raw string) (int, error) {
+// ForgetPage removes a page and cancels its background indexing: after it
+// returns, the page is gone and no job queued before the call brings it
+// back (see index.Index.RemoveSource). It reports the chunks deleted and
+// the jobs cancelled, and fails with ErrNoPage when there is neither a page
+// with that URL nor a queued one, and with ErrConflict for a preference or
+// a memory (removed through their own stores).
+func (e *Engine) ForgetPage(ctx context.Context, raw string) (index.Removal, error) {
 	u, err := CheckURL(raw)
 	if err != nil {
-		return 0, err
+		return index.Removal{}, err
 	}
 	if r := reserved(u); r != "" {
-		return 0, fmt.Errorf("%w: %s is the address of %ss, not of a page", ErrConflict, clipURL(u), r)
+		return index.Removal{}, fmt.Errorf("%w: %s is the address of %ss, not of a page", ErrConflict, clipURL(u), r)
 	}
-	_, ok, err := e.PageSource(ctx, u)
+	if _, _, err := e.PageSource(ctx, u); err != nil {
+		return index.Removal{}, err
+	}
+	rm, err := e.ix.RemoveSource(ctx, u)
+	e.cal.Changed(rm.Chunks)
 	switch {
 	case err != nil:
-		return 0, err
-	case !ok:
-		return 0, fmt.Errorf("%w: %s", ErrNoPage, clipURL(u))
+		return rm, err
+	case rm.Chunks == 0 && len(rm.Cancelled) == 0:
+		return rm, fmt.Errorf("%w: %s", ErrNoPage, clipURL(u))
 	}
-	return e.ix.Remove(ctx, u)
+	return rm, nil
 }

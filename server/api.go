@@ -159,7 +159,7 @@ func publicURL(u, docType string, local bool) string {
 type JobJSON struct {
 	ID        string    `json:"id"`
 	URL       string    `json:"url"`
-	State     string    `json:"state"` // queued, running, done, failed (refused when queued), dead (given up on: retry or drop it)
+	State     string    `json:"state"` // queued, running, done, failed (refused when queued), dead (given up on: retry or drop it), cancelled (its page was deleted first)
 	Chunks    int       `json:"chunks,omitempty"`
 	Unchanged bool      `json:"unchanged,omitempty"`
 	Error     string    `json:"error,omitempty"`
@@ -355,7 +355,7 @@ type JobsJSON struct {
 
 // listJobs lists the namespace's jobs, most recent first: all remembered
 // ones, or those in the states of ?state= (queued, running, done, failed,
-// dead; comma-separated), at most ?limit= (default 100, at most 10,000).
+// dead, cancelled; comma-separated), at most ?limit= (default 100, at most 10,000).
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	limit, e := intParam(r, "limit", 100, 1, 10000)
 	if e != nil {
@@ -366,10 +366,10 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("state"); v != "" {
 		for _, x := range strings.Split(v, ",") {
 			switch st := index.JobState(strings.TrimSpace(x)); st {
-			case index.JobQueued, index.JobRunning, index.JobDone, index.JobFailed, index.JobDead:
+			case index.JobQueued, index.JobRunning, index.JobDone, index.JobFailed, index.JobDead, index.JobCancelled:
 				states = append(states, st)
 			default:
-				writeAPIError(w, r, badRequest("state: unknown job state %q (want queued, running, done, failed or dead)", clip(x, 40)))
+				writeAPIError(w, r, badRequest("state: unknown job state %q (want queued, running, done, failed, dead or cancelled)", clip(x, 40)))
 				return
 			}
 		}
@@ -493,7 +493,7 @@ func (s *Server) deletePage(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
-	n, err := eng.ForgetPage(r.Context(), u)
+	rm, err := eng.ForgetPage(r.Context(), u)
 	if errors.Is(err, rag.ErrNoPage) {
 		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no page %s in the memory", clip(u, 200)))
 		return
@@ -502,7 +502,13 @@ func (s *Server) deletePage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"url": u, "removed": n})
+	// The page's queued jobs are cancelled: once this answer is sent, the
+	// page is gone and stays gone (see index.Index.RemoveSource).
+	cancelled := rm.Cancelled
+	if cancelled == nil {
+		cancelled = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"url": u, "removed": rm.Chunks, "cancelledJobs": cancelled})
 }
 
 func intParam(r *http.Request, name string, def, lo, hi int) (int, *apiError) {

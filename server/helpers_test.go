@@ -168,7 +168,7 @@ func (ts *testServer) waitJob(id string, headers ...string) server.JobJSON {
 		case http.StatusOK:
 			var j server.JobJSON
 			r.json(ts.t, &j)
-			if j.State == "done" || j.State == "failed" || j.State == "dead" {
+			if j.State == "done" || j.State == "failed" || j.State == "dead" || j.State == "cancelled" {
 				return j
 			}
 			if time.Now().After(deadline) {

@@ -39,7 +39,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/ragmem/ragmem/rag"
 )
@@ -48,6 +50,7 @@ import (
 const (
 	DefaultAddr            = "127.0.0.1:7437"
 	DefaultMaxBodyBytes    = 10 << 20
+	DefaultMaxBodyInflight = 64 << 20
 	DefaultRateLimit       = 20
 	DefaultRateBurst       = 60
 	DefaultMaxNamespaces   = 16
@@ -81,6 +84,14 @@ type Options struct {
 	AllowedHosts []string
 	// MaxBodyBytes limits request bodies; larger ones get 413. Default 10 MiB.
 	MaxBodyBytes int64
+	// MaxBodyInflight bounds the request-body bytes of all requests in
+	// flight, server-wide, so that many large bodies at once cannot
+	// exhaust memory. A request reserves its Content-Length (MaxBodyBytes
+	// for a chunked body) before its body is read and holds it until it is
+	// answered; when the reservation cannot be had within a second, the
+	// answer is 503 with Retry-After. Default DefaultMaxBodyInflight
+	// (64 MiB), raised to MaxBodyBytes when smaller; negative: no bound.
+	MaxBodyInflight int64
 	// RateLimit is the sustained requests per second allowed per client: per
 	// token once authenticated, per remote address before. Over it the
 	// server answers 429 with Retry-After. Default 20; negative disables.
@@ -158,6 +169,8 @@ type Server struct {
 	anyHost  bool
 	extract  *fairSlots
 	started  time.Time
+	bodies   *semaphore.Weighted // request-body bytes in flight; nil: no bound
+	inflight atomic.Int64        // bytes reserved in bodies
 
 	mu        sync.Mutex
 	mux       *http.ServeMux
@@ -201,6 +214,15 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	switch {
+	case o.MaxBodyInflight == 0:
+		o.MaxBodyInflight = DefaultMaxBodyInflight
+	case o.MaxBodyInflight < 0:
+		o.MaxBodyInflight = 0
+	}
+	if o.MaxBodyInflight > 0 && o.MaxBodyInflight < o.MaxBodyBytes {
+		o.MaxBodyInflight = o.MaxBodyBytes // every body the limit allows can be read
 	}
 	if o.RateLimit == 0 {
 		o.RateLimit = DefaultRateLimit
@@ -269,12 +291,17 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 		sessions: newSessions(DefaultSessionTTL),
 		origins:  origins, hosts: hosts, anyHost: anyHost,
 		extract:   newFairSlots(o.ExtractConcurrency),
+		bodies:    newBodies(o.MaxBodyInflight),
 		started:   o.Now(),
 		mux:       http.NewServeMux(),
 		protected: map[string]bool{},
 		localOnly: map[string]bool{},
 	}
 	s.metrics = newMetrics(s.pool)
+	s.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "ragmem_http_body_bytes_inflight",
+		Help: "Request-body bytes reserved by requests in flight (bounded by --max-body-inflight).",
+	}, func() float64 { return float64(s.inflight.Load()) }))
 	// Open the default namespace now, so that a store that cannot be
 	// opened (locked, other embedder) fails the start, not the first call.
 	_, release, err := s.pool.acquire(ctx, "")
@@ -863,7 +890,20 @@ func (s *Server) tooMany(w http.ResponseWriter, r *http.Request, wait time.Durat
 	WriteError(w, r, http.StatusTooManyRequests, CodeRateLimited, fmt.Sprintf("rate limit exceeded; retry in %d s", secs))
 }
 
-// limitBody refuses bodies declared larger than the limit and caps the rest.
+// bodyInflightWait is how long a request waits for room among the
+// request bodies in flight before it is answered 503.
+const bodyInflightWait = time.Second
+
+func newBodies(n int64) *semaphore.Weighted {
+	if n <= 0 {
+		return nil
+	}
+	return semaphore.NewWeighted(n)
+}
+
+// limitBody refuses bodies declared larger than the limit and caps the rest,
+// and reserves the body's bytes among those in flight server-wide
+// (Options.MaxBodyInflight) until the request is answered.
 func (s *Server) limitBody(w http.ResponseWriter, r *http.Request, st *reqState) bool {
 	limit := s.o.MaxBodyBytes
 	if st.local {
@@ -874,9 +914,36 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request, st *reqState)
 		WriteError(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, tooLargeMsg(limit))
 		return false
 	}
-	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return true
 	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if s.bodies == nil {
+		return true
+	}
+	n := r.ContentLength
+	if n < 0 {
+		n = limit // a chunked body may grow to the limit
+	}
+	// A local body larger than the whole allowance takes all of it.
+	n = min(n, s.o.MaxBodyInflight)
+	ctx, cancel := context.WithTimeout(r.Context(), bodyInflightWait)
+	err := s.bodies.Acquire(ctx, n)
+	cancel()
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Connection", "close")
+		WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable,
+			fmt.Sprintf("the server is reading too many large requests at once (at most %d bytes of request bodies, --max-body-inflight); retry shortly", s.o.MaxBodyInflight))
+		return false
+	}
+	s.inflight.Add(n)
+	st.mu.Lock()
+	st.releases = append(st.releases, func() {
+		s.inflight.Add(-n)
+		s.bodies.Release(n)
+	})
+	st.mu.Unlock()
 	return true
 }
 

@@ -198,7 +198,7 @@ func (s *Server) newSession(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, http.StatusForbidden, CodeForbidden, "this endpoint is for the web UI")
 		return
 	}
-	if !s.limitBody(w, r, &reqState{local: IsLocal(r)}) {
+	if !s.limitBody(w, r, stateOf(r)) { // set by ServeHTTP, which releases what it reserves
 		return
 	}
 	var req struct {

@@ -37,7 +37,7 @@ func newJobsListCmd(g *globals) *cobra.Command {
 	var dead bool
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List the pages waiting in the queue and the dead letters (without indexing anything)",
+		Short: "List the pages waiting in the queue, the dead letters and the jobs cancelled by deleting their page (without indexing anything)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			qc, err := g.queueJobs(cmd.Context())
@@ -45,24 +45,28 @@ func newJobsListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if dead {
-				qc.PendingJobs = nil
+				qc.PendingJobs, qc.Cancelled = nil, nil
 			}
 			if asJSON {
 				type out struct {
-					Pending []index.Job `json:"pending"`
-					Dead    []index.Job `json:"dead"`
+					Pending   []index.Job `json:"pending"`
+					Dead      []index.Job `json:"dead"`
+					Cancelled []index.Job `json:"cancelled"`
 				}
-				o := out{Pending: qc.PendingJobs, Dead: qc.Dead}
+				o := out{Pending: qc.PendingJobs, Dead: qc.Dead, Cancelled: qc.Cancelled}
 				if o.Pending == nil {
 					o.Pending = []index.Job{}
 				}
 				if o.Dead == nil {
 					o.Dead = []index.Job{}
 				}
+				if o.Cancelled == nil {
+					o.Cancelled = []index.Job{}
+				}
 				return writeJSON(g.stdout, o)
 			}
 			w := g.stdout
-			if len(qc.PendingJobs) == 0 && len(qc.Dead) == 0 {
+			if len(qc.PendingJobs) == 0 && len(qc.Dead) == 0 && len(qc.Cancelled) == 0 {
 				fmt.Fprintln(w, "no jobs waiting and no dead letters")
 				return nil
 			}
@@ -75,6 +79,9 @@ func newJobsListCmd(g *globals) *cobra.Command {
 			}
 			for _, j := range qc.Dead {
 				fmt.Fprintf(w, "%-11s %s  %s  %s%s\n", "dead", j.ID, printable(j.SourceURL, 120), printable(j.Error, 200), attempts(j))
+			}
+			for _, j := range qc.Cancelled {
+				fmt.Fprintf(w, "%-11s %s  %s  %s\n", "cancelled", j.ID, printable(j.SourceURL, 120), printable(j.Error, 200))
 			}
 			if len(qc.Dead) > 0 {
 				fmt.Fprintln(w, "retry a dead letter with 'ragmem jobs retry ID', delete it with 'ragmem jobs drop ID'")

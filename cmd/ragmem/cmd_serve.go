@@ -33,6 +33,7 @@ type serveFlags struct {
 	tlsCert         string
 	tlsKey          string
 	maxBody         string
+	maxBodyInflight string
 	rateLimit       float64
 	rateBurst       int
 	maxNamespaces   int
@@ -72,6 +73,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM) to serve HTTPS")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest request body accepted (bytes, or with KiB/MiB/GiB)")
+	fl.StringVar(&f.maxBodyInflight, "max-body-inflight", "64MiB", "most request-body bytes of all requests in flight; past it, 503 with Retry-After (0: no bound)")
 	fl.Float64Var(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per second allowed per client (0 disables; failed logins stay limited)")
 	fl.IntVar(&f.rateBurst, "rate-burst", server.DefaultRateBurst, "requests a client may make in a burst")
 	fl.IntVar(&f.maxNamespaces, "max-namespaces", server.DefaultMaxNamespaces, "namespace stores open at once")
@@ -181,6 +183,12 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	maxBodyInflight := int64(-1)
+	if strings.TrimSpace(f.maxBodyInflight) != "0" {
+		if maxBodyInflight, err = parseBytes("--max-body-inflight", f.maxBodyInflight); err != nil {
+			return err
+		}
+	}
 	quotaBytes := int64(-1)
 	if strings.TrimSpace(f.quotaBytes) != "0" {
 		if quotaBytes, err = parseBytes("--quota-bytes", f.quotaBytes); err != nil {
@@ -229,6 +237,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		ExtractTimeout:  f.extractTimeout,
 		AllowOrigins:    f.origins,
 		MaxBodyBytes:    maxBody,
+		MaxBodyInflight: maxBodyInflight,
 		RateLimit:       rate,
 		RateBurst:       f.rateBurst,
 		MaxNamespaces:   f.maxNamespaces,

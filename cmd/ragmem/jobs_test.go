@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/embed/embedtest"
 	"github.com/ragmem/ragmem/index"
 )
@@ -120,5 +121,44 @@ func TestSearchSaysWhenDegraded(t *testing.T) {
 	_, stderr, err := runCLI(t, "--dir", dir, "--embedder", spec, "--base-url", emb.BaseURL(), "search", "grey heron")
 	if err != nil || !strings.Contains(stderr, "answered by fulltext search: embedder unavailable") {
 		t.Fatalf("search: %v\n%s", err, stderr)
+	}
+}
+
+// holdEmbedder holds every embedding until release is closed.
+type holdEmbedder struct {
+	embed.Embedder
+	release chan struct{}
+}
+
+func (h holdEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	<-h.release
+	return h.Embedder.Embed(ctx, texts)
+}
+
+// TestJobsListShowsCancelled: a queued page whose source was removed is
+// listed as cancelled, in text and JSON.
+func TestJobsListShowsCancelled(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	h := holdEmbedder{Embedder: embed.Default(), release: make(chan struct{})}
+	ix, err := index.Open(ctx, dir, &index.Options{Embedder: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ix.IndexPageAsync(index.Document{SourceURL: "https://gone.example/", Content: "a page about egrets"})
+	if rm, err := ix.RemoveSource(ctx, "https://gone.example/"); err != nil || len(rm.Cancelled) != 1 {
+		t.Fatalf("RemoveSource: %+v %v", rm, err)
+	}
+	close(h.release)
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := mustRun(t, "--dir", dir, "jobs", "list")
+	if !strings.Contains(out, "cancelled   "+id+"  https://gone.example/") {
+		t.Fatalf("jobs list:\n%s", out)
+	}
+	var js struct{ Pending, Dead, Cancelled []index.Job }
+	if err := json.Unmarshal([]byte(mustRun(t, "--dir", dir, "jobs", "list", "--json")), &js); err != nil || len(js.Cancelled) != 1 || js.Cancelled[0].State != index.JobCancelled || len(js.Pending) != 0 {
+		t.Fatalf("jobs list --json: %+v %v", js, err)
 	}
 }
