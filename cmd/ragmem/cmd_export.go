@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,7 +17,9 @@ import (
 	"github.com/ragmem/ragmem/export"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/wal"
+	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/rag"
+	"github.com/ragmem/ragmem/server"
 )
 
 // keyEnv names the environment variable that holds an export key.
@@ -77,25 +83,38 @@ func newExportCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			path, err := filepath.Abs(args[0])
+			if err != nil {
+				return err
+			}
+			req := exportRequest{Path: path, Key: key, NoCompress: noCompress}
 			ctx := cmd.Context()
-			return g.withEngine(ctx, func(eng *rag.Engine) error {
-				snap, err := eng.Export(ctx)
-				if err != nil {
+			var ans exportAnswer
+			err = g.withStore(ctx, func(m memStore) error {
+				return m.(*ownedStore).call(ctx, true, "the export", func(cur memStore) (err error) {
+					switch c := cur.(type) {
+					case engineStore:
+						ans, err = exportTo(ctx, c.eng, req)
+					case *owner.Client:
+						err = c.Do(ctx, http.MethodPost, exportPath, req, &ans, owner.DefaultWriteTimeout)
+					default:
+						err = fmt.Errorf("export: no export through %T", cur)
+					}
 					return err
-				}
-				if err := snap.WriteFile(ctx, args[0], &export.WriteOptions{Key: key, NoCompress: noCompress}); err != nil {
-					return err
-				}
-				how := "gzip"
-				if noCompress {
-					how = "uncompressed"
-				}
-				if key != nil {
-					how += ", AES-256-GCM"
-				}
-				fmt.Fprintf(g.stdout, "exported %d records (embedder %s) to %s (%s)\n", len(snap.Records), snap.Embedder, args[0], how)
-				return nil
+				})
 			})
+			if err != nil {
+				return err
+			}
+			how := "gzip"
+			if noCompress {
+				how = "uncompressed"
+			}
+			if key != nil {
+				how += ", AES-256-GCM"
+			}
+			fmt.Fprintf(g.stdout, "exported %d records (embedder %s) to %s (%s)\n", ans.Records, ans.Embedder, args[0], how)
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -119,7 +138,7 @@ func newImportCmd(g *globals) *cobra.Command {
 		Example: "  ragmem --dir ~/restored import backup.ragmem\n" +
 			"  RAGMEM_EXPORT_KEY=$(cat ragmem.key) ragmem import --merge backup.ragmem",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if merge && replace {
 				return errors.New("--merge and --replace exclude each other")
 			}
@@ -127,54 +146,62 @@ func newImportCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			snap, err := export.ReadFile(ctx, args[0], &export.ReadOptions{Key: key})
-			if err != nil {
-				if errors.Is(err, export.ErrFormat) && key == nil {
-					return fmt.Errorf("%w (if it is encrypted, give its key with --key-file or $%s)", err, keyEnv)
-				}
-				return err
-			}
-			var fallback *index.EmbedderRecord
-			if snap.Spec != nil {
-				fallback = &index.EmbedderRecord{Identity: snap.Embedder, Spec: snap.Spec}
-			}
-			eng, err := g.openWith(ctx, fallback)
+			path, err := filepath.Abs(args[0])
 			if err != nil {
 				return err
 			}
-			defer func() {
-				if cerr := eng.Close(); err == nil {
-					err = cerr
-				}
-			}()
-			mode := export.Empty
+			req := importRequest{Path: path, Key: key, Mode: "empty"}
 			switch {
 			case merge:
-				mode = export.Merge
+				req.Mode = "merge"
 			case replace:
-				mode = export.Replace
+				req.Mode = "replace"
 			}
-			rep, err := eng.Import(ctx, snap, &export.ImportOptions{Mode: mode, Progress: func(done, total int) {
-				if g.verbose {
-					fmt.Fprintf(g.stderr, "imported %d of %d records\n", done, total)
-				}
-			}})
+			ctx := cmd.Context()
+			// The file is read here first: a damaged file or a wrong key is
+			// refused before any store is touched, and a store this process
+			// creates takes the embedder of the file's vectors.
+			snap, err := readExport(ctx, path, key)
+			if err != nil {
+				return err
+			}
+			if snap.Spec != nil {
+				g.newStoreEmbedder = &index.EmbedderRecord{Identity: snap.Embedder, Spec: snap.Spec}
+			}
+			var ans importAnswer
+			err = g.withStore(ctx, func(m memStore) error {
+				return m.(*ownedStore).call(ctx, false, "the import", func(cur memStore) (err error) {
+					switch c := cur.(type) {
+					case engineStore:
+						ans, err = importInto(ctx, c.eng, snap, req.Mode, func(done, total int) {
+							if g.verbose {
+								fmt.Fprintf(g.stderr, "imported %d of %d records\n", done, total)
+							}
+						})
+					case *owner.Client:
+						snap = nil // the owner reads the file itself
+						err = c.Do(ctx, http.MethodPost, importPath, req, &ans, owner.DefaultWriteTimeout)
+					default:
+						err = fmt.Errorf("import: no import through %T", cur)
+					}
+					return err
+				})
+			})
 			switch {
-			case errors.Is(err, export.ErrNotEmpty):
+			case errors.Is(err, export.ErrNotEmpty) || err != nil && strings.Contains(err.Error(), errNotEmptyText):
 				return fmt.Errorf("%w; import into an empty data directory (--dir), or use --merge or --replace", err)
-			case errors.Is(err, export.ErrEmbedderMismatch):
+			case errors.Is(err, export.ErrEmbedderMismatch) || err != nil && strings.Contains(err.Error(), errMismatchText):
 				return fmt.Errorf("%w; import into a new data directory: it takes the file's embedder unless --embedder, $RAGMEM_EMBEDDER or the config file names another", err)
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "imported %d records (embedder %s) from %s\n", rep.Records, snap.Embedder, args[0])
+			fmt.Fprintf(g.stdout, "imported %d records (embedder %s) from %s\n", ans.Records, ans.Embedder, args[0])
 			for _, t := range []string{index.DocKnowledge, index.DocPreference, index.DocMemory} {
-				fmt.Fprintf(g.stdout, "  %-11s %d sources\n", t, rep.Sources[t])
+				fmt.Fprintf(g.stdout, "  %-11s %d sources\n", t, ans.Sources[t])
 			}
-			if rep.Removed > 0 {
-				fmt.Fprintf(g.stdout, "  removed     %d sources the file does not hold\n", rep.Removed)
+			if ans.Removed > 0 {
+				fmt.Fprintf(g.stdout, "  removed     %d sources the file does not hold\n", ans.Removed)
 			}
 			return nil
 		},
@@ -184,4 +211,171 @@ func newImportCmd(g *globals) *cobra.Command {
 	f.BoolVar(&merge, "merge", false, "import into a store that holds records: the file's sources replace those of the same name")
 	f.BoolVar(&replace, "replace", false, "import into a store that holds records: afterwards it holds exactly the file's")
 	return cmd
+}
+
+// The owner's routes for export and import (local listeners only): a
+// client names a file by its absolute path and the owner, a process of the
+// same user (the socket checks its peers), reads or writes it. The key
+// travels over the socket, never on a command line.
+const (
+	exportPath = "/v1/owner/export"
+	importPath = "/v1/owner/import"
+)
+
+// exportRequest asks for the store to be written to Path.
+type exportRequest struct {
+	Path       string `json:"path"`
+	Key        []byte `json:"key,omitempty"` // AES-256-GCM key; none: not encrypted
+	NoCompress bool   `json:"noCompress,omitempty"`
+}
+
+// exportAnswer says what an export wrote.
+type exportAnswer struct {
+	Records  int    `json:"records"`
+	Embedder string `json:"embedder"`
+}
+
+// importRequest asks for the export at Path to be written into the store.
+type importRequest struct {
+	Path string `json:"path"`
+	Key  []byte `json:"key,omitempty"`
+	Mode string `json:"mode"` // empty, merge or replace
+}
+
+// importAnswer says what an import wrote.
+type importAnswer struct {
+	Records  int            `json:"records"`
+	Embedder string         `json:"embedder"`
+	Sources  map[string]int `json:"sources"`
+	Removed  int            `json:"removed"`
+}
+
+// The messages of export's errors, which a client finds in the owner's
+// answer to give the same advice as without an owner.
+var (
+	errNotEmptyText = export.ErrNotEmpty.Error()
+	errMismatchText = export.ErrEmbedderMismatch.Error()
+)
+
+// exportTo writes a consistent snapshot of eng to req.Path.
+func exportTo(ctx context.Context, eng *rag.Engine, req exportRequest) (exportAnswer, error) {
+	if err := checkKey(req.Key); err != nil {
+		return exportAnswer{}, err
+	}
+	if fi, err := os.Stat(filepath.Dir(req.Path)); err != nil || !fi.IsDir() {
+		return exportAnswer{}, fmt.Errorf("export: %s: its directory does not exist", req.Path)
+	}
+	snap, err := eng.Export(ctx)
+	if err != nil {
+		return exportAnswer{}, err
+	}
+	if err := snap.WriteFile(ctx, req.Path, &export.WriteOptions{Key: req.Key, NoCompress: req.NoCompress}); err != nil {
+		return exportAnswer{}, err
+	}
+	return exportAnswer{Records: len(snap.Records), Embedder: snap.Embedder}, nil
+}
+
+// readExport reads the export at path, with the advice a missing key needs.
+func readExport(ctx context.Context, path string, key []byte) (*export.Snapshot, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	snap, err := export.ReadFile(ctx, path, &export.ReadOptions{Key: key})
+	if err != nil && errors.Is(err, export.ErrFormat) && key == nil {
+		return nil, fmt.Errorf("%w (if it is encrypted, give its key with --key-file or $%s)", err, keyEnv)
+	}
+	return snap, err
+}
+
+// importInto writes snap into eng in mode (empty, merge or replace).
+func importInto(ctx context.Context, eng *rag.Engine, snap *export.Snapshot, mode string, progress func(done, total int)) (importAnswer, error) {
+	var m export.Mode
+	switch mode {
+	case "empty", "":
+		m = export.Empty
+	case "merge":
+		m = export.Merge
+	case "replace":
+		m = export.Replace
+	default:
+		return importAnswer{}, fmt.Errorf("import: unknown mode %q (want empty, merge or replace)", mode)
+	}
+	rep, err := eng.Import(ctx, snap, &export.ImportOptions{Mode: m, Progress: progress})
+	if err != nil {
+		return importAnswer{}, err
+	}
+	return importAnswer{Records: rep.Records, Embedder: snap.Embedder, Sources: rep.Sources, Removed: rep.Removed}, nil
+}
+
+// checkKey refuses a key of the wrong size (a client's request may carry any).
+func checkKey(key []byte) error {
+	if key != nil && len(key) != export.KeySize {
+		return fmt.Errorf("export: the key is %d bytes; it must be %d", len(key), export.KeySize)
+	}
+	return nil
+}
+
+// decodeOwnerRequest reads a small JSON request of the owner's routes.
+func decodeOwnerRequest(w http.ResponseWriter, req *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		server.WriteError(w, req, http.StatusBadRequest, server.CodeBadRequest, "bad request: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// servePath checks a path a client named: absolute and clean.
+func servePath(w http.ResponseWriter, req *http.Request, p string) bool {
+	if p == "" || !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		server.WriteError(w, req, http.StatusBadRequest, server.CodeBadRequest, fmt.Sprintf("bad request: the path must be absolute and clean, not %q", p))
+		return false
+	}
+	return true
+}
+
+// serveExport answers POST /v1/owner/export on the owner's socket.
+func (r *ownerRun) serveExport(w http.ResponseWriter, req *http.Request) {
+	var er exportRequest
+	if !decodeOwnerRequest(w, req, &er) || !servePath(w, req, er.Path) {
+		return
+	}
+	eng, err := r.srv.Engine(req)
+	if err != nil {
+		r.srv.Fail(w, req, err)
+		return
+	}
+	ans, err := exportTo(req.Context(), eng, er)
+	if err != nil {
+		server.WriteError(w, req, http.StatusUnprocessableEntity, server.CodeBadRequest, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_ = writeJSON(w, ans)
+}
+
+// serveImport answers POST /v1/owner/import on the owner's socket.
+func (r *ownerRun) serveImport(w http.ResponseWriter, req *http.Request) {
+	var ir importRequest
+	if !decodeOwnerRequest(w, req, &ir) || !servePath(w, req, ir.Path) {
+		return
+	}
+	eng, err := r.srv.Engine(req)
+	if err != nil {
+		r.srv.Fail(w, req, err)
+		return
+	}
+	snap, err := readExport(req.Context(), ir.Path, ir.Key)
+	if err != nil {
+		server.WriteError(w, req, http.StatusUnprocessableEntity, server.CodeBadRequest, err.Error())
+		return
+	}
+	ans, err := importInto(req.Context(), eng, snap, ir.Mode, nil)
+	if err != nil {
+		server.WriteError(w, req, http.StatusUnprocessableEntity, server.CodeBadRequest, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_ = writeJSON(w, ans)
 }

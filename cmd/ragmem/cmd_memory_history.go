@@ -49,9 +49,11 @@ func (tf *timeFlags) parse() (since, until time.Time, err error) {
 }
 
 // addMemory writes a memory over the index, so that restatements are
-// merged by similarity (and judged by $RAGMEM_LLM_MODEL when set); when
-// another process holds the store, it writes without the index, comparing
-// titles only, and says so.
+// merged by similarity (and judged by $RAGMEM_LLM_MODEL when set): this
+// process's index, or the owner's through its memory API when another
+// process owns the store. Only when the store is locked by a process that
+// is no owner does it write without the index, comparing titles only, and
+// say so.
 func (g *globals) addMemory(ctx context.Context, mf *memoryFlags, nm memory.NewMemory) (memory.AddResult, error) {
 	var res memory.AddResult
 	ran := false
@@ -61,18 +63,9 @@ func (g *globals) addMemory(ctx context.Context, mf *memoryFlags, nm memory.NewM
 		res, err = st.Add(ctx, nm)
 		return err
 	}, func(c *owner.Client) error {
-		// The owner's store is another process's: write the file here,
-		// comparing titles only, then have the owner index it.
+		// The owner adds it over its index, as this process would.
 		ran = true
-		fmt.Fprintln(g.stderr, "note: the store is owned by another process; similar memories are compared by title only")
-		st, err := g.openMemories(ctx, mf)
-		if err != nil {
-			return err
-		}
-		if res, err = st.Add(ctx, nm); err != nil {
-			return err
-		}
-		return c.Do(ctx, http.MethodPost, memhttp.DefaultPrefix+"/refresh", struct{}{}, nil, 0)
+		return c.Do(ctx, http.MethodPost, memhttp.DefaultPrefix, addRequest(nm), &res, 0)
 	})
 	if err == nil || ran || !errors.Is(err, local.ErrLocked) {
 		return res, err
@@ -83,6 +76,23 @@ func (g *globals) addMemory(ctx context.Context, mf *memoryFlags, nm memory.NewM
 		return res, err
 	}
 	return st.Add(ctx, nm)
+}
+
+// addRequest is nm as the owner's memory API takes it.
+func addRequest(nm memory.NewMemory) memhttp.AddRequest {
+	r := memhttp.AddRequest{Title: nm.Title, Content: nm.Content, WhenToUse: nm.WhenToUse, Tags: nm.Tags,
+		DiscoveredBy: nm.DiscoveredBy, DiscoveredIn: nm.DiscoveredIn, Source: nm.Source, RelatedMemories: nm.RelatedMemories,
+		Negative: nm.Negative, Supersedes: nm.Supersedes, Separate: nm.Separate}
+	if nm.Importance != 0 {
+		r.Importance = nm.Importance.String()
+	}
+	if !nm.DiscoveredAt.IsZero() {
+		r.DiscoveredAt = nm.DiscoveredAt.Format(time.RFC3339Nano)
+	}
+	if !nm.OccurredAt.IsZero() {
+		r.OccurredAt = nm.OccurredAt.Format(time.RFC3339Nano)
+	}
+	return r
 }
 
 // memoryState is a memory's line of state in listings ("" when there is
@@ -189,11 +199,16 @@ func newMemorySupersedeCmd(g *globals, mf *memoryFlags) *cobra.Command {
 		Example: "  ragmem memory supersede api-port the-api-listens-on-port-8080 --why \"checked the config\"",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := g.openMemories(cmd.Context(), mf)
-			if err != nil {
+			ctx := cmd.Context()
+			var res memory.AddResult
+			// Over the index, so that searches see the change at once: this
+			// process's, or the owner's when another process owns the store.
+			err := g.withMemories(ctx, mf, func(st *memory.Store) (err error) {
+				res, err = st.Supersede(ctx, args[0], args[1], why)
 				return err
-			}
-			res, err := st.Supersede(cmd.Context(), args[0], args[1], why)
+			}, func(c *owner.Client) error {
+				return c.Do(ctx, http.MethodPost, memhttp.DefaultPrefix+"/supersede", memhttp.SupersedeRequest{Newer: args[0], Older: args[1], Provenance: why}, &res, 0)
+			})
 			if err != nil {
 				return err
 			}

@@ -201,6 +201,12 @@ func (g *globals) startOwner(ctx context.Context, claim *owner.Claim, cfg ownerC
 	if err := srv.HandleLocal("PUT "+owner.URLRulesPath, http.HandlerFunc(r.serveURLRules)); err != nil {
 		return fail(err)
 	}
+	if err := srv.HandleLocal("POST "+exportPath, http.HandlerFunc(r.serveExport)); err != nil {
+		return fail(err)
+	}
+	if err := srv.HandleLocal("POST "+importPath, http.HandlerFunc(r.serveImport)); err != nil {
+		return fail(err)
+	}
 
 	listeners := []server.Listener{{Listener: ln, Local: true}}
 	if cfg.tcp != nil {

@@ -238,10 +238,32 @@ func TestBothModesSameOutput(t *testing.T) {
 		{args: []string{"memory", "match", "--agent", "developer", "uploads time out"}},
 		{args: []string{"memory", "search", "uploads proxy"}},
 		{args: []string{"memory", "match", "--agent", "developer", "--history", "--when", "this year", "uploads"}},
+		// Memories written, superseded and cited through the owner's memory
+		// API as over this process's index.
+		{args: []string{"memory", "add", "--title", "Sessions use cookies", "--when", "auth|login|session", "--at", "2026-03-01T09:00:00Z",
+			"--importance", "high", "--tag", "auth", "Sessions moved from JWTs to HttpOnly cookies."}},
+		{args: []string{"memory", "add", "--title", "Sessions use cookies", "--when", "auth|login|session", "--at", "2026-03-02T09:00:00Z",
+			"Sessions moved from JWTs to HttpOnly cookies."}},
+		{args: []string{"memory", "supersede", "sessions-use-cookies", "jwt-auth", "--why", "checked the code"}},
+		{args: []string{"memory", "supersede", "jwt-auth", "sessions-use-cookies"}},
+		{args: []string{"memory", "search", "--json", "--history", "sessions jwt"}},
+		{args: []string{"search", "--types", "memory", "JWT HS256 tokens"}},
+		{args: []string{"memory", "match", "--agent", "developer", "Fix the login flow"}},
+		{args: []string{"memory", "cite", "Sessions use cookies [memory:sessions-use-cookies] [memory:nope]."}},
+		{args: []string{"memory", "stats", "--json"}},
+		// A portable export and import, through the owner as without one
+		// (DIR is each mode's data directory: its export goes beside it).
+		{args: []string{"export", "DIR/../memory.ragmem"}},
+		{args: []string{"import", "DIR/../memory.ragmem"}},
+		{args: []string{"import", "--merge", "DIR/../memory.ragmem"}},
+		{args: []string{"import", "--key-file", filepath.Join(files, "otters.md"), "DIR/../memory.ragmem"}},
+		{args: []string{"export", filepath.Join(files, "no-such-dir", "x.ragmem")}},
+		{args: []string{"sources", "--json", "--limit", "0"}},
 		{args: []string{"check"}},
 	}
 	normalize := func(s, dir string, stats bool) string {
 		s = strings.ReplaceAll(s, dir, "DIR")
+		s = strings.ReplaceAll(s, filepath.Dir(dir), "PARENT") // an export beside the data directory
 		s = prefIDs.ReplaceAllString(s, "pref_ID")
 		if stats {
 			s = lastSyncTx.ReplaceAllString(s, "")
@@ -263,8 +285,18 @@ func TestBothModesSameOutput(t *testing.T) {
 		if st.before != nil {
 			st.before()
 		}
-		lout, lerr, lcode := runCLIStdin(t, st.stdin, append([]string{"--dir", local}, st.args...)...)
-		sout, serr, scode := runCLIStdin(t, st.stdin, append([]string{"--dir", served}, st.args...)...)
+		inDir := func(dir string) []string {
+			args := []string{"--dir", dir}
+			for _, a := range st.args {
+				if rest, ok := strings.CutPrefix(a, "DIR/"); ok {
+					a = filepath.Join(dir, rest)
+				}
+				args = append(args, a)
+			}
+			return args
+		}
+		lout, lerr, lcode := runCLIStdin(t, st.stdin, inDir(local)...)
+		sout, serr, scode := runCLIStdin(t, st.stdin, inDir(served)...)
 		isStats := st.args[0] == "stats"
 		if a, b := normalize(lout, local, isStats), normalize(sout, served, isStats); a != b {
 			t.Errorf("ragmem %s: stdout differs\nno owner:\n%s\nthrough serve:\n%s", name, a, b)

@@ -39,6 +39,11 @@ type globals struct {
 
 	memoriesFlag string // the agent-memory directory a memory command asked for, served by a cli owner
 
+	// newStoreEmbedder is the embedder a store that records none yet takes
+	// when this process opens it (import: the embedder of the file's
+	// vectors); nil: the flags' or the default.
+	newStoreEmbedder *index.EmbedderRecord
+
 	embMu     sync.Mutex
 	embedders map[string]embed.Embedder // built embedders by spec and secrets, shared by a server's stores
 }
@@ -138,7 +143,7 @@ func (g *globals) newEmbedder() (embed.Embedder, error) {
 // flags, the environment or the config file name, else the one the store
 // records, else the lexical default.
 func (g *globals) open(ctx context.Context) (*rag.Engine, error) {
-	return g.openWith(ctx, nil)
+	return g.openWith(ctx, g.newStoreEmbedder)
 }
 
 // openWith is open where a store that records no embedder yet is taken to
