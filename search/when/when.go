@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -82,95 +83,100 @@ type pattern struct {
 }
 
 // Patterns are tried at every position in this order; the first that
-// matches there wins and its text is consumed.
-var patterns = []pattern{
-	{regexp.MustCompile(`\b([0-9]{4})-([0-9]{2})-([0-9]{2})\b`), func(m []string, now time.Time) (Range, bool) {
-		y, _ := strconv.Atoi(m[1])
-		mo, _ := strconv.Atoi(m[2])
-		d, _ := strconv.Atoi(m[3])
-		return day(y, time.Month(mo), d, now)
-	}},
-	{regexp.MustCompile(`\b` + dayRE + `(?: of)? ` + monthRE + `,? ` + yearRE + `\b`), func(m []string, now time.Time) (Range, bool) {
-		d, _ := strconv.Atoi(m[1])
-		y, _ := strconv.Atoi(m[3])
-		return day(y, months[m[2]], d, now)
-	}},
-	{regexp.MustCompile(`\b` + monthRE + ` ` + dayRE + `,? ` + yearRE + `\b`), func(m []string, now time.Time) (Range, bool) {
-		d, _ := strconv.Atoi(m[2])
-		y, _ := strconv.Atoi(m[3])
-		return day(y, months[m[1]], d, now)
-	}},
-	{regexp.MustCompile(`\b` + monthRE + `,? (?:of )?` + yearRE + `\b`), func(m []string, now time.Time) (Range, bool) {
-		y, _ := strconv.Atoi(m[2])
-		return month(y, months[m[1]], now)
-	}},
-	{regexp.MustCompile(`\b` + dayRE + `(?: of)? ` + monthRE + `\b`), func(m []string, now time.Time) (Range, bool) {
-		d, _ := strconv.Atoi(m[1])
-		return latestDay(months[m[2]], d, now)
-	}},
-	{regexp.MustCompile(`\b(?:on|since|by|until|from|before|after) ` + monthRE + ` ` + dayRE + `\b`), func(m []string, now time.Time) (Range, bool) {
-		d, _ := strconv.Atoi(m[2])
-		return latestDay(months[m[1]], d, now)
-	}},
-	// A month without a year only after a word that makes it one: "may"
-	// is also a verb.
-	{regexp.MustCompile(`\b(in|during|since|by|until|from|early|late|mid|last|this|next|of) ` + monthRE + `\b`), func(m []string, now time.Time) (Range, bool) {
-		mo := months[m[2]]
-		y := now.Year()
-		switch m[1] {
-		case "next":
-			if mo <= now.Month() {
-				y++
+// matches there wins and its text is consumed. They are compiled on first
+// use, not when a program that never reads a date starts.
+var patterns = sync.OnceValue(func() []pattern {
+	return []pattern{
+		{regexp.MustCompile(`\b([0-9]{4})-([0-9]{2})-([0-9]{2})\b`), func(m []string, now time.Time) (Range, bool) {
+			y, _ := strconv.Atoi(m[1])
+			mo, _ := strconv.Atoi(m[2])
+			d, _ := strconv.Atoi(m[3])
+			return day(y, time.Month(mo), d, now)
+		}},
+		{regexp.MustCompile(`\b` + dayRE + `(?: of)? ` + monthRE + `,? ` + yearRE + `\b`), func(m []string, now time.Time) (Range, bool) {
+			d, _ := strconv.Atoi(m[1])
+			y, _ := strconv.Atoi(m[3])
+			return day(y, months[m[2]], d, now)
+		}},
+		{regexp.MustCompile(`\b` + monthRE + ` ` + dayRE + `,? ` + yearRE + `\b`), func(m []string, now time.Time) (Range, bool) {
+			d, _ := strconv.Atoi(m[2])
+			y, _ := strconv.Atoi(m[3])
+			return day(y, months[m[1]], d, now)
+		}},
+		{regexp.MustCompile(`\b` + monthRE + `,? (?:of )?` + yearRE + `\b`), func(m []string, now time.Time) (Range, bool) {
+			y, _ := strconv.Atoi(m[2])
+			return month(y, months[m[1]], now)
+		}},
+		{regexp.MustCompile(`\b` + dayRE + `(?: of)? ` + monthRE + `\b`), func(m []string, now time.Time) (Range, bool) {
+			d, _ := strconv.Atoi(m[1])
+			return latestDay(months[m[2]], d, now)
+		}},
+		{regexp.MustCompile(`\b(?:on|since|by|until|from|before|after) ` + monthRE + ` ` + dayRE + `\b`), func(m []string, now time.Time) (Range, bool) {
+			d, _ := strconv.Atoi(m[2])
+			return latestDay(months[m[1]], d, now)
+		}},
+		// A month without a year only after a word that makes it one: "may"
+		// is also a verb.
+		{regexp.MustCompile(`\b(in|during|since|by|until|from|early|late|mid|last|this|next|of) ` + monthRE + `\b`), func(m []string, now time.Time) (Range, bool) {
+			mo := months[m[2]]
+			y := now.Year()
+			switch m[1] {
+			case "next":
+				if mo <= now.Month() {
+					y++
+				}
+			case "this":
+			case "last":
+				if mo >= now.Month() {
+					y--
+				}
+			default:
+				if mo > now.Month() {
+					y--
+				}
 			}
-		case "this":
-		case "last":
-			if mo >= now.Month() {
-				y--
+			return month(y, mo, now)
+		}},
+		{regexp.MustCompile(`\b(?:in|during|since|by|until|from|of|early|late|mid|throughout|year) ` + yearRE + `\b`), func(m []string, now time.Time) (Range, bool) {
+			y, _ := strconv.Atoi(m[1])
+			return year(y, now)
+		}},
+		{regexp.MustCompile(`\b(yesterday|today|tonight|last night|this morning|this afternoon|this evening)\b`), func(m []string, now time.Time) (Range, bool) {
+			d := midnight(now)
+			if m[1] == "yesterday" || m[1] == "last night" {
+				d = d.AddDate(0, 0, -1)
 			}
-		default:
-			if mo > now.Month() {
-				y--
+			return Range{From: d, To: d.AddDate(0, 0, 1), Unit: Day}, true
+		}},
+		{regexp.MustCompile(`\b(last|this|next|past) (week|weekend|month|year)\b`), func(m []string, now time.Time) (Range, bool) {
+			off := map[string]int{"last": -1, "past": -1, "this": 0, "next": 1}[m[1]]
+			return relative(m[2], off, now), true
+		}},
+		{regexp.MustCompile(`\b` + numRE + ` ` + unitRE + ` ago\b`), func(m []string, now time.Time) (Range, bool) {
+			n, ok := count(m[1])
+			if !ok {
+				return Range{}, false
 			}
-		}
-		return month(y, mo, now)
-	}},
-	{regexp.MustCompile(`\b(?:in|during|since|by|until|from|of|early|late|mid|throughout|year) ` + yearRE + `\b`), func(m []string, now time.Time) (Range, bool) {
-		y, _ := strconv.Atoi(m[1])
-		return year(y, now)
-	}},
-	{regexp.MustCompile(`\b(yesterday|today|tonight|last night|this morning|this afternoon|this evening)\b`), func(m []string, now time.Time) (Range, bool) {
-		d := midnight(now)
-		if m[1] == "yesterday" || m[1] == "last night" {
-			d = d.AddDate(0, 0, -1)
-		}
-		return Range{From: d, To: d.AddDate(0, 0, 1), Unit: Day}, true
-	}},
-	{regexp.MustCompile(`\b(last|this|next|past) (week|weekend|month|year)\b`), func(m []string, now time.Time) (Range, bool) {
-		off := map[string]int{"last": -1, "past": -1, "this": 0, "next": 1}[m[1]]
-		return relative(m[2], off, now), true
-	}},
-	{regexp.MustCompile(`\b` + numRE + ` ` + unitRE + ` ago\b`), func(m []string, now time.Time) (Range, bool) {
-		n, ok := count(m[1])
-		if !ok {
-			return Range{}, false
-		}
-		return relative(m[2], -n, now), true
-	}},
-	{regexp.MustCompile(`\b(?:last|on|this past) (sunday|monday|tuesday|wednesday|thursday|friday|saturday)\b`), func(m []string, now time.Time) (Range, bool) {
-		d := midnight(now)
-		back := (int(d.Weekday()) - int(weekdays[m[1]]) + 7) % 7
-		if back == 0 {
-			back = 7
-		}
-		d = d.AddDate(0, 0, -back)
-		return Range{From: d, To: d.AddDate(0, 0, 1), Unit: Day}, true
-	}},
-}
+			return relative(m[2], -n, now), true
+		}},
+		{regexp.MustCompile(`\b(?:last|on|this past) (sunday|monday|tuesday|wednesday|thursday|friday|saturday)\b`), func(m []string, now time.Time) (Range, bool) {
+			d := midnight(now)
+			back := (int(d.Weekday()) - int(weekdays[m[1]]) + 7) % 7
+			if back == 0 {
+				back = 7
+			}
+			d = d.AddDate(0, 0, -back)
+			return Range{From: d, To: d.AddDate(0, 0, 1), Unit: Day}, true
+		}},
+	}
+})
 
 // before matches "the week before", "two days before", "last weekend
 // before" just ahead of a date: the range becomes the span that leads up
 // to it.
-var before = regexp.MustCompile(`\b(?:the |last |` + numRE + ` )?` + unitRE + ` (?:before|prior to)\s*$`)
+var before = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\b(?:the |last |` + numRE + ` )?` + unitRE + ` (?:before|prior to)\s*$`)
+})
 
 // beforeReach is how far before a date Find looks for "... before".
 const beforeReach = 40
@@ -191,7 +197,7 @@ func Find(text string, now time.Time) []Range {
 	}
 	var all []found
 	taken := make([]bool, len(low)+1)
-	for _, p := range patterns {
+	for _, p := range patterns() {
 		for _, loc := range p.re.FindAllStringSubmatchIndex(low, -1) {
 			if overlaps(taken, loc[0], loc[1]) {
 				continue
@@ -210,7 +216,7 @@ func Find(text string, now time.Time) []Range {
 			// "two weeks before" is short: look back a few words only, so
 			// that Find stays linear.
 			back := max(0, start-beforeReach)
-			if b := before.FindStringSubmatchIndex(low[back:start]); b != nil && !overlaps(taken, back+b[0], start) {
+			if b := before().FindStringSubmatchIndex(low[back:start]); b != nil && !overlaps(taken, back+b[0], start) {
 				if span, ok := beforeSpan(low[back+b[0]:start], r); ok {
 					r, start = span, back+b[0]
 				}
@@ -255,7 +261,7 @@ func asciiLower(s string) string {
 // beforeSpan turns "the week before" + anchor into the span that ends where
 // the anchor starts.
 func beforeSpan(words string, anchor Range) (Range, bool) {
-	m := before.FindStringSubmatch(words)
+	m := before().FindStringSubmatch(words)
 	if m == nil {
 		return Range{}, false
 	}
