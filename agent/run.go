@@ -12,7 +12,6 @@ import (
 
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -276,7 +275,7 @@ func autoIndex(cfg Config, res *Result, log *slog.Logger) string {
 		res.Warnings = append(res.Warnings, "page not indexed: it has no URL")
 		return ""
 	}
-	id := cfg.Memory.IndexPageAsync(index.Document{SourceURL: p.URL, Title: p.Title, Content: p.Content, Format: p.Format})
+	id := cfg.Memory.IndexPageAsync(rag.Document{SourceURL: p.URL, Title: p.Title, Content: p.Content, Format: p.Format})
 	log.Debug("agent: page queued for indexing", "url", p.URL, "job", id)
 	return id
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
@@ -140,7 +139,7 @@ func schemaFor[T any](edit func(props map[string]*jsonschema.Schema)) *jsonschem
 	return s
 }
 
-var docTypes = []any{index.DocKnowledge, index.DocMemory, index.DocPreference}
+var docTypes = []any{rag.DocKnowledge, rag.DocMemory, rag.DocPreference}
 
 func (s *Server) register() {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
@@ -233,7 +232,7 @@ func text(s string) *mcp.CallToolResult {
 func checkTypes(ts []string) error {
 	for _, t := range ts {
 		switch t {
-		case index.DocKnowledge, index.DocMemory, index.DocPreference:
+		case rag.DocKnowledge, rag.DocMemory, rag.DocPreference:
 		default:
 			return fmt.Errorf("%w: unknown document type %q (knowledge, memory or preference)", ErrBadInput, t)
 		}
@@ -331,12 +330,12 @@ func (s *Server) indexText(ctx context.Context, _ *mcp.CallToolRequest, in Index
 			return nil, IndexOutput{}, fmt.Errorf("%w: %w", ErrBadInput, err)
 		}
 	}
-	if err := index.CheckAttrs(in.Attrs); err != nil {
+	if err := rag.CheckAttrs(in.Attrs); err != nil {
 		return nil, IndexOutput{}, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
-	r, err := s.eng.IndexPage(ctx, index.Document{SourceURL: u, Title: strings.TrimSpace(validText(in.Title)), Content: body, Format: f, Attrs: in.Attrs})
+	r, err := s.eng.IndexPage(ctx, rag.Document{SourceURL: u, Title: strings.TrimSpace(validText(in.Title)), Content: body, Format: f, Attrs: in.Attrs})
 	if err != nil {
-		if errors.Is(err, index.ErrEmptyDocument) || errors.Is(err, index.ErrTooManyChunks) || errors.Is(err, rag.ErrConflict) || errors.Is(err, index.ErrQuotaExceeded) {
+		if errors.Is(err, rag.ErrEmptyDocument) || errors.Is(err, rag.ErrTooManyChunks) || errors.Is(err, rag.ErrConflict) || errors.Is(err, rag.ErrQuotaExceeded) {
 			return nil, IndexOutput{}, fmt.Errorf("%w: %w", ErrBadInput, err)
 		}
 		return nil, IndexOutput{}, err
@@ -386,9 +385,9 @@ func (s *Server) listSources(ctx context.Context, _ *mcp.CallToolRequest, in Lis
 	}
 	types := in.Types
 	if len(types) == 0 {
-		types = []string{index.DocKnowledge}
+		types = []string{rag.DocKnowledge}
 	}
-	srcs, total, err := s.eng.Store().Sources(ctx, index.Filter{DocTypes: types}, in.Offset, limit)
+	srcs, total, err := s.eng.Sources(ctx, rag.Filter{DocTypes: types}, in.Offset, limit)
 	if err != nil {
 		return nil, ListSourcesOutput{}, err
 	}
@@ -455,11 +454,11 @@ func (s *Server) removePreference(ctx context.Context, _ *mcp.CallToolRequest, i
 }
 
 // toolFilter parses a tool's filter expression (nil when none).
-func toolFilter(s string) (*index.Expr, error) {
+func toolFilter(s string) (*rag.Expr, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	e, err := index.ParseFilter(s)
+	e, err := rag.ParseFilter(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: filter: %w", ErrBadInput, err)
 	}
