@@ -2,6 +2,8 @@ package rag
 
 import (
 	"context"
+
+	"github.com/ragmem/ragmem/index"
 )
 
 // What the adapters ask of the store, through the engine. Each method is
@@ -60,4 +62,10 @@ func (e *Engine) DropJob(ctx context.Context, id string) error { return e.ix.Dro
 func (e *Engine) Chunks(ctx context.Context) (int, error) {
 	st, err := e.ix.Backend().Stats(ctx)
 	return st.Records, err
+}
+
+// EmbedderRecord returns the embedder the store records (ok false when it
+// records none), without the cost of Stats.
+func (e *Engine) EmbedderRecord(ctx context.Context) (*EmbedderRecord, bool, error) {
+	return index.ReadEmbedderRecord(ctx, e.ix.Backend())
 }
