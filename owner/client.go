@@ -34,7 +34,7 @@ const (
 
 // maxBatchBytes is the largest body IndexMany sends in one request; a
 // single larger document goes alone (local listeners accept up to
-// server.DefaultLocalMaxBodyBytes).
+// the server's default LocalMaxBodyBytes).
 const maxBatchBytes = 16 << 20
 
 // maxBatchDocs is the most documents IndexMany sends in one request.
@@ -84,7 +84,7 @@ func NewClient(dir string, info Info, opts *ClientOptions) (*Client, error) {
 	sock := info.Socket
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return Dial(ctx, sock)
+			return dial(ctx, sock)
 		},
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       30 * time.Second,

@@ -28,14 +28,14 @@ var (
 	ErrNoPage = errors.New("rag: no such page")
 )
 
-// MaxURLBytes is the longest page URL accepted.
-const MaxURLBytes = 8 << 10
+// maxURLBytes is the longest page URL accepted.
+const maxURLBytes = 8 << 10
 
 // reservedSchemes name sources that are not pages.
 var reservedSchemes = []string{"preference", "memory"}
 
 // CheckURL trims raw and checks it as the URL of a source to read or
-// forget: not empty, valid UTF-8, at most MaxURLBytes, no control
+// forget: not empty, valid UTF-8, at most maxURLBytes, no control
 // characters, absolute (with a scheme). The error wraps ErrBadURL and says
 // what is wrong in words a client can act on.
 func CheckURL(raw string) (string, error) {
@@ -45,8 +45,8 @@ func CheckURL(raw string) (string, error) {
 		return "", fmt.Errorf("%w: the URL is empty", ErrBadURL)
 	case !utf8.ValidString(u):
 		return "", fmt.Errorf("%w: the URL is not valid UTF-8", ErrBadURL)
-	case len(u) > MaxURLBytes:
-		return "", fmt.Errorf("%w: the URL is longer than %d bytes", ErrBadURL, MaxURLBytes)
+	case len(u) > maxURLBytes:
+		return "", fmt.Errorf("%w: the URL is longer than %d bytes", ErrBadURL, maxURLBytes)
 	}
 	for _, r := range u {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {

@@ -137,9 +137,6 @@ const (
 	JobCancelled = index.JobCancelled
 )
 
-// JobStates lists every state of a job, in the order of its life.
-var JobStates = []JobState{JobQueued, JobRunning, JobDone, JobFailed, JobDead, JobCancelled}
-
 // DefaultMaxChunksPerDocument is the default of Options.MaxChunksPerDocument.
 const DefaultMaxChunksPerDocument = index.DefaultMaxChunksPerDocument
 

@@ -186,7 +186,7 @@ type PageAccepted struct {
 }
 
 func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
-	var req PageRequest
+	var req pageRequest
 	if e := decodeJSON(r, &req); e != nil {
 		writeAPIError(w, r, e)
 		return
@@ -254,7 +254,7 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 // document is normalised the way the index normalises it, so that its
 // ContentHash is the one the index will compute. HTML is extracted in one
 // of the namespace's fair share of the extraction slots.
-func (s *Server) pageDocument(ctx context.Context, ns, u string, req *PageRequest) (rag.Document, int, *apiError) {
+func (s *Server) pageDocument(ctx context.Context, ns, u string, req *pageRequest) (rag.Document, int, *apiError) {
 	title := cleanTitle(req.Title)
 	doc := rag.Document{SourceURL: u, DocType: rag.DocKnowledge}
 	if strings.TrimSpace(req.HTML) != "" {
@@ -739,7 +739,7 @@ type IntentJSON struct {
 }
 
 func (s *Server) detectPreference(w http.ResponseWriter, r *http.Request) {
-	var req DetectRequest
+	var req detectRequest
 	if e := decodeJSON(r, &req); e != nil {
 		writeAPIError(w, r, e)
 		return

@@ -30,10 +30,10 @@ const (
 	maxListLimit    = 1000
 )
 
-// PageRequest is the body of POST /v1/pages: a page to remember. Exactly one
+// pageRequest is the body of POST /v1/pages: a page to remember. Exactly one
 // of HTML and Text is given.
 // It is a plain value.
-type PageRequest struct {
+type pageRequest struct {
 	URL    string `json:"url"`
 	Title  string `json:"title,omitempty"`
 	HTML   string `json:"html,omitempty"`
@@ -96,9 +96,9 @@ type PreferenceRequest struct {
 	Content string `json:"content"`
 }
 
-// DetectRequest is the body of POST /v1/preferences/detect.
+// detectRequest is the body of POST /v1/preferences/detect.
 // It is a plain value.
-type DetectRequest struct {
+type detectRequest struct {
 	Message string `json:"message"`
 	Save    bool   `json:"save,omitempty"` // store the detected preference
 }
@@ -157,7 +157,7 @@ func checkSourceURL(field, raw string) (string, *apiError) {
 }
 
 // validate checks a page request and returns the document text and format.
-func (p *PageRequest) validate() (string, *apiError) {
+func (p *pageRequest) validate() (string, *apiError) {
 	url, err := rag.CheckPageURL(p.URL)
 	if err != nil {
 		return "", badRequest("url: %s", clientMessage(err, rag.ErrBadURL))
@@ -196,7 +196,7 @@ func parseFilter(field, s string) (*rag.Expr, *apiError) {
 	return e, nil
 }
 
-func (p *PageRequest) textFormat() (chunk.Format, error) {
+func (p *pageRequest) textFormat() (chunk.Format, error) {
 	switch strings.ToLower(strings.TrimSpace(p.Format)) {
 	case "", "text", "plain":
 		return chunk.Text, nil
@@ -338,7 +338,7 @@ func (p *PreferenceRequest) validate() (prefs.Type, *apiError) {
 	return t, nil
 }
 
-func (d *DetectRequest) validate() *apiError {
+func (d *detectRequest) validate() *apiError {
 	if strings.TrimSpace(d.Message) == "" {
 		return badRequest("message is required")
 	}

@@ -824,7 +824,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, st *reqSta
 	auth := r.Header.Get("Authorization")
 	var tok storedToken
 	ok := false
-	msg := "missing bearer token: send Authorization: Bearer <token> (the token is in " + TokenFileName + " in the data directory; ragmem token show prints it)"
+	msg := "missing bearer token: send Authorization: Bearer <token> (the token is in " + tokenFileName + " in the data directory; ragmem token show prints it)"
 	if auth != "" {
 		if secret, isBearer := bearer(auth); isBearer {
 			tok, ok = s.tokens.lookup(secret)
