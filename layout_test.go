@@ -2,12 +2,14 @@ package ragmem_test
 
 import (
 	"encoding/json"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -336,4 +338,53 @@ func fileAllows(file, to string) string {
 		}
 	}
 	return ""
+}
+
+// concurrencyDocumented are the packages whose every exported type says,
+// in its doc comment, whether it is safe for concurrent use (or that it is
+// a plain value, which is shared read-only and copied to be changed).
+var concurrencyDocumented = []string{"rag", "server", "mcpserver", "owner", "agent"}
+
+var saysConcurrency = regexp.MustCompile(`(?i)concurrent\s+use|plain\s+values?\b|immutable`)
+
+func TestExportedTypesSayIfSafeForConcurrentUse(t *testing.T) {
+	for _, dir := range concurrencyDocumented {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		types := 0
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ParseComments|parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				gd, ok := d.(*ast.GenDecl)
+				if !ok || gd.Tok != token.TYPE {
+					continue
+				}
+				for _, s := range gd.Specs {
+					ts := s.(*ast.TypeSpec)
+					if !ts.Name.IsExported() {
+						continue
+					}
+					types++
+					doc := ts.Doc
+					if doc == nil && len(gd.Specs) == 1 {
+						doc = gd.Doc
+					}
+					if doc == nil || !saysConcurrency.MatchString(doc.Text()) {
+						t.Errorf("%s: type %s: its doc comment does not say whether it is safe for concurrent use (or a plain value)", name, ts.Name.Name)
+					}
+				}
+			}
+		}
+		if types == 0 {
+			t.Errorf("%s: no exported type found; is the package still there?", dir)
+		}
+	}
 }

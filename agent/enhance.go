@@ -25,7 +25,8 @@ import (
 )
 
 // LLM is the chat model configuration (rag.LLM), shared with agent-memory
-// extraction: one value serves both.
+// extraction: one value serves both. It is a plain value; the go-openai
+// client it holds is safe for concurrent use.
 type LLM = rag.LLM
 
 // checkLLM wraps a missing client or model in ErrConfig.
@@ -36,7 +37,7 @@ func checkLLM(l LLM) error {
 	return nil
 }
 
-// SourceKind says where a numbered source came from.
+// SourceKind says where a numbered source came from. It is a plain value.
 type SourceKind string
 
 // Source kinds (the seed's Citation.source values).

@@ -52,7 +52,8 @@ const (
 	logFile    = "owner.log"
 )
 
-// Kind says what kind of process owns a data directory.
+// Kind says what kind of process owns a data directory. It is a plain
+// value.
 type Kind string
 
 // Kinds of owner.

@@ -4,9 +4,14 @@
 // block, sized to the model's window, delivered as its own untrusted-data
 // message and never inside the system prompt.
 //
+// Adapters (the HTTP and MCP servers, the agent loop, the CLI) talk to the
+// engine only: the types, values and errors of the store they need are
+// re-exported here (rag.Document, rag.Filter, rag.ErrTooManyChunks, ...),
+// and layout_test.go keeps them from importing the index.
+//
 //	eng, err := rag.Open(ctx, dir, nil)
 //	...
-//	eng.Index(ctx, index.Document{SourceURL: url, Title: title, Content: html, Format: chunk.HTML})
+//	eng.Index(ctx, rag.Document{SourceURL: url, Title: title, Content: html, Format: chunk.HTML})
 //	c, err := eng.BuildContext(ctx, question, rag.ContextRequest{Model: "gpt-4o", SystemPrompt: sys})
 //	messages := []openai.ChatCompletionMessage{{Role: "system", Content: sys + "\n" + rag.ReferenceRule}, c.Message, {Role: "user", Content: question}}
 package rag
@@ -25,7 +30,9 @@ import (
 	"github.com/ragmem/ragmem/search"
 )
 
-// Options configure Open. A nil *Options means all defaults.
+// Options configure Open. A nil *Options means all defaults. It is a plain
+// value, copied by Open; the embedder, backend and cache it names must be
+// safe for concurrent use.
 type Options struct {
 	Embedder  embed.Embedder // default: EmbedderFor, else the embedder the store records, else embed.Default()
 	Backend   driver.Backend // default the local store in dir
@@ -108,7 +115,10 @@ func (e *Engine) changed(rs ...index.Result) {
 	e.cal.Changed(n)
 }
 
-// Store returns the underlying index.
+// Store returns the underlying index, for the composition root and admin
+// tools (wiring agent memory over the same store, checking its files).
+// Adapters use the engine's own methods; the store's vocabulary is in
+// types.go.
 func (e *Engine) Store() *index.Index { return e.ix }
 
 // Preferences returns the preference store.

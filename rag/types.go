@@ -17,28 +17,31 @@ import (
 // adapters import rag, never index (layout_test.go holds them to that), so
 // that what they may do with the store is what the Engine offers.
 //
-// The types are plain values unless their own documentation says more:
-// copy them freely, share them read-only.
+// The plain values among them are shared read-only and copied to be
+// changed.
 
 // Documents, results and listings.
 type (
-	// Document is a source to index (see index.Document).
+	// Document is a source to index (see index.Document). A plain value.
 	Document = index.Document
-	// Result reports what indexing one document did.
+	// Result reports what indexing one document did. A plain value.
 	Result = index.Result
-	// Record is one stored chunk.
+	// Record is one stored chunk. A plain value.
 	Record = index.Record
-	// SourceInfo summarises one stored source.
+	// SourceInfo summarises one stored source. A plain value.
 	SourceInfo = index.SourceInfo
-	// Stats describes the store.
+	// Stats describes the store. A plain value.
 	Stats = index.Stats
-	// Removal reports what ForgetPage removed and cancelled.
+	// Removal reports what ForgetPage removed and cancelled. A plain value.
 	Removal = index.Removal
-	// URLRules are the rules by which the store canonicalises source URLs.
+	// URLRules are the rules by which the store canonicalises source
+	// URLs. A plain value.
 	URLRules = index.URLRules
-	// EmbedderRecord is the embedder a store records (see Options.EmbedderFor).
+	// EmbedderRecord is the embedder a store records (see
+	// Options.EmbedderFor). A plain value.
 	EmbedderRecord = index.EmbedderRecord
 	// Backend is a storage backend (see Options.Backend).
+	// Implementations are safe for concurrent use.
 	Backend = driver.Backend
 )
 
@@ -52,9 +55,9 @@ const (
 // Filters.
 type (
 	// Filter restricts searches and listings; the zero Filter matches
-	// everything.
+	// everything. A plain value.
 	Filter = index.Filter
-	// Expr is a filter expression (see ParseFilter).
+	// Expr is a filter expression (see ParseFilter). A plain value.
 	Expr = index.Expr
 )
 
@@ -117,13 +120,13 @@ func FilterExpr(f Filter) *Expr {
 
 // Background indexing (IndexPageAsync).
 type (
-	// Job is a background indexing job.
+	// Job is a background indexing job. A plain value.
 	Job = index.Job
-	// JobState is a job's state.
+	// JobState is a job's state. A plain value.
 	JobState = index.JobState
-	// QueueStats counts the auto-indexer's work.
+	// QueueStats counts the auto-indexer's work. A plain value.
 	QueueStats = index.QueueStats
-	// QueueCheck is what CheckQueue found in a store's queue.
+	// QueueCheck is what CheckQueue found in a store's queue. A plain value.
 	QueueCheck = index.QueueCheck
 )
 

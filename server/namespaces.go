@@ -43,8 +43,9 @@ func NamespaceDir(dir, namespace string) string {
 	return filepath.Join(dir, "namespaces", namespace)
 }
 
-// OpenFunc opens the engine of one namespace's directory. The server may
-// call it from several goroutines at once, for different directories.
+// OpenFunc opens the engine of one namespace's directory. It must be safe
+// for concurrent use: the server calls it from several goroutines at once,
+// for different directories.
 type OpenFunc func(ctx context.Context, dir string) (*rag.Engine, error)
 
 // pool keeps at most max engines open, one per namespace, opening them on
