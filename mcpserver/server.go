@@ -34,10 +34,11 @@ import (
 	"github.com/ragmem/ragmem/rag"
 )
 
-// Errors.
+// Errors of the tools, which reach clients as tool errors (text), never
+// a Go caller.
 var (
-	ErrBadInput = errors.New("mcpserver: invalid input")
-	ErrNotFound = errors.New("mcpserver: not found")
+	errBadInput = errors.New("mcpserver: invalid input")
+	errNotFound = errors.New("mcpserver: not found")
 )
 
 // Defaults of Options.
@@ -155,10 +156,10 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 func cleanQuery(q string) (string, error) {
 	q = strings.TrimSpace(strings.ToValidUTF8(q, " "))
 	if q == "" {
-		return "", fmt.Errorf("%w: query is empty", ErrBadInput)
+		return "", fmt.Errorf("%w: query is empty", errBadInput)
 	}
 	if len(q) > maxQueryBytes {
-		return "", fmt.Errorf("%w: query is longer than %d bytes", ErrBadInput, maxQueryBytes)
+		return "", fmt.Errorf("%w: query is longer than %d bytes", errBadInput, maxQueryBytes)
 	}
 	return q, nil
 }

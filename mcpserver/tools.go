@@ -234,7 +234,7 @@ func checkTypes(ts []string) error {
 		switch t {
 		case rag.DocKnowledge, rag.DocMemory, rag.DocPreference:
 		default:
-			return fmt.Errorf("%w: unknown document type %q (knowledge, memory or preference)", ErrBadInput, t)
+			return fmt.Errorf("%w: unknown document type %q (knowledge, memory or preference)", errBadInput, t)
 		}
 	}
 	return nil
@@ -248,7 +248,7 @@ func (s *Server) searchMemory(ctx context.Context, _ *mcp.CallToolRequest, in se
 	o := search.Options{TopK: min(max(in.TopK, 0), maxTopK), SourceURL: in.SourceURL, DocTypes: in.Types}
 	if in.Mode != "" {
 		if o.Mode, err = search.ParseMode(in.Mode); err != nil {
-			return nil, searchOutput{}, fmt.Errorf("%w: %w", ErrBadInput, err)
+			return nil, searchOutput{}, fmt.Errorf("%w: %w", errBadInput, err)
 		}
 	}
 	if err := checkTypes(in.Types); err != nil {
@@ -284,7 +284,7 @@ func (s *Server) getContext(ctx context.Context, _ *mcp.CallToolRequest, in cont
 		return nil, contextOutput{}, err
 	}
 	if in.ModelContextLimit < 0 || in.SystemPromptTokens < 0 || in.ResponseReserve < 0 {
-		return nil, contextOutput{}, fmt.Errorf("%w: token counts must not be negative", ErrBadInput)
+		return nil, contextOutput{}, fmt.Errorf("%w: token counts must not be negative", errBadInput)
 	}
 	model := in.Model
 	if model == "" {
@@ -308,17 +308,17 @@ func (s *Server) getContext(ctx context.Context, _ *mcp.CallToolRequest, in cont
 
 func (s *Server) indexText(ctx context.Context, _ *mcp.CallToolRequest, in indexInput) (*mcp.CallToolResult, indexOutput, error) {
 	if len(in.Text) > s.opts.MaxTextBytes {
-		return nil, indexOutput{}, fmt.Errorf("%w: text is %d bytes, more than the %d allowed", ErrBadInput, len(in.Text), s.opts.MaxTextBytes)
+		return nil, indexOutput{}, fmt.Errorf("%w: text is %d bytes, more than the %d allowed", errBadInput, len(in.Text), s.opts.MaxTextBytes)
 	}
 	body := validText(in.Text)
 	if strings.TrimSpace(body) == "" {
-		return nil, indexOutput{}, fmt.Errorf("%w: text is empty", ErrBadInput)
+		return nil, indexOutput{}, fmt.Errorf("%w: text is empty", errBadInput)
 	}
 	f := chunk.Text
 	if in.Format != "" {
 		var err error
 		if f, err = chunk.ParseFormat(in.Format); err != nil {
-			return nil, indexOutput{}, fmt.Errorf("%w: %w", ErrBadInput, err)
+			return nil, indexOutput{}, fmt.Errorf("%w: %w", errBadInput, err)
 		}
 	}
 	// The same URL rules as the HTTP API's pages (rag.CheckPageURL, and no
@@ -327,16 +327,16 @@ func (s *Server) indexText(ctx context.Context, _ *mcp.CallToolRequest, in index
 	if strings.TrimSpace(in.URL) != "" {
 		var err error
 		if u, err = rag.CheckPageURL(in.URL); err != nil {
-			return nil, indexOutput{}, fmt.Errorf("%w: %w", ErrBadInput, err)
+			return nil, indexOutput{}, fmt.Errorf("%w: %w", errBadInput, err)
 		}
 	}
 	if err := rag.CheckAttrs(in.Attrs); err != nil {
-		return nil, indexOutput{}, fmt.Errorf("%w: %w", ErrBadInput, err)
+		return nil, indexOutput{}, fmt.Errorf("%w: %w", errBadInput, err)
 	}
 	r, err := s.eng.IndexPage(ctx, rag.Document{SourceURL: u, Title: strings.TrimSpace(validText(in.Title)), Content: body, Format: f, Attrs: in.Attrs})
 	if err != nil {
 		if errors.Is(err, rag.ErrEmptyDocument) || errors.Is(err, rag.ErrTooManyChunks) || errors.Is(err, rag.ErrConflict) || errors.Is(err, rag.ErrQuotaExceeded) {
-			return nil, indexOutput{}, fmt.Errorf("%w: %w", ErrBadInput, err)
+			return nil, indexOutput{}, fmt.Errorf("%w: %w", errBadInput, err)
 		}
 		return nil, indexOutput{}, err
 	}
@@ -357,9 +357,9 @@ func (s *Server) forgetSource(ctx context.Context, _ *mcp.CallToolRequest, in fo
 	rm, err := s.eng.ForgetPage(ctx, in.URL)
 	switch {
 	case errors.Is(err, rag.ErrNoPage):
-		return nil, forgetOutput{}, fmt.Errorf("%w: %w (list_sources shows what is stored)", ErrNotFound, err)
+		return nil, forgetOutput{}, fmt.Errorf("%w: %w (list_sources shows what is stored)", errNotFound, err)
 	case errors.Is(err, rag.ErrBadURL), errors.Is(err, rag.ErrConflict):
-		return nil, forgetOutput{}, fmt.Errorf("%w: %w (preferences are removed with remove_preference, memories by deleting their file)", ErrBadInput, err)
+		return nil, forgetOutput{}, fmt.Errorf("%w: %w (preferences are removed with remove_preference, memories by deleting their file)", errBadInput, err)
 	case err != nil:
 		return nil, forgetOutput{}, err
 	}
@@ -373,7 +373,7 @@ func (s *Server) forgetSource(ctx context.Context, _ *mcp.CallToolRequest, in fo
 
 func (s *Server) listSources(ctx context.Context, _ *mcp.CallToolRequest, in listSourcesInput) (*mcp.CallToolResult, listSourcesOutput, error) {
 	if in.Offset < 0 {
-		return nil, listSourcesOutput{}, fmt.Errorf("%w: offset must not be negative", ErrBadInput)
+		return nil, listSourcesOutput{}, fmt.Errorf("%w: offset must not be negative", errBadInput)
 	}
 	limit := in.Limit
 	if limit <= 0 {
@@ -407,12 +407,12 @@ func (s *Server) listSources(ctx context.Context, _ *mcp.CallToolRequest, in lis
 func (s *Server) addPreference(ctx context.Context, _ *mcp.CallToolRequest, in preferenceInput) (*mcp.CallToolResult, prefs.Preference, error) {
 	t, err := prefs.ParseType(in.Type)
 	if err != nil {
-		return nil, prefs.Preference{}, fmt.Errorf("%w: %w", ErrBadInput, err)
+		return nil, prefs.Preference{}, fmt.Errorf("%w: %w", errBadInput, err)
 	}
 	p, err := s.eng.Preferences().Add(ctx, t, in.Content)
 	if err != nil {
 		if errors.Is(err, prefs.ErrEmpty) || errors.Is(err, prefs.ErrTooLong) {
-			return nil, prefs.Preference{}, fmt.Errorf("%w: %w", ErrBadInput, err)
+			return nil, prefs.Preference{}, fmt.Errorf("%w: %w", errBadInput, err)
 		}
 		return nil, prefs.Preference{}, err
 	}
@@ -441,14 +441,14 @@ func (s *Server) listPreferences(ctx context.Context, _ *mcp.CallToolRequest, _ 
 func (s *Server) removePreference(ctx context.Context, _ *mcp.CallToolRequest, in removePreferenceInput) (*mcp.CallToolResult, removePreferenceOutput, error) {
 	id := strings.TrimSpace(in.ID)
 	if id == "" {
-		return nil, removePreferenceOutput{}, fmt.Errorf("%w: id is empty", ErrBadInput)
+		return nil, removePreferenceOutput{}, fmt.Errorf("%w: id is empty", errBadInput)
 	}
 	ok, err := s.eng.Preferences().Remove(ctx, id)
 	if err != nil {
 		return nil, removePreferenceOutput{}, err
 	}
 	if !ok {
-		return nil, removePreferenceOutput{}, fmt.Errorf("%w: no preference %q (list_preferences shows the ids)", ErrNotFound, id)
+		return nil, removePreferenceOutput{}, fmt.Errorf("%w: no preference %q (list_preferences shows the ids)", errNotFound, id)
 	}
 	return text("Removed preference " + id + "."), removePreferenceOutput{ID: id, Removed: true}, nil
 }
@@ -460,7 +460,7 @@ func toolFilter(s string) (*rag.Expr, error) {
 	}
 	e, err := rag.ParseFilter(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: filter: %w", ErrBadInput, err)
+		return nil, fmt.Errorf("%w: filter: %w", errBadInput, err)
 	}
 	return e, nil
 }

@@ -122,9 +122,9 @@ func clipURL(u string) string {
 	return u[:n] + "…"
 }
 
-// PageSource returns what the store holds under a page URL (ok false when
+// pageSource returns what the store holds under a page URL (ok false when
 // nothing), failing with ErrConflict when it is not a page.
-func (e *Engine) PageSource(ctx context.Context, u string) (index.SourceInfo, bool, error) {
+func (e *Engine) pageSource(ctx context.Context, u string) (index.SourceInfo, bool, error) {
 	srcs, _, err := e.ix.Sources(ctx, index.Filter{SourceURL: u}, 0, 1)
 	if raw := strings.TrimSpace(u); err == nil && len(srcs) == 0 && e.ix.CanonicalURL(raw) != raw {
 		// A source stored before canonicalisation (with user info, say)
@@ -144,7 +144,7 @@ func (e *Engine) PageSource(ctx context.Context, u string) (index.SourceInfo, bo
 // index.Index.Unchanged), with what the store holds under its URL; it fails
 // with ErrConflict when that is not a page.
 func (e *Engine) PageUnchanged(ctx context.Context, d index.Document) (index.SourceInfo, bool, error) {
-	if _, _, err := e.PageSource(ctx, e.ix.CanonicalURL(d.SourceURL)); err != nil {
+	if _, _, err := e.pageSource(ctx, e.ix.CanonicalURL(d.SourceURL)); err != nil {
 		return index.SourceInfo{}, false, err
 	}
 	d.DocType = index.DocKnowledge
@@ -160,7 +160,7 @@ func (e *Engine) IndexPage(ctx context.Context, d index.Document) (index.Result,
 		return index.Result{}, err
 	}
 	d.SourceURL, d.DocType = u, index.DocKnowledge
-	if _, _, err := e.PageSource(ctx, u); err != nil {
+	if _, _, err := e.pageSource(ctx, u); err != nil {
 		return index.Result{}, err
 	}
 	return e.ix.Add(ctx, d)
@@ -180,7 +180,7 @@ func (e *Engine) ForgetPage(ctx context.Context, raw string) (index.Removal, err
 	if r := reserved(u); r != "" {
 		return index.Removal{}, fmt.Errorf("%w: %s is the address of %ss, not of a page", ErrConflict, clipURL(u), r)
 	}
-	if _, _, err := e.PageSource(ctx, u); err != nil {
+	if _, _, err := e.pageSource(ctx, u); err != nil {
 		return index.Removal{}, err
 	}
 	rm, err := e.ix.RemoveSource(ctx, u)
