@@ -53,12 +53,11 @@ type ClientOptions struct {
 	WriteTimeout time.Duration
 }
 
-// Client talks to an owner's /v1 API over its Unix socket (or to `ragmem
-// serve` over HTTP, see NewHTTPClient), with the same results as the local
-// engine: its methods mirror rag.Engine's. Every request has a timeout,
-// and an owner that goes away fails the request at once with an error
-// wrapping ErrGone (see GoneError for whether it had been sent). It is
-// safe for concurrent use.
+// Client talks to an owner's /v1 API over its Unix socket, with the same
+// results as the local engine: its methods mirror rag.Engine's. Every
+// request has a timeout, and an owner that goes away fails the request at
+// once with an error wrapping ErrGone (see GoneError for whether it had
+// been sent). It is safe for concurrent use.
 type Client struct {
 	info  Info
 	base  string
@@ -92,17 +91,6 @@ func NewClient(dir string, info Info, opts *ClientOptions) (*Client, error) {
 		DisableCompression:    true,
 	}
 	return newClient(info, "http://localhost", o, &http.Client{Transport: tr}), nil
-}
-
-// NewHTTPClient returns a client of `ragmem serve` at baseURL
-// ("http://127.0.0.1:7437") with token.
-func NewHTTPClient(baseURL, token string, opts *ClientOptions) *Client {
-	var o ClientOptions
-	if opts != nil {
-		o = *opts
-	}
-	o.Token = token
-	return newClient(Info{HTTP: baseURL}, strings.TrimRight(baseURL, "/"), o, &http.Client{})
 }
 
 func newClient(info Info, base string, o ClientOptions, hc *http.Client) *Client {
