@@ -10,7 +10,6 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ragmem/ragmem/budget"
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -286,7 +285,7 @@ func (e *Engine) profile(ctx context.Context, cfg Config, c budget.Counter) stri
 	return text
 }
 
-func (e *Engine) buildWithProfile(ctx context.Context, query, profile string, knowledgeBudget int, cfg Config, c budget.Counter, where *index.Expr) (Block, error) {
+func (e *Engine) buildWithProfile(ctx context.Context, query, profile string, knowledgeBudget int, cfg Config, c budget.Counter, where *Expr) (Block, error) {
 	var results []search.Result
 	var rep search.Report
 	if knowledgeBudget > 0 && strings.TrimSpace(query) != "" {
@@ -319,7 +318,7 @@ type ContextRequest struct {
 	Config             *Config
 	// Where restricts the knowledge to chunks that match a filter
 	// expression (index.ParseFilter). Default nil: all knowledge.
-	Where *index.Expr
+	Where *Expr
 }
 
 // Context is a built context ready to send. It is a plain value.

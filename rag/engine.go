@@ -45,7 +45,7 @@ type Options struct {
 
 	// EmbedderFor builds the embedder from what the store records when
 	// Embedder is nil (see index.Options.EmbedderFor).
-	EmbedderFor func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error)
+	EmbedderFor func(ctx context.Context, rec *EmbedderRecord) (embed.Embedder, error)
 	// QueryCache caches query embeddings; default a cache of the store's own
 	// (see index.Options.QueryCache).
 	QueryCache           *embed.QueryCache
@@ -105,7 +105,7 @@ func New(ix *index.Index, opts *Options) *Engine {
 }
 
 // changed tells the calibrator what indexing did.
-func (e *Engine) changed(rs ...index.Result) {
+func (e *Engine) changed(rs ...Result) {
 	n := 0
 	for _, r := range rs {
 		if r.Err == nil && !r.Unchanged {
@@ -129,7 +129,7 @@ func (e *Engine) Config() Config { return e.cfg }
 
 // Index indexes one document, replacing an earlier version of its source
 // and doing nothing when its content is unchanged (Property 6).
-func (e *Engine) Index(ctx context.Context, d index.Document) (index.Result, error) {
+func (e *Engine) Index(ctx context.Context, d Document) (Result, error) {
 	r, err := e.ix.Add(ctx, d)
 	if err == nil {
 		e.changed(r)
@@ -138,7 +138,7 @@ func (e *Engine) Index(ctx context.Context, d index.Document) (index.Result, err
 }
 
 // IndexMany indexes several documents in one atomic batch.
-func (e *Engine) IndexMany(ctx context.Context, docs []index.Document) ([]index.Result, error) {
+func (e *Engine) IndexMany(ctx context.Context, docs []Document) ([]Result, error) {
 	rs, err := e.ix.AddMany(ctx, docs)
 	e.changed(rs...)
 	return rs, err
@@ -146,14 +146,14 @@ func (e *Engine) IndexMany(ctx context.Context, docs []index.Document) ([]index.
 
 // IndexPageAsync queues a page for background indexing and returns its job
 // id at once (fire-and-forget; see index.Index.IndexPageAsync).
-func (e *Engine) IndexPageAsync(d index.Document) string {
+func (e *Engine) IndexPageAsync(d Document) string {
 	id := e.ix.IndexPageAsync(d)
 	e.cal.Changed(1) // its chunks are not known yet; a page counts as one
 	return id
 }
 
 // Job reports an IndexPageAsync job.
-func (e *Engine) Job(id string) (index.Job, bool) { return e.ix.Job(id) }
+func (e *Engine) Job(id string) (Job, bool) { return e.ix.Job(id) }
 
 // Remove deletes every chunk of a source.
 func (e *Engine) Remove(ctx context.Context, sourceURL string) (int, error) {
@@ -191,7 +191,7 @@ func (e *Engine) SearchReport(ctx context.Context, query string, opts *search.Op
 }
 
 // Stats returns the store's statistics.
-func (e *Engine) Stats(ctx context.Context) (index.Stats, error) { return e.ix.Stats(ctx) }
+func (e *Engine) Stats(ctx context.Context) (Stats, error) { return e.ix.Stats(ctx) }
 
 // Flush waits for queued background indexing.
 func (e *Engine) Flush(ctx context.Context) error { return e.ix.Flush(ctx) }
