@@ -226,6 +226,11 @@ var facadeImports = map[string]map[string]string{
 	},
 }
 
+// storeAllowed are the adapters that may call rag.Engine.Store, which hands
+// out the index: the composition root, which gives agent memory the
+// engine's store (memory.Options.Index) and whose admin commands check it.
+var storeAllowed = map[string]bool{"cmd/ragmem": true}
+
 // facadeFileImports lets files of cmd/ragmem, matched by path.Match, import
 // more: the admin commands that work on a store beneath the facade.
 var facadeFileImports = map[string]map[string]string{
@@ -288,9 +293,22 @@ func TestAdaptersImportOnlyTheFacade(t *testing.T) {
 		used := map[string]bool{}
 		for _, name := range append(p.GoFiles, p.CgoFiles...) {
 			file := rel + "/" + name
-			f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, name), nil, parser.ImportsOnly)
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !storeAllowed[rel] {
+				// The engine's Store() hands out the index itself: a way
+				// round the import rule that the rule cannot see.
+				ast.Inspect(f, func(n ast.Node) bool {
+					if c, ok := n.(*ast.CallExpr); ok && len(c.Args) == 0 {
+						if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Store" {
+							t.Errorf("%s:%d calls .Store(): adapters use the engine's methods (add one to rag if one is missing)", file, fset.Position(c.Pos()).Line)
+						}
+					}
+					return true
+				})
 			}
 			for _, spec := range f.Imports {
 				imp, _ := strconv.Unquote(spec.Path.Value)
