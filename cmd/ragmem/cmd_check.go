@@ -261,7 +261,7 @@ func liveCheck(ctx context.Context, dir string, eng *rag.Engine) (checkReport, e
 	if err := index.VerifyEmbedder(ctx, be, eng.Store().Embedder()); err != nil {
 		rep.Problems = append(rep.Problems, local.Problem{Kind: "embedder", Msg: err.Error()})
 	}
-	rep.QueuedPages = eng.Store().QueueStats().Depth
+	rep.QueuedPages = eng.QueueStats().Depth
 	if st, err := be.Stats(ctx); err == nil {
 		rep.Records, rep.Sources = st.Records, st.Sources
 	}

@@ -342,7 +342,7 @@ func (r *ownerRun) serveURLRules(w http.ResponseWriter, req *http.Request) {
 		r.srv.Fail(w, req, err)
 		return
 	}
-	if err := eng.Store().SetURLRules(req.Context(), rules); err != nil {
+	if err := eng.SetURLRules(req.Context(), rules); err != nil {
 		r.srv.Fail(w, req, err)
 		return
 	}
