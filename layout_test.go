@@ -361,7 +361,7 @@ func fileAllows(file, to string) string {
 // concurrencyDocumented are the packages whose every exported type says,
 // in its doc comment, whether it is safe for concurrent use (or that it is
 // a plain value, which is shared read-only and copied to be changed).
-var concurrencyDocumented = []string{"rag", "server", "mcpserver", "owner", "agent"}
+var concurrencyDocumented = []string{"rag", "server", "mcpserver", "owner", "agent", "memory/memhttp", "memory/memmcp"}
 
 var saysConcurrency = regexp.MustCompile(`(?i)concurrent\s+use|plain\s+values?\b|immutable`)
 
