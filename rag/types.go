@@ -154,13 +154,14 @@ var (
 	ErrQuotaExceeded    = index.ErrQuotaExceeded    // the store's chunk or byte quota is full
 	ErrBadAttrs         = index.ErrBadAttrs         // invalid document attributes
 	ErrBadFilter        = index.ErrBadFilter        // an invalid filter expression
-	ErrNoJob            = index.ErrNoJob            // no such dead or failed job
+	ErrNoJob            = index.ErrNoJob            // no such dead letter (RetryJob, DropJob)
 	ErrEmbedderMismatch = index.ErrEmbedderMismatch // the embedder is not the one the store was built with
 )
 
-// CheckQueue reads the indexing queue of the store in dir, which no
-// process may hold open, and with repair rewrites a damaged one (see
-// index.CheckQueue).
+// CheckQueue inspects the indexing queue persisted in dir without changing
+// it, or with repair mends it as opening the store would (see
+// index.CheckQueue). It fails with ErrQueueLocked while a process has the
+// store open.
 func CheckQueue(ctx context.Context, dir string, repair bool) (QueueCheck, error) {
 	return index.CheckQueue(ctx, dir, repair)
 }
