@@ -2,8 +2,16 @@ package ragmem_test
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -122,6 +130,284 @@ func TestStageOf(t *testing.T) {
 	for pkg, want := range cases {
 		if got := stageOf(pkg); got != want {
 			t.Errorf("stageOf(%s) = %d, want %d", pkg, got, want)
+		}
+	}
+}
+
+// facadeImports says what each adapter may import from the module, in its
+// non-test files: the facade (rag) and a short list, each entry with its
+// reason. The adapters reach the store through rag.Engine and speak its
+// vocabulary (rag.Document, rag.Filter, rag.ErrTooManyChunks: aliases of
+// the index's, in rag/types.go); none imports index or a backend, so that
+// what an adapter may do with the store is what the engine offers.
+//
+// search, prefs and chunk are on the lists rather than aliased: the
+// engine's own methods take and return their types (Engine.Search takes a
+// *search.Options, Engine.Preferences is a *prefs.Store, a rag.Document's
+// Format is a chunk.Format), and a second name for each would be noise, not
+// a boundary. Every entry must be used (a stale entry fails), and every
+// package under cmd/ must be listed.
+var facadeImports = map[string]map[string]string{
+	"server": {
+		"rag":               "the facade",
+		"search":            "search options and modes of the API's requests",
+		"prefs":             "the preferences API",
+		"chunk":             "the formats of documents the API accepts",
+		"extract":           "pages arrive as HTML; extraction runs in the server's fair CPU slots",
+		"memory":            "memory.AttrDir: a memory's directory is hidden from remote clients",
+		"internal/jsonbody": "bounded JSON request bodies",
+		"internal/wal":      "the token file is written atomically",
+	},
+	"mcpserver": {
+		"rag":    "the facade",
+		"search": "search options and modes of the tools",
+		"prefs":  "the preference tools",
+		"chunk":  "the formats of documents the tools accept",
+	},
+	"agent": {
+		"rag":              "the facade",
+		"search":           "the search options and results the loop asks for",
+		"prefs":            "the preference tool",
+		"chunk":            "the formats of pages the loop reads, and HTML extraction of fetched pages",
+		"budget":           "the loop sizes its own prompt to the model's window",
+		"internal/clean":   "one line cleaner",
+		"internal/llmchat": "one chat-model client",
+	},
+	"owner": {
+		"rag":          "the facade (the client mirrors the engine's methods)",
+		"server":       "the owner speaks the server's API on its socket",
+		"search":       "search options and reports of the client",
+		"prefs":        "the preferences of the client",
+		"internal/wal": "the ownership lock",
+	},
+	"memory/memhttp": {
+		"rag":               "the facade",
+		"memory":            "the memory store it serves",
+		"memory/extraction": "extraction of memories from a conversation",
+		"internal/clean":    "one line cleaner",
+		"internal/jsonbody": "bounded JSON request bodies",
+	},
+	"memory/memmcp": {
+		"rag":               "the facade",
+		"memory":            "the memory store it serves",
+		"memory/extraction": "extraction of memories from a conversation",
+	},
+	// The composition root and admin tool. Its everyday commands (index,
+	// search, sources, rm, jobs, prefs, context) go through rag (or the
+	// owner's client, which mirrors it); what reads or builds a store
+	// beneath the facade is confined to the files in facadeFileImports.
+	"cmd/ragmem": {
+		"rag":               "the facade",
+		"search":            "search options and modes of ragmem search",
+		"prefs":             "ragmem prefs",
+		"chunk":             "the formats of the files ragmem index reads",
+		"embed":             "choosing and building the embedder (configuration, ragmem model)",
+		"extract":           "HTML files are extracted before indexing",
+		"export":            "ragmem export and import",
+		"owner":             "one owner per data directory: the CLI becomes it or is its client",
+		"server":            "ragmem serve",
+		"mcpserver":         "ragmem mcp",
+		"memory":            "ragmem memory",
+		"memory/extraction": "ragmem memory extract",
+		"memory/memhttp":    "the memory API mounted on ragmem serve",
+		"memory/memmcp":     "the memory tools mounted on ragmem mcp",
+		"internal/folder":   "ragmem index and watch walk folders",
+		"internal/wal":      "configuration and export files are written atomically",
+	},
+	"cmd/ragmem-load": {
+		"rag":             "the facade",
+		"server":          "it loads a server",
+		"server/loadtest": "the load generator",
+	},
+	"examples/agent": {
+		"rag":   "the facade",
+		"agent": "the agent loop it demonstrates",
+		"chunk": "the format of the page it reads",
+		"embed": "choosing the embedder",
+	},
+}
+
+// storeAllowed are the adapters that may call rag.Engine.Store, which hands
+// out the index: the composition root, which gives agent memory the
+// engine's store (memory.Options.Index) and whose admin commands check it.
+var storeAllowed = map[string]bool{"cmd/ragmem": true}
+
+// facadeFileImports lets files of cmd/ragmem, matched by path.Match, import
+// more: the admin commands that work on a store beneath the facade.
+var facadeFileImports = map[string]map[string]string{
+	"cmd/ragmem/*bench*.go": {
+		"index":              "the benchmarks measure the index and its backends directly",
+		"index/local":        "the local backend under benchmark",
+		"index/driver":       "backend-level benchmarks",
+		"internal/benchdata": "the benchmarks' corpora",
+	},
+	"cmd/ragmem/backend.go": {
+		"index/weaviate": "--backend weaviate: the composition root picks the backend",
+	},
+	"cmd/ragmem/cmd_check.go": {
+		"index":       "ragmem check verifies the store's files and queue, with no engine open",
+		"index/local": "the local backend's own consistency check",
+	},
+	"cmd/ragmem/cmd_config.go": {
+		"index":       "reads the embedder a closed store records",
+		"index/local": "opens a closed store read-only to read it",
+	},
+	"cmd/ragmem/cmd_migrate.go": {
+		"index":       "ragmem migrate copies one backend into another",
+		"index/local": "the local backend it copies from or to",
+	},
+	"cmd/ragmem/cmd_eval.go": {
+		"eval":        "ragmem eval",
+		"index/local": "the BM25 options an evaluation may vary",
+	},
+}
+
+func TestAdaptersImportOnlyTheFacade(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	usedFile := map[string]bool{}
+	checked := map[string]bool{}
+	for {
+		var p struct {
+			ImportPath     string
+			Dir            string
+			GoFiles        []string
+			CgoFiles       []string
+			IgnoredGoFiles []string // other platforms' files (sock_other.go)
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		allowed, ok := facadeImports[rel]
+		if !ok {
+			if strings.HasPrefix(rel, "cmd/") {
+				t.Errorf("command %s has no list in facadeImports in layout_test.go", rel)
+			}
+			continue
+		}
+		checked[rel] = true
+		used := map[string]bool{}
+		for _, name := range slices.Concat(p.GoFiles, p.CgoFiles, p.IgnoredGoFiles) {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			file := rel + "/" + name
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !storeAllowed[rel] {
+				// The engine's Store() hands out the index itself: a way
+				// round the import rule that the rule cannot see.
+				ast.Inspect(f, func(n ast.Node) bool {
+					if c, ok := n.(*ast.CallExpr); ok && len(c.Args) == 0 {
+						if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Store" {
+							t.Errorf("%s:%d calls .Store(): adapters use the engine's methods (add one to rag if one is missing)", file, fset.Position(c.Pos()).Line)
+						}
+					}
+					return true
+				})
+			}
+			for _, spec := range f.Imports {
+				imp, _ := strconv.Unquote(spec.Path.Value)
+				if !strings.HasPrefix(imp, module+"/") {
+					continue
+				}
+				to := strings.TrimPrefix(imp, module+"/")
+				if _, ok := allowed[to]; ok {
+					used[to] = true
+					continue
+				}
+				if pat := fileAllows(file, to); pat != "" {
+					usedFile[pat] = true
+					continue
+				}
+				t.Errorf("%s imports %s: adapters go through rag (add what is missing to rag/types.go or an Engine method), or list it with its reason in layout_test.go", file, to)
+			}
+		}
+		for imp := range allowed {
+			if !used[imp] {
+				t.Errorf("facadeImports[%q] allows %s, which no file imports: remove it", rel, imp)
+			}
+		}
+	}
+	for rel := range facadeImports {
+		if !checked[rel] {
+			t.Errorf("facadeImports lists %s, which go list does not know", rel)
+		}
+	}
+	for pat := range facadeFileImports {
+		if !usedFile[pat] {
+			t.Errorf("facadeFileImports[%q] matches no file that needs it: remove it", pat)
+		}
+	}
+}
+
+// fileAllows returns the pattern of facadeFileImports that lets file
+// import to ("" when none does).
+func fileAllows(file, to string) string {
+	for pat, allowed := range facadeFileImports {
+		if ok, _ := path.Match(pat, file); ok {
+			if _, ok := allowed[to]; ok {
+				return pat
+			}
+		}
+	}
+	return ""
+}
+
+// concurrencyDocumented are the packages whose every exported type says,
+// in its doc comment, whether it is safe for concurrent use (or that it is
+// a plain value, which is shared read-only and copied to be changed).
+var concurrencyDocumented = []string{"rag", "server", "mcpserver", "owner", "agent", "memory/memhttp", "memory/memmcp"}
+
+var saysConcurrency = regexp.MustCompile(`(?i)concurrent\s+use|plain\s+values?\b|immutable`)
+
+func TestExportedTypesSayIfSafeForConcurrentUse(t *testing.T) {
+	for _, dir := range concurrencyDocumented {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		types := 0
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ParseComments|parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				gd, ok := d.(*ast.GenDecl)
+				if !ok || gd.Tok != token.TYPE {
+					continue
+				}
+				for _, s := range gd.Specs {
+					ts := s.(*ast.TypeSpec)
+					if !ts.Name.IsExported() {
+						continue
+					}
+					types++
+					doc := ts.Doc
+					if doc == nil && len(gd.Specs) == 1 {
+						doc = gd.Doc
+					}
+					if doc == nil || !saysConcurrency.MatchString(doc.Text()) {
+						t.Errorf("%s: type %s: its doc comment does not say whether it is safe for concurrent use (or a plain value)", name, ts.Name.Name)
+					}
+				}
+			}
+		}
+		if types == 0 {
+			t.Errorf("%s: no exported type found; is the package still there?", dir)
 		}
 	}
 }

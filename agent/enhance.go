@@ -25,7 +25,8 @@ import (
 )
 
 // LLM is the chat model configuration (rag.LLM), shared with agent-memory
-// extraction: one value serves both.
+// extraction: one value serves both. It is a plain value; the go-openai
+// client it holds is safe for concurrent use.
 type LLM = rag.LLM
 
 // checkLLM wraps a missing client or model in ErrConfig.
@@ -36,7 +37,7 @@ func checkLLM(l LLM) error {
 	return nil
 }
 
-// SourceKind says where a numbered source came from.
+// SourceKind says where a numbered source came from. It is a plain value.
 type SourceKind string
 
 // Source kinds (the seed's Citation.source values).
@@ -47,16 +48,16 @@ const (
 
 // Citation labels (Property 12).
 const (
-	LabelWeb    = "Web Source"
-	LabelMemory = "Knowledge Base"
+	labelWeb    = "Web Source"
+	labelMemory = "Knowledge Base"
 )
 
 // Label is "Web Source" for web results and "Knowledge Base" for the memory.
 func (k SourceKind) Label() string {
 	if k == WebSource {
-		return LabelWeb
+		return labelWeb
 	}
-	return LabelMemory
+	return labelMemory
 }
 
 // Source is one numbered source shown to the model. It is a plain value.
@@ -137,7 +138,7 @@ const maxQueryRunes = 2000
 
 // synthesisPrompt is the system prompt of the synthesis call. Conflicts are
 // detected by the model and reported in its structured output.
-const synthesisPrompt = `You answer the user's question using only the numbered sources in the <search_sources> block. Each source is labelled "` + LabelWeb + `" (found by a web search just now) or "` + LabelMemory + `" (from the user's own saved knowledge base).
+const synthesisPrompt = `You answer the user's question using only the numbered sources in the <search_sources> block. Each source is labelled "` + labelWeb + `" (found by a web search just now) or "` + labelMemory + `" (from the user's own saved knowledge base).
 Rules:
 - Support every claim with the number of its source in square brackets, like [2]. Cite several sources as [1][3]. Use only numbers that appear in the block.
 - If a web source and a knowledge-base source disagree about a fact (different numbers, dates, versions, or contradictory statements), set "conflict" to true and describe the disagreement in "conflict_description", naming the source numbers on each side. Otherwise set "conflict" to false and "conflict_description" to "".
@@ -230,12 +231,12 @@ func EnhancedSearch(ctx context.Context, query string, web WebSearcher, llm LLM,
 	if err != nil {
 		return res, err
 	}
-	syn, ok := ParseSynthesis(content)
+	syn, ok := parseSynthesis(content)
 	res.Structured = ok
 	if !ok && structuredAsked {
 		o.Logger.Warn("agent: the model did not answer in the requested JSON form; using its text as the answer")
 	}
-	res.Answer, res.Citations, res.Dropped = ResolveCitations(syn.Answer, syn.Cited, res.Sources)
+	res.Answer, res.Citations, res.Dropped = resolveCitations(syn.Answer, syn.Cited, res.Sources)
 	if len(res.Dropped) > 0 {
 		o.Logger.Warn("agent: the model cited sources that were not retrieved; dropped them", "indexes", res.Dropped)
 	}
@@ -305,9 +306,9 @@ func fitTokens(s string, maxTokens int, c budget.Counter) string {
 	return string(r[:n]) + "…"
 }
 
-// SourcesBlock renders the numbered sources as the untrusted-data message
+// sourcesBlock renders the numbered sources as the untrusted-data message
 // content the model sees.
-func SourcesBlock(srcs []Source, now time.Time) string {
+func sourcesBlock(srcs []Source, now time.Time) string {
 	var b strings.Builder
 	b.WriteString(rag.UntrustedPrefix)
 	fmt.Fprintf(&b, "\n<search_sources count=\"%d\">\n", len(srcs))
@@ -328,35 +329,35 @@ func SourcesBlock(srcs []Source, now time.Time) string {
 func synthesize(ctx context.Context, llm LLM, query string, srcs []Source, now time.Time) (string, bool, error) {
 	req := llm.Request([]openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: synthesisPrompt},
-		{Role: openai.ChatMessageRoleAssistant, Content: SourcesBlock(srcs, now)},
+		{Role: openai.ChatMessageRoleAssistant, Content: sourcesBlock(srcs, now)},
 		{Role: openai.ChatMessageRoleUser, Content: query},
 	})
 	return llmchat.Complete(ctx, llm.Client, req, "cited_answer", synthesisSchema, !llm.NoStructuredOutput, ErrModel)
 }
 
-// Synthesis is the model's structured answer. It is a plain value.
-type Synthesis struct {
+// synthesis is the model's structured answer. It is a plain value.
+type synthesis struct {
 	Answer              string `json:"answer"`
 	Cited               []int  `json:"cited"`
 	Conflict            bool   `json:"conflict"`
 	ConflictDescription string `json:"conflict_description"`
 }
 
-// maxSynthesisBytes caps what ParseSynthesis reads.
+// maxSynthesisBytes caps what parseSynthesis reads.
 const maxSynthesisBytes = 1 << 20
 
-// ParseSynthesis reads the model's answer: a JSON object {"answer", "cited",
+// parseSynthesis reads the model's answer: a JSON object {"answer", "cited",
 // "conflict", "conflict_description"}, possibly inside a Markdown code fence
 // or surrounded by prose. Numbers given as strings ("2", "[2]") are accepted.
 // When no such object can be read it returns the whole (cleaned) text as the
 // answer and false. It never panics.
-func ParseSynthesis(content string) (Synthesis, bool) {
+func parseSynthesis(content string) (synthesis, bool) {
 	if len(content) > maxSynthesisBytes {
 		content = content[:maxSynthesisBytes]
 	}
 	content = strings.ToValidUTF8(content, "")
 	raw := strings.TrimSpace(content)
-	var s Synthesis
+	var s synthesis
 	if obj, ok := llmchat.JSONObject(raw); ok {
 		var loose struct {
 			Answer              *string           `json:"answer"`
@@ -401,13 +402,13 @@ func citedNumber(raw json.RawMessage) (int, bool) {
 // as years are not markers.
 var markerRE = regexp.MustCompile(`\s*\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]`)
 
-// ResolveCitations checks the answer's [n] markers and the model's cited list
+// resolveCitations checks the answer's [n] markers and the model's cited list
 // against the numbered sources. Markers naming a retrieved source are kept
 // ("[1, 3]" is rewritten "[1][3]"); markers naming none are removed from the
 // answer. The citations are the retrieved sources named by a kept marker or by
 // the cited list, by index, each labelled by its real kind; dropped holds the
 // numbers that named no source, ascending.
-func ResolveCitations(answer string, cited []int, srcs []Source) (string, []Citation, []int) {
+func resolveCitations(answer string, cited []int, srcs []Source) (string, []Citation, []int) {
 	valid := func(n int) bool { return n >= 1 && n <= len(srcs) }
 	used := map[int]bool{}
 	bad := map[int]bool{}

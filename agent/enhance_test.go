@@ -64,9 +64,9 @@ func TestEnhancedSearchCitations(t *testing.T) {
 		t.Errorf("answer %q", res.Answer)
 	}
 	want := []Citation{
-		{1, MemorySource, LabelMemory, rrfURL, "Reciprocal Rank Fusion"},
-		{2, WebSource, LabelWeb, webRRF[0].URL, webRRF[0].Title},
-		{3, WebSource, LabelWeb, webRRF[1].URL, webRRF[1].Title},
+		{1, MemorySource, labelMemory, rrfURL, "Reciprocal Rank Fusion"},
+		{2, WebSource, labelWeb, webRRF[0].URL, webRRF[0].Title},
+		{3, WebSource, labelWeb, webRRF[1].URL, webRRF[1].Title},
 	}
 	if !reflect.DeepEqual(res.Citations, want) || !reflect.DeepEqual(res.Dropped, []int{7, 9}) || !res.Structured || res.ConflictDisclaimer != "" {
 		t.Errorf("citations %+v dropped %v structured %v disclaimer %q", res.Citations, res.Dropped, res.Structured, res.ConflictDisclaimer)
@@ -141,7 +141,7 @@ func TestEnhancedSearchWithoutStructuredOutput(t *testing.T) {
 	if n := len(f.requests()); n != 2 {
 		t.Fatalf("%d requests, want a retry without response_format", n)
 	}
-	if res.Structured || res.Answer != "Plain prose citing [1] and." || len(res.Citations) != 1 || res.Citations[0].Label != LabelMemory || !reflect.DeepEqual(res.Dropped, []int{4}) {
+	if res.Structured || res.Answer != "Plain prose citing [1] and." || len(res.Citations) != 1 || res.Citations[0].Label != labelMemory || !reflect.DeepEqual(res.Dropped, []int{4}) {
 		t.Errorf("%+v", res)
 	}
 }
@@ -156,7 +156,7 @@ func TestEnhancedSearchDegrades(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Citations) != 1 || res.Citations[0].Label != LabelMemory || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "connection refused") {
+	if len(res.Citations) != 1 || res.Citations[0].Label != labelMemory || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "connection refused") {
 		t.Errorf("%+v", res)
 	}
 	before := len(f.requests())
@@ -178,19 +178,19 @@ func TestEnhancedSearchDegrades(t *testing.T) {
 func TestParseSynthesis(t *testing.T) {
 	cases := []struct {
 		in   string
-		want Synthesis
+		want synthesis
 		ok   bool
 	}{
-		{`{"answer":"a [1]","cited":[1,2],"conflict":false,"conflict_description":""}`, Synthesis{Answer: "a [1]", Cited: []int{1, 2}}, true},
+		{`{"answer":"a [1]","cited":[1,2],"conflict":false,"conflict_description":""}`, synthesis{Answer: "a [1]", Cited: []int{1, 2}}, true},
 		{"Here you go:\n```json\n{\"answer\": \"b\", \"cited\": [\"3\", \"[4]\", \"x\", 1.5], \"conflict\": \"true\", \"conflict_description\": \"d\"}\n```\nThanks.",
-			Synthesis{Answer: "b", Cited: []int{3, 4}, Conflict: true, ConflictDescription: "d"}, true},
-		{`{"cited":[1]}`, Synthesis{Answer: `{"cited":[1]}`}, false},
-		{"just text [2]", Synthesis{Answer: "just text [2]"}, false},
-		{"{broken", Synthesis{Answer: "{broken"}, false},
-		{"", Synthesis{}, false},
+			synthesis{Answer: "b", Cited: []int{3, 4}, Conflict: true, ConflictDescription: "d"}, true},
+		{`{"cited":[1]}`, synthesis{Answer: `{"cited":[1]}`}, false},
+		{"just text [2]", synthesis{Answer: "just text [2]"}, false},
+		{"{broken", synthesis{Answer: "{broken"}, false},
+		{"", synthesis{}, false},
 	}
 	for _, c := range cases {
-		got, ok := ParseSynthesis(c.in)
+		got, ok := parseSynthesis(c.in)
 		if ok != c.ok || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("ParseSynthesis(%q) = %+v, %v; want %+v, %v", c.in, got, ok, c.want, c.ok)
 		}
@@ -211,7 +211,7 @@ func TestResolveCitations(t *testing.T) {
 		{"[999]", "", nil, []int{999}},
 	}
 	for _, c := range cases {
-		out, cits, dropped := ResolveCitations(c.in, nil, srcs)
+		out, cits, dropped := resolveCitations(c.in, nil, srcs)
 		var idx []int
 		for _, ci := range cits {
 			idx = append(idx, ci.Index)

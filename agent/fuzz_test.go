@@ -24,7 +24,7 @@ func checkWebResults(t *testing.T, res []WebResult, limit int) {
 				t.Fatalf("unclean text %q", s)
 			}
 		}
-		if utf8.RuneCountInString(r.Snippet) > MaxSnippetRunes+1 || r.Title == "" {
+		if utf8.RuneCountInString(r.Snippet) > maxSnippetRunes+1 || r.Title == "" {
 			t.Fatalf("snippet too long or empty title: %+v", r)
 		}
 	}
@@ -34,7 +34,7 @@ func FuzzParseSearXNG(f *testing.F) {
 	f.Add([]byte(searxngBody), 3)
 	f.Add([]byte(`{"results":[{"url":"http://a","title":"<b","content":"&#0;","publishedDate":"2024-01-02"}]}`), 0)
 	f.Fuzz(func(t *testing.T, body []byte, limit int) {
-		res, err := ParseSearXNG(body, limit)
+		res, err := parseSearXNG(body, limit)
 		if err == nil {
 			checkWebResults(t, res, limit)
 		}
@@ -45,7 +45,7 @@ func FuzzParseBrave(f *testing.F) {
 	f.Add([]byte(braveBody), 2)
 	f.Add([]byte(`{"web":{"results":[{"url":"https://x","description":"<strong>a</strong>\u0000","page_age":"x"}]}}`), -1)
 	f.Fuzz(func(t *testing.T, body []byte, limit int) {
-		res, err := ParseBrave(body, limit)
+		res, err := parseBrave(body, limit)
 		if err == nil {
 			checkWebResults(t, res, limit)
 		}
@@ -70,11 +70,11 @@ func FuzzParseSynthesis(f *testing.F) {
 			}
 			srcs[i] = Source{Index: i + 1, Kind: k, URL: "u" + strconv.Itoa(i)}
 		}
-		syn, _ := ParseSynthesis(content)
+		syn, _ := parseSynthesis(content)
 		if !utf8.ValidString(syn.Answer) {
 			t.Fatal("invalid UTF-8 answer")
 		}
-		answer, cits, dropped := ResolveCitations(syn.Answer, syn.Cited, srcs)
+		answer, cits, dropped := resolveCitations(syn.Answer, syn.Cited, srcs)
 		valid := map[int]bool{}
 		for _, c := range cits {
 			if c.Index < 1 || c.Index > nsrc || c.Label != srcs[c.Index-1].Kind.Label() || c.Source != srcs[c.Index-1].Kind {

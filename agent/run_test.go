@@ -137,7 +137,7 @@ func TestRunBudgetsMatchTokenCounts(t *testing.T) {
 	if res.SystemPromptTokens != sysTokens || res.UserMessageTokens != userTokens {
 		t.Errorf("reported %d/%d tokens, counted %d/%d in the request", res.SystemPromptTokens, res.UserMessageTokens, sysTokens, userTokens)
 	}
-	if !strings.Contains(str(ms[len(ms)-1], "content"), PageNotice) {
+	if !strings.Contains(str(ms[len(ms)-1], "content"), pageNotice) {
 		t.Error("page not in the user message")
 	}
 	b := res.Budgets
@@ -166,10 +166,10 @@ func TestRunToolCalls(t *testing.T) {
 	f := newFakeLLM(t, func(n int, req capturedRequest) reply {
 		if n == 0 {
 			return reply{content: "Let me look.", toolCalls: []toolReply{
-				{"call_a", ToolSearchMemory, `{"query":"goroutines channels","topK":3}`},
-				{"call_b", ToolRememberPreference, `{"type":"style","content":"User prefers short answers"}`},
+				{"call_a", toolSearchMemory, `{"query":"goroutines channels","topK":3}`},
+				{"call_b", toolRememberPreference, `{"type":"style","content":"User prefers short answers"}`},
 				{"call_c", "rm_rf", `{}`},
-				{"call_d", ToolSearchMemory, `{"query":`},
+				{"call_d", toolSearchMemory, `{"query":`},
 			}}
 		}
 		return reply{content: "Goroutines are light threads."}
@@ -237,7 +237,7 @@ func TestRunBoundsToolRounds(t *testing.T) {
 			if obey && req.Raw["tool_choice"] == "none" {
 				return reply{content: "Final answer."}
 			}
-			return reply{toolCalls: []toolReply{{"c", ToolSearchMemory, `{"query":"rrf"}`}}}
+			return reply{toolCalls: []toolReply{{"c", toolSearchMemory, `{"query":"rrf"}`}}}
 		}
 	}
 	f := newFakeLLM(t, loop(true))
@@ -475,7 +475,7 @@ func TestRunWebSearchTool(t *testing.T) {
 			return reply{content: synthesisJSON("Memory says [1], the web says [2].", []int{1, 2}, false, "")}
 		}
 		if n == 0 {
-			return reply{toolCalls: []toolReply{{"w1", ToolSearchWeb, `{"query":"reciprocal rank fusion"}`}}}
+			return reply{toolCalls: []toolReply{{"w1", toolSearchWeb, `{"query":"reciprocal rank fusion"}`}}}
 		}
 		return reply{content: "Both agree [Knowledge Base 1][Web Source 2]."}
 	})
@@ -488,7 +488,7 @@ func TestRunWebSearchTool(t *testing.T) {
 	if len(reqs) != 3 {
 		t.Fatalf("%d requests", len(reqs))
 	}
-	if n := len(reqs[0].Parsed.Tools); n != 3 || reqs[0].Parsed.Tools[2].Function.Name != ToolSearchWeb {
+	if n := len(reqs[0].Parsed.Tools); n != 3 || reqs[0].Parsed.Tools[2].Function.Name != toolSearchWeb {
 		t.Errorf("tools %+v", reqs[0].Parsed.Tools)
 	}
 	last := reqs[2].Parsed.Messages
@@ -511,7 +511,7 @@ func TestRunCapsHugePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := budget.CounterForModel("gpt-4o")
-	overhead := c.Count("Summarise\n\n" + PageNotice + "\n<page url=\"https://big.example\" title=\"\">\n\n</page>")
+	overhead := c.Count("Summarise\n\n" + pageNotice + "\n<page url=\"https://big.example\" title=\"\">\n\n</page>")
 	if res.UserMessageTokens > overhead+100 || res.UserMessageTokens < overhead+80 {
 		t.Errorf("user message %d tokens, want the page cut to about 100 (+%d overhead)", res.UserMessageTokens, overhead)
 	}

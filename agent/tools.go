@@ -19,16 +19,16 @@ import (
 
 // Tool names offered to the model.
 const (
-	ToolSearchMemory       = "search_memory"
-	ToolRememberPreference = "remember_preference"
-	ToolSearchWeb          = "search_web_for_info"
+	toolSearchMemory       = "search_memory"
+	toolRememberPreference = "remember_preference"
+	toolSearchWeb          = "search_web_for_info"
 )
 
 const maxToolTopK = 20
 
 var (
 	searchMemoryTool = openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-		Name: ToolSearchMemory,
+		Name: toolSearchMemory,
 		Description: "Search the user's knowledge base (pages they read, documents they indexed) with hybrid keyword and vector search. " +
 			"Use it when the knowledge context you were given does not cover what you need. Returns passages with their source URL, title and age.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
@@ -37,7 +37,7 @@ var (
 			`"required":["query"]}`),
 	}}
 	rememberPreferenceTool = openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-		Name: ToolRememberPreference,
+		Name: toolRememberPreference,
 		Description: "Save a lasting preference or fact about the user to their profile, which is shown to you in every future conversation. " +
 			"Use it only when the user states one explicitly (\"I'm a data engineer\", \"keep answers short\").",
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
@@ -46,7 +46,7 @@ var (
 			`"required":["type","content"]}`),
 	}}
 	searchWebTool = openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-		Name: ToolSearchWeb,
+		Name: toolSearchWeb,
 		Description: "Search the web and the user's knowledge base together and get a synthesised answer with numbered citations, " +
 			"each labelled \"Web Source\" or \"Knowledge Base\", and a note when they disagree. Use it for current events or facts the knowledge base lacks. " +
 			"Keep the labels when you cite these sources.",
@@ -96,11 +96,11 @@ func (t *toolkit) call(ctx context.Context, tc openai.ToolCall, res *Result) Too
 	switch name := tc.Function.Name; {
 	case !t.offers(name):
 		err = fmt.Errorf("unknown tool %q", capRunes(clean.Line(name), 100))
-	case name == ToolSearchMemory:
+	case name == toolSearchMemory:
 		out, err = t.searchMemory(ctx, tc.Function.Arguments)
-	case name == ToolRememberPreference:
+	case name == toolRememberPreference:
 		out, err = t.rememberPreference(ctx, tc.Function.Arguments)
-	case name == ToolSearchWeb:
+	case name == toolSearchWeb:
 		out, err = t.searchWeb(ctx, tc.Function.Arguments, res)
 	}
 	if err != nil {
@@ -146,14 +146,14 @@ func (t *toolkit) searchMemory(ctx context.Context, raw string) (string, error) 
 	if len(results) == 0 {
 		return "No passages in the knowledge base match this query.", nil
 	}
-	return FormatResults(results, t.max, t.c, time.Now()), nil
+	return formatResults(results, t.max, t.c, time.Now()), nil
 }
 
-// FormatResults renders search results as the untrusted-data
+// formatResults renders search results as the untrusted-data
 // <knowledge_context> text (rag's format), within maxTokens: the last results
 // are left out first, and a single result that does not fit is cut at a
 // sentence boundary.
-func FormatResults(results []search.Result, maxTokens int, c budget.Counter, now time.Time) string {
+func formatResults(results []search.Result, maxTokens int, c budget.Counter, now time.Time) string {
 	srcs := make([]rag.Source, len(results))
 	for i, r := range results {
 		srcs[i] = rag.Source{Index: i + 1, URL: r.Record.SourceURL, Title: r.Record.Title, HeadingPath: r.Record.HeadingPath,

@@ -22,7 +22,7 @@ import (
 type WebResult struct {
 	Title     string    `json:"title"`
 	URL       string    `json:"url"`
-	Snippet   string    `json:"snippet"`            // plain text, HTML removed, at most MaxSnippetRunes runes
+	Snippet   string    `json:"snippet"`            // plain text, HTML removed, at most maxSnippetRunes runes
 	Published time.Time `json:"published,omitzero"` // when the page was published, if the engine knows
 	Engine    string    `json:"engine,omitempty"`   // the engine(s) that found it, as the API reports them
 }
@@ -43,8 +43,8 @@ var (
 const (
 	// DefaultWebLimit is the number of web results asked for when limit <= 0.
 	DefaultWebLimit = 5
-	// MaxSnippetRunes caps a result's snippet.
-	MaxSnippetRunes = 1000
+	// maxSnippetRunes caps a result's snippet.
+	maxSnippetRunes = 1000
 	// maxWebBody caps how much of a search response is read.
 	maxWebBody    = 8 << 20
 	maxWebLimit   = 50
@@ -141,7 +141,7 @@ func (s *SearXNG) SearchWeb(ctx context.Context, query string, limit int) ([]Web
 		}
 		return nil, err
 	}
-	return ParseSearXNG(body, limit)
+	return parseSearXNG(body, limit)
 }
 
 // searxngResponse is the part of SearXNG's /search?format=json answer used here.
@@ -156,11 +156,11 @@ type searxngResponse struct {
 	} `json:"results"`
 }
 
-// ParseSearXNG reads a SearXNG JSON search response and returns at most limit
+// parseSearXNG reads a SearXNG JSON search response and returns at most limit
 // results (DefaultWebLimit when limit <= 0): results without an http(s) URL
 // are skipped, duplicates (same URL) dropped, HTML removed from titles and
 // snippets. It never panics.
-func ParseSearXNG(body []byte, limit int) ([]WebResult, error) {
+func parseSearXNG(body []byte, limit int) ([]WebResult, error) {
 	var r searxngResponse
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrWebBadPayload, err)
@@ -172,7 +172,7 @@ func ParseSearXNG(body []byte, limit int) ([]WebResult, error) {
 		if len(out) >= limit {
 			break
 		}
-		w := WebResult{URL: cleanURL(x.URL), Title: capRunes(plainText(x.Title), maxTitleRunes), Snippet: capRunes(plainText(x.Content), MaxSnippetRunes)}
+		w := WebResult{URL: cleanURL(x.URL), Title: capRunes(plainText(x.Title), maxTitleRunes), Snippet: capRunes(plainText(x.Content), maxSnippetRunes)}
 		if w.URL == "" || seen[w.URL] {
 			continue
 		}
@@ -263,7 +263,7 @@ func (b *Brave) SearchWeb(ctx context.Context, query string, limit int) ([]WebRe
 	if err != nil {
 		return nil, err
 	}
-	return ParseBrave(body, limit)
+	return parseBrave(body, limit)
 }
 
 // braveResponse is the part of Brave's web search answer used here.
@@ -281,9 +281,9 @@ type braveResponse struct {
 	} `json:"web"`
 }
 
-// ParseBrave reads a Brave Search API web search response, like
-// ParseSearXNG. It never panics.
-func ParseBrave(body []byte, limit int) ([]WebResult, error) {
+// parseBrave reads a Brave Search API web search response, like
+// parseSearXNG. It never panics.
+func parseBrave(body []byte, limit int) ([]WebResult, error) {
 	var r braveResponse
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrWebBadPayload, err)
@@ -295,7 +295,7 @@ func ParseBrave(body []byte, limit int) ([]WebResult, error) {
 		if len(out) >= limit {
 			break
 		}
-		w := WebResult{URL: cleanURL(x.URL), Title: capRunes(plainText(x.Title), maxTitleRunes), Snippet: capRunes(plainText(x.Description), MaxSnippetRunes), Engine: "brave"}
+		w := WebResult{URL: cleanURL(x.URL), Title: capRunes(plainText(x.Title), maxTitleRunes), Snippet: capRunes(plainText(x.Description), maxSnippetRunes), Engine: "brave"}
 		if w.URL == "" || seen[w.URL] {
 			continue
 		}

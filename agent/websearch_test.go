@@ -172,19 +172,19 @@ func TestBrave(t *testing.T) {
 
 func TestParseLimitsAndOddPayloads(t *testing.T) {
 	long := `{"results":[{"url":"https://a.example","title":"` + strings.Repeat("t", 5000) + `","content":"` + strings.Repeat("word ", 2000) + `"}]}`
-	res, err := ParseSearXNG([]byte(long), 0)
-	if err != nil || len(res) != 1 || len([]rune(res[0].Snippet)) > MaxSnippetRunes+1 || len([]rune(res[0].Title)) > maxTitleRunes+1 {
+	res, err := parseSearXNG([]byte(long), 0)
+	if err != nil || len(res) != 1 || len([]rune(res[0].Snippet)) > maxSnippetRunes+1 || len([]rune(res[0].Title)) > maxTitleRunes+1 {
 		t.Errorf("caps: %v %d", err, len(res))
 	}
 	for _, body := range []string{`{}`, `{"results":null}`, `{"web":{}}`, `[]`} {
-		if r, err := ParseSearXNG([]byte(body), 3); len(r) != 0 && err == nil {
+		if r, err := parseSearXNG([]byte(body), 3); len(r) != 0 && err == nil {
 			t.Errorf("%s: %v", body, r)
 		}
-		if r, err := ParseBrave([]byte(body), 3); len(r) != 0 && err == nil {
+		if r, err := parseBrave([]byte(body), 3); len(r) != 0 && err == nil {
 			t.Errorf("%s: %v", body, r)
 		}
 	}
-	if _, err := ParseSearXNG([]byte(`{"results":[{"url":5}]}`), 1); !errors.Is(err, ErrWebBadPayload) {
+	if _, err := parseSearXNG([]byte(`{"results":[{"url":5}]}`), 1); !errors.Is(err, ErrWebBadPayload) {
 		t.Errorf("wrong types: %v", err)
 	}
 }

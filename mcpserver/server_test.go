@@ -70,7 +70,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any,
 	return text.String(), res.IsError
 }
 
-var allTools = []string{ToolAddPreference, ToolForgetSource, ToolGetContext, ToolIndexText, ToolListPreferences, ToolListSources, ToolRemovePreference, ToolSearchMemory}
+var allTools = []string{toolAddPreference, toolForgetSource, toolGetContext, toolIndexText, toolListPreferences, toolListSources, toolRemovePreference, toolSearchMemory}
 
 func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()
@@ -99,27 +99,27 @@ func exercise(t *testing.T, cs *mcp.ClientSession) {
 		t.Errorf("instructions %q", ins)
 	}
 
-	var ix IndexOutput
+	var ix indexOutput
 	page := `<html><head><title>Otters</title></head><body><nav>Home | About</nav><article><h1>Otters</h1><p>Sea otters hold hands while they sleep so they do not drift apart.</p></article></body></html>`
-	if txt, isErr := call(t, cs, ToolIndexText, map[string]any{"text": page, "url": "https://zoo.example/otters", "format": "html"}, &ix); isErr {
+	if txt, isErr := call(t, cs, toolIndexText, map[string]any{"text": page, "url": "https://zoo.example/otters", "format": "html"}, &ix); isErr {
 		t.Fatalf("index_text: %s", txt)
 	}
 	if ix.SourceURL != "https://zoo.example/otters" || ix.Chunks == 0 || ix.Unchanged {
 		t.Errorf("index_text %+v", ix)
 	}
-	var again IndexOutput
-	call(t, cs, ToolIndexText, map[string]any{"text": page, "url": "https://zoo.example/otters", "format": "html"}, &again)
+	var again indexOutput
+	call(t, cs, toolIndexText, map[string]any{"text": page, "url": "https://zoo.example/otters", "format": "html"}, &again)
 	if !again.Unchanged {
 		t.Errorf("re-indexing the same page: %+v", again)
 	}
-	var note IndexOutput
-	call(t, cs, ToolIndexText, map[string]any{"text": "Remember: the quetzal service listens on port 7437."}, &note)
+	var note indexOutput
+	call(t, cs, toolIndexText, map[string]any{"text": "Remember: the quetzal service listens on port 7437."}, &note)
 	if !strings.HasPrefix(note.SourceURL, "text://sha256/") || note.Chunks != 1 {
 		t.Errorf("note %+v", note)
 	}
 
-	var sr SearchOutput
-	txt, isErr := call(t, cs, ToolSearchMemory, map[string]any{"query": "why do otters hold hands", "topK": 3}, &sr)
+	var sr searchOutput
+	txt, isErr := call(t, cs, toolSearchMemory, map[string]any{"query": "why do otters hold hands", "topK": 3}, &sr)
 	if isErr || len(sr.Results) == 0 || sr.Results[0].URL != "https://zoo.example/otters" || sr.Results[0].Title != "Otters" {
 		t.Fatalf("search_memory: %s %+v", txt, sr)
 	}
@@ -128,45 +128,45 @@ func exercise(t *testing.T, cs *mcp.ClientSession) {
 	}
 
 	var pref struct{ ID, Type, Content string }
-	if txt, isErr := call(t, cs, ToolAddPreference, map[string]any{"type": "expertise", "content": "User is a marine biologist"}, &pref); isErr || pref.ID == "" || pref.Type != "expertise" {
+	if txt, isErr := call(t, cs, toolAddPreference, map[string]any{"type": "expertise", "content": "User is a marine biologist"}, &pref); isErr || pref.ID == "" || pref.Type != "expertise" {
 		t.Fatalf("add_preference: %s %+v", txt, pref)
 	}
-	var pl PreferencesOutput
-	call(t, cs, ToolListPreferences, map[string]any{}, &pl)
+	var pl preferencesOutput
+	call(t, cs, toolListPreferences, map[string]any{}, &pl)
 	if len(pl.Preferences) != 1 || pl.Preferences[0].ID != pref.ID {
 		t.Errorf("list_preferences %+v", pl)
 	}
 
-	var co ContextOutput
-	txt, isErr = call(t, cs, ToolGetContext, map[string]any{"query": "otters sleeping", "model": "gpt-4o", "modelContextLimit": 8000}, &co)
+	var co contextOutput
+	txt, isErr = call(t, cs, toolGetContext, map[string]any{"query": "otters sleeping", "model": "gpt-4o", "modelContextLimit": 8000}, &co)
 	if isErr || !strings.HasPrefix(co.Message.Content, rag.UntrustedPrefix+"\n<knowledge_context>") || co.Message.Content != txt || co.Message.Role != "assistant" ||
 		!strings.Contains(co.Message.Content, "marine biologist") || !strings.Contains(co.Message.Content, "https://zoo.example/otters") ||
 		co.Tokens.Knowledge > co.Budgets.KnowledgeBudget || co.ReferenceRule != rag.ReferenceRule || len(co.Sources) == 0 {
 		t.Errorf("get_context: %s\n%+v", txt, co)
 	}
 
-	var ls ListSourcesOutput
-	call(t, cs, ToolListSources, map[string]any{"limit": 10}, &ls)
+	var ls listSourcesOutput
+	call(t, cs, toolListSources, map[string]any{"limit": 10}, &ls)
 	if ls.Total != 2 || len(ls.Sources) != 2 {
 		t.Errorf("list_sources %+v", ls)
 	}
 
-	var fo ForgetOutput
-	if txt, isErr := call(t, cs, ToolForgetSource, map[string]any{"url": "https://zoo.example/otters"}, &fo); isErr || fo.RemovedChunks != ix.Chunks {
+	var fo forgetOutput
+	if txt, isErr := call(t, cs, toolForgetSource, map[string]any{"url": "https://zoo.example/otters"}, &fo); isErr || fo.RemovedChunks != ix.Chunks {
 		t.Errorf("forget_source: %s %+v", txt, fo)
 	}
-	call(t, cs, ToolSearchMemory, map[string]any{"query": "otters hold hands", "mode": "fulltext"}, &sr)
+	call(t, cs, toolSearchMemory, map[string]any{"query": "otters hold hands", "mode": "fulltext"}, &sr)
 	for _, r := range sr.Results {
 		if r.URL == "https://zoo.example/otters" {
 			t.Error("forgotten source still found")
 		}
 	}
 
-	var rp RemovePreferenceOutput
-	if txt, isErr := call(t, cs, ToolRemovePreference, map[string]any{"id": pref.ID}, &rp); isErr || !rp.Removed {
+	var rp removePreferenceOutput
+	if txt, isErr := call(t, cs, toolRemovePreference, map[string]any{"id": pref.ID}, &rp); isErr || !rp.Removed {
 		t.Errorf("remove_preference: %s", txt)
 	}
-	call(t, cs, ToolListPreferences, map[string]any{}, &pl)
+	call(t, cs, toolListPreferences, map[string]any{}, &pl)
 	if len(pl.Preferences) != 0 {
 		t.Errorf("preference not removed: %+v", pl)
 	}
@@ -183,21 +183,21 @@ func TestToolErrorsAreClear(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{ToolSearchMemory, map[string]any{"query": "  "}, "query is empty"},
-		{ToolSearchMemory, map[string]any{"query": strings.Repeat("x", 9000)}, "longer than"},
-		{ToolSearchMemory, map[string]any{"query": "x", "mode": "psychic"}, "mode"},
-		{ToolSearchMemory, map[string]any{}, "query"},
-		{ToolIndexText, map[string]any{"text": strings.Repeat("long ", 30)}, "more than the 100 allowed"},
-		{ToolIndexText, map[string]any{"text": " \n "}, "text is empty"},
-		{ToolIndexText, map[string]any{"text": "x", "format": "pdf"}, "format"},
-		{ToolIndexText, map[string]any{"text": "x", "url": "preference://user"}, "reserved"},
-		{ToolForgetSource, map[string]any{"url": "https://never.example"}, "no such page"},
-		{ToolForgetSource, map[string]any{"url": "preference://user"}, "remove_preference"},
-		{ToolAddPreference, map[string]any{"type": "mood", "content": "x"}, "type"},
-		{ToolAddPreference, map[string]any{"type": "style", "content": "\u200b \x01"}, "empty"},
-		{ToolRemovePreference, map[string]any{"id": "pref_nope"}, "no preference"},
-		{ToolListSources, map[string]any{"types": []string{"secrets"}}, "types"},
-		{ToolGetContext, map[string]any{"query": "x", "modelContextLimit": -5}, "modelContextLimit"},
+		{toolSearchMemory, map[string]any{"query": "  "}, "query is empty"},
+		{toolSearchMemory, map[string]any{"query": strings.Repeat("x", 9000)}, "longer than"},
+		{toolSearchMemory, map[string]any{"query": "x", "mode": "psychic"}, "mode"},
+		{toolSearchMemory, map[string]any{}, "query"},
+		{toolIndexText, map[string]any{"text": strings.Repeat("long ", 30)}, "more than the 100 allowed"},
+		{toolIndexText, map[string]any{"text": " \n "}, "text is empty"},
+		{toolIndexText, map[string]any{"text": "x", "format": "pdf"}, "format"},
+		{toolIndexText, map[string]any{"text": "x", "url": "preference://user"}, "reserved"},
+		{toolForgetSource, map[string]any{"url": "https://never.example"}, "no such page"},
+		{toolForgetSource, map[string]any{"url": "preference://user"}, "remove_preference"},
+		{toolAddPreference, map[string]any{"type": "mood", "content": "x"}, "type"},
+		{toolAddPreference, map[string]any{"type": "style", "content": "\u200b \x01"}, "empty"},
+		{toolRemovePreference, map[string]any{"id": "pref_nope"}, "no preference"},
+		{toolListSources, map[string]any{"types": []string{"secrets"}}, "types"},
+		{toolGetContext, map[string]any{"query": "x", "modelContextLimit": -5}, "modelContextLimit"},
 	}
 	for _, c := range cases {
 		txt, isErr := call(t, cs, c.tool, c.args, nil)
@@ -206,14 +206,14 @@ func TestToolErrorsAreClear(t *testing.T) {
 		}
 	}
 	// Invalid UTF-8 is repaired, not refused.
-	if txt, isErr := call(t, cs, ToolIndexText, map[string]any{"text": "caf\xe9 au lait", "url": "https://x.example/\xff"}, nil); isErr {
+	if txt, isErr := call(t, cs, toolIndexText, map[string]any{"text": "caf\xe9 au lait", "url": "https://x.example/\xff"}, nil); isErr {
 		t.Errorf("invalid UTF-8: %s", txt)
 	}
 }
 
 func TestReadOnly(t *testing.T) {
 	cs := connect(t, New(newEngine(t), &Options{Logger: quiet(), ReadOnly: true}))
-	want := []string{ToolGetContext, ToolListPreferences, ToolListSources, ToolSearchMemory}
+	want := []string{toolGetContext, toolListPreferences, toolListSources, toolSearchMemory}
 	if got := toolNames(t, cs); !slices.Equal(got, want) {
 		t.Errorf("read-only tools %v, want %v", got, want)
 	}

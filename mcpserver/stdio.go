@@ -27,7 +27,7 @@ import (
 // the agent has in flight. Blank lines are skipped. A zero value reads
 // os.Stdin and writes os.Stdout.
 //
-// A StdioTransport is connected once; like the go-sdk's, its reading
+// A StdioTransport is a plain value, connected once; like the go-sdk's, its reading
 // goroutine ends when Reader reaches its end or the session is closed and
 // Reader returns.
 type StdioTransport struct {

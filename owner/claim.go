@@ -41,7 +41,7 @@ func TryClaim(dir string) (*Claim, error) {
 			notes = append(notes, fmt.Sprintf("tightened the permissions of %s from %#o to 0700: it holds the memory and its API token", dir, fi.Mode().Perm()))
 		}
 	}
-	lock, err := wal.TryLock(LockPath(dir))
+	lock, err := wal.TryLock(lockPath(dir))
 	if err != nil {
 		var le *wal.LockedError
 		if errors.As(err, &le) {
@@ -99,7 +99,7 @@ func (c *Claim) Listen(info Info) (*Listener, error) {
 	if info.Since.IsZero() {
 		info.Since = timeNow().UTC()
 	}
-	info.Version = Version()
+	info.Version = version()
 	info.Socket = path
 	if err := writeInfo(c.dir, info); err != nil {
 		_ = ln.Close()

@@ -7,20 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
@@ -38,7 +34,7 @@ const (
 
 // maxBatchBytes is the largest body IndexMany sends in one request; a
 // single larger document goes alone (local listeners accept up to
-// server.DefaultLocalMaxBodyBytes).
+// the server's default LocalMaxBodyBytes).
 const maxBatchBytes = 16 << 20
 
 // maxBatchDocs is the most documents IndexMany sends in one request.
@@ -57,12 +53,11 @@ type ClientOptions struct {
 	WriteTimeout time.Duration
 }
 
-// Client talks to an owner's /v1 API over its Unix socket (or to `ragmem
-// serve` over HTTP, see NewHTTPClient), with the same results as the local
-// engine: its methods mirror rag.Engine's. Every request has a timeout,
-// and an owner that goes away fails the request at once with an error
-// wrapping ErrGone (see GoneError for whether it had been sent). It is
-// safe for concurrent use.
+// Client talks to an owner's /v1 API over its Unix socket, with the same
+// results as the local engine: its methods mirror rag.Engine's. Every
+// request has a timeout, and an owner that goes away fails the request at
+// once with an error wrapping ErrGone (see GoneError for whether it had
+// been sent). It is safe for concurrent use.
 type Client struct {
 	info  Info
 	base  string
@@ -88,7 +83,7 @@ func NewClient(dir string, info Info, opts *ClientOptions) (*Client, error) {
 	sock := info.Socket
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return Dial(ctx, sock)
+			return dial(ctx, sock)
 		},
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       30 * time.Second,
@@ -96,17 +91,6 @@ func NewClient(dir string, info Info, opts *ClientOptions) (*Client, error) {
 		DisableCompression:    true,
 	}
 	return newClient(info, "http://localhost", o, &http.Client{Transport: tr}), nil
-}
-
-// NewHTTPClient returns a client of `ragmem serve` at baseURL
-// ("http://127.0.0.1:7437") with token.
-func NewHTTPClient(baseURL, token string, opts *ClientOptions) *Client {
-	var o ClientOptions
-	if opts != nil {
-		o = *opts
-	}
-	o.Token = token
-	return newClient(Info{HTTP: baseURL}, strings.TrimRight(baseURL, "/"), o, &http.Client{})
 }
 
 func newClient(info Info, base string, o ClientOptions, hc *http.Client) *Client {
@@ -264,8 +248,8 @@ func (c *Client) transportError(ctx context.Context, err error, sent bool) error
 // IndexMany indexes documents synchronously (POST /v1/documents): when it
 // returns, each result is final and durable. Documents are sent in as few
 // requests as the size limits allow; each request is one atomic write.
-func (c *Client) IndexMany(ctx context.Context, docs []index.Document) ([]index.Result, error) {
-	out := make([]index.Result, 0, len(docs))
+func (c *Client) IndexMany(ctx context.Context, docs []rag.Document) ([]rag.Result, error) {
+	out := make([]rag.Result, 0, len(docs))
 	var batch []server.DocumentRequest
 	size := 0
 	flush := func() error {
@@ -281,7 +265,7 @@ func (c *Client) IndexMany(ctx context.Context, docs []index.Document) ([]index.
 			return fmt.Errorf("owner: %d results for %d documents", len(resp.Results), len(batch))
 		}
 		for _, r := range resp.Results {
-			x := index.Result{SourceURL: r.URL, ContentHash: r.ContentHash, Chunks: r.Chunks, Removed: r.Removed, Unchanged: r.Unchanged, Superseded: r.Superseded}
+			x := rag.Result{SourceURL: r.URL, ContentHash: r.ContentHash, Chunks: r.Chunks, Removed: r.Removed, Unchanged: r.Unchanged, Superseded: r.Superseded}
 			if r.Error != "" {
 				x.Err = errors.New(r.Error)
 			}
@@ -305,10 +289,10 @@ func (c *Client) IndexMany(ctx context.Context, docs []index.Document) ([]index.
 }
 
 // Index indexes one document (see IndexMany).
-func (c *Client) Index(ctx context.Context, d index.Document) (index.Result, error) {
-	rs, err := c.IndexMany(ctx, []index.Document{d})
+func (c *Client) Index(ctx context.Context, d rag.Document) (rag.Result, error) {
+	rs, err := c.IndexMany(ctx, []rag.Document{d})
 	if err != nil {
-		return index.Result{}, err
+		return rag.Result{}, err
 	}
 	return rs[0], nil
 }
@@ -365,8 +349,8 @@ func (c *Client) SearchReport(ctx context.Context, query string, o *search.Optio
 
 // record turns an API chunk back into the record it was made from (the
 // vector is never sent).
-func record(c rag.ChunkJSON) index.Record {
-	return index.Record{
+func record(c rag.ChunkJSON) rag.Record {
+	return rag.Record{
 		ID: c.ID, SourceURL: c.URL, Title: c.Title, HeadingPath: c.HeadingPath, Content: c.Content,
 		DocType: c.DocType, Position: c.Position, Start: c.Start, End: c.End, Tokens: c.Tokens,
 		CreatedAt: c.CreatedAt.Local(), ContentHash: c.ContentHash, Attrs: c.Attrs,
@@ -436,13 +420,13 @@ const pageLimit = 1000
 // Sources lists sources (GET /v1/sources), ordered by URL. limit 0 means
 // all. The filter's source, attributes and expression are sent as one
 // filter expression.
-func (c *Client) Sources(ctx context.Context, f index.Filter, offset, limit int) ([]index.SourceInfo, int, error) {
-	where := filterExpr(f)
+func (c *Client) Sources(ctx context.Context, f rag.Filter, offset, limit int) ([]rag.SourceInfo, int, error) {
+	where := rag.FilterExpr(f)
 	types := strings.Join(f.DocTypes, ",")
 	if types == "" { // any type (the API's default is knowledge)
-		types = strings.Join([]string{index.DocKnowledge, index.DocMemory, index.DocPreference}, ",")
+		types = strings.Join([]string{rag.DocKnowledge, rag.DocMemory, rag.DocPreference}, ",")
 	}
-	var out []index.SourceInfo
+	var out []rag.SourceInfo
 	total := 0
 	for {
 		n := pageLimit
@@ -460,7 +444,7 @@ func (c *Client) Sources(ctx context.Context, f index.Filter, offset, limit int)
 		}
 		total = resp.Total
 		for _, s := range resp.Sources {
-			out = append(out, index.SourceInfo{
+			out = append(out, rag.SourceInfo{
 				SourceURL: s.URL, Title: s.Title, DocType: s.DocType, ContentHash: s.ContentHash,
 				Chunks: s.Chunks, Tokens: s.Tokens, CreatedAt: s.CreatedAt.Local(),
 			})
@@ -472,42 +456,15 @@ func (c *Client) Sources(ctx context.Context, f index.Filter, offset, limit int)
 	}
 }
 
-// filterExpr is f's source, attributes and expression as one expression
-// (nil when f has none of them).
-func filterExpr(f index.Filter) *index.Expr {
-	var parts []*index.Expr
-	if f.SourceURL != "" {
-		parts = append(parts, &index.Expr{Op: driver.OpEq, Field: driver.FieldSource, Values: []string{f.SourceURL}})
-	}
-	for _, k := range slices.Sorted(maps.Keys(f.Attrs)) {
-		field := k
-		switch k {
-		case driver.FieldSource, driver.FieldTitle, driver.FieldType, driver.FieldCreated:
-			field = driver.AttrField(k)
-		}
-		parts = append(parts, &index.Expr{Op: driver.OpEq, Field: field, Values: []string{f.Attrs[k]}})
-	}
-	if f.Where != nil {
-		parts = append(parts, f.Where)
-	}
-	switch len(parts) {
-	case 0:
-		return nil
-	case 1:
-		return parts[0]
-	}
-	return &index.Expr{Op: driver.OpAnd, Args: parts}
-}
-
 // SetURLRules sets the rules by which the store canonicalises source URLs
-// and records them (index.Index.SetURLRules), through the owner's socket
+// and records them (rag.Engine.SetURLRules), through the owner's socket
 // only (PUT /v1/owner/url-rules).
-func (c *Client) SetURLRules(ctx context.Context, r index.URLRules) error {
+func (c *Client) SetURLRules(ctx context.Context, r rag.URLRules) error {
 	return c.Do(ctx, http.MethodPut, URLRulesPath, r, nil, 0)
 }
 
 // Stats returns the store's statistics (GET /v1/stats).
-func (c *Client) Stats(ctx context.Context) (index.Stats, error) {
+func (c *Client) Stats(ctx context.Context) (rag.Stats, error) {
 	var resp server.StatsJSON
 	err := c.Do(ctx, http.MethodGet, "/v1/stats", nil, &resp, 0)
 	if !resp.Store.LastSyncTime.IsZero() {

@@ -21,7 +21,7 @@ func FuzzReadInfo(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, InfoFile), b, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, infoFile), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		in, err := ReadInfo(dir)

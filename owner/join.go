@@ -7,16 +7,16 @@ import (
 	"time"
 )
 
-// DefaultJoinWait is how long Join waits, by default, for an owner that
+// defaultJoinWait is how long Join waits, by default, for an owner that
 // holds the lock but does not answer yet: opening a large store, or a
 // slow embedder's first call, takes that long at worst.
-const DefaultJoinWait = 2 * time.Minute
+const defaultJoinWait = 2 * time.Minute
 
 // JoinOptions configure Join. A nil *JoinOptions means all defaults. It is
 // a plain value.
 type JoinOptions struct {
 	// Wait bounds how long Join waits for an owner that holds the lock
-	// but does not answer on its socket yet. Default DefaultJoinWait.
+	// but does not answer on its socket yet. Default 2 min.
 	Wait time.Duration
 	// Waiting, if set, is called once when Join starts waiting, with the
 	// pid of the process holding the lock (0 when unknown).
@@ -43,7 +43,7 @@ func Join(ctx context.Context, dir string, opts *JoinOptions) (Info, *Claim, err
 		o = *opts
 	}
 	if o.Wait <= 0 {
-		o.Wait = DefaultJoinWait
+		o.Wait = defaultJoinWait
 	}
 	start := time.Now()
 	deadline := start.Add(o.Wait + o.ClaimAfter)
@@ -52,7 +52,7 @@ func Join(ctx context.Context, dir string, opts *JoinOptions) (Info, *Claim, err
 	for {
 		in, err := ReadInfo(dir)
 		if err == nil {
-			c, derr := Dial(ctx, in.Socket)
+			c, derr := dial(ctx, in.Socket)
 			if derr == nil {
 				_ = c.Close()
 				return in, nil, nil

@@ -14,7 +14,7 @@ import (
 // taking it (which could make an owner that is starting fail to claim).
 // known is false where that cannot be told; Linux reads /proc/locks.
 func LockHeld(dir string) (held, known bool) {
-	fi, err := os.Stat(LockPath(dir))
+	fi, err := os.Stat(lockPath(dir))
 	if err != nil {
 		return false, true
 	}

@@ -46,13 +46,14 @@ import (
 
 // File names in the data directory.
 const (
-	LockFile   = "owner.lock"
-	InfoFile   = "owner.json"
+	lockFile   = "owner.lock"
+	infoFile   = "owner.json"
 	SocketFile = "ragmem.sock"
-	LogFile    = "owner.log"
+	logFile    = "owner.log"
 )
 
-// Kind says what kind of process owns a data directory.
+// Kind says what kind of process owns a data directory. It is a plain
+// value.
 type Kind string
 
 // Kinds of owner.
@@ -101,13 +102,13 @@ type Info struct {
 const maxInfoBytes = 64 << 10
 
 // InfoPath returns the owner file of dir.
-func InfoPath(dir string) string { return filepath.Join(dir, InfoFile) }
+func InfoPath(dir string) string { return filepath.Join(dir, infoFile) }
 
-// LockPath returns the owner lock of dir.
-func LockPath(dir string) string { return filepath.Join(dir, LockFile) }
+// lockPath returns the owner lock of dir.
+func lockPath(dir string) string { return filepath.Join(dir, lockFile) }
 
 // LogPath returns where a background owner of dir logs.
-func LogPath(dir string) string { return filepath.Join(dir, LogFile) }
+func LogPath(dir string) string { return filepath.Join(dir, logFile) }
 
 // ReadInfo reads the owner file of dir. It fails with ErrNoOwner when there
 // is none. The file may be stale (its process gone): only a connection
@@ -142,7 +143,7 @@ func ReadInfo(dir string) (Info, error) {
 // It reads the file without taking the lock, so it may name a process that
 // has released it since.
 func LockHolder(dir string) int {
-	b, err := os.ReadFile(LockPath(dir))
+	b, err := os.ReadFile(lockPath(dir))
 	if err != nil {
 		return 0
 	}
@@ -153,9 +154,9 @@ func LockHolder(dir string) int {
 	return pid
 }
 
-// Version returns this binary's version: the module version, else the VCS
+// version returns this binary's version: the module version, else the VCS
 // revision it was built from, else "devel".
-func Version() string {
+func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "devel"

@@ -16,7 +16,7 @@ const (
 	StatusPath   = "/v1/owner"
 	AttachPath   = "/v1/owner/attach"
 	HandoverPath = "/v1/owner/handover"
-	// URLRulesPath sets the store's URL rules (PUT, an index.URLRules).
+	// URLRulesPath sets the store's URL rules (PUT, an rag.URLRules).
 	URLRulesPath = "/v1/owner/url-rules"
 )
 

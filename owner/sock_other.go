@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// DialTimeout bounds connecting to an owner's socket.
+// dialTimeout bounds connecting to an owner's socket.
 const DialTimeout = 2 * time.Second
 
 func listenUnix(string) (*Listener, error)           { return nil, ErrUnsupported }

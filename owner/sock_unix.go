@@ -62,13 +62,13 @@ func runtimeDir() (string, error) {
 	return d, nil
 }
 
-// DialTimeout bounds connecting to an owner's socket.
-const DialTimeout = 2 * time.Second
+// dialTimeout bounds connecting to an owner's socket.
+const dialTimeout = 2 * time.Second
 
-// Dial connects to the owner socket at path and checks that the process
+// dial connects to the owner socket at path and checks that the process
 // listening runs as this user (ErrForeignPeer otherwise).
-func Dial(ctx context.Context, path string) (net.Conn, error) {
-	d := net.Dialer{Timeout: DialTimeout}
+func dial(ctx context.Context, path string) (net.Conn, error) {
+	d := net.Dialer{Timeout: dialTimeout}
 	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
 		return nil, err

@@ -4,9 +4,14 @@
 // block, sized to the model's window, delivered as its own untrusted-data
 // message and never inside the system prompt.
 //
+// Adapters (the HTTP and MCP servers, the agent loop, the CLI) talk to the
+// engine only: the types, values and errors of the store they need are
+// re-exported here (rag.Document, rag.Filter, rag.ErrTooManyChunks, ...),
+// and layout_test.go keeps them from importing the index.
+//
 //	eng, err := rag.Open(ctx, dir, nil)
 //	...
-//	eng.Index(ctx, index.Document{SourceURL: url, Title: title, Content: html, Format: chunk.HTML})
+//	eng.Index(ctx, rag.Document{SourceURL: url, Title: title, Content: html, Format: chunk.HTML})
 //	c, err := eng.BuildContext(ctx, question, rag.ContextRequest{Model: "gpt-4o", SystemPrompt: sys})
 //	messages := []openai.ChatCompletionMessage{{Role: "system", Content: sys + "\n" + rag.ReferenceRule}, c.Message, {Role: "user", Content: question}}
 package rag
@@ -25,7 +30,9 @@ import (
 	"github.com/ragmem/ragmem/search"
 )
 
-// Options configure Open. A nil *Options means all defaults.
+// Options configure Open. A nil *Options means all defaults. It is a plain
+// value, copied by Open; the embedder, backend and cache it names must be
+// safe for concurrent use.
 type Options struct {
 	Embedder  embed.Embedder // default: EmbedderFor, else the embedder the store records, else embed.Default()
 	Backend   driver.Backend // default the local store in dir
@@ -38,7 +45,7 @@ type Options struct {
 
 	// EmbedderFor builds the embedder from what the store records when
 	// Embedder is nil (see index.Options.EmbedderFor).
-	EmbedderFor func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error)
+	EmbedderFor func(ctx context.Context, rec *EmbedderRecord) (embed.Embedder, error)
 	// QueryCache caches query embeddings; default a cache of the store's own
 	// (see index.Options.QueryCache).
 	QueryCache           *embed.QueryCache
@@ -98,7 +105,7 @@ func New(ix *index.Index, opts *Options) *Engine {
 }
 
 // changed tells the calibrator what indexing did.
-func (e *Engine) changed(rs ...index.Result) {
+func (e *Engine) changed(rs ...Result) {
 	n := 0
 	for _, r := range rs {
 		if r.Err == nil && !r.Unchanged {
@@ -108,7 +115,10 @@ func (e *Engine) changed(rs ...index.Result) {
 	e.cal.Changed(n)
 }
 
-// Store returns the underlying index.
+// Store returns the underlying index, for the composition root and admin
+// tools (wiring agent memory over the same store, checking its files).
+// Adapters use the engine's own methods; the store's vocabulary is in
+// types.go.
 func (e *Engine) Store() *index.Index { return e.ix }
 
 // Preferences returns the preference store.
@@ -119,7 +129,7 @@ func (e *Engine) Config() Config { return e.cfg }
 
 // Index indexes one document, replacing an earlier version of its source
 // and doing nothing when its content is unchanged (Property 6).
-func (e *Engine) Index(ctx context.Context, d index.Document) (index.Result, error) {
+func (e *Engine) Index(ctx context.Context, d Document) (Result, error) {
 	r, err := e.ix.Add(ctx, d)
 	if err == nil {
 		e.changed(r)
@@ -128,7 +138,7 @@ func (e *Engine) Index(ctx context.Context, d index.Document) (index.Result, err
 }
 
 // IndexMany indexes several documents in one atomic batch.
-func (e *Engine) IndexMany(ctx context.Context, docs []index.Document) ([]index.Result, error) {
+func (e *Engine) IndexMany(ctx context.Context, docs []Document) ([]Result, error) {
 	rs, err := e.ix.AddMany(ctx, docs)
 	e.changed(rs...)
 	return rs, err
@@ -136,14 +146,14 @@ func (e *Engine) IndexMany(ctx context.Context, docs []index.Document) ([]index.
 
 // IndexPageAsync queues a page for background indexing and returns its job
 // id at once (fire-and-forget; see index.Index.IndexPageAsync).
-func (e *Engine) IndexPageAsync(d index.Document) string {
+func (e *Engine) IndexPageAsync(d Document) string {
 	id := e.ix.IndexPageAsync(d)
 	e.cal.Changed(1) // its chunks are not known yet; a page counts as one
 	return id
 }
 
 // Job reports an IndexPageAsync job.
-func (e *Engine) Job(id string) (index.Job, bool) { return e.ix.Job(id) }
+func (e *Engine) Job(id string) (Job, bool) { return e.ix.Job(id) }
 
 // Remove deletes every chunk of a source.
 func (e *Engine) Remove(ctx context.Context, sourceURL string) (int, error) {
@@ -181,7 +191,7 @@ func (e *Engine) SearchReport(ctx context.Context, query string, opts *search.Op
 }
 
 // Stats returns the store's statistics.
-func (e *Engine) Stats(ctx context.Context) (index.Stats, error) { return e.ix.Stats(ctx) }
+func (e *Engine) Stats(ctx context.Context) (Stats, error) { return e.ix.Stats(ctx) }
 
 // Flush waits for queued background indexing.
 func (e *Engine) Flush(ctx context.Context) error { return e.ix.Flush(ctx) }

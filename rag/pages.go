@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/ragmem/ragmem/index"
 )
 
 // The rules for the URLs of pages, and for which sources a page may replace
@@ -28,14 +26,14 @@ var (
 	ErrNoPage = errors.New("rag: no such page")
 )
 
-// MaxURLBytes is the longest page URL accepted.
-const MaxURLBytes = 8 << 10
+// maxURLBytes is the longest page URL accepted.
+const maxURLBytes = 8 << 10
 
 // reservedSchemes name sources that are not pages.
 var reservedSchemes = []string{"preference", "memory"}
 
 // CheckURL trims raw and checks it as the URL of a source to read or
-// forget: not empty, valid UTF-8, at most MaxURLBytes, no control
+// forget: not empty, valid UTF-8, at most maxURLBytes, no control
 // characters, absolute (with a scheme). The error wraps ErrBadURL and says
 // what is wrong in words a client can act on.
 func CheckURL(raw string) (string, error) {
@@ -45,8 +43,8 @@ func CheckURL(raw string) (string, error) {
 		return "", fmt.Errorf("%w: the URL is empty", ErrBadURL)
 	case !utf8.ValidString(u):
 		return "", fmt.Errorf("%w: the URL is not valid UTF-8", ErrBadURL)
-	case len(u) > MaxURLBytes:
-		return "", fmt.Errorf("%w: the URL is longer than %d bytes", ErrBadURL, MaxURLBytes)
+	case len(u) > maxURLBytes:
+		return "", fmt.Errorf("%w: the URL is longer than %d bytes", ErrBadURL, maxURLBytes)
 	}
 	for _, r := range u {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
@@ -122,19 +120,19 @@ func clipURL(u string) string {
 	return u[:n] + "…"
 }
 
-// PageSource returns what the store holds under a page URL (ok false when
+// pageSource returns what the store holds under a page URL (ok false when
 // nothing), failing with ErrConflict when it is not a page.
-func (e *Engine) PageSource(ctx context.Context, u string) (index.SourceInfo, bool, error) {
-	srcs, _, err := e.ix.Sources(ctx, index.Filter{SourceURL: u}, 0, 1)
+func (e *Engine) pageSource(ctx context.Context, u string) (SourceInfo, bool, error) {
+	srcs, _, err := e.ix.Sources(ctx, Filter{SourceURL: u}, 0, 1)
 	if raw := strings.TrimSpace(u); err == nil && len(srcs) == 0 && e.ix.CanonicalURL(raw) != raw {
 		// A source stored before canonicalisation (with user info, say)
 		// is still found, and removed, by the URL it was stored under.
-		srcs, _, err = e.ix.Backend().Sources(ctx, index.Filter{SourceURL: raw}, 0, 1)
+		srcs, _, err = e.ix.Backend().Sources(ctx, Filter{SourceURL: raw}, 0, 1)
 	}
 	if err != nil || len(srcs) == 0 {
-		return index.SourceInfo{}, false, err
+		return SourceInfo{}, false, err
 	}
-	if srcs[0].DocType != index.DocKnowledge {
+	if srcs[0].DocType != DocKnowledge {
 		return srcs[0], true, fmt.Errorf("%w: %s is a %s source, not a page", ErrConflict, clipURL(u), srcs[0].DocType)
 	}
 	return srcs[0], true, nil
@@ -143,25 +141,25 @@ func (e *Engine) PageSource(ctx context.Context, u string) (index.SourceInfo, bo
 // PageUnchanged reports whether indexing d would change nothing (see
 // index.Index.Unchanged), with what the store holds under its URL; it fails
 // with ErrConflict when that is not a page.
-func (e *Engine) PageUnchanged(ctx context.Context, d index.Document) (index.SourceInfo, bool, error) {
-	if _, _, err := e.PageSource(ctx, e.ix.CanonicalURL(d.SourceURL)); err != nil {
-		return index.SourceInfo{}, false, err
+func (e *Engine) PageUnchanged(ctx context.Context, d Document) (SourceInfo, bool, error) {
+	if _, _, err := e.pageSource(ctx, e.ix.CanonicalURL(d.SourceURL)); err != nil {
+		return SourceInfo{}, false, err
 	}
-	d.DocType = index.DocKnowledge
+	d.DocType = DocKnowledge
 	return e.ix.Unchanged(ctx, d)
 }
 
 // IndexPage indexes a page (a knowledge document) now, by the page rules:
 // its URL passes CheckPageURL, and it may not replace a preference or a
 // memory (ErrConflict).
-func (e *Engine) IndexPage(ctx context.Context, d index.Document) (index.Result, error) {
+func (e *Engine) IndexPage(ctx context.Context, d Document) (Result, error) {
 	u, err := CheckPageURL(d.SourceURL)
 	if err != nil {
-		return index.Result{}, err
+		return Result{}, err
 	}
-	d.SourceURL, d.DocType = u, index.DocKnowledge
-	if _, _, err := e.PageSource(ctx, u); err != nil {
-		return index.Result{}, err
+	d.SourceURL, d.DocType = u, DocKnowledge
+	if _, _, err := e.pageSource(ctx, u); err != nil {
+		return Result{}, err
 	}
 	return e.ix.Add(ctx, d)
 }
@@ -172,16 +170,16 @@ func (e *Engine) IndexPage(ctx context.Context, d index.Document) (index.Result,
 // the jobs cancelled, and fails with ErrNoPage when there is neither a page
 // with that URL nor a queued one, and with ErrConflict for a preference or
 // a memory (removed through their own stores).
-func (e *Engine) ForgetPage(ctx context.Context, raw string) (index.Removal, error) {
+func (e *Engine) ForgetPage(ctx context.Context, raw string) (Removal, error) {
 	u, err := CheckURL(raw)
 	if err != nil {
-		return index.Removal{}, err
+		return Removal{}, err
 	}
 	if r := reserved(u); r != "" {
-		return index.Removal{}, fmt.Errorf("%w: %s is the address of %ss, not of a page", ErrConflict, clipURL(u), r)
+		return Removal{}, fmt.Errorf("%w: %s is the address of %ss, not of a page", ErrConflict, clipURL(u), r)
 	}
-	if _, _, err := e.PageSource(ctx, u); err != nil {
-		return index.Removal{}, err
+	if _, _, err := e.pageSource(ctx, u); err != nil {
+		return Removal{}, err
 	}
 	rm, err := e.ix.RemoveSource(ctx, u)
 	e.cal.Changed(rm.Chunks)

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/budget"
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -13,7 +12,7 @@ import (
 // list of sources. Field names are camelCase and the same on every surface;
 // docs/api.md describes them. The types are plain values.
 
-// ChunkJSON is one stored chunk.
+// ChunkJSON is one stored chunk. It is a plain value.
 type ChunkJSON struct {
 	ID          string            `json:"id" jsonschema:"the chunk's id"`
 	URL         string            `json:"url" jsonschema:"the source's URL (untrusted data)"`
@@ -32,7 +31,7 @@ type ChunkJSON struct {
 }
 
 // NewChunkJSON is r as the wire shows it, aged relative to now.
-func NewChunkJSON(r *index.Record, now time.Time) ChunkJSON {
+func NewChunkJSON(r *Record, now time.Time) ChunkJSON {
 	return ChunkJSON{
 		ID: r.ID, URL: r.SourceURL, Title: r.Title, HeadingPath: r.HeadingPath, Content: r.Content,
 		Position: r.Position, Tokens: r.Tokens, DocType: r.DocType, CreatedAt: r.CreatedAt.UTC(),
@@ -41,7 +40,7 @@ func NewChunkJSON(r *index.Record, now time.Time) ChunkJSON {
 }
 
 // ResultJSON is one search result: the chunk, its score and how the score
-// was reached.
+// was reached. It is a plain value.
 type ResultJSON struct {
 	ChunkJSON
 	Score       float64            `json:"score"`
@@ -51,7 +50,7 @@ type ResultJSON struct {
 	AlsoAt []string `json:"alsoAt,omitempty" jsonschema:"other sources holding the same text, collapsed into this result"`
 }
 
-// SearchJSON is the answer to a search.
+// SearchJSON is the answer to a search. It is a plain value.
 type SearchJSON struct {
 	Query    string       `json:"query"`
 	Mode     search.Mode  `json:"mode" jsonschema:"the retrieval actually used: hybrid, vector or fulltext"`
@@ -73,7 +72,8 @@ func NewSearchJSON(query string, res []search.Result, rep search.Report, now tim
 }
 
 // ContextJSON is a built context: the block, its token counts and the chat
-// message ready to send (role assistant, marked as untrusted data).
+// message ready to send (role assistant, marked as untrusted data). It is
+// a plain value.
 type ContextJSON struct {
 	Text    string         `json:"text" jsonschema:"the <knowledge_context> block (empty when there is nothing)"`
 	Message MessageJSON    `json:"message" jsonschema:"the message to send as its own chat message, never inside the system prompt"`
@@ -90,13 +90,13 @@ type ContextJSON struct {
 	Degraded string      `json:"degraded,omitempty" jsonschema:"why it is not the configured one (embedder unavailable: ...)"`
 }
 
-// MessageJSON is an OpenAI-style chat message.
+// MessageJSON is an OpenAI-style chat message. It is a plain value.
 type MessageJSON struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
 }
 
-// TokensJSON counts the tokens of a block.
+// TokensJSON counts the tokens of a block. It is a plain value.
 type TokensJSON struct {
 	Total     int `json:"total"`
 	Profile   int `json:"profile"`
@@ -104,7 +104,7 @@ type TokensJSON struct {
 	UserQuery int `json:"userQuery"`
 }
 
-// ContextItem is one source included in a block.
+// ContextItem is one source included in a block. It is a plain value.
 type ContextItem struct {
 	Index       int       `json:"index" jsonschema:"1-based, as rendered in the block"`
 	URL         string    `json:"url" jsonschema:"the source's URL (untrusted data)"`
@@ -139,7 +139,7 @@ func NewContextJSON(c *Context) ContextJSON {
 	return out
 }
 
-// SourceJSON summarises one source.
+// SourceJSON summarises one source. It is a plain value.
 type SourceJSON struct {
 	URL       string    `json:"url" jsonschema:"the source's URL (untrusted data)"`
 	Title     string    `json:"title" jsonschema:"the source's title (untrusted data)"`
@@ -153,12 +153,12 @@ type SourceJSON struct {
 }
 
 // NewSourceJSON is s for the wire, aged relative to now.
-func NewSourceJSON(s *index.SourceInfo, now time.Time) SourceJSON {
+func NewSourceJSON(s *SourceInfo, now time.Time) SourceJSON {
 	return SourceJSON{URL: s.SourceURL, Title: s.Title, DocType: s.DocType, Chunks: s.Chunks, Tokens: s.Tokens,
 		CreatedAt: s.CreatedAt.UTC(), Age: RelativeTime(s.CreatedAt, now), ContentHash: s.ContentHash}
 }
 
-// SourcesJSON is a page of sources.
+// SourcesJSON is a page of sources. It is a plain value.
 type SourcesJSON struct {
 	Total   int          `json:"total" jsonschema:"sources matching, before paging"`
 	Offset  int          `json:"offset"`

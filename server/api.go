@@ -15,8 +15,6 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/extract"
-	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/index/local"
 	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
@@ -78,22 +76,22 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ErrTooManyNamespaces):
 		w.Header().Set("Retry-After", "5")
 		WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "too many namespaces are open and busy; retry later")
-	case errors.Is(err, local.ErrLocked), errors.Is(err, index.ErrQueueLocked):
+	case errors.Is(err, rag.ErrLocked), errors.Is(err, rag.ErrQueueLocked):
 		s.log.Warn("namespace store is locked by another process", "requestId", stateOf(r).id, "namespace", Namespace(r), "err", err)
 		w.Header().Set("Retry-After", "5")
 		WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "this namespace's store is in use by another ragmem process; retry later")
-	case errors.Is(err, ErrClosed), errors.Is(err, index.ErrClosed):
+	case errors.Is(err, ErrClosed), errors.Is(err, rag.ErrClosed):
 		WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down")
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		s.log.Error("disk full", "requestId", stateOf(r).id, "namespace", Namespace(r), "err", err)
 		WriteError(w, r, http.StatusInsufficientStorage, CodeDiskFull, "the disk of the server's data directory is full; nothing was changed")
-	case errors.Is(err, index.ErrQuotaExceeded):
-		WriteError(w, r, http.StatusInsufficientStorage, CodeQuotaExceeded, clientMessage(err, index.ErrQuotaExceeded))
-	case errors.Is(err, index.ErrTooManyChunks):
-		WriteError(w, r, http.StatusUnprocessableEntity, CodeTooManyChunks, clientMessage(err, index.ErrTooManyChunks))
-	case errors.Is(err, index.ErrEmptyDocument):
+	case errors.Is(err, rag.ErrQuotaExceeded):
+		WriteError(w, r, http.StatusInsufficientStorage, CodeQuotaExceeded, clientMessage(err, rag.ErrQuotaExceeded))
+	case errors.Is(err, rag.ErrTooManyChunks):
+		WriteError(w, r, http.StatusUnprocessableEntity, CodeTooManyChunks, clientMessage(err, rag.ErrTooManyChunks))
+	case errors.Is(err, rag.ErrEmptyDocument):
 		WriteError(w, r, http.StatusUnprocessableEntity, CodeNoContent, "the page has no text to index")
-	case errors.Is(err, index.ErrBinaryContent):
+	case errors.Is(err, rag.ErrBinaryContent):
 		WriteError(w, r, http.StatusUnprocessableEntity, CodeNoContent, "the page's text is binary data (NUL or control bytes), not text")
 	case errors.Is(err, rag.ErrConflict):
 		WriteError(w, r, http.StatusConflict, CodeConflict, clientMessage(err, rag.ErrConflict))
@@ -126,7 +124,7 @@ func clientMessage(err, sentinel error) string {
 // chunkJSON is r as answers show it (see public); local says the request
 // came from the user's own process (a local listener), which sees the store
 // as it is, memory files' paths included.
-func (s *Server) chunkJSON(r index.Record, now time.Time, local bool) rag.ChunkJSON {
+func (s *Server) chunkJSON(r rag.Record, now time.Time, local bool) rag.ChunkJSON {
 	s.public(&r, local)
 	return rag.NewChunkJSON(&r, now)
 }
@@ -134,7 +132,7 @@ func (s *Server) chunkJSON(r index.Record, now time.Time, local bool) rag.ChunkJ
 // public rewrites r as answers show it: a memory's source is named by its
 // file name, never by the server's path, and the directory attribute is
 // left out, unless the request is local.
-func (s *Server) public(r *index.Record, local bool) {
+func (s *Server) public(r *rag.Record, local bool) {
 	if _, ok := r.Attrs[memory.AttrDir]; ok && !local {
 		r.Attrs = maps.Clone(r.Attrs)
 		delete(r.Attrs, memory.AttrDir) // the server's directory
@@ -147,7 +145,7 @@ func (s *Server) public(r *index.Record, local bool) {
 // "memory:<file name>", never by the server's path, except to the user's
 // own processes on a local listener (local).
 func publicURL(u, docType string, local bool) string {
-	if local || docType == index.DocKnowledge || docType == index.DocPreference || !strings.HasPrefix(u, "file://") {
+	if local || docType == rag.DocKnowledge || docType == rag.DocPreference || !strings.HasPrefix(u, "file://") {
 		return u
 	}
 	name := u[strings.LastIndexByte(u, '/')+1:]
@@ -169,7 +167,7 @@ type JobJSON struct {
 	RetryAt   time.Time `json:"retryAt,omitzero"`
 }
 
-func jobJSON(j index.Job) JobJSON {
+func jobJSON(j rag.Job) JobJSON {
 	return JobJSON{ID: j.ID, URL: j.SourceURL, State: string(j.State), Chunks: j.Chunks, Unchanged: j.Unchanged, Error: j.Error,
 		Attempts: j.Attempts, Queued: j.Queued, Finished: j.Finished, RetryAt: j.RetryAt}
 }
@@ -188,7 +186,7 @@ type PageAccepted struct {
 }
 
 func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
-	var req PageRequest
+	var req pageRequest
 	if e := decodeJSON(r, &req); e != nil {
 		writeAPIError(w, r, e)
 		return
@@ -207,7 +205,7 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
-	u = eng.Store().CanonicalURL(u) // variants of one URL are one page
+	u = eng.CanonicalURL(u) // variants of one URL are one page
 	doc.SourceURL = u
 	ctx := r.Context()
 	src, unchanged, err := eng.PageUnchanged(ctx, doc)
@@ -229,7 +227,7 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, r, errorf(http.StatusServiceUnavailable, CodeUnavailable, "timed out waiting to chunk the page"))
 		return
 	}
-	_, err = eng.Store().Check(ctx, doc)
+	_, err = eng.CheckDocument(ctx, doc)
 	release()
 	if err != nil {
 		s.fail(w, r, err)
@@ -237,7 +235,7 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 	}
 	id := eng.IndexPageAsync(doc)
 	job, _ := eng.Job(id)
-	if job.State == index.JobFailed {
+	if job.State == rag.JobFailed {
 		w.Header().Set("Retry-After", "5")
 		code := CodeQueueFull
 		if s.draining.Load() {
@@ -256,9 +254,9 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 // document is normalised the way the index normalises it, so that its
 // ContentHash is the one the index will compute. HTML is extracted in one
 // of the namespace's fair share of the extraction slots.
-func (s *Server) pageDocument(ctx context.Context, ns, u string, req *PageRequest) (index.Document, int, *apiError) {
+func (s *Server) pageDocument(ctx context.Context, ns, u string, req *pageRequest) (rag.Document, int, *apiError) {
 	title := cleanTitle(req.Title)
-	doc := index.Document{SourceURL: u, DocType: index.DocKnowledge}
+	doc := rag.Document{SourceURL: u, DocType: rag.DocKnowledge}
 	if strings.TrimSpace(req.HTML) != "" {
 		release, err := s.extract.acquire(ctx, ns)
 		if err != nil {
@@ -349,8 +347,8 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 // JobsJSON answers GET /v1/jobs.
 // It is a plain value.
 type JobsJSON struct {
-	Jobs  []JobJSON        `json:"jobs"`
-	Queue index.QueueStats `json:"queue"`
+	Jobs  []JobJSON      `json:"jobs"`
+	Queue rag.QueueStats `json:"queue"`
 }
 
 // listJobs lists the namespace's jobs, most recent first: all remembered
@@ -362,11 +360,11 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, r, e)
 		return
 	}
-	var states []index.JobState
+	var states []rag.JobState
 	if v := r.URL.Query().Get("state"); v != "" {
 		for _, x := range strings.Split(v, ",") {
-			switch st := index.JobState(strings.TrimSpace(x)); st {
-			case index.JobQueued, index.JobRunning, index.JobDone, index.JobFailed, index.JobDead, index.JobCancelled:
+			switch st := rag.JobState(strings.TrimSpace(x)); st {
+			case rag.JobQueued, rag.JobRunning, rag.JobDone, rag.JobFailed, rag.JobDead, rag.JobCancelled:
 				states = append(states, st)
 			default:
 				writeAPIError(w, r, badRequest("state: unknown job state %q (want queued, running, done, failed, dead or cancelled)", clip(x, 40)))
@@ -378,11 +376,11 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
-	jobs := eng.Store().ListJobs(states...)
+	jobs := eng.Jobs(states...)
 	if len(jobs) > limit {
 		jobs = jobs[:limit]
 	}
-	out := JobsJSON{Jobs: make([]JobJSON, 0, len(jobs)), Queue: eng.Store().QueueStats()}
+	out := JobsJSON{Jobs: make([]JobJSON, 0, len(jobs)), Queue: eng.QueueStats()}
 	for _, j := range jobs {
 		out.Jobs = append(out.Jobs, jobJSON(j))
 	}
@@ -396,9 +394,9 @@ func (s *Server) retryJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	j, err := eng.Store().RetryJob(r.Context(), id)
+	j, err := eng.RetryJob(r.Context(), id)
 	switch {
-	case errors.Is(err, index.ErrNoJob):
+	case errors.Is(err, rag.ErrNoJob):
 		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no dead-lettered job %q in this namespace (GET /v1/jobs?state=dead lists them)", clip(id, 100)))
 		return
 	case err != nil:
@@ -416,9 +414,9 @@ func (s *Server) dropJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	err := eng.Store().DropJob(r.Context(), id)
+	err := eng.DropJob(r.Context(), id)
 	switch {
-	case errors.Is(err, index.ErrNoJob):
+	case errors.Is(err, rag.ErrNoJob):
 		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no dead-lettered job %q in this namespace (only dead letters can be dropped)", clip(id, 100)))
 		return
 	case err != nil:
@@ -462,7 +460,7 @@ func (s *Server) getPage(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
-	recs, err := eng.Store().Source(r.Context(), u)
+	recs, err := eng.Source(r.Context(), u)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -470,7 +468,7 @@ func (s *Server) getPage(w http.ResponseWriter, r *http.Request) {
 	now := s.o.Now()
 	out := PageJSON{URL: u, Chunks: []rag.ChunkJSON{}}
 	for _, rec := range recs {
-		if rec.DocType != index.DocKnowledge {
+		if rec.DocType != rag.DocKnowledge {
 			continue
 		}
 		out.Title = rec.Title
@@ -503,7 +501,7 @@ func (s *Server) deletePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The page's queued jobs are cancelled: once this answer is sent, the
-	// page is gone and stays gone (see index.Index.RemoveSource).
+	// page is gone and stays gone (see rag.Engine.ForgetPage).
 	cancelled := rm.Cancelled
 	if cancelled == nil {
 		cancelled = []string{}
@@ -534,12 +532,12 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, r, e)
 		return
 	}
-	types := []string{index.DocKnowledge}
+	types := []string{rag.DocKnowledge}
 	if t := r.URL.Query().Get("type"); t != "" {
 		types = nil
 		for _, x := range strings.Split(t, ",") {
 			switch x {
-			case index.DocKnowledge, index.DocMemory, index.DocPreference:
+			case rag.DocKnowledge, rag.DocMemory, rag.DocPreference:
 				types = append(types, x)
 			default:
 				writeAPIError(w, r, badRequest("type: unknown document type %q (want knowledge, memory or preference)", x))
@@ -556,7 +554,7 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
-	srcs, total, err := eng.Store().Sources(r.Context(), index.Filter{DocTypes: types, Where: where}, offset, limit)
+	srcs, total, err := eng.Sources(r.Context(), rag.Filter{DocTypes: types, Where: where}, offset, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -741,7 +739,7 @@ type IntentJSON struct {
 }
 
 func (s *Server) detectPreference(w http.ResponseWriter, r *http.Request) {
-	var req DetectRequest
+	var req detectRequest
 	if e := decodeJSON(r, &req); e != nil {
 		writeAPIError(w, r, e)
 		return
@@ -777,8 +775,8 @@ func (s *Server) detectPreference(w http.ResponseWriter, r *http.Request) {
 // StatsJSON answers GET /v1/stats.
 // It is a plain value.
 type StatsJSON struct {
-	Namespace string      `json:"namespace"`
-	Store     index.Stats `json:"store"`
+	Namespace string    `json:"namespace"`
+	Store     rag.Stats `json:"store"`
 	Server    struct {
 		UptimeSeconds  float64 `json:"uptimeSeconds"`
 		NamespacesOpen int     `json:"namespacesOpen"`

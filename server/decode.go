@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/jsonbody"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
@@ -31,17 +30,17 @@ const (
 	maxListLimit    = 1000
 )
 
-// PageRequest is the body of POST /v1/pages: a page to remember. Exactly one
+// pageRequest is the body of POST /v1/pages: a page to remember. Exactly one
 // of HTML and Text is given.
 // It is a plain value.
-type PageRequest struct {
+type pageRequest struct {
 	URL    string `json:"url"`
 	Title  string `json:"title,omitempty"`
 	HTML   string `json:"html,omitempty"`
 	Text   string `json:"text,omitempty"`
 	Format string `json:"format,omitempty"` // for Text: "text" (default) or "markdown"
 	// Attrs are attributes stored on every chunk of the page, to filter on
-	// (index.CheckAttrs says which keys and values are accepted).
+	// (rag.CheckAttrs says which keys and values are accepted).
 	Attrs map[string]string `json:"attrs,omitempty"`
 }
 
@@ -54,7 +53,7 @@ type SearchRequest struct {
 	Fusion    string         `json:"fusion,omitempty"`    // relative (default), rrf
 	Threshold *float64       `json:"threshold,omitempty"` // similarity threshold; negative disables
 	Filters   *SearchFilters `json:"filters,omitempty"`
-	// Filter is a filter expression (index.ParseFilter).
+	// Filter is a filter expression (rag.ParseFilter).
 	Filter string `json:"filter,omitempty"`
 	// MaxPerSource caps the results of one source (default 3; 0: no cap).
 	MaxPerSource *int `json:"maxPerSource,omitempty"`
@@ -83,7 +82,7 @@ type ContextRequest struct {
 	SystemPromptTokens int    `json:"systemPromptTokens,omitempty"`
 	ResponseReserve    int    `json:"responseReserve,omitempty"`
 	// Filter restricts the knowledge to chunks matching a filter
-	// expression (index.ParseFilter).
+	// expression (rag.ParseFilter).
 	Filter          string `json:"filter,omitempty"`
 	Mode            string `json:"mode,omitempty"`            // search mode; default the server's (hybrid)
 	TopK            int    `json:"topK,omitempty"`            // chunks retrieved; default the server's (5)
@@ -97,9 +96,9 @@ type PreferenceRequest struct {
 	Content string `json:"content"`
 }
 
-// DetectRequest is the body of POST /v1/preferences/detect.
+// detectRequest is the body of POST /v1/preferences/detect.
 // It is a plain value.
-type DetectRequest struct {
+type detectRequest struct {
 	Message string `json:"message"`
 	Save    bool   `json:"save,omitempty"` // store the detected preference
 }
@@ -158,7 +157,7 @@ func checkSourceURL(field, raw string) (string, *apiError) {
 }
 
 // validate checks a page request and returns the document text and format.
-func (p *PageRequest) validate() (string, *apiError) {
+func (p *pageRequest) validate() (string, *apiError) {
 	url, err := rag.CheckPageURL(p.URL)
 	if err != nil {
 		return "", badRequest("url: %s", clientMessage(err, rag.ErrBadURL))
@@ -179,25 +178,25 @@ func (p *PageRequest) validate() (string, *apiError) {
 	if _, err := p.textFormat(); err != nil {
 		return "", badRequest("%v", err)
 	}
-	if err := index.CheckAttrs(p.Attrs); err != nil {
-		return "", badRequest("attrs: %s", clientMessage(err, index.ErrBadAttrs))
+	if err := rag.CheckAttrs(p.Attrs); err != nil {
+		return "", badRequest("attrs: %s", clientMessage(err, rag.ErrBadAttrs))
 	}
 	return url, nil
 }
 
 // parseFilter reads the filter expression of a request (nil when none).
-func parseFilter(field, s string) (*index.Expr, *apiError) {
+func parseFilter(field, s string) (*rag.Expr, *apiError) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	e, err := index.ParseFilter(s)
+	e, err := rag.ParseFilter(s)
 	if err != nil {
-		return nil, badRequest("%s: %s", field, clientMessage(err, index.ErrBadFilter))
+		return nil, badRequest("%s: %s", field, clientMessage(err, rag.ErrBadFilter))
 	}
 	return e, nil
 }
 
-func (p *PageRequest) textFormat() (chunk.Format, error) {
+func (p *pageRequest) textFormat() (chunk.Format, error) {
 	switch strings.ToLower(strings.TrimSpace(p.Format)) {
 	case "", "text", "plain":
 		return chunk.Text, nil
@@ -273,7 +272,7 @@ func (q *SearchRequest) options(maxK int) (search.Options, *apiError) {
 		}
 		for _, t := range f.DocTypes {
 			switch t {
-			case index.DocKnowledge, index.DocMemory, index.DocPreference:
+			case rag.DocKnowledge, rag.DocMemory, rag.DocPreference:
 			default:
 				return o, badRequest("filters.docTypes: unknown type %q (want knowledge, memory or preference)", t)
 			}
@@ -339,7 +338,7 @@ func (p *PreferenceRequest) validate() (prefs.Type, *apiError) {
 	return t, nil
 }
 
-func (d *DetectRequest) validate() *apiError {
+func (d *detectRequest) validate() *apiError {
 	if strings.TrimSpace(d.Message) == "" {
 		return badRequest("message is required")
 	}

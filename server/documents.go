@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/rag"
 )
 
 // maxDocuments bounds the documents of one POST /v1/documents.
@@ -75,37 +75,37 @@ func checkSourceName(field, raw string) (string, *apiError) {
 }
 
 // document validates one document of a batch.
-func (d *DocumentRequest) document(i int) (index.Document, *apiError) {
+func (d *DocumentRequest) document(i int) (rag.Document, *apiError) {
 	field := func(name string) string { return fmt.Sprintf("documents[%d].%s", i, name) }
 	u, e := checkSourceName(field("url"), d.URL)
 	if e != nil {
-		return index.Document{}, e
+		return rag.Document{}, e
 	}
 	if e := checkText(field("title"), d.Title, maxTitleBytes); e != nil {
-		return index.Document{}, e
+		return rag.Document{}, e
 	}
 	if e := checkText(field("content"), d.Content, 1<<40); e != nil {
-		return index.Document{}, e
+		return rag.Document{}, e
 	}
 	f := chunk.Text
 	if d.Format != "" {
 		var err error
 		if f, err = chunk.ParseFormat(d.Format); err != nil {
-			return index.Document{}, badRequest("%s: %v", field("format"), err)
+			return rag.Document{}, badRequest("%s: %v", field("format"), err)
 		}
 	}
 	t := strings.TrimSpace(d.Type)
 	switch t {
 	case "":
-		t = index.DocKnowledge
-	case index.DocKnowledge, index.DocMemory:
+		t = rag.DocKnowledge
+	case rag.DocKnowledge, rag.DocMemory:
 	default:
-		return index.Document{}, badRequest("%s: %q is not knowledge or memory (preferences are added with /v1/preferences)", field("type"), d.Type)
+		return rag.Document{}, badRequest("%s: %q is not knowledge or memory (preferences are added with /v1/preferences)", field("type"), d.Type)
 	}
-	if err := index.CheckAttrs(d.Attrs); err != nil {
-		return index.Document{}, badRequest("%s: %s", field("attrs"), clientMessage(err, index.ErrBadAttrs))
+	if err := rag.CheckAttrs(d.Attrs); err != nil {
+		return rag.Document{}, badRequest("%s: %s", field("attrs"), clientMessage(err, rag.ErrBadAttrs))
 	}
-	return index.Document{SourceURL: u, Title: d.Title, Content: d.Content, Format: f, DocType: t, Attrs: d.Attrs, Extracted: d.Extracted && f == chunk.HTML}, nil
+	return rag.Document{SourceURL: u, Title: d.Title, Content: d.Content, Format: f, DocType: t, Attrs: d.Attrs, Extracted: d.Extracted && f == chunk.HTML}, nil
 }
 
 // postDocuments indexes a batch of documents synchronously, in one atomic
@@ -124,7 +124,7 @@ func (s *Server) postDocuments(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, r, badRequest("more than %d documents in one request", maxDocuments))
 		return
 	}
-	docs := make([]index.Document, len(req.Documents))
+	docs := make([]rag.Document, len(req.Documents))
 	for i := range req.Documents {
 		d, e := req.Documents[i].document(i)
 		if e != nil {

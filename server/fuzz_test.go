@@ -33,7 +33,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		switch kind % 6 {
 		case 0:
-			var p PageRequest
+			var p pageRequest
 			a := decodeBody(body, &p)
 			check(a)
 			if a != nil {
@@ -87,7 +87,7 @@ func FuzzDecodeRequest(f *testing.F) {
 				check(a)
 			}
 		case 4:
-			var d DetectRequest
+			var d detectRequest
 			a := decodeBody(body, &d)
 			check(a)
 			if a == nil {

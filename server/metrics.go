@@ -79,8 +79,8 @@ func (c *chunkCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	c.p.each(func(_ string, eng *rag.Engine) {
-		if st, err := eng.Store().Backend().Stats(ctx); err == nil {
-			total += st.Records
+		if n, err := eng.Chunks(ctx); err == nil {
+			total += n
 		}
 	})
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(total))

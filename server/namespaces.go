@@ -7,7 +7,6 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -44,8 +43,9 @@ func NamespaceDir(dir, namespace string) string {
 	return filepath.Join(dir, "namespaces", namespace)
 }
 
-// OpenFunc opens the engine of one namespace's directory. The server may
-// call it from several goroutines at once, for different directories.
+// OpenFunc opens the engine of one namespace's directory. It must be safe
+// for concurrent use: the server calls it from several goroutines at once,
+// for different directories.
 type OpenFunc func(ctx context.Context, dir string) (*rag.Engine, error)
 
 // pool keeps at most max engines open, one per namespace, opening them on
@@ -62,8 +62,8 @@ type pool struct {
 	closing map[string]chan struct{} // namespaces whose engine is being closed
 	closed  bool
 	tick    uint64
-	retired index.QueueStats // counters of engines already closed
-	bg      sync.WaitGroup   // background closes
+	retired rag.QueueStats // counters of engines already closed
+	bg      sync.WaitGroup // background closes
 }
 
 type slot struct {
@@ -165,7 +165,7 @@ func (p *pool) evictLocked() bool {
 		// Pages waiting for a retry (an embedder outage) do not pin a
 		// namespace whose queue is durable: closing it keeps them for
 		// the next open.
-		if q := sl.eng.Store().QueueStats(); q.Depth-q.Waiting > 0 || (q.Waiting > 0 && !q.Durable) {
+		if q := sl.eng.QueueStats(); q.Depth-q.Waiting > 0 || (q.Waiting > 0 && !q.Durable) {
 			continue
 		}
 		if best == nil || sl.used < best.used {
@@ -181,7 +181,7 @@ func (p *pool) evictLocked() bool {
 	p.bg.Add(1)
 	go func() {
 		defer p.bg.Done()
-		q := best.eng.Store().QueueStats()
+		q := best.eng.QueueStats()
 		_ = best.eng.Close()
 		p.mu.Lock()
 		p.addRetired(q)
@@ -192,7 +192,7 @@ func (p *pool) evictLocked() bool {
 	return true
 }
 
-func (p *pool) addRetired(q index.QueueStats) {
+func (p *pool) addRetired(q rag.QueueStats) {
 	p.retired.Enqueued += q.Enqueued
 	p.retired.Done += q.Done
 	p.retired.Unchanged += q.Unchanged
@@ -221,12 +221,12 @@ func (p *pool) each(fn func(ns string, eng *rag.Engine)) {
 }
 
 // queueTotals sums the auto-indexer counters of every engine ever opened.
-func (p *pool) queueTotals() index.QueueStats {
+func (p *pool) queueTotals() rag.QueueStats {
 	p.mu.Lock()
 	t := p.retired
 	p.mu.Unlock()
 	p.each(func(_ string, eng *rag.Engine) {
-		q := eng.Store().QueueStats()
+		q := eng.QueueStats()
 		t.Depth += q.Depth
 		t.Enqueued += q.Enqueued
 		t.Done += q.Done
@@ -271,7 +271,7 @@ func (p *pool) close() error {
 		}
 		err := sl.eng.Close()
 		p.mu.Lock()
-		p.addRetired(sl.eng.Store().QueueStats())
+		p.addRetired(sl.eng.QueueStats())
 		p.mu.Unlock()
 		if err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("server: close namespace %q: %w", ns, err)

@@ -134,10 +134,10 @@ type Options struct {
 	// Default extract.DefaultTimeout (10 s).
 	ExtractTimeout time.Duration
 	// MaxChunksPerDocument, QuotaChunks and QuotaBytes are given to the
-	// default Open (see index.Options): the chunks one page may make
+	// default Open (see rag.Options): the chunks one page may make
 	// (more: 422 too_many_chunks), and each namespace's quotas of chunks
 	// and of bytes on disk (past them: 507 quota_exceeded). Defaults
-	// index.DefaultMaxChunksPerDocument (4096), DefaultQuotaChunks
+	// rag.DefaultMaxChunksPerDocument (4096), DefaultQuotaChunks
 	// (500,000) and DefaultQuotaBytes (4 GiB); negative means none.
 	MaxChunksPerDocument int
 	QuotaChunks          int
@@ -824,7 +824,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, st *reqSta
 	auth := r.Header.Get("Authorization")
 	var tok storedToken
 	ok := false
-	msg := "missing bearer token: send Authorization: Bearer <token> (the token is in " + TokenFileName + " in the data directory; ragmem token show prints it)"
+	msg := "missing bearer token: send Authorization: Bearer <token> (the token is in " + tokenFileName + " in the data directory; ragmem token show prints it)"
 	if auth != "" {
 		if secret, isBearer := bearer(auth); isBearer {
 			tok, ok = s.tokens.lookup(secret)

@@ -22,8 +22,8 @@ import (
 	"github.com/ragmem/ragmem/internal/wal"
 )
 
-// TokenFileName is the name of the token file in the data directory.
-const TokenFileName = "server-tokens.json"
+// tokenFileName is the name of the token file in the data directory.
+const tokenFileName = "server-tokens.json"
 
 // tokenPrefix starts every token, so that a leaked one is recognisable.
 const tokenPrefix = "rgm_"
@@ -53,7 +53,7 @@ type tokenFile struct {
 }
 
 // TokenPath returns the token file of a data directory.
-func TokenPath(dir string) string { return filepath.Join(dir, TokenFileName) }
+func TokenPath(dir string) string { return filepath.Join(dir, tokenFileName) }
 
 func newSecret() (string, error) {
 	var b [32]byte

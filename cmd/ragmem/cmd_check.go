@@ -59,7 +59,7 @@ type checkReport struct {
 	Embedder    string          `json:"embedder,omitempty"`
 	QueuedPages int             `json:"queuedPages"`           // background pages waiting; the next open indexes them
 	Interrupted int             `json:"interruptedPages"`      // of those, pages whose indexing the end of a process interrupted
-	DeadLetters []index.Job     `json:"deadLetters,omitempty"` // pages given up on (ragmem jobs list, retry, drop): not an inconsistency
+	DeadLetters []rag.Job       `json:"deadLetters,omitempty"` // pages given up on (ragmem jobs list, retry, drop): not an inconsistency
 	Recovered   []string        `json:"recovered,omitempty"`   // what opening the store did (--repair)
 	Repaired    []local.Problem `json:"repaired,omitempty"`
 	Pending     []local.Problem `json:"recoveryPending,omitempty"` // what the next open applies by itself, losing nothing: not inconsistencies
@@ -151,7 +151,7 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 	if embProblem != nil {
 		rep.Problems = append(rep.Problems, *embProblem)
 	}
-	qc, err := index.CheckQueue(ctx, dir, repair)
+	qc, err := rag.CheckQueue(ctx, dir, repair)
 	if err != nil {
 		return exitError{2, err.Error()}
 	}
@@ -261,7 +261,7 @@ func liveCheck(ctx context.Context, dir string, eng *rag.Engine) (checkReport, e
 	if err := index.VerifyEmbedder(ctx, be, eng.Store().Embedder()); err != nil {
 		rep.Problems = append(rep.Problems, local.Problem{Kind: "embedder", Msg: err.Error()})
 	}
-	rep.QueuedPages = eng.Store().QueueStats().Depth
+	rep.QueuedPages = eng.QueueStats().Depth
 	if st, err := be.Stats(ctx); err == nil {
 		rep.Records, rep.Sources = st.Records, st.Sources
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/ragmem/ragmem/index/local"
 	"github.com/ragmem/ragmem/internal/wal"
 	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/rag"
 )
 
 // configTemplate is what `ragmem config init` writes: every key, commented out.
@@ -273,7 +274,7 @@ func (g *globals) describe(cmd *cobra.Command, k configKey) (string, string) {
 
 // readStoreRecord reads what the local store in dir records about its
 // embedder, without changing anything; the note says what was found.
-func (g *globals) readStoreRecord(ctx context.Context, dir string) (*index.EmbedderRecord, string) {
+func (g *globals) readStoreRecord(ctx context.Context, dir string) (*rag.EmbedderRecord, string) {
 	if b := strings.ToLower(strings.TrimSpace(g.store.backend)); b != "" && b != "local" {
 		return nil, "(not read: backend " + b + ")"
 	}
@@ -312,7 +313,7 @@ func (g *globals) readStoreRecord(ctx context.Context, dir string) (*index.Embed
 }
 
 // ownerStoreRecord asks the owner of dir which embedder its store records.
-func (g *globals) ownerStoreRecord(ctx context.Context, dir string, info owner.Info) (*index.EmbedderRecord, string) {
+func (g *globals) ownerStoreRecord(ctx context.Context, dir string, info owner.Info) (*rag.EmbedderRecord, string) {
 	c, err := owner.NewClient(dir, info, nil)
 	if err != nil {
 		return nil, "(not read: " + oneLine(err) + ")"
@@ -335,5 +336,5 @@ func (g *globals) ownerStoreRecord(ctx context.Context, dir string, info owner.I
 	if err != nil {
 		return nil, "records embedder " + ex.EmbedderSpec + by
 	}
-	return &index.EmbedderRecord{Identity: ex.Embedder, Spec: &spec}, "records embedder " + spec.String() + by
+	return &rag.EmbedderRecord{Identity: ex.Embedder, Spec: &spec}, "records embedder " + spec.String() + by
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
@@ -41,7 +40,7 @@ func newDemoCmd(g *globals) *cobra.Command {
 			}
 			return g.withStore(ctx, func(m memStore) error {
 				sum := indexSummary{}
-				if _, err := indexFiles(ctx, g, m, files, &indexOptions{docType: index.DocKnowledge}, &sum); err != nil {
+				if _, err := indexFiles(ctx, g, m, files, &indexOptions{docType: rag.DocKnowledge}, &sum); err != nil {
 					return err
 				}
 				if _, err := m.AddPreference(ctx, prefs.Expertise, "User is a backend developer who knows Go well"); err != nil {

@@ -17,8 +17,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/folder"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -58,7 +56,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			var err error
-			if o.attrs, err = index.ParseAttrs(attrs); err != nil {
+			if o.attrs, err = rag.ParseAttrs(attrs); err != nil {
 				return err
 			}
 			var targets []target
@@ -81,7 +79,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 				// The same rules as a page posted over HTTP or MCP: the
 				// memory: and preference: schemes are not for knowledge.
 				check := rag.CheckPageURL
-				if o.docType == index.DocMemory {
+				if o.docType == rag.DocMemory {
 					check = rag.CheckURL
 				}
 				u, err := check(o.srcURL)
@@ -95,7 +93,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 			}
 			return g.withStore(ctx, func(m memStore) error {
 				if cmd.Flags().Changed("keep-params") {
-					if err := m.SetURLRules(ctx, index.URLRules{KeepParams: keepParams}); err != nil {
+					if err := m.SetURLRules(ctx, rag.URLRules{KeepParams: keepParams}); err != nil {
 						return err
 					}
 				}
@@ -125,7 +123,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.srcURL, "url", "", "source URL of the document read from stdin")
 	f.StringVar(&o.title, "title", "", "title of the document read from stdin")
 	f.StringVar(&o.format, "format", "", "format of stdin: text, markdown or html (default text)")
-	f.StringVar(&o.docType, "type", index.DocKnowledge, "document type: knowledge or memory")
+	f.StringVar(&o.docType, "type", rag.DocKnowledge, "document type: knowledge or memory")
 	f.IntVar(&o.batch, "batch", 64, "files written per atomic batch")
 	f.StringArrayVar(&attrs, "attr", nil, "attribute key=value stored on every chunk (repeatable); filter on it with --filter")
 	f.StringArrayVar(&o.exclude, "exclude", nil, "skip paths matching this gitignore-style pattern, relative to the folder (repeatable): '*.log', 'drafts/', '**/gen/**'")
@@ -151,9 +149,9 @@ func indexStdin(ctx context.Context, g *globals, m memStore, o *indexOptions, su
 	}
 	content := string(data)
 	if f != chunk.HTML && chunk.Binary(content) {
-		return index.ErrBinaryContent // judged on the bytes read, before validText
+		return rag.ErrBinaryContent // judged on the bytes read, before validText
 	}
-	res, err := m.IndexMany(ctx, []index.Document{{SourceURL: o.srcURL, Title: o.title, Content: validText(content), Format: f, DocType: o.docType, Attrs: o.attrs}})
+	res, err := m.IndexMany(ctx, []rag.Document{{SourceURL: o.srcURL, Title: o.title, Content: validText(content), Format: f, DocType: o.docType, Attrs: o.attrs}})
 	if err != nil {
 		return err
 	}
@@ -250,8 +248,8 @@ func syncTarget(ctx context.Context, g *globals, m memStore, o *indexOptions, t 
 // sparing those under the folders of spare (folders that could not be
 // read: their files may be there).
 func prune(ctx context.Context, g *globals, m memStore, o *indexOptions, dir string, present map[string]bool, spare []string, sum *indexSummary) error {
-	under := &index.Expr{Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{folderPrefix(dir)}}
-	srcs, _, err := m.Sources(ctx, index.Filter{DocTypes: []string{o.docType}, Where: under}, 0, 0)
+	under := rag.SourceUnder(folderPrefix(dir))
+	srcs, _, err := m.Sources(ctx, rag.Filter{DocTypes: []string{o.docType}, Where: under}, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -303,7 +301,7 @@ type indexSummary struct {
 	total, indexed, unchanged, failed, skipped, removed, chunks, replaced int
 }
 
-func (s *indexSummary) add(r index.Result) {
+func (s *indexSummary) add(r rag.Result) {
 	s.total++
 	switch {
 	case r.Err != nil:
@@ -355,7 +353,7 @@ func indexFiles(ctx context.Context, g *globals, m memStore, files []string, o *
 			return nil, err
 		}
 		group := files[lo:min(lo+batch, len(files))]
-		docs := make([]index.Document, 0, len(group))
+		docs := make([]rag.Document, 0, len(group))
 		for _, p := range group {
 			d, skip, err := readDocument(p, o)
 			switch {
@@ -365,7 +363,7 @@ func indexFiles(ctx context.Context, g *globals, m memStore, files []string, o *
 			case err != nil:
 				sum.total++
 				sum.failed++
-				present[index.CanonicalURL(fileURL(p))] = true // unreadable now, not gone
+				present[rag.CanonicalURL(fileURL(p))] = true // unreadable now, not gone
 				fmt.Fprintf(g.stderr, "ragmem: %s: %v\n", p, err)
 			default:
 				docs = append(docs, d)
@@ -376,9 +374,9 @@ func indexFiles(ctx context.Context, g *globals, m memStore, files []string, o *
 			return nil, err
 		}
 		for i, r := range results {
-			src := index.CanonicalURL(docs[i].SourceURL)
+			src := rag.CanonicalURL(docs[i].SourceURL)
 			switch {
-			case errors.Is(r.Err, index.ErrEmptyDocument), errors.Is(r.Err, index.ErrBinaryContent):
+			case errors.Is(r.Err, rag.ErrEmptyDocument), errors.Is(r.Err, rag.ErrBinaryContent):
 				sum.skipped++
 				fmt.Fprintf(g.stderr, "ragmem: %s: skipped: %s\n", pathOf(docs[i].SourceURL), skipReason(r.Err))
 				continue
@@ -406,7 +404,7 @@ func pathOf(u string) string {
 }
 
 func skipReason(err error) string {
-	if errors.Is(err, index.ErrBinaryContent) {
+	if errors.Is(err, rag.ErrBinaryContent) {
 		return "binary data, not text"
 	}
 	return "no text to index"
@@ -414,7 +412,7 @@ func skipReason(err error) string {
 
 // readDocument reads a file into a document. A file that is skipped (empty,
 // binary, too large) returns the reason why in skip.
-func readDocument(path string, o *indexOptions) (d index.Document, skip string, err error) {
+func readDocument(path string, o *indexOptions) (d rag.Document, skip string, err error) {
 	kind, _ := fileKind(path)
 	st, err := os.Stat(path)
 	if err != nil {
@@ -433,7 +431,7 @@ func readDocument(path string, o *indexOptions) (d index.Document, skip string, 
 	if err != nil {
 		return d, "", err
 	}
-	d = index.Document{SourceURL: fileURL(path), DocType: o.docType, Attrs: o.attrs}
+	d = rag.Document{SourceURL: fileURL(path), DocType: o.docType, Attrs: o.attrs}
 	if d, skip, err = kind.read(d, path, data); skip != "" || err != nil {
 		return d, skip, err
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/server"
 )
 
@@ -49,19 +49,19 @@ func newJobsListCmd(g *globals) *cobra.Command {
 			}
 			if asJSON {
 				type out struct {
-					Pending   []index.Job `json:"pending"`
-					Dead      []index.Job `json:"dead"`
-					Cancelled []index.Job `json:"cancelled"`
+					Pending   []rag.Job `json:"pending"`
+					Dead      []rag.Job `json:"dead"`
+					Cancelled []rag.Job `json:"cancelled"`
 				}
 				o := out{Pending: qc.PendingJobs, Dead: qc.Dead, Cancelled: qc.Cancelled}
 				if o.Pending == nil {
-					o.Pending = []index.Job{}
+					o.Pending = []rag.Job{}
 				}
 				if o.Dead == nil {
-					o.Dead = []index.Job{}
+					o.Dead = []rag.Job{}
 				}
 				if o.Cancelled == nil {
-					o.Cancelled = []index.Job{}
+					o.Cancelled = []rag.Job{}
 				}
 				return writeJSON(g.stdout, o)
 			}
@@ -72,7 +72,7 @@ func newJobsListCmd(g *globals) *cobra.Command {
 			}
 			for _, j := range qc.PendingJobs {
 				state := "queued"
-				if j.State == index.JobRunning {
+				if j.State == rag.JobRunning {
 					state = "interrupted"
 				}
 				fmt.Fprintf(w, "%-11s %s  %s  queued %s%s\n", state, j.ID, printable(j.SourceURL, 120), j.Queued.Local().Format(time.DateTime), attempts(j))
@@ -94,7 +94,7 @@ func newJobsListCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func attempts(j index.Job) string {
+func attempts(j rag.Job) string {
 	if j.Attempts == 0 {
 		return ""
 	}
@@ -118,7 +118,7 @@ func printable(s string, n int) string {
 
 // queueError explains a queue that another process holds.
 func queueError(err error) error {
-	if errors.Is(err, index.ErrQueueLocked) {
+	if errors.Is(err, rag.ErrQueueLocked) {
 		return fmt.Errorf("%v: another ragmem process (ragmem serve?) is using this store; use its API (GET /v1/jobs) or stop it", err)
 	}
 	return err
@@ -140,9 +140,9 @@ func newJobsRetryCmd(g *globals) *cobra.Command {
 				for i, id := range args {
 					j := jobs[i]
 					switch j.State {
-					case index.JobDone:
+					case rag.JobDone:
 						fmt.Fprintf(g.stdout, "%s  indexed %s (%d chunks)\n", id, printable(j.SourceURL, 120), j.Chunks)
-					case index.JobDead:
+					case rag.JobDead:
 						failed++
 						fmt.Fprintf(g.stdout, "%s  failed again: %s\n", id, printable(j.Error, 300))
 					default:
@@ -178,7 +178,7 @@ func newJobsDropCmd(g *globals) *cobra.Command {
 }
 
 func jobError(id string, err error) error {
-	if errors.Is(err, index.ErrNoJob) {
+	if errors.Is(err, rag.ErrNoJob) {
 		return fmt.Errorf("no dead letter %q ('ragmem jobs list --dead' shows them)", printable(id, 80))
 	}
 	return err
@@ -188,63 +188,63 @@ func jobError(id string, err error) error {
 // queue when a process owns the store (its pages waiting, most recent
 // first, then its dead letters), else from the queue's log, read while
 // this process holds the ownership.
-func (g *globals) queueJobs(ctx context.Context) (index.QueueCheck, error) {
+func (g *globals) queueJobs(ctx context.Context) (rag.QueueCheck, error) {
 	dir, err := g.dataDir()
 	if err != nil {
-		return index.QueueCheck{}, err
+		return rag.QueueCheck{}, err
 	}
 	info, claim, err := owner.Join(ctx, dir, nil)
 	if err != nil {
-		return index.QueueCheck{}, err
+		return rag.QueueCheck{}, err
 	}
 	if claim != nil {
 		defer claim.Release()
-		qc, err := index.CheckQueue(ctx, dir, false)
+		qc, err := rag.CheckQueue(ctx, dir, false)
 		return qc, queueError(err)
 	}
 	c, err := owner.NewClient(dir, info, nil)
 	if err != nil {
-		return index.QueueCheck{}, err
+		return rag.QueueCheck{}, err
 	}
 	defer c.Close()
 	var resp server.JobsJSON
 	if err := c.Do(ctx, http.MethodGet, "/v1/jobs?state=queued,running,dead&limit=10000", nil, &resp, 0); err != nil {
-		return index.QueueCheck{}, err
+		return rag.QueueCheck{}, err
 	}
-	var qc index.QueueCheck
+	var qc rag.QueueCheck
 	for _, j := range resp.Jobs {
 		job := jobOf(j)
-		if job.State == index.JobDead {
+		if job.State == rag.JobDead {
 			qc.Dead = append(qc.Dead, job)
 		} else {
 			qc.PendingJobs = append(qc.PendingJobs, job)
 		}
 	}
-	slices.SortStableFunc(qc.PendingJobs, func(a, b index.Job) int { return a.Queued.Compare(b.Queued) }) // queue order
+	slices.SortStableFunc(qc.PendingJobs, func(a, b rag.Job) int { return a.Queued.Compare(b.Queued) }) // queue order
 	qc.Pending = len(qc.PendingJobs)
 	return qc, nil
 }
 
 // jobOf turns the API's job back into the index's.
-func jobOf(j server.JobJSON) index.Job {
-	return index.Job{ID: j.ID, SourceURL: j.URL, State: index.JobState(j.State), Chunks: j.Chunks, Unchanged: j.Unchanged,
+func jobOf(j server.JobJSON) rag.Job {
+	return rag.Job{ID: j.ID, SourceURL: j.URL, State: rag.JobState(j.State), Chunks: j.Chunks, Unchanged: j.Unchanged,
 		Error: j.Error, Attempts: j.Attempts, Queued: j.Queued, Finished: j.Finished, RetryAt: j.RetryAt}
 }
 
 // retryJobs queues dead letters again and waits until each is indexed or
 // given up on again: on this process's engine, or through the owner.
-func retryJobs(ctx context.Context, m memStore, ids []string) ([]index.Job, error) {
+func retryJobs(ctx context.Context, m memStore, ids []string) ([]rag.Job, error) {
 	s := m.(*ownedStore)
 	if eng := s.local(); eng != nil {
 		for _, id := range ids {
-			if _, err := eng.Store().RetryJob(ctx, id); err != nil {
+			if _, err := eng.RetryJob(ctx, id); err != nil {
 				return nil, jobError(id, err)
 			}
 		}
 		if err := eng.Flush(ctx); err != nil {
 			return nil, err
 		}
-		out := make([]index.Job, len(ids))
+		out := make([]rag.Job, len(ids))
 		for i, id := range ids {
 			out[i], _ = eng.Job(id)
 		}
@@ -255,12 +255,12 @@ func retryJobs(ctx context.Context, m memStore, ids []string) ([]index.Job, erro
 		if err := c.Do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/retry", struct{}{}, nil, 0); err != nil {
 			var ae *owner.APIError
 			if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-				return nil, jobError(id, index.ErrNoJob)
+				return nil, jobError(id, rag.ErrNoJob)
 			}
 			return nil, err
 		}
 	}
-	out := make([]index.Job, len(ids))
+	out := make([]rag.Job, len(ids))
 	for i, id := range ids {
 		for delay := 10 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
 			var j server.JobJSON
@@ -268,7 +268,7 @@ func retryJobs(ctx context.Context, m memStore, ids []string) ([]index.Job, erro
 				return nil, err
 			}
 			out[i] = jobOf(j)
-			if st := out[i].State; st != index.JobQueued && st != index.JobRunning {
+			if st := out[i].State; st != rag.JobQueued && st != rag.JobRunning {
 				break
 			}
 			select {
@@ -286,12 +286,12 @@ func retryJobs(ctx context.Context, m memStore, ids []string) ([]index.Job, erro
 func dropJob(ctx context.Context, m memStore, id string) error {
 	s := m.(*ownedStore)
 	if eng := s.local(); eng != nil {
-		return eng.Store().DropJob(ctx, id)
+		return eng.DropJob(ctx, id)
 	}
 	err := s.ownerClient().Do(ctx, http.MethodDelete, "/v1/jobs/"+url.PathEscape(id), nil, nil, 0)
 	var ae *owner.APIError
 	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-		return index.ErrNoJob
+		return rag.ErrNoJob
 	}
 	return err
 }

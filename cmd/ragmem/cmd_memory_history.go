@@ -12,10 +12,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/ragmem/ragmem/index/local"
 	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/memory/memhttp"
 	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/rag"
 )
 
 // Agent memory over time: search by content and time, supersession,
@@ -67,7 +67,7 @@ func (g *globals) addMemory(ctx context.Context, mf *memoryFlags, nm memory.NewM
 		ran = true
 		return c.Do(ctx, http.MethodPost, memhttp.DefaultPrefix, addRequest(nm), &res, 0)
 	})
-	if err == nil || ran || !errors.Is(err, local.ErrLocked) {
+	if err == nil || ran || !errors.Is(err, rag.ErrLocked) {
 		return res, err
 	}
 	fmt.Fprintln(g.stderr, "note: the store is in use by another process; similar memories are compared by title only")

@@ -12,6 +12,7 @@ import (
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/local"
 	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/rag"
 )
 
 func newMigrateCmd(g *globals) *cobra.Command {
@@ -76,7 +77,7 @@ func newMigrateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "copied %d records from %s to %s (collection %s)\n", rep.Records, dir, dst.URL(), dst.Class())
-			for _, t := range []string{index.DocKnowledge, index.DocPreference, index.DocMemory} {
+			for _, t := range []string{rag.DocKnowledge, rag.DocPreference, rag.DocMemory} {
 				fmt.Fprintf(g.stdout, "  %-11s %d sources, %d chunks\n", t, rep.Sources[t], rep.Chunks[t])
 			}
 			if e, ok := rep.Meta[index.MetaKeys[0]]; ok {

@@ -12,8 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
@@ -104,7 +102,7 @@ func newSearchCmd(g *globals) *cobra.Command {
 	f.StringVar(&fusion, "fusion", string(search.DefaultFusion), "hybrid fusion: relative, rrf or dbsf")
 	f.IntVar(&topK, "top-k", search.DefaultTopK, "maximum number of results")
 	f.Float64Var(&threshold, "threshold", search.DefaultThreshold, "similarity threshold (negative or 0 disables; see docs for what it compares per mode)")
-	f.StringSliceVar(&types, "types", []string{index.DocKnowledge}, "document types to search: knowledge, memory, preference")
+	f.StringSliceVar(&types, "types", []string{rag.DocKnowledge}, "document types to search: knowledge, memory, preference")
 	f.StringVar(&source, "source", "", "only search this source: a URL, a file, or a folder or URL ending in / (every source under it)")
 	f.StringVar(&filter, "filter", "", "only search chunks that match this filter expression (see above)")
 	f.IntVar(&perSource, "max-per-source", search.DefaultMaxPerSource, "most results from one source (0: no cap)")
@@ -153,10 +151,10 @@ func printResults(w io.Writer, res []search.Result, grouped bool) {
 }
 
 // searchFilter combines --filter and --source into one expression.
-func searchFilter(filter, source string) (*index.Expr, error) {
-	var parts []*index.Expr
+func searchFilter(filter, source string) (*rag.Expr, error) {
+	var parts []*rag.Expr
 	if strings.TrimSpace(filter) != "" {
-		e, err := index.ParseFilter(filter)
+		e, err := rag.ParseFilter(filter)
 		if err != nil {
 			return nil, err
 		}
@@ -170,23 +168,17 @@ func searchFilter(filter, source string) (*index.Expr, error) {
 				u, dir = strings.TrimSuffix(source, "*"), true
 			}
 		}
-		e := &index.Expr{Op: driver.OpEq, Field: driver.FieldSource, Values: []string{u}}
+		e := rag.SourceIs(u)
 		if dir {
 			p := u
 			if strings.HasPrefix(u, "file:") {
 				p = underURL(u)
 			}
-			e = &index.Expr{Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{p}}
+			e = rag.SourceUnder(p)
 		}
 		parts = append(parts, e)
 	}
-	switch len(parts) {
-	case 0:
-		return nil, nil
-	case 1:
-		return parts[0], nil
-	}
-	return &index.Expr{Op: driver.OpAnd, Args: parts}, nil
+	return rag.AllOf(parts...), nil
 }
 
 // snippet returns the start of s on one line, cut at a rune boundary.

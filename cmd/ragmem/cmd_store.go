@@ -10,8 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -30,7 +28,7 @@ func newRmCmd(g *globals) *cobra.Command {
 			return g.withStore(ctx, func(m memStore) error {
 				u, dir := sourceArg(arg)
 				if dir {
-					srcs, _, err := m.Sources(ctx, index.Filter{Where: &index.Expr{Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{underURL(u)}}}, 0, 0)
+					srcs, _, err := m.Sources(ctx, rag.Filter{Where: rag.SourceUnder(underURL(u))}, 0, 0)
 					if err != nil {
 						return err
 					}
@@ -128,7 +126,7 @@ func newSourcesCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(cmd.Context(), func(m memStore) error {
-				srcs, total, err := m.Sources(cmd.Context(), index.Filter{DocTypes: types}, offset, limit)
+				srcs, total, err := m.Sources(cmd.Context(), rag.Filter{DocTypes: types}, offset, limit)
 				if err != nil {
 					return err
 				}
@@ -152,7 +150,7 @@ func newSourcesCmd(g *globals) *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.IntVar(&offset, "offset", 0, "skip this many sources")
 	f.IntVar(&limit, "limit", 100, "list at most this many sources (0: all)")
-	f.StringSliceVar(&types, "types", []string{index.DocKnowledge}, "document types: knowledge, memory, preference")
+	f.StringSliceVar(&types, "types", []string{rag.DocKnowledge}, "document types: knowledge, memory, preference")
 	return cmd
 }
 

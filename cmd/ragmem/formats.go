@@ -7,13 +7,13 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/extract"
-	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/rag"
 )
 
 // kind is a kind of file `ragmem index` reads.
 type kind struct {
 	exts []string
-	read func(d index.Document, path string, data []byte) (index.Document, string, error)
+	read func(d rag.Document, path string, data []byte) (rag.Document, string, error)
 }
 
 // kinds are the files `ragmem index` reads, by extension.
@@ -49,8 +49,8 @@ func extList() string {
 }
 
 // readText reads a text, Markdown or HTML file.
-func readText(f chunk.Format) func(index.Document, string, []byte) (index.Document, string, error) {
-	return func(d index.Document, path string, data []byte) (index.Document, string, error) {
+func readText(f chunk.Format) func(rag.Document, string, []byte) (rag.Document, string, error) {
+	return func(d rag.Document, path string, data []byte) (rag.Document, string, error) {
 		s := string(data)
 		if chunk.Binary(s) {
 			return d, "binary data, not text", nil
@@ -66,7 +66,7 @@ func readText(f chunk.Format) func(index.Document, string, []byte) (index.Docume
 // readDocumentFile reads a PDF, DOCX or EPUB file through its extract
 // reader. A file the reader cannot read for a reason of its own (encrypted,
 // no text layer, damaged) is skipped with that reason.
-func readDocumentFile(d index.Document, path string, data []byte) (index.Document, string, error) {
+func readDocumentFile(d rag.Document, path string, data []byte) (rag.Document, string, error) {
 	p, _, err := extract.Document(path, data, nil)
 	switch {
 	case errors.Is(err, extract.ErrEncrypted), errors.Is(err, extract.ErrNoTextLayer), errors.Is(err, extract.ErrNoContent):

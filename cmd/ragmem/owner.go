@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/memory/memhttp"
 	"github.com/ragmem/ragmem/owner"
@@ -274,7 +273,7 @@ func (r *ownerRun) status(req *http.Request) owner.Status {
 		// The store's embedder record, as Stats reports it, without the
 		// cost of Stats (which lists every source: 0.2-0.5 s at 25,000):
 		// clients that name an embedder ask for this on every command.
-		if rec, ok, err := index.ReadEmbedderRecord(req.Context(), r.eng.Store().Backend()); err == nil && ok && rec.Spec != nil && !rec.FromIdentity {
+		if rec, ok, err := r.eng.EmbedderRecord(req.Context()); err == nil && ok && rec.Spec != nil && !rec.FromIdentity {
 			ex.EmbedderSpec = rec.Spec.String()
 		}
 		if _, ok := r.eng.Store().Backend().(interface{ Dir() string }); !ok {
@@ -331,7 +330,7 @@ func (r *ownerRun) memoryStore(ctx context.Context) (*memory.Store, error) {
 // serveURLRules answers PUT /v1/owner/url-rules: `ragmem index
 // --keep-params` run as a client sets the store's URL rules here.
 func (r *ownerRun) serveURLRules(w http.ResponseWriter, req *http.Request) {
-	var rules index.URLRules
+	var rules rag.URLRules
 	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rules); err != nil {
@@ -343,7 +342,7 @@ func (r *ownerRun) serveURLRules(w http.ResponseWriter, req *http.Request) {
 		r.srv.Fail(w, req, err)
 		return
 	}
-	if err := eng.Store().SetURLRules(req.Context(), rules); err != nil {
+	if err := eng.SetURLRules(req.Context(), rules); err != nil {
 		r.srv.Fail(w, req, err)
 		return
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ragmem/ragmem/embed"
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -42,7 +41,7 @@ type globals struct {
 	// newStoreEmbedder is the embedder a store that records none yet takes
 	// when this process opens it (import: the embedder of the file's
 	// vectors); nil: the flags' or the default.
-	newStoreEmbedder *index.EmbedderRecord
+	newStoreEmbedder *rag.EmbedderRecord
 
 	embMu     sync.Mutex
 	embedders map[string]embed.Embedder // built embedders by spec and secrets, shared by a server's stores
@@ -95,7 +94,7 @@ func addGlobalFlags(pf *pflag.FlagSet, g *globals) {
 	pf.StringVar(&g.baseURL, "base-url", "", "base URL of an OpenAI-compatible API for openai:MODEL (default $OPENAI_BASE_URL, else the config file's, else the one the store records, else OpenAI)")
 	pf.StringVar(&g.apiKey, "api-key", "", "API key for openai:MODEL (default $OPENAI_API_KEY, or the variable the config file's openai.api_key_env names; else its openai.api_key)")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug information to stderr")
-	pf.IntVar(&g.maxChunk, "max-chunks-per-doc", index.DefaultMaxChunksPerDocument, "most chunks one document may make; larger ones are refused (0: no limit)")
+	pf.IntVar(&g.maxChunk, "max-chunks-per-doc", rag.DefaultMaxChunksPerDocument, "most chunks one document may make; larger ones are refused (0: no limit)")
 	addBackendFlags(pf, &g.store)
 }
 
@@ -148,7 +147,7 @@ func (g *globals) open(ctx context.Context) (*rag.Engine, error) {
 
 // openWith is open where a store that records no embedder yet is taken to
 // record fallback (import: the embedder of the file's vectors).
-func (g *globals) openWith(ctx context.Context, fallback *index.EmbedderRecord) (*rag.Engine, error) {
+func (g *globals) openWith(ctx context.Context, fallback *rag.EmbedderRecord) (*rag.Engine, error) {
 	dir, err := g.dataDir()
 	if err != nil {
 		return nil, err
@@ -161,7 +160,7 @@ func (g *globals) openWith(ctx context.Context, fallback *index.EmbedderRecord) 
 // (nil: the flags' or the default), sharing queryCache (nil: the store's
 // own), logging to log, with the quotas of chunks and bytes (0: the
 // defaults; negative: none).
-func (g *globals) openDir(ctx context.Context, dir string, fallback *index.EmbedderRecord, queryCache *embed.QueryCache, log *slog.Logger, quotaChunks int, quotaBytes int64) (*rag.Engine, error) {
+func (g *globals) openDir(ctx context.Context, dir string, fallback *rag.EmbedderRecord, queryCache *embed.QueryCache, log *slog.Logger, quotaChunks int, quotaBytes int64) (*rag.Engine, error) {
 	be, err := g.store.open(ctx)
 	if err != nil {
 		return nil, err
@@ -169,7 +168,7 @@ func (g *globals) openDir(ctx context.Context, dir string, fallback *index.Embed
 	var choice *embedderChoice
 	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: log, QueryCache: queryCache, MaxChunksPerDocument: g.maxChunksOption(),
 		QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0),
-		EmbedderFor: func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error) {
+		EmbedderFor: func(ctx context.Context, rec *rag.EmbedderRecord) (embed.Embedder, error) {
 			if rec == nil {
 				rec = fallback
 			}
@@ -180,7 +179,7 @@ func (g *globals) openDir(ctx context.Context, dir string, fallback *index.Embed
 			choice = c
 			return g.buildEmbedder(c)
 		}})
-	if err != nil && choice != nil && errors.Is(err, index.ErrEmbedderMismatch) {
+	if err != nil && choice != nil && errors.Is(err, rag.ErrEmbedderMismatch) {
 		return nil, choice.explainMismatch(err)
 	}
 	return eng, err

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/embed"
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
@@ -25,17 +24,17 @@ import (
 // process that owns it. ownedStore switches between them as ownership
 // moves. Implementations are safe for concurrent use.
 type memStore interface {
-	IndexMany(ctx context.Context, docs []index.Document) ([]index.Result, error)
+	IndexMany(ctx context.Context, docs []rag.Document) ([]rag.Result, error)
 	SearchReport(ctx context.Context, query string, o *search.Options) ([]search.Result, search.Report, error)
 	BuildContext(ctx context.Context, query string, o owner.ContextOptions) (*rag.Context, error)
 	Remove(ctx context.Context, sourceURL string) (int, error)
-	Sources(ctx context.Context, f index.Filter, offset, limit int) ([]index.SourceInfo, int, error)
-	Stats(ctx context.Context) (index.Stats, error)
+	Sources(ctx context.Context, f rag.Filter, offset, limit int) ([]rag.SourceInfo, int, error)
+	Stats(ctx context.Context) (rag.Stats, error)
 	ListPreferences(ctx context.Context) ([]prefs.Preference, error)
 	AddPreference(ctx context.Context, t prefs.Type, content string) (prefs.Preference, error)
 	RemovePreference(ctx context.Context, id string) (bool, error)
 	ClearPreferences(ctx context.Context) (int, error)
-	SetURLRules(ctx context.Context, r index.URLRules) error
+	SetURLRules(ctx context.Context, r rag.URLRules) error
 }
 
 var (
@@ -47,7 +46,7 @@ var (
 // engineStore is a memStore over an open engine.
 type engineStore struct{ eng *rag.Engine }
 
-func (e engineStore) IndexMany(ctx context.Context, docs []index.Document) ([]index.Result, error) {
+func (e engineStore) IndexMany(ctx context.Context, docs []rag.Document) ([]rag.Result, error) {
 	return e.eng.IndexMany(ctx, docs)
 }
 
@@ -77,11 +76,11 @@ func (e engineStore) Remove(ctx context.Context, sourceURL string) (int, error) 
 	return e.eng.Remove(ctx, sourceURL)
 }
 
-func (e engineStore) Sources(ctx context.Context, f index.Filter, offset, limit int) ([]index.SourceInfo, int, error) {
-	return e.eng.Store().Sources(ctx, f, offset, limit)
+func (e engineStore) Sources(ctx context.Context, f rag.Filter, offset, limit int) ([]rag.SourceInfo, int, error) {
+	return e.eng.Sources(ctx, f, offset, limit)
 }
 
-func (e engineStore) Stats(ctx context.Context) (index.Stats, error) { return e.eng.Stats(ctx) }
+func (e engineStore) Stats(ctx context.Context) (rag.Stats, error) { return e.eng.Stats(ctx) }
 
 func (e engineStore) ListPreferences(ctx context.Context) ([]prefs.Preference, error) {
 	return e.eng.Preferences().List(ctx)
@@ -99,8 +98,8 @@ func (e engineStore) ClearPreferences(ctx context.Context) (int, error) {
 	return e.eng.Preferences().Clear(ctx)
 }
 
-func (e engineStore) SetURLRules(ctx context.Context, r index.URLRules) error {
-	return e.eng.Store().SetURLRules(ctx, r)
+func (e engineStore) SetURLRules(ctx context.Context, r rag.URLRules) error {
+	return e.eng.SetURLRules(ctx, r)
 }
 
 // ownedStore is the memStore of one command. When no process owns the
@@ -297,7 +296,7 @@ func (s *ownedStore) ownerClient() *owner.Client {
 	return s.client
 }
 
-func (s *ownedStore) IndexMany(ctx context.Context, docs []index.Document) (rs []index.Result, err error) {
+func (s *ownedStore) IndexMany(ctx context.Context, docs []rag.Document) (rs []rag.Result, err error) {
 	err = s.call(ctx, true, "indexing", func(m memStore) (err error) { rs, err = m.IndexMany(ctx, docs); return err })
 	return rs, err
 }
@@ -317,12 +316,12 @@ func (s *ownedStore) Remove(ctx context.Context, sourceURL string) (n int, err e
 	return n, err
 }
 
-func (s *ownedStore) Sources(ctx context.Context, f index.Filter, offset, limit int) (ss []index.SourceInfo, total int, err error) {
+func (s *ownedStore) Sources(ctx context.Context, f rag.Filter, offset, limit int) (ss []rag.SourceInfo, total int, err error) {
 	err = s.call(ctx, true, "", func(m memStore) (err error) { ss, total, err = m.Sources(ctx, f, offset, limit); return err })
 	return ss, total, err
 }
 
-func (s *ownedStore) Stats(ctx context.Context) (st index.Stats, err error) {
+func (s *ownedStore) Stats(ctx context.Context) (st rag.Stats, err error) {
 	err = s.call(ctx, true, "", func(m memStore) (err error) { st, err = m.Stats(ctx); return err })
 	return st, err
 }
@@ -400,7 +399,7 @@ func (g *globals) agreeWithOwner(ctx context.Context, c *owner.Client) error {
 		if err != nil {
 			return nil // a spec this binary does not know: the owner's store decides
 		}
-		choice, err := g.resolveEmbedder(&index.EmbedderRecord{Spec: &ownerSpec})
+		choice, err := g.resolveEmbedder(&rag.EmbedderRecord{Spec: &ownerSpec})
 		if err != nil {
 			return err
 		}
@@ -416,13 +415,13 @@ func (g *globals) agreeWithOwner(ctx context.Context, c *owner.Client) error {
 		}
 		if !same {
 			return fmt.Errorf("%w: %s, whose store was built with embedder %s, but %s (from %s) was given; drop that setting to use the store's",
-				index.ErrEmbedderMismatch, who, ex.EmbedderSpec, choice.spec, choice.from)
+				rag.ErrEmbedderMismatch, who, ex.EmbedderSpec, choice.spec, choice.from)
 		}
 	}
 	return nil
 }
 
-func (s *ownedStore) SetURLRules(ctx context.Context, r index.URLRules) error {
+func (s *ownedStore) SetURLRules(ctx context.Context, r rag.URLRules) error {
 	// Setting the same rules twice is setting them once.
 	return s.call(ctx, true, "", func(m memStore) error { return m.SetURLRules(ctx, r) })
 }

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -49,7 +48,7 @@ func TestExampleAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Index(context.Background(), index.Document{SourceURL: "https://notes.example/kelp", Title: "Kelp", Content: "Kelp forests grow up to half a metre a day."}); err != nil {
+	if _, err := eng.Index(context.Background(), rag.Document{SourceURL: "https://notes.example/kelp", Title: "Kelp", Content: "Kelp forests grow up to half a metre a day."}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,0 +1,71 @@
+package rag
+
+import (
+	"context"
+
+	"github.com/ragmem/ragmem/index"
+)
+
+// What the adapters ask of the store, through the engine. Each method is
+// the index's own (see index.Index); it is here so that an adapter needs
+// nothing but the engine.
+
+// Sources lists the sources that pass f, ordered by URL, from offset on (at
+// most limit of them; 0 means all), with how many pass f in all.
+func (e *Engine) Sources(ctx context.Context, f Filter, offset, limit int) ([]SourceInfo, int, error) {
+	return e.ix.Sources(ctx, f, offset, limit)
+}
+
+// Source returns the chunks of one source, in order (none when it is not
+// stored).
+func (e *Engine) Source(ctx context.Context, sourceURL string) ([]Record, error) {
+	return e.ix.Source(ctx, sourceURL)
+}
+
+// CanonicalURL is u as the store keys it, under the store's URL rules:
+// variants of one URL are one source.
+func (e *Engine) CanonicalURL(u string) string { return e.ix.CanonicalURL(u) }
+
+// SetURLRules sets and records the rules by which the store canonicalises
+// source URLs.
+func (e *Engine) SetURLRules(ctx context.Context, r URLRules) error {
+	return e.ix.SetURLRules(ctx, r)
+}
+
+// CheckDocument tells, without writing anything, whether indexing d would
+// be accepted: the chunks it makes, or the error indexing would fail with
+// (ErrTooManyChunks, ErrEmptyDocument, ErrBinaryContent, ErrQuotaExceeded).
+// A surface that queues pages with IndexPageAsync calls it first, to refuse
+// at once what the background worker would give up on.
+func (e *Engine) CheckDocument(ctx context.Context, d Document) (int, error) {
+	return e.ix.Check(ctx, d)
+}
+
+// Jobs lists the background indexing jobs in the given states (all when
+// none is given).
+func (e *Engine) Jobs(states ...JobState) []Job { return e.ix.ListJobs(states...) }
+
+// QueueStats counts the background indexer's work.
+func (e *Engine) QueueStats() QueueStats { return e.ix.QueueStats() }
+
+// RetryJob queues a dead job again; ErrNoJob when there is none with that
+// id.
+func (e *Engine) RetryJob(ctx context.Context, id string) (Job, error) {
+	return e.ix.RetryJob(ctx, id)
+}
+
+// DropJob deletes a dead job; ErrNoJob when there is none with that id.
+func (e *Engine) DropJob(ctx context.Context, id string) error { return e.ix.DropJob(ctx, id) }
+
+// Chunks returns the number of chunks stored: cheaper than Stats, for
+// gauges.
+func (e *Engine) Chunks(ctx context.Context) (int, error) {
+	st, err := e.ix.Backend().Stats(ctx)
+	return st.Records, err
+}
+
+// EmbedderRecord returns the embedder the store records (ok false when it
+// records none), without the cost of Stats.
+func (e *Engine) EmbedderRecord(ctx context.Context) (*EmbedderRecord, bool, error) {
+	return index.ReadEmbedderRecord(ctx, e.ix.Backend())
+}
