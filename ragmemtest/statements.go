@@ -14,7 +14,10 @@ import (
 type Statement struct {
 	Message string
 	Type    prefs.Type // the type detection must report
-	Content string     // the content detection must extract, ignoring case
+	Content string     // the content detection must extract
+	// Match is the words of the message that state the preference, as
+	// written: what detection must report as Intent.Match.
+	Match string
 
 	spec [5]int // lead, form, object, tail, casing: what the message was built from
 }
@@ -24,7 +27,7 @@ var (
 		"Just so you know, ", "Okay so ", "Honestly, ", "Quick note: ", "👋 ", "- ", "Thanks! ", "Good morning. ",
 		"I have a question about caching. ", "Sorry for the long message. ", "So, ", "Also, "}
 	stmtTails = []string{"", ".", "!", " and I need help with my project.", ", so keep that in mind.", " :)",
-		". What is a vector index?", " - thanks!", ".\n\nCan you help me with a query?"}
+		". What is a vector index?", " - thanks!", ".\n\nCan you help me with a query?", ", can you help me with a query?"}
 	professions = []string{"software engineer", "data scientist", "nurse", "teacher", "product manager", "physicist",
 		"backend developer", "student", "lawyer", "graphic designer", "site reliability engineer", "chef",
 		"accountant", "electrician", "historian", "UX researcher", "civil engineer", "pharmacist"}
@@ -191,14 +194,23 @@ func buildStatement(lead, form, object, tail, casing int) Statement {
 			body = "I" + body[1:]
 		}
 	}
+	// What states the preference: the body without a question mark, or
+	// the word ELI5 alone.
+	match := strings.TrimSuffix(body, "?")
+	if w, _, _ := strings.Cut(body, " "); strings.EqualFold(w, "eli5") {
+		match = w
+	}
 	msg := l + body + stmtTails[tail]
 	switch casing % 4 {
 	case 1:
-		msg = strings.ToLower(msg)
+		// The user's own words stay in lower case in the content too.
+		msg, match = strings.ToLower(msg), strings.ToLower(match)
+		first, rest, _ := strings.Cut(content, " ")
+		content = first + " " + strings.ToLower(rest)
 	case 2:
-		msg = strings.ReplaceAll(msg, "'", "’")
+		msg, match = strings.ReplaceAll(msg, "'", "’"), strings.ReplaceAll(match, "'", "’")
 	}
-	return Statement{Message: msg, Type: typ, Content: content, spec: [5]int{lead, form % len(stmtForms), object, tail, casing % 4}}
+	return Statement{Message: msg, Type: typ, Content: content, Match: match, spec: [5]int{lead, form % len(stmtForms), object, tail, casing % 4}}
 }
 
 // GenStatement generates messages that state a preference in one of many
