@@ -25,7 +25,8 @@ type Statement struct {
 var (
 	stmtLeads = []string{"", "Hi! ", "Hello, ", "Hey there, ", "btw ", "By the way, ", "FYI, ", "For context, ",
 		"Just so you know, ", "Okay so ", "Honestly, ", "Quick note: ", "👋 ", "- ", "Thanks! ", "Good morning. ",
-		"I have a question about caching. ", "Sorry for the long message. ", "So, ", "Also, "}
+		"I have a question about caching. ", "Sorry for the long message. ", "So, ", "Also, ", "(Side note) ",
+		"Long day; ", "One thing — "}
 	stmtTails = []string{"", ".", "!", " and I need help with my project.", ", so keep that in mind.", " :)",
 		". What is a vector index?", " - thanks!", ".\n\nCan you help me with a query?", ", can you help me with a query?"}
 	professions = []string{"software engineer", "data scientist", "nurse", "teacher", "product manager", "physicist",
@@ -40,7 +41,8 @@ var (
 	styleAdjs = []string{"concise", "brief", "detailed", "direct", "technical", "simple"}
 	facts     = [][2]string{{"live in Berlin", "lives in Berlin"}, {"use Windows at work", "uses Windows at work"},
 		{"have two cats", "has two cats"}, {"work night shifts", "works night shifts"}, {"am colour-blind", "is colour-blind"},
-		{"code mostly in Python", "codes mostly in Python"}, {"watch my weight", "watches their weight"}}
+		{"code mostly in Python", "codes mostly in Python"}, {"watch my weight", "watches their weight"},
+		{"start work at 9:30", "starts work at 9:30"}, {"keep notes at https://notes.example.com/me every day", "keeps notes at https://notes.example.com/me every day"}}
 	languages = []string{"Spanish", "French", "German", "Portuguese", "plain English"}
 	avoid     = []string{"jargon", "emojis", "passive voice", "tables", "exclamation marks"}
 )
