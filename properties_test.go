@@ -599,6 +599,22 @@ func TestProperty10PreferenceDetection(t *testing.T) {
 	))
 }
 
+// P10 (docs/spec.md): a fact the user asks the assistant to remember is
+// stored about the user, in the third person ("Remember that I do not eat
+// meat": "User does not eat meat").
+func TestProperty10RememberedFacts(t *testing.T) {
+	ragmemtest.Run(t, "remembered facts are stored in the third person", prop.ForAll(
+		func(s ragmemtest.Statement) string {
+			in := prefs.DetectPreferenceIntent(s.Message)
+			if in == nil || in.Type != s.Type || in.Content != s.Content || in.Match != s.Match {
+				return fmt.Sprintf("%q: %+v, want %s %q (match %q)", s.Message, in, s.Type, s.Content, s.Match)
+			}
+			return ""
+		},
+		ragmemtest.GenRemembered(),
+	))
+}
+
 // othersWords wrap a message in the words of others: a quoted line, fenced
 // code, material pasted after an introduction, reported speech.
 var othersWords = []func(string) string{

@@ -42,6 +42,11 @@ var (
 	facts     = [][2]string{{"live in Berlin", "lives in Berlin"}, {"use Windows at work", "uses Windows at work"},
 		{"have two cats", "has two cats"}, {"work night shifts", "works night shifts"}, {"am colour-blind", "is colour-blind"},
 		{"code mostly in Python", "codes mostly in Python"}, {"watch my weight", "watches their weight"},
+		{"do not eat meat", "does not eat meat"}, {"always drink tea at night", "always drinks tea at night"},
+		{"fix bugs on weekends", "fixes bugs on weekends"}, {"study Japanese", "studies Japanese"},
+		{"play in a band", "plays in a band"}, {"deploy with my team", "deploys with their team"},
+		{"ask a lot of questions", "asks a lot of questions"}, {"organize my notes by date", "organizes their notes by date"},
+		{"think I am too slow", "thinks they are too slow"},
 		{"start work at 9:30", "starts work at 9:30"}, {"keep notes at https://notes.example.com/me every day", "keeps notes at https://notes.example.com/me every day"}}
 	languages = []string{"Spanish", "French", "German", "Portuguese", "plain English"}
 	avoid     = []string{"jargon", "emojis", "passive voice", "tables", "exclamation marks"}
@@ -184,6 +189,14 @@ func explained(level string) string {
 
 func buildStatement(lead, form, object, tail, casing int) Statement {
 	body, typ, content := stmtForms[form%len(stmtForms)](object)
+	s := phrase(lead, body, typ, content, tail, casing)
+	s.spec[1], s.spec[2] = form%len(stmtForms), object
+	return s
+}
+
+// phrase puts a statement's body between a lead and a tail, in one of the
+// casings, with what detection must find in it.
+func phrase(lead int, body string, typ prefs.Type, content string, tail, casing int) Statement {
 	lead %= len(stmtLeads)
 	tail %= len(stmtTails)
 	if strings.HasSuffix(body, "?") && tail != 0 {
@@ -212,7 +225,33 @@ func buildStatement(lead, form, object, tail, casing int) Statement {
 	case 2:
 		msg, match = strings.ReplaceAll(msg, "'", "’"), strings.ReplaceAll(match, "'", "’")
 	}
-	return Statement{Message: msg, Type: typ, Content: content, Match: match, spec: [5]int{lead, form % len(stmtForms), object, tail, casing % 4}}
+	return Statement{Message: msg, Type: typ, Content: content, Match: match, spec: [5]int{lead, 0, 0, tail, casing % 4}}
+}
+
+// rememberPhrasings ask the assistant to remember a fact about the user.
+var rememberPhrasings = []string{"Remember that I ", "Please remember that I ", "Keep in mind that I ",
+	"Note that I ", "Never forget that I "}
+
+func buildRemembered(lead, phrasing, fact, tail, casing int) Statement {
+	f := facts[fact%len(facts)]
+	s := phrase(lead, rememberPhrasings[phrasing%len(rememberPhrasings)]+f[0], prefs.Custom, "User "+f[1], tail, casing)
+	s.spec[1], s.spec[2] = phrasing%len(rememberPhrasings), fact%len(facts)
+	return s
+}
+
+// GenRemembered generates messages that ask the assistant to remember a
+// fact about the user ("Remember that I do not eat meat"), which detection
+// must store in the third person ("User does not eat meat"): every fact
+// of its list shows up in a run of 100. It shrinks as GenStatement does.
+func GenRemembered() gopter.Gen {
+	return gopter.DeriveGen(
+		buildRemembered,
+		func(s Statement) (int, int, int, int, int) {
+			return s.spec[0], s.spec[1], s.spec[2], s.spec[3], s.spec[4]
+		},
+		gen.IntRange(0, len(stmtLeads)-1), gen.IntRange(0, len(rememberPhrasings)-1), gen.IntRange(0, len(facts)-1),
+		gen.IntRange(0, len(stmtTails)-1), gen.IntRange(0, 3),
+	)
 }
 
 // GenStatement generates messages that state a preference in one of many
