@@ -59,10 +59,11 @@ func TestFind(t *testing.T) {
 		{"Maria's puppy she got two weeks before August 11, 2023", d(2023, 7, 28), d(2023, 8, 11), Week, "two weeks before August 11, 2023"},
 		{"last weekend before April 10, 2023", d(2023, 4, 3), d(2023, 4, 10), Week, "last weekend before April 10, 2023"},
 		{"the day before 9 June 2023", d(2023, 6, 8), d(2023, 6, 9), Day, "the day before 9 June 2023"},
-		// The edges: January, the first of a month, the year 1900, 500
-		// units ago, "next" in the month named, "past".
+		// The edges: January, the first and the 31st of a month, the year
+		// 1900, 500 units ago, "next" in the month named, "past".
 		{"on 5 January 2023", d(2023, 1, 5), d(2023, 1, 6), Day, "5 January 2023"},
 		{"on 1 May 2023", d(2023, 5, 1), d(2023, 5, 2), Day, "1 May 2023"},
+		{"on 31 July 2023", d(2023, 7, 31), d(2023, 8, 1), Day, "31 July 2023"},
 		{"in January 2023", d(2023, 1, 1), d(2023, 2, 1), Month, "January 2023"},
 		{"in 1900", d(1900, 1, 1), d(1901, 1, 1), Year, "in 1900"},
 		{"500 days ago", d(2022, 4, 3), d(2022, 4, 4), Day, "500 days ago"},
