@@ -492,13 +492,18 @@ func TestCalibratorNothingChangedIsQuiet(t *testing.T) {
 	c.quiet = 100 * time.Millisecond
 	c.mu.Unlock()
 	c.Changed(1000) // due
-	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+	// Changes of nothing every 5 ms: the check must still start once the
+	// quiet time has passed (a reset timer would wait for ever).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		c.Changed(0)
-	}
-	c.mu.Lock()
-	due := c.due
-	c.mu.Unlock()
-	if due {
-		t.Error("the due check still waits after a second of changes of nothing")
+		c.mu.Lock()
+		due := c.due
+		c.mu.Unlock()
+		if !due {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the due check still waits after 30 s of changes of nothing")
+		}
 	}
 }
