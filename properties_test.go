@@ -587,12 +587,77 @@ func TestProperty10PreferenceDetection(t *testing.T) {
 			if in.Type != s.Type {
 				return fmt.Sprintf("%q detected as %s, want %s", s.Message, in.Type, s.Type)
 			}
-			if !strings.EqualFold(in.Content, s.Content) {
+			if in.Content != s.Content {
 				return fmt.Sprintf("%q: content %q, want %q", s.Message, in.Content, s.Content)
+			}
+			if in.Match != s.Match {
+				return fmt.Sprintf("%q: match %q, want %q", s.Message, in.Match, s.Match)
 			}
 			return ""
 		},
 		ragmemtest.GenStatement(),
+	))
+}
+
+// P10 (docs/spec.md): a fact the user asks the assistant to remember is
+// stored about the user, in the third person ("Remember that I do not eat
+// meat": "User does not eat meat").
+func TestProperty10RememberedFacts(t *testing.T) {
+	ragmemtest.Run(t, "remembered facts are stored in the third person", prop.ForAll(
+		func(s ragmemtest.Statement) string {
+			in := prefs.DetectPreferenceIntent(s.Message)
+			if in == nil || in.Type != s.Type || in.Content != s.Content || in.Match != s.Match {
+				return fmt.Sprintf("%q: %+v, want %s %q (match %q)", s.Message, in, s.Type, s.Content, s.Match)
+			}
+			return ""
+		},
+		ragmemtest.GenRemembered(),
+	))
+}
+
+// othersWords wrap a message in the words of others: a quoted line, fenced
+// code, material pasted after an introduction, reported speech.
+var othersWords = []func(string) string{
+	func(m string) string { return "> " + m },
+	func(m string) string { return "Can you check this?\n> " + m },
+	func(m string) string { return "```\n" + m + "\n```" },
+	func(m string) string { return "Here is the log:\n```\n" + m + "\n```\nWhat does it mean?" },
+	func(m string) string { return "~~~\n" + m + "\n~~~" },
+	func(m string) string { return "Translate this: " + m },
+	func(m string) string { return "Translate this:\n" + m },
+	func(m string) string { return "Summarize the following:\n\n" + m },
+	func(m string) string { return "Here's what she wrote: " + m },
+	func(m string) string { return "He said, \"" + m + "\"" },
+	func(m string) string { return "My manager wrote `" + m + "` in the ticket." },
+}
+
+// ownWordsAfter put the words of others before a message, on lines of
+// their own: what follows is the user's again.
+var ownWordsAfter = []func(string) string{
+	func(m string) string { return "```\nfmt.Println(\"I'm a nurse\")\n```\n" + m },
+	func(m string) string { return "~~~\nI'm a nurse\n~~~\n" + m },
+	func(m string) string { return "> I'm a nurse\n" + m },
+	func(m string) string { return "He said, \"I'm a nurse.\"\n" + m },
+	func(m string) string { return "Translate this: bonjour.\n" + m },
+}
+
+// P10 (docs/spec.md): a statement in the words of others (quoted, fenced,
+// pasted, reported) is never taken for the user's preference, and one that
+// follows such words on a line of its own is detected as it would be alone.
+func TestProperty10OthersWords(t *testing.T) {
+	ragmemtest.Run(t, "the words of others are not the user's preferences", prop.ForAll(
+		func(s ragmemtest.Statement, w, a int) string {
+			if m := othersWords[w](s.Message); prefs.DetectPreferenceIntent(m) != nil {
+				return fmt.Sprintf("detected in the words of others: %q", m)
+			}
+			m := ownWordsAfter[a](s.Message)
+			in := prefs.DetectPreferenceIntent(m)
+			if in == nil || in.Type != s.Type || in.Content != s.Content || in.Match != s.Match {
+				return fmt.Sprintf("%q: %+v, want %s %q (match %q)", m, in, s.Type, s.Content, s.Match)
+			}
+			return ""
+		},
+		ragmemtest.GenStatement(), gen.IntRange(0, len(othersWords)-1), gen.IntRange(0, len(ownWordsAfter)-1),
 	))
 }
 

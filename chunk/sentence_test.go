@@ -86,3 +86,28 @@ func TestSentencesSpansAreOffsets(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
+
+// The edges the mutation run found unchecked: two dots are an ellipsis,
+// list markers "a.", "0." and "9." (also indented), and a title after an
+// opening bracket.
+func TestSentencesEdges(t *testing.T) {
+	cases := []struct {
+		name string
+		text string
+		want []string
+	}{
+		{"two dots before a lower-case word", "Wait.. what is this?", []string{"Wait.. what is this?"}},
+		{"letter list marker", "Fruit:\na. Apples are red.", []string{"Fruit:\na. Apples are red."}},
+		{"indented number list marker", "Steps:\n  1. Open the file.", []string{"Steps:\n  1. Open the file."}},
+		{"tab-indented list marker", "Steps:\n\t2. Save it.", []string{"Steps:\n\t2. Save it."}},
+		{"list marker 0", "Steps:\n0. Read this.", []string{"Steps:\n0. Read this."}},
+		{"list marker 9", "Steps:\n9. Close it.", []string{"Steps:\n9. Close it."}},
+		{"a number that is no list marker", "I counted 9. Then I left.", []string{"I counted 9.", "Then I left."}},
+		{"title after a bracket", "He met (Dr. Smith) today. Then he left.", []string{"He met (Dr. Smith) today.", "Then he left."}},
+	}
+	for _, c := range cases {
+		if got := sentenceTexts(c.text); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

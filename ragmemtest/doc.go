@@ -4,7 +4,7 @@
 // an engine that opens in memory for a test.
 //
 // Generators (GenDocument, GenCorpus, GenQuery, GenPreference,
-// GenStatement, GenOrdinary, GenBudgetParams, GenCandidates, GenBlock,
+// GenStatement, GenRemembered, GenOrdinary, GenBudgetParams, GenCandidates, GenBlock,
 // GenRankedLists, GenText) are built from gopter's combinators, so that a
 // failing case shrinks to a small one. Checkers (CheckBlock, CheckMessage,
 // CheckResults, CheckBudgets, CheckSelection, CheckRelativeTime,

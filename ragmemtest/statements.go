@@ -14,7 +14,10 @@ import (
 type Statement struct {
 	Message string
 	Type    prefs.Type // the type detection must report
-	Content string     // the content detection must extract, ignoring case
+	Content string     // the content detection must extract
+	// Match is the words of the message that state the preference, as
+	// written: what detection must report as Intent.Match.
+	Match string
 
 	spec [5]int // lead, form, object, tail, casing: what the message was built from
 }
@@ -22,9 +25,10 @@ type Statement struct {
 var (
 	stmtLeads = []string{"", "Hi! ", "Hello, ", "Hey there, ", "btw ", "By the way, ", "FYI, ", "For context, ",
 		"Just so you know, ", "Okay so ", "Honestly, ", "Quick note: ", "👋 ", "- ", "Thanks! ", "Good morning. ",
-		"I have a question about caching. ", "Sorry for the long message. ", "So, ", "Also, "}
+		"I have a question about caching. ", "Sorry for the long message. ", "So, ", "Also, ", "(Side note) ",
+		"Long day; ", "One thing — "}
 	stmtTails = []string{"", ".", "!", " and I need help with my project.", ", so keep that in mind.", " :)",
-		". What is a vector index?", " - thanks!", ".\n\nCan you help me with a query?"}
+		". What is a vector index?", " - thanks!", ".\n\nCan you help me with a query?", ", can you help me with a query?"}
 	professions = []string{"software engineer", "data scientist", "nurse", "teacher", "product manager", "physicist",
 		"backend developer", "student", "lawyer", "graphic designer", "site reliability engineer", "chef",
 		"accountant", "electrician", "historian", "UX researcher", "civil engineer", "pharmacist"}
@@ -37,7 +41,13 @@ var (
 	styleAdjs = []string{"concise", "brief", "detailed", "direct", "technical", "simple"}
 	facts     = [][2]string{{"live in Berlin", "lives in Berlin"}, {"use Windows at work", "uses Windows at work"},
 		{"have two cats", "has two cats"}, {"work night shifts", "works night shifts"}, {"am colour-blind", "is colour-blind"},
-		{"code mostly in Python", "codes mostly in Python"}, {"watch my weight", "watches their weight"}}
+		{"code mostly in Python", "codes mostly in Python"}, {"watch my weight", "watches their weight"},
+		{"do not eat meat", "does not eat meat"}, {"always drink tea at night", "always drinks tea at night"},
+		{"fix bugs on weekends", "fixes bugs on weekends"}, {"study Japanese", "studies Japanese"},
+		{"play in a band", "plays in a band"}, {"deploy with my team", "deploys with their team"},
+		{"ask a lot of questions", "asks a lot of questions"}, {"organize my notes by date", "organizes their notes by date"},
+		{"think I am too slow", "thinks they are too slow"},
+		{"start work at 9:30", "starts work at 9:30"}, {"keep notes at https://notes.example.com/me every day", "keeps notes at https://notes.example.com/me every day"}}
 	languages = []string{"Spanish", "French", "German", "Portuguese", "plain English"}
 	avoid     = []string{"jargon", "emojis", "passive voice", "tables", "exclamation marks"}
 )
@@ -179,6 +189,14 @@ func explained(level string) string {
 
 func buildStatement(lead, form, object, tail, casing int) Statement {
 	body, typ, content := stmtForms[form%len(stmtForms)](object)
+	s := phrase(lead, body, typ, content, tail, casing)
+	s.spec[1], s.spec[2] = form%len(stmtForms), object
+	return s
+}
+
+// phrase puts a statement's body between a lead and a tail, in one of the
+// casings, with what detection must find in it.
+func phrase(lead int, body string, typ prefs.Type, content string, tail, casing int) Statement {
 	lead %= len(stmtLeads)
 	tail %= len(stmtTails)
 	if strings.HasSuffix(body, "?") && tail != 0 {
@@ -191,14 +209,49 @@ func buildStatement(lead, form, object, tail, casing int) Statement {
 			body = "I" + body[1:]
 		}
 	}
+	// What states the preference: the body without a question mark, or
+	// the word ELI5 alone.
+	match := strings.TrimSuffix(body, "?")
+	if w, _, _ := strings.Cut(body, " "); strings.EqualFold(w, "eli5") {
+		match = w
+	}
 	msg := l + body + stmtTails[tail]
 	switch casing % 4 {
 	case 1:
-		msg = strings.ToLower(msg)
+		// The user's own words stay in lower case in the content too.
+		msg, match = strings.ToLower(msg), strings.ToLower(match)
+		first, rest, _ := strings.Cut(content, " ")
+		content = first + " " + strings.ToLower(rest)
 	case 2:
-		msg = strings.ReplaceAll(msg, "'", "’")
+		msg, match = strings.ReplaceAll(msg, "'", "’"), strings.ReplaceAll(match, "'", "’")
 	}
-	return Statement{Message: msg, Type: typ, Content: content, spec: [5]int{lead, form % len(stmtForms), object, tail, casing % 4}}
+	return Statement{Message: msg, Type: typ, Content: content, Match: match, spec: [5]int{lead, 0, 0, tail, casing % 4}}
+}
+
+// rememberPhrasings ask the assistant to remember a fact about the user.
+var rememberPhrasings = []string{"Remember that I ", "Please remember that I ", "Keep in mind that I ",
+	"Note that I ", "Never forget that I "}
+
+func buildRemembered(lead, phrasing, fact, tail, casing int) Statement {
+	f := facts[fact%len(facts)]
+	s := phrase(lead, rememberPhrasings[phrasing%len(rememberPhrasings)]+f[0], prefs.Custom, "User "+f[1], tail, casing)
+	s.spec[1], s.spec[2] = phrasing%len(rememberPhrasings), fact%len(facts)
+	return s
+}
+
+// GenRemembered generates messages that ask the assistant to remember a
+// fact about the user ("Remember that I do not eat meat"), which detection
+// must store in the third person ("User does not eat meat"): every fact
+// of its list shows up in a run of 100. It shrinks as GenStatement does.
+func GenRemembered() gopter.Gen {
+	return gopter.DeriveGen(
+		buildRemembered,
+		func(s Statement) (int, int, int, int, int) {
+			return s.spec[0], s.spec[1], s.spec[2], s.spec[3], s.spec[4]
+		},
+		gen.IntRange(0, len(stmtLeads)-1), gen.IntRange(0, len(rememberPhrasings)-1), gen.IntRange(0, len(facts)-1),
+		gen.IntRange(0, len(stmtTails)-1), gen.IntRange(0, 3),
+	)
 }
 
 // GenStatement generates messages that state a preference in one of many

@@ -33,6 +33,9 @@
 #                       $TMPDIR/ragmem-mutation)
 #   GREMLINS            the gremlins binary (default: from PATH or GOPATH/bin,
 #                       installed with `go install` when missing)
+#   GREMLINS_ARGS       more arguments for `gremlins unleash`, split at spaces,
+#                       e.g. "--exclude-files chunk/binary.go" to measure part
+#                       of a package (say so with the figure)
 #
 # It takes long (on two shared cores, about an hour for the five packages'
 # own tests and more for the root suite), so it is not part of `go test ./...`.
@@ -96,7 +99,9 @@ unleash() {
 		coef=$ROOT_COEF
 	fi
 	# -count=1: a cached coverage run would make gremlins' timeouts tiny.
-	PATH="$path" GOFLAGS="-count=1" nice -n "$NICE" "$GREMLINS" unleash "./$pkg" "${cover[@]}" \
+	local extra=()
+	read -r -a extra <<<"${GREMLINS_ARGS:-}"
+	PATH="$path" GOFLAGS="-count=1" nice -n "$NICE" "$GREMLINS" unleash "./$pkg" "${cover[@]}" "${extra[@]}" \
 		--workers "$WORKERS" --timeout-coefficient "$coef" -o "$json" >"$OUT/$pkg-$suite.log" 2>&1 ||
 		{ echo "mutation.sh: gremlins failed on $pkg ($suite); see $OUT/$pkg-$suite.log" >&2; return 1; }
 	jq -r --arg p "$pkg" --arg s "$suite" '

@@ -58,20 +58,26 @@ type shown struct {
 // samples with: the step stays cheap when hundreds of results are ranked.
 type sketch map[uint64][]int
 
+// sampleFrom is the number of grams from which a chunk is sampled.
+const sampleFrom = 64
+
 // sample returns the grams a sketch keeps: all of a short chunk's, one in
 // four (by hash) of a longer one's.
 func sample(grams []uint64) []uint64 {
-	if len(grams) < 64 {
+	if len(grams) < sampleFrom {
 		return grams
 	}
 	out := make([]uint64, 0, len(grams)/3)
 	for _, g := range grams {
-		if g%4 == 0 {
+		if sampled(g) {
 			out = append(out, g)
 		}
 	}
 	return out
 }
+
+// sampled reports whether a longer chunk's sample keeps gram g.
+func sampled(g uint64) bool { return g%4 == 0 }
 
 func diversify(results []Result, o *Options) []Result {
 	out := make([]Result, 0, min(len(results), o.TopK))
@@ -135,12 +141,21 @@ func (r *Result) addAlso(src string) {
 // nearest returns the index of the first shown chunk of another source that
 // grams nearly duplicates, or -1. Only chunks that share at least half of
 // the candidate's sampled grams are compared exactly (a pair at the
-// threshold shares about 80% of them).
+// threshold shares about 80% of them). A shown chunk of sampleFrom grams or
+// more is in the sketch by its sample only, so a shorter candidate (probed
+// with all its grams) can meet it on the grams that sample keeps alone: it
+// is compared when it shares half of those.
 func nearest(kept []shown, sk sketch, src string, grams []uint64) int {
 	if grams == nil {
 		return -1
 	}
 	smp := sample(grams)
+	inSample := 0 // the probed grams a long shown chunk can have in the sketch
+	for _, g := range grams {
+		if sampled(g) {
+			inSample++
+		}
+	}
 	hits := map[int]int{}
 	for _, g := range smp {
 		for _, j := range sk[g] {
@@ -149,7 +164,11 @@ func nearest(kept []shown, sk sketch, src string, grams []uint64) int {
 	}
 	best := -1
 	for j, n := range hits {
-		if 2*n < len(smp) || kept[j].source == src || kept[j].grams == nil || best >= 0 && j > best {
+		need := len(smp)
+		if len(kept[j].grams) >= sampleFrom {
+			need = inSample
+		}
+		if 2*n < need || kept[j].source == src || kept[j].grams == nil || best >= 0 && j > best {
 			continue
 		}
 		if jaccard(grams, kept[j].grams) >= NearDuplicate {

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -210,5 +211,184 @@ func BenchmarkDiversify600(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		Diversify(in, o)
+	}
+}
+
+// The edges of the near-duplicate test: a Jaccard similarity of exactly
+// NearDuplicate collapses, a chunk of exactly nearDupMinWords words is
+// compared, the same words in another order are no copy, and a copy is
+// found across the length from which the sketch samples a chunk's grams.
+func TestDiversifyNearDuplicateEdges(t *testing.T) {
+	collapses := func(shownText, copyText string) bool {
+		t.Helper()
+		in := []Result{res("a", "https://a/", shownText, 0.9), res("b", "https://b/", copyText, 0.8)}
+		out := Diversify(in, &Options{TopK: 10})
+		return len(out) == 1 && slices.Equal(out[0].AlsoAt, []string{"https://b/"})
+	}
+	// 42 words are 40 3-grams; the first 34 words are 32 of them: 32/40.
+	if j := jaccard(shingles(words(1, 42)), shingles(words(1, 34))); j != NearDuplicate {
+		t.Fatalf("jaccard %v, want exactly %v", j, NearDuplicate)
+	}
+	if !collapses(words(1, 42), words(1, 34)) {
+		t.Error("a chunk at exactly the near-duplicate threshold was kept")
+	}
+	if collapses(words(1, 42), words(1, 33)) {
+		t.Error("a chunk below the near-duplicate threshold collapsed")
+	}
+	// Twelve words, the same up to punctuation and case (so not the same
+	// text): compared, and collapsed.
+	twelve := words(2, nearDupMinWords)
+	if !collapses(twelve, strings.ToUpper(strings.ReplaceAll(twelve, " ", ", "))) {
+		t.Error("a chunk of exactly nearDupMinWords words was not compared")
+	}
+	eleven := words(2, nearDupMinWords-1)
+	if collapses(eleven, strings.ToUpper(eleven)) {
+		t.Error("a chunk under nearDupMinWords words was compared")
+	}
+	// The same 60 words reversed share no 3-gram.
+	ws := strings.Fields(words(3, 60))
+	slices.Reverse(ws)
+	if collapses(words(3, 60), strings.Join(ws, " ")) {
+		t.Error("the same words in another order collapsed")
+	}
+	// Two texts over the same eight words in unrelated orders share few
+	// 3-grams.
+	rng := rand.New(rand.NewPCG(1, 2))
+	draw := func() string {
+		ws := make([]string, 200)
+		for i := range ws {
+			ws[i] = fmt.Sprintf("v%d", rng.IntN(8))
+		}
+		return strings.Join(ws, " ")
+	}
+	if a, b := draw(), draw(); collapses(a, b) {
+		t.Errorf("two texts over the same words collapsed (jaccard %.2f)", jaccard(shingles(a), shingles(b)))
+	}
+	// A shown chunk of 64 or more 3-grams is in the sketch by a sample of
+	// its grams; a shorter copy is still found, and the other way round.
+	for _, c := range [][2]int{{66, 62}, {72, 62}, {66, 65}, {62, 66}, {80, 66}, {200, 180}} {
+		if !collapses(words(4, c[0]), words(4, c[1])) {
+			t.Errorf("a copy of %d words of a chunk of %d was kept", c[1], c[0])
+		}
+	}
+}
+
+// A chunk that nearly copies two shown chunks (which are not copies of each
+// other) collapses into the first.
+func TestDiversifyNearDuplicateOfTwo(t *testing.T) {
+	core := words(5, 82)           // 80 3-grams
+	a := core + " " + words(6, 15) // J(a, core) = 80/95
+	b := words(7, 15) + " " + core // J(b, core) = 80/95, J(a, b) = 80/110
+	for range 20 {                 // nearest visits the candidates in map order
+		in := []Result{res("a", "https://a/", a, 0.9), res("b", "https://b/", b, 0.85), res("c", "https://c/", core, 0.8)}
+		out := Diversify(in, &Options{TopK: 10})
+		if got := ids(out); !slices.Equal(got, []string{"a", "b"}) {
+			t.Fatalf("results %v, want [a b]", got)
+		}
+		if !slices.Equal(out[0].AlsoAt, []string{"https://c/"}) || out[1].AlsoAt != nil {
+			t.Fatalf("AlsoAt %v and %v, want the copy in the first only", out[0].AlsoAt, out[1].AlsoAt)
+		}
+	}
+}
+
+// The cap applies when duplicates are kept too.
+func TestDiversifyCapKeepingDuplicates(t *testing.T) {
+	in := []Result{
+		res("a1", "https://a/", "same text", 0.9),
+		res("a2", "https://a/", "same text", 0.8),
+		res("b1", "https://b/", "same text", 0.7),
+	}
+	if got := ids(Diversify(in, &Options{TopK: 10, KeepDuplicates: true, MaxPerSource: 1})); !slices.Equal(got, []string{"a1", "b1"}) {
+		t.Fatalf("results %v, want [a1 b1]", got)
+	}
+}
+
+func TestJaccard(t *testing.T) {
+	for _, c := range []struct {
+		a, b []uint64
+		want float64
+	}{
+		{nil, nil, 0},
+		{[]uint64{1}, []uint64{2, 3}, 0},
+		{[]uint64{2, 3}, []uint64{1}, 0},
+		{[]uint64{1, 2, 3, 9}, []uint64{2, 3, 4}, 2.0 / 5},
+		{[]uint64{5}, []uint64{5}, 1},
+	} {
+		if got := jaccard(c.a, c.b); got != c.want {
+			t.Errorf("jaccard(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// Every mode refills when diversification leaves fewer than TopK and the
+// candidates it had were a full list: vector, hybrid, and hybrid or vector
+// answered by BM25 while the embedder is down. The pool of 15 is exactly
+// the first fetch (3 × TopK), so that the lists come back full.
+func TestEveryModeRefills(t *testing.T) {
+	var text, vec []index.Hit
+	add := func(id, src string, i int) {
+		h := hit(id, 100-float64(i))
+		h.Record.SourceURL, h.Record.Content = src, words(i, 20)
+		text = append(text, h)
+		h.Score = 1 - float64(i)/100
+		vec = append(vec, h)
+	}
+	for i := range 40 {
+		add(fmt.Sprintf("a%d", i), "https://a/", i)
+	}
+	for i := range 3 {
+		add(fmt.Sprintf("o%d", i), fmt.Sprintf("https://o/%d", i), 40+i)
+	}
+	for _, c := range []struct {
+		mode  Mode
+		verr  error
+		short string // a list that holds only a's first 10 chunks
+	}{{Vector, nil, ""}, {Hybrid, nil, ""}, {Hybrid, nil, "text"}, {Hybrid, nil, "vector"}, {Hybrid, errOutage, ""}, {Vector, errOutage, ""}, {FullText, nil, ""}} {
+		f := &fakeRetriever{text: text, vec: vec, verr: c.verr}
+		switch c.short {
+		case "text":
+			f.text = text[:10]
+		case "vector":
+			f.vec = vec[:10]
+		}
+		out, err := Search(context.Background(), f, "q", &Options{Mode: c.mode, TopK: 5, MaxPerSource: 2, SimilarityThreshold: -1, CandidatePool: 15})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(out); !slices.Equal(got, []string{"a0", "a1", "o0", "o1", "o2"}) {
+			t.Errorf("%s (embedder error %v, short list %q): results %v", c.mode, c.verr, c.short, got)
+		}
+	}
+}
+
+// endless holds more chunks of one source than any search ranks.
+type endless struct{ calls int }
+
+func (e *endless) FullText(_ context.Context, _ string, k int, _ index.Filter) ([]index.Hit, error) {
+	e.calls++
+	if e.calls > 20 {
+		return nil, fmt.Errorf("asked %d times", e.calls)
+	}
+	hs := make([]index.Hit, k)
+	for i := range hs {
+		hs[i] = index.Hit{Record: index.Record{ID: fmt.Sprint(i), SourceURL: "https://a/", Content: fmt.Sprint("chunk ", i)}, Score: float64(k - i)}
+	}
+	return hs, nil
+}
+
+func (e *endless) Vector(ctx context.Context, q string, k int, f index.Filter) ([]index.Hit, error) {
+	return e.FullText(ctx, q, k, f)
+}
+
+// Refilling stops at maxFetch results ranked, however many the store holds.
+func TestRefillStopsAtMaxFetch(t *testing.T) {
+	e := &endless{}
+	out, err := Search(context.Background(), e, "q", &Options{Mode: FullText, TopK: 2, MaxPerSource: 1, SimilarityThreshold: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 6, 24, 96, 384, 1536, 6144, then 10000.
+	if len(out) != 1 || e.calls != 7 {
+		t.Fatalf("%d results after %d searches", len(out), e.calls)
 	}
 }

@@ -202,3 +202,28 @@ func TestDBSFIsNotMonotone(t *testing.T) {
 		t.Errorf("relative: before a %.4f c %.4f, after a %.4f c %.4f", before["a"], before["c"], after["a"], after["c"])
 	}
 }
+
+// Fusion's threshold: a result passes on either side, at exactly the
+// threshold too; on the BM25 side it compares the score over the best one.
+func TestFusionThresholdEdges(t *testing.T) {
+	text := []index.Hit{hit("a", 10), hit("b", 5), hit("c", 2)}
+	vec := []index.Hit{hit("d", 0.5), hit("e", 0.4999)}
+	out := Fuse(text, vec, &Options{Fusion: Relative, Alpha: 0.5, SimilarityThreshold: 0.5, TopK: 10})
+	got := ids(out)
+	sort.Strings(got)
+	if want := []string{"a", "b", "d"}; !eq(got, want) {
+		t.Fatalf("passed %v, want %v: BM25 ratio 0.5 and similarity 0.5 pass, ratio 0.2 and similarity 0.4999 do not", got, want)
+	}
+}
+
+// DBSF over a list of equal scores whose mean does not round back to them
+// (three scores of 0.1 sum to 0.30000000000000004) stays finite.
+func TestDBSFEqualScoresStayFinite(t *testing.T) {
+	text := []index.Hit{hit("a", 3), hit("b", 2), hit("c", 1)}
+	vec := []index.Hit{hit("a", 0.1), hit("b", 0.1), hit("c", 0.1)}
+	for _, r := range Fuse(text, vec, &Options{Fusion: DBSF, Alpha: 0.5, SimilarityThreshold: -1, TopK: 10}) {
+		if math.IsNaN(r.Score) || math.IsInf(r.Score, 0) {
+			t.Fatalf("%s scored %v", r.Record.ID, r.Score)
+		}
+	}
+}

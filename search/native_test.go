@@ -38,7 +38,7 @@ func (n *nativeFake) Hybrid(_ context.Context, _ string, q index.HybridQuery) ([
 
 func nhit(id string, score float64, bm25Rank, vecRank int, bm25, sim float64) index.HybridHit {
 	return index.HybridHit{
-		Record: index.Record{ID: id}, Score: score,
+		Record: index.Record{ID: id, SourceURL: "https://x/" + id}, Score: score,
 		BM25Rank: bm25Rank, VectorRank: vecRank, BM25Score: bm25, VectorSimilarity: sim,
 		InBM25: bm25Rank > 0 || bm25 > 0, InVector: vecRank > 0 || sim > 0,
 	}
@@ -139,5 +139,23 @@ func TestNativeHybridNotUsed(t *testing.T) {
 		if f.got != nil || f.singleUsed.Load() == 0 {
 			t.Errorf("%s: native hybrid used", name)
 		}
+	}
+}
+
+// The native path's threshold at its edges: a BM25 score of exactly the
+// threshold × the best, or a similarity of exactly the threshold, passes.
+func TestNativeHybridThresholdEdges(t *testing.T) {
+	f := &nativeFake{native: true, hits: []index.HybridHit{
+		nhit("best", 0.9, 0, 0, 10, 0.8),
+		nhit("bm25edge", 0.5, 0, 0, 3, 0.1),   // 3/10 = DefaultThreshold
+		nhit("simedge", 0.4, 0, 0, 0, 0.3),    // DefaultThreshold
+		nhit("below", 0.3, 0, 0, 2.9, 0.2999), // neither
+	}}
+	res, err := Search(context.Background(), f, "q", &Options{TopK: 5, Fusion: Relative, Alpha: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(res); !eq(got, []string{"best", "bm25edge", "simedge"}) {
+		t.Fatalf("results %v, want [best bm25edge simedge]", got)
 	}
 }

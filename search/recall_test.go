@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,6 +165,52 @@ func TestSignalsRankThePool(t *testing.T) {
 	}
 }
 
+// A signal that is off names no reason, even when another signal lifts
+// the memory; with every signal off, a memory search ranks no pool.
+func TestSignalsOff(t *testing.T) {
+	f := &fakeRetriever{text: []index.Hit{
+		turn("q", "Caroline", "2023-05-20T10:00:00Z", "Did we adopt a dog?", 10),
+		turn("o", "B", "", "a dog", 9),
+	}}
+	const query = "What did Caroline adopt in May 2023?"
+	for _, c := range []struct {
+		name               string
+		speaker, time, ask float64
+		wantSignals        []string
+		wantBoost          float64
+	}{
+		{"time and question off", 1, -1, -1, []string{"speaker"}, 2},
+		{"question off", 1, 1, -1, []string{"speaker", "time"}, 2 * 2},
+		{"speaker and question off", -1, 1, -1, []string{"time"}, 2},
+	} {
+		o := memOpts(FullText, 2)
+		o.SpeakerWeight, o.TimeWeight, o.QuestionWeight = c.speaker, c.time, c.ask
+		rs, err := Search(context.Background(), f, query, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) == 0 || rs[0].Record.ID != "q" {
+			t.Fatalf("%s: %v", c.name, ids(rs))
+		}
+		if e := rs[0].Explanation; !slices.Equal(e.Signals, c.wantSignals) || e.Boost != c.wantBoost {
+			t.Errorf("%s: explanation %+v, want signals %v, boost %v", c.name, e, c.wantSignals, c.wantBoost)
+		}
+	}
+	o := memOpts(FullText, 2)
+	o.SpeakerWeight, o.TimeWeight, o.QuestionWeight = -1, -1, -1
+	rs, err := Search(context.Background(), f, query, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[0].Explanation.Signals != nil || rs[0].Explanation.Boost != 0 {
+		t.Errorf("all off: %+v", rs)
+	}
+	// Diversification ranks 3×TopK; no pool of CandidatePool.
+	if f.textK != 3*2 {
+		t.Errorf("all off: asked for %d candidates, want %d", f.textK, 3*2)
+	}
+}
+
 func TestParseSignals(t *testing.T) {
 	o, err := ParseSignals("speaker=0.5, time=0,question=2,slack=3d")
 	if err != nil {
@@ -177,6 +224,19 @@ func TestParseSignals(t *testing.T) {
 	}
 	if o, err := ParseSignals(""); err != nil || o.SpeakerWeight != 0 || o.TimeSlack != 0 {
 		t.Errorf("empty: %+v %v", o, err)
+	}
+	if o, err := ParseSignals("speaker=100,slack=0"); err != nil || o.SpeakerWeight != 100 || o.TimeSlack != -1 {
+		t.Errorf("speaker=100,slack=0: %+v %v", o, err)
+	}
+	if o, err := ParseSignals("slack=3650d"); err != nil || o.TimeSlack != 3650*24*time.Hour {
+		t.Errorf("slack=3650d (ten years): %+v %v", o, err)
+	}
+	// Exactly maxSpec bytes, and one more.
+	if o, err := ParseSignals("speaker=1" + strings.Repeat(",", maxSpec-len("speaker=1"))); err != nil || o.SpeakerWeight != 1 {
+		t.Errorf("a spec of maxSpec bytes: %+v %v", o, err)
+	}
+	if _, err := ParseSignals("speaker=1" + strings.Repeat(",", maxSpec+1-len("speaker=1"))); !errors.Is(err, ErrBadSignals) {
+		t.Errorf("a spec over maxSpec bytes: %v", err)
 	}
 	for _, bad := range []string{"speaker", "speaker=x", "speaker=-1", "time=101", "slack=-2d", "slack=9999d", "recency=1", "time=1,time=2", "speaker=NaN"} {
 		if _, err := ParseSignals(bad); err == nil {

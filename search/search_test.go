@@ -367,3 +367,53 @@ func TestParse(t *testing.T) {
 		t.Error("ParseFusion(max) accepted")
 	}
 }
+
+// An alpha the caller gives is clamped to [0, 1].
+func TestGivenAlphaClamped(t *testing.T) {
+	text := []index.Hit{hit("a", 2), hit("b", 1)}
+	vec := []index.Hit{hit("b", 0.9), hit("a", 0.1)}
+	for _, c := range []struct {
+		alpha  float64
+		method string
+		first  string
+	}{{2, "relative(alpha=1.00)", "b"}, {-0.5, "relative(alpha=0.00)", "a"}} {
+		out := Fuse(text, vec, &Options{Alpha: c.alpha, SimilarityThreshold: -1})
+		if len(out) != 2 || out[0].Record.ID != c.first || out[0].Explanation.Method != c.method || out[0].Score != 1 {
+			t.Errorf("alpha %v: %+v", c.alpha, out)
+		}
+	}
+}
+
+// One-mode searches: the threshold passes a result at exactly it, a BM25
+// list whose best score is 0 matched nothing, and each result's
+// explanation carries its 1-based rank in its list.
+func TestSingleModeEdges(t *testing.T) {
+	text := []index.Hit{hit("a", 10), hit("b", 3), hit("c", 2.9)}    // 1, .3, .29
+	vec := []index.Hit{hit("d", 0.8), hit("e", 0.3), hit("f", 0.29)} // .8, .3, .29
+	opts := &Options{TopK: 10, KeepDuplicates: true, MaxPerSource: -1}
+	opts.Mode = FullText
+	rs, err := Search(context.Background(), &fakeRetriever{text: text}, "q", opts)
+	if err != nil || !eq(ids(rs), []string{"a", "b"}) {
+		t.Fatalf("full text: %v %v", ids(rs), err)
+	}
+	if rs[0].Explanation.BM25Rank != 1 || rs[1].Explanation.BM25Rank != 2 || rs[1].Explanation.VectorRank != 0 {
+		t.Errorf("full-text ranks: %+v", rs)
+	}
+	opts.Mode = Vector
+	rs, err = Search(context.Background(), &fakeRetriever{vec: vec}, "q", opts)
+	if err != nil || !eq(ids(rs), []string{"d", "e"}) {
+		t.Fatalf("vector: %v %v", ids(rs), err)
+	}
+	if rs[0].Explanation.VectorRank != 1 || rs[1].Explanation.VectorRank != 2 || rs[1].Explanation.BM25Rank != 0 {
+		t.Errorf("vector ranks: %+v", rs)
+	}
+	opts.Mode = FullText
+	zero := []index.Hit{hit("z1", 0), hit("z2", 0)}
+	if rs, _ := Search(context.Background(), &fakeRetriever{text: zero}, "q", opts); len(rs) != 0 {
+		t.Errorf("BM25 scores of 0 passed the threshold: %v", ids(rs))
+	}
+	opts.SimilarityThreshold = -1
+	if rs, _ := Search(context.Background(), &fakeRetriever{text: zero}, "q", opts); len(rs) != 2 {
+		t.Errorf("no threshold: %v", ids(rs))
+	}
+}

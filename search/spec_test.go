@@ -16,6 +16,14 @@ func TestParseFusionSpec(t *testing.T) {
 		"dbsf:alpha=calibrated,scale=.5": {Fusion: DBSF, Alpha: AlphaCalibrated, CalibrationScale: 0.5},
 		"relative: agree = 0.6 ,":        {Fusion: Relative, Agreement: 0.6},
 		"relative:alpha=1":               {Fusion: Relative, Alpha: 1},
+		"rrf:k=1":                        {Fusion: RRF, RRFK: 1},
+		"rrf:k=10000":                    {Fusion: RRF, RRFK: 10000},
+		"relative:agree=0":               {Fusion: Relative},
+		"relative:agree=1":               {Fusion: Relative, Agreement: 1},
+		"relative:scale=10":              {Fusion: Relative, CalibrationScale: 10},
+		"relative:scale=1e-9":            {Fusion: Relative, CalibrationScale: 1e-9},
+		// Exactly maxSpec bytes.
+		"relative:alpha=0.3" + strings.Repeat(" ", maxSpec-len("relative:alpha=0.3")): {Fusion: Relative, Alpha: 0.3},
 	}
 	for in, want := range good {
 		got, err := ParseFusionSpec(in)
@@ -28,6 +36,7 @@ func TestParseFusionSpec(t *testing.T) {
 		"max", "relative:alpha", "relative:alpha=0", "relative:alpha=1.5", "relative:alpha=NaN", "relative:alpha=-1",
 		"relative:k=10", "rrf:k=0", "rrf:k=x", "relative:alpha=0.1,alpha=0.2", "relative:beta=1",
 		"relative:agree=2", "relative:scale=0", "relative:scale=11", "relative:=3", strings.Repeat("x", 300),
+		"rrf:k=10001", "relative:alpha=0.3" + strings.Repeat(" ", maxSpec+1-len("relative:alpha=0.3")),
 	} {
 		if _, err := ParseFusionSpec(in); !errors.Is(err, ErrBadFusion) {
 			t.Errorf("ParseFusionSpec(%q): %v, want ErrBadFusion", in, err)

@@ -59,6 +59,18 @@ func TestFind(t *testing.T) {
 		{"Maria's puppy she got two weeks before August 11, 2023", d(2023, 7, 28), d(2023, 8, 11), Week, "two weeks before August 11, 2023"},
 		{"last weekend before April 10, 2023", d(2023, 4, 3), d(2023, 4, 10), Week, "last weekend before April 10, 2023"},
 		{"the day before 9 June 2023", d(2023, 6, 8), d(2023, 6, 9), Day, "the day before 9 June 2023"},
+		// The edges: January, the first and the 31st of a month, the year
+		// 1900, 500 units ago, "next" in the month named, "past".
+		{"on 5 January 2023", d(2023, 1, 5), d(2023, 1, 6), Day, "5 January 2023"},
+		{"on 1 May 2023", d(2023, 5, 1), d(2023, 5, 2), Day, "1 May 2023"},
+		{"on 31 July 2023", d(2023, 7, 31), d(2023, 8, 1), Day, "31 July 2023"},
+		{"in January 2023", d(2023, 1, 1), d(2023, 2, 1), Month, "January 2023"},
+		{"in 1900", d(1900, 1, 1), d(1901, 1, 1), Year, "in 1900"},
+		{"500 days ago", d(2022, 4, 3), d(2022, 4, 4), Day, "500 days ago"},
+		{"next August", d(2024, 8, 1), d(2024, 9, 1), Month, "next August"},
+		{"the past week", d(2023, 8, 7), d(2023, 8, 14), Week, "past week"},
+		{"this weekend", d(2023, 8, 19), d(2023, 8, 21), Week, "this weekend"},
+		{"next weekend", d(2023, 8, 26), d(2023, 8, 28), Week, "next weekend"},
 		// A day that does not exist leaves its month.
 		{"on 31 June 2023", d(2023, 6, 1), d(2023, 7, 1), Month, "June 2023"},
 		{"on 0 May 2023", d(2023, 5, 1), d(2023, 6, 1), Month, "May 2023"},
@@ -82,7 +94,7 @@ func TestFindNothing(t *testing.T) {
 	for _, text := range []string{
 		"", "What did Caroline research?", "May I ask what you painted?", "She may 2 go",
 		"recently", "lately", "during the summer", "2000 steps",
-		"in 1492", "15 mayonnaise jars", "the marchers", "a few weeks ago", "ago", "last", "before August",
+		"in 1492", "in 1899", "0 days ago", "501 days ago", "15 mayonnaise jars", "the marchers", "a few weeks ago", "ago", "last", "before August",
 	} {
 		if rs := Find(text, now); len(rs) != 0 {
 			t.Errorf("%q: %+v", text, rs)
@@ -110,6 +122,18 @@ func TestFindSeveralAndContains(t *testing.T) {
 	tz := time.FixedZone("X", 5*3600)
 	if rs := Find("yesterday", now.In(tz)); len(rs) != 1 || rs[0].From.Location() != tz {
 		t.Errorf("location: %+v", rs)
+	}
+}
+
+// On a Sunday, this weekend is the one under way, and last weekend the one
+// before.
+func TestFindWeekendOnSunday(t *testing.T) {
+	sunday := time.Date(2023, time.August, 20, 10, 0, 0, 0, time.UTC)
+	for text, from := range map[string]time.Time{"this weekend": d(2023, 8, 19), "last weekend": d(2023, 8, 12), "next weekend": d(2023, 8, 26)} {
+		rs := Find(text, sunday)
+		if len(rs) != 1 || !rs[0].From.Equal(from) || !rs[0].To.Equal(from.AddDate(0, 0, 2)) {
+			t.Errorf("%q on a Sunday: %+v, want from %s", text, rs, from.Format(time.DateOnly))
+		}
 	}
 }
 
