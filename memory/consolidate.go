@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -306,7 +307,7 @@ func valueConflict(old, new string) string {
 	if negated(old) != negated(new) {
 		return "one of them is negated"
 	}
-	if m := changeRE.FindString(strings.ToLower(new)); m != "" && !changeRE.MatchString(strings.ToLower(old)) {
+	if m := changeRE().FindString(strings.ToLower(new)); m != "" && !changeRE().MatchString(strings.ToLower(old)) {
 		return fmt.Sprintf("the new one says %q", m)
 	}
 	return ""
@@ -315,10 +316,10 @@ func valueConflict(old, new string) string {
 // words are the lower-cased words of a text.
 func words(text string) map[string]bool {
 	out := map[string]bool{}
-	for _, w := range wordRE.FindAllString(text, 5000) {
+	for _, w := range wordRE().FindAllString(text, 5000) {
 		out[strings.ToLower(strings.TrimRight(w, ".:/+-"))] = true
 	}
-	for _, m := range codeRE.FindAllStringSubmatch(text, 200) {
+	for _, m := range codeRE().FindAllStringSubmatch(text, 200) {
 		out[strings.ToLower(m[1])] = true
 	}
 	return out
@@ -332,10 +333,14 @@ func clip(ss []string, n int) []string {
 }
 
 var (
-	codeRE   = regexp.MustCompile("`([^`\n]{1,80})`")
-	wordRE   = regexp.MustCompile(`[\p{L}\p{N}][\p{L}\p{N}._:/+-]*`)
-	negRE    = regexp.MustCompile(`(?i)\b(not|no|never|don't|doesn't|isn't|aren't|won't|cannot|can't|shouldn't|mustn't|without)\b`)
-	changeRE = regexp.MustCompile(`\b(no longer|now uses|now use|switched|changed|moved to|replaced|instead of|deprecated|renamed)\b`)
+	codeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`([^`\n]{1,80})`") })
+	wordRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\p{L}\p{N}][\p{L}\p{N}._:/+-]*`) })
+	negRE  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(not|no|never|don't|doesn't|isn't|aren't|won't|cannot|can't|shouldn't|mustn't|without)\b`)
+	})
+	changeRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b(no longer|now uses|now use|switched|changed|moved to|replaced|instead of|deprecated|renamed)\b`)
+	})
 )
 
 // values are the words of a statement that carry a value: with a digit,
@@ -344,13 +349,13 @@ var (
 // case.
 func values(text string, initials bool) map[string]bool {
 	out := map[string]bool{}
-	for _, m := range codeRE.FindAllStringSubmatch(text, 200) {
+	for _, m := range codeRE().FindAllStringSubmatch(text, 200) {
 		out[strings.ToLower(m[1])] = true
 	}
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimLeft(line, "#*->0123456789. \t")
 		start := true
-		for _, loc := range wordRE.FindAllStringIndex(line, 500) {
+		for _, loc := range wordRE().FindAllStringIndex(line, 500) {
 			w := strings.TrimRight(line[loc[0]:loc[1]], ".:/+-")
 			prev := strings.TrimSpace(line[:loc[0]])
 			if prev != "" && strings.ContainsAny(prev[len(prev)-1:], ".!?") {
@@ -369,7 +374,7 @@ func values(text string, initials bool) map[string]bool {
 	return out
 }
 
-func negated(text string) bool { return negRE.MatchString(text) }
+func negated(text string) bool { return negRE().MatchString(text) }
 
 // Relations the model may answer.
 const (

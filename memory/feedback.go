@@ -191,14 +191,14 @@ type CiteResult struct {
 // maxAnswerBytes bounds the answer searched for citations.
 const maxAnswerBytes = 1 << 20
 
-var citeRE = regexp.MustCompile(`\[memory:([^\[\]\s]{1,250})\]`)
+var citeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[memory:([^\[\]\s]{1,250})\]`) })
 
 // ParseCitations returns the memory ids an answer cites, "[memory:slug]",
 // each once, in order. It reads at most 1 MiB and never panics.
 func ParseCitations(answer string) []string {
 	answer = clean.Clip(answer, maxAnswerBytes)
 	var out []string
-	for _, m := range citeRE.FindAllStringSubmatch(answer, 1000) {
+	for _, m := range citeRE().FindAllStringSubmatch(answer, 1000) {
 		slug := strings.TrimSuffix(m[1], ".md")
 		if validName(slug) {
 			out = append(out, slug)

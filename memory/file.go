@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -258,7 +259,7 @@ func firstInvalidLine(data []byte) int {
 	return no
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+)`)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+)`) })
 
 // parseFrontmatter decodes and validates one frontmatter; opener is the
 // line number of its opening "---", so that line n of the YAML is line
@@ -278,13 +279,13 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 			ln := opener + 1
 			if n := firstFailingLine(src); n > 0 {
 				ln = opener + n
-			} else if m := yamlLine.FindStringSubmatch(e.Error()); m != nil {
+			} else if m := yamlLine().FindStringSubmatch(e.Error()); m != nil {
 				if n, convErr := strconv.Atoi(m[1]); convErr == nil && n > 0 {
 					ln = opener + n
 				}
 			}
 			msg := strings.TrimPrefix(e.Error(), "yaml: ")
-			msg = yamlLine.ReplaceAllString(msg, "")
+			msg = yamlLine().ReplaceAllString(msg, "")
 			msg = strings.TrimLeft(msg, ": ")
 			err = perr(ln, "invalid YAML in the frontmatter: %s", clean.Clip(msg, 200))
 		}

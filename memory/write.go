@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ragmem/ragmem/index"
@@ -223,11 +224,11 @@ func (s *Store) write(ctx context.Context, slug string, fm Frontmatter, body str
 	return res, nil
 }
 
-var negativeTitleRE = regexp.MustCompile(`(?i)^\s*(don'?t|do not|never|avoid|stop)\b`)
+var negativeTitleRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^\s*(don'?t|do not|never|avoid|stop)\b`) })
 
 // negativeTitle reports whether a title says what not to do.
 func negativeTitle(title string) bool {
-	return negativeTitleRE.MatchString(strings.ReplaceAll(title, "’", "'"))
+	return negativeTitleRE().MatchString(strings.ReplaceAll(title, "’", "'"))
 }
 
 // Supersede records that the memory newer replaces the memory older (for
