@@ -97,8 +97,7 @@ type benchResult struct {
 	// idle machine would approach.
 	IndexCPUSeconds float64 `json:"indexCpuSeconds"`
 	Writers         int     `json:"writers"`
-	GraphSeconds    float64 `json:"graphBuildSeconds"` // background HNSW build after the last write
-	SettleSeconds   float64 `json:"settleSeconds"`     // until background work (bleve merges) stopped using CPU
+	SettleSeconds   float64 `json:"settleSeconds"` // until background work (bleve merges) stopped using CPU
 
 	Hybrid   latency `json:"hybrid"`
 	Vector   latency `json:"vector"`
@@ -117,7 +116,6 @@ type benchResult struct {
 
 	ColdOpenSeconds     float64      `json:"coldOpenSeconds"`
 	ColdFirstQueryMs    float64      `json:"coldFirstQueryMs"`
-	ColdGraphSeconds    float64      `json:"coldGraphSeconds"` // until the graph covers every vector again
 	RSSAfterIndexBytes  int64        `json:"rssAfterIndexBytes"`
 	HeapAfterIndexBytes int64        `json:"heapAfterIndexBytes"`
 	RSSAfterOpenBytes   int64        `json:"rssAfterOpenBytes"`
@@ -344,10 +342,7 @@ func benchCorpus(ctx context.Context, c *corpus, dir string, o benchOptions) (*b
 	res.ChunksPerSec = float64(res.Chunks) / res.IndexSeconds
 	res.Writers = max(1, o.writers)
 	lb, _ := ix.Backend().(*local.Backend)
-	gstart := time.Now()
-	waitGraph(lb)
-	res.GraphSeconds = time.Since(gstart).Seconds()
-	o.logf("%s: %d chunks in %.1fs (%.0f chunks/s); graph complete %.1fs later", c.name, res.Chunks, res.IndexSeconds, res.ChunksPerSec, res.GraphSeconds)
+	o.logf("%s: %d chunks in %.1fs (%.0f chunks/s)", c.name, res.Chunks, res.IndexSeconds, res.ChunksPerSec)
 	res.RSSAfterIndexBytes, res.HeapAfterIndexBytes = memUsage()
 	res.SettleSeconds = settle()
 	if res.SettleSeconds >= 1 {
@@ -482,11 +477,8 @@ func benchCorpus(ctx context.Context, c *corpus, dir string, o benchOptions) (*b
 		return nil, err
 	}
 	res.ColdFirstQueryMs = float64(time.Since(t0).Microseconds()) / 1000
-	lb, _ = ix.Backend().(*local.Backend)
-	waitGraph(lb)
-	res.ColdGraphSeconds = time.Since(start).Seconds()
 	res.RSSAfterOpenBytes, res.HeapAfterOpenBytes = memUsage()
-	o.logf("%s: cold open %.2fs, first query %.1f ms, graph rebuilt after %.1fs; disk %s", c.name, res.ColdOpenSeconds, res.ColdFirstQueryMs, res.ColdGraphSeconds, humanBytes(res.DiskBytes))
+	o.logf("%s: cold open %.2fs, first query %.1f ms; disk %s", c.name, res.ColdOpenSeconds, res.ColdFirstQueryMs, humanBytes(res.DiskBytes))
 	return res, ix.Close()
 }
 
@@ -555,22 +547,6 @@ func indexCorpus(ctx context.Context, ix *index.Index, c *corpus, o benchOptions
 		return err
 	default:
 		return nil
-	}
-}
-
-// waitGraph waits until the vector index's background graph covers every
-// vector (at most an hour).
-func waitGraph(lb *local.Backend) {
-	if lb == nil {
-		return
-	}
-	deadline := time.Now().Add(time.Hour)
-	for time.Now().Before(deadline) {
-		st := lb.VectorIndexStats()
-		if !st.Building && (st.GraphNodes == 0 || st.GraphNodes == st.Slots) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -827,8 +803,8 @@ func printBench(w io.Writer, rs []benchResult) {
 	ms := func(l latency) string { return fmt.Sprintf("%.2f / %.2f / %.2f", l.P50, l.P95, l.P99) }
 	for _, r := range rs {
 		fmt.Fprintf(w, "corpus %s: %d documents, %d chunks, embedder %s, %d dimensions (GOMAXPROCS %d, load %.1f)\n", r.Corpus, r.Documents, r.Chunks, r.Embedder, r.Dimension, r.GOMAXPROCS, r.Load1)
-		fmt.Fprintf(w, "  indexing                 %.0f chunks/s (%.1f s, %d writers; %.0f chunks per CPU second; graph complete %.1f s later; settled %.0f s later)\n",
-			r.ChunksPerSec, r.IndexSeconds, r.Writers, float64(r.Chunks)/max(r.IndexCPUSeconds, 1e-9), r.GraphSeconds, r.SettleSeconds)
+		fmt.Fprintf(w, "  indexing                 %.0f chunks/s (%.1f s, %d writers; %.0f chunks per CPU second; settled %.0f s later)\n",
+			r.ChunksPerSec, r.IndexSeconds, r.Writers, float64(r.Chunks)/max(r.IndexCPUSeconds, 1e-9), r.SettleSeconds)
 		fmt.Fprintf(w, "  hybrid    p50/p95/p99 ms %s   nDCG@10 %.4f\n", ms(r.Hybrid), r.NDCG10["hybrid"])
 		fmt.Fprintf(w, "  vector    p50/p95/p99 ms %s   nDCG@10 %.4f\n", ms(r.Vector), r.NDCG10["vector"])
 		fmt.Fprintf(w, "  fulltext  p50/p95/p99 ms %s   nDCG@10 %.4f\n", ms(r.FullText), r.NDCG10["fulltext"])
@@ -836,7 +812,7 @@ func printBench(w io.Writer, rs []benchResult) {
 		if r.Chromem != nil {
 			fmt.Fprintf(w, "  chromem-go top 50        %s; hybrid p50 is %.1fx faster\n", ms(*r.Chromem), r.HybridSpeedup)
 		}
-		fmt.Fprintf(w, "  cold open                %.2f s (first query %.1f ms; graph rebuilt at %.1f s)\n", r.ColdOpenSeconds, r.ColdFirstQueryMs, r.ColdGraphSeconds)
+		fmt.Fprintf(w, "  cold open                %.2f s (first query %.1f ms)\n", r.ColdOpenSeconds, r.ColdFirstQueryMs)
 		fmt.Fprintf(w, "  memory                   RSS %s, heap %s after indexing; RSS %s, heap %s after cold open\n",
 			humanBytes(r.RSSAfterIndexBytes), humanBytes(r.HeapAfterIndexBytes), humanBytes(r.RSSAfterOpenBytes), humanBytes(r.HeapAfterOpenBytes))
 		fmt.Fprintf(w, "  disk                     %s (bleve %s)\n", humanBytes(r.DiskBytes), humanBytes(r.DiskBleveBytes))

@@ -111,7 +111,7 @@ func TestExactMatchesBruteForce(t *testing.T) {
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewSource(seed))
 	for c := 0; c < 100; c++ {
-		x := New(&Options{GraphThreshold: -1})
+		x := New(&Options{ExactBelow: 1 << 30})
 		ref := map[string]Item{}
 		dim := 8 + r.Intn(40)
 		types := []string{"knowledge", "preference", "memory"}
@@ -157,18 +157,18 @@ func TestExactMatchesBruteForce(t *testing.T) {
 	}
 }
 
-// TestGraphRecall builds a graph over clustered vectors, with deletes and
-// replacements after it was built, and requires recall@10 >= 0.98 against
-// the exact scan, unfiltered and with a filter that matches most vectors.
-func TestGraphRecall(t *testing.T) {
-	n := 6000
+// TestBinaryRecall indexes clustered vectors, replaces and deletes some,
+// and requires recall@10 >= 0.97 of the 1-bit scan against the exact scan,
+// unfiltered and with a filter that matches most vectors; deleted vectors
+// are never returned and every score is exact.
+func TestBinaryRecall(t *testing.T) {
+	n := 20000
 	if testing.Short() || raceEnabled {
-		n = 3000
+		n = 8000
 	}
 	r := rand.New(rand.NewSource(7))
 	vecs := clustered(r, n, 64)
-	x := New(&Options{GraphThreshold: 1000, EagerGraph: true})
-	defer x.Close()
+	x := New(&Options{ExactBelow: 1000})
 	items := make([]Item, n)
 	for i, v := range vecs {
 		dt := "knowledge"
@@ -180,8 +180,7 @@ func TestGraphRecall(t *testing.T) {
 	if err := x.Add(items); err != nil {
 		t.Fatal(err)
 	}
-	waitGraph(t, x)
-	// Replace and delete some after the graph covered them.
+	// Replace and delete some.
 	var repl []Item
 	for i := 0; i < n/20; i++ {
 		repl = append(repl, Item{ID: fmt.Sprint(i * 7 % n), Vector: unit(gauss(r, 64, 1)), DocType: "knowledge"})
@@ -189,13 +188,14 @@ func TestGraphRecall(t *testing.T) {
 	if err := x.Add(repl); err != nil {
 		t.Fatal(err)
 	}
+	deleted := map[string]bool{}
 	for i := 0; i < n/20; i++ {
-		x.Delete(fmt.Sprint(i*13%n + 1))
+		id := fmt.Sprint(i*13%n + 1)
+		x.Delete(id)
+		deleted[id] = true
 	}
-	waitGraph(t, x)
-	st := x.Stats()
-	if st.GraphNodes != st.Slots || st.GraphNodes < n {
-		t.Fatalf("graph covers %d of %d slots", st.GraphNodes, st.Slots)
+	if st := x.Stats(); !st.Centred || st.Int8 {
+		t.Fatalf("stats %+v: want centred codes and no int8 codes for dense vectors", st)
 	}
 	queries := make([][]float32, 200)
 	for i := range queries {
@@ -212,37 +212,28 @@ func TestGraphRecall(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("recall@10 %.4f (filter %v)", rec, f)
-		if rec < 0.98 {
-			t.Errorf("recall@10 = %.4f with filter %v, want >= 0.98", rec, f)
+		if rec < 0.97 {
+			t.Errorf("recall@10 = %.4f with filter %v, want >= 0.97", rec, f)
 		}
 	}
-	// Deleted vectors are never returned.
 	for _, q := range queries[:50] {
 		res, _ := x.Search(q, 50, nil)
+		qn := unit(append([]float32(nil), q...))
 		for _, h := range res {
-			var i int
-			fmt.Sscan(h.ID, &i)
-			if (i-1)%13 == 0 && i-1 < n/20*13 {
-				if _, ok := x.slotOf[h.ID]; !ok {
-					t.Fatalf("deleted %s returned", h.ID)
-				}
+			if deleted[h.ID] {
+				t.Fatalf("deleted %s returned", h.ID)
+			}
+			x.mu.RLock()
+			v := x.vecs[x.slotOf[h.ID]]
+			x.mu.RUnlock()
+			var want float32
+			for j := range qn {
+				want += qn[j] * v[j]
+			}
+			if math.Abs(float64(want-h.Score)) > 1e-4 {
+				t.Fatalf("%s scored %v, exact %v", h.ID, h.Score, want)
 			}
 		}
-	}
-}
-
-func waitGraph(t *testing.T, x *Index) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		st := x.Stats()
-		if st.GraphNodes == st.Slots && !st.Building {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("graph not built in time: %+v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -270,7 +261,7 @@ func TestDimensionMismatch(t *testing.T) {
 // checks that the survivors are still found exactly.
 func TestCompaction(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
-	x := New(&Options{GraphThreshold: 500, EagerGraph: true})
+	x := New(&Options{ExactBelow: 100})
 	defer x.Close()
 	ref := map[string]Item{}
 	var items []Item
@@ -303,12 +294,13 @@ func TestCompaction(t *testing.T) {
 	}
 }
 
-// TestConcurrentSearchAndWrite runs searches while vectors are added and
-// deleted and the graph is built (meaningful under -race).
+// TestConcurrentSearchAndWrite runs searches while vectors are added,
+// replaced and deleted, through the centring of the codes (meaningful
+// under -race).
 func TestConcurrentSearchAndWrite(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
 	vecs := clustered(r, 3000, 32)
-	x := New(&Options{GraphThreshold: 300, EagerGraph: true})
+	x := New(&Options{ExactBelow: 100})
 	defer x.Close()
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
