@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/index/indextest"
+	"github.com/ragmem/ragmem/index/vecindex"
 )
 
 func problemKeys(probs []Problem) []string {
@@ -35,10 +37,18 @@ func TestCheckFindsAndRepairs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A snapshot with its vector codes, and one chunk in the journal after it.
+	if err := b.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Apply(ctx, putVersion("https://e/", 1)); err != nil {
+		t.Fatal(err)
+	}
 	if probs, err := b.Check(ctx); err != nil || len(probs) > 0 {
 		t.Fatalf("healthy store: %v %v", probs, err)
 	}
 	a, bb, c := versionRecords("https://a/", 4)[0], versionRecords("https://b/", 5)[0], versionRecords("https://c/", 6)[0]
+	d := versionRecords("https://c/", 6)[1]
 	if err := b.bl.Delete(a.ID); err != nil { // missing from bleve
 		t.Fatal(err)
 	}
@@ -51,10 +61,22 @@ func TestCheckFindsAndRepairs(t *testing.T) {
 	if err := b.bl.Index(bb.ID, storeDoc(&changed)); err != nil { // stale in bleve
 		t.Fatal(err)
 	}
-	if err := b.coll.Delete(ctx, nil, nil, c.ID); err != nil { // missing from vectors
+	b.vx.Delete(c.ID)                                                  // missing from vectors
+	if err := b.vx.Add([]vecindex.Item{vecItem(&ghost)}); err != nil { // extra in vectors
 		t.Fatal(err)
 	}
-	if err := b.coll.AddDocument(ctx, chromemDoc(&ghost)); err != nil { // extra in vectors
+	other := vecItem(&d) // stale in vectors: another vector
+	other.Vector = indextest.Vec(999)
+	if err := b.vx.Add([]vecindex.Item{other}); err != nil {
+		t.Fatal(err)
+	}
+	codes := filepath.Join(dir, codesName(b.snapSeq)) // damaged codes file
+	data, err := os.ReadFile(codes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x10
+	if err := os.WriteFile(codes, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// A chunk of another version of d put next to d's own: mixed versions.
@@ -71,8 +93,10 @@ func TestCheckFindsAndRepairs(t *testing.T) {
 		"fulltext-missing " + a.ID + " https://a/",
 		"fulltext-stale " + bb.ID + " https://b/",
 		"mixed-version  https://d/",
+		"vector-codes " + codesName(b.snapSeq) + " ",
 		"vector-extra " + ghost.ID + " ",
 		"vector-missing " + c.ID + " https://c/",
+		"vector-stale " + d.ID + " https://c/",
 	}
 	if got := problemKeys(probs); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("check found\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -81,7 +105,7 @@ func TestCheckFindsAndRepairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fixed) != 5 || len(remaining) != 1 || remaining[0].Kind != "mixed-version" {
+	if len(fixed) != 7 || len(remaining) != 1 || remaining[0].Kind != "mixed-version" {
 		t.Fatalf("repair fixed %v, left %v", fixed, remaining)
 	}
 	if err := b.Close(); err != nil {

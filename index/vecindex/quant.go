@@ -45,24 +45,39 @@ func (s *quantStore) grow(n int) {
 // set stores the codes of slot (which is len(scale) or less).
 func (s *quantStore) set(slot int, v []float32) {
 	s.grow(slot + 1)
+	scale, inv := quantScale(v)
+	b, off := s.blocks[slot/blockSize], slot%blockSize
+	for d, f := range v {
+		b[d*blockSize+off] = quantCode(f, inv)
+	}
+	s.scale[slot] = scale
+}
+
+// setRow stores slot's codes from their persisted form (one byte per
+// dimension).
+func (s *quantStore) setRow(slot int, scale float32, row []byte) {
+	s.grow(slot + 1)
+	b, off := s.blocks[slot/blockSize], slot%blockSize
+	for d, c := range row[:s.dim] {
+		b[d*blockSize+off] = int8(c)
+	}
+	s.scale[slot] = scale
+}
+
+// quantScale returns the scale of v's codes, max|v|/127 (v[d] ≈
+// scale·code[d]), and its inverse (0 for a zero vector).
+func quantScale(v []float32) (scale, inv float32) {
 	var m float32
 	for _, f := range v {
 		m = max(m, f, -f)
 	}
-	b, off := s.blocks[slot/blockSize], slot%blockSize
 	if m == 0 {
-		s.scale[slot] = 0
-		for d := 0; d < s.dim; d++ {
-			b[d*blockSize+off] = 0
-		}
-		return
+		return 0, 0
 	}
-	inv := 127 / m
-	for d, f := range v {
-		b[d*blockSize+off] = int8(math.Round(float64(f * inv)))
-	}
-	s.scale[slot] = m / 127
+	return m / 127, 127 / m
 }
+
+func quantCode(f, inv float32) int8 { return int8(math.Round(float64(f * inv))) }
 
 func (s *quantStore) clear(slot int) {
 	if slot < len(s.scale) {

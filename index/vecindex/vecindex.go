@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sort"
@@ -872,4 +873,78 @@ func (x *Index) Recall(queries [][]float32, k int, f *Filter) (float64, error) {
 		sum += float64(hit) / float64(len(want))
 	}
 	return sum / float64(len(queries)), nil
+}
+
+// Entry returns the vector held for id and its metadata.
+func (x *Index) Entry(id string) (Item, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	slot, ok := x.slotOf[id]
+	if !ok {
+		return Item{}, false
+	}
+	t := ""
+	if int(x.docType[slot]) < len(x.types) {
+		t = x.types[x.docType[slot]]
+	}
+	return Item{ID: id, Vector: x.vecs[slot], DocType: t, Source: x.srcIDs[x.source[slot]]}, true
+}
+
+// IDs returns the ids of the live vectors, in no particular order.
+func (x *Index) IDs() []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]string, 0, len(x.slotOf))
+	for id := range x.slotOf {
+		out = append(out, id)
+	}
+	return out
+}
+
+// VerifyCodes encodes every live vector again and returns the ids whose
+// codes differ from those the index holds (beyond the few bits float
+// rounding on another CPU may flip): none for a sound index. It reads every
+// vector, over the cores.
+func (x *Index) VerifyCodes() []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.coder == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	var bad []string
+	parallel(len(x.vecs), 1024, func(lo, hi int) {
+		w := x.coder.words
+		code, held := make([]uint64, w), make([]uint64, w)
+		scratch := make([]float32, x.coder.pd)
+		for slot := lo; slot < hi; slot++ {
+			v := x.vecs[slot]
+			if v == nil {
+				continue
+			}
+			f := x.coder.encode(code, v, scratch)
+			blockCode(held, x.codes, w, slot)
+			diff := 0
+			for i := range code {
+				diff += bits.OnesCount64(code[i] ^ held[i])
+			}
+			g := x.fac.get(slot)
+			ok := diff <= x.coder.pd/32 && math.Abs(float64(f.a-g.a)) <= 1e-3*math.Abs(float64(f.a))+1e-6
+			if ok && x.sparse == 1 {
+				scale, inv := quantScale(v)
+				ok = math.Abs(float64(scale-x.quant.scale[slot])) <= 1e-6*float64(scale)+1e-12
+				b, off := x.quant.blocks[slot/blockSize], slot%blockSize
+				for d := 0; ok && d < x.dim; d++ {
+					c := int(quantCode(v[d], inv)) - int(b[d*blockSize+off])
+					ok = c >= -1 && c <= 1
+				}
+			}
+			if !ok {
+				mu.Lock()
+				bad = append(bad, x.ids[slot])
+				mu.Unlock()
+			}
+		}
+	})
+	return bad
 }
