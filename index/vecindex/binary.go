@@ -385,12 +385,48 @@ func (x *Index) binSearch(q []float32, c *compiled, top *topK) {
 		}
 		return 0
 	})
+	if x.rows.on {
+		x.refine(q, cand, top)
+		return
+	}
 	for _, it := range cand {
 		if top.len() == k && it.score < top.min().score {
 			break
 		}
 		if v := x.vecs[it.slot]; v != nil {
 			top.push(vek32.Dot(q, v), it.slot)
+			x.rescored.Add(1)
+		}
+	}
+}
+
+// refine ranks the candidates by their int8 row estimates and rescores
+// with the float32 vectors only those that may be among the k best: within
+// twice the largest row error bound of the k-th best row estimate (a true
+// top-k vector's estimate is at least its score minus a bound, and the k-th
+// best estimate at most the k-th best score plus one).
+func (x *Index) refine(q []float32, cand []scored, top *topK) {
+	k := top.k
+	rq := newRowQuery(q)
+	est := make([]scored, 0, len(cand))
+	var bound float32
+	for _, it := range cand {
+		if x.vecs[it.slot] == nil {
+			continue
+		}
+		e, b := x.rows.estimate(int(it.slot), &rq)
+		est = append(est, scored{e, it.slot})
+		bound = max(bound, b)
+	}
+	floor := float32(math.Inf(-1))
+	if len(est) > k {
+		best := bestOf(append([]scored(nil), est...), k)
+		floor = minScore(best) - 2*bound
+	}
+	for _, it := range est {
+		if it.score >= floor {
+			top.push(vek32.Dot(q, x.vecs[it.slot]), it.slot)
+			x.rescored.Add(1)
 		}
 	}
 }

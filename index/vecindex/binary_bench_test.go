@@ -44,3 +44,20 @@ func BenchmarkBinaryKernel(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncode is the cost of one vector's 1-bit code (centring,
+// rotation, signs and factors), paid once per vector added.
+func BenchmarkEncode(b *testing.B) {
+	for _, dim := range []int{384, 768, 1536} {
+		r := rand.New(rand.NewSource(1))
+		c := newBinCoder(dim, 1, unit(gauss(r, dim, 0.1)))
+		v := unit(gauss(r, dim, 1))
+		code := make([]uint64, c.words)
+		sc := make([]float32, c.pd)
+		b.Run(fmt.Sprintf("dim=%d", dim), func(b *testing.B) {
+			for b.Loop() {
+				c.encode(code, v, sc)
+			}
+		})
+	}
+}

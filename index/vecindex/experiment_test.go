@@ -21,9 +21,12 @@ import (
 //	exact        parallel float32 scan (the reference)
 //	int8dm       the dimension-major int8 scan with exact rescoring
 //	bin/C=…      1-bit codes with corrected estimates (binary.go), 4-bit
-//	             query, the best C estimates rescored exactly
+//	             query, the best C estimates rescored exactly (portable
+//	             kernel, one estimate at a time)
 //	ham/C=…      plain sign bits ranked by Hamming distance, C rescored
-//	hnsw         the HNSW graph (build rate on RAGMEM_VEC_HNSW vectors)
+//	bound/eps=…  the 1-bit codes, candidates by error bound (portable)
+//	index/…      the index's own 1-bit search (AVX-512 kernel where the CPU
+//	             has it, bounds, budget, int8 rows or not)
 //
 // Each reports ns per top-100 query and recall@10 / recall@100 against the
 // exact scan (k = 10 and k = 100 from the same C).
@@ -268,9 +271,11 @@ func runDenseExperiment(b *testing.B, s *denseSet) {
 		}
 	}
 
-	// The index itself (1-bit scan with bounds, Options.Confidence).
-	for _, conf := range []float64{1.5, 2} {
-		x := New(&Options{Confidence: conf})
+	// The index itself (1-bit scan with bounds, Options.Confidence), with
+	// and without its int8 rows.
+	for _, o := range []Options{{Confidence: 1.5}, {Confidence: 2}, {Confidence: 2, NoRows: true}} {
+		conf := o.Confidence
+		x := New(&o)
 		items := make([]Item, n)
 		for i, v := range s.base {
 			items[i] = Item{ID: fmt.Sprint(i), Vector: v, DocType: "knowledge"}
@@ -280,7 +285,8 @@ func runDenseExperiment(b *testing.B, s *denseSet) {
 			b.Fatal(err)
 		}
 		b.Logf("%s: Add of %d vectors took %v (%+v)", s.name, n, time.Since(t0), x.Stats())
-		measure(fmt.Sprintf("index/confidence=%.1f", conf), func(q []float32, k int) []scored {
+		before := x.Stats().Rescored
+		measure(fmt.Sprintf("index/confidence=%.1f/rows=%v", conf, !o.NoRows), func(q []float32, k int) []scored {
 			var top topK
 			top.init(k)
 			x.mu.RLock()
@@ -289,6 +295,7 @@ func runDenseExperiment(b *testing.B, s *denseSet) {
 			x.mu.RUnlock()
 			return top.sorted()
 		})
+		b.Logf("%s: index (confidence %.1f, rows %v): %d float32 vectors read in all", s.name, conf, !o.NoRows, x.Stats().Rescored-before)
 	}
 }
 

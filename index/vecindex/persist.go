@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"unsafe"
 
 	"github.com/ragmem/ragmem/internal/wal"
 )
@@ -19,7 +20,8 @@ import (
 // sequence of checksummed frames (internal/wal), little-endian:
 //
 //	header  "RGMVXC01", dim u32, pd u32, seed u64, count u64, flags u8
-//	        (1: centred, 2: int8 rows follow each code), centre dim × f32
+//	        (1: centred, 2: int8 rows follow each code, 4: sparse data: the
+//	        rows go dimension-major), centre dim × f32
 //	data    n u32, then n × (pd/64 × u64 code, a f32, ones f32, err f32
 //	        [, scale f32, dim × i8 row])             (at most codesPerFrame)
 //	end     "RGMVXEND", count u64, the caller's tag
@@ -40,6 +42,7 @@ const (
 	maxCodesCount = 1 << 31
 	flagCentred   = 1
 	flagInt8      = 2
+	flagSparse    = 4
 )
 
 // CodesWriter writes the codes of an index's vectors in an order its caller
@@ -49,12 +52,14 @@ type CodesWriter struct {
 	x       *Index
 	w       *bufio.Writer
 	coder   *binCoder
-	int8    bool
+	int8    bool // rows follow each code
+	dense   bool // they are the index's rows (else computed for the dimension-major store)
 	count   int
 	n       int
 	frame   []byte // payload being built
 	inFrame int
 	code    []uint64
+	row     []int8
 	scratch []float32
 	err     error
 }
@@ -62,12 +67,13 @@ type CodesWriter struct {
 // NewCodesWriter starts writing the codes of count vectors to w.
 func (x *Index) NewCodesWriter(w io.Writer, count int) (*CodesWriter, error) {
 	x.mu.RLock()
-	coder, centred, int8 := x.coder, x.centred, x.sparse == 1
+	coder, centred, sparse, rows := x.coder, x.centred, x.sparse == 1, x.rows.on
 	x.mu.RUnlock()
+	int8 := sparse || rows
 	if coder == nil {
 		return nil, fmt.Errorf("%w: the index has no dimension yet", ErrCodes)
 	}
-	cw := &CodesWriter{x: x, w: bufio.NewWriterSize(w, 1<<20), coder: coder, int8: int8, count: count,
+	cw := &CodesWriter{x: x, w: bufio.NewWriterSize(w, 1<<20), coder: coder, int8: int8, dense: rows, count: count,
 		code: make([]uint64, coder.words), scratch: make([]float32, coder.pd)}
 	h := []byte(codesMagic)
 	h = binary.LittleEndian.AppendUint32(h, uint32(coder.dim))
@@ -80,6 +86,9 @@ func (x *Index) NewCodesWriter(w io.Writer, count int) (*CodesWriter, error) {
 	}
 	if int8 {
 		flags |= flagInt8
+	}
+	if sparse {
+		flags |= flagSparse
 	}
 	h = append(h, flags)
 	for _, f := range coder.centre {
@@ -115,14 +124,24 @@ func (cw *CodesWriter) Add(id string, v []float32) error {
 	}
 	slot, ok := x.slotOf[id]
 	held := ok && sameVector(x.vecs[slot], v)
+	var rowScale float32
+	var row []int8
 	if held {
 		blockCode(cw.code, x.codes, cw.coder.words, int(slot))
 		f = x.fac.get(int(slot))
+		if cw.dense {
+			cw.row = append(cw.row[:0], x.rows.row(int(slot))...)
+			rowScale, row = x.rows.scale[slot], cw.row
+		}
 	}
 	x.mu.RUnlock()
 	nv := normalised(v)
 	if !held {
 		f = cw.coder.encode(cw.code, nv, cw.scratch)
+	}
+	if cw.int8 && row == nil {
+		cw.row = append(cw.row[:0], make([]int8, len(nv))...)
+		rowScale, row = quantRow(cw.row, nv), cw.row
 	}
 	if cw.inFrame == 0 {
 		cw.frame = append(cw.frame[:0], 0, 0, 0, 0)
@@ -134,10 +153,9 @@ func (cw *CodesWriter) Add(id string, v []float32) error {
 		cw.frame = binary.LittleEndian.AppendUint32(cw.frame, math.Float32bits(g))
 	}
 	if cw.int8 {
-		scale, inv := quantScale(nv)
-		cw.frame = binary.LittleEndian.AppendUint32(cw.frame, math.Float32bits(scale))
-		for _, f := range nv {
-			cw.frame = append(cw.frame, byte(quantCode(f, inv)))
+		cw.frame = binary.LittleEndian.AppendUint32(cw.frame, math.Float32bits(rowScale))
+		for _, b := range row {
+			cw.frame = append(cw.frame, byte(b))
 		}
 	}
 	cw.inFrame++
@@ -205,8 +223,9 @@ type Codes struct {
 	count   int
 	codes   []uint64 // block layout
 	fac     scanFactors
-	int8    bool
-	quant   quantStore
+	sparse  bool
+	quant   quantStore // sparse data's rows, dimension-major
+	rows    rowStore   // dense data's rows
 }
 
 // Len returns the number of vectors the codes describe.
@@ -239,14 +258,15 @@ func ReadCodes(r io.Reader) (*Codes, []byte, error) {
 	c := &Codes{dim: int(binary.LittleEndian.Uint32(h)), pd: int(binary.LittleEndian.Uint32(h[4:])), seed: binary.LittleEndian.Uint64(h[8:])}
 	count := binary.LittleEndian.Uint64(h[16:])
 	flags := h[24]
-	if c.dim <= 0 || c.dim > maxCodesDim || c.pd != (c.dim+63)/64*64 || count > maxCodesCount || flags&^(flagCentred|flagInt8) != 0 {
+	if c.dim <= 0 || c.dim > maxCodesDim || c.pd != (c.dim+63)/64*64 || count > maxCodesCount || flags&^(flagCentred|flagInt8|flagSparse) != 0 || flags&flagSparse != 0 && flags&flagInt8 == 0 {
 		return nil, nil, bad("impossible header (dimension %d, padded %d, count %d, flags %d)", c.dim, c.pd, count, flags)
 	}
 	if len(p) != fixed+4*c.dim {
 		return nil, nil, bad("header of %d bytes, want %d", len(p), fixed+4*c.dim)
 	}
 	c.count = int(count)
-	c.centred, c.int8 = flags&flagCentred != 0, flags&flagInt8 != 0
+	c.centred, c.sparse = flags&flagCentred != 0, flags&flagSparse != 0
+	withRows := flags&flagInt8 != 0
 	c.centre = make([]float32, c.dim)
 	for i := range c.centre {
 		f := math.Float32frombits(binary.LittleEndian.Uint32(p[fixed+4*i:]))
@@ -257,9 +277,13 @@ func ReadCodes(r io.Reader) (*Codes, []byte, error) {
 	}
 	words := c.pd / 64
 	per := 8*words + 12
-	if c.int8 {
+	if withRows {
 		per += 4 + c.dim
-		c.quant.reset(c.dim)
+		if c.sparse {
+			c.quant.reset(c.dim)
+		} else {
+			c.rows = rowStore{on: true, dim: c.dim}
+		}
 	}
 	code := make([]uint64, words)
 	n := 0
@@ -305,12 +329,16 @@ func ReadCodes(r io.Reader) (*Codes, []byte, error) {
 			}
 			c.fac.set(n, f)
 			d = d[12:]
-			if c.int8 {
+			if withRows {
 				scale := math.Float32frombits(binary.LittleEndian.Uint32(d))
 				if !finite(scale) || scale < 0 {
 					return nil, nil, bad("vector %d has an impossible scale", n)
 				}
-				c.quant.setRow(n, scale, d[4:4+c.dim])
+				if c.sparse {
+					c.quant.setRow(n, scale, d[4:4+c.dim])
+				} else {
+					c.rows.set(n, scale, bytesToInt8(d[4:4+c.dim]))
+				}
 				d = d[4+c.dim:]
 			}
 			n++
@@ -330,9 +358,13 @@ func (c *Codes) grow(n int) {
 		c.codes = nc
 	}
 	c.fac.grow(n)
-	if c.int8 {
+	if c.sparse {
 		c.quant.grow(n)
 	}
+}
+
+func bytesToInt8(b []byte) []int8 {
+	return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
 }
 
 // Load installs codes read with ReadCodes for items (item i is vector i of
@@ -380,19 +412,36 @@ func (x *Index) Load(items []Item, c *Codes) error {
 		x.bySrc[s] = append(x.bySrc[s], slot)
 	}
 	switch {
-	case x.opt.Sparse == SparseNever || x.opt.Sparse == SparseAuto && !c.int8:
+	case x.opt.Sparse == SparseNever || x.opt.Sparse == SparseAuto && !c.sparse:
 		x.sparse = -1
-	case c.int8:
+	case c.sparse:
 		x.sparse, x.quant = 1, c.quant
 		for slot, v := range x.vecs {
 			if v == nil {
 				x.quant.clear(slot)
 			}
 		}
-	default: // SparseAlways without persisted int8 codes
+	default: // SparseAlways with codes of dense data
 		x.sparse = 1
 		x.quant.reset(x.dim)
 		x.quantise(0, len(x.vecs))
+	}
+	x.rows = rowStore{on: x.sparse == -1 && !x.opt.NoRows, dim: x.dim}
+	if x.rows.on {
+		if c.rows.on {
+			x.rows = c.rows
+		} else {
+			// Codes without rows: compute them (this reads every vector).
+			row := make([]int8, x.dim)
+			for slot, v := range x.vecs {
+				if v != nil {
+					x.rows.set(slot, quantRow(row, v), row)
+				} else {
+					clear(row)
+					x.rows.set(slot, 0, row)
+				}
+			}
+		}
 	}
 	x.maintain()
 	return nil

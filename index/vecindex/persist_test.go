@@ -92,7 +92,7 @@ func TestCodesRoundTrip(t *testing.T) {
 		if err := y.Load(order, c); err != nil {
 			t.Fatal(err)
 		}
-		if xs, ys := x.Stats(), y.Stats(); xs.Live != ys.Live || xs.Centred != ys.Centred || xs.Int8 != ys.Int8 {
+		if xs, ys := x.Stats(), y.Stats(); xs.Live != ys.Live || xs.Centred != ys.Centred || xs.Int8 != ys.Int8 || xs.Rows != ys.Rows {
 			t.Fatalf("stats %+v after load, %+v before", ys, xs)
 		}
 		w := x.coder.words
@@ -106,6 +106,9 @@ func TestCodesRoundTrip(t *testing.T) {
 			}
 			if x.sparse == 1 && x.quant.scale[sx] != y.quant.scale[sy] {
 				t.Fatalf("%s: int8 scale differs after the round trip", it.ID)
+			}
+			if x.rows.on && (x.rows.scale[sx] != y.rows.scale[sy] || !slices.Equal(x.rows.row(int(sx)), y.rows.row(int(sy)))) {
+				t.Fatalf("%s: int8 row differs after the round trip", it.ID)
 			}
 		}
 		r := rand.New(rand.NewSource(12))

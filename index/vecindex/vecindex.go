@@ -8,17 +8,22 @@
 //     outside the Go heap (the local backend maps it from its snapshot);
 //   - a 1-bit code of its rotated, centred form with three correction
 //     factors (binary.go): pd/8 + 12 bytes, 108 at 768 dimensions;
-//   - for sparse data only (vectors with many zero components, such as those
+//   - for sparse data (vectors with many zero components, such as those
 //     of the lexical embedder), int8 codes stored dimension-major
-//     (quant.go), which let a sparse query read only its non-zero dimensions.
+//     (quant.go), which let a sparse query read only its non-zero
+//     dimensions; for dense data, int8 rows (rows.go), one byte per
+//     dimension, unless Options.NoRows.
 //
 // A query that matches few vectors is an exact float32 scan. Otherwise a
 // sparse query on sparse data runs the int8 scan and rescores its best
 // candidates exactly; any other query scans the 1-bit codes: each code gives
-// an estimate of the similarity with an error bound, a vector is a
-// candidate unless its upper bound is below the k-th best lower bound seen,
-// and candidates are rescored with their float32 vectors in decreasing order
-// of upper bound until the next bound cannot beat the k-th exact score.
+// an estimate of the similarity with an error bound, and a vector is a
+// candidate unless its upper bound is below the k-th best lower bound seen.
+// With int8 rows, the candidates are ranked by their row estimates (error
+// about 5e-4) and only those within a few row errors of the k-th best are
+// rescored with their float32 vectors; without rows, candidates are
+// rescored in decreasing order of upper bound until the next bound cannot
+// beat the k-th exact score.
 // Results therefore always carry exact scores; which vectors are considered
 // is approximate (Recall measures it against the exact scan). Nothing is
 // built in the background: a vector is searchable through the fast path as
@@ -43,6 +48,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/viterin/vek/vek32"
 )
@@ -80,6 +86,13 @@ type Options struct {
 	// queries: SparseAuto (the default) keeps them when at least a tenth of
 	// the components of the first vectors added are zero.
 	Sparse int
+	// NoRows drops the int8 rows kept for dense data (one byte per
+	// dimension and vector: 768 MB for a million 768-dimension vectors),
+	// which rank the 1-bit scan's candidates almost exactly so that only a
+	// few are rescored with their float32 vectors (a float32 vector not yet
+	// in memory costs a page fault when it is mapped from a file). Default
+	// false: rows are kept.
+	NoRows bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -125,10 +138,14 @@ type Result struct {
 
 // Stats describes an index. It is a plain value.
 type Stats struct {
-	Live      int   // vectors that can be returned
-	Slots     int   // live + deleted vectors still held
-	Centred   bool  // the 1-bit codes are centred on the data's mean
-	Int8      bool  // int8 dimension-major codes are kept (sparse data)
+	Live    int  // vectors that can be returned
+	Slots   int  // live + deleted vectors still held
+	Centred bool // the 1-bit codes are centred on the data's mean
+	Int8    bool // int8 dimension-major codes are kept (sparse data)
+	Rows    bool // int8 rows are kept (dense data, unless Options.NoRows)
+	// Rescored counts the float32 vectors that searches through the 1-bit
+	// codes have read since the index was made.
+	Rescored  int64
 	CodeBytes int64 // memory held by codes and factors
 }
 
@@ -161,8 +178,10 @@ type Index struct {
 	fac     scanFactors
 	sparse  int        // 1: int8 codes kept; -1: not; 0: undecided
 	quant   quantStore // int8 dimension-major codes (sparse == 1)
+	rows    rowStore   // int8 rows (dense data, sparse == -1 and !NoRows)
 
-	scratch sync.Pool // *[]float32 of len pd
+	scratch  sync.Pool    // *[]float32 of len pd
+	rescored atomic.Int64 // float32 vectors read by 1-bit searches since New
 }
 
 // New returns an empty index.
@@ -200,8 +219,9 @@ func (x *Index) Dim() int {
 func (x *Index) Stats() Stats {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	s := Stats{Live: len(x.slotOf), Slots: len(x.vecs), Centred: x.centred, Int8: x.sparse == 1}
-	s.CodeBytes = int64(len(x.codes))*8 + int64(len(x.fac.a))*12 + int64(len(x.quant.blocks))*int64(x.dim)*blockSize + int64(len(x.quant.scale))*4
+	s := Stats{Live: len(x.slotOf), Slots: len(x.vecs), Centred: x.centred, Int8: x.sparse == 1, Rows: x.rows.on, Rescored: x.rescored.Load()}
+	s.CodeBytes = int64(len(x.codes))*8 + int64(len(x.fac.a))*12 + int64(len(x.quant.blocks))*int64(x.dim)*blockSize + int64(len(x.quant.scale))*4 +
+		int64(len(x.rows.codes)) + int64(len(x.rows.scale))*4
 	return s
 }
 
@@ -272,18 +292,24 @@ func checkDims(items []Item, dim int) (int, error) {
 	return dim, nil
 }
 
-// encoded is the 1-bit form of a batch of vectors, made outside the lock.
+// encoded is the 1-bit form (and int8 rows) of a batch of vectors, made
+// outside the lock.
 type encoded struct {
 	coder *binCoder
 	vecs  [][]float32 // normalised
 	codes []uint64
 	fac   []binFactor
+	rows  []int8 // len(vecs)*dim when rows are kept
+	scale []float32
 }
 
 // encodeAll normalises vecs and encodes them with c, over the cores for
 // large batches.
-func (x *Index) encodeAll(c *binCoder, vecs [][]float32) encoded {
+func (x *Index) encodeAll(c *binCoder, vecs [][]float32, rows bool) encoded {
 	e := encoded{coder: c, vecs: make([][]float32, len(vecs)), codes: make([]uint64, len(vecs)*c.words), fac: make([]binFactor, len(vecs))}
+	if rows {
+		e.rows, e.scale = make([]int8, len(vecs)*c.dim), make([]float32, len(vecs))
+	}
 	run := func(lo, hi int) {
 		sp := x.getScratch(c.pd)
 		defer x.scratch.Put(sp)
@@ -291,6 +317,9 @@ func (x *Index) encodeAll(c *binCoder, vecs [][]float32) encoded {
 			v := normalised(vecs[i])
 			e.vecs[i] = v
 			e.fac[i] = c.encode(e.codes[i*c.words:(i+1)*c.words], v, *sp)
+			if rows {
+				e.scale[i] = quantRow(e.rows[i*c.dim:(i+1)*c.dim], v)
+			}
 		}
 	}
 	parallel(len(vecs), 512, run)
@@ -326,14 +355,14 @@ func (x *Index) Add(items []Item) error {
 		return nil
 	}
 	x.mu.RLock()
-	dim, coder := x.dim, x.coder
+	dim, coder, rows := x.dim, x.coder, x.rows.on
 	x.mu.RUnlock()
 	if _, err := checkDims(items, dim); err != nil {
 		return err
 	}
 	var pre encoded
 	if coder != nil && x.centredFor(coder, len(items)) {
-		pre = x.encodeAll(coder, vectorsOf(items))
+		pre = x.encodeAll(coder, vectorsOf(items), rows)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -370,16 +399,20 @@ func (x *Index) addLocked(items []Item, pre encoded) error {
 		if x.sparse == 1 {
 			x.quant.reset(dim)
 		}
+		x.rows = rowStore{on: x.sparse == -1 && !x.opt.NoRows, dim: dim}
 	}
 	if !x.centred && len(x.slotOf)+len(items) >= centreMin {
 		x.recentre(items)
 	}
-	if pre.coder != x.coder {
-		pre = x.encodeAll(x.coder, vectorsOf(items))
+	if pre.coder != x.coder || (pre.rows != nil) != x.rows.on {
+		pre = x.encodeAll(x.coder, vectorsOf(items), x.rows.on)
 	}
 	first := len(x.vecs)
 	for i := range items {
 		x.install(&items[i], pre.vecs[i], pre.codes[i*x.coder.words:(i+1)*x.coder.words], pre.fac[i])
+		if x.rows.on {
+			x.rows.set(len(x.vecs)-1, pre.scale[i], pre.rows[i*x.dim:(i+1)*x.dim])
+		}
 	}
 	if x.sparse == 1 {
 		x.quantise(first, len(x.vecs))
@@ -617,6 +650,16 @@ func (x *Index) compact() {
 	x.bySrc = make(map[int32][]int32, len(srcIDs))
 	for slot, s := range src {
 		x.bySrc[s] = append(x.bySrc[s], int32(slot))
+	}
+	if x.rows.on {
+		rows := rowStore{on: true, dim: x.dim}
+		for slot, v := range x.vecs {
+			if v != nil {
+				ns := int(x.slotOf[x.ids[slot]])
+				rows.set(ns, x.rows.scale[slot], x.rows.row(slot))
+			}
+		}
+		x.rows = rows
 	}
 	x.vecs, x.ids, x.docType, x.source, x.srcIDs = vecs, ids, dt, src, srcIDs
 	x.codes, x.fac = codes, fac
@@ -930,6 +973,14 @@ func (x *Index) VerifyCodes() []string {
 			}
 			g := x.fac.get(slot)
 			ok := diff <= x.coder.pd/32 && math.Abs(float64(f.a-g.a)) <= 1e-3*math.Abs(float64(f.a))+1e-6
+			if ok && x.rows.on {
+				scale, inv := quantScale(v)
+				ok = math.Abs(float64(scale-x.rows.scale[slot])) <= 1e-6*float64(scale)+1e-12
+				for d, c := range x.rows.row(slot) {
+					diff := int(quantCode(v[d], inv)) - int(c)
+					ok = ok && diff >= -1 && diff <= 1
+				}
+			}
 			if ok && x.sparse == 1 {
 				scale, inv := quantScale(v)
 				ok = math.Abs(float64(scale-x.quant.scale[slot])) <= 1e-6*float64(scale)+1e-12
