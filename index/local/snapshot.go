@@ -306,6 +306,39 @@ func readSnapshot2(ra io.ReaderAt, size int64, name string, head []byte, open fu
 		return nil, bad("%d bytes, too short for %d vectors of %d dimensions", size, count, s.dim)
 	}
 	tail := int64(vecOff + vecBytes)
+	// The vector checksums sit just before the fixed-size end frame: read
+	// them first, so that the vectors are verified while the records are
+	// decoded (the sequential read below must meet the same frame).
+	var early []uint32
+	verified := make(chan error, 1)
+	if s.dim > 0 && count > 0 {
+		blockBytes := uint64(blockVecs) * uint64(s.dim) * 4
+		nblocks := (vecBytes + blockBytes - 1) / blockBytes
+		sumsFrame := int64(wal.FrameHeader + len(snapSums) + 4*int(nblocks))
+		at := size - int64(wal.FrameHeader+len(snapEnd2)+8) - sumsFrame
+		if nblocks > uint64(size) || at < tail {
+			return nil, bad("%d bytes, too short for its vector checksums", size)
+		}
+		buf := make([]byte, sumsFrame)
+		if _, err := ra.ReadAt(buf, at); err != nil {
+			return nil, bad("vector checksums: %v", err)
+		}
+		p, err := wal.ReadFrame(bytes.NewReader(buf), nil)
+		if err != nil || len(p) != len(snapSums)+4*int(nblocks) || string(p[:len(snapSums)]) != snapSums {
+			return nil, bad("vector checksums unreadable")
+		}
+		for i := len(snapSums); i < len(p); i += 4 {
+			early = append(early, binary.LittleEndian.Uint32(p[i:]))
+		}
+		go func() { verified <- verifyVectors(ra, int64(vecOff), int(count), s.dim, blockVecs, early) }()
+		defer func() {
+			if verified != nil {
+				<-verified // never leave the reads running past the return
+			}
+		}()
+	} else {
+		verified = nil
+	}
 	r := bufio.NewReaderSize(io.NewSectionReader(ra, tail, size-tail), 1<<20)
 	p, err = wal.ReadFrame(r, nil)
 	if err != nil {
@@ -363,8 +396,20 @@ func readSnapshot2(ra io.ReaderAt, size int64, name string, head []byte, open fu
 		}
 		return s, nil
 	}
-	if err := verifyVectors(ra, int64(vecOff), int(count), s.dim, blockVecs, sums); err != nil {
-		return nil, bad("%v", err)
+	if len(sums) != len(early) {
+		return nil, bad("vector checksums differ from the ones read first")
+	}
+	for i := range sums {
+		if sums[i] != early[i] {
+			return nil, bad("vector checksums differ from the ones read first")
+		}
+	}
+	if early != nil {
+		err = <-verified
+		verified = nil
+		if err != nil {
+			return nil, bad("%v", err)
+		}
 	}
 	if open == nil {
 		vecs, err := readVectors(ra, int64(vecOff), int(count), s.dim)
