@@ -88,9 +88,25 @@ func (b *Backend) Check(ctx context.Context) ([]Problem, error) {
 }
 
 // checkFallbacks reads the snapshots kept as fallbacks, which opening the
-// store does not need to read, and reports those that are damaged.
+// store does not need to read, with their vector codes and the journals
+// older than the snapshot in use, and reports those that are damaged.
 func (b *Backend) checkFallbacks() []Problem {
 	var probs []Problem
+	if js, err := listGenerations(b.fs, b.dir, journalPrefix, journalSuffix); err == nil {
+		for i := 0; i+1 < len(js); i++ {
+			if js[i+1] > b.snapSeq {
+				continue // read at open
+			}
+			name := journalName(js[i])
+			scan, err := scanJournal(b.fs, filepath.Join(b.dir, name), func(*batchOp) error { return nil })
+			if err == nil && scan.tail != nil {
+				err = scan.tail
+			}
+			if err != nil {
+				probs = append(probs, Problem{Kind: "damaged", ID: name, Msg: fmt.Sprintf("journal %s, kept with the fallback snapshot, is damaged (%v); --repair moves it to quarantine/", name, err)})
+			}
+		}
+	}
 	snaps, err := listGenerations(b.fs, b.dir, snapPrefix, snapSuffix)
 	if err != nil {
 		return []Problem{{Kind: "damaged", Msg: fmt.Sprintf("the store directory is unreadable: %v", err)}}

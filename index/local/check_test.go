@@ -14,6 +14,7 @@ import (
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
 	"github.com/ragmem/ragmem/index/vecindex"
+	"github.com/ragmem/ragmem/internal/wal"
 )
 
 func problemKeys(probs []Problem) []string {
@@ -209,4 +210,48 @@ func TestReadOnlyReportsAndChangesNothing(t *testing.T) {
 		t.Fatalf("repair: %v %v", remaining, err)
 	}
 	expectState(t, b, want)
+}
+
+// TestCheckReadsFallbackJournal: a journal kept only for the fallback
+// snapshot is not read at open (everything in it is in the newer snapshot),
+// so damage to it costs nothing at open; Check reads it and reports it.
+func TestCheckReadsFallbackJournal(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b := mustOpen(t, dir, &Options{Logger: quietLogger(), CheckpointBytes: 1, CheckpointRatio: -1})
+	for i := 0; i < 3; i++ { // a snapshot after each write
+		if err := b.Apply(ctx, putVersion(fmt.Sprintf("https://s/%d", i), i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	js, err := listGenerations(wal.OS{}, dir, journalPrefix, journalSuffix)
+	if err != nil || len(js) < 2 {
+		t.Fatalf("journals %v (%v): want at least two", js, err)
+	}
+	old := filepath.Join(dir, journalName(js[0]))
+	data, err := os.ReadFile(old)
+	if err != nil || len(data) < 16 {
+		t.Fatalf("journal %s: %d bytes (%v)", old, len(data), err)
+	}
+	data[len(data)-3] ^= 0x40
+	if err := os.WriteFile(old, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b = mustOpen(t, dir, &Options{Logger: quietLogger()})
+	defer b.Close()
+	if r := b.Recovery(); len(r.Problems) > 0 || r.Lost != "" {
+		t.Fatalf("open read the fallback journal: %+v", r)
+	}
+	probs, err := b.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range probs {
+		found = found || p.Kind == "damaged" && p.ID == journalName(js[0])
+	}
+	if !found {
+		t.Fatalf("Check did not report the damaged fallback journal %s: %v", journalName(js[0]), probs)
+	}
 }

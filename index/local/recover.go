@@ -178,6 +178,13 @@ func (b *Backend) recover(ctx context.Context) error {
 			b.lost(fmt.Sprintf("operations %d to %d are missing", b.seq+1, base))
 			continue
 		}
+		if i+1 < len(jbases) && jbases[i+1] <= b.seq && (!collect || jbases[i+1] <= bs.seq) {
+			// Every operation in it is in the snapshot and in bleve (or
+			// bleve is rebuilt anyway): it is kept as the fallback
+			// snapshot's journal and read only if that is needed. Check
+			// reads it.
+			continue
+		}
 		js, err := scanJournal(b.fs, path, func(o *batchOp) error {
 			if o.Seq > b.seq {
 				b.applyMem(o)
