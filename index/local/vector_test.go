@@ -199,3 +199,26 @@ func dot(a, b []float32) float32 {
 	}
 	return s
 }
+
+// TestEmptiedStoreReopens: a store whose every record was removed keeps its
+// dimension; its snapshot has no rows and reopens.
+func TestEmptiedStoreReopens(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b := mustOpen(t, dir, &Options{Logger: quietLogger()})
+	putSource(t, b, "https://a/", 3, 1)
+	if err := b.Apply(ctx, removeSource("https://a/")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = mustOpen(t, dir, &Options{Logger: quietLogger()})
+	defer b.Close()
+	assertClean(t, b, 0)
+	putSource(t, b, "https://b/", 2, 5)
+	assertClean(t, b, 2)
+}
