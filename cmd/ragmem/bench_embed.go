@@ -19,7 +19,7 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/embed"
-	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 )
 
 // The embedders of `ragmem bench`: each entry of --embedders is an embedder
@@ -254,7 +254,7 @@ func preEmbed(ctx context.Context, c *corpus, emb embed.Embedder, dir string, o 
 					title = sourceURL(d.ID)
 				}
 				for _, ch := range chunk.Split(d.Text, chunk.Text, &chunk.Options{}) {
-					texts = append(texts, index.EmbedText(&index.Record{Title: title, HeadingPath: ch.HeadingPath, Content: ch.Text}))
+					texts = append(texts, driver.SearchText(&driver.Record{Title: title, HeadingPath: ch.HeadingPath, Content: ch.Text}))
 				}
 			}
 			vecs, err := emb.Embed(ctx, texts)
