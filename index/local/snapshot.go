@@ -256,7 +256,7 @@ func readSnapshot(fsys wal.FS, path string) (*snapshotData, error) {
 		return nil, fmt.Errorf("index: %s cannot be read at offsets", filepath.Base(path))
 	}
 	s, err := readSnapshotAt(ra, st.Size(), filepath.Base(path), func(off int64, count, dim int) (*vecSection, error) {
-		return mapSection(path, off, count, dim)
+		return mapSection(fsys, path, off, count, dim)
 	})
 	if err == nil && filepath.Base(path) != snapName(s.seq) {
 		_ = s.vecs.close()

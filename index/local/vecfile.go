@@ -7,11 +7,13 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"unsafe"
 
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/internal/wal"
 )
 
 // A snapshot's vectors (format version 2, snapshot.go) sit in one
@@ -69,28 +71,34 @@ var littleEndian = func() bool {
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }()
 
-// mapSection maps (or reads) count rows of dim float32 at off in the file
-// at path.
-func mapSection(path string, off int64, count, dim int) (*vecSection, error) {
+// mapSection maps count rows of dim float32 at off in the file at path,
+// opened through fsys. A file of the operating system is mapped where the
+// platform allows; any other (an in-memory file system, a test's) is read
+// into memory through its ReaderAt.
+func mapSection(fsys wal.FS, path string, off int64, count, dim int) (*vecSection, error) {
 	s := &vecSection{dim: dim, count: count}
 	n := int64(count) * int64(dim) * 4
 	if n == 0 {
 		return s, nil
 	}
-	f, err := os.Open(path)
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if canMap && littleEndian && off%int64(os.Getpagesize()) == 0 {
-		b, err := mapReadOnly(f, off, n)
+	if of, ok := f.(*os.File); ok && canMap && littleEndian && off%int64(os.Getpagesize()) == 0 {
+		b, err := mapReadOnly(of, off, n)
 		if err == nil {
 			s.mapped = b
 			s.vecs = unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), count*dim)
 			return s, nil
 		}
 	}
-	vecs, err := readVectors(f, off, count, dim)
+	ra, ok := f.(io.ReaderAt)
+	if !ok {
+		return nil, fmt.Errorf("index: %s cannot be read at offsets", filepath.Base(path))
+	}
+	vecs, err := readVectors(ra, off, count, dim)
 	if err != nil {
 		return nil, err
 	}

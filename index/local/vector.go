@@ -236,10 +236,10 @@ func (b *Backend) searchVectors(ctx context.Context, vec []float32, k int, f dri
 // previous snapshot's. The records' vectors written since the previous
 // snapshot leave memory this way. Called with wmu held.
 func (b *Backend) remapVectors(seq uint64, recs []*driver.Record, dim int) {
-	if dim == 0 || len(recs) == 0 {
-		return
+	if dim == 0 || len(recs) == 0 || b.memory {
+		return // an in-memory store's vectors stay where they are
 	}
-	sec, err := mapSection(filepath.Join(b.dir, snapName(seq)), snapVecOff, len(recs), dim)
+	sec, err := mapSection(b.fs, filepath.Join(b.dir, snapName(seq)), snapVecOff, len(recs), dim)
 	if err != nil {
 		b.log.Warn("index: could not map the new snapshot's vectors; they stay in memory", "err", err)
 		return
