@@ -70,8 +70,9 @@ func (r *rowStore) estimate(slot int, rq *rowQuery) (est, bound float32) {
 	return est, bound
 }
 
-// dot8 is Σ a[i]·b[i] in int32 (no overflow below 2^17 dimensions).
-func dot8(a, b []int8) int32 {
+// dot8Go is the portable dot8: Σ a[i]·b[i] in int32 (no overflow below
+// 2^17 dimensions).
+func dot8Go(a, b []int8) int32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 int32
 	i := 0

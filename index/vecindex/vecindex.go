@@ -74,10 +74,11 @@ type Options struct {
 	// embedder's vectors, whose similarities are flat, and 0.99 on USE-lite
 	// vectors).
 	Confidence float64
-	// Rescore bounds the candidates of a 1-bit scan that are rescored
-	// with their float32 vectors: at most k + Rescore for a top-k query,
-	// even when more are within their error bounds of the k-th best.
-	// Default 1500; negative: no bound.
+	// Rescore bounds the candidates of a 1-bit scan (those with the
+	// highest upper bounds) that go on to the int8 rows, or without rows to
+	// their float32 vectors: at most k + Rescore for a top-k query, even
+	// when more are within their error bounds of the k-th best. Default
+	// 1500; negative: no bound.
 	Rescore int
 	// Seed selects the rotation of the 1-bit codes. Default 1. Codes loaded
 	// with Load keep the seed they were written with.
