@@ -184,3 +184,26 @@ func checkSnapshot(t *testing.T, data []byte) {
 		t.Fatalf("accepted snapshot does not survive a round trip")
 	}
 }
+
+// FuzzDecodeRecordShared: a snapshot's records are decoded with their
+// strings cut from one copy of the frame; the result and the verdict must be
+// those of the plain decoder, whatever the bytes.
+func FuzzDecodeRecordShared(f *testing.F) {
+	r := putVersion("https://f/a", 3).Put[0]
+	r.Attrs = map[string]string{"k": "v", "empty": ""}
+	r.HeadingPath = []string{"A", "", "B"}
+	f.Add(encodeRecord(&r))
+	r.Vector = nil
+	f.Add(encodeRecord(&r))
+	f.Add([]byte{0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, errA := decodeRecord(data)
+		b, errB := decodeRecordShared(data)
+		if (errA == nil) != (errB == nil) {
+			t.Fatalf("plain: %v, shared: %v", errA, errB)
+		}
+		if errA == nil && !reflect.DeepEqual(a, b) {
+			t.Fatalf("plain %+v, shared %+v", a, b)
+		}
+	})
+}

@@ -23,6 +23,21 @@ func (b *Backend) putMem(r *driver.Record) {
 	}
 }
 
+// presize sizes the empty in-memory maps for recs, so that loading a
+// snapshot rehashes none of them as it grows.
+func (b *Backend) presize(recs []driver.Record) {
+	b.records = make(map[string]*driver.Record, len(recs))
+	b.bySource = make(map[string]map[string]struct{}, len(recs))
+	types := map[string]int{}
+	for i := range recs {
+		types[recs[i].DocType]++
+	}
+	b.byType = make(map[string]map[string]struct{}, len(types))
+	for t, n := range types {
+		b.byType[t] = make(map[string]struct{}, n)
+	}
+}
+
 func addTo(m map[string]map[string]struct{}, key, id string) {
 	s := m[key]
 	if s == nil {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 
-	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/wal"
 )
 
@@ -123,7 +122,7 @@ func (b *Backend) recover(ctx context.Context) error {
 			b.meta[k] = v
 		}
 		if len(b.records) == 0 {
-			b.records = make(map[string]*driver.Record, len(sd.records))
+			b.presize(sd.records)
 		}
 		for j := range sd.records {
 			if sd.version == 1 {

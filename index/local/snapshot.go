@@ -381,7 +381,7 @@ func readSnapshot2(ra io.ReaderAt, size int64, name string, head []byte, open fu
 		if sums != nil {
 			return nil, bad("record after the vector checksums")
 		}
-		rec, err := decodeRecord(p)
+		rec, err := decodeRecordShared(p)
 		if err != nil {
 			return nil, bad("record %d: %v", len(s.records), err)
 		}

@@ -142,7 +142,11 @@ func (b *Backend) readCodes(path string, tag []byte) (*vecindex.Codes, error) {
 		return nil, err
 	}
 	defer f.Close()
-	c, got, err := vecindex.ReadCodes(bufio.NewReaderSize(f, 1<<20))
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	c, got, err := vecindex.ReadCodes(bufio.NewReaderSize(f, 1<<20), st.Size())
 	if err != nil {
 		return nil, err
 	}

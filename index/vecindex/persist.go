@@ -234,11 +234,14 @@ func (c *Codes) Len() int { return c.count }
 // Dim returns their dimension.
 func (c *Codes) Dim() int { return c.dim }
 
-// ReadCodes reads persisted codes and returns them with the tag they were
+// ReadCodes reads persisted codes of size bytes (the length of what r
+// holds; negative when unknown) and returns them with the tag they were
 // written with. Every frame's checksum is verified; damage, truncation or
-// anything inconsistent is an error wrapping ErrCodes. Memory grows with
-// the data actually read, not with the counts the header claims.
-func ReadCodes(r io.Reader) (*Codes, []byte, error) {
+// anything inconsistent is an error wrapping ErrCodes. With size known, a
+// header whose count the bytes cannot hold is refused at once and the
+// codes are allocated once, at their final size; without it, memory grows
+// with the data actually read, not with the counts the header claims.
+func ReadCodes(r io.Reader, size int64) (*Codes, []byte, error) {
 	br, ok := r.(*bufio.Reader)
 	if !ok {
 		br = bufio.NewReaderSize(r, 1<<20)
@@ -284,6 +287,15 @@ func ReadCodes(r io.Reader) (*Codes, []byte, error) {
 		} else {
 			c.rows = rowStore{on: true, dim: c.dim}
 		}
+	}
+	if size >= 0 {
+		// Each frame of up to codesPerFrame vectors costs its frame header
+		// and count besides the vectors themselves.
+		frames := (count + codesPerFrame - 1) / codesPerFrame
+		if need := count*uint64(per) + frames*uint64(wal.FrameHeader+4); need > uint64(size) {
+			return nil, nil, bad("%d vectors need %d bytes, the codes have %d", count, need, size)
+		}
+		c.reserve(c.count)
 	}
 	code := make([]uint64, words)
 	n := 0
@@ -348,14 +360,34 @@ func ReadCodes(r io.Reader) (*Codes, []byte, error) {
 
 func finite(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
 
+// reserve allocates room for n vectors at once, so that reading them
+// copies nothing twice.
+func (c *Codes) reserve(n int) {
+	words := c.pd / 64
+	c.codes = make([]uint64, 0, (n+codeBlock-1)/codeBlock*codeBlock*words)
+	blocks := (n + codeBlock - 1) / codeBlock * codeBlock
+	c.fac = scanFactors{a: make([]float32, 0, blocks), ones: make([]float32, 0, blocks), err: make([]float32, 0, blocks)}
+	if c.rows.on {
+		c.rows.codes = make([]int8, 0, n*c.dim)
+		c.rows.scale = make([]float32, 0, n)
+	}
+	if c.sparse {
+		c.quant.reserve(n)
+	}
+}
+
 // grow makes room for n vectors.
 func (c *Codes) grow(n int) {
 	words := c.pd / 64
 	need := (n + codeBlock - 1) / codeBlock * codeBlock * words
 	if need > len(c.codes) {
-		nc := make([]uint64, need, max(need, 2*len(c.codes)))
-		copy(nc, c.codes)
-		c.codes = nc
+		if need <= cap(c.codes) {
+			c.codes = c.codes[:need]
+		} else {
+			nc := make([]uint64, need, max(need, 2*len(c.codes)))
+			copy(nc, c.codes)
+			c.codes = nc
+		}
 	}
 	c.fac.grow(n)
 	if c.sparse {
@@ -395,6 +427,8 @@ func (x *Index) Load(items []Item, c *Codes) error {
 	x.docType = make([]uint8, 0, len(items))
 	x.source = make([]int32, 0, len(items))
 	x.slotOf = make(map[string]int32, len(items))
+	x.sources = make(map[string]int32, len(items))
+	x.bySrc = make(map[int32][]int32, len(items))
 	for i := range items {
 		it := &items[i]
 		slot := int32(len(x.vecs))

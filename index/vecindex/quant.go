@@ -38,8 +38,20 @@ func (s *quantStore) grow(n int) {
 		s.blocks = append(s.blocks, make([]int8, s.dim*blockSize))
 	}
 	if len(s.scale) < n {
-		s.scale = append(s.scale, make([]float32, n-len(s.scale))...)
+		if n <= cap(s.scale) {
+			old := len(s.scale)
+			s.scale = s.scale[:n]
+			clear(s.scale[old:])
+		} else {
+			s.scale = append(s.scale, make([]float32, n-len(s.scale))...)
+		}
 	}
+}
+
+// reserve allocates room for n slots at once.
+func (s *quantStore) reserve(n int) {
+	s.blocks = make([][]int8, 0, (n+blockSize-1)/blockSize)
+	s.scale = make([]float32, 0, n)
 }
 
 // set stores the codes of slot (which is len(scale) or less).
