@@ -110,6 +110,13 @@ func (b *Backend) recover(ctx context.Context) error {
 		return fmt.Errorf("index: read store directory: %w", err)
 	}
 	var snap *snapshotData
+	var pre *codesRead
+	if len(snaps) > 0 {
+		// The newest snapshot's vector codes are read while its records
+		// are decoded.
+		pre = b.readCodesAsync(snaps[len(snaps)-1])
+		defer pre.wait()
+	}
 	for i := len(snaps) - 1; i >= 0; i-- {
 		path := filepath.Join(b.dir, snapName(snaps[i]))
 		sd, err := readSnapshot(b.fs, path)
@@ -259,7 +266,7 @@ func (b *Backend) recover(ctx context.Context) error {
 	}
 
 	// 5. The vector index, from its persisted codes where they are sound.
-	if err := b.loadVectors(snap, b.replayTouched); err != nil {
+	if err := b.loadVectors(snap, b.replayTouched, pre); err != nil {
 		return err
 	}
 	b.removeOrphanCodes()

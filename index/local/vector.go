@@ -65,10 +65,11 @@ func unitVector(v []float32) []float32 {
 }
 
 // loadVectors builds the vector index on open, with the records final: from
-// the snapshot's persisted codes when they are sound, else by encoding its
+// the snapshot's persisted codes when they are sound (pre, when not nil,
+// is the newest snapshot's codes file being read already), else by encoding its
 // vectors (and then writing the codes, unless read-only); then the records
 // the journal touched after the snapshot.
-func (b *Backend) loadVectors(sd *snapshotData, touched map[string]struct{}) error {
+func (b *Backend) loadVectors(sd *snapshotData, touched map[string]struct{}, pre *codesRead) error {
 	b.vx = vecindex.New(b.vecOpts)
 	if sd == nil || sd.version != 2 || len(sd.records) == 0 {
 		items := make([]vecindex.Item, 0, len(b.records))
@@ -87,7 +88,13 @@ func (b *Backend) loadVectors(sd *snapshotData, touched map[string]struct{}) err
 	tag := codesTag(sd.seq, len(sd.records), sd.dim, sd.fingerprint)
 	path := filepath.Join(b.dir, codesName(sd.seq))
 	why := ""
-	c, err := b.readCodes(path, tag)
+	var c *vecindex.Codes
+	var err error
+	if pre != nil && pre.seq == sd.seq {
+		c, err = pre.result(tag)
+	} else {
+		c, err = b.readCodes(path, tag)
+	}
 	switch {
 	case err == nil:
 		if err := b.vx.Load(items, c); err != nil {
@@ -137,16 +144,7 @@ func (b *Backend) loadVectors(sd *snapshotData, touched map[string]struct{}) err
 
 // readCodes reads a codes file and checks that it was written for tag.
 func (b *Backend) readCodes(path string, tag []byte) (*vecindex.Codes, error) {
-	f, err := b.fs.OpenFile(path, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	c, got, err := vecindex.ReadCodes(bufio.NewReaderSize(f, 1<<20), st.Size())
+	c, got, err := b.readCodesFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +152,60 @@ func (b *Backend) readCodes(path string, tag []byte) (*vecindex.Codes, error) {
 		return nil, fmt.Errorf("%w: written for another snapshot", vecindex.ErrCodes)
 	}
 	return c, nil
+}
+
+// readCodesFile reads a codes file and returns the tag it was written with.
+func (b *Backend) readCodesFile(path string) (*vecindex.Codes, []byte, error) {
+	f, err := b.fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	return vecindex.ReadCodes(bufio.NewReaderSize(f, 1<<20), st.Size())
+}
+
+// codesRead is a codes file being read in the background while open
+// decodes the snapshot it belongs to (the two files are independent until
+// the tag is compared).
+type codesRead struct {
+	seq  uint64
+	done chan struct{}
+	c    *vecindex.Codes
+	tag  []byte
+	err  error
+}
+
+// readCodesAsync starts reading the codes of the snapshot of seq.
+func (b *Backend) readCodesAsync(seq uint64) *codesRead {
+	cr := &codesRead{seq: seq, done: make(chan struct{})}
+	go func() {
+		defer close(cr.done)
+		cr.c, cr.tag, cr.err = b.readCodesFile(filepath.Join(b.dir, codesName(seq)))
+	}()
+	return cr
+}
+
+// result waits for the read and checks the tag, as readCodes does.
+func (cr *codesRead) result(tag []byte) (*vecindex.Codes, error) {
+	<-cr.done
+	if cr.err != nil {
+		return nil, cr.err
+	}
+	if string(cr.tag) != string(tag) {
+		return nil, fmt.Errorf("%w: written for another snapshot", vecindex.ErrCodes)
+	}
+	return cr.c, nil
+}
+
+// wait waits for the read (a nil codesRead has nothing to wait for).
+func (cr *codesRead) wait() {
+	if cr != nil {
+		<-cr.done
+	}
 }
 
 // writeCodes writes the codes of items (a snapshot's rows, in order) for
