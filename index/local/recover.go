@@ -109,8 +109,8 @@ func (b *Backend) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("index: read store directory: %w", err)
 	}
-	var snap *snapshotData
 	var pre *codesRead
+	var vl *vectorLoad
 	if len(snaps) > 0 {
 		// The newest snapshot's vector codes are read while its records
 		// are decoded.
@@ -124,7 +124,12 @@ func (b *Backend) recover(ctx context.Context) error {
 			b.quarantine(path, err.Error())
 			continue
 		}
-		snap = sd
+		if sd.version == 2 && len(sd.records) > 0 {
+			// The vector index is loaded from the snapshot's codes while
+			// the rest of the store is opened.
+			vl = b.startVectors(sd, pre)
+			defer vl.wait()
+		}
 		for k, v := range sd.meta {
 			b.meta[k] = v
 		}
@@ -266,7 +271,7 @@ func (b *Backend) recover(ctx context.Context) error {
 	}
 
 	// 5. The vector index, from its persisted codes where they are sound.
-	if err := b.loadVectors(snap, b.replayTouched, pre); err != nil {
+	if err := b.finishVectors(vl, b.replayTouched); err != nil {
 		return err
 	}
 	b.removeOrphanCodes()

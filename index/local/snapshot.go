@@ -49,6 +49,9 @@ const (
 	snapVecOff  = 4096
 	maxSnapDim  = 1 << 16
 	maxSnapRecs = 1 << 32
+	// minRecordFrame is the fewest bytes a record's frame can take: the
+	// frame header, and one byte for each of the record's 14 fields.
+	minRecordFrame = wal.FrameHeader + 14
 )
 
 func snapName(seq uint64) string { return fmt.Sprintf("%s%016x%s", snapPrefix, seq, snapSuffix) }
@@ -349,7 +352,10 @@ func readSnapshot2(ra io.ReaderAt, size int64, name string, head []byte, open fu
 		return nil, bad("meta frame unreadable or of another sequence")
 	}
 	s.meta = mo.Meta
-	s.records = make([]driver.Record, 0, min(count, 1<<16))
+	// The header is checksummed, but a crafted one could still claim more
+	// records than the file holds: the allocation is bounded by the bytes
+	// left (a record's frame takes at least minRecordFrame of them).
+	s.records = make([]driver.Record, 0, min(count, uint64(size-tail)/minRecordFrame))
 	var buf []byte
 	var sums []uint32
 	for {

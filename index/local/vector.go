@@ -64,14 +64,65 @@ func unitVector(v []float32) []float32 {
 	return out
 }
 
-// loadVectors builds the vector index on open, with the records final: from
-// the snapshot's persisted codes when they are sound (pre, when not nil,
-// is the newest snapshot's codes file being read already), else by encoding its
-// vectors (and then writing the codes, unless read-only); then the records
-// the journal touched after the snapshot.
-func (b *Backend) loadVectors(sd *snapshotData, touched map[string]struct{}, pre *codesRead) error {
-	b.vx = vecindex.New(b.vecOpts)
-	if sd == nil || sd.version != 2 || len(sd.records) == 0 {
+// vectorLoad is the vector index being loaded from a snapshot's persisted
+// codes in the background, while open fills the record maps, opens bleve
+// and replays the journal (none of which the index needs).
+type vectorLoad struct {
+	sd    *snapshotData
+	items []vecindex.Item
+	tag   []byte
+	path  string
+	done  chan struct{}
+	vx    *vecindex.Index
+	err   error // reading or loading the codes failed
+}
+
+// startVectors starts loading the vector index of snapshot sd (format 2,
+// with records) from its codes: pre, when not nil, is the newest
+// snapshot's codes file being read already. finishVectors completes it.
+func (b *Backend) startVectors(sd *snapshotData, pre *codesRead) *vectorLoad {
+	vl := &vectorLoad{sd: sd, done: make(chan struct{}),
+		tag:  codesTag(sd.seq, len(sd.records), sd.dim, sd.fingerprint),
+		path: filepath.Join(b.dir, codesName(sd.seq))}
+	go func() {
+		defer close(vl.done)
+		vl.items = make([]vecindex.Item, len(sd.records))
+		for i := range sd.records {
+			vl.items[i] = vecItem(&sd.records[i])
+		}
+		var c *vecindex.Codes
+		if pre != nil && pre.seq == sd.seq {
+			c, vl.err = pre.result(vl.tag)
+		} else {
+			c, vl.err = b.readCodes(vl.path, vl.tag)
+		}
+		if vl.err != nil {
+			return
+		}
+		vl.vx = vecindex.New(b.vecOpts)
+		if err := vl.vx.Load(vl.items, c); err != nil {
+			vl.vx, vl.err = nil, fmt.Errorf("%w: do not match the snapshot: %w", vecindex.ErrCodes, err)
+		}
+	}()
+	return vl
+}
+
+// wait waits for the background load (a nil vectorLoad has none).
+func (vl *vectorLoad) wait() {
+	if vl != nil {
+		<-vl.done
+	}
+}
+
+// finishVectors completes the vector index on open, with the records
+// final: the one loaded from the snapshot's codes (vl) when they were
+// sound, else built by encoding the snapshot's vectors (and its codes then
+// written again, unless read-only), or from every record when there is no
+// format-2 snapshot (vl nil); then the records the journal touched after
+// the snapshot.
+func (b *Backend) finishVectors(vl *vectorLoad, touched map[string]struct{}) error {
+	if vl == nil {
+		b.vx = vecindex.New(b.vecOpts)
 		items := make([]vecindex.Item, 0, len(b.records))
 		for _, r := range b.records {
 			items = append(items, vecItem(r))
@@ -81,44 +132,30 @@ func (b *Backend) loadVectors(sd *snapshotData, touched map[string]struct{}, pre
 		}
 		return nil
 	}
-	items := make([]vecindex.Item, len(sd.records))
-	for i := range sd.records {
-		items[i] = vecItem(&sd.records[i])
-	}
-	tag := codesTag(sd.seq, len(sd.records), sd.dim, sd.fingerprint)
-	path := filepath.Join(b.dir, codesName(sd.seq))
+	vl.wait()
+	sd := vl.sd
 	why := ""
-	var c *vecindex.Codes
-	var err error
-	if pre != nil && pre.seq == sd.seq {
-		c, err = pre.result(tag)
-	} else {
-		c, err = b.readCodes(path, tag)
-	}
-	switch {
+	switch err := vl.err; {
 	case err == nil:
-		if err := b.vx.Load(items, c); err != nil {
-			why = err.Error()
-			b.quarantine(path, "vector index codes do not match the snapshot: "+why)
-		}
+		b.vx = vl.vx
 	case errors.Is(err, fs.ErrNotExist):
 		why = "missing"
 	case errors.Is(err, vecindex.ErrCodes):
 		why = err.Error()
-		b.quarantine(path, "vector index codes unreadable: "+why)
+		b.quarantine(vl.path, "vector index codes unreadable: "+why)
 	default:
 		return fmt.Errorf("index: read vector index codes: %w", err)
 	}
 	if why != "" {
 		b.report.VectorIndexRebuilt = true
 		b.vx = vecindex.New(b.vecOpts)
-		if err := b.vx.Add(items); err != nil {
+		if err := b.vx.Add(vl.items); err != nil {
 			return fmt.Errorf("index: load vector index: %w", err)
 		}
 		if b.readOnly {
 			b.needsFixFile("vector-codes", codesName(sd.seq), fmt.Sprintf("the vector index's codes for %s are %s; opening the store rebuilds them", snapName(sd.seq), why))
 		} else {
-			if err := b.writeCodes(sd.seq, items, tag); err != nil {
+			if err := b.writeCodes(sd.seq, vl.items, vl.tag); err != nil {
 				b.note("could not write the vector index's codes (%v); the next open rebuilds them again", err)
 			} else {
 				b.note("rebuilt the vector index's codes for %s (%s)", snapName(sd.seq), why)
@@ -165,7 +202,10 @@ func (b *Backend) readCodesFile(path string) (*vecindex.Codes, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return vecindex.ReadCodes(bufio.NewReaderSize(f, 1<<20), st.Size())
+	// A buffer smaller than the codes' frames (about 900 KiB at 768
+	// dimensions): their payloads are then read straight into place, not
+	// copied through it.
+	return vecindex.ReadCodes(bufio.NewReaderSize(f, 64<<10), st.Size())
 }
 
 // codesRead is a codes file being read in the background while open
