@@ -300,6 +300,8 @@ func ReadCodes(r io.Reader, size int64) (*Codes, []byte, error) {
 	code := make([]uint64, words)
 	n := 0
 	var buf []byte
+	var sparseRows [][]byte
+	var sparseScales []float32
 	for {
 		p, err := wal.ReadFrame(br, buf)
 		if err != nil {
@@ -325,6 +327,8 @@ func ReadCodes(r io.Reader, size int64) (*Codes, []byte, error) {
 		}
 		c.grow(n + m)
 		d := p[4:]
+		first := n
+		sparseRows, sparseScales = sparseRows[:0], sparseScales[:0]
 		for i := 0; i < m; i++ {
 			for w := range code {
 				code[w] = binary.LittleEndian.Uint64(d[8*w:])
@@ -347,13 +351,19 @@ func ReadCodes(r io.Reader, size int64) (*Codes, []byte, error) {
 					return nil, nil, bad("vector %d has an impossible scale", n)
 				}
 				if c.sparse {
-					c.quant.setRow(n, scale, d[4:4+c.dim])
+					// Stored dimension-major: the frame's rows are
+					// transposed together below.
+					sparseRows = append(sparseRows, d[4:4+c.dim])
+					sparseScales = append(sparseScales, scale)
 				} else {
 					c.rows.set(n, scale, bytesToInt8(d[4:4+c.dim]))
 				}
 				d = d[4+c.dim:]
 			}
 			n++
+		}
+		if len(sparseRows) > 0 {
+			c.quant.setRows(first, sparseScales, sparseRows)
 		}
 	}
 }

@@ -65,15 +65,29 @@ func (s *quantStore) set(slot int, v []float32) {
 	s.scale[slot] = scale
 }
 
-// setRow stores slot's codes from their persisted form (one byte per
-// dimension).
-func (s *quantStore) setRow(slot int, scale float32, row []byte) {
-	s.grow(slot + 1)
-	b, off := s.blocks[slot/blockSize], slot%blockSize
-	for d, c := range row[:s.dim] {
-		b[d*blockSize+off] = int8(c)
+// setRows stores the codes of consecutive slots from first on, from their
+// persisted form (rows[i] is slot first+i's, one byte per dimension),
+// transposed a tile of rows at a time, so that each write fills a cache
+// line instead of touching one byte of it.
+func (s *quantStore) setRows(first int, scale []float32, rows [][]byte) {
+	const tile = 64
+	s.grow(first + len(rows))
+	for i := 0; i < len(rows); {
+		slot := first + i
+		b, off := s.blocks[slot/blockSize], slot%blockSize
+		run := min(len(rows)-i, blockSize-off) // the rows in this block
+		for t := 0; t < run; t += tile {
+			tr := rows[i+t : i+min(run, t+tile)]
+			for d := 0; d < s.dim; d++ {
+				dst := b[d*blockSize+off+t : d*blockSize+off+t+len(tr)]
+				for j, r := range tr {
+					dst[j] = int8(r[d])
+				}
+			}
+		}
+		copy(s.scale[slot:slot+run], scale[i:i+run])
+		i += run
 	}
-	s.scale[slot] = scale
 }
 
 // quantScale returns the scale of v's codes, max|v|/127 (v[d] ≈

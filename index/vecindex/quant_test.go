@@ -147,3 +147,42 @@ func TestBulkAddMatchesIncremental(t *testing.T) {
 		t.Fatalf("search differs: %v vs %v", got, want)
 	}
 }
+
+// TestSetRowsTransposes: the tiled transpose that loads persisted sparse
+// codes stores exactly what storing each row alone does, for runs that
+// start anywhere in a block, cross block ends and end in a partial tile.
+func TestSetRowsTransposes(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	const dim = 37
+	one := func(s *quantStore, slot int, scale float32, row []byte) {
+		s.grow(slot + 1)
+		b, off := s.blocks[slot/blockSize], slot%blockSize
+		for d, c := range row[:s.dim] {
+			b[d*blockSize+off] = int8(c)
+		}
+		s.scale[slot] = scale
+	}
+	for _, run := range [][2]int{{0, 1}, {0, 64}, {3, 130}, {blockSize - 70, 200}, {blockSize - 1, blockSize + 2}, {5000, 1024}} {
+		first, n := run[0], run[1]
+		var want, got quantStore
+		want.reset(dim)
+		got.reset(dim)
+		rows := make([][]byte, n)
+		scales := make([]float32, n)
+		for i := range rows {
+			rows[i] = make([]byte, dim+3) // persisted rows may be longer than dim
+			r.Read(rows[i])
+			scales[i] = r.Float32()
+			one(&want, first+i, scales[i], rows[i])
+		}
+		got.setRows(first, scales, rows)
+		if !slices.Equal(want.scale, got.scale) || len(want.blocks) != len(got.blocks) {
+			t.Fatalf("run %v: scales or blocks differ", run)
+		}
+		for b := range want.blocks {
+			if !slices.Equal(want.blocks[b], got.blocks[b]) {
+				t.Fatalf("run %v: block %d differs", run, b)
+			}
+		}
+	}
+}
