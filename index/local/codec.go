@@ -54,9 +54,7 @@ func (e *encoder) record(r *driver.Record) {
 		e.str(r.Attrs[k])
 	}
 	e.uvarint(uint64(len(r.Vector)))
-	for _, f := range r.Vector {
-		e.buf = binary.LittleEndian.AppendUint32(e.buf, math.Float32bits(f))
-	}
+	e.buf = append(e.buf, vectorBytes(nil, r.Vector)...)
 }
 
 // batchOp is one journal entry: a sequence number and the batch it applied,

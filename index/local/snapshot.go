@@ -159,9 +159,9 @@ func (w *snapshotWriter) write(meta map[string]string, records []*driver.Record,
 			if len(r.Vector) != w.dim {
 				return fmt.Errorf("index: snapshot: record %q has %d dimensions, the store %d", r.ID, len(r.Vector), w.dim)
 			}
-			row = vectorBytes(row[:0], r.Vector)
-			w.sums.write(row)
-			if _, err := w.snapBuf.Write(row); err != nil {
+			vb := vectorBytes(row[:0], r.Vector) // row stays the scratch buffer
+			w.sums.write(vb)
+			if _, err := w.snapBuf.Write(vb); err != nil {
 				return err
 			}
 			if withCodes {

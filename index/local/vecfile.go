@@ -194,8 +194,12 @@ func verifyVectors(ra io.ReaderAt, off int64, count, dim, blockVecs int, sums []
 	return nil
 }
 
-// vectorBytes appends v's little-endian bytes to dst.
+// vectorBytes returns v's little-endian bytes: v's own memory on a
+// little-endian machine (the caller only reads them), else appended to dst.
 func vectorBytes(dst []byte, v []float32) []byte {
+	if littleEndian && len(v) > 0 {
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
+	}
 	for _, f := range v {
 		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(f))
 	}
