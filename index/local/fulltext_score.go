@@ -360,7 +360,19 @@ func (s *scorer) accumulate(acc map[uint64]float64, field string, fs fieldStats,
 
 // scores returns the BM25 score of every matching document for q.
 func (s *scorer) scores(q []qterm) (map[uint64]float64, error) {
-	acc := make(map[uint64]float64, 256)
+	// The accumulator is sized for every document the terms' postings may
+	// name (at most the records with text): growing it as they arrive
+	// rehashed it over and over, most of the cost of a query of common
+	// words in a large store.
+	var hint uint64
+	for _, t := range q {
+		df, n, err := s.textDF(t.term)
+		if err != nil {
+			return nil, err
+		}
+		hint = min(hint+df, n)
+	}
+	acc := make(map[uint64]float64, max(256, hint))
 	ft := s.ft
 	if err := s.accumulate(acc, fieldBody, s.stats.body, q, 1, ft.k1, ft.b); err != nil {
 		return nil, err
