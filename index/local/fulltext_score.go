@@ -552,6 +552,23 @@ func (ft *fullText) search(ctx context.Context, bi bleve.Index, text string, k i
 	return ids, scores, nil
 }
 
+// warm computes the collection statistics of bi's current snapshot, which
+// the first search would otherwise compute (a walk of one posting per
+// document and field).
+func (ft *fullText) warm(ctx context.Context, bi bleve.Index) error {
+	adv, err := bi.Advanced()
+	if err != nil {
+		return err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = ft.collection(ctx, r)
+	return err
+}
+
 func (ft *fullText) searchIndex(ctx context.Context, bi bleve.Index, text string, k int, f *driver.Filter, body func(id string) (string, bool)) ([]string, []float64, error) {
 	if k <= 0 {
 		return nil, nil, nil

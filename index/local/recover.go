@@ -270,6 +270,15 @@ func (b *Backend) recover(ctx context.Context) error {
 		}
 	}
 
+	// The full-text statistics the first search needs are computed now,
+	// while the vector index is still loading in the background, so that
+	// the first query runs at full speed.
+	if bs.usable && !bs.created && !bs.rebuild {
+		if err := b.ft.warm(ctx, b.bl); err != nil {
+			b.log.Warn("index: full-text statistics not computed at open; the first search computes them", "err", err)
+		}
+	}
+
 	// 5. The vector index, from its persisted codes where they are sound.
 	if err := b.finishVectors(vl, b.replayTouched); err != nil {
 		return err

@@ -333,3 +333,36 @@ func TestSnapshotVectorsVerifiedAndMapped(t *testing.T) {
 	sameVectors(b, "recovered from the fallback")
 	assertClean(t, b, len(want))
 }
+
+// TestOpenComputesFullTextStats: a reopened store has the full-text
+// collection statistics of its index computed by Open, so that its first
+// search does not walk the index for them, and they are the statistics a
+// search computes.
+func TestOpenComputesFullTextStats(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b := mustOpen(t, dir, &Options{Logger: quietLogger()})
+	if err := b.Apply(ctx, denseBatch(rand.New(rand.NewPCG(5, 6)), 0, 50, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = mustOpen(t, dir, &Options{Logger: quietLogger()})
+	defer b.Close()
+	b.ft.statsMu.Lock()
+	got := b.ft.stats
+	b.ft.statsMu.Unlock()
+	if got.reader == nil || got.body.docs != 50 {
+		t.Fatalf("statistics after open: %d documents (reader set: %v), want 50", got.body.docs, got.reader != nil)
+	}
+	if _, err := b.SearchText(ctx, "chunk", 5, driver.Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	b.ft.statsMu.Lock()
+	after := b.ft.stats
+	b.ft.statsMu.Unlock()
+	if after.body != got.body || after.title != got.title || after.memory != got.memory {
+		t.Fatalf("a search computed %+v, open %+v", after, got)
+	}
+}
