@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: ragmem, chromem-go alone, bleve alone (in the
 # ragmem process, `ragmem bench --peers`), and Orama and LanceDB (Node, from
-# npm) on the same chunks, vectors and queries, in one run; prints ratios.
+# npm; LanceDB flat and with its ANN indexes) on the same chunks, vectors and
+# queries, in one run; prints ratios and the peers' recall@10.
 #
-#   bash bench/run.sh [CORPORA]        # default: scifact,100k
+#   bash bench/run.sh [CORPORA] [EMBEDDERS]   # default: scifact,100k lexical
+#   bash bench/run.sh 100k randproj           # dense vectors (the test embedder)
 #
-# Everything stays on this machine (no server, no network but the npm
-# install of bench/package.json the first time). Each step is bounded by a
-# timeout; results go to bench/out/ (ragmem.json, peers-CORPUS.json,
-# report.md). Needs Go, Node 20+ and npm.
+# EMBEDDERS is ragmem bench's --embedders (comma-separated; each is measured
+# with every peer). Everything stays on this machine (no server, no network
+# but the npm install of bench/package.json the first time). Each step is
+# bounded by a timeout; results go to bench/out/ (ragmem.json,
+# peers-NAME.json, report.md). Needs Go, Node 20+ and npm.
 set -euo pipefail
 cd "$(dirname "$0")"
 CORPORA="${1:-scifact,100k}"
+EMBEDDERS="${2:-lexical}"
 OUT="out"
 mkdir -p "$OUT"
 
@@ -21,14 +25,14 @@ fi
 
 go build -o "$OUT/ragmem" ../cmd/ragmem
 rm -rf "$OUT/data"
-timeout 7200 "$OUT/ragmem" bench --corpora "$CORPORA" --queries 300 --peers --export "$OUT/data" --json >"$OUT/ragmem.json"
+timeout 7200 "$OUT/ragmem" bench --corpora "$CORPORA" --embedders "$EMBEDDERS" --queries 300 --peers --export "$OUT/data" --json >"$OUT/ragmem.json"
 
-IFS=',' read -ra names <<<"$CORPORA"
-for c in "${names[@]}"; do
+for d in "$OUT"/data/*/; do
+	name="$(basename "$d")"
 	# SciFact: all 300 judged queries; larger corpora: the first 100.
 	q=300
-	[ "$c" = scifact ] || q=100
-	timeout 3600 node peers.mjs "$OUT/data/$c" --queries "$q" >"$OUT/peers-$c.json"
+	case "$name" in scifact*) ;; *) q=100 ;; esac
+	timeout 3600 node peers.mjs "$d" --queries "$q" >"$OUT/peers-$name.json"
 done
 rm -rf "$OUT/data"
 node report.mjs "$OUT" | tee "$OUT/report.md"

@@ -42,15 +42,23 @@ type benchOptions struct {
 	words     int      // words per synthetic document
 	workDir   string   // where stores are built; removed afterwards unless keep
 	keep      bool
-	export    string         // directory to export chunks, vectors and queries for peers
-	peers     bool           // also run chromem-go alone and bleve alone
-	chromemTo int            // measure chromem-go's exhaustive query up to this many chunks
-	batch     int            // documents per AddMany call
-	writers   int            // AddMany calls in flight
-	profile   string         // write a CPU profile of the indexing phase to this file prefix
-	embedder  embed.Embedder // nil: embed.Default()
+	export    string          // directory to export chunks, vectors and queries for peers
+	peers     bool            // also run chromem-go alone and bleve alone
+	chromemTo int             // measure chromem-go's exhaustive query up to this many chunks
+	batch     int             // documents per AddMany call
+	writers   int             // AddMany calls in flight
+	profile   string          // write a CPU profile of the indexing phase to this file prefix
+	embedders []benchEmbedder // measured one after the other on each corpus; none: the lexical default
+	preEmbed  bool            // embed every chunk before indexing, so that indexing is timed without the embedder
 	log       io.Writer
 }
+
+// defaultBenchEmbedders are measured side by side when neither --embedders
+// nor --embedder (nor its environment variable or config key) says otherwise:
+// the offline lexical default, whose sparse vectors the int8 scan exploits,
+// and the dense randproj test embedder, whose vectors are like a neural
+// model's.
+var defaultBenchEmbedders = []string{"lexical", "randproj"}
 
 // latency summarises query times in milliseconds.
 type latency struct {
@@ -83,41 +91,51 @@ type peerResult struct {
 	K            int     `json:"k"`
 }
 
-// benchResult is what bench measures on one corpus.
+// benchResult is what bench measures on one corpus with one embedder.
 type benchResult struct {
-	Corpus       string  `json:"corpus"`
-	Documents    int     `json:"documents"`
-	Chunks       int     `json:"chunks"`
-	Embedder     string  `json:"embedder"`
-	Dimension    int     `json:"dimension"`
-	IndexSeconds float64 `json:"indexSeconds"`
-	ChunksPerSec float64 `json:"chunksPerSecond"`
+	Corpus       string `json:"corpus"`
+	Documents    int    `json:"documents"`
+	Chunks       int    `json:"chunks"`
+	EmbedderName string `json:"embedderName"` // as given in --embedders
+	Embedder     string `json:"embedder"`     // its identity
+	Dimension    int    `json:"dimension"`
+	// PreEmbedded is set when every chunk was embedded before indexing
+	// (EmbedSeconds, at EmbedChunksPerSec): IndexSeconds then excludes the
+	// embedder's own time. EmbedMisses counts chunks indexing had to embed
+	// anyway (0 unless the chunking changed).
+	PreEmbedded       bool    `json:"preEmbedded"`
+	EmbedSeconds      float64 `json:"embedSeconds,omitempty"`
+	EmbedChunksPerSec float64 `json:"embedChunksPerSecond,omitempty"`
+	EmbedMisses       int64   `json:"embedMisses,omitempty"`
+	IndexSeconds      float64 `json:"indexSeconds"`
+	ChunksPerSec      float64 `json:"chunksPerSecond"`
 	// IndexCPUSeconds is the process CPU time (user + system) of indexing:
 	// on a loaded machine, chunks per CPU second times the cores is what an
 	// idle machine would approach.
 	IndexCPUSeconds float64 `json:"indexCpuSeconds"`
 	Writers         int     `json:"writers"`
-	GraphSeconds    float64 `json:"graphBuildSeconds"` // background HNSW build after the last write
-	SettleSeconds   float64 `json:"settleSeconds"`     // until background work (bleve merges) stopped using CPU
+	SettleSeconds   float64 `json:"settleSeconds"` // until background work (bleve merges) stopped using CPU
 
 	Hybrid   latency `json:"hybrid"`
 	Vector   latency `json:"vector"`
 	FullText latency `json:"fulltext"`
-	// VectorTop50 is the vector index alone answering a hybrid candidate
-	// pool (top 50) for a query vector, approximate and exact.
-	VectorTop50      latency `json:"vectorIndexTop50"`
-	VectorTop50Exact latency `json:"vectorIndexTop50Exact"`
-	// Chromem is chromem-go's exhaustive QueryEmbedding (top 50, doc type
+	// VectorPool is the vector index alone answering a hybrid candidate
+	// pool (top 100) for a query vector, approximate and exact.
+	VectorPool      latency `json:"vectorIndexTop100"`
+	VectorPoolExact latency `json:"vectorIndexTop100Exact"`
+	// Chromem is chromem-go's exhaustive QueryEmbedding (top 100, doc type
 	// filter) over the same vectors in the same process.
-	Chromem       *latency `json:"chromemTop50,omitempty"`
+	Chromem       *latency `json:"chromemTop100,omitempty"`
 	HybridSpeedup float64  `json:"hybridP50SpeedupOverChromem,omitempty"`
 	Recall10      float64  `json:"recallAt10"`
 
 	NDCG10 map[string]float64 `json:"ndcg10"`
 
-	ColdOpenSeconds     float64      `json:"coldOpenSeconds"`
-	ColdFirstQueryMs    float64      `json:"coldFirstQueryMs"`
-	ColdGraphSeconds    float64      `json:"coldGraphSeconds"` // until the graph covers every vector again
+	ColdOpenSeconds  float64 `json:"coldOpenSeconds"`
+	ColdFirstQueryMs float64 `json:"coldFirstQueryMs"`
+	// ColdCodesLoaded is set when the cold open loaded the vector index's
+	// persisted codes (nothing was rebuilt).
+	ColdCodesLoaded     bool         `json:"coldVectorCodesLoaded"`
 	RSSAfterIndexBytes  int64        `json:"rssAfterIndexBytes"`
 	HeapAfterIndexBytes int64        `json:"heapAfterIndexBytes"`
 	RSSAfterOpenBytes   int64        `json:"rssAfterOpenBytes"`
@@ -132,32 +150,62 @@ type benchResult struct {
 func newBenchCmd(g *globals) *cobra.Command {
 	o := benchOptions{}
 	var asJSON bool
-	var corpora string
+	var corpora, embedders string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure indexing, query latency, recall, cold open, memory and disk on generated or SciFact corpora",
-		Long: `bench builds fresh stores in a temporary directory (never the data directory) with the
-embedder of --embedder (default the offline lexical one) and measures: indexing throughput, hybrid/vector/full-text query latency
-(p50/p95/p99, top 5 as the CLI searches), the vector index alone for a top-50 candidate pool
-(approximate and exact) next to chromem-go's exhaustive query on the same vectors, recall@10 of
-the approximate vector search against the exact one, nDCG@10, cold open time, resident memory
-and disk size.
+		Long: `bench builds fresh stores in a temporary directory (never the data directory), one per
+corpus and embedder, and measures: indexing throughput, hybrid/vector/full-text query latency
+(p50/p95/p99, top 10 as the CLI searches), the vector index alone for a hybrid candidate pool
+(top 100, approximate and exact) next to chromem-go's exhaustive query on the same vectors,
+recall@10 of the approximate vector search against the exact one, nDCG@10, cold open time and
+the first query after it, resident memory and disk size.
+
+Embedders: --embedders lists embedder specs measured side by side (default: the one --embedder,
+$RAGMEM_EMBEDDER or the config file names, else "lexical,randproj": the offline lexical default
+and the dense randproj test embedder). "loopback:SPEC" serves SPEC's vectors from an in-process
+OpenAI-compatible server on 127.0.0.1 and measures ragmem through its openai embedder (the full
+client path: HTTP, JSON, batching). By default every chunk is embedded before indexing starts
+(--pre-embed), so that the indexing figure excludes the embedder's own time, which is reported
+on its own line; --pre-embed=false times both together.
 
 Corpora: "scifact" (the BEIR SciFact collection, found in shared/eval/scifact above the working
 directory or in $RAGMEM_SCIFACT_DIR) and synthetic sizes such as 10k, 100k or 1m (one chunk of
 about 110 words per document, known-item queries). --peers adds chromem-go alone (vector) and
 bleve alone (BM25) on the same chunks; --export writes chunks, vectors and queries for the Node
 peers of bench/run.sh.`,
-		Example: "  ragmem bench --corpora scifact,10k\n  ragmem bench --corpora 100k --peers --json > bench.json",
+		Example: "  ragmem bench --corpora scifact,10k\n  ragmem bench --corpora 100k --embedders randproj,loopback:randproj\n  ragmem bench --corpora 100k --peers --json > bench.json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.corpora = strings.Split(corpora, ",")
 			o.log = g.stderr
-			emb, err := g.newEmbedder()
+			c, err := g.resolveEmbedder(nil)
 			if err != nil {
 				return err
 			}
-			o.embedder = emb
+			var specs []string
+			for _, s := range strings.Split(embedders, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					specs = append(specs, s)
+				}
+			}
+			if len(specs) == 0 && c.from != srcDefault {
+				emb, err := g.buildEmbedder(c)
+				if err != nil {
+					return err
+				}
+				o.embedders = append(o.embedders, benchEmbedder{name: c.spec.String(), emb: emb, close: func() {}})
+			} else if len(specs) == 0 {
+				specs = defaultBenchEmbedders
+			}
+			for _, s := range specs {
+				be, err := newBenchEmbedder(s, &c.build)
+				if err != nil {
+					return fmt.Errorf("bench: embedder %q: %w", s, err)
+				}
+				defer be.close()
+				o.embedders = append(o.embedders, be)
+			}
 			res, err := runBench(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -181,6 +229,8 @@ peers of bench/run.sh.`,
 	f.IntVar(&o.batch, "batch", 1000, "documents per indexing call")
 	f.IntVar(&o.writers, "writers", 2, "indexing calls in flight (chunking and embedding of one overlap the write of another)")
 	f.StringVar(&o.profile, "cpuprofile", "", "write CPU profiles of indexing and querying to FILE-CORPUS-index.pprof and FILE-CORPUS-query.pprof")
+	f.StringVar(&embedders, "embedders", "", `comma-separated embedder specs to measure side by side ("loopback:SPEC" serves SPEC over a loopback OpenAI-compatible server); default --embedder if given, else lexical,randproj`)
+	f.BoolVar(&o.preEmbed, "pre-embed", true, "embed every chunk before indexing, so that indexing is timed without the embedder (whose throughput is reported apart)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -265,6 +315,10 @@ func runBench(ctx context.Context, o benchOptions) ([]benchResult, error) {
 	if !o.keep {
 		defer os.RemoveAll(work)
 	}
+	embedders := o.embedders
+	if len(embedders) == 0 {
+		embedders = []benchEmbedder{{name: "lexical", emb: embed.Default(), close: func() {}}}
+	}
 	var out []benchResult
 	for _, name := range o.corpora {
 		name = strings.TrimSpace(name)
@@ -275,13 +329,33 @@ func runBench(ctx context.Context, o benchOptions) ([]benchResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		r, err := benchCorpus(ctx, c, filepath.Join(work, name), o)
-		if err != nil {
-			return nil, fmt.Errorf("bench %s: %w", name, err)
+		for _, be := range embedders {
+			sub := name + "-" + safeName(be.name)
+			exportDir := ""
+			if o.export != "" {
+				exportDir = filepath.Join(o.export, name)
+				if len(embedders) > 1 {
+					exportDir = filepath.Join(o.export, sub)
+				}
+			}
+			r, err := benchCorpus(ctx, c, filepath.Join(work, sub), be, exportDir, o)
+			if err != nil {
+				return nil, fmt.Errorf("bench %s with %s: %w", name, be.name, err)
+			}
+			out = append(out, *r)
 		}
-		out = append(out, *r)
 	}
 	return out, nil
+}
+
+// safeName makes an embedder spec usable in a file name.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, s)
 }
 
 func (o benchOptions) logf(format string, args ...any) {
@@ -308,15 +382,28 @@ func settle() float64 {
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func benchCorpus(ctx context.Context, c *corpus, dir string, o benchOptions) (*benchResult, error) {
+func benchCorpus(ctx context.Context, c *corpus, dir string, be benchEmbedder, exportDir string, o benchOptions) (*benchResult, error) {
 	_ = os.RemoveAll(dir)
-	res := &benchResult{Corpus: c.name, Documents: c.n, GOMAXPROCS: runtime.GOMAXPROCS(0), NDCG10: map[string]float64{}}
+	res := &benchResult{Corpus: c.name, Documents: c.n, GOMAXPROCS: runtime.GOMAXPROCS(0), NDCG10: map[string]float64{}, EmbedderName: be.name}
 	res.Load1 = loadAverage()
-	emb := o.embedder
-	if emb == nil {
-		emb = embed.Default()
-	}
+	emb := be.emb
 	res.Embedder = emb.Identity()
+	if o.preEmbed {
+		o.logf("%s/%s: embedding every chunk before indexing", c.name, be.name)
+		memo, took, err := preEmbed(ctx, c, emb, dir+"-vectors", o)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			memo.close()
+			os.RemoveAll(dir + "-vectors")
+		}()
+		res.PreEmbedded = true
+		res.EmbedSeconds = took.Seconds()
+		res.EmbedChunksPerSec = float64(len(memo.rows)) / took.Seconds()
+		o.logf("%s/%s: embedded %d chunks in %.1fs (%.0f chunks/s)", c.name, be.name, len(memo.rows), took.Seconds(), res.EmbedChunksPerSec)
+		emb = memo
+	}
 	// No query cache: every mode's latency includes embedding its query.
 	noCache := embed.NewQueryCache(&embed.QueryCacheOptions{MaxEntries: -1})
 	ix, err := index.Open(ctx, dir, &index.Options{Embedder: emb, QueryCache: noCache, Logger: quietLogger()})
@@ -333,6 +420,9 @@ func benchCorpus(ctx context.Context, c *corpus, dir string, o benchOptions) (*b
 	}
 	res.IndexCPUSeconds = cpuSeconds() - cpu0
 	res.IndexSeconds = time.Since(start).Seconds()
+	if memo, ok := emb.(*memoEmbedder); ok {
+		res.EmbedMisses = memo.misses.Load() // queries later miss by design
+	}
 	stopProfile()
 	st, err := ix.Stats(ctx)
 	if err != nil {
@@ -344,10 +434,7 @@ func benchCorpus(ctx context.Context, c *corpus, dir string, o benchOptions) (*b
 	res.ChunksPerSec = float64(res.Chunks) / res.IndexSeconds
 	res.Writers = max(1, o.writers)
 	lb, _ := ix.Backend().(*local.Backend)
-	gstart := time.Now()
-	waitGraph(lb)
-	res.GraphSeconds = time.Since(gstart).Seconds()
-	o.logf("%s: %d chunks in %.1fs (%.0f chunks/s); graph complete %.1fs later", c.name, res.Chunks, res.IndexSeconds, res.ChunksPerSec, res.GraphSeconds)
+	o.logf("%s: %d chunks in %.1fs (%.0f chunks/s)", c.name, res.Chunks, res.IndexSeconds, res.ChunksPerSec)
 	res.RSSAfterIndexBytes, res.HeapAfterIndexBytes = memUsage()
 	res.SettleSeconds = settle()
 	if res.SettleSeconds >= 1 {
@@ -404,29 +491,41 @@ func benchCorpus(ctx context.Context, c *corpus, dir string, o benchOptions) (*b
 		}
 	}
 	f := index.Filter{DocTypes: []string{index.DocKnowledge}}
+	pool := search.MinCandidatePool
 	var approx, exact []time.Duration
 	for _, q := range qvecs {
 		t0 := time.Now()
-		if _, err := ix.VectorByEmbedding(ctx, q, 50, f); err != nil {
+		if _, err := ix.VectorByEmbedding(ctx, q, pool, f); err != nil {
 			ix.Close()
 			return nil, err
 		}
 		approx = append(approx, time.Since(t0))
 	}
+	var truth [][]string // the exact top 10 of each query, for the peers' recall
 	if lb != nil {
 		for _, q := range qvecs[:min(len(qvecs), 100)] {
 			t0 := time.Now()
-			lb.VectorSearchExact(q, 50)
+			lb.VectorSearchExact(q, pool)
 			exact = append(exact, time.Since(t0))
 		}
 		res.Recall10, _ = lb.VectorRecall(qvecs, 10)
+		if exportDir != "" {
+			for _, q := range qvecs {
+				top, _ := lb.VectorSearchExact(q, 10)
+				ids := make([]string, len(top))
+				for i, r := range top {
+					ids[i] = r.ID
+				}
+				truth = append(truth, ids)
+			}
+		}
 	}
-	res.VectorTop50, res.VectorTop50Exact = summarise(approx), summarise(exact)
+	res.VectorPool, res.VectorPoolExact = summarise(approx), summarise(exact)
 	stopProfile()
-	o.logf("%s: vector index top-50 p50 %.2f ms (exact scan %.2f ms), recall@10 %.4f", c.name, res.VectorTop50.P50, res.VectorTop50Exact.P50, res.Recall10)
+	o.logf("%s: vector index top-%d p50 %.2f ms (exact scan %.2f ms), recall@10 %.4f", c.name, pool, res.VectorPool.P50, res.VectorPoolExact.P50, res.Recall10)
 
 	var records []index.Record
-	if o.export != "" || o.peers || res.Chunks <= o.chromemTo {
+	if exportDir != "" || o.peers || res.Chunks <= o.chromemTo {
 		if records, err = ix.Records(ctx, index.Filter{}); err != nil {
 			ix.Close()
 			return nil, err
@@ -442,10 +541,10 @@ func benchCorpus(ctx context.Context, c *corpus, dir string, o benchOptions) (*b
 		if res.Hybrid.P50 > 0 {
 			res.HybridSpeedup = l.P50 / res.Hybrid.P50
 		}
-		o.logf("%s: chromem-go exhaustive top-50 p50 %.2f ms (hybrid %.1fx faster)", c.name, l.P50, res.HybridSpeedup)
+		o.logf("%s: chromem-go exhaustive top-%d p50 %.2f ms (hybrid %.1fx faster)", c.name, pool, l.P50, res.HybridSpeedup)
 	}
-	if o.export != "" {
-		if err := exportCorpus(filepath.Join(o.export, c.name), records, c.queries, qvecs); err != nil {
+	if exportDir != "" {
+		if err := exportCorpus(exportDir, records, c.queries, qvecs, truth); err != nil {
 			ix.Close()
 			return nil, err
 		}
@@ -482,11 +581,11 @@ func benchCorpus(ctx context.Context, c *corpus, dir string, o benchOptions) (*b
 		return nil, err
 	}
 	res.ColdFirstQueryMs = float64(time.Since(t0).Microseconds()) / 1000
-	lb, _ = ix.Backend().(*local.Backend)
-	waitGraph(lb)
-	res.ColdGraphSeconds = time.Since(start).Seconds()
+	if lb, ok := ix.Backend().(*local.Backend); ok {
+		res.ColdCodesLoaded = !lb.Recovery().VectorIndexRebuilt
+	}
 	res.RSSAfterOpenBytes, res.HeapAfterOpenBytes = memUsage()
-	o.logf("%s: cold open %.2fs, first query %.1f ms, graph rebuilt after %.1fs; disk %s", c.name, res.ColdOpenSeconds, res.ColdFirstQueryMs, res.ColdGraphSeconds, humanBytes(res.DiskBytes))
+	o.logf("%s: cold open %.2fs, first query %.1f ms (vector codes loaded: %v); disk %s", c.name, res.ColdOpenSeconds, res.ColdFirstQueryMs, res.ColdCodesLoaded, humanBytes(res.DiskBytes))
 	return res, ix.Close()
 }
 
@@ -558,22 +657,6 @@ func indexCorpus(ctx context.Context, ix *index.Index, c *corpus, o benchOptions
 	}
 }
 
-// waitGraph waits until the vector index's background graph covers every
-// vector (at most an hour).
-func waitGraph(lb *local.Backend) {
-	if lb == nil {
-		return
-	}
-	deadline := time.Now().Add(time.Hour)
-	for time.Now().Before(deadline) {
-		st := lb.VectorIndexStats()
-		if !st.Building && (st.GraphNodes == 0 || st.GraphNodes == st.Slots) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // memUsage returns the resident set size (Linux; 0 elsewhere) and the Go heap
 // in use, after a collection.
 func memUsage() (rss, heap int64) {
@@ -642,9 +725,9 @@ func newChromem(ctx context.Context, records []index.Record) (*chromem.Collectio
 	return coll, nil
 }
 
-// benchChromem measures chromem-go's exhaustive QueryEmbedding for a top-50
-// candidate pool filtered to knowledge, the query the local backend sent it
-// before the vector index.
+// benchChromem measures chromem-go's exhaustive QueryEmbedding for a hybrid
+// candidate pool (top 100) filtered to knowledge, the query the local
+// backend sent it before the vector index.
 func benchChromem(ctx context.Context, records []index.Record, qvecs [][]float32) (latency, error) {
 	coll, err := newChromem(ctx, records)
 	if err != nil {
@@ -654,7 +737,7 @@ func benchChromem(ctx context.Context, records []index.Record, qvecs [][]float32
 	var ds []time.Duration
 	for _, q := range qvecs[:n] {
 		t0 := time.Now()
-		if _, err := coll.QueryEmbedding(ctx, q, min(50, coll.Count()), map[string]string{"docType": index.DocKnowledge}, nil); err != nil {
+		if _, err := coll.QueryEmbedding(ctx, q, min(search.MinCandidatePool, coll.Count()), map[string]string{"docType": index.DocKnowledge}, nil); err != nil {
 			return latency{}, err
 		}
 		ds = append(ds, time.Since(t0))
@@ -748,9 +831,11 @@ func bleveAlone(ctx context.Context, dir string, records []index.Record, qs []be
 
 // exportCorpus writes what the Node peers need: chunks.jsonl (id, doc,
 // title, text), chunk_vectors.f32 (little-endian float32, one row per
-// chunk in file order), queries.jsonl (id, text, relevant) and
-// query_vectors.f32, and meta.json (counts and dimension).
-func exportCorpus(dir string, records []index.Record, qs []benchdata.Query, qvecs [][]float32) error {
+// chunk in file order), queries.jsonl (id, text, relevant, and exact10: the
+// ids of the 10 chunks whose vectors are nearest to the query's, by ragmem's
+// exact scan, for the peers' recall) and query_vectors.f32, and meta.json
+// (counts and dimension).
+func exportCorpus(dir string, records []index.Record, qs []benchdata.Query, qvecs [][]float32, truth [][]string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -804,8 +889,12 @@ func exportCorpus(dir string, records []index.Record, qs []benchdata.Query, qvec
 	if err == nil {
 		err = write("queries.jsonl", func(w *bufio.Writer) error {
 			enc := json.NewEncoder(w)
-			for _, q := range qs {
-				if err := enc.Encode(map[string]any{"id": q.ID, "text": q.Text, "relevant": q.Relevant}); err != nil {
+			for i, q := range qs {
+				row := map[string]any{"id": q.ID, "text": q.Text, "relevant": q.Relevant}
+				if i < len(truth) {
+					row["exact10"] = truth[i]
+				}
+				if err := enc.Encode(row); err != nil {
 					return err
 				}
 			}
@@ -826,22 +915,82 @@ func exportCorpus(dir string, records []index.Record, qs []benchdata.Query, qvec
 func printBench(w io.Writer, rs []benchResult) {
 	ms := func(l latency) string { return fmt.Sprintf("%.2f / %.2f / %.2f", l.P50, l.P95, l.P99) }
 	for _, r := range rs {
-		fmt.Fprintf(w, "corpus %s: %d documents, %d chunks, embedder %s, %d dimensions (GOMAXPROCS %d, load %.1f)\n", r.Corpus, r.Documents, r.Chunks, r.Embedder, r.Dimension, r.GOMAXPROCS, r.Load1)
-		fmt.Fprintf(w, "  indexing                 %.0f chunks/s (%.1f s, %d writers; %.0f chunks per CPU second; graph complete %.1f s later; settled %.0f s later)\n",
-			r.ChunksPerSec, r.IndexSeconds, r.Writers, float64(r.Chunks)/max(r.IndexCPUSeconds, 1e-9), r.GraphSeconds, r.SettleSeconds)
+		fmt.Fprintf(w, "corpus %s: %d documents, %d chunks, embedder %s (%s), %d dimensions (GOMAXPROCS %d, load %.1f)\n", r.Corpus, r.Documents, r.Chunks, r.EmbedderName, r.Embedder, r.Dimension, r.GOMAXPROCS, r.Load1)
+		if r.PreEmbedded {
+			fmt.Fprintf(w, "  embedding (beforehand)   %.0f chunks/s (%.1f s; not part of indexing; %d chunks embedded again while indexing)\n", r.EmbedChunksPerSec, r.EmbedSeconds, r.EmbedMisses)
+		}
+		what := "chunk, embed, journal, both indexes"
+		if r.PreEmbedded {
+			what = "chunk, journal, both indexes; embedder excluded"
+		}
+		fmt.Fprintf(w, "  indexing                 %.0f chunks/s (%.1f s, %s, %d writers; %.0f chunks per CPU second; settled %.0f s later)\n",
+			r.ChunksPerSec, r.IndexSeconds, what, r.Writers, float64(r.Chunks)/max(r.IndexCPUSeconds, 1e-9), r.SettleSeconds)
 		fmt.Fprintf(w, "  hybrid    p50/p95/p99 ms %s   nDCG@10 %.4f\n", ms(r.Hybrid), r.NDCG10["hybrid"])
 		fmt.Fprintf(w, "  vector    p50/p95/p99 ms %s   nDCG@10 %.4f\n", ms(r.Vector), r.NDCG10["vector"])
 		fmt.Fprintf(w, "  fulltext  p50/p95/p99 ms %s   nDCG@10 %.4f\n", ms(r.FullText), r.NDCG10["fulltext"])
-		fmt.Fprintf(w, "  vector index top 50      %s (exact scan %s), recall@10 %.4f\n", ms(r.VectorTop50), ms(r.VectorTop50Exact), r.Recall10)
+		fmt.Fprintf(w, "  vector index top 100     %s (exact scan %s), recall@10 %.4f\n", ms(r.VectorPool), ms(r.VectorPoolExact), r.Recall10)
 		if r.Chromem != nil {
-			fmt.Fprintf(w, "  chromem-go top 50        %s; hybrid p50 is %.1fx faster\n", ms(*r.Chromem), r.HybridSpeedup)
+			fmt.Fprintf(w, "  chromem-go top 100       %s; hybrid p50 is %.1fx faster\n", ms(*r.Chromem), r.HybridSpeedup)
 		}
-		fmt.Fprintf(w, "  cold open                %.2f s (first query %.1f ms; graph rebuilt at %.1f s)\n", r.ColdOpenSeconds, r.ColdFirstQueryMs, r.ColdGraphSeconds)
+		fmt.Fprintf(w, "  cold open                %.2f s (first query %.1f ms; vector codes loaded, not rebuilt: %v)\n", r.ColdOpenSeconds, r.ColdFirstQueryMs, r.ColdCodesLoaded)
 		fmt.Fprintf(w, "  memory                   RSS %s, heap %s after indexing; RSS %s, heap %s after cold open\n",
 			humanBytes(r.RSSAfterIndexBytes), humanBytes(r.HeapAfterIndexBytes), humanBytes(r.RSSAfterOpenBytes), humanBytes(r.HeapAfterOpenBytes))
 		fmt.Fprintf(w, "  disk                     %s (bleve %s)\n", humanBytes(r.DiskBytes), humanBytes(r.DiskBleveBytes))
 		for _, p := range r.Peers {
 			fmt.Fprintf(w, "  peer %-20s index %.1f s (%.0f chunks/s), query p50/p95/p99 ms %s, nDCG@10 %.4f\n", p.Name, p.IndexSeconds, p.PerSecond, ms(p.Query), p.NDCG10)
 		}
+	}
+	printSideBySide(w, rs)
+}
+
+// printSideBySide prints, for each corpus measured with more than one
+// embedder, the headline figures in one column per embedder.
+func printSideBySide(w io.Writer, rs []benchResult) {
+	byCorpus := map[string][]benchResult{}
+	var order []string
+	for _, r := range rs {
+		if len(byCorpus[r.Corpus]) == 0 {
+			order = append(order, r.Corpus)
+		}
+		byCorpus[r.Corpus] = append(byCorpus[r.Corpus], r)
+	}
+	for _, c := range order {
+		cols := byCorpus[c]
+		if len(cols) < 2 {
+			continue
+		}
+		fmt.Fprintf(w, "\nside by side, corpus %s\n", c)
+		row := func(label string, cell func(r benchResult) string) {
+			fmt.Fprintf(w, "  %-34s", label)
+			for _, r := range cols {
+				fmt.Fprintf(w, " %22s", cell(r))
+			}
+			fmt.Fprintln(w)
+		}
+		row("embedder", func(r benchResult) string { return r.EmbedderName })
+		row("dimensions", func(r benchResult) string { return fmt.Sprint(r.Dimension) })
+		row("indexing, chunks/s", func(r benchResult) string { return fmt.Sprintf("%.0f", r.ChunksPerSec) })
+		row("embedding alone, chunks/s", func(r benchResult) string {
+			if !r.PreEmbedded {
+				return "in indexing"
+			}
+			return fmt.Sprintf("%.0f", r.EmbedChunksPerSec)
+		})
+		row("hybrid p50 ms", func(r benchResult) string { return fmt.Sprintf("%.2f", r.Hybrid.P50) })
+		row("vector p50 ms", func(r benchResult) string { return fmt.Sprintf("%.2f", r.Vector.P50) })
+		row("vector index top 100 p50 ms", func(r benchResult) string { return fmt.Sprintf("%.2f", r.VectorPool.P50) })
+		row("exact scan top 100 p50 ms", func(r benchResult) string { return fmt.Sprintf("%.2f", r.VectorPoolExact.P50) })
+		row("recall@10 vs exact", func(r benchResult) string { return fmt.Sprintf("%.4f", r.Recall10) })
+		row("hybrid vs chromem-go top 100", func(r benchResult) string {
+			if r.Chromem == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.1fx", r.HybridSpeedup)
+		})
+		row("nDCG@10 hybrid", func(r benchResult) string { return fmt.Sprintf("%.4f", r.NDCG10["hybrid"]) })
+		row("cold open s", func(r benchResult) string { return fmt.Sprintf("%.2f", r.ColdOpenSeconds) })
+		row("first query after open ms", func(r benchResult) string { return fmt.Sprintf("%.1f", r.ColdFirstQueryMs) })
+		row("RSS after cold open", func(r benchResult) string { return humanBytes(r.RSSAfterOpenBytes) })
+		row("disk", func(r benchResult) string { return humanBytes(r.DiskBytes) })
 	}
 }

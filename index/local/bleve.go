@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -99,27 +98,6 @@ func chunkHash(r *driver.Record) string {
 		put(p)
 	}
 	put(r.Content)
-	return hex.EncodeToString(h.Sum(nil)[:12])
-}
-
-// vectorHash identifies what the vector index holds for a chunk.
-func vectorHash(id, source, docType, content string, vec []float32) string {
-	h := sha256.New()
-	var n [8]byte
-	put := func(s string) {
-		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		io.WriteString(h, s)
-	}
-	put(id)
-	put(source)
-	put(docType)
-	put(content)
-	b := make([]byte, 0, 4*len(vec))
-	for _, f := range vec {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
-	}
-	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 

@@ -2,12 +2,14 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math"
+	"io/fs"
 	"path/filepath"
 	"sort"
 
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/index/vecindex"
 )
 
 // Problem is one inconsistency found by Check. It is a plain value.
@@ -19,7 +21,10 @@ type Problem struct {
 	//	fulltext-stale    the full-text index holds another version of a chunk
 	//	vector-missing    a chunk of the store is not in the vector index
 	//	vector-extra      the vector index holds a chunk the store does not
-	//	vector-stale      the vector index holds another version of a chunk
+	//	vector-stale      the vector index holds another version of a chunk,
+	//	                  or codes that are not those of its vector
+	//	vector-codes      the snapshot's file of vector index codes is missing,
+	//	                  damaged or of another snapshot
 	//	mixed-version     a source's chunks come from different versions of it
 	//	sequence          the full-text index has not applied the journal's last operation
 	//	damaged, journal-tail, lost, fulltext-behind, fulltext-damaged,
@@ -83,19 +88,36 @@ func (b *Backend) Check(ctx context.Context) ([]Problem, error) {
 }
 
 // checkFallbacks reads the snapshots kept as fallbacks, which opening the
-// store does not need to read, and reports those that are damaged.
+// store does not need to read, with their vector codes and the journals
+// older than the snapshot in use, and reports those that are damaged.
 func (b *Backend) checkFallbacks() []Problem {
 	var probs []Problem
+	if js, err := listGenerations(b.fs, b.dir, journalPrefix, journalSuffix); err == nil {
+		for i := 0; i+1 < len(js); i++ {
+			if js[i+1] > b.snapSeq {
+				continue // read at open
+			}
+			name := journalName(js[i])
+			scan, err := scanJournal(b.fs, filepath.Join(b.dir, name), func(*batchOp) error { return nil })
+			if err == nil && scan.tail != nil {
+				err = scan.tail
+			}
+			if err != nil {
+				probs = append(probs, Problem{Kind: "damaged", ID: name, Msg: fmt.Sprintf("journal %s, kept with the fallback snapshot, is damaged (%v); --repair moves it to quarantine/", name, err)})
+			}
+		}
+	}
 	snaps, err := listGenerations(b.fs, b.dir, snapPrefix, snapSuffix)
 	if err != nil {
 		return []Problem{{Kind: "damaged", Msg: fmt.Sprintf("the store directory is unreadable: %v", err)}}
 	}
 	for _, s := range snaps {
 		name := snapName(s)
-		if name == b.report.Snapshot {
-			continue
+		if name == b.report.Snapshot || (b.snapVersion != 0 && s == b.snapSeq) {
+			continue // the snapshot in use, read at open or written since
 		}
-		if _, err := readSnapshot(b.fs, filepath.Join(b.dir, name)); err != nil {
+		sd, err := readSnapshot(b.fs, filepath.Join(b.dir, name))
+		if err != nil {
 			already := false
 			for _, p := range b.pendingFix {
 				already = already || p.ID == name
@@ -103,6 +125,16 @@ func (b *Backend) checkFallbacks() []Problem {
 			if !already {
 				probs = append(probs, Problem{Kind: "damaged", ID: name, Msg: fmt.Sprintf("fallback snapshot %s is damaged (%v); --repair moves it to quarantine/", name, err)})
 			}
+			continue
+		}
+		_ = sd.vecs.close()
+		if sd.version != 2 || len(sd.records) == 0 {
+			continue
+		}
+		// Its vector codes, which an open from it would load.
+		codes := codesName(s)
+		if _, err := b.readCodes(filepath.Join(b.dir, codes), codesTag(sd.seq, len(sd.records), sd.dim, sd.fingerprint)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			probs = append(probs, Problem{Kind: "damaged", ID: codes, Msg: fmt.Sprintf("the vector codes of fallback snapshot %s are damaged (%v); --repair moves them to quarantine/ (an open from that snapshot would rebuild them)", name, err)})
 		}
 	}
 	return probs
@@ -161,69 +193,79 @@ func (b *Backend) checkFullText(ctx context.Context) ([]Problem, error) {
 	return probs, nil
 }
 
+// checkVectors compares the vector index that answers queries with the
+// records: every record is in it with its metadata and its vector, it holds
+// nothing else, and its codes are those of its vectors. It also reads the
+// snapshot's codes file, which the next open loads. Called with wmu held.
 func (b *Backend) checkVectors(ctx context.Context) ([]Problem, error) {
 	var probs []Problem
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	for id, r := range b.records {
-		doc, err := b.coll.GetByID(ctx, id)
-		if err != nil {
+		it, ok := b.vx.Entry(id)
+		if !ok {
 			probs = append(probs, Problem{Kind: "vector-missing", ID: id, Source: r.SourceURL, Msg: "chunk is not in the vector index"})
 			continue
 		}
-		if doc.Content != r.Content || doc.Metadata[fieldSource] != r.SourceURL || doc.Metadata[fieldDocType] != r.DocType || !sameDirection(doc.Embedding, r.Vector) {
+		if it.DocType != r.DocType || it.Source != r.SourceURL || !sameVector(it.Vector, r.Vector) {
 			probs = append(probs, Problem{Kind: "vector-stale", ID: id, Source: r.SourceURL, Msg: "the vector index holds another version of the chunk"})
 		}
 	}
-	extra, err := b.vectorExtras(ctx)
-	if err != nil {
+	for _, id := range b.vx.IDs() {
+		if _, ok := b.records[id]; !ok {
+			probs = append(probs, Problem{Kind: "vector-extra", ID: id, Msg: "the vector index holds a chunk the store does not"})
+		}
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for _, id := range extra {
-		probs = append(probs, Problem{Kind: "vector-extra", ID: id, Msg: "the vector index holds a chunk the store does not"})
+	for _, id := range b.vx.VerifyCodes() {
+		src := ""
+		if r := b.records[id]; r != nil {
+			src = r.SourceURL
+		}
+		probs = append(probs, Problem{Kind: "vector-stale", ID: id, Source: src, Msg: "the vector index's codes for the chunk are not those of its vector"})
+	}
+	b.vecs.release() // the verification read every vector
+	if p := b.checkCodesFile(); p != nil {
+		probs = append(probs, *p)
 	}
 	return probs, nil
 }
 
-// vectorExtras lists the ids in the vector collection that are not records.
-// chromem-go cannot list its ids; an exhaustive query returns them all.
-// Called with mu held.
-func (b *Backend) vectorExtras(ctx context.Context) ([]string, error) {
-	n := b.coll.Count()
-	if n == 0 || b.dim == 0 {
-		return nil, nil
+// checkCodesFile reads the codes file of the snapshot the store was opened
+// from or last wrote, if that snapshot has vectors.
+func (b *Backend) checkCodesFile() *Problem {
+	if b.snapVersion != 2 || b.vecs == nil || b.vecs.count == 0 || b.snapTag == nil {
+		return nil
 	}
-	q := make([]float32, b.dim)
-	q[0] = 1
-	res, err := b.coll.QueryEmbedding(ctx, q, n, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("index: list vectors: %w", err)
-	}
-	var extra []string
-	for _, r := range res {
-		if _, ok := b.records[r.ID]; !ok {
-			extra = append(extra, r.ID)
+	for _, p := range b.pendingFix {
+		if p.Kind == "vector-codes" {
+			return nil // reported already
 		}
 	}
-	return extra, nil
+	name := codesName(b.snapSeq)
+	c, err := b.readCodes(filepath.Join(b.dir, name), b.snapTag)
+	if err != nil {
+		return &Problem{Kind: "vector-codes", ID: name, Msg: fmt.Sprintf("the vector index's codes file is unusable (%v); --repair writes it again (the next open would rebuild it)", err)}
+	}
+	if c.Len() != b.vecs.count {
+		return &Problem{Kind: "vector-codes", ID: name, Msg: "the vector index's codes file describes another number of vectors; --repair writes it again"}
+	}
+	return nil
 }
 
-// sameDirection reports whether got is want normalised (chromem-go stores
-// unit vectors).
-func sameDirection(got, want []float32) bool {
-	if len(got) != len(want) {
+// sameVector reports whether a and b hold the same values (usually the same
+// memory).
+func sameVector(a, b []float32) bool {
+	if len(a) != len(b) {
 		return false
 	}
-	var norm float64
-	for _, x := range want {
-		norm += float64(x) * float64(x)
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
 	}
-	norm = math.Sqrt(norm)
-	if norm == 0 {
-		return false
-	}
-	for i := range got {
-		if math.Abs(float64(got[i])-float64(want[i])/norm) > 1e-5 {
+	for i := range a {
+		if a[i] != b[i] {
 			return false
 		}
 	}
@@ -272,29 +314,26 @@ func keys(m map[string]int) []string {
 	return out
 }
 
-// repairVectors makes the vector collection hold exactly the records, in
-// place (searches keep using it meanwhile).
+// repairVectors rebuilds the vector index from the records and swaps it in
+// (searches use the old one meanwhile).
 func (b *Backend) repairVectors(ctx context.Context) error {
 	b.mu.RLock()
-	defer b.mu.RUnlock()
-	for id, r := range b.records {
-		doc, err := b.coll.GetByID(ctx, id)
-		if err == nil && doc.Content == r.Content && doc.Metadata[fieldSource] == r.SourceURL &&
-			doc.Metadata[fieldDocType] == r.DocType && sameDirection(doc.Embedding, r.Vector) {
-			continue
-		}
-		if err := b.coll.AddDocument(ctx, chromemDoc(r)); err != nil {
-			return fmt.Errorf("index: repair vector of %s: %w", id, err)
-		}
+	items := make([]vecindex.Item, 0, len(b.records))
+	for _, r := range b.records {
+		items = append(items, vecItem(r))
 	}
-	extra, err := b.vectorExtras(ctx)
-	if err != nil {
-		return err
+	b.mu.RUnlock()
+	vx := vecindex.New(b.vecOpts)
+	if err := vx.Add(items); err != nil {
+		return fmt.Errorf("index: rebuild vector index: %w", err)
 	}
-	if len(extra) > 0 {
-		return b.coll.Delete(ctx, nil, nil, extra...)
-	}
-	return nil
+	b.vecs.release()
+	b.mu.Lock()
+	old := b.vx
+	b.vx = vx
+	b.mu.Unlock()
+	old.Close()
+	return ctx.Err()
 }
 
 // Repair fixes what Check finds where the records say what is right: the
@@ -320,7 +359,7 @@ func (b *Backend) Repair(ctx context.Context) (fixed, remaining []Problem, err e
 		b.wmu.Unlock()
 		return nil, before, werr
 	}
-	var fullText, vectors bool
+	var fullText, vectors, codes bool
 	for _, p := range before {
 		switch p.Kind {
 		case "damaged":
@@ -331,6 +370,11 @@ func (b *Backend) Repair(ctx context.Context) (fixed, remaining []Problem, err e
 			fullText = true
 		case "vector-missing", "vector-extra", "vector-stale":
 			vectors = true
+		case "vector-codes":
+			codes = true
+			if _, err := b.fs.Stat(filepath.Join(b.dir, p.ID)); err == nil {
+				b.quarantine(filepath.Join(b.dir, p.ID), p.Msg)
+			}
 		}
 	}
 	if fullText {
@@ -340,6 +384,12 @@ func (b *Backend) Repair(ctx context.Context) (fixed, remaining []Problem, err e
 	}
 	if err == nil && vectors {
 		err = b.repairVectors(ctx)
+	}
+	if err == nil && codes {
+		// A new snapshot of the same sequence comes with its codes.
+		if err = b.checkpointLocked(true); err != nil {
+			err = fmt.Errorf("index: repair: rewrite the vector index's codes: %w", err)
+		}
 	}
 	b.wmu.Unlock()
 	if err != nil {

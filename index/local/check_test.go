@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/index/indextest"
+	"github.com/ragmem/ragmem/index/vecindex"
+	"github.com/ragmem/ragmem/internal/wal"
 )
 
 func problemKeys(probs []Problem) []string {
@@ -35,10 +38,18 @@ func TestCheckFindsAndRepairs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A snapshot with its vector codes, and one chunk in the journal after it.
+	if err := b.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Apply(ctx, putVersion("https://e/", 1)); err != nil {
+		t.Fatal(err)
+	}
 	if probs, err := b.Check(ctx); err != nil || len(probs) > 0 {
 		t.Fatalf("healthy store: %v %v", probs, err)
 	}
 	a, bb, c := versionRecords("https://a/", 4)[0], versionRecords("https://b/", 5)[0], versionRecords("https://c/", 6)[0]
+	d := versionRecords("https://c/", 6)[1]
 	if err := b.bl.Delete(a.ID); err != nil { // missing from bleve
 		t.Fatal(err)
 	}
@@ -51,10 +62,22 @@ func TestCheckFindsAndRepairs(t *testing.T) {
 	if err := b.bl.Index(bb.ID, storeDoc(&changed)); err != nil { // stale in bleve
 		t.Fatal(err)
 	}
-	if err := b.coll.Delete(ctx, nil, nil, c.ID); err != nil { // missing from vectors
+	b.vx.Delete(c.ID)                                                  // missing from vectors
+	if err := b.vx.Add([]vecindex.Item{vecItem(&ghost)}); err != nil { // extra in vectors
 		t.Fatal(err)
 	}
-	if err := b.coll.AddDocument(ctx, chromemDoc(&ghost)); err != nil { // extra in vectors
+	other := vecItem(&d) // stale in vectors: another vector
+	other.Vector = indextest.Vec(999)
+	if err := b.vx.Add([]vecindex.Item{other}); err != nil {
+		t.Fatal(err)
+	}
+	codes := filepath.Join(dir, codesName(b.snapSeq)) // damaged codes file
+	data, err := os.ReadFile(codes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x10
+	if err := os.WriteFile(codes, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// A chunk of another version of d put next to d's own: mixed versions.
@@ -71,8 +94,10 @@ func TestCheckFindsAndRepairs(t *testing.T) {
 		"fulltext-missing " + a.ID + " https://a/",
 		"fulltext-stale " + bb.ID + " https://b/",
 		"mixed-version  https://d/",
+		"vector-codes " + codesName(b.snapSeq) + " ",
 		"vector-extra " + ghost.ID + " ",
 		"vector-missing " + c.ID + " https://c/",
+		"vector-stale " + d.ID + " https://c/",
 	}
 	if got := problemKeys(probs); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("check found\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -81,7 +106,7 @@ func TestCheckFindsAndRepairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fixed) != 5 || len(remaining) != 1 || remaining[0].Kind != "mixed-version" {
+	if len(fixed) != 7 || len(remaining) != 1 || remaining[0].Kind != "mixed-version" {
 		t.Fatalf("repair fixed %v, left %v", fixed, remaining)
 	}
 	if err := b.Close(); err != nil {
@@ -185,4 +210,48 @@ func TestReadOnlyReportsAndChangesNothing(t *testing.T) {
 		t.Fatalf("repair: %v %v", remaining, err)
 	}
 	expectState(t, b, want)
+}
+
+// TestCheckReadsFallbackJournal: a journal kept only for the fallback
+// snapshot is not read at open (everything in it is in the newer snapshot),
+// so damage to it costs nothing at open; Check reads it and reports it.
+func TestCheckReadsFallbackJournal(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b := mustOpen(t, dir, &Options{Logger: quietLogger(), CheckpointBytes: 1, CheckpointRatio: -1})
+	for i := 0; i < 3; i++ { // a snapshot after each write
+		if err := b.Apply(ctx, putVersion(fmt.Sprintf("https://s/%d", i), i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	js, err := listGenerations(wal.OS{}, dir, journalPrefix, journalSuffix)
+	if err != nil || len(js) < 2 {
+		t.Fatalf("journals %v (%v): want at least two", js, err)
+	}
+	old := filepath.Join(dir, journalName(js[0]))
+	data, err := os.ReadFile(old)
+	if err != nil || len(data) < 16 {
+		t.Fatalf("journal %s: %d bytes (%v)", old, len(data), err)
+	}
+	data[len(data)-3] ^= 0x40
+	if err := os.WriteFile(old, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b = mustOpen(t, dir, &Options{Logger: quietLogger()})
+	defer b.Close()
+	if r := b.Recovery(); len(r.Problems) > 0 || r.Lost != "" {
+		t.Fatalf("open read the fallback journal: %+v", r)
+	}
+	probs, err := b.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range probs {
+		found = found || p.Kind == "damaged" && p.ID == journalName(js[0])
+	}
+	if !found {
+		t.Fatalf("Check did not report the damaged fallback journal %s: %v", journalName(js[0]), probs)
+	}
 }

@@ -54,9 +54,7 @@ func (e *encoder) record(r *driver.Record) {
 		e.str(r.Attrs[k])
 	}
 	e.uvarint(uint64(len(r.Vector)))
-	for _, f := range r.Vector {
-		e.buf = binary.LittleEndian.AppendUint32(e.buf, math.Float32bits(f))
-	}
+	e.buf = append(e.buf, vectorBytes(nil, r.Vector)...)
 }
 
 // batchOp is one journal entry: a sequence number and the batch it applied,
@@ -100,6 +98,10 @@ func (e *encoder) op(o *batchOp) {
 type decoder struct {
 	buf []byte
 	err error
+	// src, when set, holds the same bytes as buf did at the start: strings
+	// are then cut from it instead of each being allocated (see
+	// decodeRecordShared).
+	src string
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -157,7 +159,13 @@ func (d *decoder) str() string {
 	if d.err != nil {
 		return ""
 	}
-	s := string(d.buf[:n])
+	var s string
+	if d.src != "" {
+		at := len(d.src) - len(d.buf)
+		s = d.src[at : at+n]
+	} else {
+		s = string(d.buf[:n])
+	}
 	d.buf = d.buf[n:]
 	return s
 }
@@ -283,8 +291,19 @@ func encodeRecord(r *driver.Record) []byte {
 }
 
 func decodeRecord(p []byte) (driver.Record, error) {
+	return decodeRecordFrom(decoder{buf: p})
+}
+
+// decodeRecordShared decodes a record without its vector (a format-2
+// snapshot's) with one allocation for all its strings: they are cut from
+// one copy of p, which they keep alive together (a record's strings live
+// and die with it).
+func decodeRecordShared(p []byte) (driver.Record, error) {
+	return decodeRecordFrom(decoder{buf: p, src: string(p)})
+}
+
+func decodeRecordFrom(d decoder) (driver.Record, error) {
 	var r driver.Record
-	d := decoder{buf: p}
 	d.record(&r)
 	if d.err == nil && len(d.buf) != 0 {
 		d.fail("%d trailing bytes", len(d.buf))

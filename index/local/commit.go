@@ -45,7 +45,8 @@ func (b *Backend) Apply(ctx context.Context, bt *driver.Batch) error {
 	if b.readOnly {
 		return ErrReadOnly
 	}
-	// Records are copied so that callers may reuse their slices.
+	// Records are copied so that callers may reuse their slices; vectors
+	// are stored at unit length.
 	put := make([]driver.Record, len(bt.Put))
 	copy(put, bt.Put)
 	for i := range put {
@@ -53,6 +54,7 @@ func (b *Backend) Apply(ctx context.Context, bt *driver.Batch) error {
 		if len(put[i].Attrs) == 0 {
 			put[i].Attrs = nil
 		}
+		put[i].Vector = unitVector(put[i].Vector)
 	}
 	op := batchOp{Batch: driver.Batch{
 		DeleteSources: append([]string(nil), bt.DeleteSources...),
@@ -222,7 +224,7 @@ func (b *Backend) commitGroup(group []*commitReq) {
 		off += wal.FrameSize(len(payloads[i]))
 	}
 	if b.journal.Size() >= b.nextCkpt {
-		if err := b.checkpointLocked(); err != nil {
+		if err := b.checkpointLocked(false); err != nil {
 			b.nextCkpt = b.journal.Size() + b.ckpt/4
 			b.log.Warn("index: checkpoint failed; the journal keeps growing until one succeeds", "err", err)
 		}
@@ -293,24 +295,8 @@ func (b *Backend) applyOp(o *batchOp) error {
 	b.seq = o.Seq
 	b.lastSync = time.Now()
 	b.mu.Unlock()
-	b.vectorsApply(del, put)
-	return nil
-}
-
-// vectorsApply mirrors a mutation into the chromem-go collection.
-func (b *Backend) vectorsApply(del []string, put []driver.Record) {
-	ctx := context.Background()
-	if len(del) > 0 {
-		_ = b.coll.Delete(ctx, nil, nil, del...)
-	}
-	for i := range put {
-		if err := b.coll.AddDocument(ctx, chromemDoc(&put[i])); err != nil {
-			// Cannot happen for validated records; the data is durable and
-			// the next open rebuilds the collection from it.
-			b.log.Error("index: vector collection rejected a record", "id", put[i].ID, "err", err)
-		}
-	}
 	b.applyVectors(del, put)
+	return nil
 }
 
 // bleveBatch deletes del, indexes put and records seq in one bleve batch.
@@ -400,7 +386,7 @@ func (b *Backend) Checkpoint(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return b.checkpointLocked()
+	return b.checkpointLocked(false)
 }
 
 // checkpointAt is the journal size at which the next checkpoint is due:
@@ -412,8 +398,11 @@ func (b *Backend) checkpointAt() int64 {
 	return b.ckpt
 }
 
-func (b *Backend) checkpointLocked() error {
-	if b.seq == b.snapSeq && b.journal.base == b.seq {
+// checkpointLocked writes a snapshot of the whole store and its vector
+// codes, starts a new journal and maps the new snapshot's vectors; unless
+// force, only when something changed since the last snapshot.
+func (b *Backend) checkpointLocked(force bool) error {
+	if !force && b.seq == b.snapSeq && b.journal.base == b.seq {
 		return nil
 	}
 	b.mu.RLock()
@@ -425,19 +414,26 @@ func (b *Backend) checkpointLocked() error {
 	for k, v := range b.meta {
 		meta[k] = v
 	}
+	dim := b.dim
 	b.mu.RUnlock()
 	sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
 	start := time.Now()
-	if err := writeSnapshot(b.fs, b.dir, b.seq, meta, recs); err != nil {
+	tag, err := writeSnapshot(b.fs, b.dir, b.seq, meta, recs, dim, b.vx)
+	if err != nil {
 		return fmt.Errorf("index: write snapshot: %w", err)
 	}
-	nj, err := createJournal(b.fs, b.dir, b.seq)
-	if err != nil {
-		return err
+	b.snapVersion, b.snapTag = 2, tag
+	sameGen := b.seq == b.snapSeq
+	b.remapVectors(b.seq, recs, dim)
+	if b.journal.base != b.seq {
+		nj, err := createJournal(b.fs, b.dir, b.seq)
+		if err != nil {
+			return err
+		}
+		old := b.journal
+		b.journal = nj
+		_ = old.close()
 	}
-	old := b.journal
-	b.journal = nj
-	_ = old.close()
 	prevSnap := b.snapSeq
 	b.snapSeq = b.seq
 	if st, err := b.fs.Stat(filepath.Join(b.dir, snapName(b.seq))); err == nil {
@@ -445,7 +441,9 @@ func (b *Backend) checkpointLocked() error {
 	}
 	b.nextCkpt = b.checkpointAt()
 	b.log.Debug("index: checkpoint", "seq", b.seq, "records", len(recs), "bytes", b.snapBytes, "took", time.Since(start))
-	b.pruneGenerations(prevSnap)
+	if !sameGen {
+		b.pruneGenerations(prevSnap)
+	}
 	return nil
 }
 
@@ -457,6 +455,13 @@ func (b *Backend) pruneGenerations(keep uint64) {
 		for _, s := range snaps {
 			if s < keep {
 				_ = b.fs.Remove(filepath.Join(b.dir, snapName(s)))
+			}
+		}
+	}
+	if codes, err := listGenerations(b.fs, b.dir, codesPrefix, codesSuffix); err == nil {
+		for _, s := range codes {
+			if s < keep {
+				_ = b.fs.Remove(filepath.Join(b.dir, codesName(s)))
 			}
 		}
 	}

@@ -15,12 +15,14 @@ import (
 )
 
 // TestDamageEveryFile truncates or corrupts, one at a time, every file of a
-// small store (snapshots, journals, the closed marker, the lock, and each of
-// bleve's files) at several offsets, then opens it. The open must not panic
+// small store (snapshots, the vector index's codes, journals, the closed
+// marker, the lock, and each of bleve's files) at several offsets, then
+// opens it. The open must not panic
 // or fail; the store must then be consistent (Check clean, every source
 // wholly one version, full-text search finding every chunk); and if it holds
 // anything other than what was written, recovery must have said that data
-// was lost. Damage to bleve alone must lose nothing: it is rebuilt.
+// was lost. Damage to bleve or to the vector codes alone must lose nothing:
+// they are rebuilt.
 func TestDamageEveryFile(t *testing.T) {
 	ctx := context.Background()
 	template := filepath.Join(t.TempDir(), "store")
@@ -72,7 +74,7 @@ func TestDamageEveryFile(t *testing.T) {
 	for _, f := range files {
 		kinds[strings.SplitN(filepath.Base(f), "-", 2)[0]] = true
 	}
-	for _, k := range []string{"snap", "journal", "closed.rgm", "root.bolt", "index_meta.json"} {
+	for _, k := range []string{"snap", "vidx", "journal", "closed.rgm", "root.bolt", "index_meta.json"} {
 		if !kinds[k] {
 			t.Fatalf("the template store has no %s file: %v", k, files)
 		}
@@ -129,6 +131,9 @@ func TestDamageEveryFile(t *testing.T) {
 				continue
 			}
 			r := b.Recovery()
+			if rel == codesName(b.snapSeq) && !r.VectorIndexRebuilt {
+				t.Errorf("%s: damaged vector codes were not rebuilt: %+v", name, r)
+			}
 			got, err := readState(ctx, b)
 			if err != nil {
 				t.Errorf("%s: store is inconsistent: %v", name, err)
@@ -152,6 +157,8 @@ func TestDamageEveryFile(t *testing.T) {
 				identical++
 			case strings.HasPrefix(rel, "bleve"):
 				t.Errorf("%s: damage to the full-text index lost data: %v, want %v", name, got, want)
+			case strings.HasPrefix(rel, codesPrefix):
+				t.Errorf("%s: damage to the vector index's codes lost data: %v, want %v", name, got, want)
 			case r.Lost == "":
 				t.Errorf("%s: opened with %v instead of %v without reporting lost data; recovery: %+v", name, got, want, r)
 			default:

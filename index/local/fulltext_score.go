@@ -360,7 +360,19 @@ func (s *scorer) accumulate(acc map[uint64]float64, field string, fs fieldStats,
 
 // scores returns the BM25 score of every matching document for q.
 func (s *scorer) scores(q []qterm) (map[uint64]float64, error) {
-	acc := make(map[uint64]float64, 256)
+	// The accumulator is sized for every document the terms' postings may
+	// name (at most the records with text): growing it as they arrive
+	// rehashed it over and over, most of the cost of a query of common
+	// words in a large store.
+	var hint uint64
+	for _, t := range q {
+		df, n, err := s.textDF(t.term)
+		if err != nil {
+			return nil, err
+		}
+		hint = min(hint+df, n)
+	}
+	acc := make(map[uint64]float64, max(256, hint))
 	ft := s.ft
 	if err := s.accumulate(acc, fieldBody, s.stats.body, q, 1, ft.k1, ft.b); err != nil {
 		return nil, err
@@ -538,6 +550,23 @@ func (ft *fullText) search(ctx context.Context, bi bleve.Index, text string, k i
 		return nil, nil, fmt.Errorf("index: full-text search: %w", err)
 	}
 	return ids, scores, nil
+}
+
+// warm computes the collection statistics of bi's current snapshot, which
+// the first search would otherwise compute (a walk of one posting per
+// document and field).
+func (ft *fullText) warm(ctx context.Context, bi bleve.Index) error {
+	adv, err := bi.Advanced()
+	if err != nil {
+		return err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = ft.collection(ctx, r)
+	return err
 }
 
 func (ft *fullText) searchIndex(ctx context.Context, bi bleve.Index, text string, k int, f *driver.Filter, body func(id string) (string, bool)) ([]string, []float64, error) {

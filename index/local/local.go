@@ -1,45 +1,61 @@
-// Package local is ragmem's default storage backend: chromem-go holds the
-// vectors in memory, bleve holds the BM25 index on disk, and ragmem's own
-// snapshot + write-ahead journal make the pair durable and consistent.
+// Package local is ragmem's default storage backend: records and their
+// vectors live in ragmem's own snapshot + write-ahead journal, vector queries
+// are answered by index/vecindex, and bleve holds the BM25 index on disk; the
+// three are kept consistent by the journal.
 //
-// # Why ragmem persists chromem-go itself
+// # Files
 //
 // chromem-go's own persistence writes one file per document in place, without
-// fsync; a half-written file stops the whole store from opening, and its
-// in-memory state can drift from its files after a failed write. So the
-// chromem-go collection here is purely in memory and is rebuilt on open from
-// ragmem's files:
+// fsync; a half-written file stops the whole store from opening. So ragmem
+// persists the records itself:
 //
 //	dir/LOCK                   advisory lock holding the owner's pid
-//	dir/snap-<seq>.rgs         every record (text, metadata, vector) at <seq>
+//	dir/snap-<seq>.rgs         every record (text, metadata) at <seq>, with a
+//	                           page-aligned section of their vectors that open
+//	                           maps instead of decoding (snapshot.go)
+//	dir/vidx-<seq>.rgx         the vector index's codes for that snapshot's
+//	                           rows (derived; rebuilt when missing or damaged)
 //	dir/journal-<seq>.rgj      every mutation after <seq>, one checksummed frame each
 //	dir/closed.rgm             the sequence at the last clean Close (detects lost journal data)
 //	dir/bleve/                 the BM25 index; remembers the last sequence it applied
 //	dir/quarantine/            damaged files moved aside on open, never deleted
 //
+// # Memory
+//
+// The float32 vectors of the records in the newest snapshot are not in the
+// Go heap: they are mapped from its vector section, and a query touches only
+// the few it rescores (the vector index scans its own compact codes). The
+// vectors written since stay in memory until the next checkpoint maps them.
+//
 // # Writes
 //
 // A mutation (a driver.Batch, or a meta setting) is appended to the journal
 // and fsynced; concurrent mutations share one fsync (group commit). Only then
-// is it applied to bleve and to memory, and acknowledged. The journal is the
-// commit point: bleve is derived data, written without waiting for its own
-// persistence, and brought forward from the journal on open. If applying a
-// mutation to bleve fails, its journal entry is cut off again, so a failed
-// call changes nothing. Once the journal grows past Options.CheckpointBytes a
-// new snapshot is written (temp file, fsync, rename, fsync of the directory)
-// and a new journal started; the previous generation is kept as a fallback,
-// and so are older journals bleve has not yet persisted.
+// is it applied to bleve, to memory and to the vector index, and
+// acknowledged: a chunk is searchable through the vector index's fast path
+// as soon as its write returns. The journal is the commit point: bleve and the
+// vector index's codes are derived data, brought forward from the journal on
+// open. If applying a mutation to bleve fails, its journal entry is cut off
+// again, so a failed call changes nothing. Once the journal grows past
+// Options.CheckpointBytes a new snapshot and its codes file are written (temp
+// file, fsync, rename, fsync of the directory) and a new journal started; the
+// previous generation is kept as a fallback, and so are older journals bleve
+// has not yet persisted.
 //
 // # Recovery
 //
-// On open the newest readable snapshot is loaded, journals are replayed (a torn
-// last frame, the mark of a crash during an unacknowledged write, is cut off),
-// and bleve, whose files are verified first, is brought up to the same
-// sequence: by re-indexing the documents the journal entries it missed
-// touched, or by reconciling it against the records when it is unreadable or
-// too far behind. Damaged files are quarantined with a logged message instead
-// of failing the open. Data known to be lost (a journal that ends before the
-// sequence a clean Close or bleve recorded) is reported in Recovery.Lost.
+// On open the newest readable snapshot is loaded (its vector checksums
+// verified, its vectors mapped), journals are replayed (a torn last frame,
+// the mark of a crash during an unacknowledged write, is cut off), the
+// vector index is loaded from the snapshot's codes (or rebuilt from its
+// vectors when the codes file is missing, stale or damaged) and brought
+// forward over the journal, and bleve, whose files are verified first, is
+// brought up to the same sequence: by re-indexing the documents the journal
+// entries it missed touched, or by reconciling it against the records when it
+// is unreadable or too far behind. Damaged files are quarantined with a logged
+// message instead of failing the open. Data known to be lost (a journal that
+// ends before the sequence a clean Close or bleve recorded) is reported in
+// Recovery.Lost.
 //
 // Open with Options.ReadOnly changes nothing on disk: it reports what a normal
 // open would repair, for Check.
@@ -58,7 +74,6 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
-	chromem "github.com/philippgille/chromem-go"
 
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/vecindex"
@@ -107,7 +122,7 @@ type Options struct {
 	groupLimit int    // most mutations per group commit; default unlimited (benchmarks set 1)
 }
 
-// Backend is the local chromem-go + bleve store. It is safe for concurrent
+// Backend is the local store. It is safe for concurrent
 // use: mutations are committed in groups by one goroutine at a time, and
 // searches run concurrently with them.
 type Backend struct {
@@ -148,10 +163,16 @@ type Backend struct {
 	lastSync time.Time
 	closed   bool
 
-	coll    *chromem.Collection
 	bl      bleve.Index
 	vx      *vecindex.Index // answers vector queries (vector.go)
 	vecOpts *vecindex.Options
+	// vecs is the newest snapshot's mapped vector section, which the
+	// records' vectors (and the vector index's) point into; replaced under
+	// mu by a checkpoint, unmapped by Close.
+	vecs          *vecSection
+	snapVersion   int                 // format of the snapshot loaded or last written
+	snapTag       []byte              // that snapshot's codes tag (format 2)
+	replayTouched map[string]struct{} // during recovery: ids the journal replay touched
 
 	report Recovery
 }
@@ -167,6 +188,9 @@ type Recovery struct {
 	BleveRebuilt  bool     // bleve was rebuilt from the records
 	BleveRemoved  int      // documents bleve had that the records do not
 	BleveAdded    int      // documents (re-)indexed into bleve to match the records
+	// VectorIndexRebuilt is set when the vector index's codes had to be
+	// computed from the vectors (their file was missing, stale or damaged).
+	VectorIndexRebuilt bool
 	// Lost is set when acknowledged operations are known to be lost: the
 	// journal ends before the sequence a clean Close or bleve recorded.
 	Lost            string
@@ -258,10 +282,13 @@ func (b *Backend) readable() error {
 	return nil
 }
 
+// copyRecord copies r for a caller; the vector, when asked for, is copied
+// too (it may be mapped from a snapshot that a checkpoint unmaps).
 func copyRecord(r *driver.Record, withVector bool) driver.Record {
 	c := *r
-	if !withVector {
-		c.Vector = nil
+	c.Vector = nil
+	if withVector && r.Vector != nil {
+		c.Vector = append([]float32(nil), r.Vector...)
 	}
 	if r.HeadingPath != nil {
 		c.HeadingPath = append([]string(nil), r.HeadingPath...)
@@ -481,8 +508,6 @@ func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 	return st, nil
 }
 
-// Close checkpoints the store when its journal has grown, closes bleve and
-
 // bleveWait bounds how long Close waits for bleve to persist its last batches.
 const bleveWait = 10 * time.Second
 
@@ -502,8 +527,11 @@ func (b *Backend) Close() error {
 	var errs []error
 	if !b.readOnly {
 		b.waitBleveDurable(bleveWait)
-		if b.broken == nil && b.journal != nil && b.journal.Size() >= b.ckpt/8 {
-			if err := b.checkpointLocked(); err != nil {
+		// A store opened from a format-1 snapshot is rewritten in format 2,
+		// so that the next open maps its vectors.
+		upgrade := b.snapVersion == 1 && len(b.records) > 0
+		if b.broken == nil && b.journal != nil && (b.journal.Size() >= b.ckpt/8 || upgrade) {
+			if err := b.checkpointLocked(upgrade); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -523,6 +551,9 @@ func (b *Backend) Close() error {
 	}
 	if b.vx != nil {
 		b.vx.Close()
+	}
+	if err := b.vecs.close(); err != nil {
+		errs = append(errs, fmt.Errorf("index: unmap vectors: %w", err))
 	}
 	if err := b.lock.Unlock(); err != nil {
 		errs = append(errs, err)

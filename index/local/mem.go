@@ -1,35 +1,16 @@
 package local
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 
-	chromem "github.com/philippgille/chromem-go"
-
 	"github.com/ragmem/ragmem/index/driver"
 )
 
-// The in-memory side of the store: records by id and by source, and the
-// chromem-go collection built from them.
+// The in-memory side of the store: records by id, by source and by type.
 
-func refuseEmbedding(context.Context, string) ([]float32, error) {
-	return nil, errors.New("index: record without vector")
-}
-
-func chromemDoc(r *driver.Record) chromem.Document {
-	md := make(map[string]string, 2+len(r.Attrs))
-	md[fieldDocType] = r.DocType
-	md[fieldSource] = r.SourceURL
-	for k, v := range r.Attrs {
-		md["attr."+k] = v
-	}
-	return chromem.Document{ID: r.ID, Metadata: md, Embedding: r.Vector, Content: r.Content}
-}
-
-// putMem stores r in the in-memory maps (not the vector collection).
+// putMem stores r in the in-memory maps (not the vector index).
 func (b *Backend) putMem(r *driver.Record) {
 	if old, ok := b.records[r.ID]; ok {
 		b.unindex(old)
@@ -39,6 +20,21 @@ func (b *Backend) putMem(r *driver.Record) {
 	addTo(b.byType, r.DocType, r.ID)
 	if b.dim == 0 && len(r.Vector) > 0 {
 		b.dim = len(r.Vector)
+	}
+}
+
+// presize sizes the empty in-memory maps for recs, so that loading a
+// snapshot rehashes none of them as it grows.
+func (b *Backend) presize(recs []driver.Record) {
+	b.records = make(map[string]*driver.Record, len(recs))
+	b.bySource = make(map[string]map[string]struct{}, len(recs))
+	types := map[string]int{}
+	for i := range recs {
+		types[recs[i].DocType]++
+	}
+	b.byType = make(map[string]map[string]struct{}, len(types))
+	for t, n := range types {
+		b.byType[t] = make(map[string]struct{}, n)
 	}
 }
 
@@ -115,7 +111,7 @@ func (b *Backend) plan(bt *driver.Batch) []string {
 }
 
 // applyMem applies an operation to the in-memory maps only (used on replay,
-// before the vector collection exists).
+// before the vector index exists), noting the ids it touches.
 func (b *Backend) applyMem(o *batchOp) {
 	if o.Meta != nil {
 		for k, v := range o.Meta {
@@ -125,10 +121,19 @@ func (b *Backend) applyMem(o *batchOp) {
 	}
 	for _, id := range b.plan(&o.Batch) {
 		b.deleteMem(id)
+		b.touch(id)
 	}
 	for i := range o.Batch.Put {
 		r := o.Batch.Put[i]
+		r.Vector = unitVector(r.Vector) // journals of older versions may hold others
 		b.putMem(&r)
+		b.touch(r.ID)
+	}
+}
+
+func (b *Backend) touch(id string) {
+	if b.replayTouched != nil {
+		b.replayTouched[id] = struct{}{}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,4 +125,26 @@ func expectState(t *testing.T, b *Backend, want state) {
 	if len(probs) > 0 {
 		t.Fatalf("check found %d problems: %v", len(probs), probs)
 	}
+}
+
+// sameDirection reports whether got is want normalised (the store keeps
+// unit vectors).
+func sameDirection(got, want []float32) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	var norm float64
+	for _, x := range want {
+		norm += float64(x) * float64(x)
+	}
+	norm = math.Sqrt(norm)
+	if norm == 0 {
+		return false
+	}
+	for i := range got {
+		if math.Abs(float64(got[i])-float64(want[i])/norm) > 1e-5 {
+			return false
+		}
+	}
+	return true
 }

@@ -14,9 +14,7 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
-	chromem "github.com/philippgille/chromem-go"
 
-	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/wal"
 )
 
@@ -111,6 +109,14 @@ func (b *Backend) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("index: read store directory: %w", err)
 	}
+	var pre *codesRead
+	var vl *vectorLoad
+	if len(snaps) > 0 {
+		// The newest snapshot's vector codes are read while its records
+		// are decoded.
+		pre = b.readCodesAsync(snaps[len(snaps)-1])
+		defer pre.wait()
+	}
 	for i := len(snaps) - 1; i >= 0; i-- {
 		path := filepath.Join(b.dir, snapName(snaps[i]))
 		sd, err := readSnapshot(b.fs, path)
@@ -118,14 +124,31 @@ func (b *Backend) recover(ctx context.Context) error {
 			b.quarantine(path, err.Error())
 			continue
 		}
+		if sd.version == 2 && len(sd.records) > 0 {
+			// The vector index is loaded from the snapshot's codes while
+			// the rest of the store is opened.
+			vl = b.startVectors(sd, pre)
+			defer vl.wait()
+		}
 		for k, v := range sd.meta {
 			b.meta[k] = v
 		}
 		if len(b.records) == 0 {
-			b.records = make(map[string]*driver.Record, len(sd.records))
+			b.presize(sd.records)
 		}
 		for j := range sd.records {
+			if sd.version == 1 {
+				// Format 2 stores unit vectors; older stores may not have.
+				sd.records[j].Vector = unitVector(sd.records[j].Vector)
+			}
 			b.putMem(&sd.records[j])
+		}
+		if sd.dim > 0 {
+			b.dim = sd.dim
+		}
+		b.vecs, b.snapVersion = sd.vecs, sd.version
+		if sd.version == 2 {
+			b.snapTag = codesTag(sd.seq, len(sd.records), sd.dim, sd.fingerprint)
 		}
 		b.seq, b.snapSeq = sd.seq, sd.seq
 		b.report.Snapshot = filepath.Base(path)
@@ -152,6 +175,8 @@ func (b *Backend) recover(ctx context.Context) error {
 		return fmt.Errorf("index: read store directory: %w", err)
 	}
 	var replay []batchOp
+	b.replayTouched = map[string]struct{}{}
+	defer func() { b.replayTouched = nil }()
 	replayNext := bs.seq + 1 // the next operation bleve needs
 	replayBytes := 0
 	collect := bs.usable && !bs.created && !bs.rebuild
@@ -162,6 +187,13 @@ func (b *Backend) recover(ctx context.Context) error {
 			msg := fmt.Sprintf("journal %s starts after sequence %d but the store is at %d; the operations in between are missing", filepath.Base(path), base, b.seq)
 			b.quarantine(path, msg)
 			b.lost(fmt.Sprintf("operations %d to %d are missing", b.seq+1, base))
+			continue
+		}
+		if i+1 < len(jbases) && jbases[i+1] <= b.seq && (!collect || jbases[i+1] <= bs.seq) {
+			// Every operation in it is in the snapshot and in bleve (or
+			// bleve is rebuilt anyway): it is kept as the fallback
+			// snapshot's journal and read only if that is needed. Check
+			// reads it.
 			continue
 		}
 		js, err := scanJournal(b.fs, path, func(o *batchOp) error {
@@ -238,10 +270,20 @@ func (b *Backend) recover(ctx context.Context) error {
 		}
 	}
 
-	// 5. The vector side, in memory.
-	if err := b.buildVectors(ctx); err != nil {
+	// The full-text statistics the first search needs are computed now,
+	// while the vector index is still loading in the background, so that
+	// the first query runs at full speed.
+	if bs.usable && !bs.created && !bs.rebuild {
+		if err := b.ft.warm(ctx, b.bl); err != nil {
+			b.log.Warn("index: full-text statistics not computed at open; the first search computes them", "err", err)
+		}
+	}
+
+	// 5. The vector index, from its persisted codes where they are sound.
+	if err := b.finishVectors(vl, b.replayTouched); err != nil {
 		return err
 	}
+	b.removeOrphanCodes()
 
 	// 6. The BM25 side, brought to the same sequence.
 	if b.readOnly {
@@ -304,7 +346,7 @@ func (b *Backend) removeTemporaries() {
 		if e.IsDir() || !strings.HasSuffix(name, ".tmp") {
 			continue
 		}
-		if strings.HasPrefix(name, snapPrefix) || strings.HasPrefix(name, journalPrefix) || strings.HasPrefix(name, closedName) {
+		if strings.HasPrefix(name, snapPrefix) || strings.HasPrefix(name, journalPrefix) || strings.HasPrefix(name, closedName) || strings.HasPrefix(name, codesPrefix) {
 			if b.fs.Remove(filepath.Join(b.dir, name)) == nil {
 				removed++
 			}
@@ -417,37 +459,25 @@ func (b *Backend) openBleve() (bleveState, error) {
 	return bs, nil
 }
 
-func (b *Backend) buildVectors(ctx context.Context) error {
-	// The vector index is loaded while chromem-go's collection is filled;
-	// both only read the records.
-	vxErr := make(chan error, 1)
-	go func() { vxErr <- b.loadVectors() }()
-	if err := b.buildCollection(ctx); err != nil {
-		<-vxErr
-		return err
+// removeOrphanCodes deletes vector index codes whose snapshot is gone (a
+// crash between the two renames of a checkpoint, or a pruned generation).
+func (b *Backend) removeOrphanCodes() {
+	if b.readOnly {
+		return
 	}
-	return <-vxErr
-}
-
-func (b *Backend) buildCollection(ctx context.Context) error {
-	db := chromem.NewDB()
-	coll, err := db.CreateCollection("chunks", nil, refuseEmbedding)
+	codes, err := listGenerations(b.fs, b.dir, codesPrefix, codesSuffix)
 	if err != nil {
-		return fmt.Errorf("index: create vector collection: %w", err)
+		return
 	}
-	docs := make([]chromem.Document, 0, len(b.records))
-	for _, r := range b.records {
-		docs = append(docs, chromemDoc(r))
-	}
-	if len(docs) > 0 {
-		if err := coll.AddDocuments(ctx, docs, 1); err != nil {
-			return fmt.Errorf("index: load vectors: %w", err)
+	removed := false
+	for _, s := range codes {
+		if _, err := b.fs.Stat(filepath.Join(b.dir, snapName(s))); errors.Is(err, os.ErrNotExist) {
+			removed = b.fs.Remove(filepath.Join(b.dir, codesName(s))) == nil || removed
 		}
 	}
-	b.mu.Lock()
-	b.coll = coll
-	b.mu.Unlock()
-	return nil
+	if removed {
+		_ = b.fs.SyncDir(b.dir)
+	}
 }
 
 // replayBleve brings bleve forward over the operations it missed by

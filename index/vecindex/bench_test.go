@@ -9,15 +9,18 @@ import (
 	chromem "github.com/philippgille/chromem-go"
 )
 
-// BenchmarkSearch compares, on the same 384-dimensional clustered vectors,
-// the exact scan, the HNSW graph (top 50, the hybrid candidate pool) and
-// chromem-go's exhaustive QueryEmbedding. RAGMEM_BENCH_N is not read: the
-// sizes are 10k and 100k; `ragmem bench` covers 1M.
+// BenchmarkSearch compares, on the same 384-dimensional clustered vectors
+// (no data set needed), the exact scan, Search (the 1-bit scan with exact
+// rescoring; top 100, the hybrid candidate pool) and chromem-go's
+// exhaustive QueryEmbedding. The real embedders' vectors are in
+// BenchmarkIndexSearch and BenchmarkDenseExperiment (experiment_test.go).
+//
+//	go test -run xxx -bench 'Search$' -benchtime 50x ./index/vecindex
 func BenchmarkSearch(b *testing.B) {
 	for _, n := range []int{10000, 100000} {
 		r := rand.New(rand.NewSource(1))
 		vecs := clustered(r, n, 384)
-		x := New(&Options{GraphThreshold: -1}) // the graph is built below, in the foreground
+		x := New(nil)
 		items := make([]Item, n)
 		for i, v := range vecs {
 			items[i] = Item{ID: fmt.Sprint(i), Vector: v, DocType: "knowledge"}
@@ -34,27 +37,19 @@ func BenchmarkSearch(b *testing.B) {
 		b.Run(fmt.Sprintf("exact/n=%d", n), func(b *testing.B) {
 			i := 0
 			for b.Loop() {
-				x.SearchExact(queries[i%len(queries)], 50, f)
+				x.SearchExact(queries[i%len(queries)], 100, f)
 				i++
 			}
 		})
-		x.mu.Lock()
-		x.opt.GraphThreshold = 1000
-		x.g = newGraph(x.opt)
-		for x.g.n < len(x.vecs) {
-			x.g.insert(x)
-		}
-		x.mu.Unlock()
 		rec, _ := x.Recall(queries, 10, f)
-		b.Run(fmt.Sprintf("graph/n=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("index/n=%d", n), func(b *testing.B) {
 			i := 0
 			for b.Loop() {
-				x.Search(queries[i%len(queries)], 50, f)
+				x.Search(queries[i%len(queries)], 100, f)
 				i++
 			}
 			b.ReportMetric(rec, "recall@10")
 		})
-		x.Close()
 		db := chromem.NewDB()
 		coll, _ := db.CreateCollection("b", nil, func(context.Context, string) ([]float32, error) { return nil, nil })
 		for i, v := range vecs {
@@ -63,7 +58,7 @@ func BenchmarkSearch(b *testing.B) {
 		b.Run(fmt.Sprintf("chromem/n=%d", n), func(b *testing.B) {
 			i := 0
 			for b.Loop() {
-				coll.QueryEmbedding(context.Background(), queries[i%len(queries)], 50, map[string]string{"docType": "knowledge"}, nil)
+				coll.QueryEmbedding(context.Background(), queries[i%len(queries)], 100, map[string]string{"docType": "knowledge"}, nil)
 				i++
 			}
 		})

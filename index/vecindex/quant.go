@@ -38,31 +38,72 @@ func (s *quantStore) grow(n int) {
 		s.blocks = append(s.blocks, make([]int8, s.dim*blockSize))
 	}
 	if len(s.scale) < n {
-		s.scale = append(s.scale, make([]float32, n-len(s.scale))...)
+		if n <= cap(s.scale) {
+			old := len(s.scale)
+			s.scale = s.scale[:n]
+			clear(s.scale[old:])
+		} else {
+			s.scale = append(s.scale, make([]float32, n-len(s.scale))...)
+		}
 	}
+}
+
+// reserve allocates room for n slots at once.
+func (s *quantStore) reserve(n int) {
+	s.blocks = make([][]int8, 0, (n+blockSize-1)/blockSize)
+	s.scale = make([]float32, 0, n)
 }
 
 // set stores the codes of slot (which is len(scale) or less).
 func (s *quantStore) set(slot int, v []float32) {
 	s.grow(slot + 1)
+	scale, inv := quantScale(v)
+	b, off := s.blocks[slot/blockSize], slot%blockSize
+	for d, f := range v {
+		b[d*blockSize+off] = quantCode(f, inv)
+	}
+	s.scale[slot] = scale
+}
+
+// setRows stores the codes of consecutive slots from first on, from their
+// persisted form (rows[i] is slot first+i's, one byte per dimension),
+// transposed a tile of rows at a time, so that each write fills a cache
+// line instead of touching one byte of it.
+func (s *quantStore) setRows(first int, scale []float32, rows [][]byte) {
+	const tile = 64
+	s.grow(first + len(rows))
+	for i := 0; i < len(rows); {
+		slot := first + i
+		b, off := s.blocks[slot/blockSize], slot%blockSize
+		run := min(len(rows)-i, blockSize-off) // the rows in this block
+		for t := 0; t < run; t += tile {
+			tr := rows[i+t : i+min(run, t+tile)]
+			for d := 0; d < s.dim; d++ {
+				dst := b[d*blockSize+off+t : d*blockSize+off+t+len(tr)]
+				for j, r := range tr {
+					dst[j] = int8(r[d])
+				}
+			}
+		}
+		copy(s.scale[slot:slot+run], scale[i:i+run])
+		i += run
+	}
+}
+
+// quantScale returns the scale of v's codes, max|v|/127 (v[d] ≈
+// scale·code[d]), and its inverse (0 for a zero vector).
+func quantScale(v []float32) (scale, inv float32) {
 	var m float32
 	for _, f := range v {
 		m = max(m, f, -f)
 	}
-	b, off := s.blocks[slot/blockSize], slot%blockSize
 	if m == 0 {
-		s.scale[slot] = 0
-		for d := 0; d < s.dim; d++ {
-			b[d*blockSize+off] = 0
-		}
-		return
+		return 0, 0
 	}
-	inv := 127 / m
-	for d, f := range v {
-		b[d*blockSize+off] = int8(math.Round(float64(f * inv)))
-	}
-	s.scale[slot] = m / 127
+	return m / 127, 127 / m
 }
+
+func quantCode(f, inv float32) int8 { return int8(math.Round(float64(f * inv))) }
 
 func (s *quantStore) clear(slot int) {
 	if slot < len(s.scale) {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/ragmem/ragmem/embed"
@@ -57,14 +58,15 @@ func TestQuantisedScanRecall(t *testing.T) {
 			t.Errorf("recall@%d = %.4f, want >= 0.98", k, r)
 		}
 	}
-	if st := x.Stats(); st.GraphNodes != 0 {
-		t.Errorf("sparse queries started a graph: %+v", st)
+	if st := x.Stats(); !st.Int8 {
+		t.Errorf("lexical vectors did not keep int8 codes: %+v", st)
 	}
 }
 
 // TestBulkAddMatchesIncremental checks that one large Add, which normalises
-// and quantises over several goroutines, stores exactly what many small
-// Adds store, including an id added twice in the same call.
+// and quantises over several goroutines, stores exactly the int8 codes many
+// small Adds store, including an id added twice in the same call, and
+// exactly the 1-bit codes of the same Add on one core.
 func TestBulkAddMatchesIncremental(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // the parallel path whatever the machine
 	r := rand.New(rand.NewSource(5))
@@ -79,7 +81,7 @@ func TestBulkAddMatchesIncremental(t *testing.T) {
 	}
 	items[n-1].ID = items[5].ID // replaced within the call
 
-	bulk, small := New(nil), New(nil)
+	bulk, small := New(&Options{Sparse: SparseAlways}), New(&Options{Sparse: SparseAlways})
 	defer bulk.Close()
 	defer small.Close()
 	if err := bulk.Add(items); err != nil {
@@ -126,6 +128,15 @@ func TestBulkAddMatchesIncremental(t *testing.T) {
 	if live != n-1 || bulk.Stats().Live != n-1 {
 		t.Fatalf("%d live slots, stats %+v; want %d", live, bulk.Stats(), n-1)
 	}
+	prev := runtime.GOMAXPROCS(1)
+	serial := New(&Options{Sparse: SparseAlways})
+	if err := serial.Add(items); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GOMAXPROCS(prev)
+	if !slices.Equal(serial.codes, bulk.codes) || !slices.Equal(serial.fac.a, bulk.fac.a) || !slices.Equal(serial.fac.err, bulk.fac.err) {
+		t.Fatal("1-bit codes differ between a parallel and a serial Add")
+	}
 	q := unit(gauss(r, 24, 1))
 	got, err := bulk.Search(q, 10, nil)
 	if err != nil {
@@ -134,5 +145,44 @@ func TestBulkAddMatchesIncremental(t *testing.T) {
 	want, _ := small.Search(q, 10, nil)
 	if !sameIDs(got, want) {
 		t.Fatalf("search differs: %v vs %v", got, want)
+	}
+}
+
+// TestSetRowsTransposes: the tiled transpose that loads persisted sparse
+// codes stores exactly what storing each row alone does, for runs that
+// start anywhere in a block, cross block ends and end in a partial tile.
+func TestSetRowsTransposes(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	const dim = 37
+	one := func(s *quantStore, slot int, scale float32, row []byte) {
+		s.grow(slot + 1)
+		b, off := s.blocks[slot/blockSize], slot%blockSize
+		for d, c := range row[:s.dim] {
+			b[d*blockSize+off] = int8(c)
+		}
+		s.scale[slot] = scale
+	}
+	for _, run := range [][2]int{{0, 1}, {0, 64}, {3, 130}, {blockSize - 70, 200}, {blockSize - 1, blockSize + 2}, {5000, 1024}} {
+		first, n := run[0], run[1]
+		var want, got quantStore
+		want.reset(dim)
+		got.reset(dim)
+		rows := make([][]byte, n)
+		scales := make([]float32, n)
+		for i := range rows {
+			rows[i] = make([]byte, dim+3) // persisted rows may be longer than dim
+			r.Read(rows[i])
+			scales[i] = r.Float32()
+			one(&want, first+i, scales[i], rows[i])
+		}
+		got.setRows(first, scales, rows)
+		if !slices.Equal(want.scale, got.scale) || len(want.blocks) != len(got.blocks) {
+			t.Fatalf("run %v: scales or blocks differ", run)
+		}
+		for b := range want.blocks {
+			if !slices.Equal(want.blocks[b], got.blocks[b]) {
+				t.Fatalf("run %v: block %d differs", run, b)
+			}
+		}
 	}
 }

@@ -1,35 +1,51 @@
-// Package vecindex is ragmem's in-memory vector index: it answers the
-// nearest-neighbour queries of the local backend over the vectors that
-// chromem-go holds.
+// Package vecindex is ragmem's vector index: it answers the nearest-neighbour
+// queries of the local backend by cosine similarity (dot products of
+// L2-normalised vectors).
 //
-// Vectors are scored by cosine similarity (dot products of L2-normalised
-// vectors, computed with AVX2/FMA where the CPU has it, through
-// github.com/viterin/vek). Metadata filters (document types, one source, and
-// an optional predicate) are applied before a vector is scored.
+// Every vector is kept three ways:
 //
-// Below Options.GraphThreshold vectors every query is an exact scan. From
-// there on a background goroutine builds an HNSW graph (Malkov and Yashunin,
-// with the neighbour-selection heuristic) over the vectors in insertion
-// order; a query then searches the graph for the part it covers and scans
-// the rest exactly, so new vectors are searchable at once and indexing never
-// waits for the graph. Graph results carry exact scores (the graph holds the
-// full float32 vectors), so the approximation is only in which vectors are
-// visited: Recall measures it against the exact scan.
+//   - a reference to its float32 form, which the caller owns and may keep
+//     outside the Go heap (the local backend maps it from its snapshot);
+//   - a 1-bit code of its rotated, centred form with three correction
+//     factors (binary.go): pd/8 + 12 bytes, 108 at 768 dimensions;
+//   - for sparse data (vectors with many zero components, such as those
+//     of the lexical embedder), int8 codes stored dimension-major
+//     (quant.go), which let a sparse query read only its non-zero
+//     dimensions; for dense data, int8 rows (rows.go), one byte per
+//     dimension, unless Options.NoRows.
 //
-// Deleted vectors stay in the graph as tombstones (still traversed, never
-// returned) until they are a quarter of it; the graph is then rebuilt.
+// A query that matches few vectors is an exact float32 scan. Otherwise a
+// sparse query on sparse data runs the int8 scan and rescores its best
+// candidates exactly; any other query scans the 1-bit codes: each code gives
+// an estimate of the similarity with an error bound, and a vector is a
+// candidate unless its upper bound is below the k-th best lower bound seen.
+// With int8 rows, the candidates are ranked by their row estimates (error
+// about 5e-4) and only those within a few row errors of the k-th best are
+// rescored with their float32 vectors; without rows, candidates are
+// rescored in decreasing order of upper bound until the next bound cannot
+// beat the k-th exact score.
+// Results therefore always carry exact scores; which vectors are considered
+// is approximate (Recall measures it against the exact scan). Nothing is
+// built in the background: a vector is searchable through the fast path as
+// soon as Add returns, and an index loaded from persisted codes (Load) is at
+// full speed for its first query.
+//
+// Metadata filters (document types, one source, and an optional predicate)
+// are applied before a vector is scored.
 //
 // The index keeps references to the vectors it is given, not copies: the
 // caller must never modify a vector after adding it. An *Index is safe for
-// concurrent use: searches run in parallel; Add and Delete exclude them
-// briefly.
+// concurrent use: searches run in parallel; Add, Delete and Load exclude
+// them briefly.
 package vecindex
 
 import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -40,28 +56,44 @@ import (
 // ErrDimension is returned for a vector whose length differs from the index's.
 var ErrDimension = errors.New("vecindex: dimension mismatch")
 
+// Sparse-data modes for Options.Sparse.
+const (
+	SparseAuto   = 0  // decided from the first vectors added (default)
+	SparseAlways = 1  // always keep the int8 dimension-major codes
+	SparseNever  = -1 // never keep them
+)
+
 // Options configure an Index. A nil *Options means all defaults.
 type Options struct {
-	// GraphThreshold is the number of vectors from which an HNSW graph is
-	// built; below it every query is an exact scan. Default 20000; a
-	// negative value never builds one.
-	GraphThreshold int
-	// M is the number of neighbours per node on the upper layers (twice as
-	// many on the bottom layer). Default 16.
-	M int
-	// EfConstruction is the candidate list size while inserting. Default 100.
-	EfConstruction int
-	// EfSearch is the minimum candidate list size of a graph query (a query
-	// for k results uses max(EfSearch, 2k)). Default 128.
-	EfSearch int
-	// Seed seeds the level generator. Default 1.
-	Seed int64
-	// EagerGraph builds the graph as soon as GraphThreshold is reached.
-	// Default false: the graph is built after the first dense query (more
-	// than half of its dimensions non-zero), since sparse queries, such as
-	// those of the lexical embedder, are answered by the quantised scan
-	// whatever the index size and never use it.
-	EagerGraph bool
+	// ExactBelow is the number of vectors matching a query's filter under
+	// which the query is an exact float32 scan. Default 4096.
+	ExactBelow int
+	// Confidence multiplies each 1-bit estimate's error bound: a larger
+	// value rescores more candidates and misses fewer true neighbours.
+	// Default 2 (docs/benchmarks.md: recall@10 0.99 on the randproj
+	// embedder's vectors, whose similarities are flat, and 0.99 on USE-lite
+	// vectors).
+	Confidence float64
+	// Rescore bounds the candidates of a 1-bit scan (those with the
+	// highest upper bounds) that go on to the int8 rows, or without rows to
+	// their float32 vectors: at most k + Rescore for a top-k query, even
+	// when more are within their error bounds of the k-th best. Default
+	// 1500; negative: no bound.
+	Rescore int
+	// Seed selects the rotation of the 1-bit codes. Default 1. Codes loaded
+	// with Load keep the seed they were written with.
+	Seed uint64
+	// Sparse says whether int8 dimension-major codes are kept for sparse
+	// queries: SparseAuto (the default) keeps them when at least a tenth of
+	// the components of the first vectors added are zero.
+	Sparse int
+	// NoRows drops the int8 rows kept for dense data (one byte per
+	// dimension and vector: 768 MB for a million 768-dimension vectors),
+	// which rank the 1-bit scan's candidates almost exactly so that only a
+	// few are rescored with their float32 vectors (a float32 vector not yet
+	// in memory costs a page fault when it is mapped from a file). Default
+	// false: rows are kept.
+	NoRows bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -69,20 +101,17 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		r = *o
 	}
-	if r.GraphThreshold == 0 {
-		r.GraphThreshold = 20000
+	if r.ExactBelow <= 0 {
+		r.ExactBelow = 4096
 	}
-	if r.M <= 0 {
-		r.M = 16
-	}
-	if r.EfConstruction <= 0 {
-		r.EfConstruction = 100
-	}
-	if r.EfSearch <= 0 {
-		r.EfSearch = 128
+	if r.Confidence <= 0 || math.IsNaN(r.Confidence) {
+		r.Confidence = 2
 	}
 	if r.Seed == 0 {
 		r.Seed = 1
+	}
+	if r.Rescore == 0 {
+		r.Rescore = 1500
 	}
 	return r
 }
@@ -108,13 +137,22 @@ type Result struct {
 	Score float32 // cosine similarity
 }
 
-// Stats describes an index.
+// Stats describes an index. It is a plain value.
 type Stats struct {
-	Live       int // vectors that can be returned
-	Slots      int // live + deleted vectors still held
-	GraphNodes int // slots covered by the HNSW graph (0 without a graph)
-	Building   bool
+	Live    int  // vectors that can be returned
+	Slots   int  // live + deleted vectors still held
+	Centred bool // the 1-bit codes are centred on the data's mean
+	Int8    bool // int8 dimension-major codes are kept (sparse data)
+	Rows    bool // int8 rows are kept (dense data, unless Options.NoRows)
+	// Rescored counts the float32 vectors that searches through the 1-bit
+	// codes have read since the index was made.
+	Rescored  int64
+	CodeBytes int64 // memory held by codes and factors
 }
+
+// centreMin is the number of vectors from which the 1-bit codes are centred
+// on their mean (all codes are then re-encoded once).
+const centreMin = 1000
 
 // Index is an in-memory vector index. See the package comment.
 type Index struct {
@@ -125,30 +163,26 @@ type Index struct {
 	vecs    [][]float32 // slot -> normalised vector (nil once deleted)
 	ids     []string    // slot -> id
 	docType []uint8     // slot -> index into types
-	source  []int32     // slot -> index into sources
+	source  []int32     // slot -> index into srcIDs
 	slotOf  map[string]int32
 	types   []string
 	typeIdx map[string]uint8
 	sources map[string]int32 // source -> index
-	srcIDs  []string         // index -> source (for reuse)
-	bySrc   map[int32]map[int32]struct{}
+	srcIDs  []string         // index -> source
+	bySrc   map[int32][]int32
 	nType   []int // live vectors per type
 	deleted int
-	g       *graph // nil below the threshold
-	quant   quantStore
-	dense   atomic.Bool // a dense query was seen: the graph is worth building
-	// graveyard keeps the vectors of deleted slots, which graph walks still
-	// pass through, until the next compaction.
-	graveyard map[int32][]float32
 
-	// The background builder.
-	wake    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	closed  bool
-	running bool
+	coder   *binCoder // nil while the dimension is unknown
+	centred bool      // coder's centre is the data's mean
+	codes   []uint64  // slot*words ... : 1-bit codes
+	fac     scanFactors
+	sparse  int        // 1: int8 codes kept; -1: not; 0: undecided
+	quant   quantStore // int8 dimension-major codes (sparse == 1)
+	rows    rowStore   // int8 rows (dense data, sparse == -1 and !NoRows)
 
-	visited sync.Pool
+	scratch  sync.Pool    // *[]float32 of len pd
+	rescored atomic.Int64 // float32 vectors read by 1-bit searches since New
 }
 
 // New returns an empty index.
@@ -158,28 +192,15 @@ func New(opts *Options) *Index {
 		slotOf:  map[string]int32{},
 		typeIdx: map[string]uint8{},
 		sources: map[string]int32{},
-		bySrc:   map[int32]map[int32]struct{}{},
-		wake:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		bySrc:   map[int32][]int32{},
 	}
-	go x.builder()
+	x.sparse = map[int]int{SparseAlways: 1, SparseNever: -1}[x.opt.Sparse]
 	return x
 }
 
-// Close stops the background builder and waits for it. The index remains
-// usable for searches; it no longer builds a graph.
-func (x *Index) Close() {
-	x.mu.Lock()
-	if x.closed {
-		x.mu.Unlock()
-		return
-	}
-	x.closed = true
-	x.mu.Unlock()
-	close(x.stop)
-	<-x.done
-}
+// Close releases nothing and exists for symmetry with other stores; the
+// index stays usable.
+func (x *Index) Close() {}
 
 // Len returns the number of live vectors.
 func (x *Index) Len() int {
@@ -199,13 +220,14 @@ func (x *Index) Dim() int {
 func (x *Index) Stats() Stats {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	s := Stats{Live: len(x.slotOf), Slots: len(x.vecs), Building: x.running}
-	if x.g != nil {
-		s.GraphNodes = x.g.n
-	}
+	s := Stats{Live: len(x.slotOf), Slots: len(x.vecs), Centred: x.centred, Int8: x.sparse == 1, Rows: x.rows.on, Rescored: x.rescored.Load()}
+	s.CodeBytes = int64(len(x.codes))*8 + int64(len(x.fac.a))*12 + int64(len(x.quant.blocks))*int64(x.dim)*blockSize + int64(len(x.quant.scale))*4 +
+		int64(len(x.rows.codes)) + int64(len(x.rows.scale))*4
 	return s
 }
 
+// normalised returns v scaled to unit length: v itself when it already is
+// (within 1e-4 of 1 in squared norm), else a new slice.
 func normalised(v []float32) []float32 {
 	var n float64
 	for _, f := range v {
@@ -246,77 +268,284 @@ func (x *Index) sourceOf(s string) int32 {
 	return i
 }
 
-// Add adds or replaces vectors. Every vector must have the index's
-// dimension (set by the first vector ever added).
-func (x *Index) Add(items []Item) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	dim := x.dim
+func (x *Index) getScratch(pd int) *[]float32 {
+	if p, ok := x.scratch.Get().(*[]float32); ok && len(*p) == pd {
+		return p
+	}
+	s := make([]float32, pd)
+	return &s
+}
+
+// checkDims validates items against dim (0: unknown) and returns the
+// dimension they fix.
+func checkDims(items []Item, dim int) (int, error) {
 	for i := range items {
 		if len(items[i].Vector) == 0 {
-			return fmt.Errorf("%w: %q has no vector", ErrDimension, items[i].ID)
+			return 0, fmt.Errorf("%w: %q has no vector", ErrDimension, items[i].ID)
 		}
 		if dim == 0 {
 			dim = len(items[i].Vector)
 		}
 		if len(items[i].Vector) != dim {
-			return fmt.Errorf("%w: %q has %d dimensions, the index %d", ErrDimension, items[i].ID, len(items[i].Vector), dim)
+			return 0, fmt.Errorf("%w: %q has %d dimensions, the index %d", ErrDimension, items[i].ID, len(items[i].Vector), dim)
 		}
+	}
+	return dim, nil
+}
+
+// encoded is the 1-bit form (and int8 rows) of a batch of vectors, made
+// outside the lock.
+type encoded struct {
+	coder *binCoder
+	vecs  [][]float32 // normalised
+	codes []uint64
+	fac   []binFactor
+	rows  []int8 // len(vecs)*dim when rows are kept
+	scale []float32
+}
+
+// encodeAll normalises vecs and encodes them with c, over the cores for
+// large batches.
+func (x *Index) encodeAll(c *binCoder, vecs [][]float32, rows bool) encoded {
+	e := encoded{coder: c, vecs: make([][]float32, len(vecs)), codes: make([]uint64, len(vecs)*c.words), fac: make([]binFactor, len(vecs))}
+	if rows {
+		e.rows, e.scale = make([]int8, len(vecs)*c.dim), make([]float32, len(vecs))
+	}
+	run := func(lo, hi int) {
+		sp := x.getScratch(c.pd)
+		defer x.scratch.Put(sp)
+		for i := lo; i < hi; i++ {
+			v := normalised(vecs[i])
+			e.vecs[i] = v
+			e.fac[i] = c.encode(e.codes[i*c.words:(i+1)*c.words], v, *sp)
+			if rows {
+				e.scale[i] = quantRow(e.rows[i*c.dim:(i+1)*c.dim], v)
+			}
+		}
+	}
+	parallel(len(vecs), 512, run)
+	return e
+}
+
+// parallel runs fn over [0, n) split into GOMAXPROCS ranges of at least
+// min items each, and waits.
+func parallel(n, minPer int, fn func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/max(1, minPer))
+	if workers <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	step := (n + workers - 1) / workers
+	for lo := 0; lo < n; lo += step {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(lo, min(n, lo+step))
+	}
+	wg.Wait()
+}
+
+// Add adds or replaces vectors. Every vector must have the index's
+// dimension (set by the first vector ever added). The codes are computed
+// before the index is locked, so searches wait only while the new slots
+// are installed.
+func (x *Index) Add(items []Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	x.mu.RLock()
+	dim, coder, rows := x.dim, x.coder, x.rows.on
+	x.mu.RUnlock()
+	if _, err := checkDims(items, dim); err != nil {
+		return err
+	}
+	var pre encoded
+	if coder != nil && x.centredFor(coder, len(items)) {
+		pre = x.encodeAll(coder, vectorsOf(items), rows)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.addLocked(items, pre)
+}
+
+// centredFor reports whether codes made with c now stay valid after adding
+// n vectors (no re-centring pending).
+func (x *Index) centredFor(c *binCoder, n int) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.coder == c && (x.centred || len(x.slotOf)+n < centreMin)
+}
+
+func vectorsOf(items []Item) [][]float32 {
+	v := make([][]float32, len(items))
+	for i := range items {
+		v[i] = items[i].Vector
+	}
+	return v
+}
+
+func (x *Index) addLocked(items []Item, pre encoded) error {
+	dim, err := checkDims(items, x.dim)
+	if err != nil {
+		return err
 	}
 	if x.dim == 0 {
-		x.quant.reset(dim)
+		x.dim = dim
+		x.coder = newBinCoder(dim, x.opt.Seed, nil)
+		if x.sparse == 0 {
+			x.sparse = decideSparse(items)
+		}
+		if x.sparse == 1 {
+			x.quant.reset(dim)
+		}
+		x.rows = rowStore{on: x.sparse == -1 && !x.opt.NoRows, dim: dim}
 	}
-	x.dim = dim
+	if !x.centred && len(x.slotOf)+len(items) >= centreMin {
+		x.recentre(items)
+	}
+	if pre.coder != x.coder || (pre.rows != nil) != x.rows.on {
+		pre = x.encodeAll(x.coder, vectorsOf(items), x.rows.on)
+	}
 	first := len(x.vecs)
 	for i := range items {
-		it := &items[i]
-		if old, ok := x.slotOf[it.ID]; ok {
-			x.deleteSlot(old)
+		x.install(&items[i], pre.vecs[i], pre.codes[i*x.coder.words:(i+1)*x.coder.words], pre.fac[i])
+		if x.rows.on {
+			x.rows.set(len(x.vecs)-1, pre.scale[i], pre.rows[i*x.dim:(i+1)*x.dim])
 		}
-		slot := int32(len(x.vecs))
-		t := x.typeOf(it.DocType)
-		s := x.sourceOf(it.Source)
-		x.vecs = append(x.vecs, it.Vector) // normalised and quantised below
-		x.ids = append(x.ids, it.ID)
-		x.docType = append(x.docType, t)
-		x.source = append(x.source, s)
-		x.slotOf[it.ID] = slot
-		x.nType[t]++
-		m := x.bySrc[s]
-		if m == nil {
-			m = map[int32]struct{}{}
-			x.bySrc[s] = m
-		}
-		m[slot] = struct{}{}
 	}
-	x.encode(first, len(x.vecs))
+	if x.sparse == 1 {
+		x.quantise(first, len(x.vecs))
+	}
 	x.maintain()
 	return nil
 }
 
-// parallelEncode is the number of new vectors from which encode splits the
-// work over the cores (opening a store adds every vector in one call).
-const parallelEncode = 2 * blockSize
+// decideSparse looks at the first vectors: data is sparse when at least a
+// tenth of their components are zero.
+func decideSparse(items []Item) int {
+	zeros, total := 0, 0
+	for i := range items[:min(len(items), 64)] {
+		for _, f := range items[i].Vector {
+			if f == 0 {
+				zeros++
+			}
+		}
+		total += len(items[i].Vector)
+	}
+	if zeros*10 >= total {
+		return 1
+	}
+	return -1
+}
 
-// encode normalises the vectors of slots [lo, hi) in place in x.vecs and
-// stores their quantised codes. The slots are disjoint memory, so large
-// ranges are split at block boundaries over GOMAXPROCS goroutines.
-func (x *Index) encode(lo, hi int) {
+// recentre sets the codes' centre to the mean of the live vectors and the
+// items about to be added, and re-encodes the live vectors (mu held).
+func (x *Index) recentre(items []Item) {
+	centre := make([]float64, x.dim)
+	n := 0
+	add := func(v []float32) {
+		var s float64
+		for _, f := range v {
+			s += float64(f) * float64(f)
+		}
+		inv := 1.0
+		if s > 0 {
+			inv = 1 / math.Sqrt(s)
+		}
+		for i, f := range v {
+			centre[i] += float64(f) * inv
+		}
+		n++
+	}
+	for _, v := range x.vecs {
+		if v != nil {
+			add(v)
+		}
+	}
+	for i := range items {
+		add(items[i].Vector)
+	}
+	c := make([]float32, x.dim)
+	for i := range c {
+		c[i] = float32(centre[i] / float64(max(1, n)))
+	}
+	x.coder = newBinCoder(x.dim, x.coder.rot.seed, c)
+	x.centred = true
+	live := make([]int, 0, len(x.slotOf))
+	for slot, v := range x.vecs {
+		if v != nil {
+			live = append(live, slot)
+		}
+	}
+	parallel(len(live), 512, func(lo, hi int) {
+		sp := x.getScratch(x.coder.pd)
+		defer x.scratch.Put(sp)
+		w := x.coder.words
+		code := make([]uint64, w)
+		for _, slot := range live[lo:hi] {
+			// Slots of one block may be written by two goroutines, but
+			// never the same word.
+			x.fac.set(slot, x.coder.encode(code, x.vecs[slot], *sp))
+			setBlockCode(x.codes, w, slot, code)
+		}
+	})
+}
+
+// install appends one slot (mu held), replacing any vector with the same id.
+func (x *Index) install(it *Item, v []float32, code []uint64, f binFactor) {
+	if old, ok := x.slotOf[it.ID]; ok {
+		x.deleteSlot(old)
+	}
+	slot := int32(len(x.vecs))
+	t := x.typeOf(it.DocType)
+	s := x.sourceOf(it.Source)
+	x.vecs = append(x.vecs, v)
+	x.ids = append(x.ids, it.ID)
+	x.docType = append(x.docType, t)
+	x.source = append(x.source, s)
+	x.growCodes(len(x.vecs))
+	setBlockCode(x.codes, x.coder.words, int(slot), code)
+	x.fac.grow(len(x.vecs))
+	x.fac.set(int(slot), f)
+	x.slotOf[it.ID] = slot
+	x.nType[t]++
+	x.bySrc[s] = append(x.bySrc[s], slot)
+}
+
+// growCodes makes room for the codes of slots [0, n), in whole blocks.
+func (x *Index) growCodes(n int) {
+	need := (n + codeBlock - 1) / codeBlock * codeBlock * x.coder.words
+	if need > len(x.codes) {
+		x.codes = slices.Grow(x.codes, need-len(x.codes))
+		old := len(x.codes)
+		x.codes = x.codes[:need]
+		clear(x.codes[old:])
+	}
+}
+
+// parallelQuant is the number of new vectors from which quantise splits the
+// work over the cores (opening a store adds every vector in one call).
+const parallelQuant = 2 * blockSize
+
+// quantise stores the int8 codes of slots [lo, hi). The slots are disjoint
+// memory, so large ranges are split at block boundaries over GOMAXPROCS
+// goroutines.
+func (x *Index) quantise(lo, hi int) {
 	if hi <= lo {
 		return
 	}
 	x.quant.grow(hi)
 	run := func(a, b int) {
 		for slot := a; slot < b; slot++ {
-			if x.vecs[slot] == nil {
-				continue // added and replaced within the same call
+			if x.vecs[slot] != nil {
+				x.quant.set(slot, x.vecs[slot])
 			}
-			x.vecs[slot] = normalised(x.vecs[slot])
-			x.quant.set(slot, x.vecs[slot])
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), (hi-lo)/blockSize)
-	if hi-lo < parallelEncode || workers <= 1 {
+	if hi-lo < parallelQuant || workers <= 1 {
 		run(lo, hi)
 		return
 	}
@@ -350,53 +579,50 @@ func (x *Index) deleteSlot(slot int32) {
 	delete(x.slotOf, x.ids[slot])
 	x.nType[x.docType[slot]]--
 	s := x.source[slot]
-	if m := x.bySrc[s]; m != nil {
-		delete(m, slot)
-		if len(m) == 0 {
+	if list := x.bySrc[s]; len(list) > 0 {
+		for i, v := range list {
+			if v == slot {
+				list[i] = list[len(list)-1]
+				list = list[:len(list)-1]
+				break
+			}
+		}
+		if len(list) == 0 {
 			delete(x.bySrc, s)
+		} else {
+			x.bySrc[s] = list
 		}
 	}
-	if x.graveyard == nil {
-		x.graveyard = map[int32][]float32{}
-	}
-	x.graveyard[slot] = x.vecs[slot]
 	x.vecs[slot] = nil
-	x.quant.clear(int(slot))
+	// An upper bound of -Inf: the 1-bit scan never marks the slot.
+	x.fac.set(int(slot), binFactor{err: float32(math.Inf(-1))})
+	if x.sparse == 1 {
+		x.quant.clear(int(slot))
+	}
 	x.deleted++
 }
 
-// maintain compacts when tombstones dominate and wakes the builder when the
-// graph lags. It runs with mu held.
+// maintain compacts when deleted slots dominate (mu held).
 func (x *Index) maintain() {
 	if x.deleted > 1024 && x.deleted*4 > len(x.vecs) {
 		x.compact()
 	}
-	if x.graphWanted() && (x.g == nil || x.g.n < len(x.vecs)) {
-		x.wakeBuilder()
-	}
 }
 
-// graphWanted reports whether the graph should exist (mu held).
-func (x *Index) graphWanted() bool {
-	return x.opt.GraphThreshold >= 0 && len(x.slotOf) >= x.opt.GraphThreshold && (x.opt.EagerGraph || x.dense.Load())
-}
-
-func (x *Index) wakeBuilder() {
-	select {
-	case x.wake <- struct{}{}:
-	default:
-	}
-}
-
-// compact drops deleted slots and the graph (which the builder rebuilds).
+// compact drops deleted slots.
 func (x *Index) compact() {
 	n := len(x.slotOf)
+	w := x.coder.words
 	vecs := make([][]float32, 0, n)
 	ids := make([]string, 0, n)
 	dt := make([]uint8, 0, n)
 	src := make([]int32, 0, n)
-	x.bySrc = map[int32]map[int32]struct{}{}
-	used := map[int32]bool{}
+	codes := make([]uint64, (n+codeBlock-1)/codeBlock*codeBlock*w)
+	var fac scanFactors
+	fac.grow(n)
+	code := make([]uint64, w)
+	used := map[int32]int32{}
+	var srcIDs []string
 	for slot, v := range x.vecs {
 		if v == nil {
 			continue
@@ -405,42 +631,61 @@ func (x *Index) compact() {
 		vecs = append(vecs, v)
 		ids = append(ids, x.ids[slot])
 		dt = append(dt, x.docType[slot])
-		src = append(src, x.source[slot])
-		x.slotOf[x.ids[slot]] = ns
-		m := x.bySrc[x.source[slot]]
-		if m == nil {
-			m = map[int32]struct{}{}
-			x.bySrc[x.source[slot]] = m
+		blockCode(code, x.codes, w, slot)
+		setBlockCode(codes, w, int(ns), code)
+		fac.set(int(ns), x.fac.get(slot))
+		old := x.source[slot]
+		ni, ok := used[old]
+		if !ok {
+			ni = int32(len(srcIDs))
+			used[old] = ni
+			srcIDs = append(srcIDs, x.srcIDs[old])
 		}
-		m[ns] = struct{}{}
-		used[x.source[slot]] = true
-	}
-	// Forget sources that no longer have vectors.
-	srcIDs := make([]string, 0, len(used))
-	remap := make(map[int32]int32, len(used))
-	for old := range used {
-		remap[old] = int32(len(srcIDs))
-		srcIDs = append(srcIDs, x.srcIDs[old])
+		src = append(src, ni)
+		x.slotOf[x.ids[slot]] = ns
 	}
 	x.sources = make(map[string]int32, len(srcIDs))
 	for i, s := range srcIDs {
 		x.sources[s] = int32(i)
 	}
-	bySrc := make(map[int32]map[int32]struct{}, len(x.bySrc))
-	for old, m := range x.bySrc {
-		bySrc[remap[old]] = m
+	x.bySrc = make(map[int32][]int32, len(srcIDs))
+	for slot, s := range src {
+		x.bySrc[s] = append(x.bySrc[s], int32(slot))
 	}
-	for i := range src {
-		src[i] = remap[src[i]]
+	if x.rows.on {
+		rows := rowStore{on: true, dim: x.dim}
+		for slot, v := range x.vecs {
+			if v != nil {
+				ns := int(x.slotOf[x.ids[slot]])
+				rows.set(ns, x.rows.scale[slot], x.rows.row(slot))
+			}
+		}
+		x.rows = rows
 	}
-	x.vecs, x.ids, x.docType, x.source, x.srcIDs, x.bySrc = vecs, ids, dt, src, srcIDs, bySrc
-	x.quant.reset(x.dim)
-	for slot, v := range x.vecs {
-		x.quant.set(slot, v)
+	x.vecs, x.ids, x.docType, x.source, x.srcIDs = vecs, ids, dt, src, srcIDs
+	x.codes, x.fac = codes, fac
+	if x.sparse == 1 {
+		x.quant.reset(x.dim)
+		x.quantise(0, len(x.vecs))
 	}
 	x.deleted = 0
-	x.graveyard = nil
-	x.g = nil
+}
+
+// ReplaceVectors swaps the vector held for each live id for fn(id), which
+// must hold the same values (the local backend moves vectors from memory to
+// a newly mapped snapshot this way). A nil result keeps the current vector.
+// Searches wait meanwhile.
+func (x *Index) ReplaceVectors(fn func(id string) []float32) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for slot, v := range x.vecs {
+		if v == nil {
+			continue
+		}
+		if nv := fn(x.ids[slot]); nv != nil && len(nv) == len(v) {
+			x.vecs[slot] = nv
+		}
+	}
 }
 
 // compiled is a Filter resolved against the index (with mu held).
@@ -523,13 +768,12 @@ func (x *Index) matching(c *compiled) int {
 
 // Search returns the k vectors most similar to q that pass f, best first
 // (ties by id), with exact scores. Which vectors are considered is
-// approximate (see Recall): candidates come from the quantised scan, or for
-// dense queries on a large index from the HNSW graph.
+// approximate (see Recall and the package comment).
 func (x *Index) Search(q []float32, k int, f *Filter) ([]Result, error) {
 	return x.search(q, k, f, false)
 }
 
-// SearchExact is Search by an exhaustive scan, whatever the index size.
+// SearchExact is Search by an exhaustive float32 scan, whatever the index size.
 func (x *Index) SearchExact(q []float32, k int, f *Filter) ([]Result, error) {
 	return x.search(q, k, f, true)
 }
@@ -550,52 +794,41 @@ func (x *Index) search(q []float32, k int, f *Filter, exact bool) ([]Result, err
 	}
 	var top topK
 	top.init(k)
-	sq := sparsify(q)
-	denseQ := len(sq.dims) > x.dim/2
-	if denseQ && !x.dense.Load() {
-		x.dense.Store(true)
-		if x.graphWanted() {
-			x.wakeBuilder()
-		}
-	}
 	switch {
 	case c.src >= 0:
 		// One source: score its few vectors.
-		for slot := range x.bySrc[c.src] {
+		for _, slot := range x.bySrc[c.src] {
 			if x.match(&c, slot) {
 				top.push(vek32.Dot(q, x.vecs[slot]), slot)
 			}
 		}
-	case exact:
+	case exact || x.matching(&c) <= x.opt.ExactBelow:
 		x.scan(q, &c, 0, len(x.vecs), &top)
-	case denseQ && x.g != nil && x.matching(&c) > x.exactBelow(k):
-		ef := max(x.opt.EfSearch, 2*k)
-		x.g.search(x, q, ef, &c, &top)
-		// The vectors added since the graph was last extended.
-		x.scan(q, &c, x.g.n, len(x.vecs), &top)
-		if top.len() < k && top.len() < x.matching(&c) {
-			// A filter the graph walk could not satisfy: scan.
-			top.init(k)
-			x.quantSearch(q, sq, &c, &top)
-		}
+	case x.sparse == 1 && isSparse(q):
+		x.quantSearch(q, sparsify(q), &c, &top)
 	default:
-		x.quantSearch(q, sq, &c, &top)
+		x.binSearch(q, &c, &top)
 	}
 	return x.results(&top), nil
 }
 
-// quantSearch is the quantised scan with exact rescoring.
+// isSparse reports whether at most half of q's components are non-zero.
+func isSparse(q []float32) bool {
+	nz := 0
+	for _, f := range q {
+		if f != 0 {
+			nz++
+		}
+	}
+	return nz <= len(q)/2
+}
+
+// quantSearch is the int8 scan with exact rescoring.
 func (x *Index) quantSearch(q []float32, sq sparseQuery, c *compiled, top *topK) {
 	var cand topK
 	cand.init(candidates(top.k))
 	x.scanQuant(sq, c, 0, len(x.vecs), &cand)
 	x.rescore(q, &cand, top)
-}
-
-// exactBelow is the number of matching vectors under which a scan is
-// cheaper than a graph walk.
-func (x *Index) exactBelow(k int) int {
-	return max(x.opt.GraphThreshold/4, 40*max(x.opt.EfSearch, 2*k))
 }
 
 func (x *Index) results(top *topK) []Result {
@@ -684,4 +917,86 @@ func (x *Index) Recall(queries [][]float32, k int, f *Filter) (float64, error) {
 		sum += float64(hit) / float64(len(want))
 	}
 	return sum / float64(len(queries)), nil
+}
+
+// Entry returns the vector held for id and its metadata.
+func (x *Index) Entry(id string) (Item, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	slot, ok := x.slotOf[id]
+	if !ok {
+		return Item{}, false
+	}
+	t := ""
+	if int(x.docType[slot]) < len(x.types) {
+		t = x.types[x.docType[slot]]
+	}
+	return Item{ID: id, Vector: x.vecs[slot], DocType: t, Source: x.srcIDs[x.source[slot]]}, true
+}
+
+// IDs returns the ids of the live vectors, in no particular order.
+func (x *Index) IDs() []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]string, 0, len(x.slotOf))
+	for id := range x.slotOf {
+		out = append(out, id)
+	}
+	return out
+}
+
+// VerifyCodes encodes every live vector again and returns the ids whose
+// codes differ from those the index holds (beyond the few bits float
+// rounding on another CPU may flip): none for a sound index. It reads every
+// vector, over the cores.
+func (x *Index) VerifyCodes() []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.coder == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	var bad []string
+	parallel(len(x.vecs), 1024, func(lo, hi int) {
+		w := x.coder.words
+		code, held := make([]uint64, w), make([]uint64, w)
+		scratch := make([]float32, x.coder.pd)
+		for slot := lo; slot < hi; slot++ {
+			v := x.vecs[slot]
+			if v == nil {
+				continue
+			}
+			f := x.coder.encode(code, v, scratch)
+			blockCode(held, x.codes, w, slot)
+			diff := 0
+			for i := range code {
+				diff += bits.OnesCount64(code[i] ^ held[i])
+			}
+			g := x.fac.get(slot)
+			ok := diff <= x.coder.pd/32 && math.Abs(float64(f.a-g.a)) <= 1e-3*math.Abs(float64(f.a))+1e-6
+			if ok && x.rows.on {
+				scale, inv := quantScale(v)
+				ok = math.Abs(float64(scale-x.rows.scale[slot])) <= 1e-6*float64(scale)+1e-12
+				for d, c := range x.rows.row(slot) {
+					diff := int(quantCode(v[d], inv)) - int(c)
+					ok = ok && diff >= -1 && diff <= 1
+				}
+			}
+			if ok && x.sparse == 1 {
+				scale, inv := quantScale(v)
+				ok = math.Abs(float64(scale-x.quant.scale[slot])) <= 1e-6*float64(scale)+1e-12
+				b, off := x.quant.blocks[slot/blockSize], slot%blockSize
+				for d := 0; ok && d < x.dim; d++ {
+					c := int(quantCode(v[d], inv)) - int(b[d*blockSize+off])
+					ok = c >= -1 && c <= 1
+				}
+			}
+			if !ok {
+				mu.Lock()
+				bad = append(bad, x.ids[slot])
+				mu.Unlock()
+			}
+		}
+	})
+	return bad
 }
