@@ -22,6 +22,11 @@
 //     the store and refreshed as it grows ([Calibrator], run by rag.Engine);
 //   - until then, DefaultAlpha, 0.1, which no measured embedder loses with.
 //
+// Hybrid search then refines its vector side by pseudo-relevance feedback
+// (Options.Feedback, feedback.go): the query's vector moves toward the
+// centroid of the first three fused results, every candidate of either list
+// is scored again against it, and the lists are fused again.
+//
 // Every choice was made on SciFact's training queries, Cranfield and LoCoMo's
 // development conversations, with the lexical embedder, randproj and a real
 // small semantic model (docs/evaluation.md has every candidate measured).
