@@ -152,7 +152,7 @@ func TestGoldenFusionExplanation(t *testing.T) {
 		fmt.Fprintf(&b, "%s:\n", fusion)
 		for i, r := range res {
 			x := r.Explanation
-			x.BM25Score, x.VectorSimilarity, x.Fused = round(x.BM25Score), round(x.VectorSimilarity), round(x.Fused)
+			x.BM25Score, x.VectorSimilarity, x.FeedbackSimilarity, x.Fused = round(x.BM25Score), round(x.VectorSimilarity), round(x.FeedbackSimilarity), round(x.Fused)
 			j, _ := json.Marshal(line{Rank: i + 1, Source: r.Record.SourceURL, Position: r.Record.Position, Score: round(r.Score), Explanation: x})
 			fmt.Fprintf(&b, "  %s\n", j)
 		}

@@ -1285,6 +1285,91 @@ func TestPropertyFusionMonotone(t *testing.T) {
 	))
 }
 
+// Hybrid ranking (docs/spec.md): feedback refines the vector ranking but
+// keeps what a result's vector similarity means. With a dense embedder,
+// every hybrid result's VectorSimilarity is its cosine similarity to the
+// query itself (computed here from the stored vectors), the threshold
+// passes a result only on BM25 or on that similarity, and with feedback off
+// hybrid search is plain fusion of the two rankings.
+func TestPropertyFeedbackKeepsTheQuerySimilarity(t *testing.T) {
+	params := ragmemtest.Parameters(t)
+	e, _ := corpusEngine(t, params.Seed(), 60, &ragmemtest.EngineOptions{Embedder: embed.NewRandProj(&embed.RandProjOptions{Dimension: 96})})
+	ix := e.Store()
+	knowledge := index.Filter{DocTypes: []string{index.DocKnowledge}}
+	var refined atomic.Int64
+	check(t, params, "feedback keeps each result's similarity to the query", prop.ForAll(
+		func(q string, alpha, thr float64, topK int) string {
+			opts := search.Options{Mode: search.Hybrid, Alpha: alpha, SimilarityThreshold: thr, TopK: topK, MaxPerSource: -1, KeepDuplicates: true}
+			res, err := e.Search(bg, q, &opts)
+			if err != nil {
+				return err.Error()
+			}
+			qv, err := ix.EmbedQuery(bg, q)
+			if err != nil {
+				return err.Error()
+			}
+			var qn float64
+			for _, x := range qv {
+				qn += float64(x) * float64(x)
+			}
+			ids := make([]string, len(res))
+			for i, r := range res {
+				ids[i] = r.Record.ID
+			}
+			vs, err := ix.Vectors(bg, ids)
+			if err != nil {
+				return err.Error()
+			}
+			text, err := ix.FullText(bg, q, 1, knowledge)
+			if err != nil {
+				return err.Error()
+			}
+			for i, r := range res {
+				x := r.Explanation
+				if x.VectorRank == 0 {
+					continue
+				}
+				if x.FeedbackSimilarity != 0 {
+					refined.Add(1)
+				}
+				var d float64
+				for j := range qv {
+					d += float64(qv[j]) * float64(vs[i][j])
+				}
+				if want := d / math.Sqrt(qn); math.Abs(x.VectorSimilarity-want) > 1e-4 {
+					return fmt.Sprintf("%s: vector similarity %.5f, but its cosine to the query is %.5f (%+v)", r.Record.ID, x.VectorSimilarity, want, x)
+				}
+				if thr >= 0 && x.VectorSimilarity < thr && (x.BM25Rank == 0 || len(text) == 0 || x.BM25Score/text[0].Score < thr) {
+					return fmt.Sprintf("%s passed threshold %.1f on neither side (%+v)", r.Record.ID, thr, x)
+				}
+			}
+			off := opts
+			off.Feedback = -1
+			plain, err := e.Search(bg, q, &off)
+			if err != nil {
+				return err.Error()
+			}
+			pool := max(10*topK, search.MinCandidatePool) // the default candidate pool
+			th, _ := ix.FullText(bg, q, pool, knowledge)
+			vh, _ := ix.Vector(bg, q, pool, knowledge)
+			want := search.Fuse(th, vh, &off)
+			if len(plain) != len(want) {
+				return fmt.Sprintf("feedback off: %d results, plain fusion %d", len(plain), len(want))
+			}
+			for i := range plain {
+				if plain[i].Record.ID != want[i].Record.ID || plain[i].Score != want[i].Score || plain[i].Explanation.FeedbackSimilarity != 0 {
+					return fmt.Sprintf("feedback off, result %d: %s %.6f, plain fusion %s %.6f", i+1, plain[i].Record.ID, plain[i].Score, want[i].Record.ID, want[i].Score)
+				}
+			}
+			return ""
+		},
+		ragmemtest.GenQuery(), gen.OneConstOf(0.05, 0.3, 0.7), gen.OneConstOf(-1.0, 0.1, 0.3, 0.6), gen.IntRange(1, 15),
+	))
+	if refined.Load() == 0 {
+		t.Error("no result was refined by feedback; the property was not exercised")
+	}
+}
+
 // warnLog is a slog handler that keeps the messages of the records at
 // Warn level and above, so that properties can check what an engine logs.
 type warnLog struct {

@@ -287,7 +287,7 @@ func TestRunHybrids(t *testing.T) {
 	both := run([]Hybrid{rel, rrf})
 	alone := run([]Hybrid{rrf})
 	if len(both.Results) != 2 || both.Results[0].Fusion != rel.Label || both.Results[1].Fusion != rrf.Label ||
-		both.Results[0].Method != "relative(alpha=0.30)" || both.Results[1].Method != "rrf(k=10)" {
+		both.Results[0].Method != "relative(alpha=0.30, feedback=3)" || both.Results[1].Method != "rrf(k=10, feedback=3)" {
 		t.Fatalf("rows %+v", both.Results)
 	}
 	// The second fusion, on the first one's candidates, ranks as it does alone.

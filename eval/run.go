@@ -438,6 +438,20 @@ func (r *recorder) Setting(ctx context.Context, key string) (string, bool, error
 	return r.ix.Setting(ctx, key)
 }
 
+// EmbedQuery, Vectors and Similarities let hybrid search refine its vector
+// list by feedback through the recorder, as it would on the index.
+func (r *recorder) EmbedQuery(ctx context.Context, query string) ([]float32, error) {
+	return r.ix.EmbedQuery(ctx, query)
+}
+
+func (r *recorder) Vectors(ctx context.Context, ids []string) ([][]float32, error) {
+	return r.ix.Vectors(ctx, ids)
+}
+
+func (r *recorder) Similarities(ctx context.Context, vecs [][]float32, ids []string) ([][]float64, error) {
+	return r.ix.Similarities(ctx, vecs, ids)
+}
+
 func (r *recorder) reset(query string) {
 	r.query, r.text, r.vec = query, map[int][]index.Hit{}, map[int][]index.Hit{}
 }

@@ -199,6 +199,9 @@ func (s *Store) evidence(ctx context.Context, task string, records int) (*eviden
 		DocTypes: []string{index.DocMemory, docPattern}, Attrs: map[string]string{AttrDir: s.abs},
 		// Every record is evidence: no per-source cap, no collapsing.
 		MaxPerSource: -1, KeepDuplicates: true,
+		// Duplicates are judged by their likeness to the text itself, so
+		// the ranking is not refined toward the first results.
+		Feedback: -1,
 	}
 	res, err := search.Search(ctx, s.ix, task, opts)
 	if err != nil && errors.Is(err, index.ErrEmbedding) && ctx.Err() == nil {

@@ -49,7 +49,8 @@ func (s *Store) Related(ctx context.Context, text string, n int) ([]Memory, erro
 func (s *Store) searchContent(ctx context.Context, text string, k int) ([]search.Result, error) {
 	opts := &search.Options{Mode: search.Hybrid, TopK: k, SimilarityThreshold: -1, DocTypes: []string{index.DocMemory},
 		Attrs:        map[string]string{AttrDir: s.abs, attrKind: recordContent},
-		MaxPerSource: -1, KeepDuplicates: true} // near-duplicates are what this search looks for
+		MaxPerSource: -1, KeepDuplicates: true, // near-duplicates are what this search looks for
+		Feedback: -1} // judged by their likeness to the text itself, not refined toward the first results
 	res, err := search.Search(ctx, s.ix, text, opts)
 	if err != nil && errors.Is(err, index.ErrEmbedding) && ctx.Err() == nil {
 		opts.Mode = search.FullText

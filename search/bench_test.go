@@ -111,7 +111,8 @@ func store(b *testing.B, n int) *index.Index {
 }
 
 // BenchmarkQuery measures one query in each mode over stores of 1k and 10k
-// chunks (top 5; hybrid over candidate pools of 50).
+// chunks (top 5; hybrid over candidate pools of 100), and hybrid without
+// feedback (mode=hybrid-nofeedback) for what feedback costs.
 func BenchmarkQuery(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		ix := store(b, n)
@@ -120,11 +121,16 @@ func BenchmarkQuery(b *testing.B) {
 		for i := range queries {
 			queries[i] = z.text(4)
 		}
-		for _, mode := range []search.Mode{search.Hybrid, search.FullText, search.Vector} {
+		for _, mode := range []search.Mode{search.Hybrid, "hybrid-nofeedback", search.FullText, search.Vector} {
+			opts := search.Options{Mode: mode, SimilarityThreshold: -1}
+			if mode == "hybrid-nofeedback" {
+				opts.Mode, opts.Feedback = search.Hybrid, -1
+			}
 			b.Run(fmt.Sprintf("mode=%s/chunks=%d", mode, n), func(b *testing.B) {
 				i := 0
 				for b.Loop() {
-					if _, err := search.Search(bctx, ix, queries[i%len(queries)], &search.Options{Mode: mode, SimilarityThreshold: -1}); err != nil {
+					o := opts
+					if _, err := search.Search(bctx, ix, queries[i%len(queries)], &o); err != nil {
 						b.Fatal(err)
 					}
 					i++

@@ -47,7 +47,7 @@ func Fuse(text, vec []index.Hit, opts *Options) []Result {
 	if o.Agreement > 0 {
 		alpha = math.Min(1, alpha+o.Agreement*agreement(text, vec, agreementDepth))
 	}
-	method := methodName(o.Fusion, o.RRFK, alpha, o.weightedBy, o.Agreement > 0)
+	method := methodName(o.Fusion, o.RRFK, alpha, o.weightedBy, o.Agreement > 0, o.fedBack)
 	var ts, vs scale
 	switch o.Fusion {
 	case DBSF:
@@ -88,14 +88,9 @@ func Fuse(text, vec []index.Hit, opts *Options) []Result {
 	out := make([]Result, 0, len(order))
 	for _, id := range order {
 		r := byID[id]
-		if o.SimilarityThreshold >= 0 {
-			textOK := r.Explanation.BM25Rank > 0 && bestText > 0 && r.Explanation.BM25Score/bestText >= o.SimilarityThreshold
-			vecOK := r.Explanation.VectorRank > 0 && r.Explanation.VectorSimilarity >= o.SimilarityThreshold
-			if !textOK && !vecOK {
-				continue
-			}
+		if o.passes(&r.Explanation, bestText) {
+			out = append(out, *r)
 		}
-		out = append(out, *r)
 	}
 	sortResults(out)
 	if len(out) > o.TopK {
@@ -104,8 +99,21 @@ func Fuse(text, vec []index.Hit, opts *Options) []Result {
 	return out
 }
 
+// passes applies the similarity threshold to a fused result: it passes on
+// either side, as a BM25 match scoring at least the threshold times the best
+// BM25 score bestText, or as a vector match whose similarity to the query is
+// at least the threshold.
+func (o *Options) passes(e *Explanation, bestText float64) bool {
+	if o.SimilarityThreshold < 0 {
+		return true
+	}
+	textOK := e.BM25Rank > 0 && bestText > 0 && e.BM25Score/bestText >= o.SimilarityThreshold
+	vecOK := e.VectorRank > 0 && e.VectorSimilarity >= o.SimilarityThreshold
+	return textOK || vecOK
+}
+
 // methodName is the explanation's method of a hybrid search.
-func methodName(f Fusion, rrfK int, alpha float64, by WeightSource, agreement bool) string {
+func methodName(f Fusion, rrfK int, alpha float64, by WeightSource, agreement bool, feedback int) string {
 	why := ""
 	switch {
 	case by != "" && agreement:
@@ -115,16 +123,20 @@ func methodName(f Fusion, rrfK int, alpha float64, by WeightSource, agreement bo
 	case agreement:
 		why = ", agreement"
 	}
+	fb := ""
+	if feedback > 0 {
+		fb = fmt.Sprintf(", feedback=%d", feedback)
+	}
 	switch f {
 	case RRF:
 		if alpha == 0.5 && why == "" {
-			return fmt.Sprintf("rrf(k=%d)", rrfK)
+			return fmt.Sprintf("rrf(k=%d%s)", rrfK, fb)
 		}
-		return fmt.Sprintf("rrf(k=%d,alpha=%.2f%s)", rrfK, alpha, why)
+		return fmt.Sprintf("rrf(k=%d,alpha=%.2f%s%s)", rrfK, alpha, why, fb)
 	case DBSF:
-		return fmt.Sprintf("dbsf(alpha=%.2f%s)", alpha, why)
+		return fmt.Sprintf("dbsf(alpha=%.2f%s%s)", alpha, why, fb)
 	}
-	return fmt.Sprintf("relative(alpha=%.2f%s)", alpha, why)
+	return fmt.Sprintf("relative(alpha=%.2f%s%s)", alpha, why, fb)
 }
 
 // scale maps a list's scores onto [0, 1]; flat is what a degenerate scale

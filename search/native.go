@@ -55,12 +55,12 @@ func searchNative(ctx context.Context, r Retriever, query string, f index.Filter
 	switch o.Fusion {
 	case Relative:
 		q.Fusion, q.Alpha = driver.FusionRelative, o.Alpha
-		method = "native " + methodName(o.Fusion, o.RRFK, o.Alpha, o.weightedBy, false)
+		method = "native " + methodName(o.Fusion, o.RRFK, o.Alpha, o.weightedBy, false, 0)
 	default:
 		// The backend weights ranked fusion as alpha·vector + (1−alpha)·BM25;
 		// doubled, that is ragmem's weighted RRF (weights 2·alpha, 2·(1−alpha)).
 		q.Fusion, q.Alpha, scale = driver.FusionRanked, o.Alpha, 2
-		method = "native " + methodName(o.Fusion, nativeRRFK, o.Alpha, o.weightedBy, false)
+		method = "native " + methodName(o.Fusion, nativeRRFK, o.Alpha, o.weightedBy, false, 0)
 	}
 	hits, err := nr.Hybrid(ctx, query, q)
 	if err != nil {

@@ -22,6 +22,11 @@
 //     the store and refreshed as it grows ([Calibrator], run by rag.Engine);
 //   - until then, DefaultAlpha, 0.1, which no measured embedder loses with.
 //
+// Hybrid search then refines its vector side by pseudo-relevance feedback
+// (Options.Feedback, feedback.go): the query's vector moves toward the
+// centroid of the first three fused results, every candidate of either list
+// is scored again against it, and the lists are fused again.
+//
 // Every choice was made on SciFact's training queries, Cranfield and LoCoMo's
 // development conversations, with the lexical embedder, randproj and a real
 // small semantic model (docs/evaluation.md has every candidate measured).
@@ -150,6 +155,13 @@ type Options struct {
 	// results the two top-10 lists have in common, up to 1. It is kept for
 	// measurement (docs/evaluation.md says why it is not the default).
 	Agreement float64
+	// Feedback is how many of the first fused results refine the vector
+	// side of a hybrid search (pseudo-relevance feedback, see feedback.go):
+	// the query's vector is moved toward their centroid and every
+	// candidate of either list is scored again against it before the
+	// final fusion. Default 0: DefaultFeedback (3); negative: off. A store
+	// that fuses natively (Weaviate) does not refine.
+	Feedback int
 	// CandidatePool is how many candidates each side of a hybrid search
 	// retrieves before fusion. Default max(10·TopK, 100).
 	CandidatePool int
@@ -201,6 +213,9 @@ type Options struct {
 	// withDefaults and Search; "" when the caller gave Alpha).
 	auto       autoWeight
 	weightedBy WeightSource
+	// fedBack is how many results refined the vector list being fused
+	// (set by refine, for the explanation).
+	fedBack int
 }
 
 type autoWeight int
@@ -249,6 +264,12 @@ func (o *Options) withDefaults() Options {
 	r.Agreement = math.Max(0, r.Agreement)
 	if math.IsNaN(r.Agreement) {
 		r.Agreement = 0
+	}
+	switch {
+	case r.Feedback == 0:
+		r.Feedback = DefaultFeedback
+	case r.Feedback < 0:
+		r.Feedback = 0
 	}
 	if r.CandidatePool <= 0 {
 		r.CandidatePool = max(10*r.TopK, MinCandidatePool)
@@ -299,7 +320,12 @@ type Explanation struct {
 	BM25Score        float64 `json:"bm25Score,omitempty"`
 	VectorRank       int     `json:"vectorRank,omitempty"`
 	VectorSimilarity float64 `json:"vectorSimilarity,omitempty"`
-	Fused            float64 `json:"fused"`
+	// FeedbackSimilarity is the result's similarity to the query refined
+	// by feedback (Options.Feedback; omitted when none applied): the
+	// vector rank and the fused score use it, while VectorSimilarity stays
+	// the similarity to the query itself, which the threshold tests.
+	FeedbackSimilarity float64 `json:"feedbackSimilarity,omitempty"`
+	Fused              float64 `json:"fused"`
 	// Boost is the factor memory signals multiplied the score by (omitted
 	// when none applied), and Signals name them: "speaker", "time",
 	// "question".
@@ -454,7 +480,7 @@ func retrieve(ctx context.Context, r Retriever, query string, f index.Filter, o 
 		return nil, false, nil, verr
 	}
 	wide.TopK = len(text) + len(vec)
-	res = rc.boost(Fuse(text, vec, &wide))
+	res = rc.boost(refine(ctx, r, query, text, vec, &wide))
 	// Larger pools can only help when these were full and enough of their
 	// candidates passed the threshold for diversification to have dropped
 	// some.

@@ -12,6 +12,9 @@ import (
 // maxSpec bounds a fusion spec; anything longer is a mistake.
 const maxSpec = 200
 
+// maxFeedback bounds the feedback a fusion spec may ask for.
+const maxFeedback = 20
+
 // ParseFusionSpec parses a fusion method with its parameters, as given on a
 // command line: "METHOD[:key=value,...]" where METHOD is anything
 // ParseFusion accepts and the keys are
@@ -21,6 +24,8 @@ const maxSpec = 200
 //	k=K           the k of RRF, 1..10000 (Options.RRFK)
 //	scale=C       calibration scale, in (0, 10] (Options.CalibrationScale)
 //	agree=W       per-query weighting, in [0, 1] (Options.Agreement)
+//	feedback=N    results that refine the vector query, 0..20 (0: off)
+//	              (Options.Feedback)
 //
 // e.g. "relative", "relative:alpha=0.3", "rrf:k=10,alpha=auto", "dbsf". It
 // returns Options with only those fields and Fusion set.
@@ -83,8 +88,17 @@ func ParseFusionSpec(spec string) (Options, error) {
 				return Options{}, fmt.Errorf("%w: agree %q is not a number in [0, 1]", ErrBadFusion, v)
 			}
 			o.Agreement = w
+		case "feedback":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > maxFeedback {
+				return Options{}, fmt.Errorf("%w: feedback %q is not an integer in 0..%d", ErrBadFusion, v, maxFeedback)
+			}
+			o.Feedback = n
+			if n == 0 {
+				o.Feedback = -1
+			}
 		default:
-			return Options{}, fmt.Errorf("%w: unknown parameter %q in %q (want alpha, k, scale or agree)", ErrBadFusion, k, spec)
+			return Options{}, fmt.Errorf("%w: unknown parameter %q in %q (want alpha, k, scale, agree or feedback)", ErrBadFusion, k, spec)
 		}
 	}
 	return o, nil

@@ -20,6 +20,9 @@ func TestParseFusionSpec(t *testing.T) {
 		"rrf:k=10000":                    {Fusion: RRF, RRFK: 10000},
 		"relative:agree=0":               {Fusion: Relative},
 		"relative:agree=1":               {Fusion: Relative, Agreement: 1},
+		"relative:feedback=5":            {Fusion: Relative, Feedback: 5},
+		"rrf:feedback=0":                 {Fusion: RRF, Feedback: -1},
+		"dbsf:feedback=20":               {Fusion: DBSF, Feedback: 20},
 		"relative:scale=10":              {Fusion: Relative, CalibrationScale: 10},
 		"relative:scale=1e-9":            {Fusion: Relative, CalibrationScale: 1e-9},
 		// Exactly maxSpec bytes.
@@ -35,7 +38,7 @@ func TestParseFusionSpec(t *testing.T) {
 	for _, in := range []string{
 		"max", "relative:alpha", "relative:alpha=0", "relative:alpha=1.5", "relative:alpha=NaN", "relative:alpha=-1",
 		"relative:k=10", "rrf:k=0", "rrf:k=x", "relative:alpha=0.1,alpha=0.2", "relative:beta=1",
-		"relative:agree=2", "relative:scale=0", "relative:scale=11", "relative:=3", strings.Repeat("x", 300),
+		"relative:agree=2", "relative:feedback=21", "relative:feedback=-1", "relative:feedback=x", "relative:scale=0", "relative:scale=11", "relative:=3", strings.Repeat("x", 300),
 		"rrf:k=10001", "relative:alpha=0.3" + strings.Repeat(" ", maxSpec+1-len("relative:alpha=0.3")),
 	} {
 		if _, err := ParseFusionSpec(in); !errors.Is(err, ErrBadFusion) {

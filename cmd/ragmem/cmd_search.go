@@ -141,7 +141,10 @@ func printResults(w io.Writer, res []search.Result, grouped bool) {
 		if e.BM25Rank > 0 {
 			parts = append(parts, fmt.Sprintf("bm25 #%d (%.3f)", e.BM25Rank, e.BM25Score))
 		}
-		if e.VectorRank > 0 {
+		switch {
+		case e.VectorRank > 0 && e.FeedbackSimilarity != 0:
+			parts = append(parts, fmt.Sprintf("vector #%d (%.3f; refined %.3f)", e.VectorRank, e.VectorSimilarity, e.FeedbackSimilarity))
+		case e.VectorRank > 0:
 			parts = append(parts, fmt.Sprintf("vector #%d (%.3f)", e.VectorRank, e.VectorSimilarity))
 		}
 		parts = append(parts, e.Method)

@@ -93,7 +93,10 @@ function clip(s, n) {
 function explain(x) {
   const parts = [];
   if (x.bm25Rank) parts.push(`BM25 #${x.bm25Rank} (${x.bm25Score.toFixed(3)})`);
-  if (x.vectorRank) parts.push(`vector #${x.vectorRank} (${x.vectorSimilarity.toFixed(3)})`);
+  if (x.vectorRank) {
+    const refined = x.feedbackSimilarity ? `; refined ${x.feedbackSimilarity.toFixed(3)}` : '';
+    parts.push(`vector #${x.vectorRank} (${(x.vectorSimilarity || 0).toFixed(3)}${refined})`);
+  }
   parts.push(x.method);
   return parts.join(' · ');
 }
