@@ -285,14 +285,15 @@ func TestFeedbackSkipsVanishedRecords(t *testing.T) {
 	}
 }
 
-// The refined list keeps the vector pool's length: with pools of three,
-// a result that is left with a BM25 rank alone carries no vector
+// The refined list keeps the vector pool's length: with pools of three and
+// four results asked, a result that is left with a BM25 rank alone (the
+// "mention", fourth in BM25 order among four ties) carries no vector
 // similarity; with pools of six (a search for six results), the candidates
 // of both lists are scored again and the best six keep vector ranks 1 to 6.
 func TestFeedbackKeepsThePoolSize(t *testing.T) {
 	ix := feedbackStore(t)
 	defer ix.Close()
-	res, err := Search(context.Background(), ix, "apple orchard", &Options{Mode: Hybrid, Alpha: 0.5, TopK: 3, CandidatePool: 3, SimilarityThreshold: -1, MaxPerSource: -1, KeepDuplicates: true})
+	res, err := Search(context.Background(), ix, "apple orchard", &Options{Mode: Hybrid, Alpha: 0.5, TopK: 4, CandidatePool: 3, SimilarityThreshold: -1, MaxPerSource: -1, KeepDuplicates: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +306,7 @@ func TestFeedbackKeepsThePoolSize(t *testing.T) {
 			t.Errorf("%s has no vector rank but similarities %+v", r.Record.SourceURL, e)
 		}
 	}
-	if len(res) != 3 || len(ranks) == 0 || len(ranks) == 3 {
+	if len(res) != 4 || len(ranks) == 0 || len(ranks) == 4 {
 		t.Fatalf("the case does not test anything: results %+v", res)
 	}
 	wide, err := Search(context.Background(), ix, "apple orchard", &Options{Mode: Hybrid, Alpha: 0.5, TopK: 6, CandidatePool: 3, SimilarityThreshold: -1, MaxPerSource: -1, KeepDuplicates: true})

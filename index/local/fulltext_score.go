@@ -444,8 +444,56 @@ func (s *scorer) top(acc map[uint64]float64, k int) ([]hit, error) {
 		}
 		out[i].id = id
 	}
+	if len(out) == k && k > 0 && len(acc) > k {
+		var err error
+		if out, err = s.settleTies(acc, out); err != nil {
+			return nil, err
+		}
+	}
 	sortHits(out)
 	return out, nil
+}
+
+// settleTies makes the cut of a full top-k list independent of bleve's
+// internal numbering, which follows the order segments were built and
+// merged in: when documents outside the list score exactly as much as the
+// list's last, the ones kept among all that tie are those with the smallest
+// external ids, as sortHits orders them. Without it, the same query over the
+// same records could return different documents from run to run.
+func (s *scorer) settleTies(acc map[uint64]float64, out []hit) ([]hit, error) {
+	last := out[0].score
+	for _, x := range out[1:] {
+		last = min(last, x.score)
+	}
+	in := make(map[uint64]bool, len(out))
+	kept := out[:0]
+	var tied []hit
+	for _, x := range out {
+		in[x.key] = true
+		if x.score == last {
+			tied = append(tied, x)
+		} else {
+			kept = append(kept, x)
+		}
+	}
+	slots := len(tied)
+	outside := false
+	for key, sc := range acc {
+		if sc != last || in[key] || s.allow != nil && !s.allow[key] || s.deny != nil && s.deny[key] {
+			continue
+		}
+		id, err := s.r.ExternalID(s.keys.id(key))
+		if err != nil {
+			return nil, err
+		}
+		tied = append(tied, hit{key: key, score: sc, id: id})
+		outside = true
+	}
+	if !outside {
+		return append(kept, tied...), nil
+	}
+	sort.Slice(tied, func(i, j int) bool { return tied[i].id < tied[j].id })
+	return append(kept, tied[:slots]...), nil
 }
 
 func sortHits(hs []hit) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,6 +55,38 @@ func searchText(t *testing.T, b *Backend, q string, k int, f driver.Filter) ([]s
 }
 
 func approx(a, b float64) bool { return math.Abs(a-b) < 1e-4 }
+
+// Documents that score exactly alike are cut by external id: the top k of
+// six identical records written in descending id order, one batch each
+// (so bleve numbers them in the opposite order), are the k smallest ids,
+// the same set that a deeper search lists first.
+func TestTiesCutByID(t *testing.T) {
+	b := openFT(t, t.TempDir(), plain)
+	defer b.Close()
+	ids := []string{"t6", "t5", "t4", "t3", "t2", "t1"}
+	for _, id := range ids {
+		if err := b.Apply(fctx, &driver.Batch{Put: []driver.Record{rec(id, "", "apple orchard", driver.DocKnowledge)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, scores := searchText(t, b, "apple", 10, driver.Filter{})
+	if !slices.Equal(all, []string{"t1", "t2", "t3", "t4", "t5", "t6"}) || scores[0] != scores[5] {
+		t.Fatalf("all: %v %v", all, scores)
+	}
+	for k := 1; k < 6; k++ {
+		got, _ := searchText(t, b, "apple", k, driver.Filter{})
+		if !slices.Equal(got, all[:k]) {
+			t.Errorf("top %d: %v, want %v", k, got, all[:k])
+		}
+	}
+	// A better document keeps its place above the tie.
+	if err := b.Apply(fctx, &driver.Batch{Put: []driver.Record{rec("t9", "", "apple apple orchard", driver.DocKnowledge)}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := searchText(t, b, "apple", 3, driver.Filter{}); !slices.Equal(got, []string{"t9", "t1", "t2"}) {
+		t.Errorf("top 3 with a better document: %v", got)
+	}
+}
 
 // Three documents of lengths 3, 2 and 4 (average 3), query "apple cherry":
 //
