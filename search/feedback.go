@@ -1,9 +1,11 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"math"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/ragmem/ragmem/index"
 )
@@ -151,11 +153,11 @@ func feedbackList(ctx context.Context, vs vectorScorer, query string, text, vec 
 		orig[h.Record.ID] = sims[0][i]
 		refined = append(refined, index.Hit{Record: h.Record, Score: sims[1][i]})
 	}
-	sort.SliceStable(refined, func(a, b int) bool {
-		if refined[a].Score != refined[b].Score {
-			return refined[a].Score > refined[b].Score
+	slices.SortFunc(refined, func(a, b index.Hit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
 		}
-		return refined[a].Record.ID < refined[b].Record.ID
+		return strings.Compare(a.Record.ID, b.Record.ID)
 	})
 	if len(refined) > len(vec) {
 		refined = refined[:len(vec)]

@@ -78,6 +78,23 @@ func TestBenchCommand(t *testing.T) {
 	if r := rs[0]; !strings.HasPrefix(r.Embedder, "openai") || r.Dimension != 64 || r.EmbedMisses != 0 || r.Hybrid.N == 0 || r.Recall10 < 0.98 {
 		t.Errorf("loopback bench: %+v", r)
 	}
+	if r := rs[0]; !strings.Contains(r.HybridMethod, "feedback=3") {
+		t.Errorf("the hybrid queries ran %q, not the default fusion with feedback", r.HybridMethod)
+	}
+	// --fusion times another fusion: without feedback, or rrf.
+	for spec, want := range map[string]string{"relative:feedback=0": "relative(alpha=0.10, default)", "rrf:k=20": "rrf(k=20, feedback=3)"} {
+		out = mustRun(t, "bench", "--corpora", "300", "--queries", "10", "--embedders", "randproj:dim=32", "--fusion", spec, "--json")
+		rs = nil
+		if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 1 {
+			t.Fatalf("--fusion %s: %v\n%s", spec, err, out)
+		}
+		if rs[0].HybridMethod != want {
+			t.Errorf("--fusion %s: the hybrid queries ran %q, want %q", spec, rs[0].HybridMethod, want)
+		}
+	}
+	if _, _, err := runCLI(t, "bench", "--corpora", "300", "--fusion", "relative:feedback=99"); err == nil {
+		t.Error("a bad --fusion accepted")
+	}
 	if _, _, err := runCLI(t, "bench", "--corpora", "lots"); err == nil {
 		t.Error("bad corpus accepted")
 	}

@@ -50,6 +50,7 @@ type benchOptions struct {
 	profile   string          // write a CPU profile of the indexing phase to this file prefix
 	embedders []benchEmbedder // measured one after the other on each corpus; none: the lexical default
 	preEmbed  bool            // embed every chunk before indexing, so that indexing is timed without the embedder
+	fusion    search.Options  // the hybrid queries' fusion (--fusion); zero: the engine's default
 	log       io.Writer
 }
 
@@ -116,9 +117,12 @@ type benchResult struct {
 	Writers         int     `json:"writers"`
 	SettleSeconds   float64 `json:"settleSeconds"` // until background work (bleve merges) stopped using CPU
 
-	Hybrid   latency `json:"hybrid"`
-	Vector   latency `json:"vector"`
-	FullText latency `json:"fulltext"`
+	Hybrid latency `json:"hybrid"`
+	// HybridMethod is the fusion the hybrid queries ran, as their results
+	// explain it (for example "relative(alpha=0.50, calibrated, feedback=3)").
+	HybridMethod string  `json:"hybridMethod,omitempty"`
+	Vector       latency `json:"vector"`
+	FullText     latency `json:"fulltext"`
 	// VectorPool is the vector index alone answering a hybrid candidate
 	// pool (top 100) for a query vector, approximate and exact.
 	VectorPool      latency `json:"vectorIndexTop100"`
@@ -150,7 +154,7 @@ type benchResult struct {
 func newBenchCmd(g *globals) *cobra.Command {
 	o := benchOptions{}
 	var asJSON bool
-	var corpora, embedders string
+	var corpora, embedders, fusion string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure indexing, query latency, recall, cold open, memory and disk on generated or SciFact corpora",
@@ -178,6 +182,13 @@ peers of bench/run.sh.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.corpora = strings.Split(corpora, ",")
+			if fusion != "" {
+				fo, err := search.ParseFusionSpec(fusion)
+				if err != nil {
+					return err
+				}
+				o.fusion = fo
+			}
 			o.log = g.stderr
 			c, err := g.resolveEmbedder(nil)
 			if err != nil {
@@ -231,6 +242,7 @@ peers of bench/run.sh.`,
 	f.StringVar(&o.profile, "cpuprofile", "", "write CPU profiles of indexing and querying to FILE-CORPUS-index.pprof and FILE-CORPUS-query.pprof")
 	f.StringVar(&embedders, "embedders", "", `comma-separated embedder specs to measure side by side ("loopback:SPEC" serves SPEC over a loopback OpenAI-compatible server); default --embedder if given, else lexical,randproj`)
 	f.BoolVar(&o.preEmbed, "pre-embed", true, "embed every chunk before indexing, so that indexing is timed without the embedder (whose throughput is reported apart)")
+	f.StringVar(&fusion, "fusion", "", `hybrid fusion with its parameters, as for eval (for example "relative:feedback=0" to time fusion without the feedback pass); default the engine's`)
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -453,7 +465,12 @@ func benchCorpus(ctx context.Context, c *corpus, dir string, be benchEmbedder, e
 		var ndcg float64
 		for i, q := range c.queries {
 			t0 := time.Now()
-			rs, err := search.Search(ctx, ix, q.Text, &search.Options{Mode: mode, TopK: 10, SimilarityThreshold: -1})
+			so := search.Options{Mode: mode, TopK: 10, SimilarityThreshold: -1}
+			if mode == search.Hybrid {
+				so = o.fusion
+				so.Mode, so.TopK, so.SimilarityThreshold = mode, 10, -1
+			}
+			rs, err := search.Search(ctx, ix, q.Text, &so)
 			d := time.Since(t0)
 			if err != nil {
 				ix.Close()
@@ -465,6 +482,9 @@ func benchCorpus(ctx context.Context, c *corpus, dir string, be benchEmbedder, e
 			ranked := make([]string, len(rs))
 			for j, r := range rs {
 				ranked[j] = docOf(r.Record.SourceURL)
+			}
+			if mode == search.Hybrid && res.HybridMethod == "" && len(rs) > 0 {
+				res.HybridMethod = rs[0].Explanation.Method
 			}
 			ndcg += benchdata.NDCG10(ranked, q.Relevant)
 		}
@@ -925,7 +945,7 @@ func printBench(w io.Writer, rs []benchResult) {
 		}
 		fmt.Fprintf(w, "  indexing                 %.0f chunks/s (%.1f s, %s, %d writers; %.0f chunks per CPU second; settled %.0f s later)\n",
 			r.ChunksPerSec, r.IndexSeconds, what, r.Writers, float64(r.Chunks)/max(r.IndexCPUSeconds, 1e-9), r.SettleSeconds)
-		fmt.Fprintf(w, "  hybrid    p50/p95/p99 ms %s   nDCG@10 %.4f\n", ms(r.Hybrid), r.NDCG10["hybrid"])
+		fmt.Fprintf(w, "  hybrid    p50/p95/p99 ms %s   nDCG@10 %.4f   %s\n", ms(r.Hybrid), r.NDCG10["hybrid"], r.HybridMethod)
 		fmt.Fprintf(w, "  vector    p50/p95/p99 ms %s   nDCG@10 %.4f\n", ms(r.Vector), r.NDCG10["vector"])
 		fmt.Fprintf(w, "  fulltext  p50/p95/p99 ms %s   nDCG@10 %.4f\n", ms(r.FullText), r.NDCG10["fulltext"])
 		fmt.Fprintf(w, "  vector index top 100     %s (exact scan %s), recall@10 %.4f\n", ms(r.VectorPool), ms(r.VectorPoolExact), r.Recall10)

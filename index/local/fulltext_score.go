@@ -424,16 +424,27 @@ func (h *hitHeap) Pop() any {
 // ids, best first (ties by external id).
 func (s *scorer) top(acc map[uint64]float64, k int) ([]hit, error) {
 	h := make(hitHeap, 0, min(k, len(acc)))
+	// left holds the documents left out that scored as much as the list's
+	// last when they were left out: the last's score only rises, so every
+	// document outside the final list that ties with its last is among them.
+	var left []hit
 	for key, sc := range acc {
 		if s.allow != nil && !s.allow[key] || s.deny != nil && s.deny[key] {
 			continue
 		}
 		x := hit{key: key, score: sc}
-		if len(h) < k {
+		switch {
+		case len(h) < k:
 			heap.Push(&h, x)
-		} else if sc > h[0].score || sc == h[0].score && key < h[0].key {
+		case sc > h[0].score || sc == h[0].score && key < h[0].key:
+			out := h[0]
 			h[0] = x
 			heap.Fix(&h, 0)
+			if out.score == h[0].score {
+				left = append(left, out)
+			}
+		case sc == h[0].score:
+			left = append(left, x)
 		}
 	}
 	out := []hit(h)
@@ -444,9 +455,9 @@ func (s *scorer) top(acc map[uint64]float64, k int) ([]hit, error) {
 		}
 		out[i].id = id
 	}
-	if len(out) == k && k > 0 && len(acc) > k {
+	if len(left) > 0 {
 		var err error
-		if out, err = s.settleTies(acc, out); err != nil {
+		if out, err = s.settleTies(left, out); err != nil {
 			return nil, err
 		}
 	}
@@ -456,20 +467,19 @@ func (s *scorer) top(acc map[uint64]float64, k int) ([]hit, error) {
 
 // settleTies makes the cut of a full top-k list independent of bleve's
 // internal numbering, which follows the order segments were built and
-// merged in: when documents outside the list score exactly as much as the
-// list's last, the ones kept among all that tie are those with the smallest
-// external ids, as sortHits orders them. Without it, the same query over the
-// same records could return different documents from run to run.
-func (s *scorer) settleTies(acc map[uint64]float64, out []hit) ([]hit, error) {
+// merged in: when documents left out (left, see top) score exactly as much
+// as the list's last, the ones kept among all that tie are those with the
+// smallest external ids, as sortHits orders them. Without it, the same
+// query over the same records could return different documents from run to
+// run.
+func (s *scorer) settleTies(left, out []hit) ([]hit, error) {
 	last := out[0].score
 	for _, x := range out[1:] {
 		last = min(last, x.score)
 	}
-	in := make(map[uint64]bool, len(out))
-	kept := out[:0]
+	kept := out[:0:0]
 	var tied []hit
 	for _, x := range out {
-		in[x.key] = true
 		if x.score == last {
 			tied = append(tied, x)
 		} else {
@@ -477,20 +487,19 @@ func (s *scorer) settleTies(acc map[uint64]float64, out []hit) ([]hit, error) {
 		}
 	}
 	slots := len(tied)
-	outside := false
-	for key, sc := range acc {
-		if sc != last || in[key] || s.allow != nil && !s.allow[key] || s.deny != nil && s.deny[key] {
+	for _, x := range left {
+		if x.score != last {
 			continue
 		}
-		id, err := s.r.ExternalID(s.keys.id(key))
+		id, err := s.r.ExternalID(s.keys.id(x.key))
 		if err != nil {
 			return nil, err
 		}
-		tied = append(tied, hit{key: key, score: sc, id: id})
-		outside = true
+		x.id = id
+		tied = append(tied, x)
 	}
-	if !outside {
-		return append(kept, tied...), nil
+	if len(tied) == slots {
+		return out, nil
 	}
 	sort.Slice(tied, func(i, j int) bool { return tied[i].id < tied[j].id })
 	return append(kept, tied[:slots]...), nil

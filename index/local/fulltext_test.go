@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -85,6 +86,42 @@ func TestTiesCutByID(t *testing.T) {
 	}
 	if got, _ := searchText(t, b, "apple", 3, driver.Filter{}); !slices.Equal(got, []string{"t9", "t1", "t2"}) {
 		t.Errorf("top 3 with a better document: %v", got)
+	}
+}
+
+// Every top k is the first k of the full ranking, over 60 records of four
+// texts (so four groups that tie) written in a shuffled order in batches of
+// one to seven, whatever segments bleve made and merged of them.
+func TestTopKIsAPrefixOfTheRanking(t *testing.T) {
+	b := openFT(t, t.TempDir(), plain)
+	defer b.Close()
+	texts := []string{"apple", "apple orchard", "apple orchard trees", "apple apple orchard"}
+	rng := rand.New(rand.NewPCG(7, 7))
+	order := rng.Perm(60)
+	for i := 0; i < len(order); {
+		var bt driver.Batch
+		for n := 1 + rng.IntN(7); n > 0 && i < len(order); n-- {
+			id := fmt.Sprintf("r%02d", order[i])
+			bt.Put = append(bt.Put, rec(id, "", texts[order[i]%len(texts)], driver.DocKnowledge))
+			i++
+		}
+		if err := b.Apply(fctx, &bt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, scores := searchText(t, b, "apple", 100, driver.Filter{})
+	if len(all) != 60 {
+		t.Fatalf("%d hits", len(all))
+	}
+	for i := 1; i < len(all); i++ {
+		if scores[i] > scores[i-1] || scores[i] == scores[i-1] && all[i] < all[i-1] {
+			t.Fatalf("the ranking is not by score, then id, at %d: %v %v", i, all, scores)
+		}
+	}
+	for k := 1; k < len(all); k++ {
+		if got, _ := searchText(t, b, "apple", k, driver.Filter{}); !slices.Equal(got, all[:k]) {
+			t.Errorf("top %d: %v, want %v", k, got, all[:k])
+		}
 	}
 }
 
