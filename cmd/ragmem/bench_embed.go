@@ -20,6 +20,7 @@ import (
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index/driver"
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // The embedders of `ragmem bench`: each entry of --embedders is an embedder
@@ -128,22 +129,9 @@ func embeddingHandler(emb embed.Embedder) http.Handler {
 			fail(http.StatusInternalServerError, err.Error())
 			return
 		}
-		type item struct {
-			Object    string    `json:"object"`
-			Index     int       `json:"index"`
-			Embedding []float32 `json:"embedding"`
-		}
-		resp := struct {
-			Object string `json:"object"`
-			Data   []item `json:"data"`
-			Model  string `json:"model"`
-			Usage  struct {
-				PromptTokens int `json:"prompt_tokens"`
-				TotalTokens  int `json:"total_tokens"`
-			} `json:"usage"`
-		}{Object: "list", Model: req.Model}
+		resp := openai.EmbeddingResponse{Object: "list", Model: openai.EmbeddingModel(req.Model)}
 		for i, v := range vecs {
-			resp.Data = append(resp.Data, item{Object: "embedding", Index: i, Embedding: v})
+			resp.Data = append(resp.Data, openai.Embedding{Object: "embedding", Index: i, Embedding: v})
 			n := len(strings.Fields(texts[i]))
 			resp.Usage.PromptTokens += n
 			resp.Usage.TotalTokens += n

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/ragmem/ragmem/embed"
+	"github.com/sashabaranov/go-openai"
 )
 
 // Mode is how the server behaves.
@@ -132,22 +133,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			vecs[i] = vecs[i][:s.Dim/2]
 		}
 	}
-	type item struct {
-		Object    string    `json:"object"`
-		Index     int       `json:"index"`
-		Embedding []float32 `json:"embedding"`
-	}
-	out := struct {
-		Object string `json:"object"`
-		Data   []item `json:"data"`
-		Model  string `json:"model"`
-		Usage  struct {
-			PromptTokens int `json:"prompt_tokens"`
-			TotalTokens  int `json:"total_tokens"`
-		} `json:"usage"`
-	}{Object: "list", Model: req.Model}
+	out := openai.EmbeddingResponse{Object: "list", Model: openai.EmbeddingModel(req.Model)}
 	for i, v := range vecs {
-		out.Data = append(out.Data, item{Object: "embedding", Index: i, Embedding: v})
+		out.Data = append(out.Data, openai.Embedding{Object: "embedding", Index: i, Embedding: v})
 	}
 	json.NewEncoder(w).Encode(out)
 }

@@ -207,7 +207,7 @@ func (b *Backend) checkVectors(ctx context.Context) ([]Problem, error) {
 			probs = append(probs, Problem{Kind: "vector-missing", ID: id, Source: r.SourceURL, Msg: "chunk is not in the vector index"})
 			continue
 		}
-		if it.DocType != r.DocType || it.Source != r.SourceURL || !sameVector(it.Vector, r.Vector) {
+		if it.DocType != r.DocType || it.Source != r.SourceURL || !vecindex.SameVector(it.Vector, r.Vector) {
 			probs = append(probs, Problem{Kind: "vector-stale", ID: id, Source: r.SourceURL, Msg: "the vector index holds another version of the chunk"})
 		}
 	}
@@ -253,23 +253,6 @@ func (b *Backend) checkCodesFile() *Problem {
 		return &Problem{Kind: "vector-codes", ID: name, Msg: "the vector index's codes file describes another number of vectors; --repair writes it again"}
 	}
 	return nil
-}
-
-// sameVector reports whether a and b hold the same values (usually the same
-// memory).
-func sameVector(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) == 0 || &a[0] == &b[0] {
-		return true
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // checkVersions reports sources whose chunks carry different content hashes,

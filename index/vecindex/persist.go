@@ -123,7 +123,7 @@ func (cw *CodesWriter) Add(id string, v []float32) error {
 		return cw.err
 	}
 	slot, ok := x.slotOf[id]
-	held := ok && sameVector(x.vecs[slot], v)
+	held := ok && SameVector(x.vecs[slot], v)
 	var rowScale float32
 	var row []int8
 	if held {
@@ -166,9 +166,10 @@ func (cw *CodesWriter) Add(id string, v []float32) error {
 	return cw.err
 }
 
-// sameVector reports whether a and b hold the same values (the same memory,
-// usually).
-func sameVector(a, b []float32) bool {
+// SameVector reports whether a and b hold the same values; it answers at
+// once when they are the same memory, as a vector read back from the index
+// usually is.
+func SameVector(a, b []float32) bool {
 	if len(a) != len(b) {
 		return false
 	}
