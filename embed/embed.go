@@ -73,6 +73,23 @@ type WordMatcher interface {
 	MatchesWords() bool
 }
 
+// MatchesWords reports whether e's vectors encode words: the first
+// [WordMatcher] in e's chain of [Unwrapper] wrappers decides, and an
+// embedder that says nothing does not.
+func MatchesWords(e Embedder) bool {
+	for i := 0; i < 64 && e != nil; i++ {
+		if wm, ok := e.(WordMatcher); ok {
+			return wm.MatchesWords()
+		}
+		u, ok := e.(Unwrapper)
+		if !ok {
+			break
+		}
+		e = u.Unwrap()
+	}
+	return false
+}
+
 // Errors returned by this package. They are wrapped with context; test with errors.Is.
 var (
 	// ErrDimensionMismatch: a vector's length differs from the embedder's dimension,

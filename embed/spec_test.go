@@ -246,6 +246,17 @@ func TestSpecOfAndConcurrencyLookThroughWrappers(t *testing.T) {
 	if _, ok := SpecOf(hidden{o}); ok {
 		t.Errorf("SpecOf saw through a wrapper without Unwrap")
 	}
+	// Whether vectors encode words is seen through wrappers too (a bench
+	// memo, the breaker), so a wrapped lexical embedder keeps its weight.
+	rp := NewRandProj(&RandProjOptions{Dimension: 16})
+	for _, c := range []struct {
+		e    Embedder
+		want bool
+	}{{Default(), true}, {wrapped{wrapped{Default()}}, true}, {wrapped{rp}, true}, {NewBreaker(Default(), nil), true}, {e, false}, {o, false}, {hidden{Default()}, false}, {nil, false}} {
+		if got := MatchesWords(c.e); got != c.want {
+			t.Errorf("MatchesWords(%T) = %v, want %v", c.e, got, c.want)
+		}
+	}
 }
 
 func TestNewOpenAIBuildOptions(t *testing.T) {

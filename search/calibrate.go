@@ -299,7 +299,7 @@ func NewCalibrator(ix *index.Index, log *slog.Logger) *Calibrator {
 		log = slog.Default()
 	}
 	c := &Calibrator{ix: ix, log: log, quiet: calibrationQuiet}
-	if wm, ok := ix.Embedder().(embed.WordMatcher); ok && wm.MatchesWords() {
+	if embed.MatchesWords(ix.Embedder()) {
 		c.off = true
 		return c
 	}

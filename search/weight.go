@@ -59,7 +59,7 @@ func weight(ctx context.Context, r Retriever, calibrated bool, scale float64) (f
 	if e, ok := r.(embedderOf); ok {
 		emb = e.Embedder()
 	}
-	if wm, ok := emb.(embed.WordMatcher); ok && wm.MatchesWords() && !calibrated {
+	if embed.MatchesWords(emb) && !calibrated {
 		return LexicalAlpha, WeightLexical
 	}
 	if c, ok := StoredCalibration(ctx, r); ok {

@@ -81,8 +81,11 @@ func TestBenchCommand(t *testing.T) {
 	if r := rs[0]; !strings.Contains(r.HybridMethod, "feedback=3") {
 		t.Errorf("the hybrid queries ran %q, not the default fusion with feedback", r.HybridMethod)
 	}
-	// --fusion times another fusion: without feedback, or rrf.
-	for spec, want := range map[string]string{"relative:feedback=0": "relative(alpha=0.10, default)", "rrf:k=20": "rrf(k=20, feedback=3)"} {
+	// --fusion times another fusion: without feedback, or rrf. The bench
+	// wraps the embedder (its vectors are computed beforehand) and must
+	// still weigh a word-matching one as search does for users: randproj
+	// gets the lexical weight.
+	for spec, want := range map[string]string{"relative:feedback=0": "relative(alpha=0.05, lexical)", "rrf:k=20": "rrf(k=20, feedback=3)"} {
 		out = mustRun(t, "bench", "--corpora", "300", "--queries", "10", "--embedders", "randproj:dim=32", "--fusion", spec, "--json")
 		rs = nil
 		if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 1 {
