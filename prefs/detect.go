@@ -443,8 +443,11 @@ var (
 	// listMarker matches a bullet or number that starts a line.
 	listMarker = lazyRegexp(`^(?:[-*•+]|\d{1,3}[.)])\s+`)
 	// leadIn matches one greeting, filler or connective at the start of a
-	// clause that may precede a statement.
-	leadIn = lazyRegexp(`(?i)^(?:[*_~#\s]+|(?:hi|hello|hey|hiya|yo|ok|okay|so|well|also|and|but|oh|ah|btw|by\s+the\s+way|fyi|for\s+context|for\s+the\s+record|for\s+reference|for\s+your\s+information|just\s+so\s+you\s+know|just\s+fyi|actually|honestly|basically|anyway|anyways|again|now|yes|yeah|yep|no|nope|sure|thanks|thank\s+you|personally|professionally|fwiw|quick\s+note|heads\s+up|ps|p\.s\.|note|first|first\s+of\s+all|because|since|as|cause|cuz|then|just|generally|in\s+general|as\s+you\s+know|as\s+i\s+said|like\s+i\s+said|as\s+mentioned|um|uh|hmm|lol|haha|there|or|though|although|however|therefore|whereas|dear\s+\w+|hey\s+there|hi\s+there|hello\s+there)\b[\s!.]*)`)
+	// clause that may precede a statement, with the comma or other
+	// punctuation after it ("Hello, don't forget that I …": a comma splits a
+	// clause only before a clause starter, and not every rule's first word is
+	// one).
+	leadIn = lazyRegexp(`(?i)^(?:[*_~#\s]+|(?:hi|hello|hey|hiya|yo|ok|okay|so|well|also|and|but|oh|ah|btw|by\s+the\s+way|fyi|for\s+context|for\s+the\s+record|for\s+reference|for\s+your\s+information|just\s+so\s+you\s+know|just\s+fyi|actually|honestly|basically|anyway|anyways|again|now|yes|yeah|yep|no|nope|sure|thanks|thank\s+you|personally|professionally|fwiw|quick\s+note|heads\s+up|ps|p\.s\.|note|first|first\s+of\s+all|because|since|as|cause|cuz|then|just|generally|in\s+general|as\s+you\s+know|as\s+i\s+said|like\s+i\s+said|as\s+mentioned|um|uh|hmm|lol|haha|there|or|though|although|however|therefore|whereas|dear\s+\w+|hey\s+there|hi\s+there|hello\s+there)\b[\s!.,]*)`)
 	// hypotheticalStart matches a clause that states a hypothesis or wish.
 	hypotheticalStart = lazyRegexp(`(?i)^(?:if|suppose|supposing|imagine|pretend|assume|assuming|let's\s+say|lets\s+say|let\s+us\s+say|say|what\s+if|even\s+if|unless|when|whenever|once|in\s+case|hypothetically|theoretically|in\s+theory|if\s+only|i\s+wish|i\s+wonder|wondering|would|should|maybe|perhaps|might|let's\s+pretend|role-?play|act\s+as|as\s+if|as\s+though|whether|in\s+a\s+world)\b`)
 	// reportedSpeech matches a clause that introduces someone else's words.

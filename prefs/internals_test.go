@@ -175,6 +175,31 @@ func TestDetectorEdges(t *testing.T) {
 	}
 }
 
+// A greeting and its comma before a statement whose first word does not
+// start a clause after a comma ("don't", "speak", "bear"): the lead-in takes
+// the comma, so the statement is found with exactly its words.
+func TestGreetingBeforeStatement(t *testing.T) {
+	for _, tc := range []struct{ msg, content, match string }{
+		{"Hello, don't forget that I live in Berlin", "User lives in Berlin", "don't forget that I live in Berlin"},
+		{"Hello, never forget that I live in Berlin", "User lives in Berlin", "never forget that I live in Berlin"},
+		{"Hi, do not forget that I have two cats.", "User has two cats", "do not forget that I have two cats"},
+		{"Hey there, bear in mind that I work night shifts!", "User works night shifts", "bear in mind that I work night shifts"},
+		{"Dear Sam, don’t forget that I’m colour-blind", "User is colour-blind", "don’t forget that I’m colour-blind"},
+		{"Hi, speak to me like I'm 5", "Explain like the user is 5 years old", "speak to me like I'm 5"},
+		{"Okay, so, in the future always answer in French", "Always answer in French", "in the future always answer in French"},
+	} {
+		in := DetectPreferenceIntent(tc.msg)
+		if in == nil || in.Content != tc.content || in.Match != tc.match {
+			t.Errorf("DetectPreferenceIntent(%q) = %+v, want content %q, match %q", tc.msg, in, tc.content, tc.match)
+		}
+	}
+	for _, msg := range []string{"Hello, don't forget the milk", "Hi, speak slowly please", "Hello, I'm a bit lost"} {
+		if in := DetectPreferenceIntent(msg); in != nil {
+			t.Errorf("DetectPreferenceIntent(%q) = %+v, want nil", msg, in)
+		}
+	}
+}
+
 func TestContentCapExact(t *testing.T) {
 	word := strings.Repeat("x", 9) + " " // 10 runes
 	exact := strings.TrimSpace(strings.Repeat(word, 30))
