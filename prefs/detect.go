@@ -447,7 +447,7 @@ var (
 	// punctuation after it ("Hello, don't forget that I …": a comma splits a
 	// clause only before a clause starter, and not every rule's first word is
 	// one).
-	leadIn = lazyRegexp(`(?i)^(?:[*_~#\s]+|(?:hi|hello|hey|hiya|yo|ok|okay|so|well|also|and|but|oh|ah|btw|by\s+the\s+way|fyi|for\s+context|for\s+the\s+record|for\s+reference|for\s+your\s+information|just\s+so\s+you\s+know|just\s+fyi|actually|honestly|basically|anyway|anyways|again|now|yes|yeah|yep|no|nope|sure|thanks|thank\s+you|personally|professionally|fwiw|quick\s+note|heads\s+up|ps|p\.s\.|note|first|first\s+of\s+all|because|since|as|cause|cuz|then|just|generally|in\s+general|as\s+you\s+know|as\s+i\s+said|like\s+i\s+said|as\s+mentioned|um|uh|hmm|lol|haha|there|or|though|although|however|therefore|whereas|dear\s+\w+|hey\s+there|hi\s+there|hello\s+there)\b[\s!.,]*)`)
+	leadIn = lazyRegexp(`(?i)^(?:[*_~#\s]+|(?:hi|hello|hey|hiya|yo|ok|okay|so\s+you\s+know|so|well|also|and|but|oh|ah|btw|by\s+the\s+way|fyi|for\s+context|for\s+the\s+record|for\s+reference|for\s+your\s+information|just\s+so\s+you\s+know|just\s+fyi|actually|honestly|basically|anyway|anyways|again|now|yes|yeah|yep|no|nope|sure|thanks|thank\s+you|personally|professionally|fwiw|quick\s+note|heads\s+up|ps|p\.s\.|note|first|first\s+of\s+all|because|since|as|cause|cuz|then|just|generally|in\s+general|as\s+you\s+know|as\s+i\s+said|like\s+i\s+said|as\s+mentioned|um|uh|hmm|lol|haha|there|or|though|although|however|therefore|whereas|dear\s+\w+|hey\s+there|hi\s+there|hello\s+there)\b[\s!.,]*)`)
 	// hypotheticalStart matches a clause that states a hypothesis or wish.
 	hypotheticalStart = lazyRegexp(`(?i)^(?:if|suppose|supposing|imagine|pretend|assume|assuming|let's\s+say|lets\s+say|let\s+us\s+say|say|what\s+if|even\s+if|unless|when|whenever|once|in\s+case|hypothetically|theoretically|in\s+theory|if\s+only|i\s+wish|i\s+wonder|wondering|would|should|maybe|perhaps|might|let's\s+pretend|role-?play|act\s+as|as\s+if|as\s+though|whether|in\s+a\s+world)\b`)
 	// reportedSpeech matches a clause that introduces someone else's words.
@@ -742,17 +742,19 @@ func rememberContent(subj, x string) string {
 	case "i'll", "i will":
 		return "User will " + thirdPerson(x)
 	}
-	// Bare "I": conjugate the verb, skipping adverbs ("I always drink tea").
+	// Bare "I": conjugate the verb, skipping adverbs ("I always drink tea"),
+	// and keep what punctuation follows it ("I do.").
 	words := strings.Fields(x)
 	for i, w := range words {
-		lw := strings.ToLower(w)
+		core := strings.TrimRight(w, ",.;:!?")
+		lw := strings.ToLower(core)
 		if adverbs[lw] {
 			continue
 		}
 		if i+1 < len(words) && lw == "do" && strings.EqualFold(words[i+1], "not") {
 			words[i] = "does"
 		} else {
-			words[i] = conjugate3(w)
+			words[i] = conjugate3(core) + w[len(core):]
 		}
 		break
 	}

@@ -131,6 +131,9 @@ func TestPronounsAndVerbs(t *testing.T) {
 	}
 	for msg, want := range map[string]string{
 		"Remember that I do":           "User does",
+		"Remember that I do.":          "User does",
+		"Remember that I cook!":        "User cooks",
+		"Remember that I fly, mostly.": "User flies, mostly",
 		"Remember that I can not swim": "User can not swim",
 	} {
 		if in := DetectPreferenceIntent(msg); in == nil || in.Content != want {
@@ -187,6 +190,8 @@ func TestGreetingBeforeStatement(t *testing.T) {
 		{"Dear Sam, don’t forget that I’m colour-blind", "User is colour-blind", "don’t forget that I’m colour-blind"},
 		{"Hi, speak to me like I'm 5", "Explain like the user is 5 years old", "speak to me like I'm 5"},
 		{"Okay, so, in the future always answer in French", "Always answer in French", "in the future always answer in French"},
+		{"Just so you know, don't forget that I cook", "User cooks", "don't forget that I cook"},
+		{"So you know, bear in mind that I'm colour-blind", "User is colour-blind", "bear in mind that I'm colour-blind"},
 	} {
 		in := DetectPreferenceIntent(tc.msg)
 		if in == nil || in.Content != tc.content || in.Match != tc.match {
