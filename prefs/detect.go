@@ -870,7 +870,7 @@ func rewritePronouns(s string, m map[string]string, iAm, iWas string) string {
 func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // finish cleans a Content: no control characters, single spaces, no
-// trailing punctuation or courtesy words, at most MaxIntentContent runes
+// trailing punctuation, dashes or courtesy words, at most MaxIntentContent runes
 // (cut at a word boundary).
 func finish(s string) string {
 	s = strings.Map(func(r rune) rune {
@@ -883,7 +883,7 @@ func finish(s string) string {
 	for {
 		before := s
 		s = strings.TrimRightFunc(s, func(r rune) bool {
-			return unicode.IsSpace(r) || strings.ContainsRune(`.,;:!?…"'*_)]}”’»。！？、，；：｡‼⁇⁈⁉`, r)
+			return unicode.IsSpace(r) || strings.ContainsRune(`.,;:!?…"'*_)]}”’»。！？、，；：｡‼⁇⁈⁉-–—`, r)
 		})
 		s = trailingCourtesy.ReplaceAllString(s, "")
 		if s == before {
@@ -900,9 +900,12 @@ func finish(s string) string {
 			runes++
 		}
 		// Cut at the last space unless that would drop most of the text
-		// (one very long word): then cut inside the word.
-		if sp := strings.LastIndexByte(s[:cut], ' '); sp > cut/2 {
-			cut = sp
+		// (one very long word): then cut inside the word. A cut before a
+		// space is at a word boundary already.
+		if s[cut] != ' ' {
+			if sp := strings.LastIndexByte(s[:cut], ' '); sp > cut/2 {
+				cut = sp
+			}
 		}
 		s = strings.TrimRight(s[:cut], " .,;:!?-")
 	}

@@ -198,6 +198,16 @@ func TestGreetingBeforeStatement(t *testing.T) {
 			t.Errorf("DetectPreferenceIntent(%q) = %+v, want content %q, match %q", tc.msg, in, tc.content, tc.match)
 		}
 	}
+	for msg, want := range map[string]string{
+		"I'm a nurse -":                 "User is a nurse",
+		"I'm a nurse —":                 "User is a nurse",
+		"I prefer short answers –":      "User prefers short answers",
+		"I'm a front- and back-end dev": "User is a front- and back-end dev",
+	} {
+		if in := DetectPreferenceIntent(msg); in == nil || in.Content != want {
+			t.Errorf("DetectPreferenceIntent(%q) = %+v, want content %q", msg, in, want)
+		}
+	}
 	for _, msg := range []string{"Hello, don't forget the milk", "Hi, speak slowly please", "Hello, I'm a bit lost"} {
 		if in := DetectPreferenceIntent(msg); in != nil {
 			t.Errorf("DetectPreferenceIntent(%q) = %+v, want nil", msg, in)
@@ -223,6 +233,10 @@ func TestContentCapExact(t *testing.T) {
 	half := strings.Repeat("x", 150) + " " + strings.Repeat("y", 200) // the only space at half the cut
 	if got := finish(half); len([]rune(got)) != MaxIntentContent {
 		t.Errorf("a space at exactly half the cut: cut to %d runes, want %d (inside the word)", len([]rune(got)), MaxIntentContent)
+	}
+	fits := strings.Repeat(word, 29) + strings.Repeat("x", 10) + " more" // 300 runes of whole words, then more
+	if got := finish(fits); got != fits[:300] {
+		t.Errorf("whole words of exactly %d runes before a space: cut to %d runes", MaxIntentContent, len([]rune(got)))
 	}
 	long := "a " + strings.Repeat("z", 400)
 	if got := finish(long); len([]rune(got)) != MaxIntentContent {
