@@ -27,7 +27,8 @@ var (
 		"Just so you know, ", "Okay so ", "Honestly, ", "Quick note: ", "👋 ", "- ", "Thanks! ", "Good morning. ",
 		"I have a question about caching. ", "Sorry for the long message. ", "So, ", "Also, ", "(Side note) ",
 		"Long day; ", "One thing — ", "Good question - ", "Ticket 42: ", "Hello \n",
-		"Here's the article https://example.com/post - ", "Summarize the notes from 10:30 later. "}
+		"Here's the article https://example.com/post - ", "Summarize the notes from 10:30 later. ", "So -\n",
+		"Thanks for tips 1 and 2,\n"}
 	stmtTails = []string{"", ".", "!", " and I need help with my project.", ", so keep that in mind.", " :)",
 		". What is a vector index?", " - thanks!", ".\n\nCan you help me with a query?", ", can you help me with a query?",
 		" :3", " \nCan you help me with a query?"}
@@ -51,7 +52,8 @@ var (
 		{"ask a lot of questions", "asks a lot of questions"}, {"organize my notes by date", "organizes their notes by date"},
 		{"think I am too slow", "thinks they are too slow"},
 		{"start work at 9:30", "starts work at 9:30"}, {"keep notes at https://notes.example.com/me every day", "keeps notes at https://notes.example.com/me every day"},
-		{"finish work at 10:05", "finishes work at 10:05"}, {"can not swim", "can not swim"}, {"do", "does"}}
+		{"finish work at 10:05", "finishes work at 10:05"}, {"can not swim", "can not swim"}, {"do", "does"},
+		{"wake up at 7:00", "wakes up at 7:00"}}
 	languages = []string{"Spanish", "French", "German", "Portuguese", "plain English"}
 	avoid     = []string{"jargon", "emojis", "passive voice", "tables", "exclamation marks", "rm -rf"}
 )
@@ -367,6 +369,16 @@ var ordinaryForms = []func(o int) string{
 	func(o int) string { return "Note that the " + pick(Vocabulary, o) + " API changed in v2." },
 	func(o int) string { return "I'm happy with the " + pick(Vocabulary, o) + " result." },
 	func(o int) string { return "I always forget the syntax for " + pick(tools, o) + " loops." },
+	// Sentences that start or end with a colon, dash or comma next to a digit.
+	func(o int) string {
+		return "Port 8080 is taken. :8080 refuses connections from the " + pick(Vocabulary, o) + "."
+	},
+	func(o int) string {
+		return "It was 5 degrees yesterday. -3 today, says the " + pick(Vocabulary, o) + " report."
+	},
+	func(o int) string {
+		return "The " + pick(Vocabulary, o) + " tests failed in steps 3 and 4,\nthe rest passed."
+	},
 }
 
 func buildOrdinary(lead, form, object int) Ordinary {
