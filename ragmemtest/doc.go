@@ -4,8 +4,9 @@
 // an engine that opens in memory for a test.
 //
 // Generators (GenDocument, GenCorpus, GenQuery, GenPreference,
-// GenStatement, GenRemembered, GenOrdinary, GenBudgetParams, GenCandidates, GenBlock,
-// GenRankedLists, GenText) are built from gopter's combinators, so that a
+// GenStatement, GenRemembered, GenAsked, GenLeadIns, GenLongStatement,
+// GenOrdinary, GenBudgetParams, GenCandidates, GenBlock, GenRankedLists,
+// GenText) are built from gopter's combinators, so that a
 // failing case shrinks to a small one. Checkers (CheckBlock, CheckMessage,
 // CheckResults, CheckBudgets, CheckSelection, CheckRelativeTime,
 // CheckChunks) return nil when a property holds and an error saying what
