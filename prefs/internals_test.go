@@ -33,6 +33,9 @@ func TestClauses(t *testing.T) {
 		"7:x":               {"7", "x"},
 		"a:5":               {"a", "5"},
 		":5":                {"5"},
+		",i think":          {"i think"},
+		"5,":                {"5,"},
+		"1,2 and i think":   {"1,2", "and i think"},
 		"a -":               {"a -"},
 		"- x":               {"- x"},
 	} {
