@@ -182,7 +182,7 @@ func detectLine(n *normText, base int, line string) *Intent {
 					text = text[size:]
 					continue
 				}
-				if !leadInWords[w] && !strings.ContainsRune("*_~# ", rune(text[0])) {
+				if !leadInWords[w] && !strings.ContainsRune("*_~#, ", rune(text[0])) {
 					break
 				}
 				m := leadIn.FindStringIndex(text)
@@ -446,8 +446,8 @@ var (
 	// clause that may precede a statement, with the comma or other
 	// punctuation after it ("Hello, don't forget that I …": a comma splits a
 	// clause only before a clause starter, and not every rule's first word is
-	// one).
-	leadIn = lazyRegexp(`(?i)^(?:[*_~#\s]+|(?:hi|hello|hey|hiya|yo|ok|okay|so\s+you\s+know|so|well|also|and|but|oh|ah|btw|by\s+the\s+way|fyi|for\s+context|for\s+the\s+record|for\s+reference|for\s+your\s+information|just\s+so\s+you\s+know|just\s+fyi|actually|honestly|basically|anyway|anyways|again|now|yes|yeah|yep|no|nope|sure|thanks|thank\s+you|personally|professionally|fwiw|quick\s+note|heads\s+up|ps|p\.s\.|note|first|first\s+of\s+all|because|since|as|cause|cuz|then|just|generally|in\s+general|as\s+you\s+know|as\s+i\s+said|like\s+i\s+said|as\s+mentioned|um|uh|hmm|lol|haha|there|or|though|although|however|therefore|whereas|dear\s+\w+|hey\s+there|hi\s+there|hello\s+there)\b[\s!.,]*)`)
+	// one), or markup and stray commas ("Got it. , don't forget that I …").
+	leadIn = lazyRegexp(`(?i)^(?:[*_~#\s,]+|(?:hi|hello|hey|hiya|yo|ok|okay|so\s+you\s+know|so|well|also|and|but|oh|ah|btw|by\s+the\s+way|fyi|for\s+context|for\s+the\s+record|for\s+reference|for\s+your\s+information|just\s+so\s+you\s+know|just\s+fyi|actually|honestly|basically|anyway|anyways|again|now|yes|yeah|yep|no|nope|sure|thanks|thank\s+you|personally|professionally|fwiw|quick\s+note|heads\s+up|ps|p\.s\.|note|first|first\s+of\s+all|because|since|as|cause|cuz|then|just|generally|in\s+general|as\s+you\s+know|as\s+i\s+said|like\s+i\s+said|as\s+mentioned|um|uh|hmm|lol|haha|there|or|though|although|however|therefore|whereas|dear\s+\w+|hey\s+there|hi\s+there|hello\s+there)\b[\s!.,]*)`)
 	// hypotheticalStart matches a clause that states a hypothesis or wish.
 	hypotheticalStart = lazyRegexp(`(?i)^(?:if|suppose|supposing|imagine|pretend|assume|assuming|let's\s+say|lets\s+say|let\s+us\s+say|say|what\s+if|even\s+if|unless|when|whenever|once|in\s+case|hypothetically|theoretically|in\s+theory|if\s+only|i\s+wish|i\s+wonder|wondering|would|should|maybe|perhaps|might|let's\s+pretend|role-?play|act\s+as|as\s+if|as\s+though|whether|in\s+a\s+world)\b`)
 	// reportedSpeech matches a clause that introduces someone else's words.
@@ -811,16 +811,10 @@ func conjugate3(w string) string {
 	return w + "s"
 }
 
+// isASCIIWord reports whether s is a lower-case English word: letters a to
+// z, and hyphens within ("re-use", "double-check").
 func isASCIIWord(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 'a' || s[i] > 'z' {
-			return false
-		}
-	}
-	return true
+	return s != "" && s[0] != '-' && s[len(s)-1] != '-' && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz-") == ""
 }
 
 // thirdPerson rewrites first-person words for a statement about the user

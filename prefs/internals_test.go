@@ -121,6 +121,7 @@ func TestPronounsAndVerbs(t *testing.T) {
 	for in, want := range map[string]string{
 		"bake": "bakes", "fix": "fixes", "buzz": "buzzes", "fly": "flies", "play": "plays", "go": "goes",
 		"Zip": "Zips", "naïve": "naïve", "a": "as", "z": "zes", "can": "can", "walked": "walked",
+		"re-use": "re-uses", "double-check": "double-checks", "-x": "-x", "x-": "x-", "3d-print": "3d-print", "y": "ys",
 	} {
 		if got := conjugate3(in); got != want {
 			t.Errorf("conjugate3(%q) = %q, want %q", in, got, want)
@@ -133,11 +134,14 @@ func TestPronounsAndVerbs(t *testing.T) {
 		t.Errorf("remember … do: %+v", in)
 	}
 	for msg, want := range map[string]string{
-		"Remember that I do":           "User does",
-		"Remember that I do.":          "User does",
-		"Remember that I cook!":        "User cooks",
-		"Remember that I fly, mostly.": "User flies, mostly",
-		"Remember that I can not swim": "User can not swim",
+		"Remember that I do":                      "User does",
+		"Remember that I do.":                     "User does",
+		"Remember that I cook!":                   "User cooks",
+		"Remember that I fly, mostly.":            "User flies, mostly",
+		"Remember that I can not swim":            "User can not swim",
+		"Remember that I re-use my notes":         "User re-uses their notes",
+		"Remember that I ❤️ Go":                   "User ❤ Go",
+		"Remember that my wife codes more than I": "User's wife codes more than they",
 	} {
 		if in := DetectPreferenceIntent(msg); in == nil || in.Content != want {
 			t.Errorf("%q: %+v, want %q", msg, in, want)
@@ -195,6 +199,7 @@ func TestGreetingBeforeStatement(t *testing.T) {
 		{"Okay, so, in the future always answer in French", "Always answer in French", "in the future always answer in French"},
 		{"Just so you know, don't forget that I cook", "User cooks", "don't forget that I cook"},
 		{"So you know, bear in mind that I'm colour-blind", "User is colour-blind", "bear in mind that I'm colour-blind"},
+		{"Got it. , don't forget that I cook", "User cooks", "don't forget that I cook"},
 	} {
 		in := DetectPreferenceIntent(tc.msg)
 		if in == nil || in.Content != tc.content || in.Match != tc.match {
