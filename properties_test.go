@@ -578,42 +578,48 @@ func TestProperty8TruncateAtSentence(t *testing.T) {
 
 // P10 (docs/spec.md): explicit preference statements, in many phrasings,
 // are detected with their type and content.
+//
+// Every form with every object of its lists is checked first, plainly
+// phrased, so that each object is tried in every run whatever the seed.
 func TestProperty10PreferenceDetection(t *testing.T) {
-	ragmemtest.Run(t, "explicit preference statements are detected", prop.ForAll(
-		func(s ragmemtest.Statement) string {
-			in := prefs.DetectPreferenceIntent(s.Message)
-			if in == nil {
-				return fmt.Sprintf("not detected: %q", s.Message)
-			}
-			if in.Type != s.Type {
-				return fmt.Sprintf("%q detected as %s, want %s", s.Message, in.Type, s.Type)
-			}
-			if in.Content != s.Content {
-				return fmt.Sprintf("%q: content %q, want %q", s.Message, in.Content, s.Content)
-			}
-			if in.Match != s.Match {
-				return fmt.Sprintf("%q: match %q, want %q", s.Message, in.Match, s.Match)
-			}
-			return ""
-		},
-		ragmemtest.GenStatement(),
-	))
+	for _, s := range ragmemtest.PlainStatements() {
+		if msg := checkStatement(s); msg != "" {
+			t.Error(msg)
+		}
+	}
+	ragmemtest.Run(t, "explicit preference statements are detected", prop.ForAll(checkStatement, ragmemtest.GenStatement()))
+}
+
+// checkStatement is P10 for one statement: detected with exactly its type,
+// content and match.
+func checkStatement(s ragmemtest.Statement) string {
+	in := prefs.DetectPreferenceIntent(s.Message)
+	if in == nil {
+		return fmt.Sprintf("not detected: %q", s.Message)
+	}
+	if in.Type != s.Type {
+		return fmt.Sprintf("%q detected as %s, want %s", s.Message, in.Type, s.Type)
+	}
+	if in.Content != s.Content {
+		return fmt.Sprintf("%q: content %q, want %q", s.Message, in.Content, s.Content)
+	}
+	if in.Match != s.Match {
+		return fmt.Sprintf("%q: match %q, want %q", s.Message, in.Match, s.Match)
+	}
+	return ""
 }
 
 // P10 (docs/spec.md): a fact the user asks the assistant to remember is
 // stored about the user, in the third person ("Remember that I do not eat
-// meat": "User does not eat meat").
+// meat": "User does not eat meat"). Every fact in every phrasing is checked
+// first, plainly phrased.
 func TestProperty10RememberedFacts(t *testing.T) {
-	ragmemtest.Run(t, "remembered facts are stored in the third person", prop.ForAll(
-		func(s ragmemtest.Statement) string {
-			in := prefs.DetectPreferenceIntent(s.Message)
-			if in == nil || in.Type != s.Type || in.Content != s.Content || in.Match != s.Match {
-				return fmt.Sprintf("%q: %+v, want %s %q (match %q)", s.Message, in, s.Type, s.Content, s.Match)
-			}
-			return ""
-		},
-		ragmemtest.GenRemembered(),
-	))
+	for _, s := range ragmemtest.PlainRemembered() {
+		if msg := checkStatement(s); msg != "" {
+			t.Error(msg)
+		}
+	}
+	ragmemtest.Run(t, "remembered facts are stored in the third person", prop.ForAll(checkStatement, ragmemtest.GenRemembered()))
 }
 
 // othersWords wrap a message in the words of others: quoted lines, fenced
@@ -718,45 +724,60 @@ func TestProperty10LeadIns(t *testing.T) {
 // P10 (docs/spec.md), the content's length: a statement whose content is at
 // most prefs.MaxIntentContent runes keeps all of it; a longer one is cut to
 // the longest prefix of at most that many runes that ends at a word
-// boundary, unless that would drop more than half of the text (bytes of the
+// boundary, unless that would drop half of the text or more (bytes of the
 // first MaxIntentContent runes; one very long word): then it is cut inside
 // the word, exactly at the cap. The cut is always at a rune boundary.
-// The match is the statement's words, whole.
+// The match is the statement's words, whole. A word boundary at exactly
+// half of the text is checked first, in every run.
 func TestProperty10ContentCap(t *testing.T) {
-	ragmemtest.Run(t, "long contents are cut at the cap, at a word boundary", prop.ForAll(
-		func(l ragmemtest.LongStatement) string {
-			in := prefs.DetectPreferenceIntent(l.Message)
-			if in == nil || in.Type != prefs.Expertise || in.Match != l.Match {
-				return fmt.Sprintf("%q: %+v", l.Message, in)
-			}
-			n := utf8.RuneCountInString(in.Content)
-			switch {
-			case utf8.RuneCountInString(l.Full) <= prefs.MaxIntentContent:
-				if in.Content != l.Full {
-					return fmt.Sprintf("content of %d runes cut to %d", utf8.RuneCountInString(l.Full), n)
-				}
-			case !strings.HasPrefix(l.Full, in.Content) || !utf8.ValidString(in.Content) || n > prefs.MaxIntentContent:
-				return fmt.Sprintf("content %q (%d runes) is not a prefix of the statement's of at most %d runes", in.Content, n, prefs.MaxIntentContent)
-			case l.Full[len(in.Content)] != ' ':
-				// Inside a word: only a word longer than half the cap's
-				// text, which a cut at a word boundary would drop.
-				if n != prefs.MaxIntentContent || strings.LastIndexByte(in.Content, ' ') > len(in.Content)/2 {
-					return fmt.Sprintf("content cut inside a word at %d runes, with a word boundary in its second half", n)
-				}
-			default:
-				// The longest such prefix: the next word does not fit.
-				next := strings.IndexByte(l.Full[len(in.Content)+1:], ' ')
-				if next < 0 {
-					next = len(l.Full) - len(in.Content) - 1
-				}
-				if m := utf8.RuneCountInString(l.Full[:len(in.Content)+1+next]); m <= prefs.MaxIntentContent {
-					return fmt.Sprintf("content cut to %d runes, where the next word would fit (%d runes)", n, m)
-				}
-			}
-			return ""
-		},
-		ragmemtest.GenLongStatement(),
-	))
+	const head = "User is a "
+	x, y := strings.Repeat("x", (prefs.MaxIntentContent/2)-len(head)), strings.Repeat("y", 200)
+	for _, o := range []string{x + " " + y, x + "x " + y, x[1:] + " " + y} {
+		l := ragmemtest.LongStatement{Message: "I'm a " + o, Full: head + o, Match: "I'm a " + o}
+		if msg := checkLong(l); msg != "" {
+			t.Error(msg)
+		}
+	}
+	ragmemtest.Run(t, "long contents are cut at the cap, at a word boundary", prop.ForAll(checkLong, ragmemtest.GenLongStatement()))
+}
+
+// checkLong is P10's content cap for one long statement.
+func checkLong(l ragmemtest.LongStatement) string {
+	in := prefs.DetectPreferenceIntent(l.Message)
+	if in == nil || in.Type != prefs.Expertise || in.Match != l.Match {
+		return fmt.Sprintf("%q: %+v", l.Message, in)
+	}
+	n := utf8.RuneCountInString(in.Content)
+	capBytes := len(l.Full) // bytes of the first MaxIntentContent runes
+	if r := []rune(l.Full); len(r) > prefs.MaxIntentContent {
+		capBytes = len(string(r[:prefs.MaxIntentContent]))
+	}
+	switch {
+	case utf8.RuneCountInString(l.Full) <= prefs.MaxIntentContent:
+		if in.Content != l.Full {
+			return fmt.Sprintf("content of %d runes cut to %d", utf8.RuneCountInString(l.Full), n)
+		}
+	case !strings.HasPrefix(l.Full, in.Content) || !utf8.ValidString(in.Content) || n > prefs.MaxIntentContent:
+		return fmt.Sprintf("content %q (%d runes) is not a prefix of the statement's of at most %d runes", in.Content, n, prefs.MaxIntentContent)
+	case l.Full[len(in.Content)] != ' ':
+		// Inside a word: only a word that a cut at a word boundary would
+		// drop with half of the text or more.
+		if n != prefs.MaxIntentContent || 2*strings.LastIndexByte(in.Content, ' ') > capBytes {
+			return fmt.Sprintf("content cut inside a word at %d runes, with a word boundary in its second half", n)
+		}
+	case 2*len(in.Content) <= capBytes:
+		return fmt.Sprintf("content cut at a word boundary to %d of %d bytes: half of the text or more dropped", len(in.Content), capBytes)
+	default:
+		// The longest such prefix: the next word does not fit.
+		next := strings.IndexByte(l.Full[len(in.Content)+1:], ' ')
+		if next < 0 {
+			next = len(l.Full) - len(in.Content) - 1
+		}
+		if m := utf8.RuneCountInString(l.Full[:len(in.Content)+1+next]); m <= prefs.MaxIntentContent {
+			return fmt.Sprintf("content cut to %d runes, where the next word would fit (%d runes)", n, m)
+		}
+	}
+	return ""
 }
 
 // storeOp is one operation on the preference store: add a statement (one

@@ -28,7 +28,7 @@ var (
 		"I have a question about caching. ", "Sorry for the long message. ", "So, ", "Also, ", "(Side note) ",
 		"Long day; ", "One thing — ", "Good question - ", "Ticket 42: ", "Hello \n",
 		"Here's the article https://example.com/post - ", "Summarize the notes from 10:30 later. ", "So -\n",
-		"Thanks for tips 1 and 2,\n"}
+		"Thanks for tips 1 and 2,\n", "Got it. , "}
 	stmtTails = []string{"", ".", "!", " and I need help with my project.", ", so keep that in mind.", " :)",
 		". What is a vector index?", " - thanks!", ".\n\nCan you help me with a query?", ", can you help me with a query?",
 		" :3", " \nCan you help me with a query?"}
@@ -43,17 +43,22 @@ var (
 	styles = []string{"short answers", "code examples", "technical explanations", "bullet points",
 		"answers with examples", "detailed explanations", "concise replies", "step-by-step instructions"}
 	styleAdjs = []string{"concise", "brief", "detailed", "direct", "technical", "simple"}
-	facts     = [][2]string{{"live in Berlin", "lives in Berlin"}, {"use Windows at work", "uses Windows at work"},
-		{"have two cats", "has two cats"}, {"work night shifts", "works night shifts"}, {"am colour-blind", "is colour-blind"},
-		{"code mostly in Python", "codes mostly in Python"}, {"watch my weight", "watches their weight"},
-		{"do not eat meat", "does not eat meat"}, {"always drink tea at night", "always drinks tea at night"},
-		{"fix bugs on weekends", "fixes bugs on weekends"}, {"study Japanese", "studies Japanese"},
-		{"play in a band", "plays in a band"}, {"deploy with my team", "deploys with their team"},
-		{"ask a lot of questions", "asks a lot of questions"}, {"organize my notes by date", "organizes their notes by date"},
-		{"think I am too slow", "thinks they are too slow"},
-		{"start work at 9:30", "starts work at 9:30"}, {"keep notes at https://notes.example.com/me every day", "keeps notes at https://notes.example.com/me every day"},
-		{"finish work at 10:05", "finishes work at 10:05"}, {"can not swim", "can not swim"}, {"do", "does"},
-		{"wake up at 7:00", "wakes up at 7:00"}}
+	// facts are what a user asks the assistant to remember, from the
+	// subject on ("I …", "I've …", "my …"), with what detection must store.
+	facts = [][2]string{{"I live in Berlin", "User lives in Berlin"}, {"I use Windows at work", "User uses Windows at work"},
+		{"I have two cats", "User has two cats"}, {"I work night shifts", "User works night shifts"}, {"I am colour-blind", "User is colour-blind"},
+		{"I code mostly in Python", "User codes mostly in Python"}, {"I watch my weight", "User watches their weight"},
+		{"I do not eat meat", "User does not eat meat"}, {"I always drink tea at night", "User always drinks tea at night"},
+		{"I fix bugs on weekends", "User fixes bugs on weekends"}, {"I study Japanese", "User studies Japanese"},
+		{"I play in a band", "User plays in a band"}, {"I deploy with my team", "User deploys with their team"},
+		{"I ask a lot of questions", "User asks a lot of questions"}, {"I organize my notes by date", "User organizes their notes by date"},
+		{"I think I am too slow", "User thinks they are too slow"},
+		{"I start work at 9:30", "User starts work at 9:30"}, {"I keep notes at https://notes.example.com/me every day", "User keeps notes at https://notes.example.com/me every day"},
+		{"I finish work at 10:05", "User finishes work at 10:05"}, {"I can not swim", "User can not swim"}, {"I do", "User does"},
+		{"I wake up at 7:00", "User wakes up at 7:00"}, {"I re-use my notes", "User re-uses their notes"},
+		{"I ❤️ Go", "User ❤ Go"}, {"my wife codes more than I", "User's wife codes more than they"},
+		{"I've moved to Lyon", "User has moved to Lyon"}, {"I'd rather not use Windows", "User would rather not use Windows"},
+		{"I'll be on leave in May", "User will be on leave in May"}}
 	languages = []string{"Spanish", "French", "German", "Portuguese", "plain English"}
 	avoid     = []string{"jargon", "emojis", "passive voice", "tables", "exclamation marks", "rm -rf"}
 )
@@ -174,8 +179,8 @@ var stmtForms = []func(o int) (string, prefs.Type, string){
 		return "I " + v + " in " + f, prefs.Domain, "User " + v + "s in " + f
 	},
 	func(o int) (string, prefs.Type, string) {
-		i := o % len(facts)
-		return "Remember that I " + facts[i][0], prefs.Custom, "User " + facts[i][1]
+		f := facts[mod(o, len(facts))]
+		return "Remember that " + f[0], prefs.Custom, f[1]
 	},
 	func(o int) (string, prefs.Type, string) {
 		l := pick(languages, o)
@@ -243,21 +248,23 @@ func phrase(lead int, body string, typ prefs.Type, content string, tail, casing 
 }
 
 // rememberPhrasings ask the assistant to remember a fact about the user.
-var rememberPhrasings = []string{"Remember that I ", "Please remember that I ", "Keep in mind that I ",
-	"Note that I ", "Never forget that I ", "Don't forget that I ", "Do not forget that I ", "Bear in mind that I "}
+var rememberPhrasings = []string{"Remember that ", "Please remember that ", "Keep in mind that ",
+	"Note that ", "Never forget that ", "Don't forget that ", "Do not forget that ", "Bear in mind that "}
 
 func buildRemembered(lead, phrasing, fact, tail, casing int) Statement {
 	phrasing, fact = mod(phrasing, len(rememberPhrasings)), mod(fact, len(facts))
 	f := facts[fact]
-	s := phrase(lead, rememberPhrasings[phrasing]+f[0], prefs.Custom, "User "+f[1], tail, casing)
+	s := phrase(lead, rememberPhrasings[phrasing]+f[0], prefs.Custom, f[1], tail, casing)
 	s.spec[1], s.spec[2] = phrasing, fact
 	return s
 }
 
 // GenRemembered generates messages that ask the assistant to remember a
-// fact about the user ("Remember that I do not eat meat"), which detection
-// must store in the third person ("User does not eat meat"): every fact
-// of its list shows up in a run of 100. It shrinks as GenStatement does.
+// fact about the user ("Remember that I do not eat meat", "Keep in mind
+// that my wife codes more than I"), which detection must store in the
+// third person ("User does not eat meat", "User's wife codes more than
+// they"). It shrinks as GenStatement does; PlainRemembered lists every fact
+// in every phrasing.
 func GenRemembered() gopter.Gen {
 	return gopter.DeriveGen(
 		buildRemembered,
@@ -381,6 +388,36 @@ var ordinaryForms = []func(o int) string{
 	},
 }
 
+// PlainStatements returns every statement form of GenStatement with every
+// object of its lists, without lead, tail or change of case: a property
+// checks them all before its random cases, so that every object is tried in
+// every run, whatever the seed.
+func PlainStatements() []Statement {
+	var out []Statement
+	seen := map[string]bool{}
+	for f := range stmtForms {
+		for o := range 100 {
+			if s := buildStatement(0, f, o, 0, 0); !seen[s.Message] {
+				seen[s.Message] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// PlainRemembered returns every fact of GenRemembered in every phrasing,
+// without lead, tail or change of case.
+func PlainRemembered() []Statement {
+	var out []Statement
+	for p := range rememberPhrasings {
+		for f := range facts {
+			out = append(out, buildRemembered(0, p, f, 0, 0))
+		}
+	}
+	return out
+}
+
 func buildOrdinary(lead, form, object int) Ordinary {
 	leads := []string{"", "Hi! ", "Hey, ", "Quick question: ", "Okay so ", "Thanks. "}
 	lead, form = mod(lead, len(leads)), mod(form, len(ordinaryForms))
@@ -423,7 +460,7 @@ var requestQuestions = []func(o int) (string, prefs.Type, string){
 	},
 	func(o int) (string, prefs.Type, string) {
 		f := facts[mod(o, len(facts))]
-		return "Can you remember that I " + f[0] + "?", prefs.Custom, "User " + f[1]
+		return "Can you remember that " + f[0] + "?", prefs.Custom, f[1]
 	},
 }
 
