@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
@@ -577,59 +578,73 @@ func TestProperty8TruncateAtSentence(t *testing.T) {
 
 // P10 (docs/spec.md): explicit preference statements, in many phrasings,
 // are detected with their type and content.
+//
+// Every form with every object of its lists is checked first, plainly
+// phrased, so that each object is tried in every run whatever the seed.
 func TestProperty10PreferenceDetection(t *testing.T) {
-	ragmemtest.Run(t, "explicit preference statements are detected", prop.ForAll(
-		func(s ragmemtest.Statement) string {
-			in := prefs.DetectPreferenceIntent(s.Message)
-			if in == nil {
-				return fmt.Sprintf("not detected: %q", s.Message)
-			}
-			if in.Type != s.Type {
-				return fmt.Sprintf("%q detected as %s, want %s", s.Message, in.Type, s.Type)
-			}
-			if in.Content != s.Content {
-				return fmt.Sprintf("%q: content %q, want %q", s.Message, in.Content, s.Content)
-			}
-			if in.Match != s.Match {
-				return fmt.Sprintf("%q: match %q, want %q", s.Message, in.Match, s.Match)
-			}
-			return ""
-		},
-		ragmemtest.GenStatement(),
-	))
+	for _, s := range ragmemtest.PlainStatements() {
+		if msg := checkStatement(s); msg != "" {
+			t.Error(msg)
+		}
+	}
+	ragmemtest.Run(t, "explicit preference statements are detected", prop.ForAll(checkStatement, ragmemtest.GenStatement()))
+}
+
+// checkStatement is P10 for one statement: detected with exactly its type,
+// content and match.
+func checkStatement(s ragmemtest.Statement) string {
+	in := prefs.DetectPreferenceIntent(s.Message)
+	if in == nil {
+		return fmt.Sprintf("not detected: %q", s.Message)
+	}
+	if in.Type != s.Type {
+		return fmt.Sprintf("%q detected as %s, want %s", s.Message, in.Type, s.Type)
+	}
+	if in.Content != s.Content {
+		return fmt.Sprintf("%q: content %q, want %q", s.Message, in.Content, s.Content)
+	}
+	if in.Match != s.Match {
+		return fmt.Sprintf("%q: match %q, want %q", s.Message, in.Match, s.Match)
+	}
+	return ""
 }
 
 // P10 (docs/spec.md): a fact the user asks the assistant to remember is
 // stored about the user, in the third person ("Remember that I do not eat
-// meat": "User does not eat meat").
+// meat": "User does not eat meat"). Every fact in every phrasing is checked
+// first, plainly phrased.
 func TestProperty10RememberedFacts(t *testing.T) {
-	ragmemtest.Run(t, "remembered facts are stored in the third person", prop.ForAll(
-		func(s ragmemtest.Statement) string {
-			in := prefs.DetectPreferenceIntent(s.Message)
-			if in == nil || in.Type != s.Type || in.Content != s.Content || in.Match != s.Match {
-				return fmt.Sprintf("%q: %+v, want %s %q (match %q)", s.Message, in, s.Type, s.Content, s.Match)
-			}
-			return ""
-		},
-		ragmemtest.GenRemembered(),
-	))
+	for _, s := range ragmemtest.PlainRemembered() {
+		if msg := checkStatement(s); msg != "" {
+			t.Error(msg)
+		}
+	}
+	ragmemtest.Run(t, "remembered facts are stored in the third person", prop.ForAll(checkStatement, ragmemtest.GenRemembered()))
 }
 
-// othersWords wrap a message in the words of others: a quoted line, fenced
-// code, material pasted after an introduction, reported speech.
+// othersWords wrap a message in the words of others: quoted lines, fenced
+// code, material pasted after an introduction, reported speech. Quoting
+// and pasting within a line take the message on one line.
 var othersWords = []func(string) string{
-	func(m string) string { return "> " + m },
-	func(m string) string { return "Can you check this?\n> " + m },
+	func(m string) string { return "> " + strings.ReplaceAll(m, "\n", "\n> ") },
+	func(m string) string { return "Can you check this?\n> " + strings.ReplaceAll(m, "\n", "\n> ") },
 	func(m string) string { return "```\n" + m + "\n```" },
 	func(m string) string { return "Here is the log:\n```\n" + m + "\n```\nWhat does it mean?" },
 	func(m string) string { return "~~~\n" + m + "\n~~~" },
-	func(m string) string { return "Translate this: " + m },
+	func(m string) string { return "Translate this: " + oneLine(m) },
 	func(m string) string { return "Translate this:\n" + m },
 	func(m string) string { return "Summarize the following:\n\n" + m },
-	func(m string) string { return "Here's what she wrote: " + m },
-	func(m string) string { return "He said, \"" + m + "\"" },
-	func(m string) string { return "My manager wrote `" + m + "` in the ticket." },
+	func(m string) string { return "Here's what she wrote: " + oneLine(m) },
+	func(m string) string { return "He said, \"" + oneLine(m) + "\"" },
+	func(m string) string { return "My manager wrote `" + oneLine(m) + "` in the ticket." },
+	func(m string) string { return "Summarize email 2: " + oneLine(m) },
+	func(m string) string {
+		return "Please summarize the thread from 9:30 (https://mail.example.com/t/42): " + oneLine(m)
+	},
 }
+
+// oneLine puts a message on one line.
+func oneLine(m string) string { return strings.Join(strings.Fields(m), " ") }
 
 // ownWordsAfter put the words of others before a message, on lines of
 // their own: what follows is the user's again.
@@ -658,6 +673,384 @@ func TestProperty10OthersWords(t *testing.T) {
 			return ""
 		},
 		ragmemtest.GenStatement(), gen.IntRange(0, len(othersWords)-1), gen.IntRange(0, len(ownWordsAfter)-1),
+	))
+}
+
+// P10 (docs/spec.md), questions: a statement about the user put as a
+// question ("I'm a nurse, right?") states nothing and is not detected; a
+// request asked as a question ("Could you keep your answers short?") is the
+// preference it requests, detected with its content and words.
+func TestProperty10Questions(t *testing.T) {
+	ragmemtest.Run(t, "questions state no preference, requests do", prop.ForAll(
+		func(a ragmemtest.Asked) string {
+			in := prefs.DetectPreferenceIntent(a.Message)
+			if a.Type == "" {
+				if in != nil {
+					return fmt.Sprintf("%q is a question, detected as %s %q", a.Message, in.Type, in.Content)
+				}
+				return ""
+			}
+			if in == nil || in.Type != a.Type || in.Content != a.Content || in.Match != a.Match {
+				return fmt.Sprintf("%q: %+v, want %s %q (match %q)", a.Message, in, a.Type, a.Content, a.Match)
+			}
+			return ""
+		},
+		ragmemtest.GenAsked(),
+	))
+}
+
+// P10 (docs/spec.md), lead-ins: a statement after at most
+// ragmemtest.MaxLeadIns greetings and fillers in its clause is detected as
+// it would be alone; after more, detection stops reading the clause.
+func TestProperty10LeadIns(t *testing.T) {
+	ragmemtest.Run(t, "statements after at most seven fillers are detected", prop.ForAll(
+		func(l ragmemtest.LeadIns) string {
+			in := prefs.DetectPreferenceIntent(l.Message)
+			if l.Fillers > ragmemtest.MaxLeadIns {
+				if in != nil {
+					return fmt.Sprintf("%q (%d fillers): detected %s %q", l.Message, l.Fillers, in.Type, in.Content)
+				}
+				return ""
+			}
+			if in == nil || in.Type != l.Type || in.Content != l.Content || in.Match != l.Match {
+				return fmt.Sprintf("%q (%d fillers): %+v, want %s %q (match %q)", l.Message, l.Fillers, in, l.Type, l.Content, l.Match)
+			}
+			return ""
+		},
+		ragmemtest.GenLeadIns(),
+	))
+}
+
+// P10 (docs/spec.md), the content's length: a statement whose content is at
+// most prefs.MaxIntentContent runes keeps all of it; a longer one is cut to
+// the longest prefix of at most that many runes that ends at a word
+// boundary, unless that would drop half of the text or more (bytes of the
+// first MaxIntentContent runes; one very long word): then it is cut inside
+// the word, exactly at the cap. The cut is always at a rune boundary.
+// The match is the statement's words, whole. A word boundary at exactly
+// half of the text is checked first, in every run.
+func TestProperty10ContentCap(t *testing.T) {
+	const head = "User is a "
+	x, y := strings.Repeat("x", (prefs.MaxIntentContent/2)-len(head)), strings.Repeat("y", 200)
+	for _, o := range []string{x + " " + y, x + "x " + y, x[1:] + " " + y} {
+		l := ragmemtest.LongStatement{Message: "I'm a " + o, Full: head + o, Match: "I'm a " + o}
+		if msg := checkLong(l); msg != "" {
+			t.Error(msg)
+		}
+	}
+	ragmemtest.Run(t, "long contents are cut at the cap, at a word boundary", prop.ForAll(checkLong, ragmemtest.GenLongStatement()))
+}
+
+// checkLong is P10's content cap for one long statement.
+func checkLong(l ragmemtest.LongStatement) string {
+	in := prefs.DetectPreferenceIntent(l.Message)
+	if in == nil || in.Type != prefs.Expertise || in.Match != l.Match {
+		return fmt.Sprintf("%q: %+v", l.Message, in)
+	}
+	n := utf8.RuneCountInString(in.Content)
+	capBytes := len(l.Full) // bytes of the first MaxIntentContent runes
+	if r := []rune(l.Full); len(r) > prefs.MaxIntentContent {
+		capBytes = len(string(r[:prefs.MaxIntentContent]))
+	}
+	switch {
+	case utf8.RuneCountInString(l.Full) <= prefs.MaxIntentContent:
+		if in.Content != l.Full {
+			return fmt.Sprintf("content of %d runes cut to %d", utf8.RuneCountInString(l.Full), n)
+		}
+	case !strings.HasPrefix(l.Full, in.Content) || !utf8.ValidString(in.Content) || n > prefs.MaxIntentContent:
+		return fmt.Sprintf("content %q (%d runes) is not a prefix of the statement's of at most %d runes", in.Content, n, prefs.MaxIntentContent)
+	case l.Full[len(in.Content)] != ' ':
+		// Inside a word: only a word that a cut at a word boundary would
+		// drop with half of the text or more.
+		if n != prefs.MaxIntentContent || 2*strings.LastIndexByte(in.Content, ' ') > capBytes {
+			return fmt.Sprintf("content cut inside a word at %d runes, with a word boundary in its second half", n)
+		}
+	case 2*len(in.Content) <= capBytes:
+		return fmt.Sprintf("content cut at a word boundary to %d of %d bytes: half of the text or more dropped", len(in.Content), capBytes)
+	default:
+		// The longest such prefix: the next word does not fit.
+		next := strings.IndexByte(l.Full[len(in.Content)+1:], ' ')
+		if next < 0 {
+			next = len(l.Full) - len(in.Content) - 1
+		}
+		if m := utf8.RuneCountInString(l.Full[:len(in.Content)+1+next]); m <= prefs.MaxIntentContent {
+			return fmt.Sprintf("content cut to %d runes, where the next word would fit (%d runes)", n, m)
+		}
+	}
+	return ""
+}
+
+// storeOp is one operation on the preference store: add a statement (one
+// of a few, in another case or spacing, empty, or of about MaxContentLen
+// bytes) of some type, or remove a stored one (or an unknown id).
+type storeOp struct {
+	Remove  bool
+	Type    int // index in prefTypes
+	Content int // 0–3: storeContents; 4: white space only; 5: "Likes xxx…" of Long bytes
+	Variant int // 0 as is, 1 upper case, 2 lower case, 3 spaced out
+	Long    int
+	Pick    int // which stored preference to remove (beyond them: an unknown id)
+}
+
+var (
+	prefTypes     = []prefs.Type{prefs.Expertise, prefs.Domain, prefs.Style, prefs.Custom}
+	storeContents = []string{"Likes tea", "Prefers short answers", "Works in genomics", "Is a nurse!"}
+)
+
+func (o storeOp) content() string {
+	c := " \t "
+	switch {
+	case o.Content < len(storeContents):
+		c = storeContents[o.Content]
+	case o.Content > len(storeContents):
+		c = "Likes " + strings.Repeat("x", max(0, o.Long-6))
+	}
+	switch o.Variant {
+	case 1:
+		c = strings.ToUpper(c)
+	case 2:
+		c = strings.ToLower(c)
+	case 3:
+		c = "  " + strings.ReplaceAll(c, " ", " \t ") + "\n"
+	}
+	return c
+}
+
+func genStoreOp() gopter.Gen {
+	return gen.Struct(reflect.TypeOf(storeOp{}), map[string]gopter.Gen{
+		"Remove":  gen.Frequency(map[int]gopter.Gen{4: gen.Const(false), 1: gen.Const(true)}),
+		"Type":    gen.IntRange(0, len(prefTypes)-1),
+		"Content": gen.IntRange(0, len(storeContents)+1),
+		"Variant": gen.IntRange(0, 3),
+		"Long":    gen.IntRange(prefs.MaxContentLen-2, prefs.MaxContentLen+2),
+		"Pick":    gen.IntRange(0, 5),
+	})
+}
+
+// samePref reports whether two preferences are the same statement with the
+// same times.
+func samePref(a, b prefs.Preference) bool {
+	return a.ID == b.ID && a.Type == b.Type && a.Content == b.Content && a.CreatedAt.Equal(b.CreatedAt) && a.UpdatedAt.Equal(b.UpdatedAt)
+}
+
+// profileOf is the profile text of the stored preferences ps, oldest first
+// (docs/spec.md, P11): one line per preference, "Type: content", ending
+// with sentence punctuation; who the user is first, then what they work on,
+// how answers should be written, and what else to remember.
+func profileOf(ps []prefs.Preference) string {
+	var lines []string
+	for _, t := range prefTypes {
+		for _, p := range ps {
+			if p.Type != t {
+				continue
+			}
+			line := p.Content
+			if !strings.HasSuffix(line, "!") {
+				line += "."
+			}
+			lines = append(lines, strings.ToUpper(string(t[:1]))+string(t[1:])+": "+line)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// P11 (docs/spec.md), the store: adding a statement stores it (cleaned of
+// surrounding and repeated white space) under a new id, or returns the
+// stored one of the same type that differs only in case and spacing; the
+// same words under another type are another preference; an empty statement
+// and one longer than prefs.MaxContentLen bytes are refused with their
+// errors and change nothing. Removing takes away exactly one. The store
+// lists exactly what was kept, oldest first, with the times Add returned,
+// and formats its profile in the documented order; Clear reports how many it
+// removed. When the index cannot be read any more, formatting falls back to
+// the last list with the error, and adding fails: nothing is lost silently.
+func TestPropertyPreferenceStore(t *testing.T) {
+	ragmemtest.Run(t, "the preference store keeps exactly what it was given", prop.ForAll(
+		func(ops []storeOp) string {
+			e, err := ragmemtest.OpenEngine(bg, nil)
+			if err != nil {
+				return err.Error()
+			}
+			defer e.Close()
+			st := e.Preferences()
+			var model []prefs.Preference
+			for i, o := range ops {
+				if o.Remove {
+					id, want := "pref_unknown", false
+					if o.Pick < len(model) {
+						id, want = model[o.Pick].ID, true
+						model = slices.Delete(model, o.Pick, o.Pick+1)
+					}
+					if ok, err := st.Remove(bg, id); ok != want || err != nil {
+						return fmt.Sprintf("op %d: Remove(%s) = %v, %v, want %v", i, id, ok, err, want)
+					}
+				} else {
+					typ, c := prefTypes[o.Type], o.content()
+					clean := strings.Join(strings.Fields(c), " ")
+					p, err := st.Add(bg, typ, c)
+					switch {
+					case clean == "":
+						if !errors.Is(err, prefs.ErrEmpty) {
+							return fmt.Sprintf("op %d: Add(%q) = %v, want ErrEmpty", i, c, err)
+						}
+					case len(clean) > prefs.MaxContentLen:
+						if !errors.Is(err, prefs.ErrTooLong) {
+							return fmt.Sprintf("op %d: Add of %d bytes = %v, want ErrTooLong", i, len(clean), err)
+						}
+					case err != nil:
+						return fmt.Sprintf("op %d: Add(%s, %d bytes): %v", i, typ, len(clean), err)
+					default:
+						k := slices.IndexFunc(model, func(q prefs.Preference) bool {
+							return q.Type == typ && strings.EqualFold(q.Content, clean)
+						})
+						if k >= 0 {
+							if !samePref(p, model[k]) {
+								return fmt.Sprintf("op %d: Add(%s, %q) = %+v, want the stored %+v", i, typ, c, p, model[k])
+							}
+							break
+						}
+						if p.ID == "" || slices.ContainsFunc(model, func(q prefs.Preference) bool { return q.ID == p.ID }) ||
+							p.Type != typ || p.Content != clean || p.CreatedAt.IsZero() || !p.UpdatedAt.Equal(p.CreatedAt) ||
+							len(model) > 0 && p.CreatedAt.Before(model[len(model)-1].CreatedAt) {
+							return fmt.Sprintf("op %d: Add(%s, %q) = %+v: want a new preference after %d", i, typ, c, p, len(model))
+						}
+						model = append(model, p)
+					}
+				}
+				got, err := st.List(bg)
+				if err != nil {
+					return err.Error()
+				}
+				if len(got) != len(model) {
+					return fmt.Sprintf("op %d: %d preferences listed, want %d", i, len(got), len(model))
+				}
+				for k := range got {
+					if g, w := got[k], model[k]; !samePref(g, w) {
+						return fmt.Sprintf("op %d: preference %d listed as %+v, want %+v", i, k, g, w)
+					}
+				}
+				if f, want := prefs.Format(got, 1<<20, budget.CounterForModel("")), profileOf(model); f != want {
+					return fmt.Sprintf("op %d: profile %q, want %q", i, f, want)
+				}
+			}
+			n, err := st.Clear(bg)
+			if n != len(model) || err != nil {
+				return fmt.Sprintf("Clear = %d, %v, want %d", n, err, len(model))
+			}
+			if got, err := st.List(bg); len(got) != 0 || err != nil {
+				return fmt.Sprintf("after Clear: %d preferences, %v", len(got), err)
+			}
+			// The index goes away: the last list is still the profile.
+			p, err := st.Add(bg, prefs.Style, "Prefers tables")
+			if err != nil {
+				return err.Error()
+			}
+			if err := e.Close(); err != nil {
+				return err.Error()
+			}
+			text, err := st.FormatForContext(bg, 1000, budget.CounterForModel(""))
+			if err == nil || text != profileOf([]prefs.Preference{p}) {
+				return fmt.Sprintf("closed index: profile %q, %v; want the last list and an error", text, err)
+			}
+			if _, err := st.Add(bg, prefs.Custom, "Likes coffee"); err == nil {
+				return "closed index: Add succeeded"
+			}
+			if cached, ok := st.Cached(); !ok || len(cached) != 1 || !samePref(cached[0], p) {
+				return fmt.Sprintf("closed index: cached %+v, %v", cached, ok)
+			}
+			return ""
+		},
+		ragmemtest.ListOf(genStoreOp(), 0, 12),
+	))
+}
+
+// foreignPref is a preference record written by another version of the
+// store or copied from another store: its type may be one this version does
+// not know, its update time malformed, missing or later than its creation.
+type foreignPref struct {
+	ID      int // "pref_<ID>": records share ids only by accident
+	Type    int // index in foreignTypes
+	Created int // minutes after a fixed time: records may share one
+	Updated int // 0: no attribute, 1: malformed, 2+: that many minutes after Created
+}
+
+var foreignTypes = []string{"expertise", "domain", "style", "custom", "mood", ""}
+
+// P11 (docs/spec.md), the store reads what others wrote: preference records
+// in the index that another version wrote or a copy brought are listed with
+// their id, content and creation time; a type this version does not know is
+// read as custom; the update time is the record's own when it parses, the
+// creation time otherwise; records created at the same instant are listed
+// in id order.
+func TestPropertyPreferenceRecordsRead(t *testing.T) {
+	ragmemtest.Run(t, "preference records of others are read as documented", prop.ForAll(
+		func(fs []foreignPref) string {
+			lb, err := local.Open(bg, "prefs", &local.Options{InMemory: true, Logger: quietLogger()})
+			if err != nil {
+				return err.Error()
+			}
+			ix, err := index.Open(bg, "", &index.Options{Backend: lb, Logger: quietLogger()})
+			if err != nil {
+				_ = lb.Close()
+				return err.Error()
+			}
+			defer ix.Close()
+			base := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+			want := map[string]prefs.Preference{}
+			var recs []index.Record
+			for _, f := range fs {
+				id := fmt.Sprintf("pref_%02d", f.ID)
+				if _, dup := want[id]; dup {
+					continue
+				}
+				p := prefs.Preference{ID: id, Type: prefs.Custom, Content: "Statement " + id, CreatedAt: base.Add(time.Duration(f.Created) * time.Minute)}
+				p.UpdatedAt = p.CreatedAt
+				attrs := map[string]string{"preferenceType": foreignTypes[f.Type]}
+				if typ, err := prefs.ParseType(foreignTypes[f.Type]); err == nil {
+					p.Type = typ
+				}
+				switch {
+				case f.Updated == 1:
+					attrs["updatedAt"] = "yesterday"
+				case f.Updated >= 2:
+					p.UpdatedAt = p.CreatedAt.Add(time.Duration(f.Updated) * time.Minute)
+					attrs["updatedAt"] = p.UpdatedAt.Format(time.RFC3339Nano)
+				}
+				want[id] = p
+				recs = append(recs, index.Record{ID: id, SourceURL: prefs.SourceURL, Title: "User Preference", Content: p.Content,
+					DocType: index.DocPreference, CreatedAt: p.CreatedAt, End: len(p.Content), Attrs: attrs})
+			}
+			if len(recs) > 0 {
+				if err := ix.Put(bg, recs); err != nil {
+					return err.Error()
+				}
+			}
+			got, err := prefs.NewStore(ix).List(bg)
+			if err != nil {
+				return err.Error()
+			}
+			if len(got) != len(want) {
+				return fmt.Sprintf("%d preferences listed, want %d", len(got), len(want))
+			}
+			for k, g := range got {
+				if w := want[g.ID]; !samePref(g, w) {
+					return fmt.Sprintf("listed %+v, want %+v", g, w)
+				}
+				if k > 0 {
+					prev := got[k-1]
+					if g.CreatedAt.Before(prev.CreatedAt) || g.CreatedAt.Equal(prev.CreatedAt) && g.ID < prev.ID {
+						return fmt.Sprintf("%s listed after %s: want oldest first, then by id", g.ID, prev.ID)
+					}
+				}
+			}
+			return ""
+		},
+		ragmemtest.ListOf(gen.Struct(reflect.TypeOf(foreignPref{}), map[string]gopter.Gen{
+			"ID":      gen.IntRange(0, 20),
+			"Type":    gen.IntRange(0, len(foreignTypes)-1),
+			"Created": gen.IntRange(0, 2),
+			"Updated": gen.IntRange(0, 4),
+		}), 0, 6),
 	))
 }
 

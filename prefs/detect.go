@@ -182,7 +182,7 @@ func detectLine(n *normText, base int, line string) *Intent {
 					text = text[size:]
 					continue
 				}
-				if !leadInWords[w] && !strings.ContainsRune("*_~# ", rune(text[0])) {
+				if !leadInWords[w] && !strings.ContainsRune("*_~#, ", rune(text[0])) {
 					break
 				}
 				m := leadIn.FindStringIndex(text)
@@ -443,8 +443,11 @@ var (
 	// listMarker matches a bullet or number that starts a line.
 	listMarker = lazyRegexp(`^(?:[-*•+]|\d{1,3}[.)])\s+`)
 	// leadIn matches one greeting, filler or connective at the start of a
-	// clause that may precede a statement.
-	leadIn = lazyRegexp(`(?i)^(?:[*_~#\s]+|(?:hi|hello|hey|hiya|yo|ok|okay|so|well|also|and|but|oh|ah|btw|by\s+the\s+way|fyi|for\s+context|for\s+the\s+record|for\s+reference|for\s+your\s+information|just\s+so\s+you\s+know|just\s+fyi|actually|honestly|basically|anyway|anyways|again|now|yes|yeah|yep|no|nope|sure|thanks|thank\s+you|personally|professionally|fwiw|quick\s+note|heads\s+up|ps|p\.s\.|note|first|first\s+of\s+all|because|since|as|cause|cuz|then|just|generally|in\s+general|as\s+you\s+know|as\s+i\s+said|like\s+i\s+said|as\s+mentioned|um|uh|hmm|lol|haha|there|or|though|although|however|therefore|whereas|dear\s+\w+|hey\s+there|hi\s+there|hello\s+there)\b[\s!.]*)`)
+	// clause that may precede a statement, with the comma or other
+	// punctuation after it ("Hello, don't forget that I …": a comma splits a
+	// clause only before a clause starter, and not every rule's first word is
+	// one), or markup and stray commas ("Got it. , don't forget that I …").
+	leadIn = lazyRegexp(`(?i)^(?:[*_~#\s,]+|(?:hi|hello|hey|hiya|yo|ok|okay|so\s+you\s+know|so|well|also|and|but|oh|ah|btw|by\s+the\s+way|fyi|for\s+context|for\s+the\s+record|for\s+reference|for\s+your\s+information|just\s+so\s+you\s+know|just\s+fyi|actually|honestly|basically|anyway|anyways|again|now|yes|yeah|yep|no|nope|sure|thanks|thank\s+you|personally|professionally|fwiw|quick\s+note|heads\s+up|ps|p\.s\.|note|first|first\s+of\s+all|because|since|as|cause|cuz|then|just|generally|in\s+general|as\s+you\s+know|as\s+i\s+said|like\s+i\s+said|as\s+mentioned|um|uh|hmm|lol|haha|there|or|though|although|however|therefore|whereas|dear\s+\w+|hey\s+there|hi\s+there|hello\s+there)\b[\s!.,]*)`)
 	// hypotheticalStart matches a clause that states a hypothesis or wish.
 	hypotheticalStart = lazyRegexp(`(?i)^(?:if|suppose|supposing|imagine|pretend|assume|assuming|let's\s+say|lets\s+say|let\s+us\s+say|say|what\s+if|even\s+if|unless|when|whenever|once|in\s+case|hypothetically|theoretically|in\s+theory|if\s+only|i\s+wish|i\s+wonder|wondering|would|should|maybe|perhaps|might|let's\s+pretend|role-?play|act\s+as|as\s+if|as\s+though|whether|in\s+a\s+world)\b`)
 	// reportedSpeech matches a clause that introduces someone else's words.
@@ -739,17 +742,19 @@ func rememberContent(subj, x string) string {
 	case "i'll", "i will":
 		return "User will " + thirdPerson(x)
 	}
-	// Bare "I": conjugate the verb, skipping adverbs ("I always drink tea").
+	// Bare "I": conjugate the verb, skipping adverbs ("I always drink tea"),
+	// and keep what punctuation follows it ("I do.").
 	words := strings.Fields(x)
 	for i, w := range words {
-		lw := strings.ToLower(w)
+		core := strings.TrimRight(w, ",.;:!?")
+		lw := strings.ToLower(core)
 		if adverbs[lw] {
 			continue
 		}
 		if i+1 < len(words) && lw == "do" && strings.EqualFold(words[i+1], "not") {
 			words[i] = "does"
 		} else {
-			words[i] = conjugate3(w)
+			words[i] = conjugate3(core) + w[len(core):]
 		}
 		break
 	}
@@ -806,16 +811,10 @@ func conjugate3(w string) string {
 	return w + "s"
 }
 
+// isASCIIWord reports whether s is a lower-case English word: letters a to
+// z, and hyphens within ("re-use", "double-check").
 func isASCIIWord(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 'a' || s[i] > 'z' {
-			return false
-		}
-	}
-	return true
+	return s != "" && s[0] != '-' && s[len(s)-1] != '-' && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz-") == ""
 }
 
 // thirdPerson rewrites first-person words for a statement about the user
@@ -865,7 +864,7 @@ func rewritePronouns(s string, m map[string]string, iAm, iWas string) string {
 func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // finish cleans a Content: no control characters, single spaces, no
-// trailing punctuation or courtesy words, at most MaxIntentContent runes
+// trailing punctuation, dashes or courtesy words, at most MaxIntentContent runes
 // (cut at a word boundary).
 func finish(s string) string {
 	s = strings.Map(func(r rune) rune {
@@ -878,7 +877,7 @@ func finish(s string) string {
 	for {
 		before := s
 		s = strings.TrimRightFunc(s, func(r rune) bool {
-			return unicode.IsSpace(r) || strings.ContainsRune(`.,;:!?…"'*_)]}”’»。！？、，；：｡‼⁇⁈⁉`, r)
+			return unicode.IsSpace(r) || strings.ContainsRune(`.,;:!?…"'*_)]}”’»。！？、，；：｡‼⁇⁈⁉-–—`, r)
 		})
 		s = trailingCourtesy.ReplaceAllString(s, "")
 		if s == before {
@@ -895,9 +894,12 @@ func finish(s string) string {
 			runes++
 		}
 		// Cut at the last space unless that would drop most of the text
-		// (one very long word): then cut inside the word.
-		if sp := strings.LastIndexByte(s[:cut], ' '); sp > cut/2 {
-			cut = sp
+		// (one very long word): then cut inside the word. A cut before a
+		// space is at a word boundary already.
+		if s[cut] != ' ' {
+			if sp := strings.LastIndexByte(s[:cut], ' '); sp > cut/2 {
+				cut = sp
+			}
 		}
 		s = strings.TrimRight(s[:cut], " .,;:!?-")
 	}

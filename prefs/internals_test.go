@@ -33,6 +33,9 @@ func TestClauses(t *testing.T) {
 		"7:x":               {"7", "x"},
 		"a:5":               {"a", "5"},
 		":5":                {"5"},
+		",i think":          {"i think"},
+		"5,":                {"5,"},
+		"1,2 and i think":   {"1,2", "and i think"},
 		"a -":               {"a -"},
 		"- x":               {"- x"},
 	} {
@@ -118,6 +121,7 @@ func TestPronounsAndVerbs(t *testing.T) {
 	for in, want := range map[string]string{
 		"bake": "bakes", "fix": "fixes", "buzz": "buzzes", "fly": "flies", "play": "plays", "go": "goes",
 		"Zip": "Zips", "naïve": "naïve", "a": "as", "z": "zes", "can": "can", "walked": "walked",
+		"re-use": "re-uses", "double-check": "double-checks", "-x": "-x", "x-": "x-", "3d-print": "3d-print", "y": "ys",
 	} {
 		if got := conjugate3(in); got != want {
 			t.Errorf("conjugate3(%q) = %q, want %q", in, got, want)
@@ -130,8 +134,14 @@ func TestPronounsAndVerbs(t *testing.T) {
 		t.Errorf("remember … do: %+v", in)
 	}
 	for msg, want := range map[string]string{
-		"Remember that I do":           "User does",
-		"Remember that I can not swim": "User can not swim",
+		"Remember that I do":                      "User does",
+		"Remember that I do.":                     "User does",
+		"Remember that I cook!":                   "User cooks",
+		"Remember that I fly, mostly.":            "User flies, mostly",
+		"Remember that I can not swim":            "User can not swim",
+		"Remember that I re-use my notes":         "User re-uses their notes",
+		"Remember that I ❤️ Go":                   "User ❤ Go",
+		"Remember that my wife codes more than I": "User's wife codes more than they",
 	} {
 		if in := DetectPreferenceIntent(msg); in == nil || in.Content != want {
 			t.Errorf("%q: %+v, want %q", msg, in, want)
@@ -175,6 +185,44 @@ func TestDetectorEdges(t *testing.T) {
 	}
 }
 
+// A greeting and its comma before a statement whose first word does not
+// start a clause after a comma ("don't", "speak", "bear"): the lead-in takes
+// the comma, so the statement is found with exactly its words.
+func TestGreetingBeforeStatement(t *testing.T) {
+	for _, tc := range []struct{ msg, content, match string }{
+		{"Hello, don't forget that I live in Berlin", "User lives in Berlin", "don't forget that I live in Berlin"},
+		{"Hello, never forget that I live in Berlin", "User lives in Berlin", "never forget that I live in Berlin"},
+		{"Hi, do not forget that I have two cats.", "User has two cats", "do not forget that I have two cats"},
+		{"Hey there, bear in mind that I work night shifts!", "User works night shifts", "bear in mind that I work night shifts"},
+		{"Dear Sam, don’t forget that I’m colour-blind", "User is colour-blind", "don’t forget that I’m colour-blind"},
+		{"Hi, speak to me like I'm 5", "Explain like the user is 5 years old", "speak to me like I'm 5"},
+		{"Okay, so, in the future always answer in French", "Always answer in French", "in the future always answer in French"},
+		{"Just so you know, don't forget that I cook", "User cooks", "don't forget that I cook"},
+		{"So you know, bear in mind that I'm colour-blind", "User is colour-blind", "bear in mind that I'm colour-blind"},
+		{"Got it. , don't forget that I cook", "User cooks", "don't forget that I cook"},
+	} {
+		in := DetectPreferenceIntent(tc.msg)
+		if in == nil || in.Content != tc.content || in.Match != tc.match {
+			t.Errorf("DetectPreferenceIntent(%q) = %+v, want content %q, match %q", tc.msg, in, tc.content, tc.match)
+		}
+	}
+	for msg, want := range map[string]string{
+		"I'm a nurse -":                 "User is a nurse",
+		"I'm a nurse —":                 "User is a nurse",
+		"I prefer short answers –":      "User prefers short answers",
+		"I'm a front- and back-end dev": "User is a front- and back-end dev",
+	} {
+		if in := DetectPreferenceIntent(msg); in == nil || in.Content != want {
+			t.Errorf("DetectPreferenceIntent(%q) = %+v, want content %q", msg, in, want)
+		}
+	}
+	for _, msg := range []string{"Hello, don't forget the milk", "Hi, speak slowly please", "Hello, I'm a bit lost"} {
+		if in := DetectPreferenceIntent(msg); in != nil {
+			t.Errorf("DetectPreferenceIntent(%q) = %+v, want nil", msg, in)
+		}
+	}
+}
+
 func TestContentCapExact(t *testing.T) {
 	word := strings.Repeat("x", 9) + " " // 10 runes
 	exact := strings.TrimSpace(strings.Repeat(word, 30))
@@ -193,6 +241,10 @@ func TestContentCapExact(t *testing.T) {
 	half := strings.Repeat("x", 150) + " " + strings.Repeat("y", 200) // the only space at half the cut
 	if got := finish(half); len([]rune(got)) != MaxIntentContent {
 		t.Errorf("a space at exactly half the cut: cut to %d runes, want %d (inside the word)", len([]rune(got)), MaxIntentContent)
+	}
+	fits := strings.Repeat(word, 29) + strings.Repeat("x", 10) + " more" // 300 runes of whole words, then more
+	if got := finish(fits); got != fits[:300] {
+		t.Errorf("whole words of exactly %d runes before a space: cut to %d runes", MaxIntentContent, len([]rune(got)))
 	}
 	long := "a " + strings.Repeat("z", 400)
 	if got := finish(long); len([]rune(got)) != MaxIntentContent {

@@ -215,16 +215,26 @@ func (s *Store) Cached() ([]Preference, bool) {
 // typeOrder is the order of the profile's lines: who the user is first.
 var typeOrder = map[Type]int{Expertise: 0, Domain: 1, Style: 2, Custom: 3}
 
+// profileRank is where a preference of type t goes in the profile: a type
+// Format does not know (an empty one, titled "Custom") goes with custom.
+func profileRank(t Type) int {
+	if r, ok := typeOrder[t]; ok {
+		return r
+	}
+	return typeOrder[Custom]
+}
+
 // Format renders preferences as profile text, one statement per line, each
 // ending with sentence punctuation, ordered expertise, domain, style, custom
-// (oldest first within a type), truncated at a sentence boundary to
-// budgetTokens. It returns "" when there are none or nothing fits.
+// (other types with custom; in the given order within a type: List's is
+// oldest first), truncated at a sentence boundary to budgetTokens. It
+// returns "" when there are none or nothing fits.
 func Format(ps []Preference, budgetTokens int, c budget.Counter) string {
 	if len(ps) == 0 || budgetTokens <= 0 {
 		return ""
 	}
 	sorted := append([]Preference(nil), ps...)
-	sort.SliceStable(sorted, func(i, j int) bool { return typeOrder[sorted[i].Type] < typeOrder[sorted[j].Type] })
+	sort.SliceStable(sorted, func(i, j int) bool { return profileRank(sorted[i].Type) < profileRank(sorted[j].Type) })
 	var b strings.Builder
 	for _, p := range sorted {
 		line := clean.Line(p.Content)

@@ -4,9 +4,12 @@
 // an engine that opens in memory for a test.
 //
 // Generators (GenDocument, GenCorpus, GenQuery, GenPreference,
-// GenStatement, GenRemembered, GenOrdinary, GenBudgetParams, GenCandidates, GenBlock,
-// GenRankedLists, GenText) are built from gopter's combinators, so that a
-// failing case shrinks to a small one. Checkers (CheckBlock, CheckMessage,
+// GenStatement, GenRemembered, GenAsked, GenLeadIns, GenLongStatement,
+// GenOrdinary, GenBudgetParams, GenCandidates, GenBlock, GenRankedLists,
+// GenText) are built from gopter's combinators, so that a
+// failing case shrinks to a small one; PlainStatements and PlainRemembered
+// list every statement and fact those generators phrase, for a property to
+// check them all in every run. Checkers (CheckBlock, CheckMessage,
 // CheckResults, CheckBudgets, CheckSelection, CheckRelativeTime,
 // CheckChunks) return nil when a property holds and an error saying what
 // broke otherwise; they are written from the specification, not from the

@@ -26,12 +26,16 @@ var (
 	stmtLeads = []string{"", "Hi! ", "Hello, ", "Hey there, ", "btw ", "By the way, ", "FYI, ", "For context, ",
 		"Just so you know, ", "Okay so ", "Honestly, ", "Quick note: ", "👋 ", "- ", "Thanks! ", "Good morning. ",
 		"I have a question about caching. ", "Sorry for the long message. ", "So, ", "Also, ", "(Side note) ",
-		"Long day; ", "One thing — "}
+		"Long day; ", "One thing — ", "Good question - ", "Ticket 42: ", "Hello \n",
+		"Here's the article https://example.com/post - ", "Summarize the notes from 10:30 later. ", "So -\n",
+		"Thanks for tips 1 and 2,\n", "Got it. , "}
 	stmtTails = []string{"", ".", "!", " and I need help with my project.", ", so keep that in mind.", " :)",
-		". What is a vector index?", " - thanks!", ".\n\nCan you help me with a query?", ", can you help me with a query?"}
+		". What is a vector index?", " - thanks!", ".\n\nCan you help me with a query?", ", can you help me with a query?",
+		" :3", " \nCan you help me with a query?"}
 	professions = []string{"software engineer", "data scientist", "nurse", "teacher", "product manager", "physicist",
 		"backend developer", "student", "lawyer", "graphic designer", "site reliability engineer", "chef",
-		"accountant", "electrician", "historian", "UX researcher", "civil engineer", "pharmacist"}
+		"accountant", "electrician", "historian", "UX researcher", "civil engineer", "pharmacist",
+		"big data engineer", "front- and back-end developer"}
 	fields = []string{"healthcare", "machine learning", "embedded systems", "cybersecurity", "finance",
 		"genomics", "game development", "logistics", "climate science", "web accessibility"}
 	tools  = []string{"Go", "Kubernetes", "PostgreSQL", "Rust", "React", "Terraform", "pandas", "Linux"}
@@ -39,17 +43,24 @@ var (
 	styles = []string{"short answers", "code examples", "technical explanations", "bullet points",
 		"answers with examples", "detailed explanations", "concise replies", "step-by-step instructions"}
 	styleAdjs = []string{"concise", "brief", "detailed", "direct", "technical", "simple"}
-	facts     = [][2]string{{"live in Berlin", "lives in Berlin"}, {"use Windows at work", "uses Windows at work"},
-		{"have two cats", "has two cats"}, {"work night shifts", "works night shifts"}, {"am colour-blind", "is colour-blind"},
-		{"code mostly in Python", "codes mostly in Python"}, {"watch my weight", "watches their weight"},
-		{"do not eat meat", "does not eat meat"}, {"always drink tea at night", "always drinks tea at night"},
-		{"fix bugs on weekends", "fixes bugs on weekends"}, {"study Japanese", "studies Japanese"},
-		{"play in a band", "plays in a band"}, {"deploy with my team", "deploys with their team"},
-		{"ask a lot of questions", "asks a lot of questions"}, {"organize my notes by date", "organizes their notes by date"},
-		{"think I am too slow", "thinks they are too slow"},
-		{"start work at 9:30", "starts work at 9:30"}, {"keep notes at https://notes.example.com/me every day", "keeps notes at https://notes.example.com/me every day"}}
+	// facts are what a user asks the assistant to remember, from the
+	// subject on ("I …", "I've …", "my …"), with what detection must store.
+	facts = [][2]string{{"I live in Berlin", "User lives in Berlin"}, {"I use Windows at work", "User uses Windows at work"},
+		{"I have two cats", "User has two cats"}, {"I work night shifts", "User works night shifts"}, {"I am colour-blind", "User is colour-blind"},
+		{"I code mostly in Python", "User codes mostly in Python"}, {"I watch my weight", "User watches their weight"},
+		{"I do not eat meat", "User does not eat meat"}, {"I always drink tea at night", "User always drinks tea at night"},
+		{"I fix bugs on weekends", "User fixes bugs on weekends"}, {"I study Japanese", "User studies Japanese"},
+		{"I play in a band", "User plays in a band"}, {"I deploy with my team", "User deploys with their team"},
+		{"I ask a lot of questions", "User asks a lot of questions"}, {"I organize my notes by date", "User organizes their notes by date"},
+		{"I think I am too slow", "User thinks they are too slow"},
+		{"I start work at 9:30", "User starts work at 9:30"}, {"I keep notes at https://notes.example.com/me every day", "User keeps notes at https://notes.example.com/me every day"},
+		{"I finish work at 10:05", "User finishes work at 10:05"}, {"I can not swim", "User can not swim"}, {"I do", "User does"},
+		{"I wake up at 7:00", "User wakes up at 7:00"}, {"I re-use my notes", "User re-uses their notes"},
+		{"I ❤️ Go", "User ❤ Go"}, {"my wife codes more than I", "User's wife codes more than they"},
+		{"I've moved to Lyon", "User has moved to Lyon"}, {"I'd rather not use Windows", "User would rather not use Windows"},
+		{"I'll be on leave in May", "User will be on leave in May"}}
 	languages = []string{"Spanish", "French", "German", "Portuguese", "plain English"}
-	avoid     = []string{"jargon", "emojis", "passive voice", "tables", "exclamation marks"}
+	avoid     = []string{"jargon", "emojis", "passive voice", "tables", "exclamation marks", "rm -rf"}
 )
 
 func article(w string) string {
@@ -62,7 +73,11 @@ func article(w string) string {
 	return "a"
 }
 
-func pick(list []string, i int) string { return list[i%len(list)] }
+func pick(list []string, i int) string { return list[mod(i, len(list))] }
+
+// mod is i modulo n, never negative: gopter's shrinkers can try values
+// below a range's minimum, and a builder must not panic on them.
+func mod(i, n int) int { return (i%n + n) % n }
 
 // stmtForms build a statement from an object index: the message body, its
 // type and the content detection must extract from it.
@@ -120,6 +135,10 @@ var stmtForms = []func(o int) (string, prefs.Type, string){
 		return "ELI5 how " + pick(fields, o) + " works", prefs.Style, "Explain like the user is 5 years old"
 	},
 	func(o int) (string, prefs.Type, string) {
+		l := pick(levels, o)
+		return "Explain like I'm " + l + " how " + pick(fields, o+3) + " works", prefs.Style, "Explain like the user is " + explained(l)
+	},
+	func(o int) (string, prefs.Type, string) {
 		s := pick(styles, o)
 		return "I prefer " + s, prefs.Style, "User prefers " + s
 	},
@@ -160,8 +179,8 @@ var stmtForms = []func(o int) (string, prefs.Type, string){
 		return "I " + v + " in " + f, prefs.Domain, "User " + v + "s in " + f
 	},
 	func(o int) (string, prefs.Type, string) {
-		i := o % len(facts)
-		return "Remember that I " + facts[i][0], prefs.Custom, "User " + facts[i][1]
+		f := facts[mod(o, len(facts))]
+		return "Remember that " + f[0], prefs.Custom, f[1]
 	},
 	func(o int) (string, prefs.Type, string) {
 		l := pick(languages, o)
@@ -188,17 +207,17 @@ func explained(level string) string {
 }
 
 func buildStatement(lead, form, object, tail, casing int) Statement {
-	body, typ, content := stmtForms[form%len(stmtForms)](object)
+	form = mod(form, len(stmtForms))
+	body, typ, content := stmtForms[form](object)
 	s := phrase(lead, body, typ, content, tail, casing)
-	s.spec[1], s.spec[2] = form%len(stmtForms), object
+	s.spec[1], s.spec[2] = form, object
 	return s
 }
 
 // phrase puts a statement's body between a lead and a tail, in one of the
 // casings, with what detection must find in it.
 func phrase(lead int, body string, typ prefs.Type, content string, tail, casing int) Statement {
-	lead %= len(stmtLeads)
-	tail %= len(stmtTails)
+	lead, tail, casing = mod(lead, len(stmtLeads)), mod(tail, len(stmtTails)), mod(casing, 4)
 	if strings.HasSuffix(body, "?") && tail != 0 {
 		tail = 0 // the body is a question already
 	}
@@ -216,7 +235,7 @@ func phrase(lead int, body string, typ prefs.Type, content string, tail, casing 
 		match = w
 	}
 	msg := l + body + stmtTails[tail]
-	switch casing % 4 {
+	switch casing {
 	case 1:
 		// The user's own words stay in lower case in the content too.
 		msg, match = strings.ToLower(msg), strings.ToLower(match)
@@ -225,24 +244,27 @@ func phrase(lead int, body string, typ prefs.Type, content string, tail, casing 
 	case 2:
 		msg, match = strings.ReplaceAll(msg, "'", "’"), strings.ReplaceAll(match, "'", "’")
 	}
-	return Statement{Message: msg, Type: typ, Content: content, Match: match, spec: [5]int{lead, 0, 0, tail, casing % 4}}
+	return Statement{Message: msg, Type: typ, Content: content, Match: match, spec: [5]int{lead, 0, 0, tail, casing}}
 }
 
 // rememberPhrasings ask the assistant to remember a fact about the user.
-var rememberPhrasings = []string{"Remember that I ", "Please remember that I ", "Keep in mind that I ",
-	"Note that I ", "Never forget that I "}
+var rememberPhrasings = []string{"Remember that ", "Please remember that ", "Keep in mind that ",
+	"Note that ", "Never forget that ", "Don't forget that ", "Do not forget that ", "Bear in mind that "}
 
 func buildRemembered(lead, phrasing, fact, tail, casing int) Statement {
-	f := facts[fact%len(facts)]
-	s := phrase(lead, rememberPhrasings[phrasing%len(rememberPhrasings)]+f[0], prefs.Custom, "User "+f[1], tail, casing)
-	s.spec[1], s.spec[2] = phrasing%len(rememberPhrasings), fact%len(facts)
+	phrasing, fact = mod(phrasing, len(rememberPhrasings)), mod(fact, len(facts))
+	f := facts[fact]
+	s := phrase(lead, rememberPhrasings[phrasing]+f[0], prefs.Custom, f[1], tail, casing)
+	s.spec[1], s.spec[2] = phrasing, fact
 	return s
 }
 
 // GenRemembered generates messages that ask the assistant to remember a
-// fact about the user ("Remember that I do not eat meat"), which detection
-// must store in the third person ("User does not eat meat"): every fact
-// of its list shows up in a run of 100. It shrinks as GenStatement does.
+// fact about the user ("Remember that I do not eat meat", "Keep in mind
+// that my wife codes more than I"), which detection must store in the
+// third person ("User does not eat meat", "User's wife codes more than
+// they"). It shrinks as GenStatement does; PlainRemembered lists every fact
+// in every phrasing.
 func GenRemembered() gopter.Gen {
 	return gopter.DeriveGen(
 		buildRemembered,
@@ -354,12 +376,51 @@ var ordinaryForms = []func(o int) string{
 	func(o int) string { return "Note that the " + pick(Vocabulary, o) + " API changed in v2." },
 	func(o int) string { return "I'm happy with the " + pick(Vocabulary, o) + " result." },
 	func(o int) string { return "I always forget the syntax for " + pick(tools, o) + " loops." },
+	// Sentences that start or end with a colon, dash or comma next to a digit.
+	func(o int) string {
+		return "Port 8080 is taken. :8080 refuses connections from the " + pick(Vocabulary, o) + "."
+	},
+	func(o int) string {
+		return "It was 5 degrees yesterday. -3 today, says the " + pick(Vocabulary, o) + " report."
+	},
+	func(o int) string {
+		return "The " + pick(Vocabulary, o) + " tests failed in steps 3 and 4,\nthe rest passed."
+	},
+}
+
+// PlainStatements returns every statement form of GenStatement with every
+// object of its lists, without lead, tail or change of case: a property
+// checks them all before its random cases, so that every object is tried in
+// every run, whatever the seed.
+func PlainStatements() []Statement {
+	var out []Statement
+	seen := map[string]bool{}
+	for f := range stmtForms {
+		for o := range 100 {
+			if s := buildStatement(0, f, o, 0, 0); !seen[s.Message] {
+				seen[s.Message] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// PlainRemembered returns every fact of GenRemembered in every phrasing,
+// without lead, tail or change of case.
+func PlainRemembered() []Statement {
+	var out []Statement
+	for p := range rememberPhrasings {
+		for f := range facts {
+			out = append(out, buildRemembered(0, p, f, 0, 0))
+		}
+	}
+	return out
 }
 
 func buildOrdinary(lead, form, object int) Ordinary {
 	leads := []string{"", "Hi! ", "Hey, ", "Quick question: ", "Okay so ", "Thanks. "}
-	lead %= len(leads)
-	form %= len(ordinaryForms)
+	lead, form = mod(lead, len(leads)), mod(form, len(ordinaryForms))
 	msg := ordinaryForms[form](object)
 	if l := leads[lead]; l != "" && !strings.HasSuffix(l, ". ") && !strings.HasSuffix(l, "! ") && !strings.HasPrefix(msg, "I") && !strings.HasPrefix(msg, ">") {
 		msg = strings.ToLower(msg[:1]) + msg[1:]
@@ -379,5 +440,186 @@ func GenOrdinary() gopter.Gen {
 		buildOrdinary,
 		func(o Ordinary) (int, int, int) { return o.spec[0], o.spec[1], o.spec[2] },
 		gen.IntRange(0, 5), gen.IntRange(0, len(ordinaryForms)-1), gen.IntRange(0, 99),
+	)
+}
+
+// requestQuestions ask the assistant, as a question, to do something from
+// now on: detection takes them as the preference they request.
+var requestQuestions = []func(o int) (string, prefs.Type, string){
+	func(o int) (string, prefs.Type, string) {
+		l := pick(languages, o)
+		return "Could you always answer in " + l + "?", prefs.Custom, "Always answer in " + l
+	},
+	func(o int) (string, prefs.Type, string) {
+		a := pick(styleAdjs, o)
+		return "Can you please be " + a + "?", prefs.Style, "User prefers " + a + " answers"
+	},
+	func(o int) (string, prefs.Type, string) {
+		a := pick([]string{"short", "brief", "simple", "concise"}, o)
+		return "Could you keep your answers " + a + "?", prefs.Style, "User prefers " + a + " answers"
+	},
+	func(o int) (string, prefs.Type, string) {
+		f := facts[mod(o, len(facts))]
+		return "Can you remember that " + f[0] + "?", prefs.Custom, f[1]
+	},
+}
+
+// askedTails turn a statement into a question about it.
+var askedTails = []string{"?", ", right?", " or not?"}
+
+// askable are the statement forms that state something about the user
+// (not "explain like I'm …", which may be asked).
+var askable = func() []int {
+	var out []int
+	for i, f := range stmtForms {
+		if _, _, c := f(0); !strings.HasPrefix(c, "Explain like") {
+			out = append(out, i)
+		}
+	}
+	return out
+}()
+
+// Asked is a generated question: a statement put as a question, which
+// states nothing (Type is ""), or a request put as a question ("Could you
+// always answer in French?"), which detection must find.
+type Asked struct {
+	Statement
+	aspec [6]int
+}
+
+func buildAsked(request bool, form, object, lead, tail, casing int) Asked {
+	var s Statement
+	if request {
+		form = mod(form, len(requestQuestions))
+		body, typ, content := requestQuestions[form](object)
+		s = phrase(lead, body, typ, content, 0, casing)
+	} else {
+		form = mod(form, len(askable))
+		body, _, _ := stmtForms[askable[form]](object)
+		tail = mod(tail, len(askedTails))
+		if strings.HasSuffix(body, "?") {
+			body = strings.TrimSuffix(body, "?")
+		}
+		s = phrase(lead, body+askedTails[tail], "", "", 0, casing)
+		s.Content, s.Match = "", ""
+	}
+	b := 0
+	if request {
+		b = 1
+	}
+	return Asked{Statement: s, aspec: [6]int{b, form, object, s.spec[0], tail, s.spec[4]}}
+}
+
+// GenAsked generates questions: half of them statements about the user put
+// as questions ("I'm a nurse, right?", "I prefer short answers?"), which
+// detection must not take for preferences, and half requests asked as
+// questions ("Could you keep your answers short?", "Can you remember that I
+// work night shifts?"), which it must find with their content.
+func GenAsked() gopter.Gen {
+	return gopter.DeriveGen(
+		buildAsked,
+		func(a Asked) (bool, int, int, int, int, int) {
+			return a.aspec[0] == 1, a.aspec[1], a.aspec[2], a.aspec[3], a.aspec[4], a.aspec[5]
+		},
+		gen.Bool(), gen.IntRange(0, len(stmtForms)-1), gen.IntRange(0, 99), gen.IntRange(0, len(stmtLeads)-1),
+		gen.IntRange(0, len(askedTails)-1), gen.IntRange(0, 3),
+	)
+}
+
+// MaxLeadIns is how many greetings and fillers detection reads before a
+// statement in the same clause ("um uh well … I'm a nurse"): it does bounded
+// work per clause, and a statement after more is not read.
+const MaxLeadIns = 7
+
+// fillers are one-word lead-ins that do not start a clause after a comma.
+var fillers = []string{"um", "uh", "hmm", "lol", "yo", "oh", "ah", "yeah", "yep"}
+
+// LeadIns is a generated statement after a number of one-word fillers
+// ("um, uh, oh I'm a nurse").
+type LeadIns struct {
+	Statement
+	Fillers int // how many fillers come before the statement
+	lspec   [4]int
+	picks   []int
+}
+
+func buildLeadIns(picks []int, comma bool, form, object int) LeadIns {
+	s := buildStatement(0, form, object, 0, 0)
+	sep := " "
+	if comma {
+		sep = ", "
+	}
+	words := make([]string, len(picks))
+	for i, p := range picks {
+		words[i] = fillers[mod(p, len(fillers))]
+	}
+	if len(words) > 0 {
+		words[0] = strings.ToUpper(words[0][:1]) + words[0][1:]
+		body := s.Message
+		if !strings.HasPrefix(body, "I ") && !strings.HasPrefix(body, "I'") {
+			body = strings.ToLower(body[:1]) + body[1:]
+			s.Match = strings.ToLower(s.Match[:1]) + s.Match[1:]
+		}
+		// The last filler is followed by a space: a comma before a clause
+		// starter ("I'm") would begin a clause of its own.
+		s.Message = strings.Join(words, sep) + " " + body
+	}
+	c := 0
+	if comma {
+		c = 1
+	}
+	return LeadIns{Statement: s, Fillers: len(words), lspec: [4]int{c, s.spec[1], s.spec[2]}, picks: picks}
+}
+
+// GenLeadIns generates statements after 0 to 12 one-word fillers ("um",
+// "oh", "yeah"), separated by spaces or commas: detection finds the
+// statement after at most MaxLeadIns of them, and not after more.
+func GenLeadIns() gopter.Gen {
+	return gopter.DeriveGen(
+		buildLeadIns,
+		func(l LeadIns) ([]int, bool, int, int) { return l.picks, l.lspec[0] == 1, l.lspec[1], l.lspec[2] },
+		ListOf(gen.IntRange(0, len(fillers)-1), 0, 12), gen.Bool(), gen.IntRange(0, len(stmtForms)-1), gen.IntRange(0, 99),
+	)
+}
+
+// LongStatement is a generated "I'm a …" statement whose content ("User is
+// a …") is about prefs.MaxIntentContent runes long, made of words of one
+// length in letters of one to three bytes.
+type LongStatement struct {
+	Message string
+	Full    string // the content before any cut
+	Match   string
+	lspec   [2]int
+}
+
+func buildLong(runes, wordLen int) LongStatement {
+	const head = "User is a "
+	letters := []rune("aé語bc")
+	wordLen = max(1, wordLen)
+	n := max(1, runes-len(head))
+	obj := make([]rune, 0, n)
+	for i := 0; len(obj) < n; i++ {
+		if i > 0 && i%(wordLen+1) == wordLen && len(obj) < n-1 {
+			obj = append(obj, ' ')
+			continue
+		}
+		obj = append(obj, letters[i%len(letters)])
+	}
+	o := string(obj)
+	return LongStatement{Message: "I'm a " + o, Full: head + o, Match: "I'm a " + o, lspec: [2]int{runes, wordLen}}
+}
+
+// GenLongStatement generates statements whose content is 250 to 400 runes
+// long, often exactly at prefs.MaxIntentContent or one rune either side,
+// with words of 1 to 200 runes (one word longer than the whole cap too).
+func GenLongStatement() gopter.Gen {
+	return gopter.DeriveGen(
+		buildLong,
+		func(l LongStatement) (int, int) { return l.lspec[0], l.lspec[1] },
+		gen.Frequency(map[int]gopter.Gen{
+			3: gen.IntRange(prefs.MaxIntentContent-1, prefs.MaxIntentContent+1),
+			2: gen.IntRange(250, 400),
+		}),
+		gen.Frequency(map[int]gopter.Gen{4: gen.IntRange(1, 12), 1: gen.IntRange(13, 400)}),
 	)
 }
