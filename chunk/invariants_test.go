@@ -82,6 +82,9 @@ func checkVerbatim(text string, chunks []Chunk, st settings) error {
 		if spaceOnly(c.Text) {
 			return fmt.Errorf("chunk %d is blank: %q", i, c.Text)
 		}
+		if r, size := utf8.DecodeLastRuneInString(c.Text); isSpaceRune(r, size) {
+			return fmt.Errorf("chunk %d ends with whitespace: %q", i, c.Text)
+		}
 		if err := checkTokens(i, c, st); err != nil {
 			return err
 		}

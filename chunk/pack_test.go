@@ -1,0 +1,458 @@
+package chunk
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/leanovate/gopter"
+	"github.com/leanovate/gopter/gen"
+	"github.com/leanovate/gopter/prop"
+
+	"github.com/ragmem/ragmem/internal/proptest"
+)
+
+// Counters with the shapes a tokenizer can have, all monotone (a longer
+// string never counts fewer): one token per rune, a few bytes per token (a
+// long word of letters), and several tokens per rune (emoji, rare scripts).
+var packCounters = []struct {
+	name  string
+	count func(string) int
+}{
+	{"rune", runeCount},
+	{"8 bytes", func(s string) int { return (len(s) + 7) / 8 }},
+	{"3 per rune", func(s string) int { return 3 * utf8.RuneCountInString(s) }},
+}
+
+// gapStart is where the count of a unit starting at start after the
+// whitespace from gap begins: at most gapContext bytes before start, on a
+// rune boundary.
+func gapStart(text string, gap, start int) int {
+	g := max(gap, start-gapContext)
+	for g < start && !utf8.RuneStart(text[g]) {
+		g++
+	}
+	return g
+}
+
+// A unit's count covers its text with at most gapContext bytes of the
+// whitespace before it, starting on a rune boundary; the rest of the
+// whitespace is estimated at one token per byte. And a word over the budget
+// is cut where the longest prefix that fits ends (at least one rune).
+// Checked against a linear scan of every rune boundary.
+func TestFitPrefixIsTheLongestFit(t *testing.T) {
+	runes := []rune{'a', 'é', '中', '😀', '.'}
+	spaces := []string{" ", "\u3000", "\n", "\u00a0"}
+	ps := gopter.NewProperties(proptest.Params(t, 300))
+	ps.Property("countFrom and fitPrefix agree with a linear scan", prop.ForAll(
+		func(word []int, gap []int, budget, counter int) string {
+			var b strings.Builder
+			b.WriteString("x")
+			for _, k := range gap {
+				b.WriteString(spaces[k])
+			}
+			start := b.Len()
+			for _, k := range word {
+				b.WriteRune(runes[k])
+			}
+			end := b.Len()
+			b.WriteString(" y")
+			text := b.String()
+			count := packCounters[counter].count
+			sp := &splitter{text: text, st: settings{max: budget, count: count}}
+
+			g := gapStart(text, 1, start)
+			if tok, extra := sp.countFrom(1, start, end); tok != count(text[g:end]) || extra != g-1 {
+				return fmt.Sprintf("countFrom = %d, %d; want %d, %d", tok, extra, count(text[g:end]), g-1)
+			}
+			// The longest rune boundary n in (start, end] that fits, or the
+			// first rune alone.
+			_, first := utf8.DecodeRuneInString(text[start:end])
+			want := start + first
+			for n := start + first; n <= end; {
+				if count(text[g:n]) <= budget {
+					want = n
+				}
+				if n == end {
+					break
+				}
+				_, size := utf8.DecodeRuneInString(text[n:end])
+				n += size
+			}
+			n, tok, extra := sp.fitPrefix(1, start, end)
+			if n != want || tok != count(text[g:n]) || extra != g-1 {
+				return fmt.Sprintf("fitPrefix = %d, %d, %d; want %d, %d, %d (start %d, end %d)",
+					n, tok, extra, want, count(text[g:want]), g-1, start, end)
+			}
+			return ""
+		},
+		gen.SliceOf(gen.IntRange(0, len(runes)-1)).SuchThat(func(v []int) bool { return len(v) > 0 }),
+		gen.SliceOf(gen.IntRange(0, len(spaces)-1)),
+		gen.IntRange(1, 60),
+		gen.IntRange(0, len(packCounters)-1),
+	))
+	ps.TestingRun(t)
+}
+
+func TestAlignRuneAndNextRune(t *testing.T) {
+	text := "aé中😀b" // runes at 0, 1, 3, 6, 10; len 11
+	for _, c := range []struct{ p, min, end, want int }{
+		{11, 0, 11, 11}, // at or past the end: the end
+		{12, 0, 11, 11},
+		{7, 0, 11, 6}, // inside 😀: back to its start
+		{9, 0, 11, 6},
+		{2, 0, 11, 1}, // inside é
+		{5, 0, 11, 3}, // inside 中
+		{6, 0, 11, 6}, // a boundary stays
+		{9, 7, 11, 7}, // never below min
+		{4, 4, 11, 4},
+		{3, 1, 3, 3},
+	} {
+		if got := alignRune(text, c.p, c.min, c.end); got != c.want {
+			t.Errorf("alignRune(%d, min %d, end %d) = %d, want %d", c.p, c.min, c.end, got, c.want)
+		}
+	}
+	for _, c := range []struct{ p, end, want int }{
+		{0, 11, 1}, {1, 11, 3}, {3, 11, 6}, {6, 11, 10}, {10, 11, 11},
+		{11, 11, 11}, // at the end: the end
+		{6, 8, 7},    // a rune cut by end is one invalid byte, then the next
+	} {
+		if got := nextRune(text, c.p, c.end); got != c.want {
+			t.Errorf("nextRune(%d, end %d) = %d, want %d", c.p, c.end, got, c.want)
+		}
+	}
+}
+
+func TestHasLongRun(t *testing.T) {
+	for _, c := range []struct {
+		s     string
+		limit int
+		want  bool
+	}{
+		{"abcd", 4, false}, // a run of exactly the limit is not longer
+		{"abcde", 4, true},
+		{"ab cd ef", 2, false},
+		{"ab cde f", 2, true},
+		{"a    b", 4, false}, // whitespace runs too
+		{"a     b", 4, true},
+		{"a\u3000\u3000b", 6, false}, // counted in bytes
+		{"a\u3000\u3000\u3000b", 6, true},
+		{"éé", 4, false},
+		{"ééé", 4, true},
+		{"", 0, false},
+	} {
+		if got := hasLongRun(c.s, c.limit); got != c.want {
+			t.Errorf("hasLongRun(%q, %d) = %v, want %v", c.s, c.limit, got, c.want)
+		}
+	}
+}
+
+func TestForWords(t *testing.T) {
+	for _, c := range []struct {
+		s          string
+		start, end int
+		want       string
+	}{
+		{"abc", 0, 3, "[0,3)"},
+		{"ab cd", 0, 5, "[0,2) [3,5)"},
+		{"  ab\u3000cd\n", 0, 10, "[2,4) [7,9)"},
+		{"ab cd ef", 1, 7, "[1,2) [3,5) [6,7)"},
+		{"   ", 0, 3, ""},
+	} {
+		var got []string
+		forWords(c.s, c.start, c.end, func(ws, we int) { got = append(got, fmt.Sprintf("[%d,%d)", ws, we)) })
+		if g := strings.Join(got, " "); g != c.want {
+			t.Errorf("forWords(%q, %d, %d) = %q, want %q", c.s, c.start, c.end, g, c.want)
+		}
+	}
+}
+
+// chooseCut ends a chunk at the strongest boundary that leaves it at least
+// minFill tokens (the latest among equals), or at j. A chunk's first unit
+// is counted without the whitespace before it when the chunk starts with
+// it (bare), with it when the chunk starts with an overlap.
+func TestChooseCut(t *testing.T) {
+	u := func(tok, extra int, lvl int8) unit { return unit{tok: tok, extra: extra, lvl: lvl} }
+	for _, c := range []struct {
+		name          string
+		us            []unit
+		i, j          int
+		base, minFill int
+		bare          bool
+		want          int
+	}{
+		{"a paragraph exactly minFill in", []unit{u(3, 0, lvlPara), u(3, 0, lvlPara), u(3, 0, lvlSentence), u(3, 0, lvlSentence)}, 0, 3, 0, 3, true, 1},
+		{"a paragraph before minFill is not taken", []unit{u(2, 0, lvlPara), u(3, 0, lvlPara), u(3, 0, lvlSentence), u(3, 0, lvlSentence)}, 0, 3, 0, 3, true, 3},
+		{"the strongest wins", []unit{u(3, 0, lvlPara), u(3, 0, lvlLine), u(3, 0, lvlPara), u(3, 0, lvlSentence), u(3, 0, lvlWord)}, 0, 4, 0, 3, true, 2},
+		{"the latest among equals", []unit{u(3, 0, lvlPara), u(3, 0, lvlSentence), u(3, 0, lvlSentence), u(3, 0, lvlWord)}, 0, 3, 0, 3, true, 2},
+		{"the unit that did not fit may be the boundary", []unit{u(3, 0, lvlPara), u(3, 0, lvlWord), u(3, 0, lvlWord), u(3, 0, lvlPara)}, 0, 3, 0, 3, true, 3},
+		{"nothing reaches minFill: j", []unit{u(1, 0, lvlPara), u(1, 0, lvlPara), u(1, 0, lvlPara)}, 0, 2, 0, 5, true, 2},
+		{"the overlap counts towards minFill", []unit{u(1, 0, lvlPara), u(1, 0, lvlPara), u(1, 0, lvlWord), u(1, 0, lvlWord)}, 0, 3, 2, 3, false, 1},
+		{"a bare first unit without its whitespace", []unit{u(1, 5, lvlPara), u(1, 0, lvlPara), u(1, 0, lvlWord), u(1, 0, lvlWord)}, 0, 3, 0, 3, true, 3},
+		{"a first unit after an overlap with its whitespace", []unit{u(1, 5, lvlPara), u(1, 0, lvlPara), u(1, 0, lvlWord), u(1, 0, lvlWord)}, 0, 3, 0, 3, false, 1},
+		{"later units with their whitespace", []unit{u(1, 0, lvlPara), u(1, 5, lvlPara), u(1, 0, lvlSentence), u(1, 0, lvlWord)}, 0, 3, 0, 3, true, 2},
+		{"from a later unit", []unit{u(9, 0, lvlPara), u(1, 0, lvlPara), u(1, 0, lvlPara), u(1, 0, lvlPara), u(1, 0, lvlWord)}, 1, 4, 0, 2, true, 3},
+	} {
+		if got := chooseCut(c.us, c.i, c.j, c.base, c.minFill, c.bare); got != c.want {
+			t.Errorf("%s: chooseCut = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// genSentences draws a text of sentences (capitalised, a full stop after a
+// word of at least three letters), separated by a space or, now and then, a
+// blank line.
+func genSentences(maxWords int) gopter.Gen {
+	word := gen.IntRange(1, 7)
+	sentence := gen.SliceOf(word).SuchThat(func(v []int) bool { return len(v) > 0 && len(v) <= maxWords })
+	return gopter.CombineGens(
+		gen.SliceOf(sentence).SuchThat(func(v [][]int) bool { return len(v) >= 2 }),
+		gen.SliceOf(gen.IntRange(0, 5)),
+	).Map(func(v []any) string {
+		sents, seps := v[0].([][]int), v[1].([]int)
+		var b strings.Builder
+		for i, ws := range sents {
+			if i > 0 {
+				if i-1 < len(seps) && seps[i-1] == 0 {
+					b.WriteString("\n\n")
+				} else {
+					b.WriteString(" ")
+				}
+			}
+			for k, n := range ws {
+				if k > 0 {
+					b.WriteByte(' ')
+				}
+				w := strings.Repeat(string(rune('a'+(i+k)%26)), n)
+				if k == 0 {
+					w = strings.ToUpper(w[:1]) + w[1:]
+				}
+				if k == len(ws)-1 {
+					w += strings.Repeat("z", max(0, 3-n)) + "."
+				}
+				b.WriteString(w)
+			}
+		}
+		return b.String()
+	})
+}
+
+// lastNonSpace returns the end of the text before the whitespace that ends
+// src[:i].
+func lastNonSpace(src string, i int) int {
+	for i > 0 {
+		r, size := utf8.DecodeLastRuneInString(src[:i])
+		if !isSpaceRune(r, size) {
+			break
+		}
+		i -= size
+	}
+	return i
+}
+
+// The overlap is the longest tail of whole sentences of the previous chunk
+// that fits Options.Overlap, each counted with the whitespace before it (as
+// units are estimated), and none that the previous chunk repeated already
+// (a sentence is in at most two chunks); when not even the last sentence fits, the longest
+// tail of its words that does (never its first word, never the chunk's
+// start); when not even its last word fits, or the next sentence does not
+// fit beside it, there is none. Sentences here are shorter than the budget,
+// so each is one unit.
+func TestOverlapIsTheLongestTailThatFits(t *testing.T) {
+	ps := gopter.NewProperties(proptest.Params(t, 200))
+	ps.Property("overlap", prop.ForAll(
+		func(src string, budget, ov int) string {
+			ov = 1 + ov%(budget/2-1)
+			opts := &Options{MaxTokens: budget, Overlap: ov, Count: runeCount}
+			chunks := Split(src, Text, opts)
+			if err := checkVerbatim(src, chunks, opts.settings()); err != nil {
+				return err.Error()
+			}
+			spans := Sentences(src)
+			for i := 1; i < len(chunks); i++ {
+				p, c := chunks[i-1], chunks[i]
+				est := func(s int) int { return runeCount(src[lastNonSpace(src, s):p.End]) }
+				// Text p repeats from the chunk before it is not repeated again.
+				fresh := p.Start + 1
+				if i >= 2 {
+					fresh = max(fresh, chunks[i-2].End)
+				}
+				want := -1
+				for _, s := range spans {
+					if s.Start >= fresh && s.Start < p.End && est(s.Start) <= ov {
+						want = s.Start
+						break
+					}
+				}
+				if want < 0 {
+					// Words of the last sentence.
+					var last Span
+					for _, s := range spans {
+						if s.Start < p.End {
+							last = s
+						}
+					}
+					forWords(src, last.Start, p.End, func(ws, we int) {
+						if want < 0 && ws > last.Start && ws > p.Start && est(ws) <= ov {
+							want = ws
+						}
+					})
+				}
+				// An overlap the next sentence does not fit beside is dropped.
+				if want >= 0 {
+					for _, s := range spans {
+						if s.Start >= p.End {
+							if runeCount(src[want:s.End]) > budget {
+								want = -1
+							}
+							break
+						}
+					}
+				}
+				got := c.Start
+				if got >= p.End {
+					got = -1
+				}
+				if got != want {
+					return fmt.Sprintf("chunk %d starts at %d (%q), want %d; previous chunk [%d,%d) %q",
+						i, c.Start, c.Text, want, p.Start, p.End, p.Text)
+				}
+			}
+			return ""
+		},
+		genSentences(8), gen.IntRange(70, 130), gen.IntRange(0, 1000),
+	))
+	ps.TestingRun(t)
+}
+
+// Chunks fill up to exactly MaxTokens, by the packing rule of the package
+// documentation: units are counted with the whitespace before them, except
+// for the first chunk's first. With sentences of 10 runes and a space
+// between them, the first chunk holds 10 + 11 + 11 = 32 tokens, a later one
+// 11 + 11 + 11 = 33.
+func TestChunksFillTheBudgetExactly(t *testing.T) {
+	var sents []string
+	for i := range 12 {
+		sents = append(sents, fmt.Sprintf("%c%c%c%c%c yyy.", 'A'+i, 'a'+i, 'a'+i, 'a'+i, 'a'+i))
+	}
+	src := strings.Join(sents, " ")
+	for _, c := range []struct {
+		budget int
+		per    []int
+	}{
+		{33, []int{3, 3, 3, 3}},
+		{32, []int{3, 2, 2, 2, 2, 1}},
+		{22, []int{2, 2, 2, 2, 2, 2}},
+		{21, []int{2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+	} {
+		chunks := Split(src, Text, &Options{MaxTokens: c.budget, Overlap: -1, Count: runeCount})
+		var got []int
+		for _, ch := range chunks {
+			got = append(got, len(strings.Split(ch.Text, ". ")))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.per) {
+			t.Errorf("budget %d: sentences per chunk %v, want %v", c.budget, got, c.per)
+		}
+	}
+}
+
+// A code block over the budget is cut at its lines, and the overlap repeats
+// whole lines only, also after a line whose count, with the line break
+// before it, is exactly the budget (a line that does not fit is cut at its
+// words; none here).
+func TestCodeOverlapIsWholeLines(t *testing.T) {
+	lines := []string{
+		"x = alpha(beta)",
+		"y = gamma + del(x)",
+		"z = eps + zeta(y)",
+		"w = eta + theta(z)",  // 18
+		"v = iota + kappa(w)", // 19: with "\n" exactly 20
+		"u = f(v)",            // short: an overlap would fit beside it
+		"t = nu + xi(u)",
+	}
+	src := "```\n" + strings.Join(lines, "\n") + "\n```"
+	for _, budget := range []int{20, 21, 25} {
+		chunks := Split(src, Markdown, &Options{MaxTokens: budget, Overlap: 9, Count: runeCount})
+		for i, c := range chunks {
+			if c.Start > 0 && src[c.Start-1] != '\n' {
+				t.Errorf("budget %d: chunk %d starts inside a line: %q", budget, i, c.Text)
+			}
+		}
+	}
+}
+
+// A chunk holds at most maxWordRun bytes of one long word however large the
+// budget (no longer run reaches the counter), and that much when the word
+// is longer.
+func TestLongWordRunPerChunk(t *testing.T) {
+	word := strings.Repeat("abcdefghij", 1500)
+	src := "Before the word " + word + " after it."
+	chunks := Split(src, Text, &Options{MaxTokens: 10000, Overlap: -1, Count: runeCount})
+	var inWord []int
+	for _, c := range chunks {
+		n := 0
+		for _, f := range strings.Fields(c.Text) {
+			if strings.HasPrefix(word, f) || strings.Contains(word, f) {
+				n = max(n, len(f))
+			}
+		}
+		inWord = append(inWord, n)
+	}
+	if len(inWord) < 4 {
+		t.Fatalf("%d chunks: %v", len(chunks), inWord)
+	}
+	for i, n := range inWord[:len(inWord)-1] {
+		if n != maxWordRun {
+			t.Errorf("chunk %d holds %d bytes of the word, want %d (all: %v)", i, n, maxWordRun, inWord)
+		}
+	}
+}
+
+// A word over the budget is cut where the budget ends, wherever it is in
+// the text; only a word of more than 1 KiB is first cut into pieces of 256
+// bytes (which chunks then pack up to the budget).
+func TestWordOverBudgetCutAtTheBudget(t *testing.T) {
+	lead := strings.Repeat("Some words before it. ", 60) // 1320 bytes
+	for _, c := range []struct {
+		n    int
+		want []int // runes of the word per chunk
+	}{
+		// The first piece is counted with the 3 bytes of whitespace before
+		// the word.
+		{600, []int{397, 203}},
+		{1024, []int{397, 400, 227}},
+		{1025, []int{256, 256, 256, 257}},
+	} {
+		word := strings.Repeat("x", c.n)
+		src := lead + "\n\n" + word + "\n\nAfter."
+		var got []int
+		for _, ch := range Split(src, Text, &Options{MaxTokens: 400, Overlap: -1, Count: runeCount}) {
+			if strings.Contains(ch.Text, "x") {
+				got = append(got, strings.Count(ch.Text, "x"))
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("a word of %d bytes: chunks of %v, want %v", c.n, got, c.want)
+		}
+	}
+}
+
+// A sentence over the budget that spans lines is cut at its line breaks
+// before its words.
+func TestLongSentenceCutAtLines(t *testing.T) {
+	var lines []string
+	for i := range 8 {
+		lines = append(lines, fmt.Sprintf("line %d of a sentence that goes on and on", i))
+	}
+	src := strings.Join(lines, "\n") + " until it ends."
+	chunks := Split(src, Text, &Options{MaxTokens: 100, Overlap: -1, Count: runeCount})
+	if len(chunks) < 3 {
+		t.Fatalf("%d chunks", len(chunks))
+	}
+	for i, c := range chunks[:len(chunks)-1] {
+		if c.End < len(src) && src[c.End] != '\n' {
+			t.Errorf("chunk %d ends inside a line: %q", i, c.Text)
+		}
+	}
+}
