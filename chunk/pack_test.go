@@ -2,6 +2,7 @@ package chunk
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -454,5 +455,23 @@ func TestLongSentenceCutAtLines(t *testing.T) {
 		if c.End < len(src) && src[c.End] != '\n' {
 			t.Errorf("chunk %d ends inside a line: %q", i, c.Text)
 		}
+	}
+}
+
+// The whitespace before a chunk is not in it, so it counts for nothing
+// there, however long: after 500 spaces (a counter that counts no
+// whitespace, so only the estimate of the long run could count), a chunk
+// of 30 tokens holds a two-rune paragraph and the next one.
+func TestLongWhitespaceBeforeAChunkIsNotCounted(t *testing.T) {
+	count := func(s string) int { return utf8.RuneCountInString(strings.Join(strings.Fields(s), "")) }
+	src := "Aaaa bbbb." + strings.Repeat(" ", 500) + "Ab.\n\nCccc dddd eeee ffff. Gggg hhhh iiii jjjj."
+	chunks := Split(src, Text, &Options{MaxTokens: 30, Overlap: -1, Count: count})
+	var got []string
+	for _, c := range chunks {
+		got = append(got, c.Text)
+	}
+	want := []string{"Aaaa bbbb.", "Ab.\n\nCccc dddd eeee ffff.", "Gggg hhhh iiii jjjj."}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("chunks %q, want %q", got, want)
 	}
 }
