@@ -475,3 +475,35 @@ func TestLongWhitespaceBeforeAChunkIsNotCounted(t *testing.T) {
 		t.Errorf("chunks %q, want %q", got, want)
 	}
 }
+
+// A code block that fits the budget is never split: no chunk starts inside
+// it, not even an overlap, also when it fits exactly or follows a long run
+// of whitespace (which is estimated, not counted).
+func TestCodeBlockThatFitsIsOneUnit(t *testing.T) {
+	nonSpace := func(s string) int { return utf8.RuneCountInString(strings.Join(strings.Fields(s), "")) }
+	block := "```\nab\ncd\n```"
+	for _, c := range []struct {
+		name    string
+		src     string
+		budget  int
+		overlap int
+		count   func(string) int
+		want    []string
+	}{
+		// The block with the line breaks before each line: 5 + 3 + 3 + 4.
+		{"exactly the budget", "Intro text.\n\n" + block + "\n\nAfter.", 15, 7, runeCount,
+			[]string{"Intro text.", block, "After."}},
+		{"after long whitespace", "Intro text.\n" + strings.Repeat(" ", 100) + "\n" + block + "\n\nAfter.", 12, 5, nonSpace,
+			[]string{"Intro text.", block, "After."}},
+		{"after long whitespace, with room", "Intro text.\n" + strings.Repeat(" ", 100) + "\n" + block + "\n\nAfter.", 100, 5, nonSpace,
+			[]string{"Intro text.\n" + strings.Repeat(" ", 100) + "\n" + block + "\n\nAfter."}},
+	} {
+		var got []string
+		for _, ch := range Split(c.src, Markdown, &Options{MaxTokens: c.budget, Overlap: c.overlap, Count: c.count}) {
+			got = append(got, ch.Text)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: chunks %q, want %q", c.name, got, c.want)
+		}
+	}
+}
