@@ -507,3 +507,31 @@ func TestCodeBlockThatFitsIsOneUnit(t *testing.T) {
 		}
 	}
 }
+
+// An overlap that repeats a long word's bytes counts them towards the
+// chunk's maxWordRun: with a budget far above it and an overlap that
+// repeats a whole chunk's share of the word, no chunk holds more than
+// maxWordRun bytes of the word and one piece (the unit a chunk always
+// takes).
+func TestLongWordRunWithOverlap(t *testing.T) {
+	word := strings.Repeat("abcdefghij", 3000)
+	src := "Before the word " + word + " after it."
+	opts := &Options{MaxTokens: 20000, Overlap: 9999, Count: runeCount}
+	chunks := Split(src, Text, opts)
+	if err := checkVerbatim(src, chunks, opts.settings()); err != nil {
+		t.Fatal(err)
+	}
+	overlapped := false
+	for i, c := range chunks {
+		lo, hi := max(c.Start, 16), min(c.End, 16+len(word))
+		if n := hi - lo; n > maxWordRun+wordPiece {
+			t.Errorf("chunk %d holds %d bytes of the word", i, n)
+		}
+		if i > 0 && c.Start < chunks[i-1].End && c.Start >= 16 {
+			overlapped = true
+		}
+	}
+	if !overlapped {
+		t.Error("no chunk repeats a part of the word: the test does not test")
+	}
+}
