@@ -535,3 +535,16 @@ func TestLongWordRunWithOverlap(t *testing.T) {
 		t.Error("no chunk repeats a part of the word: the test does not test")
 	}
 }
+
+// The bound on one word's bytes in a chunk does not apply to a unit that
+// starts a chunk: a sentence of more than maxWordRun bytes that fits the
+// budget keeps the overlap before it.
+func TestOverlapBeforeAVeryLongSentence(t *testing.T) {
+	a := strings.TrimSpace(strings.Repeat("word ", 600)) + "."
+	b := "Then " + strings.TrimSpace(strings.Repeat("more ", 1000)) + "."
+	src := a + " " + b
+	chunks := Split(src, Text, &Options{MaxTokens: 6000, Overlap: 100, Count: runeCount})
+	if len(chunks) != 2 || chunks[0].Text != a || !strings.HasSuffix(chunks[1].Text, b) || chunks[1].Start >= chunks[0].End {
+		t.Fatalf("want the first sentence, then the second after an overlap; got %d chunks", len(chunks))
+	}
+}
