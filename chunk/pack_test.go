@@ -2,6 +2,7 @@ package chunk
 
 import (
 	"fmt"
+	"math/rand"
 	"reflect"
 	"strings"
 	"testing"
@@ -546,5 +547,52 @@ func TestOverlapBeforeAVeryLongSentence(t *testing.T) {
 	chunks := Split(src, Text, &Options{MaxTokens: 6000, Overlap: 100, Count: runeCount})
 	if len(chunks) != 2 || chunks[0].Text != a || !strings.HasSuffix(chunks[1].Text, b) || chunks[1].Start >= chunks[0].End {
 		t.Fatalf("want the first sentence, then the second after an overlap; got %d chunks", len(chunks))
+	}
+}
+
+// leadingSpaceDiscount counts runes, and 3 more for a string that does not
+// start with whitespace: like a BPE tokenizer, where " word" can be fewer
+// tokens than "word", it is not monotone, so a unit counted with the space
+// before it can fit while the chunk it starts does not, which makes the
+// packer split the unit again.
+func leadingSpaceDiscount(s string) int {
+	n := utf8.RuneCountInString(s)
+	if r, size := utf8.DecodeRuneInString(s); s != "" && !isSpaceRune(r, size) {
+		n += 3
+	}
+	return n
+}
+
+// With such a counter Split still ends, every chunk fits the budget (its
+// single rune at least does: 1 + 3 tokens), and code is repeated by whole
+// lines only.
+func TestSplitWithANonMonotoneCounter(t *testing.T) {
+	seed := rand.Int63()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	for it := 0; it < 200; it++ {
+		f := Format(rng.Intn(3))
+		src := randomDoc(rng, f, 1+rng.Intn(20))
+		opts := &Options{MaxTokens: 4 + rng.Intn(120), Overlap: rng.Intn(40) - 5, Count: leadingSpaceDiscount}
+		if err := checkSplit(src, f, opts); err != nil {
+			t.Fatalf("seed %d iteration %d (%s, max %d, overlap %d): %v\nsource: %q", seed, it, f, opts.MaxTokens, opts.Overlap, err, src)
+		}
+		for i, c := range Split(src, f, opts) {
+			if c.Tokens > opts.MaxTokens {
+				t.Fatalf("seed %d iteration %d: chunk %d has %d tokens, over %d: %q", seed, it, i, c.Tokens, opts.MaxTokens, c.Text)
+			}
+		}
+	}
+	// A code block that fits by its estimate (counted from the blank line
+	// before it) but not exactly is split again, into lines that are still
+	// code: the overlap does not start inside its long line.
+	src := "Intro.\n\n```\naaaa bbbb cccc dddd eeee\n```\n\nAfter."
+	chunks := Split(src, Markdown, &Options{MaxTokens: 34, Overlap: 16, Count: leadingSpaceDiscount})
+	var got []string
+	for _, c := range chunks {
+		got = append(got, c.Text)
+	}
+	if want := []string{"Intro.", "```\naaaa bbbb cccc dddd eeee", "```\n\nAfter."}; !reflect.DeepEqual(got, want) {
+		t.Errorf("chunks %q, want %q", got, want)
 	}
 }
