@@ -26,7 +26,12 @@ func TestExtractHTMLEdges(t *testing.T) {
 		{"text after xmp is unescaped", "<xmp>a &amp; b</xmp><p>&amp;</p>", "a &amp; b\n\n&"},
 		{"whitespace after pre collapses", "<pre>a  b</pre><p>c   d</p>", "a  b\n\nc d"},
 		{"pre ends its block", "<pre>a</pre>b", "a\n\nb"},
-		{"a hidden pre", "<div hidden><pre>a</pre>b</div>c", "c"},
+		{"a hidden pre breaks nothing", "a<span hidden><pre>x</span>b", "ab"},
+		{"a body element ends the head and what is open in it", "<head><template><p>Shown</p>", "Shown"},
+		{"a stray heading end tag closes nothing", "<h1>A</h1><div hidden>x</h3>y</div><p>z</p>", "A\n\nz"},
+		{"a heading ends at any heading end tag", "<h2>Title</h3>more", "Title\n\nmore"},
+		{"li without a list", "<li hidden>secret<li>shown", "shown"},
+		{"dd without a list", "<dt hidden>term<dd>shown", "shown"},
 		{"a NUL first", "<p>\x00ab</p>", "ab"},
 		{"hidden below the deepest tracked element is kept", deep(maxOpen, "div") + "<span hidden>kept</span>", "kept"},
 		{"hidden at the deepest tracked element", deep(maxOpen-1, "div") + "<span hidden>dropped</span>", ""},
@@ -50,7 +55,7 @@ func TestExtractHTMLEdges(t *testing.T) {
 // words it has: words that map byte for byte to the source share a
 // segment.
 func TestSplitHTMLPlainRunIsOnePiece(t *testing.T) {
-	src := "<p>" + strings.TrimSpace(strings.Repeat("word ", 2000)) + "</p>"
+	src := "<p>Intro.</p><p>" + strings.TrimSpace(strings.Repeat("word ", 700)) + "</p>"
 	chunks, err := SplitLimit(src, HTML, &Options{MaxTokens: 4000, MaxChunks: 1})
 	if err != nil || len(chunks) != 1 {
 		t.Fatalf("SplitLimit: %d chunks, %v", len(chunks), err)
