@@ -30,6 +30,8 @@ func TestExtractHTMLEdges(t *testing.T) {
 		{"a body element ends the head and what is open in it", "<head><template><p>Shown</p>", "Shown"},
 		{"a stray heading end tag closes nothing", "<h1>A</h1><div hidden>x</h3>y</div><p>z</p>", "A\n\nz"},
 		{"a heading ends at any heading end tag", "<h2>Title</h3>more", "Title\n\nmore"},
+		{"a first dt closes nothing", "<div><div hidden>secret<dt>hidden too</div></div><p>x</p>", "x"},
+		{"a first li closes nothing", "<div><div hidden>secret<li>hidden too</div></div><p>x</p>", "x"},
 		{"li without a list", "<li hidden>secret<li>shown", "shown"},
 		{"dd without a list", "<dt hidden>term<dd>shown", "shown"},
 		{"a NUL first", "<p>\x00ab</p>", "ab"},
