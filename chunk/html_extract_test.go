@@ -25,6 +25,8 @@ func TestExtractHTMLEdges(t *testing.T) {
 		{"inline elements in a heading", "<h2>Title <b>bold</b> more</h2><p>x</p>", "Title bold more\n\nx"},
 		{"text after xmp is unescaped", "<xmp>a &amp; b</xmp><p>&amp;</p>", "a &amp; b\n\n&"},
 		{"whitespace after pre collapses", "<pre>a  b</pre><p>c   d</p>", "a  b\n\nc d"},
+		{"a pre keeps a space before &nbsp; and the &nbsp;", "<pre>a &nbsp;\nb</pre>", "a  \nb"},
+		{"a pre keeps a space a tag separates from a line break", "<pre>a<span> </span>\nb</pre>", "a \nb"},
 		{"pre ends its block", "<pre>a</pre>b", "a\n\nb"},
 		{"a hidden pre breaks nothing", "a<span hidden><pre>x</span>b", "ab"},
 		{"a body element ends the head and what is open in it", "<head><template><p>Shown</p>", "Shown"},
