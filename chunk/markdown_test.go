@@ -119,6 +119,7 @@ func TestMarkdownBlocks(t *testing.T) {
 		{"mixed marks are no break", "Para.\n*-*\nTitle\n---", []string{"[Para. - Title] Para.\n*-*\nTitle\n---"}},
 		{"two marks are no break", "Para.\n**\nTitle\n---", []string{"[Para. Title] Para.\n**\nTitle\n---"}},
 		{"a break indented four is text", "Para.\n    ***\nTitle\n---", []string{"[Para. Title] Para.\n    ***\nTitle\n---"}},
+		{"an indented break first", "  ***\nPara.", []string{"[] ***\nPara."}},
 		{"an indented fence first", "  ```\n  code\n  ```", []string{"[] ```\n  code\n  ```"}},
 		{"an indented comment first", "  <!-- c -->\n# Yes", []string{"[] <!-- c -->", "[Yes] # Yes"}},
 		{"a break is not an underline after a list", "- a\n* * *\n# H", []string{"[] - a\n* * *", "[H] # H"}},
