@@ -27,6 +27,7 @@ func TestExtractHTMLEdges(t *testing.T) {
 		{"whitespace after pre collapses", "<pre>a  b</pre><p>c   d</p>", "a  b\n\nc d"},
 		{"a pre keeps a space before &nbsp; and the &nbsp;", "<pre>a &nbsp;\nb</pre>", "a  \nb"},
 		{"a pre keeps a space a tag separates from a line break", "<pre>a<span> </span>\nb</pre>", "a \nb"},
+		{"&nbsp;s outside a pre collapse with the spaces around them", "<p>a &nbsp; &nbsp; b</p>", "a b"},
 		{"pre ends its block", "<pre>a</pre>b", "a\n\nb"},
 		{"a hidden pre breaks nothing", "a<span hidden><pre>x</span>b", "ab"},
 		{"a body element ends the head and what is open in it", "<head><template><p>Shown</p>", "Shown"},
