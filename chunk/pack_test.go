@@ -2,6 +2,7 @@ package chunk
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand"
 	"reflect"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/leanovate/gopter/prop"
 
 	"github.com/ragmem/ragmem/internal/proptest"
+	"github.com/ragmem/ragmem/internal/tokens"
 )
 
 // Counters with the shapes a tokenizer can have, all monotone (a longer
@@ -95,6 +97,52 @@ func TestFitPrefixIsTheLongestFit(t *testing.T) {
 		gen.IntRange(0, len(packCounters)-1),
 	))
 	ps.TestingRun(t)
+}
+
+// Cutting a word over the budget costs few counts (each one a tokenizer
+// pass over up to 1 KiB): on these words, whatever the counter's shape and
+// wherever the word starts, no more than a bisection over the word's bytes
+// and two more (the whole word, and the gallop's probe past the cut); and
+// with a counter proportional to the length, where interpolation lands on
+// the cut, fewer than a bisection.
+func TestFitPrefixCountsFew(t *testing.T) {
+	counters := append(packCounters[:len(packCounters):len(packCounters)],
+		struct {
+			name  string
+			count func(string) int
+		}{"cl100k", tokens.Default().Count})
+	words := []string{
+		strings.Repeat("abcdefghij", 100),
+		strings.Repeat("x", 1024),
+		strings.Repeat("ab中😀é.", 60),
+		strings.Repeat("😀", 256),
+		strings.Repeat("0123456789abcdef", 13),
+	}
+	for _, c := range counters {
+		for _, w := range words {
+			for _, before := range []string{"x ", strings.Repeat("p ", 3000)} {
+				text := before + w + " y"
+				start, end := len(before), len(before)+len(w)
+				bisection := bits.Len(uint(len(w) - 1))
+				for budget := 1; budget <= 1000; budget = budget*5/4 + 1 {
+					calls := 0
+					sp := &splitter{text: text, st: settings{max: budget, count: func(s string) int {
+						calls++
+						return c.count(s)
+					}}}
+					sp.fitPrefix(start-1, start, end)
+					if calls > bisection+2 {
+						t.Errorf("%s, %d-byte word %q… at %d, budget %d: %d counts, more than a bisection's %d and two",
+							c.name, len(w), w[:8], start, budget, calls, bisection)
+					}
+					if c.name == "rune" && utf8.RuneCountInString(w) == len(w) && calls >= bisection {
+						t.Errorf("one token per byte, %d-byte word %q… at %d, budget %d: %d counts, not fewer than a bisection's %d",
+							len(w), w[:8], start, budget, calls, bisection)
+					}
+				}
+			}
+		}
+	}
 }
 
 func TestAlignRuneAndNextRune(t *testing.T) {
