@@ -598,6 +598,37 @@ func TestOverlapBeforeAVeryLongSentence(t *testing.T) {
 	}
 }
 
+// A counter that answers differently for the same string (every other
+// call says 100 times the runes) cannot make Split loop: a unit that
+// refines into itself is not split again, and its chunk is emitted with the
+// count it got (the exception Split documents for a counter that is not
+// monotone). After 100,000 calls the counter answers runes only, so that a
+// packer that loops ends and fails the test instead of hanging.
+func TestSplitWithAnInconsistentCounter(t *testing.T) {
+	for _, src := range []string{"Hello", "Aaaa. Bbbb. Cccc."} {
+		for _, odd := range []int{0, 1} {
+			calls := 0
+			flaky := func(s string) int {
+				if calls++; calls <= 100000 && calls%2 == odd {
+					return 100 * runeCount(s)
+				}
+				return runeCount(s)
+			}
+			chunks := Split(src, Markdown, &Options{MaxTokens: 8, Overlap: -1, Count: flaky})
+			if calls > 1000 {
+				t.Errorf("%q (over on calls %% 2 == %d): %d counts", src, odd, calls)
+			}
+			var texts []string
+			for _, c := range chunks {
+				texts = append(texts, c.Text)
+			}
+			if want := strings.Fields(src); !reflect.DeepEqual(texts, want) {
+				t.Errorf("%q (over on calls %% 2 == %d): chunks %q, want %q", src, odd, texts, want)
+			}
+		}
+	}
+}
+
 // leadingSpaceDiscount counts runes, and 3 more for a string that does not
 // start with whitespace: like a BPE tokenizer, where " word" can be fewer
 // tokens than "word", it is not monotone, so a unit counted with the space
