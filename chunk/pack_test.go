@@ -99,6 +99,31 @@ func TestFitPrefixIsTheLongestFit(t *testing.T) {
 	ps.TestingRun(t)
 }
 
+// The same, deterministically and for every length and budget of an ASCII
+// word, so that a gallop probe or an interpolation step landing exactly on
+// the budget is always among the cases (the property above draws them by
+// chance).
+func TestFitPrefixEveryLength(t *testing.T) {
+	word := strings.Repeat("abcdefghijklmnopqrstuvwxyz", 12)
+	for _, c := range packCounters[:2] { // one token per byte, per 8 bytes
+		for budget := 1; budget <= 40; budget++ {
+			for n := 1; n <= len(word); n++ {
+				text := "x " + word[:n] + " y"
+				sp := &splitter{text: text, st: settings{max: budget, count: c.count}}
+				want := 3 // the first rune at least
+				for m := 3; m <= 2+n; m++ {
+					if c.count(text[1:m]) <= budget {
+						want = m
+					}
+				}
+				if got, tok, _ := sp.fitPrefix(1, 2, 2+n); got != want || tok != c.count(text[1:want]) {
+					t.Fatalf("%s, budget %d, %d-byte word: fitPrefix = %d (%d tokens), want %d", c.name, budget, n, got, tok, want)
+				}
+			}
+		}
+	}
+}
+
 // Cutting a word over the budget costs few counts (each one a tokenizer
 // pass over up to 1 KiB): on these words, whatever the counter's shape and
 // wherever the word starts, no more than a bisection over the word's bytes
