@@ -623,6 +623,27 @@ func TestOverlapBeforeAVeryLongSentence(t *testing.T) {
 	}
 }
 
+// Split counts each sentence once and each chunk once (its exact count),
+// and no more: no overlap is sought when overlap is off, nor after a
+// section's last chunk. (With runeCount a chunk's estimate is never under
+// its exact count, so no chunk is counted twice.)
+func TestSplitCountsOnce(t *testing.T) {
+	var sentences []string
+	for i := 0; i < 30; i++ {
+		sentences = append(sentences, fmt.Sprintf("Sentence number %d has a few words.", i))
+	}
+	src := strings.Join(sentences, " ")
+	for _, c := range []struct{ max, overlap int }{{40, -1}, {100, -1}, {2000, -1}, {2000, 10}} {
+		calls := 0
+		count := func(s string) int { calls++; return runeCount(s) }
+		chunks := Split(src, Text, &Options{MaxTokens: c.max, Overlap: c.overlap, Count: count})
+		if want := len(sentences) + len(chunks); calls != want {
+			t.Errorf("max %d, overlap %d: %d counts for %d sentences and %d chunks, want %d",
+				c.max, c.overlap, calls, len(sentences), len(chunks), want)
+		}
+	}
+}
+
 // A counter that answers differently for the same string (every other
 // call says 100 times the runes) cannot make Split loop: a unit that
 // refines into itself is not split again, and its chunk is emitted with the
