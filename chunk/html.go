@@ -152,6 +152,7 @@ type extractor struct {
 	// Pending separators before the next text.
 	pendingBreak bool
 	pendingSep   string // " ", "\t" or preserved whitespace inside pre
+	sepKept      bool   // pendingSep is whitespace a pre keeps
 
 	// The open heading, if any.
 	heading      int // level, 0 when none
@@ -252,10 +253,11 @@ func (x *extractor) space(ws string, preserve bool) {
 	ws = strings.ReplaceAll(ws, "\r\n", "\n")
 	ws = strings.ReplaceAll(ws, "\r", "\n")
 	ws = strings.ReplaceAll(ws, "\f", " ")
-	if x.pendingSep == " " || x.pendingSep == "\t" {
-		x.pendingSep = ""
+	if !x.sepKept {
+		x.pendingSep = "" // a collapsed space or a cell's tab gives way
 	}
 	x.pendingSep += ws
+	x.sepKept = true
 }
 
 // word writes one whitespace-free run of source text.
@@ -274,8 +276,9 @@ func (x *extractor) word(raw string, srcStart, srcEnd int, unescape bool) {
 		return
 	}
 	if s, e := trimSpan(w, 0, len(w)); s == e {
-		// Only decoded whitespace (&nbsp;, &#10;): a separator.
-		x.space(" ", false)
+		// Only decoded whitespace (&nbsp;, &#10;): a separator, or a space
+		// that a pre keeps.
+		x.space(" ", x.pre > 0)
 		return
 	}
 	if x.pendingBreak && x.blockStart >= 0 {
@@ -301,7 +304,7 @@ func (x *extractor) word(raw string, srcStart, srcEnd int, unescape bool) {
 			x.headingText.WriteByte(' ')
 		}
 	}
-	x.pendingSep = ""
+	x.pendingSep, x.sepKept = "", false
 	o := x.out.Len()
 	x.out.WriteString(w)
 	if x.heading > 0 {
@@ -343,7 +346,7 @@ func (x *extractor) closeBlock() {
 		x.lim.block(&b)
 	}
 	x.blockStart = -1
-	x.pendingSep = ""
+	x.pendingSep, x.sepKept = "", false
 }
 
 // breakBlock asks for a paragraph break before the next text. Inside a
@@ -356,7 +359,7 @@ func (x *extractor) breakBlock() {
 		return
 	}
 	x.pendingBreak = true
-	x.pendingSep = ""
+	x.pendingSep, x.sepKept = "", false
 }
 
 func (x *extractor) startTag(name string, hasAttr, selfClosing bool, z *html.Tokenizer) {
@@ -412,7 +415,7 @@ func (x *extractor) startTag(name string, hasAttr, selfClosing bool, z *html.Tok
 			}
 		case name == "td" || name == "th":
 			if x.blockStart >= 0 && !x.pendingBreak {
-				x.pendingSep = "\t"
+				x.pendingSep, x.sepKept = "\t", false
 			}
 		}
 	}

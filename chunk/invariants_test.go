@@ -82,6 +82,13 @@ func checkVerbatim(text string, chunks []Chunk, st settings) error {
 		if spaceOnly(c.Text) {
 			return fmt.Errorf("chunk %d is blank: %q", i, c.Text)
 		}
+		if r, size := utf8.DecodeLastRuneInString(c.Text); isSpaceRune(r, size) {
+			return fmt.Errorf("chunk %d ends with whitespace: %q", i, c.Text)
+		}
+		// Only a code line's indentation may start a chunk.
+		if r, size := utf8.DecodeRuneInString(c.Text); isSpaceRune(r, size) && c.Start > 0 && text[c.Start-1] != '\n' {
+			return fmt.Errorf("chunk %d starts with whitespace inside a line: %q", i, c.Text)
+		}
 		if err := checkTokens(i, c, st); err != nil {
 			return err
 		}

@@ -148,3 +148,35 @@ func TestSplitLimitPiecesExactly(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitLimitSaysSections: a source of too many headings fails for its
+// sections (each of which starts a chunk), while it is parsed, not later
+// for its number of blocks.
+func TestSplitLimitSaysSections(t *testing.T) {
+	for _, c := range []struct {
+		src string
+		f   Format
+	}{
+		{strings.Repeat("# t\n", 10000), Markdown},
+		{strings.Repeat("<h2>t</h2>", 10000), HTML},
+	} {
+		_, err := SplitLimit(c.src, c.f, &Options{MaxChunks: 20})
+		if !errors.Is(err, ErrTooManyChunks) || !strings.Contains(err.Error(), "more than 20 sections") {
+			t.Errorf("%v: err = %v, want too many sections", c.f, err)
+		}
+	}
+	// Exactly one section too many fails at the heading that starts it,
+	// before the paragraphs after it are counted.
+	for _, c := range []struct {
+		src string
+		f   Format
+	}{
+		{strings.Repeat("# t\n\np\n\n", 20) + "# t\n\n" + strings.Repeat("p\n\n", 20*PiecesPerChunk), Markdown},
+		{strings.Repeat("<h2>t</h2><p>p</p>", 20) + "<h2>t</h2>" + strings.Repeat("<p>p</p>", 20*PiecesPerChunk), HTML},
+	} {
+		_, err := SplitLimit(c.src, c.f, &Options{MaxChunks: 20})
+		if !errors.Is(err, ErrTooManyChunks) || !strings.Contains(err.Error(), "more than 20 sections") {
+			t.Errorf("%v, 21 sections: err = %v, want too many sections", c.f, err)
+		}
+	}
+}
