@@ -497,9 +497,7 @@ func buildAsked(request bool, form, object, lead, tail, casing int) Asked {
 		form = mod(form, len(askable))
 		body, _, _ := stmtForms[askable[form]](object)
 		tail = mod(tail, len(askedTails))
-		if strings.HasSuffix(body, "?") {
-			body = strings.TrimSuffix(body, "?")
-		}
+		body = strings.TrimSuffix(body, "?")
 		s = phrase(lead, body+askedTails[tail], "", "", 0, casing)
 		s.Content, s.Match = "", ""
 	}
