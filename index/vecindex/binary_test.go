@@ -194,9 +194,9 @@ func TestBestOf(t *testing.T) {
 		}
 		n := r.Intn(len(s) + 2)
 		want := append([]scored(nil), s...)
-		sort.Slice(want, func(i, j int) bool { return worse(want[j], want[i]) })
-		got := bestOf(s, n)
-		sort.Slice(got, func(i, j int) bool { return worse(got[j], got[i]) })
+		sort.Slice(want, func(i, j int) bool { return worse(want[j], want[i], nil) })
+		got := bestOf(s, n, nil)
+		sort.Slice(got, func(i, j int) bool { return worse(got[j], got[i], nil) })
 		if n > len(want) {
 			n = len(want)
 		}

@@ -58,7 +58,7 @@ func exactTruth(s *denseSet) truth {
 			defer wg.Done()
 			defer func() { <-sem }()
 			var top topK
-			top.init(100)
+			top.init(100, nil)
 			for i, v := range s.base {
 				top.push(vek32.Dot(q, v), int32(i))
 			}
@@ -96,7 +96,7 @@ func parallelTop(n, k int, scan func(lo, hi int, top *topK)) *topK {
 	var wg sync.WaitGroup
 	step := (n + workers - 1) / workers
 	for w := range tops {
-		tops[w].init(k)
+		tops[w].init(k, nil)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -105,7 +105,7 @@ func parallelTop(n, k int, scan func(lo, hi int, top *topK)) *topK {
 	}
 	wg.Wait()
 	var out topK
-	out.init(k)
+	out.init(k, nil)
 	for w := range tops {
 		for _, it := range tops[w].items {
 			out.push(it.score, it.slot)
@@ -116,7 +116,7 @@ func parallelTop(n, k int, scan func(lo, hi int, top *topK)) *topK {
 
 func rescoreTop(s *denseSet, q []float32, cand *topK, k int) []scored {
 	var top topK
-	top.init(k)
+	top.init(k, nil)
 	for _, it := range cand.items {
 		top.push(vek32.Dot(q, s.base[it.slot]), it.slot)
 	}
@@ -165,7 +165,7 @@ func runDenseExperiment(b *testing.B, s *denseSet) {
 	}
 	measure("int8dm", func(q []float32, k int) []scored {
 		var top topK
-		top.init(k)
+		top.init(k, nil)
 		x.mu.RLock()
 		x.quantSearch(q, sparsify(q), &compiled{all: true, src: -1}, &top)
 		x.mu.RUnlock()
@@ -224,7 +224,7 @@ func runDenseExperiment(b *testing.B, s *denseSet) {
 						}
 					}).sorted()
 					var top topK
-					top.init(k)
+					top.init(k, nil)
 					for _, it := range cand {
 						if top.len() == k && it.score < top.min().score {
 							break
@@ -288,7 +288,7 @@ func runDenseExperiment(b *testing.B, s *denseSet) {
 		before := x.Stats().Rescored
 		measure(fmt.Sprintf("index/confidence=%.1f/rows=%v", conf, !o.NoRows), func(q []float32, k int) []scored {
 			var top topK
-			top.init(k)
+			top.init(k, nil)
 			x.mu.RLock()
 			c := x.compile(&Filter{DocTypes: []string{"knowledge"}})
 			x.binSearch(q, &c, &top)

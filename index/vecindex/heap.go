@@ -7,23 +7,34 @@ type scored struct {
 	slot  int32
 }
 
-// worse orders by ascending score, then descending slot, so that among equal
-// scores the lower slot is kept.
-func worse(a, b scored) bool {
+// worse orders by ascending score, then by descending id (ids[slot]), so
+// that among equal scores the record with the lower id is kept. Slots
+// follow the order records were added in, which reopening a store or
+// compacting the index changes; ids do not, so a search keeps the same
+// records at a cut through tied scores (duplicate texts, or the many
+// records a sparse query shares nothing with) however the index was built.
+// With ids nil (tests of the heap alone), slots stand in for ids.
+func worse(a, b scored, ids []string) bool {
 	if a.score != b.score {
 		return a.score < b.score
 	}
-	return a.slot > b.slot
+	if ids == nil {
+		return a.slot > b.slot
+	}
+	return ids[a.slot] > ids[b.slot]
 }
 
-// topK keeps the k best (score, slot) pairs in a min-heap.
+// topK keeps the k best (score, slot) pairs in a min-heap, ordered by worse
+// under ids.
 type topK struct {
 	k     int
+	ids   []string
 	items []scored
 }
 
-func (t *topK) init(k int) {
+func (t *topK) init(k int, ids []string) {
 	t.k = k
+	t.ids = ids
 	t.items = t.items[:0]
 }
 
@@ -36,27 +47,27 @@ func (t *topK) push(score float32, slot int32) {
 	it := scored{score, slot}
 	if len(t.items) < t.k {
 		t.items = append(t.items, it)
-		up(t.items, len(t.items)-1)
+		up(t.items, len(t.items)-1, t.ids)
 		return
 	}
-	if !worse(t.items[0], it) {
+	if !worse(t.items[0], it, t.ids) {
 		return
 	}
 	t.items[0] = it
-	down(t.items, 0)
+	down(t.items, 0, t.ids)
 }
 
 func (t *topK) sorted() []scored {
 	out := append([]scored(nil), t.items...)
-	sort.Slice(out, func(i, j int) bool { return worse(out[j], out[i]) })
+	sort.Slice(out, func(i, j int) bool { return worse(out[j], out[i], t.ids) })
 	return out
 }
 
 // up and down maintain a min-heap under worse.
-func up(h []scored, i int) {
+func up(h []scored, i int, ids []string) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !worse(h[i], h[p]) {
+		if !worse(h[i], h[p], ids) {
 			return
 		}
 		h[i], h[p] = h[p], h[i]
@@ -64,7 +75,7 @@ func up(h []scored, i int) {
 	}
 }
 
-func down(h []scored, i int) {
+func down(h []scored, i int, ids []string) {
 	n := len(h)
 	for {
 		l := 2*i + 1
@@ -72,10 +83,10 @@ func down(h []scored, i int) {
 			return
 		}
 		m := l
-		if r := l + 1; r < n && worse(h[r], h[l]) {
+		if r := l + 1; r < n && worse(h[r], h[l], ids) {
 			m = r
 		}
-		if !worse(h[m], h[i]) {
+		if !worse(h[m], h[i], ids) {
 			return
 		}
 		h[i], h[m] = h[m], h[i]

@@ -150,7 +150,7 @@ func (x *Index) scanQuant(sq sparseQuery, c *compiled, lo, hi int, cand *topK) {
 		if a >= b {
 			continue
 		}
-		tops[w].init(cand.k)
+		tops[w].init(cand.k, x.ids)
 		wg.Add(1)
 		go func(w, a, b int) {
 			defer wg.Done()

@@ -46,7 +46,6 @@ import (
 	"math/bits"
 	"runtime"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -793,7 +792,7 @@ func (x *Index) search(q []float32, k int, f *Filter, exact bool) ([]Result, err
 		return nil, nil
 	}
 	var top topK
-	top.init(k)
+	top.init(k, x.ids)
 	switch {
 	case c.src >= 0:
 		// One source: score its few vectors.
@@ -826,24 +825,18 @@ func isSparse(q []float32) bool {
 // quantSearch is the int8 scan with exact rescoring.
 func (x *Index) quantSearch(q []float32, sq sparseQuery, c *compiled, top *topK) {
 	var cand topK
-	cand.init(candidates(top.k))
+	cand.init(candidates(top.k), x.ids)
 	x.scanQuant(sq, c, 0, len(x.vecs), &cand)
 	x.rescore(q, &cand, top)
 }
 
+// results are top's best first, equal scores by id.
 func (x *Index) results(top *topK) []Result {
 	items := top.sorted()
 	out := make([]Result, len(items))
 	for i, it := range items {
 		out[i] = Result{ID: x.ids[it.slot], Score: it.score}
 	}
-	// Equal scores: order by id so that results are deterministic.
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Score != out[j].Score {
-			return out[i].Score > out[j].Score
-		}
-		return out[i].ID < out[j].ID
-	})
 	return out
 }
 
@@ -859,7 +852,7 @@ func (x *Index) scan(q []float32, c *compiled, lo, hi int, top *topK) {
 	var wg sync.WaitGroup
 	step := (hi - lo + workers - 1) / workers
 	for w := 0; w < workers; w++ {
-		tops[w].init(top.k)
+		tops[w].init(top.k, x.ids)
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
