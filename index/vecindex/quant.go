@@ -198,18 +198,20 @@ func (x *Index) scanQuantRange(sq sparseQuery, c *compiled, lo, hi int, cand *to
 	}
 }
 
-// axpyInt8 adds q·float32(col[i]) to acc[i].
-func axpyInt8(acc []float32, col []int8, q float32) {
+// axpyInt8Go adds q·float32(col[i]) to acc[i]: the portable axpyInt8. The
+// conversions round each product to float32 before the sum, so that no
+// build fuses them into one multiply-add (which the assembly does not do).
+func axpyInt8Go(acc []float32, col []int8, q float32) {
 	col = col[:len(acc)]
 	i := 0
 	for ; i+4 <= len(acc); i += 4 {
-		acc[i] += q * float32(col[i])
-		acc[i+1] += q * float32(col[i+1])
-		acc[i+2] += q * float32(col[i+2])
-		acc[i+3] += q * float32(col[i+3])
+		acc[i] += float32(q * float32(col[i]))
+		acc[i+1] += float32(q * float32(col[i+1]))
+		acc[i+2] += float32(q * float32(col[i+2]))
+		acc[i+3] += float32(q * float32(col[i+3]))
 	}
 	for ; i < len(acc); i++ {
-		acc[i] += q * float32(col[i])
+		acc[i] += float32(q * float32(col[i]))
 	}
 }
 
