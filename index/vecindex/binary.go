@@ -258,14 +258,14 @@ type binState struct {
 func (st *binState) add(ub float32, slot int32) {
 	st.cand = append(st.cand, scored{ub, slot})
 	if len(st.cand) >= 2*st.budget && len(st.cand) >= 64 {
-		st.cand = bestOf(st.cand, st.budget, st.lb.ids)
+		st.cand = bestOf(st.cand, st.budget, st.lb.x)
 		st.floor = minScore(st.cand)
 	}
 }
 
-// bestOf reorders s so that its n best items (by worse under ids) come
+// bestOf reorders s so that its n best items (by worse with x's ids) come
 // first, and returns them (unordered).
-func bestOf(s []scored, n int, ids []string) []scored {
+func bestOf(s []scored, n int, x *Index) []scored {
 	if n >= len(s) {
 		return s
 	}
@@ -274,22 +274,22 @@ func bestOf(s []scored, n int, ids []string) []scored {
 		// Median of three as the pivot, then a Hoare partition: better
 		// items to the left.
 		mid := lo + (hi-lo)/2
-		if worse(s[lo], s[mid], ids) {
+		if worse(s[lo], s[mid], x) {
 			s[lo], s[mid] = s[mid], s[lo]
 		}
-		if worse(s[lo], s[hi], ids) {
+		if worse(s[lo], s[hi], x) {
 			s[lo], s[hi] = s[hi], s[lo]
 		}
-		if worse(s[mid], s[hi], ids) {
+		if worse(s[mid], s[hi], x) {
 			s[mid], s[hi] = s[hi], s[mid]
 		}
 		p := s[mid]
 		i, j := lo, hi
 		for i <= j {
-			for worse(p, s[i], ids) {
+			for worse(p, s[i], x) {
 				i++
 			}
-			for worse(s[j], p, ids) {
+			for worse(s[j], p, x) {
 				j--
 			}
 			if i <= j {
@@ -335,7 +335,7 @@ func (x *Index) binSearch(q []float32, c *compiled, top *topK) {
 	workers := max(1, min(runtime.GOMAXPROCS(0), n/perWorker))
 	states := make([]binState, workers)
 	for w := range states {
-		states[w].lb.init(k, x.ids)
+		states[w].lb.init(k, x)
 		states[w].budget = budget
 		states[w].floor = float32(math.Inf(-1))
 	}
@@ -357,7 +357,7 @@ func (x *Index) binSearch(q []float32, c *compiled, top *topK) {
 		wg.Wait()
 	}
 	var lb topK
-	lb.init(k, x.ids)
+	lb.init(k, x)
 	for w := range states {
 		for _, it := range states[w].lb.items {
 			lb.push(it.score, it.slot)
@@ -375,12 +375,12 @@ func (x *Index) binSearch(q []float32, c *compiled, top *topK) {
 			}
 		}
 	}
-	cand = bestOf(cand, budget, x.ids)
+	cand = bestOf(cand, budget, x)
 	slices.SortFunc(cand, func(a, b scored) int {
-		if worse(b, a, x.ids) {
+		if worse(b, a, x) {
 			return -1
 		}
-		if worse(a, b, x.ids) {
+		if worse(a, b, x) {
 			return 1
 		}
 		return 0
@@ -420,7 +420,7 @@ func (x *Index) refine(q []float32, cand []scored, top *topK) {
 	}
 	floor := float32(math.Inf(-1))
 	if len(est) > k {
-		best := bestOf(append([]scored(nil), est...), k, x.ids)
+		best := bestOf(append([]scored(nil), est...), k, x)
 		floor = minScore(best) - 2*bound
 	}
 	for _, it := range est {

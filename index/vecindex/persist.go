@@ -435,6 +435,7 @@ func (x *Index) Load(items []Item, c *Codes) error {
 	x.codes, x.fac = c.codes, c.fac
 	x.vecs = make([][]float32, 0, len(items))
 	x.ids = make([]string, 0, len(items))
+	x.idKeys = make([]uint64, 0, len(items))
 	x.docType = make([]uint8, 0, len(items))
 	x.source = make([]int32, 0, len(items))
 	x.slotOf = make(map[string]int32, len(items))
@@ -450,6 +451,7 @@ func (x *Index) Load(items []Item, c *Codes) error {
 		s := x.sourceOf(it.Source)
 		x.vecs = append(x.vecs, it.Vector)
 		x.ids = append(x.ids, it.ID)
+		x.idKeys = append(x.idKeys, idKey(it.ID))
 		x.docType = append(x.docType, t)
 		x.source = append(x.source, s)
 		x.slotOf[it.ID] = slot

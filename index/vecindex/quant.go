@@ -150,7 +150,7 @@ func (x *Index) scanQuant(sq sparseQuery, c *compiled, lo, hi int, cand *topK) {
 		if a >= b {
 			continue
 		}
-		tops[w].init(cand.k, x.ids)
+		tops[w].init(cand.k, x)
 		wg.Add(1)
 		go func(w, a, b int) {
 			defer wg.Done()

@@ -113,3 +113,34 @@ func cmpString(a, b string) int {
 	}
 	return 0
 }
+
+// TestIDKeyOrdersLikeIDs: where two ids' keys differ, the keys order them
+// as the strings do (short ids, ids that are prefixes of others, zero and
+// high bytes included), so idLess, which compares strings only for equal
+// keys, is the ids' order.
+func TestIDKeyOrdersLikeIDs(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	alphabet := []byte{0, 1, 'a', 'b', 'z', 0x7f, 0x80, 0xff}
+	gen := func() string {
+		b := make([]byte, r.Intn(12))
+		for i := range b {
+			b[i] = alphabet[r.Intn(len(alphabet))]
+		}
+		return string(b)
+	}
+	x := New(nil)
+	for i := 0; i < 20000; i++ {
+		a, b := gen(), gen()
+		if r.Intn(4) == 0 {
+			b = a + gen() // a prefix of b
+		}
+		ka, kb := idKey(a), idKey(b)
+		if ka != kb && (ka < kb) != (a < b) {
+			t.Fatalf("idKey(%q) = %x, idKey(%q) = %x: not the strings' order", a, ka, b, kb)
+		}
+		x.ids, x.idKeys = []string{a, b}, []uint64{ka, kb}
+		if x.idLess(0, 1) != (a < b) || x.idLess(1, 0) != (b < a) {
+			t.Fatalf("idLess(%q, %q) = %v", a, b, x.idLess(0, 1))
+		}
+	}
+}

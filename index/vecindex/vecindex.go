@@ -161,6 +161,7 @@ type Index struct {
 	dim     int
 	vecs    [][]float32 // slot -> normalised vector (nil once deleted)
 	ids     []string    // slot -> id
+	idKeys  []uint64    // slot -> idKey(id), to order tied scores (worse)
 	docType []uint8     // slot -> index into types
 	source  []int32     // slot -> index into srcIDs
 	slotOf  map[string]int32
@@ -502,6 +503,7 @@ func (x *Index) install(it *Item, v []float32, code []uint64, f binFactor) {
 	s := x.sourceOf(it.Source)
 	x.vecs = append(x.vecs, v)
 	x.ids = append(x.ids, it.ID)
+	x.idKeys = append(x.idKeys, idKey(it.ID))
 	x.docType = append(x.docType, t)
 	x.source = append(x.source, s)
 	x.growCodes(len(x.vecs))
@@ -511,6 +513,29 @@ func (x *Index) install(it *Item, v []float32, code []uint64, f binFactor) {
 	x.slotOf[it.ID] = slot
 	x.nType[t]++
 	x.bySrc[s] = append(x.bySrc[s], slot)
+}
+
+// idKey is the first eight bytes of id as a big-endian integer (zero bytes
+// after a shorter id): where two ids' keys differ, they order the ids as
+// the ids themselves do, so that ties are settled by one integer compare
+// and, rarely, a string compare.
+func idKey(id string) uint64 {
+	var k uint64
+	for i := 0; i < 8; i++ {
+		k <<= 8
+		if i < len(id) {
+			k |= uint64(id[i])
+		}
+	}
+	return k
+}
+
+// idLess reports whether slot a's id sorts before slot b's (mu held).
+func (x *Index) idLess(a, b int32) bool {
+	if ka, kb := x.idKeys[a], x.idKeys[b]; ka != kb {
+		return ka < kb
+	}
+	return x.ids[a] < x.ids[b]
 }
 
 // growCodes makes room for the codes of slots [0, n), in whole blocks.
@@ -614,6 +639,7 @@ func (x *Index) compact() {
 	w := x.coder.words
 	vecs := make([][]float32, 0, n)
 	ids := make([]string, 0, n)
+	keys := make([]uint64, 0, n)
 	dt := make([]uint8, 0, n)
 	src := make([]int32, 0, n)
 	codes := make([]uint64, (n+codeBlock-1)/codeBlock*codeBlock*w)
@@ -629,6 +655,7 @@ func (x *Index) compact() {
 		ns := int32(len(vecs))
 		vecs = append(vecs, v)
 		ids = append(ids, x.ids[slot])
+		keys = append(keys, x.idKeys[slot])
 		dt = append(dt, x.docType[slot])
 		blockCode(code, x.codes, w, slot)
 		setBlockCode(codes, w, int(ns), code)
@@ -661,7 +688,7 @@ func (x *Index) compact() {
 		}
 		x.rows = rows
 	}
-	x.vecs, x.ids, x.docType, x.source, x.srcIDs = vecs, ids, dt, src, srcIDs
+	x.vecs, x.ids, x.idKeys, x.docType, x.source, x.srcIDs = vecs, ids, keys, dt, src, srcIDs
 	x.codes, x.fac = codes, fac
 	if x.sparse == 1 {
 		x.quant.reset(x.dim)
@@ -792,7 +819,7 @@ func (x *Index) search(q []float32, k int, f *Filter, exact bool) ([]Result, err
 		return nil, nil
 	}
 	var top topK
-	top.init(k, x.ids)
+	top.init(k, x)
 	switch {
 	case c.src >= 0:
 		// One source: score its few vectors.
@@ -825,7 +852,7 @@ func isSparse(q []float32) bool {
 // quantSearch is the int8 scan with exact rescoring.
 func (x *Index) quantSearch(q []float32, sq sparseQuery, c *compiled, top *topK) {
 	var cand topK
-	cand.init(candidates(top.k), x.ids)
+	cand.init(candidates(top.k), x)
 	x.scanQuant(sq, c, 0, len(x.vecs), &cand)
 	x.rescore(q, &cand, top)
 }
@@ -852,7 +879,7 @@ func (x *Index) scan(q []float32, c *compiled, lo, hi int, top *topK) {
 	var wg sync.WaitGroup
 	step := (hi - lo + workers - 1) / workers
 	for w := 0; w < workers; w++ {
-		tops[w].init(top.k, x.ids)
+		tops[w].init(top.k, x)
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
