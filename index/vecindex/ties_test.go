@@ -128,6 +128,7 @@ func TestIDKeyOrdersLikeIDs(t *testing.T) {
 		}
 		return string(b)
 	}
+	head := func(s string) string { return (s + "\x00\x00\x00\x00\x00\x00\x00\x00")[:8] }
 	x := New(nil)
 	for i := 0; i < 20000; i++ {
 		a, b := gen(), gen()
@@ -135,6 +136,9 @@ func TestIDKeyOrdersLikeIDs(t *testing.T) {
 			b = a + gen() // a prefix of b
 		}
 		ka, kb := idKey(a), idKey(b)
+		if (ka == kb) != (head(a) == head(b)) {
+			t.Fatalf("idKey(%q) = %x, idKey(%q) = %x: the keys of ids whose first eight bytes differ must differ, and only theirs", a, ka, b, kb)
+		}
 		if ka != kb && (ka < kb) != (a < b) {
 			t.Fatalf("idKey(%q) = %x, idKey(%q) = %x: not the strings' order", a, ka, b, kb)
 		}
