@@ -211,7 +211,7 @@ func (sp *splitter) refine(gap, start, end int, lvl, stage int8) {
 		for s < end {
 			pe := end
 			if end-start > longWord && pe-s > wordPiece {
-				pe = alignRune(text, s+wordPiece, s+1, end)
+				pe = alignRune(text, s+wordPiece, nextRune(text, s, end), end)
 				if pe <= s {
 					pe = nextRune(text, s, end)
 				}
