@@ -114,11 +114,12 @@ func (sp *splitter) sectionUnits(blocks []block) {
 	}
 }
 
-// countFrom counts text[gap:end] with at most gapContext bytes of the
-// whitespace [gap, start); it returns the count and the estimate for the
-// whitespace left out.
-func (sp *splitter) countFrom(gap, start, end int) (tok, extra int) {
-	g := gap
+// countStart returns where the count of a unit starting at start begins:
+// at most gapContext bytes into the whitespace [gap, start), on a rune
+// boundary, and the estimate (one token per byte) of the whitespace left
+// out.
+func (sp *splitter) countStart(gap, start int) (g, extra int) {
+	g = gap
 	if start-gap > gapContext {
 		g = start - gapContext
 		for g < start && !utf8.RuneStart(sp.text[g]) {
@@ -126,22 +127,29 @@ func (sp *splitter) countFrom(gap, start, end int) (tok, extra int) {
 		}
 		extra = g - gap
 	}
+	return g, extra
+}
+
+// countFrom counts text[gap:end] as countStart bounds it; it returns the
+// count and the estimate for the whitespace left out.
+func (sp *splitter) countFrom(gap, start, end int) (tok, extra int) {
+	g, extra := sp.countStart(gap, start)
 	return sp.st.count(sp.text[g:end]), extra
 }
 
 // add appends the unit [start, end) that follows the whitespace from gap,
-// splitting it further at the given stage when it exceeds the budget.
+// splitting it further at the given stage when it exceeds the budget. A
+// unit with a long run (more than longWord bytes of one word or of
+// whitespace) is refined before it is counted, and so is a word (the rune
+// stage), which refine counts whole first and cuts only when it does not
+// fit.
 func (sp *splitter) add(gap, start, end int, lvl, stage int8) {
-	if stage < stageRunes && end-start > longWord && hasLongRun(sp.text[start:end], longWord) {
-		sp.refine(gap, start, end, lvl, stage)
-		return
-	}
-	if stage == stageRunes && end-start > longWord {
+	if stage == stageRunes || hasLongRun(sp.text[start:end], longWord) {
 		sp.refine(gap, start, end, lvl, stage)
 		return
 	}
 	tok, extra := sp.countFrom(gap, start, end)
-	if tok <= sp.st.max || stage == stageNone {
+	if tok <= sp.st.max {
 		sp.units = append(sp.units, unit{start: start, end: end, tok: tok, extra: extra, lvl: lvl, stage: stage})
 		sp.lim.unit()
 		return
@@ -174,7 +182,7 @@ func (sp *splitter) refine(gap, start, end int, lvl, stage int8) {
 	start, end = trimSpan(text, start, end) // code lines start on their indentation
 	switch stage {
 	case stageLines:
-		if strings.IndexByte(text[start:end], '\n') < 0 {
+		if !strings.Contains(text[start:end], "\n") {
 			sp.refine(gap, start, end, lvl, stageWords)
 			return
 		}
@@ -193,12 +201,7 @@ func (sp *splitter) refine(gap, start, end int, lvl, stage int8) {
 			g, l = off+e, lvlSoftLine
 		}
 	case stageWords:
-		n := 0
-		forWords(text, start, end, func(ws, we int) { n++ })
-		if n <= 1 {
-			sp.refine(gap, start, end, lvl, stageRunes)
-			return
-		}
+		// Each word goes to the rune stage (a single word as well).
 		g, l := gap, lvl
 		forWords(text, start, end, func(ws, we int) {
 			sp.add(g, ws, we, l, stageRunes)
@@ -209,16 +212,14 @@ func (sp *splitter) refine(gap, start, end int, lvl, stage int8) {
 		// the budget.
 		g, s, l := gap, start, lvl
 		for s < end {
+			one := nextRune(text, s, end) // at least one rune is taken
 			pe := end
-			if end-start > longWord && pe-s > wordPiece {
-				pe = alignRune(text, s+wordPiece, nextRune(text, s, end), end)
-				if pe <= s {
-					pe = nextRune(text, s, end)
-				}
+			if end-start > longWord {
+				pe = alignRune(text, s+wordPiece, one, end)
 			}
 			n, t, extra := sp.fitPrefix(g, s, pe)
 			st := stageRunes
-			if _, size := utf8.DecodeRuneInString(text[s:end]); s+size == n {
+			if n == one {
 				st = stageNone
 			}
 			sp.units = append(sp.units, unit{start: s, end: n, tok: t, extra: extra, lvl: l, stage: st})
@@ -258,24 +259,19 @@ func forWords(text string, start, end int, fn func(ws, we int)) {
 // rune is always taken.
 func (sp *splitter) fitPrefix(gap, start, end int) (n, tok, extra int) {
 	text, max := sp.text, sp.st.max
-	g := gap
-	if start-gap > gapContext {
-		g = start - gapContext
-		for g < start && !utf8.RuneStart(text[g]) {
-			g++
-		}
-		extra = g - gap
-	}
+	g, extra := sp.countStart(gap, start)
 	count := func(n int) int { return sp.st.count(text[g:n]) }
-	_, first := utf8.DecodeRuneInString(text[start:end])
+	one := nextRune(text, start, end) // the end of the first rune
 	if t := count(end); t <= max {
 		return end, t, extra
 	}
 	lo, loTok := start, 0 // [start, lo) fits (lo == start: nothing taken yet)
 	hi, hiTok := end, max+1
-	// Gallop from an estimate of a few bytes per token.
-	for probe := start + 4*max + 4; probe < hi && probe > lo; probe = start + 2*(probe-start) {
-		p := alignRune(text, probe, start+first, end)
+	// Gallop from an estimate of a few bytes per token. A probe aligns
+	// back to a rune start at or after the last one found to fit, so every
+	// probe is past lo.
+	for probe := start + 4*max + 4; probe < hi; probe = start + 2*(probe-start) {
+		p := alignRune(text, probe, one, end)
 		t := count(p)
 		if t > max {
 			hi, hiTok = p, t
@@ -283,15 +279,16 @@ func (sp *splitter) fitPrefix(gap, start, end int) (n, tok, extra int) {
 		}
 		lo, loTok = p, t
 	}
-	// Interpolate, falling back to bisection every other step.
-	for step := 0; ; step++ {
+	// Interpolate, falling back to bisection every other step (hiTok is
+	// over the budget and loTok within it, so hiTok > loTok).
+	for bisect := false; ; bisect = !bisect {
 		var p int
-		if step%2 == 0 && hiTok > loTok {
-			p = lo + int(int64(hi-lo)*int64(max-loTok)/int64(hiTok-loTok))
-		} else {
+		if bisect {
 			p = lo + (hi-lo)/2
+		} else {
+			p = lo + int(int64(hi-lo)*int64(max-loTok)/int64(hiTok-loTok))
 		}
-		p = alignRune(text, p, start+first, end)
+		p = alignRune(text, p, one, end)
 		if p <= lo {
 			p = nextRune(text, lo, end)
 		}
@@ -307,7 +304,7 @@ func (sp *splitter) fitPrefix(gap, start, end int) (n, tok, extra int) {
 	}
 	if lo == start {
 		// Not even one rune fits: take it alone.
-		lo = start + first
+		lo = one
 		loTok = count(lo)
 	}
 	return lo, loTok, extra
@@ -318,20 +315,16 @@ func alignRune(text string, p, min, end int) int {
 	if p >= end {
 		return end
 	}
+	p = max(p, min)
 	for p > min && !utf8.RuneStart(text[p]) {
 		p--
-	}
-	if p < min {
-		p = min
 	}
 	return p
 }
 
-// nextRune returns the offset of the rune after the one at p.
+// nextRune returns the offset of the rune after the one at p, for p <= end
+// (end itself at the end).
 func nextRune(text string, p, end int) int {
-	if p >= end {
-		return end
-	}
 	_, size := utf8.DecodeRuneInString(text[p:end])
 	return p + size
 }
@@ -357,10 +350,6 @@ func (sp *splitter) codeUnits(gap, start, end int, lvl int8) {
 			blank = true
 			continue
 		}
-		us := off
-		if first {
-			us = off + s
-		}
 		if !first {
 			l = lvlSentence
 			if blank {
@@ -369,7 +358,7 @@ func (sp *splitter) codeUnits(gap, start, end int, lvl int8) {
 		}
 		first, blank = false, false
 		before := len(sp.units)
-		sp.add(g, us, off+e, l, stageWords)
+		sp.add(g, off, off+e, l, stageWords) // blocks are trimmed: the first line starts on its text
 		for _, u := range sp.units[before:] {
 			total += u.cost()
 		}
@@ -407,7 +396,7 @@ func (sp *splitter) paraUnits(gap, start, end int, lvl int8) {
 			continue
 		}
 		s, e := trimSpan(line, 0, len(line))
-		if s < e && startsItem(line[s:e]) {
+		if startsItem(line[s:e]) {
 			emit(itemStart, off)
 			itemStart = off + s
 			l = lvlLine
@@ -419,11 +408,8 @@ func (sp *splitter) paraUnits(gap, start, end int, lvl int8) {
 // pack groups the section's units into chunks and calls emit for each with
 // its range in sp.text and its exact token count.
 func (sp *splitter) pack(emit func(start, end, tok int)) {
+	minFill := max(sp.st.max/3, 1)
 	max, overlap, count := sp.st.max, sp.st.overlap, sp.st.count
-	minFill := max / 3
-	if minFill < 1 {
-		minFill = 1
-	}
 	ovStart, ovTok := -1, 0 // overlap carried into the next chunk
 	i := 0
 	for i < len(sp.units) {

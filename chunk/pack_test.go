@@ -182,6 +182,7 @@ func TestAlignRuneAndNextRune(t *testing.T) {
 		{6, 0, 11, 6}, // a boundary stays
 		{9, 7, 11, 7}, // never below min
 		{4, 4, 11, 4},
+		{1, 4, 11, 4}, // below min: min
 		{3, 1, 3, 3},
 	} {
 		if got := alignRune(text, c.p, c.min, c.end); got != c.want {
