@@ -410,13 +410,13 @@ func (sp *splitter) paraUnits(gap, start, end int, lvl int8) {
 func (sp *splitter) pack(emit func(start, end, tok int)) {
 	minFill := max(sp.st.max/3, 1)
 	max, overlap, count := sp.st.max, sp.st.overlap, sp.st.count
-	ovStart, ovTok := -1, 0 // overlap carried into the next chunk
+	ov, ovStart, ovTok := false, 0, 0 // overlap carried into the next chunk, when ov
 	i := 0
 	for i < len(sp.units) {
 		us := sp.units
 		tok, j := ovTok, i
 		run := 0 // bytes of the long word being cut, if any
-		if ovStart >= 0 && us[i].lvl == lvlRune {
+		if ov && us[i].lvl == lvlRune {
 			// The overlap ends inside that word: count its part too.
 			p := us[i].start
 			for p > ovStart {
@@ -430,7 +430,7 @@ func (sp *splitter) pack(emit func(start, end, tok int)) {
 		}
 		for j < len(us) {
 			c := us[j].cost()
-			if j == i && ovStart < 0 {
+			if j == i && !ov {
 				c = us[j].tok // the whitespace before a chunk is not in it
 			}
 			if tok+c > max {
@@ -448,22 +448,22 @@ func (sp *splitter) pack(emit func(start, end, tok int)) {
 			j++
 		}
 		if j == i {
-			if ovStart >= 0 {
-				ovStart, ovTok = -1, 0 // no room for the overlap
+			if ov {
+				ov, ovTok = false, 0 // no room for the overlap
 				continue
 			}
 			j = i + 1 // a unit over the budget that cannot be split
 		}
 		cut := j
 		if j < len(us) {
-			cut = chooseCut(us, i, j, ovTok, minFill, ovStart < 0)
+			cut = chooseCut(us, i, j, ovTok, minFill, !ov)
 		}
 		// Count the chunk exactly; give units back while it does not fit.
 		var start, end, n int
 		resplit := false
 		for {
 			start = us[i].start
-			if ovStart >= 0 {
+			if ov {
 				start = ovStart
 			}
 			end = us[cut-1].end
@@ -475,8 +475,8 @@ func (sp *splitter) pack(emit func(start, end, tok int)) {
 				cut--
 				continue
 			}
-			if ovStart >= 0 {
-				ovStart, ovTok = -1, 0
+			if ov {
+				ov, ovTok = false, 0
 				continue
 			}
 			if sp.splitUnit(i) {
@@ -488,10 +488,10 @@ func (sp *splitter) pack(emit func(start, end, tok int)) {
 			continue
 		}
 		emit(start, end, n)
-		hadOverlap := ovStart >= 0
-		ovStart, ovTok = -1, 0
+		hadOverlap := ov
+		ov, ovTok = false, 0
 		if overlap > 0 && cut < len(us) {
-			ovStart, ovTok = sp.overlapStart(i, cut, start, hadOverlap)
+			ovStart, ovTok, ov = sp.overlapStart(i, cut, start, hadOverlap)
 		}
 		i = cut
 	}
@@ -501,7 +501,7 @@ func (sp *splitter) pack(emit func(start, end, tok int)) {
 // fit: at the strongest boundary that leaves at least minFill tokens in the
 // chunk (the latest such boundary among equals), or at j.
 func chooseCut(us []unit, i, j, base, minFill int, bare bool) int {
-	best, bestLvl := -1, int8(-1)
+	best, bestLvl := j, lvlRune // j when no boundary leaves minFill
 	t := base
 	for c := i + 1; c <= j; c++ {
 		if c-1 == i && bare {
@@ -515,9 +515,6 @@ func chooseCut(us []unit, i, j, base, minFill int, bare bool) int {
 		if l := us[c].lvl; l >= bestLvl {
 			best, bestLvl = c, l
 		}
-	}
-	if best < 0 {
-		return j
 	}
 	return best
 }
@@ -547,9 +544,9 @@ func (sp *splitter) splitUnit(i int) bool {
 // overlapStart returns where the chunk after units [i, cut) starts, and the
 // exact token count of the text it repeats: the longest tail of whole units
 // within the overlap budget or else the longest tail of words of the last
-// unit. The start is always after chunkStart. It returns -1 when nothing
+// unit. The start is always after chunkStart. ok is false when nothing
 // fits.
-func (sp *splitter) overlapStart(i, cut, chunkStart int, hadOverlap bool) (int, int) {
+func (sp *splitter) overlapStart(i, cut, chunkStart int, hadOverlap bool) (start, tok int, ok bool) {
 	us, overlap, text := sp.units, sp.st.overlap, sp.text
 	end := us[cut-1].end
 	exact := func(s int) (int, bool) {
@@ -572,7 +569,7 @@ func (sp *splitter) overlapStart(i, cut, chunkStart int, hadOverlap bool) (int, 
 			continue // inside a word
 		}
 		if n, ok := exact(us[k].start); ok {
-			return us[k].start, n
+			return us[k].start, n, true
 		}
 	}
 	// Words of the last unit, from its end. (A unit cut between runes holds
@@ -580,9 +577,9 @@ func (sp *splitter) overlapStart(i, cut, chunkStart int, hadOverlap bool) (int, 
 	// repeated by whole lines.
 	last := us[cut-1]
 	if last.code {
-		return -1, 0
+		return 0, 0, false
 	}
-	best := -1
+	best, found := 0, false
 	we := last.end
 	acc = 0
 	for {
@@ -611,13 +608,13 @@ func (sp *splitter) overlapStart(i, cut, chunkStart int, hadOverlap bool) (int, 
 			break
 		}
 		acc += t
-		best = ws
+		best, found = ws, true
 		we = pe
 	}
 	// Check exactly, moving to later words while the estimate was short.
-	for best >= 0 && best < end {
+	for found && best < end {
 		if n, ok := exact(best); ok {
-			return best, n
+			return best, n, true
 		}
 		for best < end { // skip the word
 			r, size := utf8.DecodeRuneInString(text[best:end])
@@ -634,5 +631,5 @@ func (sp *splitter) overlapStart(i, cut, chunkStart int, hadOverlap bool) (int, 
 			best += size
 		}
 	}
-	return -1, 0
+	return 0, 0, false
 }
