@@ -91,10 +91,8 @@ func (f Format) String() string {
 // such as "; charset=utf-8" ignored) are accepted too. Any other name yields
 // an error wrapping ErrUnknownFormat.
 func ParseFormat(s string) (Format, error) {
-	name := strings.ToLower(strings.TrimSpace(s))
-	if i := strings.IndexByte(name, ';'); i >= 0 {
-		name = strings.TrimSpace(name[:i])
-	}
+	name, _, _ := strings.Cut(s, ";") // media type parameters
+	name = strings.ToLower(strings.TrimSpace(name))
 	switch name {
 	case "text", "txt", "plain", "text/plain":
 		return Text, nil
@@ -192,10 +190,7 @@ func (o *Options) settings() settings {
 		s.count = o.Count
 		s.maxChunks = max(o.MaxChunks, 0)
 	}
-	if s.overlap >= (s.max+1)/2 {
-		// Strictly below MaxTokens/2.
-		s.overlap = (s.max+1)/2 - 1
-	}
+	s.overlap = min(s.overlap, (s.max+1)/2-1) // strictly below MaxTokens/2
 	if s.count == nil {
 		s.count = tokens.Default().Count
 	}

@@ -106,9 +106,7 @@ const maxTitle = 200
 // capTitle collapses whitespace in a heading title and shortens it to at
 // most maxTitle bytes (plus an ellipsis), at a word boundary when it can.
 func capTitle(s string) string {
-	if len(s) > 4*maxTitle {
-		s = s[:4*maxTitle]
-	}
+	s = s[:min(len(s), 4*maxTitle)]
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) <= maxTitle {
 		return s

@@ -114,11 +114,12 @@ func (sp *splitter) sectionUnits(blocks []block) {
 	}
 }
 
-// countFrom counts text[gap:end] with at most gapContext bytes of the
-// whitespace [gap, start); it returns the count and the estimate for the
-// whitespace left out.
-func (sp *splitter) countFrom(gap, start, end int) (tok, extra int) {
-	g := gap
+// countStart returns where the count of a unit starting at start begins:
+// at most gapContext bytes into the whitespace [gap, start), on a rune
+// boundary, and the estimate (one token per byte) of the whitespace left
+// out.
+func (sp *splitter) countStart(gap, start int) (g, extra int) {
+	g = gap
 	if start-gap > gapContext {
 		g = start - gapContext
 		for g < start && !utf8.RuneStart(sp.text[g]) {
@@ -126,22 +127,30 @@ func (sp *splitter) countFrom(gap, start, end int) (tok, extra int) {
 		}
 		extra = g - gap
 	}
+	return g, extra
+}
+
+// countFrom counts text[gap:end] as countStart bounds it; it returns the
+// count and the estimate for the whitespace left out.
+func (sp *splitter) countFrom(gap, start, end int) (tok, extra int) {
+	g, extra := sp.countStart(gap, start)
 	return sp.st.count(sp.text[g:end]), extra
 }
 
 // add appends the unit [start, end) that follows the whitespace from gap,
-// splitting it further at the given stage when it exceeds the budget.
+// splitting it further at the given stage when it exceeds the budget. A
+// unit with a long run (more than longWord bytes of one word or of
+// whitespace) is refined before it is counted, and so is a word (the rune
+// stage), which refine counts whole first and cuts only when it does not
+// fit. Only a unit longer than longWord can hold a long run: the length
+// test spares the scan of every other (a sixth of Split's time).
 func (sp *splitter) add(gap, start, end int, lvl, stage int8) {
-	if stage < stageRunes && end-start > longWord && hasLongRun(sp.text[start:end], longWord) {
-		sp.refine(gap, start, end, lvl, stage)
-		return
-	}
-	if stage == stageRunes && end-start > longWord {
+	if stage == stageRunes || end-start > longWord && hasLongRun(sp.text[start:end], longWord) {
 		sp.refine(gap, start, end, lvl, stage)
 		return
 	}
 	tok, extra := sp.countFrom(gap, start, end)
-	if tok <= sp.st.max || stage == stageNone {
+	if tok <= sp.st.max {
 		sp.units = append(sp.units, unit{start: start, end: end, tok: tok, extra: extra, lvl: lvl, stage: stage})
 		sp.lim.unit()
 		return
@@ -174,7 +183,7 @@ func (sp *splitter) refine(gap, start, end int, lvl, stage int8) {
 	start, end = trimSpan(text, start, end) // code lines start on their indentation
 	switch stage {
 	case stageLines:
-		if strings.IndexByte(text[start:end], '\n') < 0 {
+		if !strings.Contains(text[start:end], "\n") {
 			sp.refine(gap, start, end, lvl, stageWords)
 			return
 		}
@@ -193,12 +202,7 @@ func (sp *splitter) refine(gap, start, end int, lvl, stage int8) {
 			g, l = off+e, lvlSoftLine
 		}
 	case stageWords:
-		n := 0
-		forWords(text, start, end, func(ws, we int) { n++ })
-		if n <= 1 {
-			sp.refine(gap, start, end, lvl, stageRunes)
-			return
-		}
+		// Each word goes to the rune stage (a single word as well).
 		g, l := gap, lvl
 		forWords(text, start, end, func(ws, we int) {
 			sp.add(g, ws, we, l, stageRunes)
@@ -209,16 +213,14 @@ func (sp *splitter) refine(gap, start, end int, lvl, stage int8) {
 		// the budget.
 		g, s, l := gap, start, lvl
 		for s < end {
+			one := nextRune(text, s, end) // at least one rune is taken
 			pe := end
-			if end-start > longWord && pe-s > wordPiece {
-				pe = alignRune(text, s+wordPiece, s+1, end)
-				if pe <= s {
-					pe = nextRune(text, s, end)
-				}
+			if end-start > longWord {
+				pe = alignRune(text, s+wordPiece, one, end)
 			}
 			n, t, extra := sp.fitPrefix(g, s, pe)
 			st := stageRunes
-			if _, size := utf8.DecodeRuneInString(text[s:end]); s+size == n {
+			if n == one {
 				st = stageNone
 			}
 			sp.units = append(sp.units, unit{start: s, end: n, tok: t, extra: extra, lvl: l, stage: st})
@@ -258,24 +260,19 @@ func forWords(text string, start, end int, fn func(ws, we int)) {
 // rune is always taken.
 func (sp *splitter) fitPrefix(gap, start, end int) (n, tok, extra int) {
 	text, max := sp.text, sp.st.max
-	g := gap
-	if start-gap > gapContext {
-		g = start - gapContext
-		for g < start && !utf8.RuneStart(text[g]) {
-			g++
-		}
-		extra = g - gap
-	}
+	g, extra := sp.countStart(gap, start)
 	count := func(n int) int { return sp.st.count(text[g:n]) }
-	_, first := utf8.DecodeRuneInString(text[start:end])
+	one := nextRune(text, start, end) // the end of the first rune
 	if t := count(end); t <= max {
 		return end, t, extra
 	}
 	lo, loTok := start, 0 // [start, lo) fits (lo == start: nothing taken yet)
 	hi, hiTok := end, max+1
-	// Gallop from an estimate of a few bytes per token.
-	for probe := start + 4*max + 4; probe < hi && probe > lo; probe = start + 2*(probe-start) {
-		p := alignRune(text, probe, start+first, end)
+	// Gallop from an estimate of a few bytes per token. A probe aligns
+	// back to a rune start at or after the last one found to fit, so every
+	// probe is past lo.
+	for probe := start + 4*max + 4; probe < hi; probe = start + 2*(probe-start) {
+		p := alignRune(text, probe, one, end)
 		t := count(p)
 		if t > max {
 			hi, hiTok = p, t
@@ -283,15 +280,16 @@ func (sp *splitter) fitPrefix(gap, start, end int) (n, tok, extra int) {
 		}
 		lo, loTok = p, t
 	}
-	// Interpolate, falling back to bisection every other step.
-	for step := 0; ; step++ {
+	// Interpolate, falling back to bisection every other step (hiTok is
+	// over the budget and loTok within it, so hiTok > loTok).
+	for bisect := false; ; bisect = !bisect {
 		var p int
-		if step%2 == 0 && hiTok > loTok {
-			p = lo + int(int64(hi-lo)*int64(max-loTok)/int64(hiTok-loTok))
-		} else {
+		if bisect {
 			p = lo + (hi-lo)/2
+		} else {
+			p = lo + int(int64(hi-lo)*int64(max-loTok)/int64(hiTok-loTok))
 		}
-		p = alignRune(text, p, start+first, end)
+		p = alignRune(text, p, one, end)
 		if p <= lo {
 			p = nextRune(text, lo, end)
 		}
@@ -307,7 +305,7 @@ func (sp *splitter) fitPrefix(gap, start, end int) (n, tok, extra int) {
 	}
 	if lo == start {
 		// Not even one rune fits: take it alone.
-		lo = start + first
+		lo = one
 		loTok = count(lo)
 	}
 	return lo, loTok, extra
@@ -318,20 +316,16 @@ func alignRune(text string, p, min, end int) int {
 	if p >= end {
 		return end
 	}
+	p = max(p, min)
 	for p > min && !utf8.RuneStart(text[p]) {
 		p--
-	}
-	if p < min {
-		p = min
 	}
 	return p
 }
 
-// nextRune returns the offset of the rune after the one at p.
+// nextRune returns the offset of the rune after the one at p, for p <= end
+// (end itself at the end).
 func nextRune(text string, p, end int) int {
-	if p >= end {
-		return end
-	}
 	_, size := utf8.DecodeRuneInString(text[p:end])
 	return p + size
 }
@@ -357,10 +351,6 @@ func (sp *splitter) codeUnits(gap, start, end int, lvl int8) {
 			blank = true
 			continue
 		}
-		us := off
-		if first {
-			us = off + s
-		}
 		if !first {
 			l = lvlSentence
 			if blank {
@@ -369,7 +359,7 @@ func (sp *splitter) codeUnits(gap, start, end int, lvl int8) {
 		}
 		first, blank = false, false
 		before := len(sp.units)
-		sp.add(g, us, off+e, l, stageWords)
+		sp.add(g, off, off+e, l, stageWords) // blocks are trimmed: the first line starts on its text
 		for _, u := range sp.units[before:] {
 			total += u.cost()
 		}
@@ -407,7 +397,7 @@ func (sp *splitter) paraUnits(gap, start, end int, lvl int8) {
 			continue
 		}
 		s, e := trimSpan(line, 0, len(line))
-		if s < e && startsItem(line[s:e]) {
+		if startsItem(line[s:e]) {
 			emit(itemStart, off)
 			itemStart = off + s
 			l = lvlLine
@@ -419,18 +409,15 @@ func (sp *splitter) paraUnits(gap, start, end int, lvl int8) {
 // pack groups the section's units into chunks and calls emit for each with
 // its range in sp.text and its exact token count.
 func (sp *splitter) pack(emit func(start, end, tok int)) {
+	minFill := max(sp.st.max/3, 1)
 	max, overlap, count := sp.st.max, sp.st.overlap, sp.st.count
-	minFill := max / 3
-	if minFill < 1 {
-		minFill = 1
-	}
-	ovStart, ovTok := -1, 0 // overlap carried into the next chunk
+	ov, ovStart, ovTok := false, 0, 0 // overlap carried into the next chunk, when ov
 	i := 0
 	for i < len(sp.units) {
 		us := sp.units
 		tok, j := ovTok, i
 		run := 0 // bytes of the long word being cut, if any
-		if ovStart >= 0 && us[i].lvl == lvlRune {
+		if ov && us[i].lvl == lvlRune {
 			// The overlap ends inside that word: count its part too.
 			p := us[i].start
 			for p > ovStart {
@@ -444,7 +431,7 @@ func (sp *splitter) pack(emit func(start, end, tok int)) {
 		}
 		for j < len(us) {
 			c := us[j].cost()
-			if j == i && ovStart < 0 {
+			if j == i && !ov {
 				c = us[j].tok // the whitespace before a chunk is not in it
 			}
 			if tok+c > max {
@@ -462,22 +449,22 @@ func (sp *splitter) pack(emit func(start, end, tok int)) {
 			j++
 		}
 		if j == i {
-			if ovStart >= 0 {
-				ovStart, ovTok = -1, 0 // no room for the overlap
+			if ov {
+				ov, ovTok = false, 0 // no room for the overlap
 				continue
 			}
 			j = i + 1 // a unit over the budget that cannot be split
 		}
 		cut := j
 		if j < len(us) {
-			cut = chooseCut(us, i, j, ovTok, minFill, ovStart < 0)
+			cut = chooseCut(us, i, j, ovTok, minFill, !ov)
 		}
 		// Count the chunk exactly; give units back while it does not fit.
 		var start, end, n int
 		resplit := false
 		for {
 			start = us[i].start
-			if ovStart >= 0 {
+			if ov {
 				start = ovStart
 			}
 			end = us[cut-1].end
@@ -489,8 +476,8 @@ func (sp *splitter) pack(emit func(start, end, tok int)) {
 				cut--
 				continue
 			}
-			if ovStart >= 0 {
-				ovStart, ovTok = -1, 0
+			if ov {
+				ov, ovTok = false, 0
 				continue
 			}
 			if sp.splitUnit(i) {
@@ -502,10 +489,10 @@ func (sp *splitter) pack(emit func(start, end, tok int)) {
 			continue
 		}
 		emit(start, end, n)
-		hadOverlap := ovStart >= 0
-		ovStart, ovTok = -1, 0
+		hadOverlap := ov
+		ov, ovTok = false, 0
 		if overlap > 0 && cut < len(us) {
-			ovStart, ovTok = sp.overlapStart(i, cut, start, hadOverlap)
+			ovStart, ovTok, ov = sp.overlapStart(i, cut, start, hadOverlap)
 		}
 		i = cut
 	}
@@ -515,7 +502,7 @@ func (sp *splitter) pack(emit func(start, end, tok int)) {
 // fit: at the strongest boundary that leaves at least minFill tokens in the
 // chunk (the latest such boundary among equals), or at j.
 func chooseCut(us []unit, i, j, base, minFill int, bare bool) int {
-	best, bestLvl := -1, int8(-1)
+	best, bestLvl := j, lvlRune // j when no boundary leaves minFill
 	t := base
 	for c := i + 1; c <= j; c++ {
 		if c-1 == i && bare {
@@ -529,9 +516,6 @@ func chooseCut(us []unit, i, j, base, minFill int, bare bool) int {
 		if l := us[c].lvl; l >= bestLvl {
 			best, bestLvl = c, l
 		}
-	}
-	if best < 0 {
-		return j
 	}
 	return best
 }
@@ -561,9 +545,9 @@ func (sp *splitter) splitUnit(i int) bool {
 // overlapStart returns where the chunk after units [i, cut) starts, and the
 // exact token count of the text it repeats: the longest tail of whole units
 // within the overlap budget or else the longest tail of words of the last
-// unit. The start is always after chunkStart. It returns -1 when nothing
+// unit. The start is always after chunkStart. ok is false when nothing
 // fits.
-func (sp *splitter) overlapStart(i, cut, chunkStart int, hadOverlap bool) (int, int) {
+func (sp *splitter) overlapStart(i, cut, chunkStart int, hadOverlap bool) (start, tok int, ok bool) {
 	us, overlap, text := sp.units, sp.st.overlap, sp.text
 	end := us[cut-1].end
 	exact := func(s int) (int, bool) {
@@ -586,7 +570,7 @@ func (sp *splitter) overlapStart(i, cut, chunkStart int, hadOverlap bool) (int, 
 			continue // inside a word
 		}
 		if n, ok := exact(us[k].start); ok {
-			return us[k].start, n
+			return us[k].start, n, true
 		}
 	}
 	// Words of the last unit, from its end. (A unit cut between runes holds
@@ -594,9 +578,9 @@ func (sp *splitter) overlapStart(i, cut, chunkStart int, hadOverlap bool) (int, 
 	// repeated by whole lines.
 	last := us[cut-1]
 	if last.code {
-		return -1, 0
+		return 0, 0, false
 	}
-	best := -1
+	best, found := 0, false
 	we := last.end
 	acc = 0
 	for {
@@ -625,13 +609,13 @@ func (sp *splitter) overlapStart(i, cut, chunkStart int, hadOverlap bool) (int, 
 			break
 		}
 		acc += t
-		best = ws
+		best, found = ws, true
 		we = pe
 	}
 	// Check exactly, moving to later words while the estimate was short.
-	for best >= 0 && best < end {
+	for found && best < end {
 		if n, ok := exact(best); ok {
-			return best, n
+			return best, n, true
 		}
 		for best < end { // skip the word
 			r, size := utf8.DecodeRuneInString(text[best:end])
@@ -648,5 +632,5 @@ func (sp *splitter) overlapStart(i, cut, chunkStart int, hadOverlap bool) (int, 
 			best += size
 		}
 	}
-	return -1, 0
+	return 0, 0, false
 }

@@ -182,6 +182,7 @@ func TestAlignRuneAndNextRune(t *testing.T) {
 		{6, 0, 11, 6}, // a boundary stays
 		{9, 7, 11, 7}, // never below min
 		{4, 4, 11, 4},
+		{1, 4, 11, 4}, // below min: min
 		{3, 1, 3, 3},
 	} {
 		if got := alignRune(text, c.p, c.min, c.end); got != c.want {
@@ -460,6 +461,29 @@ func TestCodeOverlapIsWholeLines(t *testing.T) {
 // A chunk holds at most maxWordRun bytes of one long word however large the
 // budget (no longer run reaches the counter), and that much when the word
 // is longer.
+// A piece of a word longer than longWord never cuts a valid rune, even when
+// stray continuation bytes follow it (there, a rune start is found only by
+// going back to the rune the piece starts with).
+func TestLongWordPieceKeepsAValidRune(t *testing.T) {
+	for _, r := range []string{"é", "中", "😀"} {
+		src := "x " + r + strings.Repeat("\x80", 1100)
+		cs := Split(src, Text, &Options{MaxTokens: 1, Count: runeCount})
+		var rebuilt strings.Builder
+		for _, c := range cs {
+			rebuilt.WriteString(c.Text)
+			if strings.HasPrefix(c.Text, r[1:2]) {
+				t.Errorf("%q: chunk %d starts inside %s: %q", r, c.Index, r, c.Text)
+			}
+		}
+		if rebuilt.String() != strings.ReplaceAll(src, " ", "") {
+			t.Errorf("%q: the chunks do not rebuild the text", r)
+		}
+		if len(cs) < 2 || cs[1].Text != r {
+			t.Errorf("%q: second chunk %q, want the rune alone", r, cs[1].Text)
+		}
+	}
+}
+
 func TestLongWordRunPerChunk(t *testing.T) {
 	word := strings.Repeat("abcdefghij", 1500)
 	src := "Before the word " + word + " after it."

@@ -554,6 +554,7 @@ var clauseStarters = map[string]bool{
 	"did": true, "so": true, "but": true, "and": true, "because": true, "since": true,
 	"though": true, "although": true, "thanks": true, "thank": true, "also": true, "btw": true,
 	"always": true, "never": true, "remember": true, "note": true, "keep": true, "be": true,
+	"bear": true, "don't": true, "speak": true,
 	"explain": true, "eli5": true, "it": true, "it's": true, "this": true, "that": true,
 	"there": true, "we": true, "if": true, "unless": true, "as": true, "then": true, "now": true,
 	"just": true, "he": true, "she": true, "they": true, "hi": true, "hello": true, "hey": true,

@@ -223,6 +223,30 @@ func TestGreetingBeforeStatement(t *testing.T) {
 	}
 }
 
+// A statement after a comma that ends words which are no lead-in ("Thanks
+// for tips 1 and 2, …"): the comma starts a clause before "don't", "bear"
+// and "speak" as it does before "never" or "keep", so the statement is found
+// with exactly its words.
+func TestStatementAfterACommaClause(t *testing.T) {
+	for _, tc := range []struct{ msg, content, match string }{
+		{"Thanks for tips 1 and 2, don't forget that I live in Berlin", "User lives in Berlin", "don't forget that I live in Berlin"},
+		{"Thanks for the tips, don’t forget that I’m colour-blind", "User is colour-blind", "don’t forget that I’m colour-blind"},
+		{"Thanks for tips 1 and 2, bear in mind that I work night shifts!", "User works night shifts", "bear in mind that I work night shifts"},
+		{"That helped a lot, speak to me like I'm 5", "Explain like the user is 5 years old", "speak to me like I'm 5"},
+		{"Thanks for tips 1 and 2, I'm a nurse", "User is a nurse", "I'm a nurse"},
+	} {
+		in := DetectPreferenceIntent(tc.msg)
+		if in == nil || in.Content != tc.content || in.Match != tc.match {
+			t.Errorf("DetectPreferenceIntent(%q) = %+v, want content %q, match %q", tc.msg, in, tc.content, tc.match)
+		}
+	}
+	for _, msg := range []string{"Thanks for tips 1 and 2, don't forget the milk", "Thanks, speak slowly please"} {
+		if in := DetectPreferenceIntent(msg); in != nil {
+			t.Errorf("DetectPreferenceIntent(%q) = %+v, want nil", msg, in)
+		}
+	}
+}
+
 func TestContentCapExact(t *testing.T) {
 	word := strings.Repeat("x", 9) + " " // 10 runes
 	exact := strings.TrimSpace(strings.Repeat(word, 30))

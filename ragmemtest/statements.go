@@ -28,7 +28,7 @@ var (
 		"I have a question about caching. ", "Sorry for the long message. ", "So, ", "Also, ", "(Side note) ",
 		"Long day; ", "One thing — ", "Good question - ", "Ticket 42: ", "Hello \n",
 		"Here's the article https://example.com/post - ", "Summarize the notes from 10:30 later. ", "So -\n",
-		"Thanks for tips 1 and 2,\n", "Got it. , "}
+		"Thanks for tips 1 and 2,\n", "Got it. , ", "Thanks for tips 1 and 2, "}
 	stmtTails = []string{"", ".", "!", " and I need help with my project.", ", so keep that in mind.", " :)",
 		". What is a vector index?", " - thanks!", ".\n\nCan you help me with a query?", ", can you help me with a query?",
 		" :3", " \nCan you help me with a query?"}
@@ -389,9 +389,10 @@ var ordinaryForms = []func(o int) string{
 }
 
 // PlainStatements returns every statement form of GenStatement with every
-// object of its lists, without lead, tail or change of case: a property
-// checks them all before its random cases, so that every object is tried in
-// every run, whatever the seed.
+// object of its lists, without lead, tail or change of case, and then the
+// first form after each of its leads: a property checks them all before its
+// random cases, so that every object and every lead is tried in every run,
+// whatever the seed.
 func PlainStatements() []Statement {
 	var out []Statement
 	seen := map[string]bool{}
@@ -402,6 +403,9 @@ func PlainStatements() []Statement {
 				out = append(out, s)
 			}
 		}
+	}
+	for l := 1; l < len(stmtLeads); l++ {
+		out = append(out, buildStatement(l, 0, 0, 0, 0))
 	}
 	return out
 }
