@@ -3,8 +3,10 @@ package weaviate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-openapi/strfmt"
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/fault"
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
 	"github.com/weaviate/weaviate/entities/models"
@@ -715,18 +718,33 @@ const (
 	kindIntent = "intent"
 )
 
-// Meta implements driver.Backend.
+// Meta implements driver.Backend. It reads the setting by its id, which
+// Weaviate answers from as many replicas as the consistency level asks for
+// (the newest copy wins); a filtered query searches one replica only, and
+// missed a setting that replica had not received yet (one written while a
+// node that has since died held it, TestClusterSurvivesANodeKill).
 func (b *Backend) Meta(ctx context.Context, k string) (string, bool, error) {
 	if err := b.usable(); err != nil {
 		return "", false, err
 	}
-	objs, err := b.metaObjects(ctx, "read setting", whereIDs([]string{b.metaID(k)}))
+	g := b.c.Data().ObjectsGetter().WithClassName(MetaClass).WithID(b.metaID(k))
+	if b.metaReplicated {
+		g = g.WithConsistencyLevel(b.cl)
+	}
+	objs, err := g.Do(ctx)
+	var ce *fault.WeaviateClientError
+	if errors.As(err, &ce) && ce.StatusCode == http.StatusNotFound {
+		return "", false, nil
+	}
 	if err != nil {
-		return "", false, err
+		return "", false, b.wrap("read setting", err)
 	}
 	for _, o := range objs {
-		if o.Key == k && o.Kind == kindMeta {
-			return o.Value, true, nil
+		p, _ := o.Properties.(map[string]any)
+		key, _ := p[mKey].(string)
+		kind, _ := p[mKind].(string)
+		if v, ok := p[mValue].(string); ok && key == k && kind == kindMeta {
+			return v, true, nil
 		}
 	}
 	return "", false, nil
