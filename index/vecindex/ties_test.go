@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -41,7 +42,7 @@ func TestTiesAtTheCutByID(t *testing.T) {
 	lowest := func(prefix string, n int) []string {
 		var ids []string
 		for _, it := range items {
-			if len(it.ID) > len(prefix) && it.ID[:len(prefix)] == prefix {
+			if strings.HasPrefix(it.ID, prefix) {
 				ids = append(ids, it.ID)
 			}
 		}
@@ -64,11 +65,11 @@ func TestTiesAtTheCutByID(t *testing.T) {
 			add := slices.Clone(items)
 			switch order {
 			case "in reverse id order":
-				slices.SortFunc(add, func(a, b Item) int { return -cmpString(a.ID, b.ID) })
+				slices.SortFunc(add, func(a, b Item) int { return strings.Compare(b.ID, a.ID) })
 			case "shuffled":
 				r.Shuffle(len(add), func(i, j int) { add[i], add[j] = add[j], add[i] })
 			default:
-				slices.SortFunc(add, func(a, b Item) int { return cmpString(a.ID, b.ID) })
+				slices.SortFunc(add, func(a, b Item) int { return strings.Compare(a.ID, b.ID) })
 			}
 			opts := p.opts
 			x := New(&opts)
@@ -91,7 +92,7 @@ func TestTiesAtTheCutByID(t *testing.T) {
 				}
 				var got []string
 				for _, h := range res {
-					if len(h.ID) > len(c.prefix) && h.ID[:len(c.prefix)] == c.prefix {
+					if strings.HasPrefix(h.ID, c.prefix) {
 						got = append(got, h.ID)
 					}
 				}
@@ -100,51 +101,6 @@ func TestTiesAtTheCutByID(t *testing.T) {
 				}
 			}
 			x.Close()
-		}
-	}
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// TestIDKeyOrdersLikeIDs: where two ids' keys differ, the keys order them
-// as the strings do (short ids, ids that are prefixes of others, zero and
-// high bytes included), so idLess, which compares strings only for equal
-// keys, is the ids' order.
-func TestIDKeyOrdersLikeIDs(t *testing.T) {
-	r := rand.New(rand.NewSource(11))
-	alphabet := []byte{0, 1, 'a', 'b', 'z', 0x7f, 0x80, 0xff}
-	gen := func() string {
-		b := make([]byte, r.Intn(12))
-		for i := range b {
-			b[i] = alphabet[r.Intn(len(alphabet))]
-		}
-		return string(b)
-	}
-	head := func(s string) string { return (s + "\x00\x00\x00\x00\x00\x00\x00\x00")[:8] }
-	x := New(nil)
-	for i := 0; i < 20000; i++ {
-		a, b := gen(), gen()
-		if r.Intn(4) == 0 {
-			b = a + gen() // a prefix of b
-		}
-		ka, kb := idKey(a), idKey(b)
-		if (ka == kb) != (head(a) == head(b)) {
-			t.Fatalf("idKey(%q) = %x, idKey(%q) = %x: the keys of ids whose first eight bytes differ must differ, and only theirs", a, ka, b, kb)
-		}
-		if ka != kb && (ka < kb) != (a < b) {
-			t.Fatalf("idKey(%q) = %x, idKey(%q) = %x: not the strings' order", a, ka, b, kb)
-		}
-		x.ids, x.idKeys = []string{a, b}, []uint64{ka, kb}
-		if x.idLess(0, 1) != (a < b) || x.idLess(1, 0) != (b < a) {
-			t.Fatalf("idLess(%q, %q) = %v", a, b, x.idLess(0, 1))
 		}
 	}
 }
