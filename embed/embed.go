@@ -77,17 +77,8 @@ type WordMatcher interface {
 // [WordMatcher] in e's chain of [Unwrapper] wrappers decides, and an
 // embedder that says nothing does not.
 func MatchesWords(e Embedder) bool {
-	for i := 0; i < 64 && e != nil; i++ {
-		if wm, ok := e.(WordMatcher); ok {
-			return wm.MatchesWords()
-		}
-		u, ok := e.(Unwrapper)
-		if !ok {
-			break
-		}
-		e = u.Unwrap()
-	}
-	return false
+	wm, ok := through[WordMatcher](e)
+	return ok && wm.MatchesWords()
 }
 
 // Errors returned by this package. They are wrapped with context; test with errors.Is.

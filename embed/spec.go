@@ -323,14 +323,13 @@ func Inner(e Embedder) Embedder {
 	return e
 }
 
-// Concurrency returns the request concurrency of an embedder that splits
-// large inputs into concurrent requests itself (an [OpenAI] embedder,
-// possibly wrapped), and 0 for one that does not. Callers embedding many
-// texts hand the former all of them in one call, and fan out over the latter.
-func Concurrency(e Embedder) int {
+// through returns the first embedder in e's chain of [Unwrapper] wrappers
+// (e itself first) that implements T, and false when none does (or the
+// chain is deeper than 64, which only a cycle makes it).
+func through[T any](e Embedder) (T, bool) {
 	for i := 0; i < 64 && e != nil; i++ {
-		if c, ok := e.(interface{ Concurrency() int }); ok {
-			return c.Concurrency()
+		if t, ok := e.(T); ok {
+			return t, true
 		}
 		u, ok := e.(Unwrapper)
 		if !ok {
@@ -338,21 +337,26 @@ func Concurrency(e Embedder) int {
 		}
 		e = u.Unwrap()
 	}
+	var zero T
+	return zero, false
+}
+
+// Concurrency returns the request concurrency of an embedder that splits
+// large inputs into concurrent requests itself (an [OpenAI] embedder,
+// possibly wrapped), and 0 for one that does not. Callers embedding many
+// texts hand the former all of them in one call, and fan out over the latter.
+func Concurrency(e Embedder) int {
+	if c, ok := through[interface{ Concurrency() int }](e); ok {
+		return c.Concurrency()
+	}
 	return 0
 }
 
 // SpecOf returns the spec of e, looking through wrappers, and false when no
 // embedder in the chain describes itself.
 func SpecOf(e Embedder) (Spec, bool) {
-	for i := 0; i < 64 && e != nil; i++ {
-		if s, ok := e.(Specifier); ok {
-			return s.Spec(), true
-		}
-		u, ok := e.(Unwrapper)
-		if !ok {
-			break
-		}
-		e = u.Unwrap()
+	if s, ok := through[Specifier](e); ok {
+		return s.Spec(), true
 	}
 	return Spec{}, false
 }
