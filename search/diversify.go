@@ -4,8 +4,8 @@ import (
 	"hash/fnv"
 	"hash/maphash"
 	"slices"
-	"sync"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )

@@ -40,8 +40,8 @@ var ErrBadUnit = fmt.Errorf("search: unknown unit")
 // Unit describes a round or session result: its kind and session, and its
 // turns in order.
 type Unit struct {
-	Kind    string     `json:"kind"`
-	Session string     `json:"session"`
+	Kind    string       `json:"kind"`
+	Session string       `json:"session"`
 	Turns   []UnitMember `json:"turns"`
 }
 
