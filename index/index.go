@@ -47,6 +47,7 @@ import (
 	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/reserved"
 	"github.com/ragmem/ragmem/internal/wal"
 )
 
@@ -89,8 +90,14 @@ var (
 	// ErrBinaryContent: a text or Markdown document whose content looks
 	// like binary data (chunk.Binary), not text.
 	ErrBinaryContent = errors.New("index: document is binary data, not text")
-	ErrClosed        = driver.ErrClosed
-	ErrNotFound      = driver.ErrNotFound
+	// ErrReserved: a write or a removal of what belongs to the memory or
+	// preference store (their document types, attributes, URL schemes or
+	// sources; see internal/reserved). The index itself refuses a document
+	// of another type that would replace one of their sources; rag.Engine
+	// refuses the rest.
+	ErrReserved = errors.New("index: reserved for memories and preferences")
+	ErrClosed   = driver.ErrClosed
+	ErrNotFound = driver.ErrNotFound
 )
 
 // Meta keys the index keeps in the backend.
@@ -700,6 +707,12 @@ func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepa
 		return nil, err
 	}
 	if len(existing) == 1 {
+		if ex := existing[0].DocType; reserved.DocType(ex) && !reserved.DocType(d.DocType) {
+			// Only the store a source belongs to replaces it: a page or a
+			// file indexed under a memory file's URL (a folder holding the
+			// memory directory, say) must not overwrite the memory.
+			return nil, fmt.Errorf("%w: %s holds %s", ErrReserved, truncate(d.SourceURL, 200), reserved.Owner(ex))
+		}
 		p.res.Removed = existing[0].Chunks
 		if existing[0].ContentHash == p.hash {
 			p.res.Unchanged = true
