@@ -706,13 +706,17 @@ func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepa
 	if err != nil {
 		return nil, err
 	}
-	if len(existing) == 1 {
-		if ex := existing[0].DocType; reserved.DocType(ex) && !reserved.DocType(d.DocType) {
-			// Only the store a source belongs to replaces it: a page or a
-			// file indexed under a memory file's URL (a folder holding the
-			// memory directory, say) must not overwrite the memory.
+	if !reserved.DocType(d.DocType) {
+		// Only the store a source belongs to replaces it: a page or a file
+		// indexed under a memory file's URL (a folder holding the memory
+		// directory, say) must not overwrite the memory.
+		if ex, err := ix.ReservedSource(ctx, d.SourceURL); err != nil {
+			return nil, err
+		} else if ex != "" {
 			return nil, fmt.Errorf("%w: %s holds %s", ErrReserved, truncate(d.SourceURL, 200), reserved.Owner(ex))
 		}
+	}
+	if len(existing) == 1 {
 		p.res.Removed = existing[0].Chunks
 		if existing[0].ContentHash == p.hash {
 			p.res.Unchanged = true
@@ -771,6 +775,33 @@ func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepa
 	}
 	p.res.Chunks = len(chunks)
 	return p, nil
+}
+
+// ReservedSource returns the document type of the memory or preference
+// store's source under the (canonical) URL u, or under u without its
+// fragment (a memory's patterns are stored under its file's URL and
+// "#whenToUse"): "" when the store holds none there. Such sources are
+// written and removed only by their stores (ErrReserved).
+func (ix *Index) ReservedSource(ctx context.Context, u string) (string, error) {
+	cands := []string{ix.CanonicalURL(u), strings.TrimSpace(u)}
+	if base, _, ok := strings.Cut(cands[1], "#"); ok {
+		cands = append(cands, base, ix.CanonicalURL(base))
+	}
+	seen := map[string]bool{}
+	for _, c := range cands {
+		if c == "" || seen[c] {
+			continue
+		}
+		seen[c] = true
+		srcs, _, err := ix.be.Sources(ctx, Filter{SourceURL: c}, 0, 1)
+		if err != nil {
+			return "", err
+		}
+		if len(srcs) > 0 && reserved.DocType(srcs[0].DocType) {
+			return srcs[0].DocType, nil
+		}
+	}
+	return "", nil
 }
 
 func cloneAttrs(a map[string]string) map[string]string {

@@ -108,6 +108,9 @@ func clipURL(u string) string {
 // nothing), failing with ErrReserved when it is not a page (a memory or a
 // preference).
 func (e *Engine) pageSource(ctx context.Context, u string) (SourceInfo, bool, error) {
+	if err := e.checkRemovable(ctx, u); err != nil {
+		return SourceInfo{}, true, err // a store's source (or its patterns', "#whenToUse")
+	}
 	srcs, _, err := e.ix.Sources(ctx, Filter{SourceURL: u}, 0, 1)
 	if raw := strings.TrimSpace(u); err == nil && len(srcs) == 0 && e.ix.CanonicalURL(raw) != raw {
 		// A source stored before canonicalisation (with user info, say)

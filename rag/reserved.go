@@ -59,14 +59,12 @@ func (e *Engine) checkRemovable(ctx context.Context, u string) error {
 	if s := reserved.Scheme(u); s != "" {
 		return fmt.Errorf("%w: %s is a source of %s", ErrReserved, clipURL(strings.TrimSpace(u)), reserved.Owner(s))
 	}
-	for _, c := range []string{e.ix.CanonicalURL(u), strings.TrimSpace(u)} {
-		srcs, _, err := e.ix.Backend().Sources(ctx, Filter{SourceURL: c}, 0, 1)
-		if err != nil {
-			return err
-		}
-		if len(srcs) > 0 && reserved.DocType(srcs[0].DocType) {
-			return fmt.Errorf("%w: %s is a %s source: it belongs to %s", ErrReserved, clipURL(c), srcs[0].DocType, reserved.Owner(srcs[0].DocType))
-		}
+	t, err := e.ix.ReservedSource(ctx, u)
+	if err != nil {
+		return err
+	}
+	if t != "" {
+		return fmt.Errorf("%w: %s is a %s source: it belongs to %s", ErrReserved, clipURL(strings.TrimSpace(u)), t, reserved.Owner(t))
 	}
 	return nil
 }

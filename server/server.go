@@ -34,6 +34,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -347,6 +348,20 @@ func (s *Server) HandleLocal(pattern string, h http.Handler) error {
 	s.localOnly[pattern] = true
 	s.mu.Unlock()
 	return nil
+}
+
+// Routes lists the patterns the server serves, its own and those
+// registered with Handle and HandleLocal ("POST /v1/pages", "/mcp"),
+// sorted: for a test or a listing that must visit every route.
+func (s *Server) Routes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.protected))
+	for p := range s.protected {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (s *Server) handle(pattern string, h http.Handler, protected bool) (err error) {
