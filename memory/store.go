@@ -21,6 +21,7 @@ import (
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/internal/reserved"
 	"github.com/ragmem/ragmem/internal/wal"
 	"github.com/ragmem/ragmem/memory/internal/files"
@@ -320,6 +321,17 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 		s.conflictThresh = denseConflictThreshold
 		if s.lexical || s.ix == nil {
 			s.conflictThresh = lexicalConflictThreshold
+		}
+	}
+	if _, err := os.Stat(abs); err == nil {
+		// Memory files go into agents' prompts as the user's own: the
+		// directory must be the user's (internal/perm: ssh's rule).
+		note, err := perm.Dir(abs)
+		if err != nil {
+			return nil, fmt.Errorf("memory: the memory directory: %w", err)
+		}
+		if note != "" {
+			o.Logger.Info(note)
 		}
 	}
 	wal.RemoveStaleTemps(abs, staleTempAge)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/memory/internal/files"
 )
 
@@ -268,6 +269,9 @@ func (s *Store) write(ctx context.Context, slug string, fm Frontmatter, body str
 	entry := FormatEntry(fm, body)
 	path := filepath.Join(s.abs, slug+".md")
 
+	if err := perm.BeforeCreate(s.abs); err != nil {
+		return AddResult{}, fmt.Errorf("memory: the memory directory: %w", err)
+	}
 	if err := os.MkdirAll(s.abs, 0o700); err != nil {
 		return AddResult{}, fmt.Errorf("memory: create the memory directory: %s", files.Pathless(err))
 	}

@@ -44,6 +44,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -279,6 +280,15 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 			anyHost = true
 		}
 		hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
+	}
+	// The data directory is the user's (internal/perm: ssh's rule): one
+	// another user owns or may write is refused, with the fix.
+	note, err := perm.Dir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("server: the data directory: %w", err)
+	}
+	if note != "" {
+		o.Logger.Info(note)
 	}
 	tokens, err := newTokenStore(TokenPath(dir), o.Logger)
 	if err != nil {
