@@ -709,10 +709,17 @@ func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepa
 	if !reserved.DocType(d.DocType) {
 		// Only the store a source belongs to replaces it: a page or a file
 		// indexed under a memory file's URL (a folder holding the memory
-		// directory, say) must not overwrite the memory.
-		if ex, err := ix.ReservedSource(ctx, d.SourceURL); err != nil {
-			return nil, err
-		} else if ex != "" {
+		// directory, say) must not overwrite the memory, nor sit under its
+		// patterns' URL (#whenToUse).
+		ex := ""
+		if len(existing) == 1 && reserved.DocType(existing[0].DocType) {
+			ex = existing[0].DocType
+		} else if strings.Contains(d.SourceURL, "#") {
+			if ex, err = ix.ReservedSource(ctx, d.SourceURL); err != nil {
+				return nil, err
+			}
+		}
+		if ex != "" {
 			return nil, fmt.Errorf("%w: %s holds %s", ErrReserved, truncate(d.SourceURL, 200), reserved.Owner(ex))
 		}
 	}
