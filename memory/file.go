@@ -249,6 +249,9 @@ func ParseFile(data []byte) ([]Entry, error) {
 		if fm.Author == AuthorExtraction && fm.extractedHash != entryDigest(fm.Title, body) {
 			fm.Author = AuthorUser // marked extracted, but written or edited by hand
 		}
+		if fm.Author != AuthorExtraction {
+			fm.extractedHash = "" // a seal means nothing on the user's entry
+		}
 		out = append(out, Entry{Frontmatter: fm, Body: body, Line: open.no})
 		if next == len(lines) {
 			break
