@@ -64,7 +64,7 @@ func (e *Engine) checkRemovable(ctx context.Context, u string) error {
 		return err
 	}
 	if t != "" {
-		return fmt.Errorf("%w: %s is a %s source: it belongs to %s", ErrReserved, clipURL(strings.TrimSpace(u)), t, reserved.Owner(t))
+		return fmt.Errorf("%w: %s is a %s source, not a page or a document: it belongs to %s", ErrReserved, clipURL(strings.TrimSpace(u)), t, reserved.Owner(t))
 	}
 	return nil
 }
