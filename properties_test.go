@@ -397,7 +397,10 @@ func TestProperty5PageMetadata(t *testing.T) {
 	check(t, ragmemtest.Parameters(t), "page chunks carry url, title and createdAt", prop.ForAll(
 		func(d index.Document) string {
 			start := time.Now()
-			id := e.IndexPageAsync(d)
+			id, err := e.IndexPageAsync(d)
+			if err != nil {
+				return err.Error()
+			}
 			if err := e.Flush(bg); err != nil {
 				return err.Error()
 			}

@@ -47,6 +47,7 @@ import (
 	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/reserved"
 	"github.com/ragmem/ragmem/internal/wal"
 )
 
@@ -89,8 +90,14 @@ var (
 	// ErrBinaryContent: a text or Markdown document whose content looks
 	// like binary data (chunk.Binary), not text.
 	ErrBinaryContent = errors.New("index: document is binary data, not text")
-	ErrClosed        = driver.ErrClosed
-	ErrNotFound      = driver.ErrNotFound
+	// ErrReserved: a write or a removal of what belongs to the memory or
+	// preference store (their document types, attributes, URL schemes or
+	// sources; see internal/reserved). The index itself refuses a document
+	// of another type that would replace one of their sources; rag.Engine
+	// refuses the rest.
+	ErrReserved = errors.New("index: reserved for memories and preferences")
+	ErrClosed   = driver.ErrClosed
+	ErrNotFound = driver.ErrNotFound
 )
 
 // Meta keys the index keeps in the backend.
@@ -699,6 +706,23 @@ func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepa
 	if err != nil {
 		return nil, err
 	}
+	if !reserved.DocType(d.DocType) {
+		// Only the store a source belongs to replaces it: a page or a file
+		// indexed under a memory file's URL (a folder holding the memory
+		// directory, say) must not overwrite the memory, nor sit under its
+		// patterns' URL (#whenToUse).
+		ex := ""
+		if len(existing) == 1 && reserved.DocType(existing[0].DocType) {
+			ex = existing[0].DocType
+		} else if strings.Contains(d.SourceURL, "#") {
+			if ex, err = ix.ReservedSource(ctx, d.SourceURL); err != nil {
+				return nil, err
+			}
+		}
+		if ex != "" {
+			return nil, fmt.Errorf("%w: %s holds %s", ErrReserved, truncate(d.SourceURL, 200), reserved.Owner(ex))
+		}
+	}
 	if len(existing) == 1 {
 		p.res.Removed = existing[0].Chunks
 		if existing[0].ContentHash == p.hash {
@@ -758,6 +782,33 @@ func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepa
 	}
 	p.res.Chunks = len(chunks)
 	return p, nil
+}
+
+// ReservedSource returns the document type of the memory or preference
+// store's source under the (canonical) URL u, or under u without its
+// fragment (a memory's patterns are stored under its file's URL and
+// "#whenToUse"): "" when the store holds none there. Such sources are
+// written and removed only by their stores (ErrReserved).
+func (ix *Index) ReservedSource(ctx context.Context, u string) (string, error) {
+	cands := []string{ix.CanonicalURL(u), strings.TrimSpace(u)}
+	if base, _, ok := strings.Cut(cands[1], "#"); ok {
+		cands = append(cands, base, ix.CanonicalURL(base))
+	}
+	seen := map[string]bool{}
+	for _, c := range cands {
+		if c == "" || seen[c] {
+			continue
+		}
+		seen[c] = true
+		srcs, _, err := ix.be.Sources(ctx, Filter{SourceURL: c}, 0, 1)
+		if err != nil {
+			return "", err
+		}
+		if len(srcs) > 0 && reserved.DocType(srcs[0].DocType) {
+			return srcs[0].DocType, nil
+		}
+	}
+	return "", nil
 }
 
 func cloneAttrs(a map[string]string) map[string]string {

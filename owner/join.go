@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
+
+	"github.com/ragmem/ragmem/internal/perm"
 )
 
 // defaultJoinWait is how long Join waits, by default, for an owner that
@@ -44,6 +47,13 @@ func Join(ctx context.Context, dir string, opts *JoinOptions) (Info, *Claim, err
 	}
 	if o.Wait <= 0 {
 		o.Wait = defaultJoinWait
+	}
+	if _, err := os.Stat(dir); err == nil {
+		// The owner file names the socket this process would talk to:
+		// read only from a directory that is the user's (internal/perm).
+		if _, err := perm.Dir(dir); err != nil {
+			return Info{}, nil, fmt.Errorf("owner: the data directory: %w", err)
+		}
 	}
 	start := time.Now()
 	deadline := start.Add(o.Wait + o.ClaimAfter)

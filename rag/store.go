@@ -34,10 +34,13 @@ func (e *Engine) SetURLRules(ctx context.Context, r URLRules) error {
 
 // CheckDocument tells, without writing anything, whether indexing d would
 // be accepted: the chunks it makes, or the error indexing would fail with
-// (ErrTooManyChunks, ErrEmptyDocument, ErrBinaryContent, ErrQuotaExceeded).
-// A surface that queues pages with IndexPageAsync calls it first, to refuse
-// at once what the background worker would give up on.
+// (ErrTooManyChunks, ErrEmptyDocument, ErrBinaryContent, ErrQuotaExceeded,
+// ErrReserved). A surface that queues pages with IndexPageAsync calls it
+// first, to refuse at once what the background worker would give up on.
 func (e *Engine) CheckDocument(ctx context.Context, d Document) (int, error) {
+	if err := checkWritable(&d); err != nil {
+		return 0, err
+	}
 	return e.ix.Check(ctx, d)
 }
 

@@ -59,6 +59,11 @@ func newIndexCmd(g *globals) *cobra.Command {
 			if o.attrs, err = rag.ParseAttrs(attrs); err != nil {
 				return err
 			}
+			if o.docType != rag.DocKnowledge {
+				// Memories and preferences belong to their stores
+				// (rag.ErrReserved): index writes knowledge only.
+				return fmt.Errorf("--type %s: index writes knowledge only; write memories with `ragmem memory add` and preferences with `ragmem prefs add`", o.docType)
+			}
 			var targets []target
 			stdin := false
 			for _, a := range args {
@@ -78,11 +83,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 			if stdin {
 				// The same rules as a page posted over HTTP or MCP: the
 				// memory: and preference: schemes are not for knowledge.
-				check := rag.CheckPageURL
-				if o.docType == rag.DocMemory {
-					check = rag.CheckURL
-				}
-				u, err := check(o.srcURL)
+				u, err := rag.CheckPageURL(o.srcURL)
 				if err != nil {
 					return err
 				}
@@ -123,7 +124,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.srcURL, "url", "", "source URL of the document read from stdin")
 	f.StringVar(&o.title, "title", "", "title of the document read from stdin")
 	f.StringVar(&o.format, "format", "", "format of stdin: text, markdown or html (default text)")
-	f.StringVar(&o.docType, "type", rag.DocKnowledge, "document type: knowledge or memory")
+	f.StringVar(&o.docType, "type", rag.DocKnowledge, "document type: knowledge, the only one index writes (memories: ragmem memory add)")
 	f.IntVar(&o.batch, "batch", 64, "files written per atomic batch")
 	f.StringArrayVar(&attrs, "attr", nil, "attribute key=value stored on every chunk (repeatable); filter on it with --filter")
 	f.StringArrayVar(&o.exclude, "exclude", nil, "skip paths matching this gitignore-style pattern, relative to the folder (repeatable): '*.log', 'drafts/', '**/gen/**'")

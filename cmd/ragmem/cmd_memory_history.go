@@ -102,6 +102,9 @@ func memoryState(m memory.Memory) string {
 	if m.Negative {
 		parts = append(parts, "DON'T")
 	}
+	if m.Author == memory.AuthorExtraction {
+		parts = append(parts, "extracted by a model")
+	}
 	if m.Superseded() {
 		parts = append(parts, fmt.Sprintf("superseded on %s by %s", m.ValidTo.UTC().Format(time.DateOnly), m.SupersededBy))
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/internal/reserved"
+	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
@@ -148,6 +150,9 @@ func printResults(w io.Writer, res []search.Result, grouped bool) {
 			parts = append(parts, fmt.Sprintf("vector #%d (%.3f)", e.VectorRank, e.VectorSimilarity))
 		}
 		parts = append(parts, e.Method)
+		if rec.DocType == rag.DocMemory {
+			parts = append(parts, memoryNote(rec.Attrs)...)
+		}
 		fmt.Fprintf(w, "   %s\n", strings.Join(parts, ", "))
 		fmt.Fprintf(w, "   %s\n", snippet(rec.Content, 220))
 	}
@@ -205,4 +210,17 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// memoryNote says, for a memory's search result, who wrote it and what it
+// may contradict (the memory store's attributes on its records).
+func memoryNote(attrs map[string]string) []string {
+	var out []string
+	if attrs[reserved.AttrMemoryAuthor] == memory.AuthorExtraction {
+		out = append(out, "memory extracted by a model")
+	}
+	if c := attrs[reserved.AttrMemoryConflicts]; c != "" {
+		out = append(out, "may contradict "+strings.ReplaceAll(c, ",", ", "))
+	}
+	return out
 }

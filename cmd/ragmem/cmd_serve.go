@@ -19,6 +19,7 @@ import (
 
 	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/extract"
+	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/server"
@@ -207,6 +208,9 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		return err
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
+		return err
+	}
+	if err := perm.BeforeCreate(dir); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -28,7 +28,9 @@ func newRmCmd(g *globals) *cobra.Command {
 			return g.withStore(ctx, func(m memStore) error {
 				u, dir := sourceArg(arg)
 				if dir {
-					srcs, _, err := m.Sources(ctx, rag.Filter{Where: rag.SourceUnder(underURL(u))}, 0, 0)
+					// Knowledge only: the memory files of a folder belong to
+					// the memory store (rag.ErrReserved).
+					srcs, _, err := m.Sources(ctx, rag.Filter{DocTypes: []string{rag.DocKnowledge}, Where: rag.SourceUnder(underURL(u))}, 0, 0)
 					if err != nil {
 						return err
 					}
