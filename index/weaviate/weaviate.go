@@ -4,8 +4,9 @@
 // Every query (BM25, vector, hybrid, fetches by id or source, listings,
 // counts) and every object write or delete goes through Weaviate's gRPC API
 // (service weaviate.v1.Weaviate: Search, Aggregate, BatchObjects,
-// BatchDelete); collection schemas, one object read by id and the readiness
-// and version checks use the REST API. Neither is deprecated. The GraphQL API,
+// BatchDelete); collection schemas, settings and write intents read by id
+// (at the consistency level), and the readiness and version checks use the
+// REST API. Neither is deprecated. The GraphQL API,
 // which Weaviate deprecated and turns off by default in later releases, is
 // never used: the tests run the server with DISABLE_GRAPHQL and behind a
 // proxy that refuses /v1/graphql (internal/wvtest).
@@ -103,9 +104,9 @@ const (
 	All    = "ALL"
 )
 
-// DefaultGRPCPort is the port of Weaviate's gRPC API unless the server's
+// defaultGRPCPort is the port of Weaviate's gRPC API unless the server's
 // GRPC_PORT says otherwise.
-const DefaultGRPCPort = 50051
+const defaultGRPCPort = 50051
 
 // minVersion is the oldest server whose gRPC API has what the backend uses:
 // the Aggregate call (Weaviate 1.28.4 and 1.29) and query vectors in the
@@ -315,7 +316,7 @@ func parseURL(rawURL, grpcAddr string) (*url.URL, string, error) {
 	}
 	host := u.Hostname()
 	if grpcAddr == "" {
-		grpcAddr = net.JoinHostPort(host, strconv.Itoa(DefaultGRPCPort))
+		grpcAddr = net.JoinHostPort(host, strconv.Itoa(defaultGRPCPort))
 		if h := strings.ToLower(host); strings.HasSuffix(h, ".weaviate.cloud") || strings.HasSuffix(h, ".weaviate.network") {
 			grpcAddr = net.JoinHostPort("grpc-"+host, "443")
 		}
@@ -367,7 +368,7 @@ func (b *Backend) dial(ctx context.Context, secure bool) error {
 			return fmt.Errorf("weaviate: connect to the gRPC API: %w", ctx.Err())
 		}
 		return fmt.Errorf("%w: cannot reach Weaviate's gRPC API at %s (%s; its port is the server's GRPC_PORT, %d by default: "+
-			"name another with ?grpc=host:port after the URL)", ErrUnavailable, b.grpcAddr, grpcReason(err), DefaultGRPCPort)
+			"name another with ?grpc=host:port after the URL)", ErrUnavailable, b.grpcAddr, grpcReason(err), defaultGRPCPort)
 	}
 	return nil
 }
