@@ -212,6 +212,7 @@ var facadeImports = map[string]map[string]string{
 		"memory/memhttp":    "the memory API mounted on ragmem serve",
 		"memory/memmcp":     "the memory tools mounted on ragmem mcp",
 		"internal/folder":   "ragmem index and watch walk folders",
+		"internal/sample":   "ragmem demo indexes the sample corpus built into the binary",
 		"internal/wal":      "configuration and export files are written atomically",
 	},
 	"cmd/ragmem-load": {
