@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib
 import io
 import json
 import os
@@ -31,7 +32,7 @@ def read_pyproject(path: Optional[str] = None) -> Dict[str, Any]:
     with open(path, "rb") as f:
         data = f.read()
     try:
-        import tomllib  # type: ignore[import-not-found,unused-ignore]
+        tomllib = importlib.import_module("tomllib")
     except ImportError:
         return parse_simple_toml(data.decode("utf-8"))
     return dict(tomllib.loads(data.decode("utf-8")))

@@ -54,6 +54,19 @@ class PackagingTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             ragmem_backend.parse_simple_toml("[project]\nname = 'single quotes'\n")
 
+    def test_types(self) -> None:
+        """mypy --strict, for Python 3.9, finds nothing in the package and its backend."""
+        try:
+            import mypy  # noqa: F401
+        except ImportError:
+            msg = "mypy is not installed (on Debian: apt-get install mypy)"
+            if _server.in_ci():
+                self.fail(msg)
+            self.skipTest(msg)
+        out = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--python-version", "3.9", "--no-incremental", "--cache-dir", os.devnull, "ragmem", "_backend"],
+                             cwd=_server.PYTHON_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+        self.assertEqual(out.returncode, 0, out.stdout.decode())
+
     def test_python39_syntax(self) -> None:
         pkg = os.path.join(_server.PYTHON_DIR, "ragmem")
         for name in sorted(os.listdir(pkg)):
