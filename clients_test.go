@@ -155,22 +155,18 @@ func sameResultsEverywhere(t *testing.T, bin string) {
 		<-exited
 	})
 	listen := regexp.MustCompile(`ragmem: serving .* on (http://127\.0\.0\.1:\d+)`)
-	tokenLine := regexp.MustCompile(`^    (rgm_[A-Za-z0-9_-]+)$`)
-	var base, token string
+	var base string
 	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && (base == "" || token == "") {
+	for base == "" && sc.Scan() {
 		if m := listen.FindStringSubmatch(sc.Text()); m != nil {
 			base = m[1]
-		}
-		if m := tokenLine.FindStringSubmatch(sc.Text()); m != nil {
-			token = m[1]
 		}
 	}
 	go func() {
 		_, _ = io.Copy(io.Discard, stdout)
 		exited <- srv.Wait()
 	}()
-	if base == "" || token == "" {
+	if base == "" {
 		t.Fatalf("ragmem serve did not start:\n%s", stderr.String())
 	}
 	cli := func(args ...string) []byte {
@@ -185,6 +181,7 @@ func sameResultsEverywhere(t *testing.T, bin string) {
 		}
 		return out
 	}
+	token := strings.TrimSpace(string(cli("token", "show")))
 	cli("index", "testdata/corpus")
 
 	queries := []string{"How does hybrid search combine BM25 and vectors?", "sourdough starter", "vector database embedded or server", "token budget for the context window"}

@@ -303,7 +303,9 @@ export class Client {
                 }
                 if (init.signal?.aborted)
                     throw init.signal.reason ?? err;
-                throw new APIConnectionError(`ragmem: ${method} ${path}: cannot reach ${this.url}: ${err?.message ?? err}`, { code: "connection_error", cause: err });
+                const cause = err?.cause;
+                const why = cause?.code ?? cause?.message ?? err?.message ?? String(err);
+                throw new APIConnectionError(`ragmem: ${method} ${path}: cannot reach ${this.url}: ${why}`, { code: "connection_error", cause: err });
             }
             finally {
                 clearTimeout(timer);

@@ -21,7 +21,6 @@ REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 PYTHON_DIR = os.path.dirname(HERE)
 
 _LISTEN = re.compile(r"ragmem: serving .* on (https?://\S+)")
-_TOKEN = re.compile(r"^    (rgm_[A-Za-z0-9_-]+)$")
 
 _lock = threading.RLock()
 _binary: Optional[str] = None
@@ -80,19 +79,16 @@ class Served:
                 line = raw.decode("utf-8", "replace").rstrip("\n")
                 self._lines.append(line)
                 m = _LISTEN.search(line)
-                if m:
+                if m and not self.url:
                     self.url = m.group(1)
-                m = _TOKEN.match(line)
-                if m:
-                    self.token = m.group(1)
-                if self.url and self.token and "for a new link)" in line:
                     ready.set()
             ready.set()
 
         threading.Thread(target=read, daemon=True).start()
-        if not ready.wait(60) or not self.url or not self.token:
+        if not ready.wait(60) or not self.url:
             self.stop()
             raise AssertionError("ragmem serve did not start:\n" + "\n".join(self._lines) + "\n" + self.log())
+        self.token = self.ragmem("token", "show").strip()
         deadline = time.monotonic() + 30
         while True:
             try:

@@ -349,7 +349,9 @@ export class Client {
           throw new APITimeoutError(`ragmem: ${method} ${path}: no answer from ${this.url} within ${this.timeoutMs} ms`, { code: "timeout", cause: err });
         }
         if (init.signal?.aborted) throw init.signal.reason ?? err;
-        throw new APIConnectionError(`ragmem: ${method} ${path}: cannot reach ${this.url}: ${(err as Error)?.message ?? err}`, { code: "connection_error", cause: err });
+        const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+        const why = cause?.code ?? cause?.message ?? (err as Error)?.message ?? String(err);
+        throw new APIConnectionError(`ragmem: ${method} ${path}: cannot reach ${this.url}: ${why}`, { code: "connection_error", cause: err });
       } finally {
         clearTimeout(timer);
         init.signal?.removeEventListener("abort", onAbort);

@@ -56,10 +56,8 @@ export class Served {
       rl.on("line", (line) => {
         lines.push(line);
         const m = /ragmem: serving .* on (https?:\/\/\S+)/.exec(line);
-        if (m) s.url = m[1];
-        const t = /^ {4}(rgm_[A-Za-z0-9_-]+)$/.exec(line);
-        if (t) s.token = t[1];
-        if (s.url && s.token && line.includes("for a new link)")) {
+        if (m && !s.url) {
+          s.url = m[1];
           clearTimeout(timer);
           resolveReady();
         }
@@ -69,6 +67,7 @@ export class Served {
         reject(new Error(`ragmem serve exited (${code}):\n` + lines.join("\n") + "\n" + s.stderr));
       });
     });
+    s.token = s.ragmem("token", "show").trim();
     for (let i = 0; ; i++) {
       try {
         const r = await fetch(s.url + "/readyz");
