@@ -73,7 +73,8 @@ describe("client", { skip }, () => {
       writeFileSync(b, Buffer.from([0xff, 0xfe, 0, 1]));
       await rejects(() => client.indexFile(b), TypeError);
       // A File, as a browser gives one.
-      const f = new File(["# From the browser\n\nDropped into the page."], "dropped.md");
+      const FileClass = globalThis.File ?? (await import("node:buffer")).File; // a global from Node 20 on
+      const f = new FileClass(["# From the browser\n\nDropped into the page."], "dropped.md");
       const fr = await client.indexFile(f, { url: "upload://dropped.md" });
       assert.equal((await client.source(fr.url)).title, "From the browser");
       await client.remove(fr.url);
