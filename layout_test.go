@@ -39,7 +39,7 @@ var stages = [][]string{
 	{"agent", "mcpserver"},                 // adapters over rag.Engine
 	{"server"},
 	{"owner"}, // one owner per data directory, its socket, its clients (over the server's API)
-	{"cmd", "examples"},
+	{"cmd", "examples", "clients"},
 }
 
 const module = "github.com/ragmem/ragmem"

@@ -1,4 +1,7 @@
-package ragmem_test
+// Package clients_test runs the test suites of the Python and TypeScript
+// clients (python/, typescript/) from `go test ./...`, in a package of its
+// own so that they have their own time budget.
+package clients_test
 
 import (
 	"bufio"
@@ -48,7 +51,9 @@ func missing(t *testing.T, format string, args ...any) {
 func buildRagmem(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "ragmem")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/ragmem").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, "./cmd/ragmem")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
@@ -78,7 +83,7 @@ func nodeReady(t *testing.T) (node, npm string) {
 	if err != nil {
 		missing(t, "no npm on the PATH")
 	}
-	if _, err := os.Stat("clients/typescript/node_modules/typescript"); err != nil {
+	if _, err := os.Stat("typescript/node_modules/typescript"); err != nil {
 		missing(t, "clients/typescript/node_modules is not installed (npm ci in clients/typescript)")
 	}
 	return node, npm
@@ -115,11 +120,11 @@ func TestClients(t *testing.T) {
 	}
 	bin := buildRagmem(t)
 	t.Run("python", func(t *testing.T) {
-		run(t, ".", clientEnv(bin), pythonPath(t), "-m", "unittest", "discover", "clients/python")
+		run(t, "..", clientEnv(bin), pythonPath(t), "-m", "unittest", "discover", "clients/python")
 	})
 	t.Run("typescript", func(t *testing.T) {
 		_, npm := nodeReady(t)
-		run(t, "clients/typescript", clientEnv(bin), npm, "test")
+		run(t, "typescript", clientEnv(bin), npm, "test")
 	})
 	t.Run("same results everywhere", func(t *testing.T) { sameResultsEverywhere(t, bin) })
 }
@@ -182,7 +187,7 @@ func sameResultsEverywhere(t *testing.T, bin string) {
 		return out
 	}
 	token := strings.TrimSpace(string(cli("token", "show")))
-	cli("index", "testdata/corpus")
+	cli("index", "../testdata/corpus")
 
 	queries := []string{"How does hybrid search combine BM25 and vectors?", "sourdough starter", "vector database embedded or server", "token budget for the context window"}
 	q, _ := json.Marshal(queries)
@@ -221,7 +226,7 @@ func sameResultsEverywhere(t *testing.T, bin string) {
 	}
 	clientRun := func(name string, args ...string) []byte {
 		cmd := exec.Command(args[0], args[1:]...)
-		cmd.Env = append(clientEnv(bin), "RAGMEM_URL="+base, "RAGMEM_TOKEN="+token, "QUERIES="+string(q), "PYTHONPATH="+filepath.Join("clients", "python"))
+		cmd.Env = append(clientEnv(bin), "RAGMEM_URL="+base, "RAGMEM_TOKEN="+token, "QUERIES="+string(q), "PYTHONPATH=python")
 		var errOut bytes.Buffer
 		cmd.Stderr = &errOut
 		out, err := cmd.Output()
@@ -240,8 +245,8 @@ print(json.dumps([[{"id": r["id"], "score": r["score"]} for r in c.search(q, top
 		t.Fatal("no python3")
 	}
 	if node, err := exec.LookPath("node"); err == nil {
-		if _, err := os.Stat("clients/typescript/dist/index.js"); err == nil {
-			abs, _ := filepath.Abs("clients/typescript/dist/index.js")
+		if _, err := os.Stat("typescript/dist/index.js"); err == nil {
+			abs, _ := filepath.Abs("typescript/dist/index.js")
 			decode("typescript", clientRun("typescript", node, "--input-type=module", "-e", fmt.Sprintf(`
 import { Client } from %q;
 const c = new Client();
