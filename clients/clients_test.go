@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
@@ -137,9 +139,9 @@ type hit struct {
 
 // sameResultsEverywhere indexes the sample corpus through the CLI (which goes
 // through the server that owns the store), then runs the same searches over
-// HTTP, through the Python and TypeScript clients and the CLI's --json, and
-// through the Go API on the store once the server stopped: the ids and
-// scores are the same, bit for bit.
+// HTTP, through the Python and TypeScript clients, the CLI's --json and
+// `ragmem mcp`'s search_memory, and through the Go API on the store once
+// the server stopped: the ids and scores are the same, bit for bit.
 func sameResultsEverywhere(t *testing.T, bin string) {
 	dir := filepath.Join(t.TempDir(), "data")
 	env := append(clientEnv(bin), "RAGMEM_EMBEDDER=lexical", "XDG_CONFIG_HOME="+t.TempDir(), "RAGMEM_CONFIG=", "RAGMEM_DIR=")
@@ -215,6 +217,34 @@ func sameResultsEverywhere(t *testing.T, bin string) {
 			t.Fatal(err)
 		}
 		surfaces["cli --json"] = append(surfaces["cli --json"], cliOut.Results)
+	}
+
+	// MCP: `ragmem mcp`, which goes through the server too, and its
+	// search_memory tool's structured output.
+	{
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.Command(bin, "--dir", dir, "mcp", "--read-only")
+		cmd.Env = env
+		var mcpErr bytes.Buffer
+		cmd.Stderr = &mcpErr
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "clients-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("ragmem mcp: %v\n%s", err, mcpErr.String())
+		}
+		for _, query := range queries {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_memory", Arguments: map[string]any{"query": query, "topK": 10}})
+			if err != nil || res.IsError {
+				t.Fatalf("search_memory: %v %+v\n%s", err, res, mcpErr.String())
+			}
+			b, _ := json.Marshal(res.StructuredContent)
+			var out struct{ Results []hit }
+			if err := json.Unmarshal(b, &out); err != nil {
+				t.Fatalf("search_memory: %v: %s", err, b)
+			}
+			surfaces["mcp"] = append(surfaces["mcp"], out.Results)
+		}
+		cs.Close()
 	}
 
 	decode := func(name string, out []byte) {
@@ -312,7 +342,7 @@ console.log(JSON.stringify(out));
 			}
 		}
 	}
-	if len(surfaces) < 5 && inCI() {
+	if len(surfaces) < 6 && inCI() {
 		t.Fatalf("only %d surfaces compared", len(surfaces))
 	}
 	t.Logf("%d surfaces, %d queries, %d results: the same ids and scores (%v)", len(surfaces), len(queries), total, keys(surfaces))
