@@ -187,6 +187,19 @@ function fileTitle(text, name) {
     const dot = base.lastIndexOf(".");
     return dot > 0 ? base.slice(0, dot) : base;
 }
+/**
+ * The file:// URL `ragmem index` gives a file (Go's url.URL with the
+ * absolute path): bytes other than letters, digits, "-_.~" and "/$&+,:;=@"
+ * percent-encoded.
+ */
+function fileURL(absPath) {
+    let out = "file://";
+    for (const byte of new TextEncoder().encode(absPath.replace(/\\/g, "/"))) {
+        const c = String.fromCharCode(byte);
+        out += /[A-Za-z0-9\-_.~\/$&+,:;=@]/.test(c) && byte < 0x80 ? c : "%" + byte.toString(16).toUpperCase().padStart(2, "0");
+    }
+    return out;
+}
 const fileFormats = {
     ".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text", ".html": "html", ".htm": "html",
 };
@@ -384,10 +397,9 @@ export class Client {
         if (typeof file === "string") {
             const fsName = "node:fs/promises";
             const pathName = "node:path";
-            const urlName = "node:url";
-            const [fs, path, nodeURL] = await Promise.all([import(fsName), import(pathName), import(urlName)]);
+            const [fs, path] = await Promise.all([import(fsName), import(pathName)]);
             name = path.resolve(file);
-            url = opts.url ?? nodeURL.pathToFileURL(name).href;
+            url = opts.url ?? fileURL(name);
             bytes = new Uint8Array(await fs.readFile(name));
         }
         else {

@@ -122,6 +122,13 @@ def _file_title(text: str, path: pathlib.Path) -> str:
     return path.stem
 
 
+def _file_url(path: pathlib.Path) -> str:
+    """The file:// URL `ragmem index` gives a file (Go's url.URL with the
+    absolute path): bytes other than letters, digits, "-_.~" and
+    "/$&+,:;=@" percent-encoded."""
+    return "file://" + urllib.parse.quote(path.as_posix(), safe="/$&+,:;=@")
+
+
 _FILE_FORMATS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text", ".html": "html", ".htm": "html"}
 
 
@@ -300,7 +307,7 @@ class Client:
         fmt = _FILE_FORMATS.get(ext, "text")
         if title is None and fmt != "html":
             title = _file_title(text, p)
-        return self.index(cast(Document, _drop_none({"url": url or p.as_uri(), "content": text, "title": title,
+        return self.index(cast(Document, _drop_none({"url": url or _file_url(p), "content": text, "title": title,
                                                       "format": fmt, "type": type,
                                                       "attrs": dict(attrs) if attrs else None})))
 

@@ -65,11 +65,11 @@ class ClientTest(unittest.TestCase):
 
     def test_index_file_as_ragmem_index_does(self) -> None:
         with tempfile.TemporaryDirectory() as d:
-            p = os.path.join(d, "notes.md")
+            p = os.path.join(d, "notes b+c@(1)ü.md")
             with open(p, "w", encoding="utf-8") as f:
                 f.write("---\ntags: x\n---\n# Release checklist\n\nTag the release, then publish the notes.\n")
             res = self.client.index_file(p, attrs={"kind": "checklist"})
-            self.assertEqual(res["url"], "file://" + os.path.abspath(p))
+            self.assertEqual(res["url"], "file://" + os.path.abspath(d) + "/notes%20b+c@%281%29%C3%BC.md")  # as Go's url.URL writes it
             page = self.client.source(res["url"])
             self.assertEqual(page["title"], "Release checklist")
             self.client.remove(res["url"])

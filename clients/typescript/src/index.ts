@@ -214,6 +214,20 @@ function fileTitle(text: string, name: string): string {
   return dot > 0 ? base.slice(0, dot) : base;
 }
 
+/**
+ * The file:// URL `ragmem index` gives a file (Go's url.URL with the
+ * absolute path): bytes other than letters, digits, "-_.~" and "/$&+,:;=@"
+ * percent-encoded.
+ */
+function fileURL(absPath: string): string {
+  let out = "file://";
+  for (const byte of new TextEncoder().encode(absPath.replace(/\\/g, "/"))) {
+    const c = String.fromCharCode(byte);
+    out += /[A-Za-z0-9\-_.~\/$&+,:;=@]/.test(c) && byte < 0x80 ? c : "%" + byte.toString(16).toUpperCase().padStart(2, "0");
+  }
+  return out;
+}
+
 const fileFormats: Record<string, string> = {
   ".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text", ".html": "html", ".htm": "html",
 };
@@ -431,10 +445,9 @@ export class Client {
     if (typeof file === "string") {
       const fsName = "node:fs/promises";
       const pathName = "node:path";
-      const urlName = "node:url";
-      const [fs, path, nodeURL] = await Promise.all([import(fsName), import(pathName), import(urlName)]);
+      const [fs, path] = await Promise.all([import(fsName), import(pathName)]);
       name = path.resolve(file) as string;
-      url = opts.url ?? (nodeURL.pathToFileURL(name) as URL).href;
+      url = opts.url ?? fileURL(name);
       bytes = new Uint8Array(await fs.readFile(name));
     } else {
       name = (file as Blob & { name?: string }).name ?? "file.txt";

@@ -63,10 +63,10 @@ describe("client", { skip }, () => {
   it("indexes a file as ragmem index does", async () => {
     const d = mkdtempSync(join(tmpdir(), "ragmem-ts-"));
     try {
-      const p = join(d, "notes.md");
+      const p = join(d, "notes b+c@(1)ü.md");
       writeFileSync(p, "---\ntags: x\n---\n# Release checklist\n\nTag the release, then publish the notes.\n");
       const res = await client.indexFile(p, { attrs: { kind: "checklist" } });
-      assert.equal(res.url, "file://" + p);
+      assert.equal(res.url, "file://" + d + "/notes%20b+c@%281%29%C3%BC.md"); // as Go's url.URL writes it
       assert.equal((await client.source(res.url)).title, "Release checklist");
       await client.remove(res.url);
       const b = join(d, "blob.txt");
