@@ -39,7 +39,7 @@ var stages = [][]string{
 	{"agent", "mcpserver"},                 // adapters over rag.Engine
 	{"server"},
 	{"owner"}, // one owner per data directory, its socket, its clients (over the server's API)
-	{"cmd", "examples"},
+	{"cmd", "examples", "clients"},
 }
 
 const module = "github.com/ragmem/ragmem"
@@ -217,6 +217,7 @@ var facadeImports = map[string]map[string]string{
 		"memory/memhttp":    "the memory API mounted on ragmem serve",
 		"memory/memmcp":     "the memory tools mounted on ragmem mcp",
 		"internal/folder":   "ragmem index and watch walk folders",
+		"internal/sample":   "ragmem demo indexes the sample corpus built into the binary",
 		"internal/wal":      "configuration and export files are written atomically",
 		"internal/perm":     "the config file, an export key and a new data directory are the user's (ssh's rule)",
 		"internal/reserved": "ragmem search says who wrote a memory and what it may contradict (the memory store's attributes)",

@@ -82,6 +82,7 @@ func newRootCmd() *cobra.Command {
 	)
 	root.AddCommand(newMCPCmd(g), newServeCmd(g), newTokenCmd(g), newMemoryCmd(g), newCheckCmd(g), newJobsCmd(g), newMigrateCmd(g), newExportCmd(g), newImportCmd(g), newEvalCmd(g), newModelCmd(g))
 	root.AddCommand(newConfigCmd(g), newStatusCmd(g))
+	addVersion(root)
 	return root
 }
 
