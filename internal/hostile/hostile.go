@@ -373,3 +373,31 @@ func DOCXLongRun(size int64) []byte {
 func DOCXDeep(depth int64) []byte {
 	return zipOf(part{name: "word/document.xml", head: docxHead, repeat: "<w:p>", size: 5 * depth})
 }
+
+// SlowPDF is a PDF of n pages, each drawing its own copy of a content
+// stream of 1 MiB of path operators and no text: every page passes the
+// reader's checks and costs it tens of milliseconds, so that reading all
+// of them takes seconds (about 13 s for 256 pages on a loaded machine).
+func SlowPDF(n int) []byte {
+	var content bytes.Buffer
+	for content.Len() < 1<<20 {
+		content.WriteString("10 10 m 20 20 l S q 1 0 0 1 5 5 cm Q\n")
+	}
+	var z bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	zw.Write(content.Bytes())
+	zw.Close()
+	w := newPDF()
+	w.obj(1, "<< /Type /Catalog /Pages 2 0 R >>")
+	var kids strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&kids, "%d 0 R ", 10+2*i)
+	}
+	w.obj(2, fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", kids.String(), n))
+	w.obj(3, "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+	for i := 0; i < n; i++ {
+		w.obj(10+2*i, fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R /Resources << /Font << /F1 3 0 R >> >> >>", 11+2*i))
+		w.stream(11+2*i, "/Filter /FlateDecode", z.Bytes())
+	}
+	return w.finish("")
+}

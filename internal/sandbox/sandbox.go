@@ -133,6 +133,15 @@ type JobError struct {
 
 func (e *JobError) Error() string { return e.Msg }
 
+// Usage is what a child used: its wall time, CPU time (user and system)
+// and peak resident memory (0 where the system does not say). It is a
+// plain value.
+type Usage struct {
+	Wall   time.Duration
+	CPU    time.Duration
+	MaxRSS int64 // bytes
+}
+
 // Func is a function a child runs: params as the parent passed them, input
 // the bytes the parent sent. Its result goes back to the parent as it is;
 // an error goes back as a JobError with its message. ctx is done when the
@@ -191,45 +200,57 @@ const (
 )
 
 // Run runs the function registered as name in a child process with params
-// and input, within lim (nil: the defaults), and returns its result. The
-// child is killed when ctx is done, and Run returns ctx's error. It fails
-// with a *LimitError when the child passes a limit, a *CrashError when it
-// dies without a result, a *JobError when the function returned an error,
-// ErrNested inside a child. It is safe for concurrent use.
-func Run(ctx context.Context, name string, params, input []byte, lim *Limits) ([]byte, error) {
+// and input, within lim (nil: the defaults), and returns its result and
+// what the child used. The child is killed when ctx is done, and Run
+// returns ctx's error. It fails with a *LimitError when the child passes a
+// limit, a *CrashError when it dies without a result, a *JobError when the
+// function returned an error, ErrNested inside a child. It is safe for
+// concurrent use.
+func Run(ctx context.Context, name string, params, input []byte, lim *Limits) ([]byte, Usage, error) {
+	start := time.Now()
+	out, ps, err := run(ctx, name, params, input, lim)
+	u := Usage{Wall: time.Since(start)}
+	if ps != nil {
+		u.CPU = ps.UserTime() + ps.SystemTime()
+		u.MaxRSS = maxRSS(ps)
+	}
+	return out, u, err
+}
+
+func run(ctx context.Context, name string, params, input []byte, lim *Limits) ([]byte, *os.ProcessState, error) {
 	if os.Getenv(envChild) != "" {
-		return nil, ErrNested
+		return nil, nil, ErrNested
 	}
 	if lookup(name) == nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnknown, name)
+		return nil, nil, fmt.Errorf("%w: %q", ErrUnknown, name)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	l := lim.withDefaults()
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: find this executable: %w", err)
+		return nil, nil, fmt.Errorf("sandbox: find this executable: %w", err)
 	}
 	hdr, err := json.Marshal(request{Func: name, Params: params, InputLen: int64(len(input)), CPU: l.CPU, Memory: memoryLimit(l.Memory), Wall: l.Wall})
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = childEnv()
 	cmd.SysProcAttr = sysProcAttr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
 	}
 	stderr := &headBuffer{max: 16 << 10}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("sandbox: start a child process: %w", err)
+		return nil, nil, fmt.Errorf("sandbox: start a child process: %w", err)
 	}
 
 	// The child is killed at the wall time or when ctx is done, unless it
@@ -295,20 +316,21 @@ func Run(ctx context.Context, name string, params, input []byte, lim *Limits) ([
 	mu.Lock()
 	wall, stopped := wallHit, cancelled
 	mu.Unlock()
+	ps := cmd.ProcessState
 	switch {
 	case stopped:
-		return nil, context.Cause(ctx)
+		return nil, ps, context.Cause(ctx)
 	case wall:
-		return nil, &LimitError{Reason: "exceeded " + l.Wall.String()}
+		return nil, ps, &LimitError{Reason: "exceeded " + l.Wall.String()}
 	case errors.Is(readErr, errOutputTooLarge):
-		return nil, &LimitError{Reason: fmt.Sprintf("answered more than %s", sizeString(l.Output))}
+		return nil, ps, &LimitError{Reason: fmt.Sprintf("answered more than %s", sizeString(l.Output))}
 	case readErr == nil && waitErr == nil:
 		if status != statusOK {
-			return nil, &JobError{Msg: string(result)}
+			return nil, ps, &JobError{Msg: string(result)}
 		}
-		return result, nil
+		return result, ps, nil
 	}
-	return nil, classify(cmd.ProcessState, stderr.String(), l, readErr)
+	return nil, ps, classify(ps, stderr.String(), l, readErr)
 }
 
 // outOfMemory matches what the Go runtime (and the race detector's

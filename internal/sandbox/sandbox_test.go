@@ -76,7 +76,7 @@ func init() {
 		return nil, nil
 	})
 	Register("test-nested", func(ctx context.Context, _, _ []byte) ([]byte, error) {
-		_, err := Run(ctx, "test-echo", nil, nil, nil)
+		_, _, err := Run(ctx, "test-echo", nil, nil, nil)
 		return []byte(fmt.Sprint(err)), nil
 	})
 }
@@ -91,28 +91,31 @@ func recurse(n int) error {
 
 func TestRunReturnsTheResult(t *testing.T) {
 	input := bytes.Repeat([]byte("abc"), 1<<20) // larger than a pipe's buffer
-	got, err := Run(context.Background(), "test-echo", []byte(`"p"`), input, nil)
+	got, u, err := Run(context.Background(), "test-echo", []byte(`"p"`), input, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if u.Wall <= 0 || runtime.GOOS == "linux" && u.MaxRSS < 3<<20 {
+		t.Errorf("usage %+v: the child held the 3 MiB input", u)
 	}
 	if want := append([]byte(`"p"|`), input...); !bytes.Equal(got, want) {
 		t.Fatalf("result of %d bytes, want %d", len(got), len(want))
 	}
 	// What the function prints does not spoil the frame.
-	got, err = Run(context.Background(), "test-print", nil, []byte("kept"), nil)
+	got, _, err = Run(context.Background(), "test-print", nil, []byte("kept"), nil)
 	if err != nil || string(got) != "kept" {
 		t.Fatalf("printing function: %q %v", got, err)
 	}
-	_, err = Run(context.Background(), "test-fail", nil, nil, nil)
+	_, _, err = Run(context.Background(), "test-fail", nil, nil, nil)
 	var je *JobError
 	if !errors.As(err, &je) || je.Msg != "the input is no good" {
 		t.Fatalf("failing function: %v", err)
 	}
-	if _, err := Run(context.Background(), "no-such", nil, nil, nil); !errors.Is(err, ErrUnknown) {
+	if _, _, err := Run(context.Background(), "no-such", nil, nil, nil); !errors.Is(err, ErrUnknown) {
 		t.Fatalf("unknown function: %v", err)
 	}
 	// A child runs no children.
-	got, err = Run(context.Background(), "test-nested", nil, nil, nil)
+	got, _, err = Run(context.Background(), "test-nested", nil, nil, nil)
 	if err != nil || !strings.Contains(string(got), ErrNested.Error()) {
 		t.Fatalf("nested: %q %v", got, err)
 	}
@@ -138,8 +141,11 @@ func TestLimits(t *testing.T) {
 	}
 	for _, c := range cases {
 		start := time.Now()
-		_, err := Run(context.Background(), c.fn, nil, nil, &c.lim)
+		_, u, err := Run(context.Background(), c.fn, nil, nil, &c.lim)
 		took := time.Since(start)
+		if c.fn == "test-alloc" && !raceEnabled && runtime.GOOS == "linux" && u.MaxRSS > c.lim.Memory+32<<20 {
+			t.Errorf("test-alloc: peak RSS %d MiB past its limit of %d MiB", u.MaxRSS>>20, c.lim.Memory>>20)
+		}
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: %v, want %v saying %q", c.fn, err, c.want, c.says)
 		}
@@ -155,14 +161,14 @@ func TestCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
 	start := time.Now()
-	_, err := Run(ctx, "test-spin", nil, nil, &Limits{Wall: time.Minute})
+	_, _, err := Run(ctx, "test-spin", nil, nil, &Limits{Wall: time.Minute})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("took %s to stop", took)
 	}
-	if _, err := Run(ctx, "test-echo", nil, nil, nil); !errors.Is(err, context.Canceled) {
+	if _, _, err := Run(ctx, "test-echo", nil, nil, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("already cancelled: %v", err)
 	}
 }
@@ -172,7 +178,7 @@ func TestCancel(t *testing.T) {
 // started again to run only this test in parent mode.
 func TestChildDiesWithItsParent(t *testing.T) {
 	if os.Getenv("SANDBOX_TEST_PARENT") == "1" {
-		_, err := Run(context.Background(), "test-sleep", nil, nil, &Limits{Wall: time.Hour})
+		_, _, err := Run(context.Background(), "test-sleep", nil, nil, &Limits{Wall: time.Hour})
 		t.Fatalf("the parent's run returned: %v", err)
 	}
 	if runtime.GOOS != "linux" {

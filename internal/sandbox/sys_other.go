@@ -20,3 +20,6 @@ func applyLimits(time.Duration, int64) error { return nil }
 
 // cpuKilled is false: no CPU limit is set here.
 func cpuKilled(*os.ProcessState, time.Duration) bool { return false }
+
+// maxRSS is not known here.
+func maxRSS(*os.ProcessState) int64 { return 0 }

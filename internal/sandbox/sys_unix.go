@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -97,4 +98,17 @@ func cpuKilled(ps *os.ProcessState, cpu time.Duration) bool {
 		return ps.UserTime()+ps.SystemTime() >= roundUpSeconds(cpu)
 	}
 	return false
+}
+
+// maxRSS is a finished child's peak resident set in bytes (Linux counts
+// kilobytes, the BSDs and macOS bytes).
+func maxRSS(ps *os.ProcessState) int64 {
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	if runtime.GOOS == "darwin" || runtime.GOOS == "ios" {
+		return ru.Maxrss
+	}
+	return ru.Maxrss << 10
 }
