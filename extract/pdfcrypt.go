@@ -39,7 +39,6 @@ const (
 type pdfSecurity struct {
 	key              []byte
 	strings, streams pdfCipher
-	revision         int64
 	encryptMetadata  bool
 	encryptObj       int64 // the encryption dictionary's object number (0: direct)
 }
@@ -89,7 +88,6 @@ func pdfEncryption(s *pdfScan) (*pdfSecurity, error) {
 	v, _ := enc.key("V").intValue(s.ints)
 	r, _ := enc.key("R").intValue(s.ints)
 	p, _ := enc.key("P").intValue(s.ints)
-	sec.revision = r
 	if em := enc.key("EncryptMetadata"); em != nil && em.kind == pdfBool && em.s == "false" {
 		sec.encryptMetadata = false
 	}
@@ -374,9 +372,19 @@ func pdfDecrypt(b []byte, s *pdfScan, sec *pdfSecurity) []byte {
 			continue
 		}
 		data := b[d.data[0]:d.data[1]]
+		if sec.streams != cipherRC4 {
+			// AES data is whole blocks: bytes taken for an end of line
+			// may be the data's own.
+			for k := 1; k <= d.eol && len(data)%16 != 0; k++ {
+				if (len(data)+k)%16 == 0 {
+					data = b[d.data[0] : d.data[1]+k]
+				}
+			}
+		}
 		plain := decryptWith(sec.streams, sec.objectKey(d.num, d.gen, sec.streams), data)
-		n := copy(out[d.data[0]:d.data[1]], plain)
-		for i := d.data[0] + n; i < d.data[1]; i++ {
+		end := d.data[0] + len(data)
+		n := copy(out[d.data[0]:end], plain)
+		for i := d.data[0] + n; i < end; i++ {
 			out[i] = ' '
 		}
 		if n == len(data) {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -55,9 +56,10 @@ func init() {
 // for a string (written encrypted), and an optional stream (its /Length
 // added).
 type tobj struct {
-	dict   string
-	stream []byte
-	plain  bool // never encrypted (the metadata stream, when it is in clear)
+	dict     string
+	stream   []byte
+	plain    bool // never encrypted (the metadata stream, when it is in clear)
+	indirect bool // the stream's /Length is an object of its own, after the others
 }
 
 var stringMark = regexp.MustCompile(`«([^»]*)»`)
@@ -118,6 +120,7 @@ func encryptedPDF(t testing.TB, objs []tobj, infoObj int, spec cryptSpec) []byte
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
 	offsets := make([]int, len(objs)+1)
+	var lengths []int // the indirect lengths, written after the encryption dictionary
 	for i, ob := range objs {
 		num := i + 1
 		k := sec.objectKey(int64(num), 0, c)
@@ -134,17 +137,27 @@ func encryptedPDF(t testing.TB, objs []tobj, infoObj int, spec cryptSpec) []byte
 		if !ob.plain {
 			data = encryptWith(c, k, data)
 		}
-		fmt.Fprintf(&b, "%d 0 obj\n%s /Length %d >>\nstream\n%s\nendstream\nendobj\n", num, strings.TrimSuffix(strings.TrimSpace(dict), ">>"), len(data), data)
+		length := strconv.Itoa(len(data))
+		if ob.indirect {
+			lengths = append(lengths, len(data))
+			length = fmt.Sprintf("%d 0 R", len(objs)+1+len(lengths))
+		}
+		fmt.Fprintf(&b, "%d 0 obj\n%s /Length %s >>\nstream\n%s\nendstream\nendobj\n", num, strings.TrimSuffix(strings.TrimSpace(dict), ">>"), length, data)
 	}
 	encNum := len(objs) + 1
 	offsets[len(objs)] = b.Len()
 	fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", encNum, encDict)
+	for i, n := range lengths {
+		offsets = append(offsets, b.Len())
+		fmt.Fprintf(&b, "%d 0 obj\n%d\nendobj\n", encNum+1+i, n)
+	}
+	size := encNum + 1 + len(lengths)
 	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", encNum+1)
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", size)
 	for _, off := range offsets {
 		fmt.Fprintf(&b, "%010d 00000 n \n", off)
 	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R /Encrypt %d 0 R /ID [<%x> <%x>] >>\nstartxref\n%d\n%%%%EOF\n", encNum+1, infoObj, encNum, id, id, xref)
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R /Encrypt %d 0 R /ID [<%x> <%x>] >>\nstartxref\n%d\n%%%%EOF\n", size, infoObj, encNum, id, id, xref)
 	return b.Bytes()
 }
 
@@ -205,6 +218,9 @@ func aesNoIV(key, data []byte) []byte {
 	return out
 }
 
+// testIV is the AES initialisation vector of the test files.
+var testIV = []byte("iv-of-the-tests!")
+
 func encryptWith(c pdfCipher, key, data []byte) []byte {
 	if c == cipherRC4 {
 		out := make([]byte, len(data))
@@ -214,7 +230,7 @@ func encryptWith(c pdfCipher, key, data []byte) []byte {
 	}
 	pad := 16 - len(data)%16
 	in := append(bytes.Clone(data), bytes.Repeat([]byte{byte(pad)}, pad)...)
-	iv := []byte("iv-of-the-tests!")
+	iv := testIV
 	block, _ := aes.NewCipher(key)
 	out := make([]byte, len(in))
 	cipher.NewCBCEncrypter(block, iv).CryptBlocks(out, in)
@@ -355,4 +371,29 @@ func FuzzPDFScan(f *testing.F) {
 			t.Fatalf("decrypted copy of %d bytes from %d", len(out), len(data))
 		}
 	})
+}
+
+// TestIndirectLengthEOL: a stream whose /Length is an object of its own is
+// read up to "endstream", without the end of line before it; when its
+// encrypted data itself ends in a carriage return (so that "\r\n" stands
+// before endstream), the AES block size tells that the "\r" is data.
+func TestIndirectLengthEOL(t *testing.T) {
+	objs, info := secretDocument()
+	objs = append([]tobj(nil), objs...)
+	objs[4].indirect, objs[5].indirect = true, true
+	spec := specs[len(specs)-1] // AES-256: one key for every object
+	defer func(iv []byte) { testIV = iv }(testIV)
+	found := false
+	for i := 0; i < 4096 && !found; i++ {
+		testIV = []byte(fmt.Sprintf("iv-of-the-te%04d", i))
+		enc := encryptWith(cipherAES256, bytes.Repeat([]byte{0x5c}, 32), objs[4].stream)
+		found = enc[len(enc)-1] == '\r' // then "\r\n" before endstream
+	}
+	if !found {
+		t.Fatal("no initialisation vector makes the data end in a carriage return")
+	}
+	p, err := PDF(encryptedPDF(t, objs, info, spec), nil)
+	if err != nil || !strings.Contains(p.Text, "Herons wait in (shallow) water for fish.") || !strings.Contains(p.Text, "Storks nest") {
+		t.Fatalf("%v: %q", err, p.Text)
+	}
 }

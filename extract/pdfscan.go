@@ -503,6 +503,7 @@ type pdfDef struct {
 	stream     bool
 	crypt      bool   // a stream with its own /Crypt filter: left as it is
 	data       [2]int // a stream's data: [start, end)
+	eol        int    // bytes taken as the end-of-line before endstream, when the data's length was not known
 	lengthSpan [2]int // a direct /Length's token, to rewrite; [0 0] when none
 	lengthRef  int64  // the object a /Length refers to (0: none)
 	intSpan    [2]int // an object that is a bare integer: its token
@@ -510,12 +511,11 @@ type pdfDef struct {
 
 // pdfScan is what the scan learned of a file. It is a plain value.
 type pdfScan struct {
-	defs        []*pdfDef
-	ints        map[int64]int64   // direct integer objects
-	intDefs     map[int64]*pdfDef // and their definitions
-	objByNum    map[int64]*pdfDef // the last definition of each number
-	trailers    []*pdfObj         // trailer dictionaries and cross-reference stream dictionaries, in file order
-	trailerDefs []*pdfDef         // the cross-reference stream objects
+	defs     []*pdfDef
+	ints     map[int64]int64   // direct integer objects
+	intDefs  map[int64]*pdfDef // and their definitions
+	objByNum map[int64]*pdfDef // the last definition of each number
+	trailers []*pdfObj         // trailer dictionaries and cross-reference stream dictionaries, in file order
 }
 
 // scanPDF reads every object definition and trailer of a file in order,
@@ -576,7 +576,6 @@ func scanPDF(b []byte) (*pdfScan, error) {
 			case def.typ == "XRef":
 				if len(s.trailers) < pdfMaxTrailers {
 					s.trailers = append(s.trailers, v)
-					s.trailerDefs = append(s.trailerDefs, def)
 				}
 				def.val = v
 			case def.typ == "ObjStm", v.key("Filter") != nil && v.key("O") != nil && v.key("U") != nil:
@@ -629,12 +628,16 @@ func (s *pdfScan) readStream(p *pdfParser, def *pdfDef, v *pdfObj, kw pdfToken) 
 			end = len(b)
 		} else {
 			end = start + i
-			// The end-of-line marker before endstream is not data.
+			// The end-of-line marker before endstream is not data
+			// (though a last byte of encrypted data may look like one:
+			// see pdfDecrypt).
 			if end > start && b[end-1] == '\n' {
 				end--
+				def.eol++
 			}
 			if end > start && b[end-1] == '\r' {
 				end--
+				def.eol++
 			}
 		}
 	}
