@@ -228,7 +228,7 @@ func run(ctx context.Context, name string, params, input []byte, lim *Limits) ([
 		return nil, nil, err
 	}
 	l := lim.withDefaults()
-	exe, err := os.Executable()
+	exe, err := executable()
 	if err != nil {
 		return nil, nil, fmt.Errorf("sandbox: find this executable: %w", err)
 	}
@@ -445,23 +445,22 @@ func writeFrame(w io.Writer, status byte, body []byte) error {
 	return err
 }
 
-// childEnv is this process's environment for a child: the Go runtime's
-// own settings replaced (one thread for Go code, no goroutine dumps on a
-// crash; in a -race build, no second of sleep at exit), and the child
-// marker.
+// childEnv is the environment of a child: none of this process's (API
+// keys and tokens stay in the parent) but what the Go runtime and the
+// system need, the runtime's settings for a child (one thread for Go code,
+// no goroutine dumps on a crash; in a -race build, no second of sleep at
+// exit), and the child marker.
 func childEnv() []string {
 	var env []string
 	goRace := ""
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case envChild, "GOMAXPROCS", "GOTRACEBACK", "GOMEMLIMIT", "GOGC":
-			continue
+		switch strings.ToUpper(k) {
+		case "PATH", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT", "GODEBUG", "GOCOVERDIR":
+			env = append(env, kv)
 		case "GORACE":
 			goRace = v + " "
-			continue
 		}
-		env = append(env, kv)
 	}
 	env = append(env, envChild+"=1", "GOMAXPROCS=1", "GOTRACEBACK=none")
 	if raceEnabled {

@@ -23,3 +23,6 @@ func cpuKilled(*os.ProcessState, time.Duration) bool { return false }
 
 // maxRSS is not known here.
 func maxRSS(*os.ProcessState) int64 { return 0 }
+
+// executable is the program to start again.
+func executable() (string, error) { return os.Executable() }
