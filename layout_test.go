@@ -213,6 +213,13 @@ var facadeImports = map[string]map[string]string{
 		"memory/memmcp":     "the memory tools mounted on ragmem mcp",
 		"internal/folder":   "ragmem index and watch walk folders",
 		"internal/wal":      "configuration and export files are written atomically",
+		"internal/sandbox":  "a child process reading one document runs in main (sandbox.Main)",
+
+		"cmd/ragmem/internal/docread": "PDF, DOCX and EPUB files are read in a sandboxed child process",
+	},
+	"cmd/ragmem/internal/docread": {
+		"extract":          "the document readers it runs in the child",
+		"internal/sandbox": "the child process and its limits",
 	},
 	"cmd/ragmem-load": {
 		"rag":             "the facade",

@@ -38,7 +38,7 @@ var hostileOutcomes = map[string]struct {
 // and allocations the PDF library would make are foreseen, and every
 // container part is read through the bounded reader. (The sandbox the
 // command line reads documents in is the second line: see
-// internal/docread.)
+// cmd/ragmem/internal/docread.)
 func TestHostileFiles(t *testing.T) {
 	within, heapBound := 15*time.Second, uint64(512<<20)
 	if raceEnabled {

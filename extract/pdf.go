@@ -37,7 +37,7 @@ import (
 // and its fonts' character maps decompressed before the library interprets
 // them. What is left unbounded inside the library (time spent on a page
 // the checks let through) is bounded by the process the command line reads
-// documents in (internal/docread).
+// documents in (cmd/ragmem/internal/docread).
 func PDF(data []byte, opts *DocumentOptions) (Page, error) {
 	o := opts.withDefaults()
 	if len(data) > o.MaxBytes {

@@ -17,7 +17,7 @@ import (
 // for every object number below it. pdfScan reads the file's syntax with
 // its own small lexer (bounded in depth and in what it keeps) and refuses
 // these before the library sees them; what it cannot foresee, the sandbox
-// the command line reads documents in (internal/docread) bounds.
+// the command line reads documents in (cmd/ragmem/internal/docread) bounds.
 
 // Bounds of the scan.
 const (

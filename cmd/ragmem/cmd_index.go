@@ -18,7 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/internal/docread"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/docread"
 	"github.com/ragmem/ragmem/internal/folder"
 	"github.com/ragmem/ragmem/rag"
 )

@@ -2,7 +2,7 @@
 // crash a document reader: PDFs whose structure loops or allocates by
 // numbers it gives, EPUBs and DOCX files that decompress far beyond their
 // size. Tests of the readers (extract), of the isolation they run in
-// (internal/docread) and of `ragmem index` use them; each file is
+// (cmd/ragmem/internal/docread) and of `ragmem index` use them; each file is
 // generated, none downloaded.
 package hostile
 

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "documents", name))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "testdata", "documents", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestLimitsCostOneFile(t *testing.T) {
 	if !errors.Is(err, extract.ErrLimit) || (err.Error() != "the PDF parser exceeded 2s" && !strings.Contains(err.Error(), "not read within the time limit")) {
 		t.Errorf("slow: %v", err)
 	}
-	if took := time.Since(start); took > 4*time.Second {
+	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("slow: stopped after %s", took)
 	}
 	mem := int64(64 << 20)
@@ -102,7 +102,7 @@ func TestLimitsCostOneFile(t *testing.T) {
 	if _, err := Read(ctx, "slow.pdf", slow, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("cancelled: %v", err)
 	}
-	if took := time.Since(start); took > 2*time.Second {
+	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("cancelled: returned after %s", took)
 	}
 }
