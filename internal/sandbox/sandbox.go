@@ -249,6 +249,7 @@ func run(ctx context.Context, name string, params, input []byte, lim *Limits) ([
 	}
 	stderr := &headBuffer{max: 16 << 10}
 	cmd.Stderr = stderr
+	cmd.WaitDelay = 2 * time.Second // stderr is not held open past the child's end
 	if err := cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("sandbox: start a child process: %w", err)
 	}

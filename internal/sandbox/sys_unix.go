@@ -13,9 +13,14 @@ import (
 	"time"
 )
 
-// killTree kills the child and its process group (it leads one of its own).
+// killTree kills the child and its process group (it leads one of its
+// own). The group is signalled only while the child is still there (the
+// Process handle knows, on Linux through a pidfd), so that a number reused
+// by another process is not.
 func killTree(p *os.Process) {
-	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+	if p.Signal(syscall.Signal(0)) == nil {
+		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+	}
 	_ = p.Kill()
 }
 
