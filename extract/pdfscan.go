@@ -14,7 +14,7 @@ import (
 // name each other, are followed forever; an object stream of /N
 // 9000000000000000000 objects is searched that many times; a
 // cross-reference subsection that starts at object 2^30 allocates an entry
-// for every object number below it. pdfScan reads the file's syntax with
+// for every object number below it. scanPDF reads the file's syntax with
 // its own small lexer (bounded in depth and in what it keeps) and refuses
 // these before the library sees them; what it cannot foresee, the sandbox
 // the command line reads documents in (cmd/ragmem/internal/docread) bounds.

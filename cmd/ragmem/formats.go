@@ -67,7 +67,7 @@ func readText(f chunk.Format) func(context.Context, *indexOptions, rag.Document,
 
 // readDocumentFile reads a PDF, DOCX or EPUB file through its extract
 // reader, in a process of its own bounded by --document-timeout and
-// --document-memory (cmd/ragmem/internal/docread): a file the reader refuses (needs a
+// --document-memory (internal/docread): a file the reader refuses (needs a
 // password, has no text layer, is damaged or past a limit) or that makes
 // the process pass a limit or crash is skipped with that reason, and the
 // rest of the folder is indexed.

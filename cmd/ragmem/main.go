@@ -21,7 +21,7 @@ import (
 )
 
 func main() {
-	// A child process reading one document (cmd/ragmem/internal/docread) runs that
+	// A child process reading one document (internal/docread) runs that
 	// and exits here, before anything else.
 	sandbox.Main()
 	ctx, stop := interruptible(context.Background(), os.Stderr, os.Exit)

@@ -24,7 +24,7 @@ import (
 // black-box test below starts `ragmem serve` as a real, separate process
 // (built from this package, race detector included when the tests use it).
 func TestMain(m *testing.M) {
-	// A child reading a document (cmd/ragmem/internal/docread) for a test's index.
+	// A child reading a document (internal/docread) for a test's index.
 	sandbox.Main()
 	if os.Getenv("RAGMEM_TEST_AS_MAIN") == "1" {
 		main()
