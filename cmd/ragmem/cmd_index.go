@@ -369,9 +369,14 @@ func indexFiles(ctx context.Context, g *globals, m memStore, files []string, o *
 				return nil, err
 			}
 			d, skip, err := readDocument(ctx, p, o)
+			var keep skipKeep
 			switch {
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
+			case errors.As(err, &keep):
+				sum.skipped++
+				present[rag.CanonicalURL(fileURL(p))] = true // what was indexed of it stays
+				fmt.Fprintf(g.stderr, "ragmem: %s: skipped: %s\n", p, keep.reason)
 			case skip != "":
 				sum.skipped++
 				fmt.Fprintf(g.stderr, "ragmem: %s: skipped: %s\n", p, skip)

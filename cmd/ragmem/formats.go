@@ -69,13 +69,15 @@ func readText(f chunk.Format) func(context.Context, *indexOptions, rag.Document,
 // reader, in a process of its own bounded by --document-timeout and
 // --document-memory (internal/docread): a file the reader refuses (needs a
 // password, has no text layer, is damaged or past a limit) or that makes
-// the process pass a limit or crash is skipped with that reason, and the
-// rest of the folder is indexed.
+// the process pass a limit or crash is skipped with that reason (see
+// skipKeep), and the rest of the folder is indexed.
 func readDocumentFile(ctx context.Context, o *indexOptions, d rag.Document, path string, data []byte) (rag.Document, string, error) {
 	p, err := docread.Read(ctx, path, data, &docread.Options{Timeout: o.docTimeout, Memory: o.docMemory})
 	switch {
 	case ctx.Err() != nil:
 		return d, "", ctx.Err()
+	case errors.Is(err, docread.ErrStopped):
+		return d, "", skipKeep{reason: err.Error()}
 	case readerError(err):
 		return d, strings.TrimPrefix(err.Error(), "extract: "), nil
 	case err != nil:
@@ -88,6 +90,14 @@ func readDocumentFile(ctx context.Context, o *indexOptions, d rag.Document, path
 	d.Content, d.Format, d.Extracted = p.HTML, chunk.HTML, true
 	return d, "", nil
 }
+
+// skipKeep is the error of a file skipped because the process reading it
+// was stopped at one of its limits: a version indexed before is kept, as
+// another run (with more time or memory, or on a less loaded machine) may
+// read the file.
+type skipKeep struct{ reason string }
+
+func (e skipKeep) Error() string { return e.reason }
 
 // readerError reports whether err says why a document cannot be read: a
 // reason that belongs to the file.

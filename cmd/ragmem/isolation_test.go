@@ -306,3 +306,38 @@ func childProcesses(pid int) []int {
 	}
 	return out
 }
+
+// TestStoppedReaderKeepsTheIndexedVersion: a file whose reading process is
+// stopped at a limit is skipped, but what was indexed of it before stays
+// (the limit may be the machine's load); a file the reader refuses for
+// what it is (here: no longer a PDF) is skipped and its old version
+// removed, as files gone from the folder are.
+func TestStoppedReaderKeepsTheIndexedVersion(t *testing.T) {
+	dir, docs := t.TempDir(), t.TempDir()
+	guide, err := os.ReadFile(filepath.Join("..", "..", "testdata", "documents", "guide.pdf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(docs, "guide.pdf")
+	writeFile(t, path, string(guide))
+	notes(t, docs, 1)
+	mustRun(t, "--dir", dir, "index", docs)
+	if _, ok := sourcesOf(t, dir)[fileURL(path)]; !ok {
+		t.Fatal("guide.pdf not indexed")
+	}
+	out, stderr, err := runCLI(t, "--dir", dir, "index", "--document-timeout", "1ns", docs)
+	if err != nil || !strings.Contains(stderr, "guide.pdf: skipped: the PDF parser exceeded 1ns") || strings.Contains(out, "removed") {
+		t.Fatalf("stopped: %v\n%s\n%s", err, out, stderr)
+	}
+	if _, ok := sourcesOf(t, dir)[fileURL(path)]; !ok {
+		t.Fatal("guide.pdf removed after its reader was stopped")
+	}
+	writeFile(t, path, "%PDF-1.4\nnot a PDF any more")
+	out, stderr, err = runCLI(t, "--dir", dir, "index", docs)
+	if err != nil || !strings.Contains(stderr, "guide.pdf: skipped: the document is damaged") || !strings.Contains(out, "1 removed") {
+		t.Fatalf("damaged: %v\n%s\n%s", err, out, stderr)
+	}
+	if _, ok := sourcesOf(t, dir)[fileURL(path)]; ok {
+		t.Fatal("the damaged guide.pdf's old version kept")
+	}
+}

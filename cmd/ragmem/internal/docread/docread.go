@@ -74,15 +74,21 @@ var kinds = map[string]error{
 	"nocontent": extract.ErrNoContent,
 }
 
+// ErrStopped is wrapped, beside extract.ErrLimit or extract.ErrDamaged, by
+// the errors of a child that was stopped at one of its limits or crashed:
+// the reader did not finish, so another run with more time or memory (or
+// on a less loaded machine) may read the file.
+var ErrStopped = errors.New("docread: the reading process was stopped")
+
 // docError is an error carried from the child, or made of how the child
-// ended: its message, and the extract error it stands for.
+// ended: its message, and the errors it stands for.
 type docError struct {
-	msg  string
-	kind error
+	msg   string
+	kinds []error
 }
 
-func (e *docError) Error() string { return e.msg }
-func (e *docError) Unwrap() error { return e.kind }
+func (e *docError) Error() string   { return e.msg }
+func (e *docError) Unwrap() []error { return e.kinds }
 
 // child reads one document in the child process.
 func child(_ context.Context, params, input []byte) ([]byte, error) {
@@ -161,14 +167,14 @@ func ReadUsage(ctx context.Context, docName string, data []byte, opts *Options) 
 	}
 	var resp response
 	if err := json.Unmarshal(out, &resp); err != nil {
-		return extract.Page{}, u, &docError{msg: parser(docName) + " answered something unreadable: " + err.Error(), kind: extract.ErrDamaged}
+		return extract.Page{}, u, &docError{msg: parser(docName) + " answered something unreadable: " + err.Error(), kinds: []error{extract.ErrDamaged}}
 	}
 	if resp.Kind != "" {
 		kind, ok := kinds[resp.Kind]
 		if !ok {
 			kind = extract.ErrDamaged
 		}
-		return extract.Page{}, u, &docError{msg: resp.Error, kind: kind}
+		return extract.Page{}, u, &docError{msg: resp.Error, kinds: []error{kind}}
 	}
 	return resp.Page, u, nil
 }
@@ -180,11 +186,11 @@ func childError(docName string, err error) error {
 	var je *sandbox.JobError
 	switch {
 	case errors.As(err, &le):
-		return &docError{msg: parser(docName) + " " + le.Reason, kind: extract.ErrLimit}
+		return &docError{msg: parser(docName) + " " + le.Reason, kinds: []error{extract.ErrLimit, ErrStopped}}
 	case errors.As(err, &ce):
-		return &docError{msg: parser(docName) + " " + ce.Reason, kind: extract.ErrDamaged}
+		return &docError{msg: parser(docName) + " " + ce.Reason, kinds: []error{extract.ErrDamaged, ErrStopped}}
 	case errors.As(err, &je):
-		return &docError{msg: je.Msg, kind: extract.ErrDamaged}
+		return &docError{msg: je.Msg, kinds: []error{extract.ErrDamaged}}
 	}
 	return fmt.Errorf("docread: %w", err)
 }

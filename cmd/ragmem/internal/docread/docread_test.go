@@ -92,7 +92,7 @@ func TestLimitsCostOneFile(t *testing.T) {
 	}
 	mem := int64(64 << 20)
 	_, err = Read(context.Background(), "pages.pdf", hostile.Files()[5].Data, &Options{Memory: mem})
-	if !errors.Is(err, extract.ErrLimit) || err.Error() != "the PDF parser ran out of memory (limit 64 MiB)" {
+	if !errors.Is(err, extract.ErrLimit) || !errors.Is(err, ErrStopped) || err.Error() != "the PDF parser ran out of memory (limit 64 MiB)" {
 		t.Errorf("memory: %v", err)
 	}
 	// The caller's context stops the child at once.
@@ -145,19 +145,20 @@ func FuzzIsolated(f *testing.F) {
 // parser, wrapping the extract error a caller sorts by.
 func TestChildErrors(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		err  error
-		want string
-		kind error
+		name    string
+		err     error
+		want    string
+		kind    error
+		stopped bool
 	}{
-		{"a.pdf", &sandbox.LimitError{Reason: "exceeded 30s"}, "the PDF parser exceeded 30s", extract.ErrLimit},
-		{"b.epub", &sandbox.LimitError{Reason: "ran out of memory (limit 512 MiB)"}, "the EPUB parser ran out of memory (limit 512 MiB)", extract.ErrLimit},
-		{"c.docx", &sandbox.CrashError{Reason: "crashed (fatal error: stack overflow)"}, "the DOCX parser crashed (fatal error: stack overflow)", extract.ErrDamaged},
-		{"d.pdf", &sandbox.JobError{Msg: "docread: d.pdf is not a PDF, DOCX or EPUB file"}, "docread: d.pdf is not a PDF, DOCX or EPUB file", extract.ErrDamaged},
+		{"a.pdf", &sandbox.LimitError{Reason: "exceeded 30s"}, "the PDF parser exceeded 30s", extract.ErrLimit, true},
+		{"b.epub", &sandbox.LimitError{Reason: "ran out of memory (limit 512 MiB)"}, "the EPUB parser ran out of memory (limit 512 MiB)", extract.ErrLimit, true},
+		{"c.docx", &sandbox.CrashError{Reason: "crashed (fatal error: stack overflow)"}, "the DOCX parser crashed (fatal error: stack overflow)", extract.ErrDamaged, true},
+		{"d.pdf", &sandbox.JobError{Msg: "docread: d.pdf is not a PDF, DOCX or EPUB file"}, "docread: d.pdf is not a PDF, DOCX or EPUB file", extract.ErrDamaged, false},
 	} {
 		err := childError(c.name, c.err)
-		if err.Error() != c.want || !errors.Is(err, c.kind) {
-			t.Errorf("%v: %q, want %q wrapping %v", c.err, err, c.want, c.kind)
+		if err.Error() != c.want || !errors.Is(err, c.kind) || errors.Is(err, ErrStopped) != c.stopped {
+			t.Errorf("%v: %q, want %q wrapping %v (stopped %v)", c.err, err, c.want, c.kind, c.stopped)
 		}
 	}
 }
