@@ -2,6 +2,7 @@ package extract
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -74,7 +75,7 @@ func PDF(data []byte, opts *DocumentOptions) (Page, error) {
 		if !r.Trailer().Key("Encrypt").IsNull() {
 			return fmt.Errorf("%w: its encryption could not be removed; decrypt it first", ErrEncrypted)
 		}
-		x := &pdfReader{r: r, o: o, b: b, budget: o.MaxExpanded, done: map[string][]string{}}
+		x := &pdfReader{r: r, o: o, b: b, budget: o.MaxExpanded, done: map[[sha256.Size]byte][]string{}}
 		title = cleanLine(r.Trailer().Key("Info").Key("Title").Text(), 300)
 		return x.read(&title)
 	})
@@ -136,11 +137,11 @@ type pdfReader struct {
 	b      *docBuilder
 	budget int64 // decompressed bytes still allowed
 	visits int
-	// done holds the paragraphs of the pages read, by their content and
-	// resources: pages that share both (a page tree that names one page
+	// done holds the paragraphs of the pages read, by a hash of their content and
+	// fonts: pages that share both (a page tree that names one page
 	// many times, or many pages that draw one content stream) are
 	// interpreted once.
-	done map[string][]string
+	done map[[sha256.Size]byte][]string
 	cut  bool // the page tree was deeper than pdfMaxTreeDepth
 }
 
@@ -371,7 +372,10 @@ func (x *pdfReader) pageText(v pdf.Value) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := contents.String() + "\x00" + res.String()
+	// The text depends on the content and the fonts (the library follows
+	// no other resource); the key is hashed, so that large dictionaries
+	// shared by many pages are not held once per page.
+	id := sha256.Sum256([]byte(contents.String() + "\x00" + res.Key("Font").String()))
 	if paras, ok := x.done[id]; ok {
 		return paras, nil
 	}
