@@ -221,6 +221,13 @@ var facadeImports = map[string]map[string]string{
 		"internal/wal":      "configuration and export files are written atomically",
 		"internal/perm":     "the config file, an export key and a new data directory are the user's (ssh's rule)",
 		"internal/reserved": "ragmem search says who wrote a memory and what it may contradict (the memory store's attributes)",
+		"internal/sandbox":  "a child process reading one document runs in main (sandbox.Main)",
+
+		"cmd/ragmem/internal/docread": "PDF, DOCX and EPUB files are read in a sandboxed child process",
+	},
+	"cmd/ragmem/internal/docread": {
+		"extract":          "the document readers it runs in the child",
+		"internal/sandbox": "the child process and its limits",
 	},
 	"cmd/ragmem-load": {
 		"rag":             "the facade",

@@ -11,12 +11,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/docread"
 	"github.com/ragmem/ragmem/internal/folder"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -32,11 +34,14 @@ type indexOptions struct {
 	exclude                        []string
 	keepMissing                    bool
 	watch                          bool
+	docTimeout                     time.Duration // reading one PDF, DOCX or EPUB file
+	docMemory                      int64
 }
 
 func newIndexCmd(g *globals) *cobra.Command {
 	var o indexOptions
 	var attrs, keepParams []string
+	var docMemory string
 	cmd := &cobra.Command{
 		Use:   "index PATH...",
 		Short: "Index files and folders (" + extList() + "), or - for stdin",
@@ -63,6 +68,9 @@ func newIndexCmd(g *globals) *cobra.Command {
 				// Memories and preferences belong to their stores
 				// (rag.ErrReserved): index writes knowledge only.
 				return fmt.Errorf("--type %s: index writes knowledge only; write memories with `ragmem memory add` and preferences with `ragmem prefs add`", o.docType)
+			}
+			if o.docMemory, err = parseBytes("--document-memory", docMemory); err != nil {
+				return err
 			}
 			var targets []target
 			stdin := false
@@ -130,6 +138,8 @@ func newIndexCmd(g *globals) *cobra.Command {
 	f.StringArrayVar(&o.exclude, "exclude", nil, "skip paths matching this gitignore-style pattern, relative to the folder (repeatable): '*.log', 'drafts/', '**/gen/**'")
 	f.BoolVar(&o.keepMissing, "keep-missing", false, "keep the sources of files no longer in the folder (default: remove them)")
 	f.BoolVar(&o.watch, "watch", false, "after indexing, keep watching the files and folders and index changes until interrupted")
+	f.DurationVar(&o.docTimeout, "document-timeout", docread.DefaultTimeout, "longest reading one PDF, DOCX or EPUB file may take (each is read in a process of its own); past it the file is skipped")
+	f.StringVar(&docMemory, "document-memory", "512MiB", "most memory reading one PDF, DOCX or EPUB file may take; past it the file is skipped")
 	f.StringSliceVar(&keepParams, "keep-params", nil, "query parameters that URLs keep even when they look like tracking (e.g. ref_src); the store remembers the list, '' clears it")
 	return cmd
 }
@@ -356,8 +366,18 @@ func indexFiles(ctx context.Context, g *globals, m memStore, files []string, o *
 		group := files[lo:min(lo+batch, len(files))]
 		docs := make([]rag.Document, 0, len(group))
 		for _, p := range group {
-			d, skip, err := readDocument(p, o)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			d, skip, err := readDocument(ctx, p, o)
+			var keep skipKeep
 			switch {
+			case ctx.Err() != nil:
+				return nil, ctx.Err()
+			case errors.As(err, &keep):
+				sum.skipped++
+				present[rag.CanonicalURL(fileURL(p))] = true // what was indexed of it stays
+				fmt.Fprintf(g.stderr, "ragmem: %s: skipped: %s\n", p, keep.reason)
 			case skip != "":
 				sum.skipped++
 				fmt.Fprintf(g.stderr, "ragmem: %s: skipped: %s\n", p, skip)
@@ -413,7 +433,7 @@ func skipReason(err error) string {
 
 // readDocument reads a file into a document. A file that is skipped (empty,
 // binary, too large) returns the reason why in skip.
-func readDocument(path string, o *indexOptions) (d rag.Document, skip string, err error) {
+func readDocument(ctx context.Context, path string, o *indexOptions) (d rag.Document, skip string, err error) {
 	kind, _ := fileKind(path)
 	st, err := os.Stat(path)
 	if err != nil {
@@ -433,7 +453,7 @@ func readDocument(path string, o *indexOptions) (d rag.Document, skip string, er
 		return d, "", err
 	}
 	d = rag.Document{SourceURL: fileURL(path), DocType: o.docType, Attrs: o.attrs}
-	if d, skip, err = kind.read(d, path, data); skip != "" || err != nil {
+	if d, skip, err = kind.read(ctx, o, d, path, data); skip != "" || err != nil {
 		return d, skip, err
 	}
 	d.Content = validText(d.Content)

@@ -70,7 +70,7 @@ func TestIndexFolderSync(t *testing.T) {
 		t.Fatalf("summary %q\n%s", out, stderr)
 	}
 	for _, want := range []string{"ls.txt: skipped: binary data", "empty.md: skipped: empty file", "blank.txt: skipped: no text",
-		"encrypted.pdf: skipped: the document is encrypted (password-protected); decrypt it first\n",
+		"encrypted.pdf: skipped: the document is encrypted: it needs a password to open; decrypt it first\n",
 		"scanned.pdf: skipped: the PDF has no text layer (scanned or image-only pages); run OCR on it first\n"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)

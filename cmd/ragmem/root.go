@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -57,6 +58,13 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			g.stdout, g.stderr, g.stdin = cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin()
+			if f := cmd.Flags().Lookup("shutdown-timeout"); f != nil {
+				// serve drains what is in flight for as long as its
+				// --shutdown-timeout says (see interrupt.go).
+				if d, err := time.ParseDuration(f.Value.String()); err == nil {
+					setInterruptGrace(d + time.Second)
+				}
+			}
 			level := slog.LevelWarn
 			if g.verbose {
 				level = slog.LevelDebug
