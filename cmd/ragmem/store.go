@@ -425,7 +425,7 @@ func (g *globals) agreeWithOwner(ctx context.Context, c *owner.Client) error {
 			}
 		}
 		if !same {
-			return fmt.Errorf("%w: %s, whose store was built with embedder %s, but %s (from %s) was given; drop that setting to use the store's",
+			return fmt.Errorf("%w: %s, which uses embedder %s for its store, but %s (from %s) was given; drop that setting to use the store's, or stop the owner",
 				rag.ErrEmbedderMismatch, who, ex.EmbedderSpec, choice.spec, choice.from)
 		}
 	}

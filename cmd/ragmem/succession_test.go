@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/index/local"
 	"github.com/ragmem/ragmem/owner"
 )
 
@@ -53,6 +54,11 @@ func commandLoops(t *testing.T, dir string) (ran func() int, stop func() (runs i
 	}()
 	go func() {
 		defer wg.Done()
+		// Searching a directory nothing was indexed into is an error:
+		// the search loop starts once the first index is done.
+		for !done.Load() && !local.Exists(dir) {
+			time.Sleep(10 * time.Millisecond)
+		}
 		for !done.Load() {
 			out, errs, code := runAsMain(t, "", "--dir", dir, "search", "pangolins ants")
 			record("search", out, errs, code)
