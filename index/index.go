@@ -209,6 +209,12 @@ type Index struct {
 
 	embedHealthy atomic.Bool
 
+	// unbound: the store holds no record and records no embedder, or one
+	// it holds no vectors of: the first write records this index's
+	// embedder (bind), so that a store nothing was written to accepts any.
+	unbound atomic.Bool
+	bindMu  sync.Mutex
+
 	settingsMu sync.RWMutex
 	settings   map[string]setting // store-level settings of other packages, read once
 
@@ -360,7 +366,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 		_ = ix.be.Close()
 		return nil, err
 	}
-	if sd, ok, err := ix.be.Meta(ctx, metaDimension); err == nil && ok {
+	if sd, ok, err := ix.be.Meta(ctx, metaDimension); err == nil && ok && !ix.unbound.Load() {
 		if d, err := strconv.Atoi(sd); err == nil {
 			// Vectors of another length are an outage, never records.
 			ix.call.ExpectDimension(d)
@@ -533,34 +539,48 @@ func (ix *Index) recordSpec(ctx context.Context) error {
 	return ix.be.SetMeta(ctx, metaEmbedderSpec, string(raw))
 }
 
-// checkEmbedder records the embedder on a new store and refuses a different one.
+// checkEmbedder refuses an embedder other than the one the store records
+// while the store holds records of it. A store without records is not
+// bound to an embedder: it records none (or an earlier one whose records
+// are all gone), and the first write records this one (see bind). A store
+// with records but no embedder recorded (written before embedders were)
+// adopts this one.
 func (ix *Index) checkEmbedder(ctx context.Context) error {
 	id := ix.emb.Identity()
-	_, ok, err := ix.be.Meta(ctx, metaEmbedder)
+	stored, ok, err := ix.be.Meta(ctx, metaEmbedder)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	empty := func() (bool, error) {
 		st, err := ix.be.Stats(ctx)
+		return st.Records == 0, err
+	}
+	if !ok {
+		none, err := empty()
 		if err != nil {
 			return err
 		}
-		if st.Records > 0 {
-			ix.log.Warn("index: store has records but no embedder recorded; adopting the current one", "embedder", id)
+		if none {
+			ix.unbound.Store(true)
+			return nil
 		}
-		if err := ix.be.SetMeta(ctx, metaEmbedder, id); err != nil {
-			return err
-		}
-		if err := ix.recordSpec(ctx); err != nil {
-			return err
-		}
-		if d := ix.emb.Dimension(); d > 0 {
-			return ix.be.SetMeta(ctx, metaDimension, strconv.Itoa(d))
-		}
-		return nil
+		ix.log.Warn("index: store has records but no embedder recorded; adopting the current one", "embedder", id)
+		return ix.recordEmbedder(ctx)
 	}
 	if err := VerifyEmbedder(ctx, ix.be, ix.emb); err != nil {
-		return err
+		if !errors.Is(err, ErrEmbedderMismatch) {
+			return err
+		}
+		none, serr := empty()
+		if serr != nil {
+			return serr
+		}
+		if !none || !ix.takesDimension() {
+			return err
+		}
+		ix.log.Info("index: the store holds no records; the first write records the embedder given", "embedder", id, "recorded", stored)
+		ix.unbound.Store(true)
+		return nil
 	}
 	// A store created before specs were recorded learns its embedder's now.
 	if _, ok, err := ix.be.Meta(ctx, metaEmbedderSpec); err != nil {
@@ -578,6 +598,72 @@ func (ix *Index) checkEmbedder(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// takesDimension reports whether the backend accepts vectors of the
+// embedder's dimension: it has never held vectors, or held ones of that
+// length (a backend that has held others keeps their length after its
+// records are removed).
+func (ix *Index) takesDimension() bool {
+	d, ok := ix.be.(interface{ VectorDimension() int })
+	if !ok {
+		return true
+	}
+	have, want := d.VectorDimension(), ix.emb.Dimension()
+	return have == 0 || want == 0 || have == want
+}
+
+// recordEmbedder records the index's embedder: identity, spec and, when
+// known, dimension.
+func (ix *Index) recordEmbedder(ctx context.Context) error {
+	if err := ix.be.SetMeta(ctx, metaEmbedder, ix.emb.Identity()); err != nil {
+		return err
+	}
+	if err := ix.recordSpec(ctx); err != nil {
+		return err
+	}
+	if d := ix.emb.Dimension(); d > 0 {
+		if err := ix.be.SetMeta(ctx, metaDimension, strconv.Itoa(d)); err != nil {
+			return err
+		}
+		ix.call.ExpectDimension(d)
+	}
+	return nil
+}
+
+// BindEmbedder records the index's embedder in a store that holds no
+// records yet, as the index's own first write does (see Open); a store
+// bound already is left as it is. Callers that write records to the
+// backend directly (an import) call it first.
+func (ix *Index) BindEmbedder(ctx context.Context) error { return ix.bind(ctx) }
+
+// bind records the embedder of an unbound store before its first records
+// are written (a write that then fails leaves a store bound and still
+// empty, which the next open takes for unbound again).
+func (ix *Index) bind(ctx context.Context) error {
+	if !ix.unbound.Load() {
+		return nil
+	}
+	ix.bindMu.Lock()
+	defer ix.bindMu.Unlock()
+	if !ix.unbound.Load() {
+		return nil
+	}
+	if err := ix.recordEmbedder(ctx); err != nil {
+		return fmt.Errorf("index: record the store's embedder: %w", err)
+	}
+	ix.unbound.Store(false)
+	return nil
+}
+
+// EmbedderRecord returns what the store records about its embedder, and
+// false when it records nothing that binds it: a new store, or one that
+// holds no records (see Open).
+func (ix *Index) EmbedderRecord(ctx context.Context) (*EmbedderRecord, bool, error) {
+	if ix.unbound.Load() {
+		return nil, false, nil
+	}
+	return ReadEmbedderRecord(ctx, ix.be)
 }
 
 // unknownDim matches the "/d0" of an embedder that learns its dimension on
@@ -930,6 +1016,11 @@ func (ix *Index) addMany(ctx context.Context, docs []Document, jobs []*job) ([]R
 	if len(bt.DeleteSources) == 0 {
 		return results, nil
 	}
+	if len(bt.Put) > 0 {
+		if err := ix.bind(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := ix.be.Apply(ctx, bt); err != nil {
 		return nil, err
 	}
@@ -995,7 +1086,7 @@ func (ix *Index) embedRecords(ctx context.Context, recs []*Record) error {
 // that learned its dimension on first use (OpenAI-compatible servers).
 func (ix *Index) learnDimension(ctx context.Context) {
 	d := ix.emb.Dimension()
-	if d <= 0 {
+	if d <= 0 || ix.unbound.Load() { // an unbound store records it when it binds
 		return
 	}
 	if _, ok, err := ix.be.Meta(ctx, metaDimension); err == nil && !ok {
@@ -1049,6 +1140,11 @@ func (ix *Index) Put(ctx context.Context, recs []Record) error {
 	}
 	if len(need) > 0 {
 		if err := ix.embedRecords(ctx, need); err != nil {
+			return err
+		}
+	}
+	if len(recs) > 0 {
+		if err := ix.bind(ctx); err != nil {
 			return err
 		}
 	}
@@ -1207,13 +1303,13 @@ func (ix *Index) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	dim := ix.emb.Dimension()
-	if dim == 0 {
+	if dim == 0 && !ix.unbound.Load() {
 		if s, ok, _ := ix.be.Meta(ctx, metaDimension); ok {
 			dim, _ = strconv.Atoi(s)
 		}
 	}
 	spec := ""
-	if rec, ok, err := ReadEmbedderRecord(ctx, ix.be); err == nil && ok && rec.Spec != nil && !rec.FromIdentity {
+	if rec, ok, err := ix.EmbedderRecord(ctx); err == nil && ok && rec.Spec != nil && !rec.FromIdentity {
 		spec = rec.Spec.String()
 	}
 	return Stats{

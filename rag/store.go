@@ -3,7 +3,7 @@ package rag
 import (
 	"context"
 
-	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/local"
 )
 
 // What the adapters ask of the store, through the engine. Each method is
@@ -68,7 +68,12 @@ func (e *Engine) Chunks(ctx context.Context) (int, error) {
 }
 
 // EmbedderRecord returns the embedder the store records (ok false when it
-// records none), without the cost of Stats.
+// records none, or holds no records and so is not bound to one yet),
+// without the cost of Stats.
 func (e *Engine) EmbedderRecord(ctx context.Context) (*EmbedderRecord, bool, error) {
-	return index.ReadEmbedderRecord(ctx, e.ix.Backend())
+	return e.ix.EmbedderRecord(ctx)
 }
+
+// StoreExists reports whether dir holds a store of the local backend (the
+// data directory's own), without opening or creating anything.
+func StoreExists(dir string) bool { return local.Exists(dir) }

@@ -733,8 +733,12 @@ func (s *Server) deletePreferences(w http.ResponseWriter, r *http.Request) {
 // It is a plain value.
 type DetectJSON struct {
 	Detected bool              `json:"detected"`
-	Intent   *IntentJSON       `json:"intent,omitempty"`
-	Saved    *prefs.Preference `json:"saved,omitempty"`
+	Intent   *IntentJSON       `json:"intent,omitempty"` // the first statement
+	Saved    *prefs.Preference `json:"saved,omitempty"`  // the first statement, saved
+	// Intents are every statement in the message, in order (Intent is the
+	// first), and SavedAll each one saved (with save).
+	Intents  []IntentJSON       `json:"intents,omitempty"`
+	SavedAll []prefs.Preference `json:"savedAll,omitempty"`
 }
 
 // IntentJSON is a detected preference statement.
@@ -755,15 +759,20 @@ func (s *Server) detectPreference(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, r, e)
 		return
 	}
-	in := prefs.DetectPreferenceIntent(req.Message)
-	out := DetectJSON{Detected: in != nil}
-	if in != nil {
-		out.Intent = &IntentJSON{Type: string(in.Type), Content: in.Content, Match: in.Match}
-		if req.Save {
-			eng := s.engine(w, r)
-			if eng == nil {
-				return
-			}
+	ins := prefs.DetectPreferenceIntents(req.Message)
+	out := DetectJSON{Detected: len(ins) > 0}
+	for _, in := range ins {
+		out.Intents = append(out.Intents, IntentJSON{Type: string(in.Type), Content: in.Content, Match: in.Match})
+	}
+	if len(ins) > 0 {
+		out.Intent = &out.Intents[0]
+	}
+	if req.Save && len(ins) > 0 {
+		eng := s.engine(w, r)
+		if eng == nil {
+			return
+		}
+		for _, in := range ins {
 			p, err := eng.Preferences().Add(r.Context(), in.Type, in.Content)
 			if err != nil {
 				if ae := prefError(err); ae != nil {
@@ -773,8 +782,9 @@ func (s *Server) detectPreference(w http.ResponseWriter, r *http.Request) {
 				s.fail(w, r, err)
 				return
 			}
-			out.Saved = &p
+			out.SavedAll = append(out.SavedAll, p)
 		}
+		out.Saved = &out.SavedAll[0]
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -79,7 +79,13 @@ func newIndexCmd(g *globals) *cobra.Command {
 					stdin = true
 					continue
 				}
-				t, err := newTarget(a, o.exclude, g.stderr)
+				exclude := o.exclude
+				if st, err := os.Stat(a); err == nil && st.IsDir() {
+					if exclude, err = g.folderExcludes(ctx, a, o.exclude, cmd.Flags().Changed("exclude")); err != nil {
+						return err
+					}
+				}
+				t, err := newTarget(a, exclude, g.stderr)
 				if err != nil {
 					return err
 				}
@@ -135,7 +141,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.docType, "type", rag.DocKnowledge, "document type: knowledge, the only one index writes (memories: ragmem memory add)")
 	f.IntVar(&o.batch, "batch", 64, "files written per atomic batch")
 	f.StringArrayVar(&attrs, "attr", nil, "attribute key=value stored on every chunk (repeatable); filter on it with --filter")
-	f.StringArrayVar(&o.exclude, "exclude", nil, "skip paths matching this gitignore-style pattern, relative to the folder (repeatable): '*.log', 'drafts/', '**/gen/**'")
+	f.StringArrayVar(&o.exclude, "exclude", nil, "skip paths matching this gitignore-style pattern, relative to the folder (repeatable): '*.log', 'drafts/', '**/gen/**'; remembered for the folder, '' forgets")
 	f.BoolVar(&o.keepMissing, "keep-missing", false, "keep the sources of files no longer in the folder (default: remove them)")
 	f.BoolVar(&o.watch, "watch", false, "after indexing, keep watching the files and folders and index changes until interrupted")
 	f.DurationVar(&o.docTimeout, "document-timeout", docread.DefaultTimeout, "longest reading one PDF, DOCX or EPUB file may take (each is read in a process of its own); past it the file is skipped")
@@ -272,6 +278,7 @@ func prune(ctx context.Context, g *globals, m memStore, o *indexOptions, dir str
 		}
 		return false
 	}
+	excluded, excludedChunks := 0, 0
 	for _, s := range srcs {
 		if present[s.SourceURL] || spared(s.SourceURL) {
 			continue
@@ -283,9 +290,19 @@ func prune(ctx context.Context, g *globals, m memStore, o *indexOptions, dir str
 		if n > 0 {
 			sum.removed++
 			if path, ok := filePath(s.SourceURL); ok {
+				if _, err := os.Lstat(path); err == nil {
+					// Still there: excluded (--exclude, .gitignore,
+					// .ragmemignore), not gone.
+					excluded++
+					excludedChunks += n
+					continue
+				}
 				fmt.Fprintf(g.stderr, "ragmem: %s: no longer in the folder; removed (%d chunks)\n", path, n)
 			}
 		}
+	}
+	if excluded > 0 {
+		fmt.Fprintf(g.stderr, "ragmem: %s: removed %d files now excluded (%d chunks)\n", dir, excluded, excludedChunks)
 	}
 	return nil
 }

@@ -109,6 +109,8 @@ func newStatsCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "embedder             %s (dimension %d, loaded %v)\n", st.Embedder, st.Dimension, st.EmbeddingModelLoaded)
 				if st.EmbedderSpec != "" {
 					fmt.Fprintf(g.stdout, "embedder config      %s (recorded in the store)\n", st.EmbedderSpec)
+				} else if st.ChunkCount == 0 {
+					fmt.Fprintf(g.stdout, "embedder config      none recorded: the store takes the embedder of its first write\n")
 				}
 				return nil
 			})

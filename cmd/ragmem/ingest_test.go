@@ -164,8 +164,9 @@ func TestIndexFolderSync(t *testing.T) {
 	if !strings.Contains(out, "removed later.md") {
 		t.Fatalf("rm missing path: %q", out)
 	}
+	// sub/deeper stays excluded: the plain runs above remembered --exclude.
 	out = mustRun(t, "--dir", dir, "rm", "sub")
-	if !strings.Contains(out, "removed 2 sources under sub") {
+	if !strings.Contains(out, "removed 1 sources under sub") {
 		t.Fatalf("rm folder: %q", out)
 	}
 	if _, _, err := runCLI(t, "--dir", dir, "rm", "keep.md"); err == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -73,13 +74,20 @@ func newRootCmd() *cobra.Command {
 			cfg, err := loadConfig(g.configPath, g.stderr)
 			if err != nil {
 				if cmd.Annotations[annotConfigOptional] != "" {
-					fmt.Fprintf(g.stderr, "ragmem: %v\n", err)
+					// config init creates the file --config names: its
+					// absence is no news.
+					if cmd.Annotations[annotConfigOptional] != configCreates || !errors.Is(err, fs.ErrNotExist) {
+						fmt.Fprintf(g.stderr, "ragmem: %v\n", err)
+					}
 					return nil
 				}
 				return err
 			}
 			g.cfg = cfg
-			return g.applySettings(cmd)
+			if err := g.applySettings(cmd); err != nil {
+				return err
+			}
+			return g.checkDataDir(cmd)
 		},
 	}
 	addGlobalFlags(root.PersistentFlags(), g)
