@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/ragmem/ragmem/internal/perm"
 	"io/fs"
 	"os"
 	"strings"
@@ -61,7 +62,7 @@ var dirPolicies = map[string]dirPolicy{
 var dirNoPolicy = map[string]bool{
 	"ragmem bench": true, "ragmem eval": true, "ragmem demo": true, "ragmem prefs detect": true,
 	"ragmem config show": true, "ragmem config path": true, "ragmem config init": true,
-	"ragmem model pull": true, "ragmem model list": true,
+	"ragmem model pull": true, "ragmem model list": true, "ragmem version": true,
 }
 
 // errNoDataDir: the data directory named does not exist.
@@ -100,6 +101,17 @@ func (g *globals) checkDataDir(cmd *cobra.Command) error {
 		return fmt.Errorf("data directory: %w", err)
 	}
 	missing := err != nil
+	// The data directory is the user's before anything else is said of
+	// it: one that others may write is refused even when it holds no store
+	// (internal/perm; the store's own open checks it again).
+	if missing {
+		err = perm.BeforeCreate(dir)
+	} else {
+		_, err = perm.Dir(dir)
+	}
+	if err != nil {
+		return err
+	}
 	where := g.dataDirSource()
 	named := where != ""
 	switch pol {

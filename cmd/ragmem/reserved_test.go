@@ -96,7 +96,7 @@ var cliCommands = map[string]string{
 	"serve": noRecords, "mcp": noRecords, // servers: their routes and tools are walked above
 	"token rotate": noRecords, "token show": noRecords, "token list": noRecords,
 	"config show": noRecords, "config path": noRecords, "config init": noRecords,
-	"model pull": noRecords, "model list": noRecords,
+	"model pull": noRecords, "model list": noRecords, "version": noRecords,
 	"bench": noRecords, "eval": noRecords, "demo": noRecords, // their own temporary stores
 }
 
