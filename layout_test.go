@@ -39,7 +39,7 @@ var stages = [][]string{
 	{"agent", "mcpserver"},                 // adapters over rag.Engine
 	{"server"},
 	{"owner"}, // one owner per data directory, its socket, its clients (over the server's API)
-	{"cmd", "examples"},
+	{"cmd", "examples", "clients"},
 }
 
 const module = "github.com/ragmem/ragmem"
@@ -157,12 +157,16 @@ var facadeImports = map[string]map[string]string{
 		"memory":            "memory.AttrDir: a memory's directory is hidden from remote clients",
 		"internal/jsonbody": "bounded JSON request bodies",
 		"internal/wal":      "the token file is written atomically",
+		"internal/reserved": "the document types of memories and preferences, refused with 403 reserved",
+		"internal/pathless": "no error sent to a client names a file of the server",
+		"internal/perm":     "the data directory and the token file are the user's (ssh's rule)",
 	},
 	"mcpserver": {
-		"rag":    "the facade",
-		"search": "search options and modes of the tools",
-		"prefs":  "the preference tools",
-		"chunk":  "the formats of documents the tools accept",
+		"rag":               "the facade",
+		"search":            "search options and modes of the tools",
+		"prefs":             "the preference tools",
+		"chunk":             "the formats of documents the tools accept",
+		"internal/pathless": "no tool error names a file of the server",
 	},
 	"agent": {
 		"rag":              "the facade",
@@ -174,11 +178,12 @@ var facadeImports = map[string]map[string]string{
 		"internal/llmchat": "one chat-model client",
 	},
 	"owner": {
-		"rag":          "the facade (the client mirrors the engine's methods)",
-		"server":       "the owner speaks the server's API on its socket",
-		"search":       "search options and reports of the client",
-		"prefs":        "the preferences of the client",
-		"internal/wal": "the ownership lock",
+		"rag":           "the facade (the client mirrors the engine's methods)",
+		"server":        "the owner speaks the server's API on its socket",
+		"search":        "search options and reports of the client",
+		"prefs":         "the preferences of the client",
+		"internal/wal":  "the ownership lock",
+		"internal/perm": "the data directory is the user's (ssh's rule) before its owner file is trusted",
 	},
 	"memory/memhttp": {
 		"rag":               "the facade",
@@ -212,7 +217,17 @@ var facadeImports = map[string]map[string]string{
 		"memory/memhttp":    "the memory API mounted on ragmem serve",
 		"memory/memmcp":     "the memory tools mounted on ragmem mcp",
 		"internal/folder":   "ragmem index and watch walk folders",
+		"internal/sample":   "ragmem demo indexes the sample corpus built into the binary",
 		"internal/wal":      "configuration and export files are written atomically",
+		"internal/perm":     "the config file, an export key and a new data directory are the user's (ssh's rule)",
+		"internal/reserved": "ragmem search says who wrote a memory and what it may contradict (the memory store's attributes)",
+		"internal/sandbox":  "a child process reading one document runs in main (sandbox.Main)",
+
+		"cmd/ragmem/internal/docread": "PDF, DOCX and EPUB files are read in a sandboxed child process",
+	},
+	"cmd/ragmem/internal/docread": {
+		"extract":          "the document readers it runs in the child",
+		"internal/sandbox": "the child process and its limits",
 	},
 	"cmd/ragmem-load": {
 		"rag":             "the facade",

@@ -254,8 +254,20 @@ func TestProperty3And9EngineBlocks(t *testing.T) {
 			if c.Budgets.KnowledgeBudget > 0 && b.TotalFound != len(found) {
 				return fmt.Sprintf("total found %d, the search finds %d", b.TotalFound, len(found))
 			}
-			if b.Summary != fmt.Sprintf("Showing %d of %d sources", len(b.Sources), b.TotalFound) {
-				return "summary " + b.Summary
+			urls := map[string]bool{}
+			for _, s := range b.Sources {
+				urls[s.URL] = true
+			}
+			want := fmt.Sprintf("Showing %d of %d passages", len(b.Sources), b.TotalFound)
+			switch len(urls) {
+			case 0:
+			case 1:
+				want += ", from 1 source"
+			default:
+				want += fmt.Sprintf(", from %d sources", len(urls))
+			}
+			if b.Summary != want {
+				return "summary " + b.Summary + ", want " + want
 			}
 			if !strings.Contains(b.UserProfile, "backend") {
 				return fmt.Sprintf("profile %q", b.UserProfile)
@@ -397,7 +409,10 @@ func TestProperty5PageMetadata(t *testing.T) {
 	check(t, ragmemtest.Parameters(t), "page chunks carry url, title and createdAt", prop.ForAll(
 		func(d index.Document) string {
 			start := time.Now()
-			id := e.IndexPageAsync(d)
+			id, err := e.IndexPageAsync(d)
+			if err != nil {
+				return err.Error()
+			}
 			if err := e.Flush(bg); err != nil {
 				return err.Error()
 			}

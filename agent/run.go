@@ -275,7 +275,11 @@ func autoIndex(cfg Config, res *Result, log *slog.Logger) string {
 		res.Warnings = append(res.Warnings, "page not indexed: it has no URL")
 		return ""
 	}
-	id := cfg.Memory.IndexPageAsync(rag.Document{SourceURL: p.URL, Title: p.Title, Content: p.Content, Format: p.Format})
+	id, err := cfg.Memory.IndexPageAsync(rag.Document{SourceURL: p.URL, Title: p.Title, Content: p.Content, Format: p.Format})
+	if err != nil {
+		res.Warnings = append(res.Warnings, "page not indexed: "+err.Error())
+		return ""
+	}
 	log.Debug("agent: page queued for indexing", "url", p.URL, "job", id)
 	return id
 }

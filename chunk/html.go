@@ -1,6 +1,7 @@
 package chunk
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -380,6 +381,12 @@ func (x *extractor) startTag(name string, hasAttr, selfClosing bool, z *html.Tok
 				}
 			case "role":
 				if htmlSkipRoles[strings.ToLower(strings.TrimSpace(string(v)))] {
+					skip = true
+				}
+			case "class":
+				// The permalink that Sphinx and MkDocs put in every
+				// heading (<a class="headerlink">¶</a>): not its text.
+				if slices.Contains(strings.Fields(string(v)), "headerlink") {
 					skip = true
 				}
 			}

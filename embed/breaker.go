@@ -161,10 +161,10 @@ func (b *Breaker) EmbedQuery(ctx context.Context, text string) ([]float32, error
 	if err := b.admit(); err != nil {
 		return nil, err
 	}
-	qctx := ctx
+	qctx := context.WithValue(ctx, queryCall{}, true)
 	if b.o.QueryTimeout > 0 {
 		var cancel context.CancelFunc
-		qctx, cancel = context.WithTimeout(ctx, b.o.QueryTimeout)
+		qctx, cancel = context.WithTimeout(qctx, b.o.QueryTimeout)
 		defer cancel()
 	}
 	var v []float32
@@ -188,6 +188,30 @@ func (b *Breaker) EmbedQuery(ctx context.Context, text string) ([]float32, error
 		err = fmt.Errorf("embedding the query took longer than %s: %w", b.o.QueryTimeout, err)
 	}
 	return v, b.done(ctx, err)
+}
+
+// queryCall marks the context of a query's embedding (Breaker.EmbedQuery):
+// a search waits for it, so an embedder fails it at once when its server
+// cannot be reached instead of retrying.
+type queryCall struct{}
+
+// isQuery reports whether ctx is a query's embedding.
+func isQuery(ctx context.Context) bool {
+	q, _ := ctx.Value(queryCall{}).(bool)
+	return q
+}
+
+// unreachable reports whether err says the server is not there at all: the
+// connection was refused (nothing listens on its port), the host or the
+// network cannot be reached, or its name does not resolve. A timeout is
+// not: a server may be slow.
+func unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var dns *net.DNSError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH) || (errors.As(err, &dns) && dns.IsNotFound)
 }
 
 // checkVectors verifies the count and the length of the vectors: an answer
@@ -286,10 +310,12 @@ func (b *Breaker) State() BreakerState {
 	return st
 }
 
-// Reason says in words what an embedding failure means ("it cannot be
-// reached", "it returns vectors of another dimension ..."), without the
-// error's own text, which may name servers: for messages to people who
-// cannot see the server's log.
+// Reason says in words what an embedding failure means ("connection
+// refused to 127.0.0.1:11434", "it does not answer in time", "it returns
+// vectors of another dimension ..."), without the error's own text, which
+// may name the endpoint's path, its query or its credentials: for messages
+// to people who cannot see the server's log. Only an unreachable server's
+// address (host and port) is named.
 func Reason(err error) string {
 	var ne net.Error
 	var se *StatusError
@@ -309,12 +335,35 @@ func Reason(err error) string {
 		return "it returns invalid answers"
 	case errors.Is(err, ErrRetriesExhausted):
 		return "it keeps answering with errors"
+	case unreachable(err):
+		return unreachableReason(err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return "it does not answer in time"
-	case errors.Is(err, syscall.ECONNREFUSED), errors.As(err, &ne):
+	case errors.As(err, &ne):
 		return "it cannot be reached"
 	case errors.Is(err, ErrUnavailable):
 		return "it failed repeatedly; it is tried again shortly"
 	}
 	return "it failed"
+}
+
+// unreachableReason names why an unreachable server is (see unreachable),
+// with its address only: host and port, or the name that did not resolve.
+func unreachableReason(err error) string {
+	var dns *net.DNSError
+	if errors.As(err, &dns) && dns.IsNotFound {
+		return "no such host " + dns.Name
+	}
+	what := "connection refused"
+	switch {
+	case errors.Is(err, syscall.EHOSTUNREACH):
+		what = "no route to host"
+	case errors.Is(err, syscall.ENETUNREACH):
+		what = "network unreachable"
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Addr != nil {
+		return what + " to " + op.Addr.String()
+	}
+	return what
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"strconv"
@@ -456,10 +457,23 @@ func (o *OpenAI) embedBatch(ctx context.Context, inputs []string) ([][]float32, 
 		if !retryable {
 			return nil, failure
 		}
+		if isQuery(ctx) && unreachable(info.transportErr) {
+			// A search waits for this answer: a refused connection says
+			// at once that the server is not there, and retrying would
+			// only spend the query's time limit (Breaker.QueryTimeout)
+			// before the search answers from full text alone.
+			return nil, failure
+		}
 		if attempt >= o.maxRetries {
 			return nil, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, attempt+1, failure)
 		}
 		d := o.delay(attempt, info)
+		if info.transportErr != nil && info.reused.Load() && attempt == 0 {
+			// A kept-alive connection the server had closed (it restarted,
+			// or stopped): that says nothing of the server until a new
+			// connection is tried, at once.
+			d = 0
+		}
 		if info.status == http.StatusTooManyRequests {
 			o.pause(d) // the provider's limit holds for every request, not just this one
 		}
@@ -796,6 +810,7 @@ type attemptInfo struct {
 	status       int
 	header       http.Header
 	transportErr error
+	reused       atomic.Bool // the request went out on a kept-alive connection
 }
 
 type attemptKey struct{}
@@ -811,8 +826,14 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 	for k, v := range d.headers {
 		req.Header.Set(strings.TrimSpace(k), v)
 	}
+	info, ok := req.Context().Value(attemptKey{}).(*attemptInfo)
+	if ok {
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(ci httptrace.GotConnInfo) { info.reused.Store(ci.Reused) },
+		}))
+	}
 	resp, err := d.c.Do(req)
-	if info, ok := req.Context().Value(attemptKey{}).(*attemptInfo); ok {
+	if ok {
 		if err != nil {
 			info.transportErr = err
 		} else {

@@ -106,6 +106,9 @@ func (c *QueryCache) Embed(ctx context.Context, e Embedder, text string) ([]floa
 		ch := c.group.DoChan(key, func() (any, error) {
 			v, err := embedQuery(ctx, e, text)
 			if err != nil {
+				if ctx.Err() != nil {
+					return nil, &leaderGone{err}
+				}
 				return nil, err
 			}
 			// The identity may have changed with this call (an OpenAI
@@ -122,10 +125,15 @@ func (c *QueryCache) Embed(ctx context.Context, e Embedder, text string) ([]floa
 		case r := <-ch:
 			if r.Err != nil {
 				// The call was made with the first caller's context; if that one
-				// gave up, a caller still waiting tries again with its own.
-				if ctx.Err() == nil && try < maxLeaderRetries &&
-					(errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded)) {
-					continue
+				// gave up, a caller still waiting tries again with its own. An
+				// embedder that ran out of its own time limit is not tried
+				// again: the search waiting for it would wait that long again.
+				var lg *leaderGone
+				if errors.As(r.Err, &lg) {
+					if ctx.Err() == nil && try < maxLeaderRetries {
+						continue
+					}
+					return nil, lg.err
 				}
 				return nil, r.Err
 			}
@@ -133,6 +141,13 @@ func (c *QueryCache) Embed(ctx context.Context, e Embedder, text string) ([]floa
 		}
 	}
 }
+
+// leaderGone is the error of a shared call whose first caller gave up
+// (its context ended): the callers that joined it may try again.
+type leaderGone struct{ err error }
+
+func (e *leaderGone) Error() string { return e.err.Error() }
+func (e *leaderGone) Unwrap() error { return e.err }
 
 // embedQuery embeds one query with e's query form when it has one.
 func embedQuery(ctx context.Context, e Embedder, text string) ([]float32, error) {

@@ -614,6 +614,13 @@ func Import(ctx context.Context, ix *index.Index, s *Snapshot, opts *ImportOptio
 	if total > 0 && o.Mode == Empty {
 		return nil, fmt.Errorf("%w: it holds %d sources", ErrNotEmpty, total)
 	}
+	if len(s.Records) > 0 {
+		// The records are written to the backend directly: the store
+		// records the embedder that made their vectors first.
+		if err := ix.BindEmbedder(ctx); err != nil {
+			return nil, fmt.Errorf("export: import: %w", err)
+		}
+	}
 	be := ix.Backend()
 	rep := &ImportReport{Sources: map[string]int{}}
 	inFile := map[string]bool{}

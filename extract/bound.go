@@ -1,7 +1,13 @@
 package extract
 
 import (
+	"archive/zip"
+	"bytes"
+	"encoding/binary"
+	"encoding/xml"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -380,4 +386,266 @@ func commentEnd(src string, i int) int {
 		dashes, beginning = 0, false
 	}
 	return len(src)
+}
+
+// Containers. DOCX and EPUB are ZIP archives of XML and XHTML parts. Every
+// part is read through zipParts: the archive's entry count is checked
+// before archive/zip reads its directory, every part is decompressed
+// through the document's budget (Options.MaxExpanded) and its own byte
+// limit, and an XML part is tokenized as it is decompressed (never held
+// whole) by xmlPart, which bounds each token's bytes and the nesting
+// depth. What a reader keeps of a part (manifest items, the reading list,
+// table-of-contents titles) is bounded by the reader.
+
+// Bounds of container parts.
+const (
+	zipMaxEntries  = 100_000  // entries of an archive
+	partSmall      = 1 << 20  // container.xml, encryption.xml, core.xml
+	partMeta       = 16 << 20 // an EPUB package document, navigation document or NCX; DOCX styles
+	partMaxToken   = 1 << 20  // bytes of one XML token: a run of text, a tag with its attributes
+	partMaxDepth   = 256      // element nesting of an XML part
+	partMaxEntries = 100_000  // manifest items of an EPUB
+)
+
+// cfbMagic starts an OLE compound file: what Office writes for an
+// encrypted DOCX.
+var cfbMagic = []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}
+
+// openZip opens a ZIP archive after checking its entry count, so that
+// archive/zip's central-directory read stays bounded.
+func openZip(data []byte, kind string) (*zip.Reader, error) {
+	if bytes.HasPrefix(data, cfbMagic) {
+		return nil, fmt.Errorf("%w: it needs a password to open (an OLE container, as Office writes encrypted %s files); decrypt it first", ErrEncrypted, kind)
+	}
+	if !bytes.HasPrefix(data, []byte("PK\x03\x04")) {
+		return nil, fmt.Errorf("%w: not a %s file (not a ZIP archive)", ErrDamaged, kind)
+	}
+	// The end-of-central-directory record is in the last 64 KiB + 22 bytes.
+	tail := data[max(0, len(data)-(1<<16)-22):]
+	if i := bytes.LastIndex(tail, []byte("PK\x05\x06")); i >= 0 && i+12 <= len(tail) {
+		if n := binary.LittleEndian.Uint16(tail[i+10:]); n != 0xFFFF && int(n) > zipMaxEntries {
+			return nil, fmt.Errorf("%w: more than %d entries in the archive", ErrLimit, zipMaxEntries)
+		}
+	}
+	if i := bytes.LastIndex(tail, []byte("PK\x06\x06")); i >= 0 && i+40 <= len(tail) {
+		if n := binary.LittleEndian.Uint64(tail[i+32:]); n > zipMaxEntries {
+			return nil, fmt.Errorf("%w: more than %d entries in the archive", ErrLimit, zipMaxEntries)
+		}
+	}
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, kind, err)
+	}
+	if len(zr.File) > zipMaxEntries {
+		return nil, fmt.Errorf("%w: more than %d entries in the archive", ErrLimit, zipMaxEntries)
+	}
+	return zr, nil
+}
+
+// zipParts reads the entries of an archive within a decompression budget.
+// It is not safe for concurrent use.
+type zipParts struct {
+	zr     *zip.Reader
+	budget int64 // decompressed bytes still allowed
+	limit  int64 // the whole budget, for messages
+	byName map[string]*zip.File
+}
+
+func newZipParts(zr *zip.Reader, budget int64) *zipParts {
+	z := &zipParts{zr: zr, budget: budget, limit: budget, byName: map[string]*zip.File{}}
+	for _, f := range zr.File {
+		z.byName[strings.TrimPrefix(f.Name, "/")] = f
+	}
+	return z
+}
+
+var errNoPart = errors.New("no such part")
+
+// has reports whether the archive holds a part.
+func (z *zipParts) has(name string) bool {
+	_, ok := z.byName[strings.TrimPrefix(name, "/")]
+	return ok
+}
+
+// open returns the part name decompressing as it is read, failing with
+// ErrLimit past max bytes or past the budget.
+func (z *zipParts) open(name string, max int64) (*partReader, error) {
+	f, ok := z.byName[strings.TrimPrefix(name, "/")]
+	if !ok {
+		return nil, errNoPart
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, name, err)
+	}
+	return &partReader{z: z, name: name, rc: rc, max: max}, nil
+}
+
+// read returns the part name whole, at most max bytes.
+func (z *zipParts) read(name string, max int64) ([]byte, error) {
+	p, err := z.open(name, max)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	data, err := io.ReadAll(p)
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// xml returns the part name as a stream of XML tokens.
+func (z *zipParts) xml(name string, max int64) (*xmlPart, error) {
+	p, err := z.open(name, max)
+	if err != nil {
+		return nil, err
+	}
+	x := &xmlPart{part: p}
+	p.tokenMax = partMaxToken
+	x.d = xml.NewDecoder(p)
+	return x, nil
+}
+
+// partReader is one part being decompressed. Its errors other than io.EOF
+// wrap ErrLimit (a bound passed) or ErrDamaged (the entry cannot be
+// decompressed). It implements io.ByteReader, so that an xml.Decoder reads
+// through it byte by byte (buffered below) and every byte is counted.
+type partReader struct {
+	z        *zipParts
+	name     string
+	rc       io.ReadCloser
+	buf      []byte // read ahead from rc, not yet counted
+	max      int64  // bytes this part may have
+	n        int64  // bytes read
+	tokenMax int64  // with tokenStart: the bytes one token may take (0: no bound)
+	tokStart int64
+	err      error
+}
+
+func (p *partReader) fill() error {
+	if p.err != nil {
+		return p.err
+	}
+	if len(p.buf) > 0 {
+		return nil
+	}
+	var tmp [32 << 10]byte
+	n, err := p.rc.Read(tmp[:])
+	p.buf = append(p.buf[:0], tmp[:n]...)
+	if n > 0 {
+		return nil
+	}
+	switch {
+	case err == io.EOF:
+		p.err = io.EOF
+	case err != nil:
+		p.err = fmt.Errorf("%w: %s: %v", ErrDamaged, p.name, err)
+	default:
+		return nil // a reader may return 0, nil; try again
+	}
+	return p.err
+}
+
+// take counts n bytes, failing past a bound.
+func (p *partReader) take(n int) error {
+	p.n += int64(n)
+	switch {
+	case p.n > p.max:
+		p.err = fmt.Errorf("%w: %s is larger than %s", ErrLimit, p.name, sizeString(p.max))
+	case p.z.budget < int64(n):
+		p.err = fmt.Errorf("%w: the archive decompresses to more than %s", ErrLimit, sizeString(p.z.limit))
+	case p.tokenMax > 0 && p.n-p.tokStart > p.tokenMax:
+		p.err = fmt.Errorf("%w: %s holds an XML token longer than %s", ErrLimit, p.name, sizeString(p.tokenMax))
+	}
+	p.z.budget -= int64(n)
+	return p.err
+}
+
+func (p *partReader) Read(b []byte) (int, error) {
+	if err := p.fill(); err != nil {
+		return 0, err
+	}
+	n := copy(b, p.buf)
+	p.buf = p.buf[n:]
+	if err := p.take(n); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func (p *partReader) ReadByte() (byte, error) {
+	for len(p.buf) == 0 {
+		if err := p.fill(); err != nil {
+			return 0, err
+		}
+	}
+	c := p.buf[0]
+	p.buf = p.buf[1:]
+	if err := p.take(1); err != nil {
+		return 0, err
+	}
+	return c, nil
+}
+
+func (p *partReader) Close() error { return p.rc.Close() }
+
+// xmlPart tokenizes an XML part within partMaxToken bytes a token and
+// partMaxDepth levels of nesting. encoding/xml expands no entities but the
+// five predefined ones and character references. Tokens are raw (names
+// keep their prefixes, end tags are not matched to start tags): the
+// readers go by local names, and raw tokens cost a third of the time. It
+// is not safe for concurrent use.
+type xmlPart struct {
+	part  *partReader
+	d     *xml.Decoder
+	depth int
+}
+
+// Token returns the next token. At the end of the part it returns io.EOF;
+// a bound passed fails with ErrLimit (also when the decompression failed
+// with ErrDamaged, that error), malformed XML with an error wrapping
+// neither (readers keep what they read before it).
+func (x *xmlPart) Token() (xml.Token, error) {
+	x.part.tokStart = x.part.n
+	tok, err := x.d.RawToken()
+	if err != nil {
+		if x.part.err != nil && x.part.err != io.EOF {
+			return nil, x.part.err
+		}
+		return nil, err
+	}
+	switch tok.(type) {
+	case xml.StartElement:
+		if x.depth++; x.depth > partMaxDepth {
+			return nil, fmt.Errorf("%w: %s nests elements deeper than %d", ErrLimit, x.part.name, partMaxDepth)
+		}
+	case xml.EndElement:
+		x.depth--
+	}
+	return tok, nil
+}
+
+// Close releases the part.
+func (x *xmlPart) Close() error { return x.part.Close() }
+
+// stop tells a reader's token loop whether to end at err: io.EOF and
+// malformed XML end it quietly (nil: keep what was read), a bound passed
+// or damage ends it with that error.
+func stop(err error) error {
+	if errors.Is(err, ErrLimit) || errors.Is(err, ErrDamaged) {
+		return err
+	}
+	return nil
+}
+
+// sizeString writes a byte count for messages: "16 MiB".
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

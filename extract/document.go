@@ -21,8 +21,10 @@ import (
 // Errors of the document readers. Each says in one line why a file cannot
 // be indexed.
 var (
-	// ErrEncrypted: a password-protected PDF (or DOCX).
-	ErrEncrypted = errors.New("extract: the document is encrypted (password-protected); decrypt it first")
+	// ErrEncrypted: a document that needs a password (or a DRM key) to
+	// open. A PDF with only an owner password opens without one and is
+	// read.
+	ErrEncrypted = errors.New("extract: the document is encrypted")
 	// ErrNoTextLayer: a PDF whose pages hold no text (scanned pages,
 	// images of text); it needs OCR first.
 	ErrNoTextLayer = errors.New("extract: the PDF has no text layer (scanned or image-only pages); run OCR on it first")
@@ -57,9 +59,9 @@ type DocumentOptions struct {
 	// MaxText is the most text extracted; a document with more fails with
 	// ErrLimit. Default 32 MiB.
 	MaxText int
-	// MaxParts is the most PDF pages, DOCX paragraphs (in thousands) or
+	// MaxParts is the most PDF pages, DOCX paragraphs (in hundreds) or
 	// EPUB chapters read; a document with more fails with ErrLimit.
-	// Default 10,000.
+	// Default 10,000 (a million paragraphs).
 	MaxParts int
 	// MaxExpanded is the most bytes a document may expand to when its
 	// compressed parts (PDF streams, the ZIP entries of DOCX and EPUB) are

@@ -139,6 +139,42 @@ func TestFixtures(t *testing.T) {
 	if msg, err := exec.Command("qpdf", "--encrypt", "user-pw", "owner-pw", "256", "--", in, out).CombinedOutput(); err != nil {
 		t.Fatalf("qpdf: %v\n%s", err, msg)
 	}
+	// The guide with only an owner password, in each method qpdf writes.
+	guide := filepath.Join(docDir, "guide.pdf")
+	for name, args := range ownerFixtures {
+		args = append(append([]string{"--allow-weak-crypto"}, args...), guide, filepath.Join(docDir, name))
+		if msg, err := exec.Command("qpdf", args...).CombinedOutput(); err != nil {
+			t.Fatalf("qpdf %s: %v\n%s", name, err, msg)
+		}
+	}
+}
+
+// ownerFixtures are guide.pdf encrypted by qpdf with an empty user
+// password: an independent writer's take on each revision.
+var ownerFixtures = map[string][]string{
+	"owner-rc4-40.pdf":  {"--encrypt", "", "owner-pw", "40", "--"},
+	"owner-rc4-128.pdf": {"--encrypt", "", "owner-pw", "128", "--use-aes=n", "--"},
+	"owner-aes128.pdf":  {"--object-streams=generate", "--encrypt", "", "owner-pw", "128", "--use-aes=y", "--cleartext-metadata", "--"},
+	"owner-aes256.pdf":  {"--object-streams=generate", "--encrypt", "", "owner-pw", "256", "--"},
+}
+
+// TestOwnerPasswordFixtures: qpdf's owner-password files read exactly like
+// the guide they were made from.
+func TestOwnerPasswordFixtures(t *testing.T) {
+	want, err := PDF(readFixture(t, "guide.pdf"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range ownerFixtures {
+		got, err := PDF(readFixture(t, name), nil)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if got.Title != want.Title || got.HTML != want.HTML {
+			t.Errorf("%s: title %q, HTML %q; want %q, %q", name, got.Title, got.HTML, want.Title, want.HTML)
+		}
+	}
 }
 
 func readFixture(t *testing.T, name string) []byte {
@@ -218,7 +254,7 @@ func TestDocumentFailures(t *testing.T) {
 		want error
 		says string
 	}{
-		{"encrypted.pdf", readFixture(t, "encrypted.pdf"), ErrEncrypted, "encrypted (password-protected)"},
+		{"encrypted.pdf", readFixture(t, "encrypted.pdf"), ErrEncrypted, "the document is encrypted: it needs a password to open; decrypt it first"},
 		{"scanned.pdf", readFixture(t, "scanned.pdf"), ErrNoTextLayer, "no text layer"},
 		{"x.pdf", []byte("not a pdf at all"), ErrDamaged, "not a PDF"},
 		{"x.pdf", append([]byte("%PDF-1.4\n"), bytes.Repeat([]byte("garbage "), 100)...), ErrDamaged, "damaged"},

@@ -1,9 +1,6 @@
 package extract
 
 import (
-	"archive/zip"
-	"bytes"
-	"encoding/binary"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -20,82 +17,6 @@ import (
 // small and long unmaintained. archive/zip and encoding/xml (a streaming
 // tokenizer that expands no entities) read exactly the parts needed, with
 // every entry's decompressed size bounded, in a few hundred lines.
-
-// cfbMagic starts an OLE compound file: what Office writes for an
-// encrypted DOCX.
-var cfbMagic = []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}
-
-// zipMaxEntries bounds the entries of a DOCX or EPUB archive.
-const zipMaxEntries = 100_000
-
-// openZip opens a ZIP archive after checking its entry count, so that
-// archive/zip's central-directory read stays bounded.
-func openZip(data []byte, kind string) (*zip.Reader, error) {
-	if bytes.HasPrefix(data, cfbMagic) {
-		return nil, fmt.Errorf("%w (an OLE container, as Office writes encrypted %s files)", ErrEncrypted, kind)
-	}
-	if !bytes.HasPrefix(data, []byte("PK\x03\x04")) {
-		return nil, fmt.Errorf("%w: not a %s file (not a ZIP archive)", ErrDamaged, kind)
-	}
-	// The end-of-central-directory record is in the last 64 KiB + 22 bytes.
-	tail := data[max(0, len(data)-(1<<16)-22):]
-	if i := bytes.LastIndex(tail, []byte("PK\x05\x06")); i >= 0 && i+12 <= len(tail) {
-		if n := binary.LittleEndian.Uint16(tail[i+10:]); n != 0xFFFF && int(n) > zipMaxEntries {
-			return nil, fmt.Errorf("%w: more than %d entries in the archive", ErrLimit, zipMaxEntries)
-		}
-	}
-	if i := bytes.LastIndex(tail, []byte("PK\x06\x06")); i >= 0 && i+40 <= len(tail) {
-		if n := binary.LittleEndian.Uint64(tail[i+32:]); n > zipMaxEntries {
-			return nil, fmt.Errorf("%w: more than %d entries in the archive", ErrLimit, zipMaxEntries)
-		}
-	}
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, kind, err)
-	}
-	if len(zr.File) > zipMaxEntries {
-		return nil, fmt.Errorf("%w: more than %d entries in the archive", ErrLimit, zipMaxEntries)
-	}
-	return zr, nil
-}
-
-// zipParts reads entries of an archive within a decompressed budget.
-type zipParts struct {
-	zr     *zip.Reader
-	budget int64
-	byName map[string]*zip.File
-}
-
-func newZipParts(zr *zip.Reader, budget int64) *zipParts {
-	z := &zipParts{zr: zr, budget: budget, byName: map[string]*zip.File{}}
-	for _, f := range zr.File {
-		z.byName[strings.TrimPrefix(f.Name, "/")] = f
-	}
-	return z
-}
-
-var errNoPart = errors.New("no such part")
-
-// read returns the decompressed entry name, charged to the budget.
-func (z *zipParts) read(name string) ([]byte, error) {
-	f, ok := z.byName[strings.TrimPrefix(name, "/")]
-	if !ok {
-		return nil, errNoPart
-	}
-	rc, err := f.Open()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, name, err)
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, z.budget+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, name, err)
-	}
-	if z.budget -= int64(len(data)); z.budget < 0 {
-		return nil, fmt.Errorf("%w: the archive decompresses to more than the limit", ErrLimit)
-	}
-	return data, nil
-}
 
 // DOCX extracts the text of a Word document: its paragraphs, with heading
 // paragraphs (styles "Heading 1" to "Heading 9", or an outline level) as
@@ -116,25 +37,36 @@ func DOCX(data []byte, opts *DocumentOptions) (Page, error) {
 	b := newDocBuilder(o)
 	var title string
 	err = guard("DOCX", func() error {
-		doc, err := z.read("word/document.xml")
-		if errors.Is(err, errNoPart) {
+		if !z.has("word/document.xml") {
 			return fmt.Errorf("%w: not a DOCX file (no word/document.xml)", ErrDamaged)
 		}
+		styles := map[string]int{} // style id -> heading level; -1 for Title
+		if x, err := z.xml("word/styles.xml", partMeta); err == nil {
+			styles, err = docxStyles(x)
+			x.Close()
+			if err != nil {
+				return err
+			}
+		} else if !errors.Is(err, errNoPart) {
+			return err
+		}
+		if x, err := z.xml("docProps/core.xml", partSmall); err == nil {
+			title, err = coreTitle(x)
+			x.Close()
+			if err != nil {
+				return err
+			}
+		} else if !errors.Is(err, errNoPart) {
+			return err
+		}
+		// The body is the bulk of the file: tokenized as it decompresses,
+		// within the whole budget.
+		x, err := z.xml("word/document.xml", o.MaxExpanded)
 		if err != nil {
 			return err
 		}
-		styles := map[string]int{} // style id -> heading level; -1 for Title
-		if s, err := z.read("word/styles.xml"); err == nil {
-			styles = docxStyles(s)
-		} else if !errors.Is(err, errNoPart) {
-			return err
-		}
-		if c, err := z.read("docProps/core.xml"); err == nil {
-			title = coreTitle(c)
-		} else if !errors.Is(err, errNoPart) {
-			return err
-		}
-		return docxBody(doc, styles, b, o, &title)
+		defer x.Close()
+		return docxBody(x, styles, b, o, &title)
 	})
 	if err != nil {
 		return Page{}, err
@@ -142,16 +74,18 @@ func DOCX(data []byte, opts *DocumentOptions) (Page, error) {
 	return b.page(title, MethodDOCX)
 }
 
+// docxMaxStyles bounds the styles kept from word/styles.xml.
+const docxMaxStyles = 100_000
+
 // docxStyles maps paragraph style ids to heading levels.
-func docxStyles(data []byte) map[string]int {
+func docxStyles(x *xmlPart) (map[string]int, error) {
 	out := map[string]int{}
-	d := xml.NewDecoder(bytes.NewReader(data))
 	var id, name string
 	lvl := 0
 	for {
-		tok, err := d.Token()
+		tok, err := x.Token()
 		if err != nil {
-			return out
+			return out, stop(err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -169,6 +103,9 @@ func docxStyles(data []byte) map[string]int {
 			if t.Name.Local != "style" || id == "" {
 				continue
 			}
+			if len(out) >= docxMaxStyles {
+				return nil, fmt.Errorf("%w: more than %d styles", ErrLimit, docxMaxStyles)
+			}
 			switch {
 			case name == "title":
 				out[id] = -1
@@ -184,21 +121,20 @@ func docxStyles(data []byte) map[string]int {
 }
 
 // coreTitle reads dc:title from docProps/core.xml.
-func coreTitle(data []byte) string {
-	d := xml.NewDecoder(bytes.NewReader(data))
+func coreTitle(x *xmlPart) (string, error) {
 	in := false
 	var sb strings.Builder
 	for {
-		tok, err := d.Token()
+		tok, err := x.Token()
 		if err != nil {
-			return cleanLine(sb.String(), 300)
+			return cleanLine(sb.String(), 300), stop(err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
 			in = t.Name.Local == "title"
 		case xml.EndElement:
 			if t.Name.Local == "title" {
-				return cleanLine(sb.String(), 300)
+				return cleanLine(sb.String(), 300), nil
 			}
 		case xml.CharData:
 			if in && sb.Len() < 1000 {
@@ -218,20 +154,23 @@ func attr(t xml.StartElement, local string) string {
 }
 
 // docxBody walks word/document.xml.
-func docxBody(data []byte, styles map[string]int, b *docBuilder, o DocumentOptions, title *string) error {
-	d := xml.NewDecoder(bytes.NewReader(data))
+func docxBody(x *xmlPart, styles map[string]int, b *docBuilder, o DocumentOptions, title *string) error {
 	var para strings.Builder
 	level := 0      // heading level of the paragraph; -1 Title style
 	skip := 0       // inside deleted text or field instructions
 	inText := false // inside w:t
 	cell := 0       // depth of table cells
 	var row []string
+	rowBytes := 0 // text held in row, charged to the text limit with the paragraph
 	paras := 0
 	flush := func() {
 		s := para.String()
 		para.Reset()
 		if cell > 0 {
-			row = append(row, strings.TrimSpace(s))
+			if s = strings.TrimSpace(s); s != "" && b.grow(rowBytes+len(s)+3) {
+				row = append(row, s)
+				rowBytes += len(s) + 3
+			}
 			return
 		}
 		switch {
@@ -244,11 +183,14 @@ func docxBody(data []byte, styles map[string]int, b *docBuilder, o DocumentOptio
 		}
 	}
 	for {
-		tok, err := d.Token()
+		tok, err := x.Token()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
+			if errors.Is(err, ErrLimit) || errors.Is(err, ErrDamaged) {
+				return err
+			}
 			return fmt.Errorf("%w: word/document.xml: %v", ErrDamaged, err)
 		}
 		switch t := tok.(type) {
@@ -260,8 +202,8 @@ func docxBody(data []byte, styles map[string]int, b *docBuilder, o DocumentOptio
 					if err := b.check(); err != nil {
 						return err
 					}
-					if paras > o.MaxParts*1000 {
-						return fmt.Errorf("%w: more than %d paragraphs", ErrLimit, o.MaxParts*1000)
+					if paras > o.MaxParts*100 {
+						return fmt.Errorf("%w: more than %d paragraphs", ErrLimit, o.MaxParts*100)
 					}
 				}
 			case "pStyle":
@@ -285,12 +227,15 @@ func docxBody(data []byte, styles map[string]int, b *docBuilder, o DocumentOptio
 			case "tc":
 				cell++
 			case "tr":
-				row = row[:0]
+				row, rowBytes = row[:0], 0
 			}
 		case xml.EndElement:
 			switch t.Name.Local {
 			case "p":
 				flush()
+				if b.err != nil {
+					return b.err
+				}
 			case "t":
 				inText = false
 			case "del", "instrText", "delText":
@@ -308,14 +253,14 @@ func docxBody(data []byte, styles map[string]int, b *docBuilder, o DocumentOptio
 						cells = append(cells, strings.Join(strings.Fields(c), " "))
 					}
 				}
+				row, rowBytes = row[:0], 0
 				if len(cells) > 0 {
 					b.para(strings.Join(cells, " | "))
 				}
-				row = row[:0]
 			}
 		case xml.CharData:
 			if inText && skip == 0 {
-				if !b.grow(para.Len() + len(t)) {
+				if !b.grow(rowBytes + para.Len() + len(t)) {
 					return b.err
 				}
 				para.Write(t)

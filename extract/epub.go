@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 
@@ -33,49 +34,79 @@ func EPUB(data []byte, opts *DocumentOptions) (Page, error) {
 	b := newDocBuilder(o)
 	var title string
 	err = guard("EPUB", func() error {
-		if _, ok := z.byName["META-INF/encryption.xml"]; ok {
-			if enc, err := z.read("META-INF/encryption.xml"); err == nil && bytes.Contains(enc, []byte("EncryptedData")) && !onlyFontObfuscation(enc) {
-				return fmt.Errorf("%w (the book is protected by DRM)", ErrEncrypted)
+		if z.has("META-INF/encryption.xml") {
+			x, err := z.xml("META-INF/encryption.xml", partSmall)
+			if err != nil {
+				return err
+			}
+			drm, err := drmProtected(x)
+			x.Close()
+			if err != nil {
+				return err
+			}
+			if drm {
+				return fmt.Errorf("%w: the book is protected by DRM", ErrEncrypted)
 			}
 		}
-		container, err := z.read("META-INF/container.xml")
+		x, err := z.xml("META-INF/container.xml", partSmall)
+		if errors.Is(err, errNoPart) {
+			return fmt.Errorf("%w: not an EPUB file (no META-INF/container.xml)", ErrDamaged)
+		}
 		if err != nil {
-			if errors.Is(err, errNoPart) {
-				return fmt.Errorf("%w: not an EPUB file (no META-INF/container.xml)", ErrDamaged)
-			}
 			return err
 		}
-		opfPath := rootfile(container)
+		opfPath, err := rootfile(x)
+		x.Close()
+		if err != nil {
+			return err
+		}
 		if opfPath == "" {
 			return fmt.Errorf("%w: EPUB container names no package document", ErrDamaged)
 		}
-		opf, err := z.read(opfPath)
+		x, err = z.xml(opfPath, partMeta)
 		if err != nil {
 			return fmt.Errorf("%w: EPUB package document %s: %v", ErrDamaged, opfPath, err)
 		}
-		pkg := readOPF(opf, opfPath)
+		pkg, err := readOPF(x, opfPath, o.MaxParts)
+		x.Close()
+		if err != nil {
+			return err
+		}
 		title = pkg.title
+		// Titles are kept for the chapters of the spine only.
 		toc := map[string]string{}
+		for _, href := range pkg.spine {
+			toc[href] = ""
+		}
 		if pkg.nav != "" {
-			if nav, err := z.read(pkg.nav); err == nil {
-				navTitles(nav, pkg.nav, toc)
+			if p, err := z.open(pkg.nav, partMeta); err == nil {
+				err = navTitles(p, pkg.nav, toc)
+				p.Close()
+				if err != nil {
+					return err
+				}
 			}
 		}
-		if pkg.ncx != "" && len(toc) == 0 {
-			if ncx, err := z.read(pkg.ncx); err == nil {
-				ncxTitles(ncx, pkg.ncx, toc)
+		if pkg.ncx != "" && !anyTitle(toc) {
+			if x, err := z.xml(pkg.ncx, partMeta); err == nil {
+				err = ncxTitles(x, pkg.ncx, toc)
+				x.Close()
+				if err != nil {
+					return err
+				}
 			}
-		}
-		if len(pkg.spine) > o.MaxParts {
-			return fmt.Errorf("%w: more than %d chapters", ErrLimit, o.MaxParts)
 		}
 		for i, href := range pkg.spine {
 			if err := b.check(); err != nil {
 				return err
 			}
-			doc, err := z.read(href)
+			// A chapter is HTML, bounded like a web page.
+			doc, err := z.read(href, DefaultMaxBytes)
 			if errors.Is(err, errNoPart) {
 				continue // a spine entry the archive lacks
+			}
+			if errors.Is(err, ErrLimit) {
+				return fmt.Errorf("%w: chapter %d: %v", ErrLimit, i+1, strings.TrimPrefix(err.Error(), ErrLimit.Error()+": "))
 			}
 			if err != nil {
 				return err
@@ -102,36 +133,48 @@ func EPUB(data []byte, opts *DocumentOptions) (Page, error) {
 	return b.page(title, MethodEPUB)
 }
 
-// onlyFontObfuscation reports whether encryption.xml only obfuscates fonts
-// (the IDPF and Adobe algorithms), which leaves the text readable.
-func onlyFontObfuscation(enc []byte) bool {
-	d := xml.NewDecoder(bytes.NewReader(enc))
-	ok := true
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			return ok
+func anyTitle(toc map[string]string) bool {
+	for _, t := range toc {
+		if t != "" {
+			return true
 		}
-		if t, isStart := tok.(xml.StartElement); isStart && t.Name.Local == "EncryptionMethod" {
-			alg := attr(t, "Algorithm")
-			if alg != "http://www.idpf.org/2008/embedding" && alg != "http://ns.adobe.com/pdf/enc#RC" {
-				ok = false
+	}
+	return false
+}
+
+// drmProtected reads encryption.xml: whether it encrypts more than fonts
+// (the IDPF and Adobe font obfuscations leave the text readable).
+func drmProtected(x *xmlPart) (bool, error) {
+	encrypted, other := false, false
+	for {
+		tok, err := x.Token()
+		if err != nil {
+			return encrypted && other, stop(err)
+		}
+		if t, isStart := tok.(xml.StartElement); isStart {
+			switch t.Name.Local {
+			case "EncryptedData":
+				encrypted = true
+			case "EncryptionMethod":
+				alg := attr(t, "Algorithm")
+				if alg != "http://www.idpf.org/2008/embedding" && alg != "http://ns.adobe.com/pdf/enc#RC" {
+					other = true
+				}
 			}
 		}
 	}
 }
 
 // rootfile reads the package document's path from container.xml.
-func rootfile(data []byte) string {
-	d := xml.NewDecoder(bytes.NewReader(data))
+func rootfile(x *xmlPart) (string, error) {
 	for {
-		tok, err := d.Token()
+		tok, err := x.Token()
 		if err != nil {
-			return ""
+			return "", stop(err)
 		}
 		if t, ok := tok.(xml.StartElement); ok && t.Name.Local == "rootfile" {
 			if p := attr(t, "full-path"); p != "" {
-				return zipPath("", p)
+				return zipPath("", p), nil
 			}
 		}
 	}
@@ -143,18 +186,21 @@ type opfPackage struct {
 	nav, ncx string   // archive paths of the tables of contents ("" when none)
 }
 
-// readOPF reads the title, the spine and the tables of contents.
-func readOPF(data []byte, base string) opfPackage {
+// readOPF reads the title, the spine (at most maxSpine entries: a longer
+// one fails with ErrLimit) and the tables of contents.
+func readOPF(x *xmlPart, base string, maxSpine int) (opfPackage, error) {
 	var p opfPackage
 	items := map[string]string{} // manifest id -> path
 	var spineIDs []string
 	tocID := ""
-	d := xml.NewDecoder(bytes.NewReader(data))
 	inTitle := false
 	var title strings.Builder
 	for {
-		tok, err := d.Token()
+		tok, err := x.Token()
 		if err != nil {
+			if err := stop(err); err != nil {
+				return p, err
+			}
 			break
 		}
 		switch t := tok.(type) {
@@ -163,6 +209,9 @@ func readOPF(data []byte, base string) opfPackage {
 			case "title":
 				inTitle = p.title == "" && title.Len() == 0
 			case "item":
+				if len(items) >= partMaxEntries {
+					return p, fmt.Errorf("%w: more than %d items in the EPUB manifest", ErrLimit, partMaxEntries)
+				}
 				href := zipPath(base, attr(t, "href"))
 				items[attr(t, "id")] = href
 				if strings.Contains(" "+attr(t, "properties")+" ", " nav ") {
@@ -175,6 +224,9 @@ func readOPF(data []byte, base string) opfPackage {
 				tocID = attr(t, "toc")
 			case "itemref":
 				if attr(t, "linear") != "no" {
+					if len(spineIDs) >= maxSpine {
+						return p, fmt.Errorf("%w: more than %d chapters", ErrLimit, maxSpine)
+					}
 					spineIDs = append(spineIDs, attr(t, "idref"))
 				}
 			}
@@ -185,7 +237,7 @@ func readOPF(data []byte, base string) opfPackage {
 			}
 		case xml.CharData:
 			if inTitle && title.Len() < 1000 {
-				title.Write(t)
+				title.Write(t[:min(len(t), 1000)])
 			}
 		}
 	}
@@ -197,39 +249,74 @@ func readOPF(data []byte, base string) opfPackage {
 			p.spine = append(p.spine, h)
 		}
 	}
-	return p
+	return p, nil
 }
 
-// navTitles reads chapter titles from an EPUB 3 navigation document.
-func navTitles(data []byte, base string, toc map[string]string) {
-	doc, err := parse(string(data))
-	if err != nil {
-		return
-	}
-	walk(doc, func(n *html.Node) bool {
-		if n.Type == html.ElementNode && n.DataAtom == atom.A {
-			for _, a := range n.Attr {
-				if a.Key == "href" {
-					if p := zipPath(base, a.Val); p != "" && toc[p] == "" {
-						toc[p] = cleanLine(textOf(n), 300)
+// navMaxLabel bounds the text read of one table-of-contents entry.
+const navMaxLabel = 1000
+
+// navTitles reads chapter titles from an EPUB 3 navigation document: the
+// text of each link to a chapter in toc without a title yet. The document
+// is tokenized as it is decompressed, never parsed into a tree, and only
+// the titles of toc's chapters are kept.
+func navTitles(r io.Reader, base string, toc map[string]string) error {
+	z := html.NewTokenizer(r)
+	z.SetMaxBuf(partMaxToken)
+	var label strings.Builder
+	target := "" // the chapter whose link is open
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			err := z.Err()
+			if errors.Is(err, html.ErrBufferExceeded) {
+				return fmt.Errorf("%w: %s holds an HTML token longer than %s", ErrLimit, base, sizeString(partMaxToken))
+			}
+			if err == io.EOF {
+				return nil
+			}
+			return stop(err)
+		case html.StartTagToken:
+			name, hasAttr := z.TagName()
+			if atom.Lookup(name) != atom.A || !hasAttr {
+				continue
+			}
+			for {
+				k, v, more := z.TagAttr()
+				if string(k) == "href" {
+					if p := zipPath(base, string(v)); p != "" {
+						if title, ok := toc[p]; ok && title == "" {
+							target = p
+							label.Reset()
+						}
 					}
 				}
+				if !more {
+					break
+				}
 			}
-			return false
+		case html.EndTagToken:
+			if name, _ := z.TagName(); atom.Lookup(name) == atom.A && target != "" {
+				toc[target] = cleanLine(label.String(), 300)
+				target = ""
+			}
+		case html.TextToken:
+			if target != "" && label.Len() < navMaxLabel {
+				t := z.Text()
+				label.Write(t[:min(len(t), navMaxLabel-label.Len())])
+			}
 		}
-		return true
-	})
+	}
 }
 
-// ncxTitles reads chapter titles from an EPUB 2 NCX.
-func ncxTitles(data []byte, base string, toc map[string]string) {
-	d := xml.NewDecoder(bytes.NewReader(data))
+// ncxTitles reads chapter titles from an EPUB 2 NCX, for the chapters in
+// toc without a title yet.
+func ncxTitles(x *xmlPart, base string, toc map[string]string) error {
 	var label strings.Builder
 	inText := false
 	for {
-		tok, err := d.Token()
+		tok, err := x.Token()
 		if err != nil {
-			return
+			return stop(err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -239,8 +326,10 @@ func ncxTitles(data []byte, base string, toc map[string]string) {
 			case "text":
 				inText = true
 			case "content":
-				if p := zipPath(base, attr(t, "src")); p != "" && toc[p] == "" {
-					toc[p] = cleanLine(label.String(), 300)
+				if p := zipPath(base, attr(t, "src")); p != "" {
+					if title, ok := toc[p]; ok && title == "" {
+						toc[p] = cleanLine(label.String(), 300)
+					}
 				}
 			}
 		case xml.EndElement:
@@ -248,8 +337,8 @@ func ncxTitles(data []byte, base string, toc map[string]string) {
 				inText = false
 			}
 		case xml.CharData:
-			if inText && label.Len() < 1000 {
-				label.Write(t)
+			if inText && label.Len() < navMaxLabel {
+				label.Write(t[:min(len(t), navMaxLabel-label.Len())])
 			}
 		}
 	}

@@ -376,6 +376,7 @@ var furnitureWords = map[string]bool{
 	"sidebar": true, "footer": true, "masthead": true, "popup": true, "modal": true,
 	"comments": true, "comment": true, "disqus": true, "outbrain": true, "taboola": true,
 	"skip": true, "toolbar": true, "pagination": true, "pager": true,
+	"headerlink": true, // the ¶ permalink Sphinx and MkDocs put in each heading
 }
 
 // contentWords protect an element whose id or class also names content

@@ -2,6 +2,7 @@ package extract
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -22,16 +23,22 @@ import (
 // paragraphs from the glyphs' positions. The title is the document's Title
 // metadata, else its first outline entry.
 //
-// An encrypted PDF fails with ErrEncrypted (even one that opens without a
-// password: its text would be unreadable to search), one without text on
-// any page with ErrNoTextLayer, one that cannot be parsed with ErrDamaged.
+// An encrypted PDF that opens without a password (one with only an owner
+// password, which restricts printing or copying) is decrypted and read;
+// one that needs a password to open fails with ErrEncrypted, one without
+// text on any page with ErrNoTextLayer, one that cannot be parsed with
+// ErrDamaged.
 //
 // The PDF library (github.com/ledongthuc/pdf) allocates by numbers read
-// from the file and decompresses streams as it reads, so PDF first checks
-// the file's cross-reference sizes, walks the page tree and outline itself
-// with bounds on depth and visits, and measures every page's content and
-// its fonts' character maps decompressed before the library interprets
-// them: memory and time stay within DocumentOptions on any input.
+// from the file and decompresses streams as it reads, so PDF first reads
+// the file's syntax itself (pdfscan.go) and refuses cross-reference and
+// object-stream structures the library would follow forever or allocate
+// by without bound, walks the page tree and outline itself with bounds on
+// depth and visits, reads each page once, and measures every page's content
+// and its fonts' character maps decompressed before the library interprets
+// them. What is left unbounded inside the library (time spent on a page
+// the checks let through) is bounded by the process the command line reads
+// documents in (cmd/ragmem/internal/docread).
 func PDF(data []byte, opts *DocumentOptions) (Page, error) {
 	o := opts.withDefaults()
 	if len(data) > o.MaxBytes {
@@ -40,25 +47,35 @@ func PDF(data []byte, opts *DocumentOptions) (Page, error) {
 	if err := pdfPreflight(data); err != nil {
 		return Page{}, err
 	}
-	// The library refuses some encryption schemes (AES-256) as malformed:
-	// an /Encrypt entry in a trailer says what the file is.
-	if pdfEncryptRe.Match(data) {
-		return Page{}, ErrEncrypted
-	}
 	b := newDocBuilder(o)
 	var title string
 	err := guard("PDF", func() error {
+		scan, err := scanPDF(data)
+		if err != nil {
+			return err
+		}
+		if err := checkStructure(data, scan); err != nil {
+			return err
+		}
+		sec, err := pdfEncryption(scan)
+		if err != nil {
+			return err
+		}
+		if sec != nil {
+			data = pdfDecrypt(data, scan, sec)
+		}
+		scan = nil
 		r, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
 			if errors.Is(err, pdf.ErrInvalidPassword) {
-				return ErrEncrypted
+				return errNeedsPassword
 			}
 			return fmt.Errorf("%w: %v", ErrDamaged, err)
 		}
 		if !r.Trailer().Key("Encrypt").IsNull() {
-			return ErrEncrypted
+			return fmt.Errorf("%w: its encryption could not be removed; decrypt it first", ErrEncrypted)
 		}
-		x := &pdfReader{r: r, o: o, b: b, budget: o.MaxExpanded}
+		x := &pdfReader{r: r, o: o, b: b, budget: o.MaxExpanded, done: map[[sha256.Size]byte][]string{}}
 		title = cleanLine(r.Trailer().Key("Info").Key("Title").Text(), 300)
 		return x.read(&title)
 	})
@@ -81,9 +98,6 @@ var (
 	pdfSizeRe  = regexp.MustCompile(`/Size\s+(-?\d+)`)
 	pdfWRe     = regexp.MustCompile(`/W\s*\[([^\]]*)\]`)
 	pdfIndexRe = regexp.MustCompile(`/Index\s*\[([^\]]*)\]`)
-	// An /Encrypt entry (a reference or a dictionary) of a trailer or an
-	// xref stream.
-	pdfEncryptRe = regexp.MustCompile(`/Encrypt\s*(\d+\s+\d+\s+R|<<)`)
 )
 
 // pdfPreflight refuses files whose cross-reference numbers would make the
@@ -123,6 +137,12 @@ type pdfReader struct {
 	b      *docBuilder
 	budget int64 // decompressed bytes still allowed
 	visits int
+	// done holds the paragraphs of the pages read, by a hash of their content and
+	// fonts: pages that share both (a page tree that names one page
+	// many times, or many pages that draw one content stream) are
+	// interpreted once.
+	done map[[sha256.Size]byte][]string
+	cut  bool // the page tree was deeper than pdfMaxTreeDepth
 }
 
 // outlineEntry is one bookmark: its title, nesting level (1 = top) and
@@ -176,6 +196,9 @@ func (x *pdfReader) read(title *string) error {
 		return x.b.err
 	}
 	if !textFound {
+		if x.cut {
+			return fmt.Errorf("%w: its page tree is nested deeper than %d levels", ErrDamaged, pdfMaxTreeDepth)
+		}
 		return ErrNoTextLayer
 	}
 	return nil
@@ -188,14 +211,24 @@ func (x *pdfReader) read(title *string) error {
 func (x *pdfReader) pages() []pdf.Value {
 	var out []pdf.Value
 	var path []string // the dictionaries of the nodes being walked
+	seen := map[string]bool{}
 	var walk func(v pdf.Value, depth int)
 	walk = func(v pdf.Value, depth int) {
 		x.visits++
-		if depth > pdfMaxTreeDepth || x.visits > 4*x.o.MaxParts+1000 || len(out) > x.o.MaxParts {
+		if depth > pdfMaxTreeDepth {
+			x.cut = true
+			return
+		}
+		if x.visits > 4*x.o.MaxParts+1000 || len(out) > x.o.MaxParts {
 			return
 		}
 		switch v.Key("Type").Name() {
 		case "Page":
+			id := v.String()
+			if seen[id] {
+				return // a page named twice is read once
+			}
+			seen[id] = true
 			out = append(out, v)
 		case "Pages", "":
 			id := v.String()
@@ -335,6 +368,52 @@ func (x *pdfReader) pageText(v pdf.Value) ([]string, error) {
 	if contents.IsNull() {
 		return nil, nil
 	}
+	res, err := inheritedResources(v)
+	if err != nil {
+		return nil, err
+	}
+	// The text depends on the content and the fonts (the library follows
+	// no other resource); the key is hashed, so that large dictionaries
+	// shared by many pages are not held once per page.
+	id := sha256.Sum256([]byte(contents.String() + "\x00" + res.Key("Font").String()))
+	if paras, ok := x.done[id]; ok {
+		return paras, nil
+	}
+	paras, err := x.interpret(v, contents)
+	if err != nil {
+		return nil, err
+	}
+	x.done[id] = paras
+	return paras, nil
+}
+
+// inheritedResources finds a page's resources as the library does, up its
+// /Parent chain, but refuses a chain that loops (a page that is its own
+// parent) or is deeper than the page tree may be: the library would walk
+// it forever.
+func inheritedResources(v pdf.Value) (pdf.Value, error) {
+	var seen []string
+	for depth := 0; !v.IsNull(); depth++ {
+		if r := v.Key("Resources"); !r.IsNull() {
+			return r, nil
+		}
+		if depth > pdfMaxTreeDepth {
+			return pdf.Value{}, fmt.Errorf("%w: a page's /Parent chain is longer than %d", ErrDamaged, pdfMaxTreeDepth)
+		}
+		id := v.String()
+		for _, s := range seen {
+			if s == id {
+				return pdf.Value{}, fmt.Errorf("%w: a page's /Parent chain loops (a page tree node is its own ancestor)", ErrDamaged)
+			}
+		}
+		seen = append(seen, id)
+		v = v.Key("Parent")
+	}
+	return pdf.Value{}, nil
+}
+
+// interpret returns the paragraphs of a page whose content is contents.
+func (x *pdfReader) interpret(v, contents pdf.Value) ([]string, error) {
 	streams := []pdf.Value{contents}
 	if contents.Kind() == pdf.Array {
 		streams = streams[:0]

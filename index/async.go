@@ -173,7 +173,10 @@ func (ix *Index) IndexPageAsync(d Document) string {
 	}
 	if ix.q != nil {
 		if err := ix.q.enqueue(*j, &d); err != nil {
-			return refuse("could not persist the page for background indexing: " + err.Error())
+			// The job's error is for clients: it says what happened, not
+			// where (the queue file's path); the log has the whole error.
+			ix.log.Error("index: could not persist a page for background indexing", "job", id, "source", d.SourceURL, "err", err)
+			return refuse("could not persist the page for background indexing: " + ioCause(err))
 		}
 	}
 	ix.pushLocked(&job{id: id, doc: d, queued: now, bytes: size})
@@ -666,10 +669,11 @@ func (ix *Index) runBatch(batch []*job) {
 }
 
 // permanent reports whether an indexing error would recur on every attempt:
-// the page itself is at fault, or the store's quota is full.
+// the page itself is at fault (or would replace a memory or a preference),
+// or the store's quota is full.
 func permanent(err error) bool {
 	return errors.Is(err, chunk.ErrTooManyChunks) || errors.Is(err, ErrTooManyChunks) || errors.Is(err, ErrEmptyDocument) ||
-		errors.Is(err, ErrNoSource) || errors.Is(err, ErrQuotaExceeded)
+		errors.Is(err, ErrNoSource) || errors.Is(err, ErrQuotaExceeded) || errors.Is(err, ErrReserved)
 }
 
 // finishJob records a job's outcome in memory and in the queue log: done,
@@ -800,4 +804,17 @@ func (ix *Index) pruneDead() {
 			ix.log.Warn("index: dropped the oldest dead letter", "job", dead[i].ID, "source", dead[i].SourceURL, "limit", maxDead)
 		}
 	}
+}
+
+// ioCause describes a failed write by its cause alone ("the disk is full",
+// "input/output error"), without the file it concerns.
+func ioCause(err error) string {
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "the disk is full"
+	case errors.As(err, &errno):
+		return errno.Error()
+	}
+	return "the queue could not be written (the server's log has the details)"
 }

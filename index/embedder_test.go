@@ -163,6 +163,11 @@ func TestStoreDoesNotRecordURLCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	ix := open(t, dir, &Options{Embedder: emb})
+	vec := make([]float32, 16)
+	vec[0] = 1
+	if err := ix.Put(ctx, []Record{{ID: "r", SourceURL: "u", Content: "Zebras.", Vector: vec}}); err != nil { // the first write records the embedder
+		t.Fatal(err)
+	}
 	rec, ok, err := ReadEmbedderRecord(ctx, ix.Backend())
 	raw, _, _ := ix.Backend().Meta(ctx, metaEmbedderSpec)
 	ix.Close()
@@ -214,6 +219,9 @@ func TestStoreFromBeforeSpecsFallsBackToTheIdentity(t *testing.T) {
 func TestStoreWithUnrebuildableIdentity(t *testing.T) {
 	dir := t.TempDir()
 	ix := open(t, dir, &Options{Embedder: &namedEmbedder{Embedder: embed.Default(), id: "model2vec/x/0123456789ab/d768/t512"}})
+	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
+		t.Fatal(err)
+	}
 	ix.Close()
 	// Nothing to rebuild from: the default embedder, which the store refuses.
 	_, err := Open(ctx, dir, nil)
@@ -236,6 +244,9 @@ func TestEmbedderForSeesTheRecord(t *testing.T) {
 		got = append(got, rec)
 		return embed.NewRandProj(&embed.RandProjOptions{Dimension: 24}), nil
 	}})
+	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
+		t.Fatal(err)
+	}
 	ix.Close()
 	ix = open(t, dir, &Options{EmbedderFor: func(c context.Context, rec *EmbedderRecord) (embed.Embedder, error) {
 		got = append(got, rec)
@@ -255,7 +266,11 @@ func TestEmbedderForSeesTheRecord(t *testing.T) {
 
 func TestExplicitEmbedderStillChecked(t *testing.T) {
 	dir := t.TempDir()
-	open(t, dir, &Options{Embedder: embed.NewRandProj(&embed.RandProjOptions{Dimension: 24})}).Close()
+	ix := open(t, dir, &Options{Embedder: embed.NewRandProj(&embed.RandProjOptions{Dimension: 24})})
+	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
 	if _, err := Open(ctx, dir, &Options{Embedder: embed.NewRandProj(&embed.RandProjOptions{Dimension: 32})}); !errors.Is(err, ErrEmbedderMismatch) {
 		t.Fatalf("another embedder: %v", err)
 	}

@@ -47,6 +47,7 @@ import (
 	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/reserved"
 	"github.com/ragmem/ragmem/internal/wal"
 )
 
@@ -92,8 +93,14 @@ var (
 	// ErrBinaryContent: a text or Markdown document whose content looks
 	// like binary data (chunk.Binary), not text.
 	ErrBinaryContent = errors.New("index: document is binary data, not text")
-	ErrClosed        = driver.ErrClosed
-	ErrNotFound      = driver.ErrNotFound
+	// ErrReserved: a write or a removal of what belongs to the memory or
+	// preference store (their document types, attributes, URL schemes or
+	// sources; see internal/reserved). The index itself refuses a document
+	// of another type that would replace one of their sources; rag.Engine
+	// refuses the rest.
+	ErrReserved = errors.New("index: reserved for memories and preferences")
+	ErrClosed   = driver.ErrClosed
+	ErrNotFound = driver.ErrNotFound
 )
 
 // Meta keys the index keeps in the backend.
@@ -204,6 +211,12 @@ type Index struct {
 	conc     int
 
 	embedHealthy atomic.Bool
+
+	// unbound: the store holds no record and records no embedder, or one
+	// it holds no vectors of: the first write records this index's
+	// embedder (bind), so that a store nothing was written to accepts any.
+	unbound atomic.Bool
+	bindMu  sync.Mutex
 
 	settingsMu sync.RWMutex
 	settings   map[string]setting // store-level settings of other packages, read once
@@ -356,7 +369,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 		_ = ix.be.Close()
 		return nil, err
 	}
-	if sd, ok, err := ix.be.Meta(ctx, metaDimension); err == nil && ok {
+	if sd, ok, err := ix.be.Meta(ctx, metaDimension); err == nil && ok && !ix.unbound.Load() {
 		if d, err := strconv.Atoi(sd); err == nil {
 			// Vectors of another length are an outage, never records.
 			ix.call.ExpectDimension(d)
@@ -529,34 +542,48 @@ func (ix *Index) recordSpec(ctx context.Context) error {
 	return ix.be.SetMeta(ctx, metaEmbedderSpec, string(raw))
 }
 
-// checkEmbedder records the embedder on a new store and refuses a different one.
+// checkEmbedder refuses an embedder other than the one the store records
+// while the store holds records of it. A store without records is not
+// bound to an embedder: it records none (or an earlier one whose records
+// are all gone), and the first write records this one (see bind). A store
+// with records but no embedder recorded (written before embedders were)
+// adopts this one.
 func (ix *Index) checkEmbedder(ctx context.Context) error {
 	id := ix.emb.Identity()
-	_, ok, err := ix.be.Meta(ctx, metaEmbedder)
+	stored, ok, err := ix.be.Meta(ctx, metaEmbedder)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	empty := func() (bool, error) {
 		st, err := ix.be.Stats(ctx)
+		return st.Records == 0, err
+	}
+	if !ok {
+		none, err := empty()
 		if err != nil {
 			return err
 		}
-		if st.Records > 0 {
-			ix.log.Warn("index: store has records but no embedder recorded; adopting the current one", "embedder", id)
+		if none {
+			ix.unbound.Store(true)
+			return nil
 		}
-		if err := ix.be.SetMeta(ctx, metaEmbedder, id); err != nil {
-			return err
-		}
-		if err := ix.recordSpec(ctx); err != nil {
-			return err
-		}
-		if d := ix.emb.Dimension(); d > 0 {
-			return ix.be.SetMeta(ctx, metaDimension, strconv.Itoa(d))
-		}
-		return nil
+		ix.log.Warn("index: store has records but no embedder recorded; adopting the current one", "embedder", id)
+		return ix.recordEmbedder(ctx)
 	}
 	if err := VerifyEmbedder(ctx, ix.be, ix.emb); err != nil {
-		return err
+		if !errors.Is(err, ErrEmbedderMismatch) {
+			return err
+		}
+		none, serr := empty()
+		if serr != nil {
+			return serr
+		}
+		if !none || !ix.takesDimension() {
+			return err
+		}
+		ix.log.Info("index: the store holds no records; the first write records the embedder given", "embedder", id, "recorded", stored)
+		ix.unbound.Store(true)
+		return nil
 	}
 	// A store created before specs were recorded learns its embedder's now.
 	if _, ok, err := ix.be.Meta(ctx, metaEmbedderSpec); err != nil {
@@ -574,6 +601,72 @@ func (ix *Index) checkEmbedder(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// takesDimension reports whether the backend accepts vectors of the
+// embedder's dimension: it has never held vectors, or held ones of that
+// length (a backend that has held others keeps their length after its
+// records are removed).
+func (ix *Index) takesDimension() bool {
+	d, ok := ix.be.(interface{ VectorDimension() int })
+	if !ok {
+		return true
+	}
+	have, want := d.VectorDimension(), ix.emb.Dimension()
+	return have == 0 || want == 0 || have == want
+}
+
+// recordEmbedder records the index's embedder: identity, spec and, when
+// known, dimension.
+func (ix *Index) recordEmbedder(ctx context.Context) error {
+	if err := ix.be.SetMeta(ctx, metaEmbedder, ix.emb.Identity()); err != nil {
+		return err
+	}
+	if err := ix.recordSpec(ctx); err != nil {
+		return err
+	}
+	if d := ix.emb.Dimension(); d > 0 {
+		if err := ix.be.SetMeta(ctx, metaDimension, strconv.Itoa(d)); err != nil {
+			return err
+		}
+		ix.call.ExpectDimension(d)
+	}
+	return nil
+}
+
+// BindEmbedder records the index's embedder in a store that holds no
+// records yet, as the index's own first write does (see Open); a store
+// bound already is left as it is. Callers that write records to the
+// backend directly (an import) call it first.
+func (ix *Index) BindEmbedder(ctx context.Context) error { return ix.bind(ctx) }
+
+// bind records the embedder of an unbound store before its first records
+// are written (a write that then fails leaves a store bound and still
+// empty, which the next open takes for unbound again).
+func (ix *Index) bind(ctx context.Context) error {
+	if !ix.unbound.Load() {
+		return nil
+	}
+	ix.bindMu.Lock()
+	defer ix.bindMu.Unlock()
+	if !ix.unbound.Load() {
+		return nil
+	}
+	if err := ix.recordEmbedder(ctx); err != nil {
+		return fmt.Errorf("index: record the store's embedder: %w", err)
+	}
+	ix.unbound.Store(false)
+	return nil
+}
+
+// EmbedderRecord returns what the store records about its embedder, and
+// false when it records nothing that binds it: a new store, or one that
+// holds no records (see Open).
+func (ix *Index) EmbedderRecord(ctx context.Context) (*EmbedderRecord, bool, error) {
+	if ix.unbound.Load() {
+		return nil, false, nil
+	}
+	return ReadEmbedderRecord(ctx, ix.be)
 }
 
 // unknownDim matches the "/d0" of an embedder that learns its dimension on
@@ -702,6 +795,23 @@ func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepa
 	if err != nil {
 		return nil, err
 	}
+	if !reserved.DocType(d.DocType) {
+		// Only the store a source belongs to replaces it: a page or a file
+		// indexed under a memory file's URL (a folder holding the memory
+		// directory, say) must not overwrite the memory, nor sit under its
+		// patterns' URL (#whenToUse).
+		ex := ""
+		if len(existing) == 1 && reserved.DocType(existing[0].DocType) {
+			ex = existing[0].DocType
+		} else if strings.Contains(d.SourceURL, "#") {
+			if ex, err = ix.ReservedSource(ctx, d.SourceURL); err != nil {
+				return nil, err
+			}
+		}
+		if ex != "" {
+			return nil, fmt.Errorf("%w: %s holds %s", ErrReserved, truncate(d.SourceURL, 200), reserved.Owner(ex))
+		}
+	}
 	if len(existing) == 1 {
 		p.res.Removed = existing[0].Chunks
 		if existing[0].ContentHash == p.hash {
@@ -761,6 +871,33 @@ func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepa
 	}
 	p.res.Chunks = len(chunks)
 	return p, nil
+}
+
+// ReservedSource returns the document type of the memory or preference
+// store's source under the (canonical) URL u, or under u without its
+// fragment (a memory's patterns are stored under its file's URL and
+// "#whenToUse"): "" when the store holds none there. Such sources are
+// written and removed only by their stores (ErrReserved).
+func (ix *Index) ReservedSource(ctx context.Context, u string) (string, error) {
+	cands := []string{ix.CanonicalURL(u), strings.TrimSpace(u)}
+	if base, _, ok := strings.Cut(cands[1], "#"); ok {
+		cands = append(cands, base, ix.CanonicalURL(base))
+	}
+	seen := map[string]bool{}
+	for _, c := range cands {
+		if c == "" || seen[c] {
+			continue
+		}
+		seen[c] = true
+		srcs, _, err := ix.be.Sources(ctx, Filter{SourceURL: c}, 0, 1)
+		if err != nil {
+			return "", err
+		}
+		if len(srcs) > 0 && reserved.DocType(srcs[0].DocType) {
+			return srcs[0].DocType, nil
+		}
+	}
+	return "", nil
 }
 
 func cloneAttrs(a map[string]string) map[string]string {
@@ -882,6 +1019,11 @@ func (ix *Index) addMany(ctx context.Context, docs []Document, jobs []*job) ([]R
 	if len(bt.DeleteSources) == 0 {
 		return results, nil
 	}
+	if len(bt.Put) > 0 {
+		if err := ix.bind(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := ix.be.Apply(ctx, bt); err != nil {
 		return nil, err
 	}
@@ -947,7 +1089,7 @@ func (ix *Index) embedRecords(ctx context.Context, recs []*Record) error {
 // that learned its dimension on first use (OpenAI-compatible servers).
 func (ix *Index) learnDimension(ctx context.Context) {
 	d := ix.emb.Dimension()
-	if d <= 0 {
+	if d <= 0 || ix.unbound.Load() { // an unbound store records it when it binds
 		return
 	}
 	if _, ok, err := ix.be.Meta(ctx, metaDimension); err == nil && !ok {
@@ -1001,6 +1143,11 @@ func (ix *Index) Put(ctx context.Context, recs []Record) error {
 	}
 	if len(need) > 0 {
 		if err := ix.embedRecords(ctx, need); err != nil {
+			return err
+		}
+	}
+	if len(recs) > 0 {
+		if err := ix.bind(ctx); err != nil {
 			return err
 		}
 	}
@@ -1159,13 +1306,13 @@ func (ix *Index) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	dim := ix.emb.Dimension()
-	if dim == 0 {
+	if dim == 0 && !ix.unbound.Load() {
 		if s, ok, _ := ix.be.Meta(ctx, metaDimension); ok {
 			dim, _ = strconv.Atoi(s)
 		}
 	}
 	spec := ""
-	if rec, ok, err := ReadEmbedderRecord(ctx, ix.be); err == nil && ok && rec.Spec != nil && !rec.FromIdentity {
+	if rec, ok, err := ix.EmbedderRecord(ctx); err == nil && ok && rec.Spec != nil && !rec.FromIdentity {
 		spec = rec.Spec.String()
 	}
 	return Stats{

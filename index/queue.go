@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/internal/wal"
 )
 
@@ -119,8 +120,22 @@ type queueState struct {
 // interrupted and failed attempts reach maxAttempts is moved to the dead
 // letters.
 func openQueue(fs wal.FS, dir string, logger *slog.Logger, maxAttempts int) (*queueLog, *queueState, error) {
+	if _, ok := fs.(wal.OS); ok {
+		if err := perm.BeforeCreate(dir); err != nil {
+			return nil, nil, fmt.Errorf("index: the queue directory: %w", err)
+		}
+	}
 	if err := fs.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("index: create queue directory: %w", err)
+	}
+	if _, ok := fs.(wal.OS); ok {
+		note, err := perm.Dir(dir) // queued pages are written to the store: the same rule
+		if err != nil {
+			return nil, nil, fmt.Errorf("index: the queue directory: %w", err)
+		}
+		if note != "" {
+			logger.Info(note)
+		}
 	}
 	lock, err := wal.TryLock(filepath.Join(dir, queueLock))
 	if err != nil {

@@ -12,6 +12,9 @@ func TestSettings(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	ix := open(t, dir, nil)
+	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil { // records the embedder
+		t.Fatal(err)
+	}
 	if _, ok, err := ix.Setting(ctx, "search.fusion"); ok || err != nil {
 		t.Fatalf("unset setting: %v %v", ok, err)
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ragmem/ragmem/internal/pathless"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -107,8 +108,38 @@ func New(eng *rag.Engine, opts *Options) *Server {
 	s := &Server{eng: eng, opts: o}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: o.Name, Title: "ragmem memory", Version: o.Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: o.Logger})
+	s.mcp.AddReceivingMiddleware(pathlessErrors(o.Logger))
 	s.register()
 	return s
+}
+
+// pathlessErrors keeps the server's file paths out of tool errors (a full
+// disk, a broken file): the text of a tool error names none
+// (internal/pathless), for every tool of the server, those added with
+// MCP() included. A changed error is logged as it was.
+func pathlessErrors(log *slog.Logger) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			tr, ok := res.(*mcp.CallToolResult)
+			if !ok || tr == nil || !tr.IsError {
+				return res, err
+			}
+			for _, c := range tr.Content {
+				if t, ok := c.(*mcp.TextContent); ok {
+					if clean := pathless.Message(t.Text); clean != t.Text {
+						tool := ""
+						if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
+							tool = p.Name
+						}
+						log.Error("mcp: tool failed", "tool", tool, "err", t.Text)
+						t.Text = clean
+					}
+				}
+			}
+			return res, err
+		}
+	}
 }
 
 // MCP returns the underlying go-sdk server, to register more tools,

@@ -335,7 +335,7 @@ func (s *Server) indexText(ctx context.Context, _ *mcp.CallToolRequest, in index
 	}
 	r, err := s.eng.IndexPage(ctx, rag.Document{SourceURL: u, Title: strings.TrimSpace(validText(in.Title)), Content: body, Format: f, Attrs: in.Attrs})
 	if err != nil {
-		if errors.Is(err, rag.ErrEmptyDocument) || errors.Is(err, rag.ErrTooManyChunks) || errors.Is(err, rag.ErrConflict) || errors.Is(err, rag.ErrQuotaExceeded) {
+		if errors.Is(err, rag.ErrEmptyDocument) || errors.Is(err, rag.ErrTooManyChunks) || errors.Is(err, rag.ErrReserved) || errors.Is(err, rag.ErrQuotaExceeded) {
 			return nil, indexOutput{}, fmt.Errorf("%w: %w", errBadInput, err)
 		}
 		return nil, indexOutput{}, err
@@ -358,7 +358,7 @@ func (s *Server) forgetSource(ctx context.Context, _ *mcp.CallToolRequest, in fo
 	switch {
 	case errors.Is(err, rag.ErrNoPage):
 		return nil, forgetOutput{}, fmt.Errorf("%w: %w (list_sources shows what is stored)", errNotFound, err)
-	case errors.Is(err, rag.ErrBadURL), errors.Is(err, rag.ErrConflict):
+	case errors.Is(err, rag.ErrBadURL), errors.Is(err, rag.ErrReserved):
 		return nil, forgetOutput{}, fmt.Errorf("%w: %w (preferences are removed with remove_preference, memories by deleting their file)", errBadInput, err)
 	case err != nil:
 		return nil, forgetOutput{}, err

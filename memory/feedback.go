@@ -40,6 +40,18 @@ func (f Feedback) CiteRate() float64 {
 	return float64(f.Cited+1) / float64(f.Injected+2)
 }
 
+// observedRate is cited/injected, nil for a memory never used (neither
+// injected nor cited). A memory cited more often than it was injected
+// (cited without being injected) has 1.
+func (f Feedback) observedRate() *float64 {
+	n := max(f.Injected, f.Cited)
+	if n <= 0 {
+		return nil
+	}
+	r := round3(float64(f.Cited) / float64(n))
+	return &r
+}
+
 // feedbackName is the file of the counts in the memory directory; its dot
 // keeps it out of the memories.
 const feedbackName = ".feedback.json"
@@ -271,11 +283,14 @@ type StatsReport struct {
 
 // StatsItem is one memory's line of the report. It is a plain value.
 type StatsItem struct {
-	Slug          string    `json:"slug"`
-	Title         string    `json:"title"`
-	Importance    string    `json:"importance"`
-	Feedback      Feedback  `json:"feedback"`
-	CiteRate      float64   `json:"citeRate"`
+	Slug       string   `json:"slug"`
+	Title      string   `json:"title"`
+	Importance string   `json:"importance"`
+	Feedback   Feedback `json:"feedback"`
+	// CiteRate is the share of the memory's injections that were cited,
+	// absent for a memory never used: it has no rate yet (the ranking
+	// smooths it: Feedback.CiteRate).
+	CiteRate      *float64  `json:"citeRate,omitempty"`
 	Strength      float64   `json:"strength"`
 	Decayed       bool      `json:"decayed,omitempty"`
 	Negative      bool      `json:"negative,omitempty"`
@@ -306,7 +321,7 @@ func (s *Store) Stats(ctx context.Context) (StatsReport, error) {
 			rep.Negative++
 		}
 		rep.Items = append(rep.Items, StatsItem{Slug: m.Slug, Title: m.Title, Importance: m.Importance.String(), Feedback: m.Feedback,
-			CiteRate: round3(m.Feedback.CiteRate()), Strength: m.Strength, Decayed: m.Decayed, Negative: m.Negative,
+			CiteRate: m.Feedback.observedRate(), Strength: m.Strength, Decayed: m.Decayed, Negative: m.Negative,
 			Confirmations: m.Confirmations, SupersededBy: m.SupersededBy, ValidFrom: m.ValidFrom, ValidTo: m.ValidTo})
 	}
 	sort.SliceStable(rep.Items, func(i, j int) bool {

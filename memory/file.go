@@ -104,7 +104,32 @@ type Frontmatter struct {
 	// Provenance says how a merge or a supersession was decided ("similarity
 	// 0.93", "model gpt-4o-mini: ...", "user").
 	Provenance string `json:"provenance,omitempty"`
+	// Author says who wrote the entry: AuthorUser (the CLI's memory add, an
+	// explicit API or MCP call, a file written or edited by hand: an entry
+	// without the field) or AuthorExtraction (a chat model's extraction
+	// from an agent's run). Extraction supersedes or merges into what the
+	// user wrote only when its caller asks (NewMemory.SupersedeUser).
+	Author string `json:"author,omitempty"`
+
+	// extractedHash seals an extracted entry (extractedHash in the file:
+	// entryDigest of its title and body, written with it): an entry marked
+	// extracted whose seal does not match was written or edited by hand,
+	// and is the user's.
+	extractedHash string
 }
+
+// entryDigest is the seal of an extracted entry: a hash of its title and
+// body, white space aside.
+func entryDigest(title, body string) string {
+	h := sha256.Sum256([]byte(strings.Join(strings.Fields(title), " ") + "\x00" + strings.Join(strings.Fields(body), " ")))
+	return hex.EncodeToString(h[:12])
+}
+
+// Authors of a memory entry (Frontmatter.Author).
+const (
+	AuthorUser       = "user"
+	AuthorExtraction = "extraction"
+)
 
 // Entry is one entry of a memory file: the file's first memory, or one
 // appended after a "---" separator. It is a plain value.
@@ -221,6 +246,12 @@ func ParseFile(data []byte) ([]Entry, error) {
 		}
 		body := strings.Trim(joinLines(lines[k:next]), "\n")
 		body = strings.TrimRightFunc(body, unicode.IsSpace)
+		if fm.Author == AuthorExtraction && fm.extractedHash != entryDigest(fm.Title, body) {
+			fm.Author = AuthorUser // marked extracted, but written or edited by hand
+		}
+		if fm.Author != AuthorExtraction {
+			fm.extractedHash = "" // a seal means nothing on the user's entry
+		}
 		out = append(out, Entry{Frontmatter: fm, Body: body, Line: open.no})
 		if next == len(lines) {
 			break
@@ -433,6 +464,23 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 				return fm, perr(at(vn), "%s", e)
 			}
 			fm.Provenance = clean.Clip(clean.Line(s), 2*maxPatternLen)
+		case "extractedHash":
+			s, e := scalar(vn, key)
+			if e != nil {
+				return fm, perr(at(vn), "%s", e)
+			}
+			fm.extractedHash = strings.TrimSpace(s)
+		case "author":
+			s, e := scalar(vn, key)
+			if e != nil {
+				return fm, perr(at(vn), "%s", e)
+			}
+			switch a := strings.ToLower(strings.TrimSpace(s)); a {
+			case AuthorUser, AuthorExtraction:
+				fm.Author = a
+			default:
+				return fm, perr(at(vn), "author is %q; use %s or %s", clean.Clip(s, 40), AuthorUser, AuthorExtraction)
+			}
 		default:
 			// Unknown fields are allowed (other tools may add their own).
 		}
@@ -605,6 +653,11 @@ func validateFrontmatter(fm *Frontmatter) error {
 	fm.DiscoveredIn = clean.Clip(clean.Line(fm.DiscoveredIn), 2*maxPatternLen)
 	fm.Source = clean.Clip(clean.Line(fm.Source), 2*maxPatternLen)
 	fm.Provenance = clean.Clip(clean.Line(fm.Provenance), 2*maxPatternLen)
+	switch fm.Author = strings.ToLower(strings.TrimSpace(fm.Author)); fm.Author {
+	case "", AuthorUser, AuthorExtraction:
+	default:
+		return fmt.Errorf("%w: author is %q; use %s or %s", ErrInvalid, clean.Clip(fm.Author, 40), AuthorUser, AuthorExtraction)
+	}
 	for _, l := range []*[]string{&fm.Supersedes, &fm.Conflicts} {
 		for i, v := range *l {
 			(*l)[i] = strings.TrimSuffix(v, ".md")
@@ -652,11 +705,14 @@ func cleanList(in []string, field string, maxN, maxLen int) ([]string, error) {
 // separator. fm must have passed validation (Store.Add validates).
 func FormatEntry(fm Frontmatter, body string) []byte {
 	var b bytes.Buffer
+	body = neutralizeBody(strings.Trim(clean.Text(body), "\n"))
+	body = strings.TrimRightFunc(body, unicode.IsSpace)
+	if fm.Author == AuthorExtraction {
+		fm.extractedHash = entryDigest(fm.Title, body)
+	}
 	b.WriteString("---\n")
 	b.Write(marshalFrontmatter(fm))
 	b.WriteString("---\n")
-	body = neutralizeBody(strings.Trim(clean.Text(body), "\n"))
-	body = strings.TrimRightFunc(body, unicode.IsSpace)
 	if body != "" {
 		b.WriteString("\n")
 		b.WriteString(body)
@@ -737,6 +793,12 @@ func marshalFrontmatter(fm Frontmatter) []byte {
 	}
 	if fm.Provenance != "" {
 		add("provenance", str(fm.Provenance))
+	}
+	if fm.Author != "" {
+		add("author", &yaml.Node{Kind: yaml.ScalarNode, Value: fm.Author})
+	}
+	if fm.Author == AuthorExtraction && fm.extractedHash != "" {
+		add("extractedHash", &yaml.Node{Kind: yaml.ScalarNode, Value: fm.extractedHash})
 	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)

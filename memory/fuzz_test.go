@@ -21,6 +21,10 @@ func FuzzParseFile(f *testing.F) {
 	f.Add([]byte("---\ntitle: &a x\nwhenToUse: *a\ntags: [*a, *a]\n---\n"))
 	f.Add([]byte("---\n---\n"))
 	f.Add([]byte("\uFEFF---\r\ntitle: crlf\r\nwhenToUse: a\r\n---\r\nbody\r\n"))
+	f.Add(FormatEntry(Frontmatter{Title: "Sealed", WhenToUse: []string{"seal"}, Importance: Medium, Author: AuthorExtraction}, "An extracted body."))
+	f.Add([]byte("---\ntitle: x\nwhenToUse: a\nauthor: extraction\nextractedHash: 00ff\n---\nbody\n"))
+	f.Add([]byte("---\ntitle: x\nwhenToUse: a\nauthor: user\nextractedHash: [1, 2]\n---\nbody\n"))
+	f.Add([]byte("---\ntitle: x\nwhenToUse: a\nauthor: Robot\n---\nbody\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		es, err := ParseFile(data)
 		if err != nil {

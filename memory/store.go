@@ -21,6 +21,8 @@ import (
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/perm"
+	"github.com/ragmem/ragmem/internal/reserved"
 	"github.com/ragmem/ragmem/internal/wal"
 	"github.com/ragmem/ragmem/memory/internal/files"
 	"github.com/ragmem/ragmem/memory/internal/pattern"
@@ -31,20 +33,20 @@ import (
 // path) on every index record of a memory: it keeps the memories of
 // different directories apart in one index. Servers leave it out of their
 // answers.
-const AttrDir = "memoryDir"
+const AttrDir = reserved.AttrMemoryDir
 
 // Attributes and document type of the memory records in the index (the
 // values persist in existing indexes).
 const (
-	attrSlug    = "memorySlug"    // the memory's slug (file name without .md)
-	attrKind    = "memoryKind"    // recordContent or recordPattern
-	attrPattern = "memoryPattern" // a natural-language pattern as written
+	attrSlug    = reserved.AttrMemorySlug    // the memory's slug (file name without .md)
+	attrKind    = reserved.AttrMemoryKind    // recordContent or recordPattern
+	attrPattern = reserved.AttrMemoryPattern // a natural-language pattern as written
 
 	// docPattern is the document type of the records that index
 	// natural-language whenToUse patterns: matching metadata rather than
 	// memories, so they are kept apart from docType "memory" (not counted
 	// as memories, not returned by searches for memories).
-	docPattern = "memory-pattern"
+	docPattern = reserved.DocMemoryPattern
 
 	recordContent = "content" // chunks of a memory file's bodies
 	recordPattern = "pattern" // one natural-language whenToUse pattern
@@ -134,7 +136,8 @@ type Options struct {
 // Memory is the metadata of one memory file: its frontmatter merged over
 // its entries (title of the first; whenToUse, tags and related memories of
 // all; the highest importance; the latest discoveredAt, discoveredBy,
-// discoveredIn and source). The bodies are read on demand (Store.Entries).
+// discoveredIn and source; the author AuthorExtraction when every entry was
+// extracted, else AuthorUser). The bodies are read on demand (Store.Entries).
 // It is a plain value.
 type Memory struct {
 	Slug string `json:"slug"`
@@ -318,6 +321,17 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 		s.conflictThresh = denseConflictThreshold
 		if s.lexical || s.ix == nil {
 			s.conflictThresh = lexicalConflictThreshold
+		}
+	}
+	if _, err := os.Stat(abs); err == nil {
+		// Memory files go into agents' prompts as the user's own: the
+		// directory must be the user's (internal/perm: ssh's rule).
+		note, err := perm.Dir(abs)
+		if err != nil {
+			return nil, fmt.Errorf("memory: the memory directory: %w", err)
+		}
+		if note != "" {
+			o.Logger.Info(note)
 		}
 	}
 	wal.RemoveStaleTemps(abs, staleTempAge)
@@ -684,6 +698,12 @@ func mergeEntries(es []Entry) (*Memory, error) {
 		if e.Source != "" {
 			m.Source = e.Source
 		}
+		if e.Author != AuthorExtraction {
+			m.Author = AuthorUser // the user wrote (or edited) an entry: the memory is theirs
+		}
+	}
+	if m.Author == "" {
+		m.Author = AuthorExtraction // every entry was extracted
 	}
 	if len(m.WhenToUse) > MaxPatterns {
 		m.WhenToUse = m.WhenToUse[:MaxPatterns]
@@ -984,7 +1004,12 @@ func (s *Store) memoryRecords(m *Memory) (index.Document, []index.Record, string
 	}
 	doc := index.Document{
 		SourceURL: m.URL, Title: m.Title, Content: content, Format: chunk.Markdown, DocType: index.DocMemory,
-		Attrs: map[string]string{AttrDir: s.abs, attrSlug: m.Slug, attrKind: recordContent},
+		Attrs: map[string]string{AttrDir: s.abs, attrSlug: m.Slug, attrKind: recordContent, reserved.AttrMemoryAuthor: m.Author},
+	}
+	if len(m.Conflicts) > 0 {
+		// Shown with the memory's search results: what it may contradict,
+		// as flagged in its file.
+		doc.Attrs[reserved.AttrMemoryConflicts] = strings.Join(m.Conflicts, ",")
 	}
 	var parts []*pattern.Phrase
 	seen := map[string]bool{}

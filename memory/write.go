@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/memory/internal/files"
 )
 
@@ -31,6 +32,13 @@ type NewMemory struct {
 	// contradict an existing one (no consolidation, no supersession).
 	// Default false.
 	Separate bool `json:"separate,omitempty"`
+	// SupersedeUser lets an extracted memory (Author AuthorExtraction)
+	// supersede memories the user wrote, be merged into them, or be
+	// appended to one of the same title. Default false: what the user wrote
+	// stays as it is, and the extracted memory is written beside it as its
+	// own memory, marked as conflicting with it (Conflicts), for the user
+	// to decide (Store.Supersede).
+	SupersedeUser bool `json:"supersedeUser,omitempty"`
 }
 
 // AddResult says what Add wrote. It is a plain value.
@@ -97,18 +105,56 @@ func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
 	if err := ctx.Err(); err != nil {
 		return AddResult{}, err
 	}
+	if fm.Author == "" {
+		fm.Author = AuthorUser
+	}
 	var res AddResult
 	slug := Slugify(fm.Title)
 	if err := s.maybeRefresh(ctx); err != nil && !errors.Is(err, index.ErrEmbedding) {
 		return AddResult{}, err
 	}
+	// An extracted memory leaves what the user wrote alone unless its
+	// caller says otherwise: see protect.
+	guard := fm.Author == AuthorExtraction && !nm.SupersedeUser
 	s.mu.RLock()
 	exists := s.files[slug] != nil
 	s.mu.RUnlock()
+	if guard && exists && s.userWrote(slug) {
+		// The same title as a memory of the user's: appended, it would
+		// become that memory's text. It is written beside it instead.
+		s.mu.RLock()
+		title := slug
+		if st := s.files[slug]; st.mem != nil {
+			title = st.mem.Title
+		}
+		s.mu.RUnlock()
+		res.Conflicts = append(res.Conflicts, protectedLink(Link{Slug: slug, Title: title, Similarity: 1, By: "title", Reason: "the same title"}))
+		fm.Conflicts = append(fm.Conflicts, slug)
+		slug = s.besideSlug(slug)
+		return s.write(ctx, slug, fm, body, res)
+	}
 	switch {
 	case len(fm.Supersedes) > 0:
 		if fm.Provenance == "" {
 			fm.Provenance = "user"
+		}
+		if guard {
+			kept := fm.Supersedes[:0:0]
+			for _, o := range fm.Supersedes {
+				if s.userWrote(o) {
+					s.mu.RLock()
+					l := Link{Slug: o, Title: o, By: "user", Reason: fm.Provenance}
+					if st := s.files[o]; st != nil && st.mem != nil {
+						l.Title = st.mem.Title
+					}
+					s.mu.RUnlock()
+					res.Conflicts = append(res.Conflicts, protectedLink(l))
+					fm.Conflicts = append(fm.Conflicts, o)
+					continue
+				}
+				kept = append(kept, o)
+			}
+			fm.Supersedes = kept
 		}
 		for _, o := range fm.Supersedes {
 			s.mu.RLock()
@@ -124,6 +170,9 @@ func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
 		if err != nil {
 			s.o.Logger.Warn("memory: could not compare the new memory with the existing ones; it is written as new", "title", fm.Title, "err", err)
 		}
+		if guard {
+			d = s.protect(d)
+		}
 		switch {
 		case d.mergeInto != nil:
 			slug = d.mergeInto.Slug
@@ -133,23 +182,85 @@ func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
 				fm.Provenance = fmt.Sprintf("model %s: restates %s: %s", s.o.LLM.Model, slug, d.mergeInto.Reason)
 			}
 			res.Consolidated = d.mergeInto
-		case len(d.supersede) > 0:
-			var reasons []string
-			for _, l := range d.supersede {
-				fm.Supersedes = append(fm.Supersedes, l.Slug)
-				reasons = append(reasons, l.Slug+": "+l.Reason)
+		case len(d.supersede) > 0 || len(d.conflicts) > 0:
+			if len(d.supersede) > 0 {
+				var reasons []string
+				for _, l := range d.supersede {
+					fm.Supersedes = append(fm.Supersedes, l.Slug)
+					reasons = append(reasons, l.Slug+": "+l.Reason)
+				}
+				fm.Provenance = fmt.Sprintf("model %s: %s", s.o.LLM.Model, strings.Join(reasons, "; "))
+				res.Superseded = d.supersede
 			}
-			fm.Provenance = fmt.Sprintf("model %s: %s", s.o.LLM.Model, strings.Join(reasons, "; "))
-			res.Superseded = d.supersede
-		case len(d.conflicts) > 0:
 			for _, l := range d.conflicts {
 				fm.Conflicts = append(fm.Conflicts, l.Slug)
 			}
-			res.Conflicts = d.conflicts
+			res.Conflicts = append(res.Conflicts, d.conflicts...)
 		}
 		fm.Provenance = clean.Clip(fm.Provenance, 2*maxPatternLen)
 	}
 	return s.write(ctx, slug, fm, body, res)
+}
+
+// userWrote reports whether the memory slug is the user's: a memory with
+// an entry that was not extracted, or a file that does not parse (a file
+// being written by hand).
+func (s *Store) userWrote(slug string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := s.files[slug]
+	return st != nil && (st.mem == nil || st.mem.Author != AuthorExtraction)
+}
+
+// protect applies the rule of NewMemory.SupersedeUser to what Add decided
+// for an extracted memory: a memory of the user's it would merge into or
+// supersede is flagged as a conflict instead, and the extracted memory is
+// written as its own.
+func (s *Store) protect(d decision) decision {
+	var out decision
+	if d.mergeInto != nil {
+		if s.userWrote(d.mergeInto.Slug) {
+			out.conflicts = append(out.conflicts, protectedLink(*d.mergeInto))
+		} else {
+			out.mergeInto = d.mergeInto
+		}
+	}
+	for _, l := range d.supersede {
+		if s.userWrote(l.Slug) {
+			out.conflicts = append(out.conflicts, protectedLink(l))
+		} else {
+			out.supersede = append(out.supersede, l)
+		}
+	}
+	if out.mergeInto != nil {
+		out.supersede = nil // as decide: a restatement does not also replace others
+	}
+	out.conflicts = append(out.conflicts, d.conflicts...)
+	return out
+}
+
+// protectedLink is l, a memory of the user's that an extracted memory would
+// have replaced, restated or been appended to, as a flagged conflict.
+func protectedLink(l Link) Link {
+	l.Reason = clean.Clip("written by the user, so extraction does not replace it unless asked (supersedeUser); "+l.By+": "+l.Reason, 2*maxPatternLen)
+	l.By = "author"
+	return l
+}
+
+// besideSlug is the slug an extracted memory takes when its title's slug
+// is a memory of the user's: <slug>-extracted, or -extracted-2, ... past
+// memories of the user's of those names (an extracted one of the name is
+// appended to, as an update).
+func (s *Store) besideSlug(slug string) string {
+	base := slug
+	if len(base) > maxSlugLen-len("-extracted-99") {
+		base = strings.TrimRight(base[:maxSlugLen-len("-extracted-99")], "-")
+	}
+	cand := base + "-extracted"
+	for i := 2; s.userWrote(cand) && i < 100; i++ {
+		cand = fmt.Sprintf("%s-extracted-%d", base, i)
+	}
+	return cand
 }
 
 // write appends an entry to <slug>.md (creating it), under the lock, and
@@ -158,6 +269,9 @@ func (s *Store) write(ctx context.Context, slug string, fm Frontmatter, body str
 	entry := FormatEntry(fm, body)
 	path := filepath.Join(s.abs, slug+".md")
 
+	if err := perm.BeforeCreate(s.abs); err != nil {
+		return AddResult{}, fmt.Errorf("memory: the memory directory: %w", err)
+	}
 	if err := os.MkdirAll(s.abs, 0o700); err != nil {
 		return AddResult{}, fmt.Errorf("memory: create the memory directory: %s", files.Pathless(err))
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/internal/wal"
 )
 
@@ -28,18 +29,25 @@ type Claim struct {
 
 // TryClaim takes the owner lock of dir without waiting, creating dir (mode
 // 0700) if needed. When another process holds it the error wraps ErrOwned
-// and a *wal.LockedError naming that process. A data directory of this user
-// that others may read is tightened to 0700 (Notes says so, for the
-// owner's log): it holds the memory, its API token and the owner's socket.
+// and a *wal.LockedError naming that process. A data directory that
+// another user owns or may write, or that sits in such a directory, is
+// refused (internal/perm: ssh's rule); one of this user's that others may
+// read is made private, 0700 (Notes says so, for the owner's log): it holds
+// the memory, its API token and the owner's socket.
 func TryClaim(dir string) (*Claim, error) {
+	if err := perm.BeforeCreate(dir); err != nil {
+		return nil, fmt.Errorf("owner: the data directory: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("owner: create data directory: %w", err)
 	}
 	var notes []string
-	if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o077 != 0 && ownedByMe(fi) {
-		if err := os.Chmod(dir, 0o700); err == nil {
-			notes = append(notes, fmt.Sprintf("tightened the permissions of %s from %#o to 0700: it holds the memory and its API token", dir, fi.Mode().Perm()))
-		}
+	note, err := perm.Dir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("owner: the data directory: %w", err)
+	}
+	if note != "" {
+		notes = append(notes, note)
 	}
 	lock, err := wal.TryLock(lockPath(dir))
 	if err != nil {

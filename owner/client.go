@@ -144,6 +144,15 @@ func (e *APIError) Error() string {
 	return e.Message
 }
 
+// Unwrap makes errors.Is(err, rag.ErrReserved) hold for the owner's refusal
+// of what belongs to the memory or preference store, as it does in process.
+func (e *APIError) Unwrap() error {
+	if e.Code == server.CodeReserved {
+		return rag.ErrReserved
+	}
+	return nil
+}
+
 // GoneError reports that the owner went away (died, was stopped, handed
 // over) before answering. It wraps ErrGone. It is a plain value.
 type GoneError struct {
@@ -268,6 +277,9 @@ func (c *Client) IndexMany(ctx context.Context, docs []rag.Document) ([]rag.Resu
 			x := rag.Result{SourceURL: r.URL, ContentHash: r.ContentHash, Chunks: r.Chunks, Removed: r.Removed, Unchanged: r.Unchanged, Superseded: r.Superseded}
 			if r.Error != "" {
 				x.Err = errors.New(r.Error)
+				if r.Code == server.CodeReserved {
+					x.Err = &APIError{Status: http.StatusForbidden, Code: r.Code, Message: r.Error}
+				}
 			}
 			out = append(out, x)
 		}

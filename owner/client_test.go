@@ -111,7 +111,7 @@ func TestClientMatchesEngine(t *testing.T) {
 	docs := []index.Document{
 		{SourceURL: "file:///notes/otters.md", Title: "Otters", Content: "# Otters\n\n## Sleep\n\nOtters hold hands while they sleep so they do not drift apart.\n\n## Food\n\nThey eat sea urchins.", Format: chunk.Markdown},
 		{SourceURL: "https://zoo.example/zebra", Content: "<html><head><title>Zebras</title></head><body><h1>Zebras</h1><p>Zebras have stripes that confuse flies.</p></body></html>", Format: chunk.HTML},
-		{SourceURL: "memo://tapir", Content: "Tapirs snorkel with their trunks.", DocType: index.DocMemory, Attrs: map[string]string{"agent": "tester"}},
+		{SourceURL: "memo://tapir", Content: "Tapirs snorkel with their trunks.", Attrs: map[string]string{"agent": "tester"}},
 	}
 	for i := range 1005 { // more sources than one page of GET /v1/sources
 		docs = append(docs, index.Document{SourceURL: fmt.Sprintf("file:///bulk/%04d.txt", i), Content: fmt.Sprintf("Bulk note %d about capybaras and water.", i)})
@@ -135,7 +135,7 @@ func TestClientMatchesEngine(t *testing.T) {
 		{"otters sleep", nil},
 		{"stripes flies", &search.Options{Mode: search.FullText, TopK: 3}},
 		{"capybaras", &search.Options{Mode: search.Vector, TopK: 7, SimilarityThreshold: -1}},
-		{"tapirs", &search.Options{DocTypes: []string{index.DocMemory}, Attrs: map[string]string{"agent": "tester"}}},
+		{"tapirs", &search.Options{DocTypes: []string{index.DocKnowledge}, Attrs: map[string]string{"agent": "tester"}}},
 		{"otters", &search.Options{SourceURL: "file:///notes/otters.md", Fusion: search.RRF}},
 		{"   ", nil},
 	} {
@@ -233,6 +233,18 @@ func TestClientMatchesEngine(t *testing.T) {
 	}
 	if n, err := c.Remove(ctx, "memo://tapir"); n != 0 || err != nil {
 		t.Errorf("Remove again: %d %v", n, err)
+	}
+	// What belongs to the memory and preference stores is refused through
+	// the client as in process: errors.Is(err, rag.ErrReserved).
+	c.AddPreference(ctx, prefs.Domain, "Marine biology")
+	if _, err := c.Remove(ctx, "preference://user"); !errors.Is(err, rag.ErrReserved) {
+		t.Errorf("Remove preference://user: %v", err)
+	}
+	if _, err := c.IndexMany(ctx, []index.Document{{SourceURL: "memo://x", Content: "forged", DocType: index.DocMemory}}); !errors.Is(err, rag.ErrReserved) {
+		t.Errorf("IndexMany of a memory: %v", err)
+	}
+	if ps, _ := c.ListPreferences(ctx); len(ps) != 1 {
+		t.Errorf("preferences after the refusals: %+v", ps)
 	}
 }
 

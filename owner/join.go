@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
+
+	"github.com/ragmem/ragmem/internal/perm"
 )
 
 // defaultJoinWait is how long Join waits, by default, for an owner that
@@ -28,6 +31,11 @@ type JoinOptions struct {
 	// ClaimAfter: after a handover, the process the owner handed over to
 	// gets it first. Default 0.
 	ClaimAfter time.Duration
+	// Successor is the caller's reservation of dir's succession (see
+	// Reserve): Join takes the lock in spite of it. Without it, Join does
+	// not take the lock while another process holds the reservation; it
+	// waits for that process to answer. Default nil.
+	Successor *Reservation
 }
 
 // Join finds the process that owns dir or makes this process the owner.
@@ -36,7 +44,8 @@ type JoinOptions struct {
 // and returns the Claim: this process is the owner (whatever owner file
 // and socket a dead owner left are stale, and Claim.Listen removes them).
 // When another process holds the lock without answering (it is opening
-// the store), Join waits for it, up to Options.Wait.
+// the store), or has reserved the succession (it is taking the store
+// over), Join waits for it, up to Options.Wait.
 func Join(ctx context.Context, dir string, opts *JoinOptions) (Info, *Claim, error) {
 	var o JoinOptions
 	if opts != nil {
@@ -44,6 +53,13 @@ func Join(ctx context.Context, dir string, opts *JoinOptions) (Info, *Claim, err
 	}
 	if o.Wait <= 0 {
 		o.Wait = defaultJoinWait
+	}
+	if _, err := os.Stat(dir); err == nil {
+		// The owner file names the socket this process would talk to:
+		// read only from a directory that is the user's (internal/perm).
+		if _, err := perm.Dir(dir); err != nil {
+			return Info{}, nil, fmt.Errorf("owner: the data directory: %w", err)
+		}
 	}
 	start := time.Now()
 	deadline := start.Add(o.Wait + o.ClaimAfter)
@@ -66,23 +82,43 @@ func Join(ctx context.Context, dir string, opts *JoinOptions) (Info, *Claim, err
 		if o.NoClaim {
 			return Info{}, nil, ErrNoOwner
 		}
-		if time.Since(start) >= o.ClaimAfter {
+		successor, reserved := 0, false
+		if o.Successor == nil {
+			successor, reserved = reservedBy(dir)
+		}
+		if !reserved && time.Since(start) >= o.ClaimAfter {
 			cl, cerr := TryClaim(dir)
 			if cerr == nil {
-				return Info{}, cl, nil
-			}
-			if !errors.Is(cerr, ErrOwned) {
+				// A process that reserved the succession between the
+				// check and the claim gets the store: it may already be
+				// waiting for the lock.
+				if o.Successor == nil {
+					successor, reserved = reservedBy(dir)
+				}
+				if !reserved {
+					return Info{}, cl, nil
+				}
+				_ = cl.Release()
+			} else if !errors.Is(cerr, ErrOwned) {
 				return Info{}, nil, cerr
 			}
 		}
 		if time.Now().After(deadline) {
+			if reserved {
+				return Info{}, nil, fmt.Errorf("%w: pid %d is taking %s over but has not answered on its socket for %s (see ragmem status)",
+					ErrOwned, successor, dir, o.Wait)
+			}
 			return Info{}, nil, fmt.Errorf("%w: pid %d holds %s but has not answered on its socket for %s (it may still be opening the store; see ragmem status)",
 				ErrOwned, LockHolder(dir), dir, o.Wait)
 		}
 		if !waiting {
 			waiting = true
 			if o.Waiting != nil {
-				o.Waiting(LockHolder(dir))
+				pid := LockHolder(dir)
+				if reserved {
+					pid = successor
+				}
+				o.Waiting(pid)
 			}
 		}
 		t := time.NewTimer(delay)

@@ -58,7 +58,8 @@ const maxScan = 16 << 10
 
 // DetectPreferenceIntent recognises an explicit preference statement in a
 // chat message (Property 10) and returns the first one, or nil when there is
-// none. It is safe for concurrent use and never panics.
+// none (DetectPreferenceIntents returns every one). It is safe for
+// concurrent use and never panics.
 //
 // Matching is case-insensitive and accepts curly apostrophes. A statement
 // must begin a clause (after greetings and fillers such as "Hi," "btw" or
@@ -87,12 +88,45 @@ const maxScan = 16 << 10
 // pasted after an introduction such as "Translate this:". Only the first
 // 16 KiB of a message are read.
 func DetectPreferenceIntent(message string) *Intent {
+	var first *Intent
+	detect(message, func(in *Intent) bool {
+		first = in
+		return false
+	})
+	return first
+}
+
+// maxIntents bounds the statements DetectPreferenceIntents returns.
+const maxIntents = 20
+
+// DetectPreferenceIntents returns every preference statement in a chat
+// message, in order, by the rules of DetectPreferenceIntent: one per clause
+// ("I'm a data scientist, explain like I'm new to Go" holds two), the same
+// statement once, at most 20. It returns nil when there is none. It is
+// safe for concurrent use and never panics.
+func DetectPreferenceIntents(message string) []Intent {
+	var out []Intent
+	seen := map[Intent]bool{}
+	detect(message, func(in *Intent) bool {
+		k := Intent{Type: in.Type, Content: in.Content}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, *in)
+		}
+		return len(out) < maxIntents
+	})
+	return out
+}
+
+// detect calls found with each statement of message in order, as long as
+// it returns true.
+func detect(message string, found func(*Intent) bool) {
 	if len(message) > maxScan {
 		message = message[:maxScan]
 	}
 	n := normalize(message)
 	if len(n.s) == 0 {
-		return nil
+		return
 	}
 	inFence := false
 	for lineStart := 0; lineStart < len(n.s); {
@@ -130,19 +164,19 @@ func DetectPreferenceIntent(message string) *Intent {
 			line = line[:cut]
 			stopAfter = rest
 		}
-		if in := detectLine(n, start, line); in != nil {
-			return in
+		if !detectLine(n, start, line, found) {
+			return
 		}
 		if stopAfter {
 			break
 		}
 	}
-	return nil
 }
 
-// detectLine looks for a statement in one line of normalised text that
-// starts at offset base of n.s.
-func detectLine(n *normText, base int, line string) *Intent {
+// detectLine looks for statements in one line of normalised text that
+// starts at offset base of n.s, at most one per clause, and calls found
+// with each; it returns false when found said to stop.
+func detectLine(n *normText, base int, line string, found func(*Intent) bool) bool {
 	masked := quoteMask(line)
 	for _, sp := range chunk.Sentences(line) {
 		if sp.Start < 0 || sp.End > len(line) || sp.Start >= sp.End {
@@ -171,7 +205,10 @@ func detectLine(n *normText, base int, line string) *Intent {
 					break
 				}
 				if in := matchRules(n, base+sp.Start+pos, w, text, question && ci == len(cls)-1); in != nil {
-					return in
+					if !found(in) {
+						return false
+					}
+					break // the clause's statement: on to the next clause
 				}
 				if hypotheticalWords[w] && hypotheticalStart.MatchString(text) {
 					hypothetical = true
@@ -194,7 +231,7 @@ func detectLine(n *normText, base int, line string) *Intent {
 			}
 		}
 	}
-	return nil
+	return true
 }
 
 // rule is one statement pattern. re is anchored at the start of a clause and

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -425,13 +426,52 @@ func FuzzDetectPreferenceIntent(f *testing.F) {
 	for _, m := range negatives {
 		f.Add(m)
 	}
+	f.Add("I'm a data scientist, explain like I'm new to Go. Always answer in Spanish.")
 	f.Fuzz(func(t *testing.T, msg string) {
 		in := DetectPreferenceIntent(msg)
-		if in == nil {
-			return
+		all := DetectPreferenceIntents(msg)
+		if (in == nil) != (len(all) == 0) || (in != nil && all[0] != *in) {
+			t.Fatalf("%q: the first of every statement %+v is not the statement %+v", msg, all, in)
 		}
-		checkIntent(t, msg, in)
+		if len(all) > maxIntents {
+			t.Fatalf("%q: %d statements", msg, len(all))
+		}
+		for i := range all {
+			checkIntent(t, msg, &all[i])
+		}
 	})
+}
+
+// TestDetectEveryStatement: a message with several statements yields each
+// of them, in order, once.
+func TestDetectEveryStatement(t *testing.T) {
+	for _, tc := range []struct {
+		msg  string
+		want []string
+	}{
+		{"I'm a data scientist, explain like I'm new to Go", []string{"expertise: User is a data scientist", "style: Explain like the user is new to Go"}},
+		{"I'm a nurse and I prefer short answers", []string{"expertise: User is a nurse", "style: User prefers short answers"}},
+		{"Hi! I work in biotech. Always answer in Spanish. Remember that I use vim.",
+			[]string{"domain: User works in biotech", "custom: Always answer in Spanish", "custom: User uses vim"}},
+		{"I'm a nurse. I'm a nurse.", []string{"expertise: User is a nurse"}},
+		{"I'm a bit confused. If I were a doctor, I'd prefer details.", nil},
+		{"> I'm a pilot\nI prefer short answers", []string{"style: User prefers short answers"}},
+	} {
+		var got []string
+		for _, in := range DetectPreferenceIntents(tc.msg) {
+			got = append(got, string(in.Type)+": "+in.Content)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("DetectPreferenceIntents(%q) = %q, want %q", tc.msg, got, tc.want)
+		}
+	}
+	many := strings.Repeat("I'm a nurse. I prefer short answers. I work in biotech. Always answer in Spanish. ", 3)
+	for i := range 30 {
+		many += fmt.Sprintf("Remember that I own %d cats. ", i)
+	}
+	if n := len(DetectPreferenceIntents(many)); n != maxIntents {
+		t.Errorf("%d statements, want the bound %d", n, maxIntents)
+	}
 }
 
 func ExampleDetectPreferenceIntent() {

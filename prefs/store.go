@@ -21,6 +21,7 @@ import (
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/reserved"
 )
 
 // SourceURL is the source every preference is stored under.
@@ -121,14 +122,14 @@ func toRecord(p Preference) index.Record {
 		Tokens:      budget.CounterForModel("").Count(p.Content),
 		End:         len(p.Content),
 		Attrs: map[string]string{
-			"preferenceType": string(p.Type),
-			"updatedAt":      p.UpdatedAt.Format(time.RFC3339Nano),
+			reserved.AttrPreference: string(p.Type),
+			"updatedAt":             p.UpdatedAt.Format(time.RFC3339Nano),
 		},
 	}
 }
 
 func fromRecord(r index.Record) Preference {
-	p := Preference{ID: r.ID, Type: Type(r.Attrs["preferenceType"]), Content: r.Content, CreatedAt: r.CreatedAt, UpdatedAt: r.CreatedAt}
+	p := Preference{ID: r.ID, Type: Type(r.Attrs[reserved.AttrPreference]), Content: r.Content, CreatedAt: r.CreatedAt, UpdatedAt: r.CreatedAt}
 	if u, err := time.Parse(time.RFC3339Nano, r.Attrs["updatedAt"]); err == nil {
 		p.UpdatedAt = u
 	}

@@ -110,7 +110,7 @@ type Block struct {
 	UserProfile     string   `json:"userProfile,omitempty"` // profile text ("" when none)
 	Sources         []Source `json:"sources"`               // included chunks, best first
 	TotalFound      int      `json:"totalFound"`            // chunks retrieved for the query
-	Summary         string   `json:"summary"`               // "Showing X of Y sources"
+	Summary         string   `json:"summary"`               // "Showing 5 of 7 passages, from 2 sources"
 	TotalTokens     int      `json:"totalTokens"`           // tokens of FormatRAGContextForPrompt(block)
 	ProfileTokens   int      `json:"profileTokens"`         // tokens of the <user_profile> element
 	KnowledgeTokens int      `json:"knowledgeTokens"`       // TotalTokens − ProfileTokens
@@ -130,8 +130,26 @@ func (b *Block) RelatedKnowledge() string {
 	return sb.String()
 }
 
-func summary(shown, found int) string {
-	return fmt.Sprintf("Showing %d of %d sources", shown, found)
+// summary says what a block shows: the passages (chunks) shown of those
+// found, and how many sources (distinct URLs) the shown ones come from:
+// "Showing 5 of 7 passages, from 2 sources".
+func summary(srcs []Source, found int) string {
+	urls := make(map[string]bool, len(srcs))
+	for _, s := range srcs {
+		urls[s.URL] = true
+	}
+	return summaryText(len(srcs), found, len(urls))
+}
+
+func summaryText(shown, found, sources int) string {
+	s := fmt.Sprintf("Showing %d of %d passages", shown, found)
+	switch {
+	case shown == 0:
+		return s
+	case sources == 1:
+		return s + ", from 1 source"
+	}
+	return fmt.Sprintf("%s, from %d sources", s, sources)
 }
 
 // FormatRAGContextForPrompt renders the block as XML (docs/spec.md, P2, P3
@@ -164,7 +182,7 @@ func writeKnowledge(sb *strings.Builder, srcs []Source, found int) {
 	if len(srcs) == 0 {
 		return
 	}
-	fmt.Fprintf(sb, "<related_knowledge count=\"%d\" total_found=\"%d\" summary=\"%s\">\n", len(srcs), found, summary(len(srcs), found))
+	fmt.Fprintf(sb, "<related_knowledge count=\"%d\" total_found=\"%d\" summary=\"%s\">\n", len(srcs), found, EscapeAttr(summary(srcs, found)))
 	for _, s := range srcs {
 		sb.WriteString(sourceOpen(s))
 		sb.WriteString(EscapeText(s.Content))
@@ -211,7 +229,7 @@ func assemble(profile string, results []search.Result, knowledgeBudget int, c bu
 	// <related_knowledge> element, with as many digits as they can need.
 	digits := strconv.Itoa(max(len(results), 1))
 	wrapper := c.Count("<knowledge_context>\n</knowledge_context>") +
-		c.Count(fmt.Sprintf("<related_knowledge count=\"%s\" total_found=\"%s\" summary=\"%s\">\n</related_knowledge>\n", digits, digits, summary(len(results), len(results))))
+		c.Count(fmt.Sprintf("<related_knowledge count=\"%s\" total_found=\"%s\" summary=\"%s\">\n</related_knowledge>\n", digits, digits, summaryText(len(results), len(results), len(results))))
 	srcs := make([]Source, len(results))
 	items := make([]budget.Item, len(results))
 	for i, r := range results {
@@ -241,10 +259,10 @@ func assemble(profile string, results []search.Result, knowledgeBudget int, c bu
 		}
 		if len(b.Sources) == 0 && profile == "" {
 			b.Sources = nil
-			b.Summary = summary(0, len(results))
+			b.Summary = summary(nil, len(results))
 			return b
 		}
-		b.Summary = summary(len(b.Sources), len(results))
+		b.Summary = summary(b.Sources, len(results))
 		b.TotalTokens = c.Count(FormatRAGContextForPrompt(b))
 		b.KnowledgeTokens = b.TotalTokens - b.ProfileTokens
 		// BPE counts are not exactly additive across concatenation; in the

@@ -128,8 +128,13 @@ func (e *Engine) Preferences() *prefs.Store { return e.prefs }
 func (e *Engine) Config() Config { return e.cfg }
 
 // Index indexes one document, replacing an earlier version of its source
-// and doing nothing when its content is unchanged (Property 6).
+// and doing nothing when its content is unchanged (Property 6). It writes
+// knowledge: a memory, a preference or what belongs to them is refused
+// with ErrReserved (reserved.go).
 func (e *Engine) Index(ctx context.Context, d Document) (Result, error) {
+	if err := checkWritable(&d); err != nil {
+		return Result{SourceURL: d.SourceURL}, err
+	}
 	r, err := e.ix.Add(ctx, d)
 	if err == nil {
 		e.changed(r)
@@ -137,26 +142,43 @@ func (e *Engine) Index(ctx context.Context, d Document) (Result, error) {
 	return r, err
 }
 
-// IndexMany indexes several documents in one atomic batch.
+// IndexMany indexes several documents in one atomic batch. A batch that
+// holds a document Index refuses with ErrReserved is refused whole, before
+// anything is written; a document that would replace a memory or a
+// preference gets ErrReserved as its own Result.Err.
 func (e *Engine) IndexMany(ctx context.Context, docs []Document) ([]Result, error) {
+	for i := range docs {
+		if err := checkWritable(&docs[i]); err != nil {
+			return nil, err
+		}
+	}
 	rs, err := e.ix.AddMany(ctx, docs)
 	e.changed(rs...)
 	return rs, err
 }
 
 // IndexPageAsync queues a page for background indexing and returns its job
-// id at once (fire-and-forget; see index.Index.IndexPageAsync).
-func (e *Engine) IndexPageAsync(d Document) string {
+// id at once (fire-and-forget; see index.Index.IndexPageAsync). What Index
+// refuses with ErrReserved is refused here, and not queued.
+func (e *Engine) IndexPageAsync(d Document) (string, error) {
+	if err := checkWritable(&d); err != nil {
+		return "", err
+	}
 	id := e.ix.IndexPageAsync(d)
 	e.cal.Changed(1) // its chunks are not known yet; a page counts as one
-	return id
+	return id, nil
 }
 
 // Job reports an IndexPageAsync job.
 func (e *Engine) Job(id string) (Job, bool) { return e.ix.Job(id) }
 
-// Remove deletes every chunk of a source.
+// Remove deletes every chunk of a source. A source of the memory or
+// preference store is refused with ErrReserved: preferences are removed
+// through Preferences, memories through the memory store.
 func (e *Engine) Remove(ctx context.Context, sourceURL string) (int, error) {
+	if err := e.checkRemovable(ctx, sourceURL); err != nil {
+		return 0, err
+	}
 	n, err := e.ix.Remove(ctx, sourceURL)
 	e.cal.Changed(n)
 	return n, err

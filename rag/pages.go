@@ -8,29 +8,27 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ragmem/ragmem/internal/reserved"
 )
 
 // The rules for the URLs of pages, and for which sources a page may replace
 // or remove, shared by every surface that writes pages (the HTTP API and the
-// MCP tools), so that none lets through what another refuses.
+// MCP tools), so that none lets through what another refuses. What belongs
+// to the memory and preference stores is reserved.go's.
 
 // Errors of the page rules.
 var (
 	// ErrBadURL: a page URL that is empty, too long, not valid UTF-8,
-	// holds control characters, is not absolute or uses a reserved scheme.
+	// holds control characters or is not absolute. A reserved scheme
+	// (preference:, memory:, memory-layer:) is ErrReserved.
 	ErrBadURL = errors.New("rag: invalid page URL")
-	// ErrConflict: the URL belongs to a source that is not a page (a
-	// preference or a memory), which a page may neither replace nor remove.
-	ErrConflict = errors.New("rag: the URL belongs to another kind of source")
 	// ErrNoPage: no page with that URL.
 	ErrNoPage = errors.New("rag: no such page")
 )
 
 // maxURLBytes is the longest page URL accepted.
 const maxURLBytes = 8 << 10
-
-// reservedSchemes name sources that are not pages.
-var reservedSchemes = []string{"preference", "memory"}
 
 // CheckURL trims raw and checks it as the URL of a source to read or
 // forget: not empty, valid UTF-8, at most maxURLBytes, no control
@@ -59,7 +57,8 @@ func CheckURL(raw string) (string, error) {
 }
 
 // CheckPageURL is CheckURL for the URL of a page to store: the schemes of
-// preferences and memories (preference:, memory:) are reserved; a URL with
+// preferences and memories (preference:, memory:, memory-layer:) are
+// reserved (ErrReserved); a URL with
 // an authority ("scheme://…", file: aside) must name a host, and its port
 // must be a number from 0 to 65535. It returns the URL without user info
 // ("user:password@"): credentials are never stored (index.URLRules.Canonical
@@ -69,12 +68,8 @@ func CheckPageURL(raw string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if r := reserved(u); r != "" {
-		what := map[string]string{"memory": "memories", "preference": "preferences"}[r]
-		if what == "" {
-			what = r + " sources"
-		}
-		return "", fmt.Errorf("%w: the URL scheme %q is reserved for %s", ErrBadURL, u[:len(r)], what)
+	if err := reservedScheme(u); err != nil {
+		return "", err
 	}
 	p, err := url.Parse(u)
 	if err != nil { // CheckURL parsed it
@@ -98,17 +93,6 @@ func CheckPageURL(raw string) (string, error) {
 	return u, nil
 }
 
-// reserved returns the reserved scheme of u ("" when none).
-func reserved(u string) string {
-	scheme, _, _ := strings.Cut(u, ":")
-	for _, r := range reservedSchemes {
-		if strings.EqualFold(scheme, r) {
-			return r
-		}
-	}
-	return ""
-}
-
 func clipURL(u string) string {
 	if len(u) <= 200 {
 		return u
@@ -121,8 +105,12 @@ func clipURL(u string) string {
 }
 
 // pageSource returns what the store holds under a page URL (ok false when
-// nothing), failing with ErrConflict when it is not a page.
+// nothing), failing with ErrReserved when it is not a page (a memory or a
+// preference).
 func (e *Engine) pageSource(ctx context.Context, u string) (SourceInfo, bool, error) {
+	if err := e.checkRemovable(ctx, u); err != nil {
+		return SourceInfo{}, true, err // a store's source (or its patterns', "#whenToUse")
+	}
 	srcs, _, err := e.ix.Sources(ctx, Filter{SourceURL: u}, 0, 1)
 	if raw := strings.TrimSpace(u); err == nil && len(srcs) == 0 && e.ix.CanonicalURL(raw) != raw {
 		// A source stored before canonicalisation (with user info, say)
@@ -133,31 +121,37 @@ func (e *Engine) pageSource(ctx context.Context, u string) (SourceInfo, bool, er
 		return SourceInfo{}, false, err
 	}
 	if srcs[0].DocType != DocKnowledge {
-		return srcs[0], true, fmt.Errorf("%w: %s is a %s source, not a page", ErrConflict, clipURL(u), srcs[0].DocType)
+		return srcs[0], true, fmt.Errorf("%w: %s is a %s source, not a page: it belongs to %s", ErrReserved, clipURL(u), srcs[0].DocType, reserved.Owner(srcs[0].DocType))
 	}
 	return srcs[0], true, nil
 }
 
 // PageUnchanged reports whether indexing d would change nothing (see
 // index.Index.Unchanged), with what the store holds under its URL; it fails
-// with ErrConflict when that is not a page.
+// with ErrReserved when d or that source is not a page's (reserved.go).
 func (e *Engine) PageUnchanged(ctx context.Context, d Document) (SourceInfo, bool, error) {
+	d.DocType = DocKnowledge
+	if err := checkWritable(&d); err != nil {
+		return SourceInfo{}, false, err
+	}
 	if _, _, err := e.pageSource(ctx, e.ix.CanonicalURL(d.SourceURL)); err != nil {
 		return SourceInfo{}, false, err
 	}
-	d.DocType = DocKnowledge
 	return e.ix.Unchanged(ctx, d)
 }
 
 // IndexPage indexes a page (a knowledge document) now, by the page rules:
-// its URL passes CheckPageURL, and it may not replace a preference or a
-// memory (ErrConflict).
+// its URL passes CheckPageURL, and it neither carries the memory store's
+// attributes nor replaces a preference or a memory (ErrReserved).
 func (e *Engine) IndexPage(ctx context.Context, d Document) (Result, error) {
 	u, err := CheckPageURL(d.SourceURL)
 	if err != nil {
 		return Result{}, err
 	}
 	d.SourceURL, d.DocType = u, DocKnowledge
+	if err := checkWritable(&d); err != nil {
+		return Result{}, err
+	}
 	if _, _, err := e.pageSource(ctx, u); err != nil {
 		return Result{}, err
 	}
@@ -168,15 +162,15 @@ func (e *Engine) IndexPage(ctx context.Context, d Document) (Result, error) {
 // returns, the page is gone and no job queued before the call brings it
 // back (see index.Index.RemoveSource). It reports the chunks deleted and
 // the jobs cancelled, and fails with ErrNoPage when there is neither a page
-// with that URL nor a queued one, and with ErrConflict for a preference or
+// with that URL nor a queued one, and with ErrReserved for a preference or
 // a memory (removed through their own stores).
 func (e *Engine) ForgetPage(ctx context.Context, raw string) (Removal, error) {
 	u, err := CheckURL(raw)
 	if err != nil {
 		return Removal{}, err
 	}
-	if r := reserved(u); r != "" {
-		return Removal{}, fmt.Errorf("%w: %s is the address of %ss, not of a page", ErrConflict, clipURL(u), r)
+	if s := reserved.Scheme(u); s != "" {
+		return Removal{}, fmt.Errorf("%w: %s is the address of %s, not of a page", ErrReserved, clipURL(u), reserved.Owner(s))
 	}
 	if _, _, err := e.pageSource(ctx, u); err != nil {
 		return Removal{}, err

@@ -12,11 +12,12 @@ import (
 // in plain English.
 func TestReservedSchemeMessages(t *testing.T) {
 	for u, want := range map[string]string{
-		"memory:notes.md":   `the URL scheme "memory" is reserved for memories`,
-		"MEMORY://x":        `the URL scheme "MEMORY" is reserved for memories`,
-		"preference://user": `the URL scheme "preference" is reserved for preferences`,
+		"memory:notes.md":         `the URL scheme "memory" is reserved for the agent memories, written only through the memory API`,
+		"MEMORY://x":              `the URL scheme "MEMORY" is reserved for the agent memories`,
+		"Memory-Layer://episodic": `the URL scheme "Memory-Layer" is reserved for the agent memories`,
+		"preference://user":       `the URL scheme "preference" is reserved for the user's preferences, written only through the preference API`,
 	} {
-		if _, err := CheckPageURL(u); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := CheckPageURL(u); err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrReserved) {
 			t.Errorf("%s: %v, want %q", u, err, want)
 		}
 	}

@@ -156,7 +156,18 @@ func TestTokenCountsMatchRendering(t *testing.T) {
 		if blk.UserProfile == "" {
 			t.Fatalf("budget %d: profile missing", kb)
 		}
-		if blk.Summary != fmt.Sprintf("Showing %d of %d sources", len(blk.Sources), blk.TotalFound) {
+		urls := map[string]bool{}
+		for _, s := range blk.Sources {
+			urls[s.URL] = true
+		}
+		want := fmt.Sprintf("Showing %d of %d passages, from %d sources", len(blk.Sources), blk.TotalFound, len(urls))
+		switch len(urls) {
+		case 0:
+			want = fmt.Sprintf("Showing 0 of %d passages", blk.TotalFound)
+		case 1:
+			want = fmt.Sprintf("Showing %d of %d passages, from 1 source", len(blk.Sources), blk.TotalFound)
+		}
+		if blk.Summary != want {
 			t.Fatalf("summary %q", blk.Summary)
 		}
 		for i, s := range blk.Sources {

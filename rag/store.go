@@ -3,7 +3,7 @@ package rag
 import (
 	"context"
 
-	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/local"
 )
 
 // What the adapters ask of the store, through the engine. Each method is
@@ -34,10 +34,13 @@ func (e *Engine) SetURLRules(ctx context.Context, r URLRules) error {
 
 // CheckDocument tells, without writing anything, whether indexing d would
 // be accepted: the chunks it makes, or the error indexing would fail with
-// (ErrTooManyChunks, ErrEmptyDocument, ErrBinaryContent, ErrQuotaExceeded).
-// A surface that queues pages with IndexPageAsync calls it first, to refuse
-// at once what the background worker would give up on.
+// (ErrTooManyChunks, ErrEmptyDocument, ErrBinaryContent, ErrQuotaExceeded,
+// ErrReserved). A surface that queues pages with IndexPageAsync calls it
+// first, to refuse at once what the background worker would give up on.
 func (e *Engine) CheckDocument(ctx context.Context, d Document) (int, error) {
+	if err := checkWritable(&d); err != nil {
+		return 0, err
+	}
 	return e.ix.Check(ctx, d)
 }
 
@@ -65,7 +68,12 @@ func (e *Engine) Chunks(ctx context.Context) (int, error) {
 }
 
 // EmbedderRecord returns the embedder the store records (ok false when it
-// records none), without the cost of Stats.
+// records none, or holds no records and so is not bound to one yet),
+// without the cost of Stats.
 func (e *Engine) EmbedderRecord(ctx context.Context) (*EmbedderRecord, bool, error) {
-	return index.ReadEmbedderRecord(ctx, e.ix.Backend())
+	return e.ix.EmbedderRecord(ctx)
 }
+
+// StoreExists reports whether dir holds a store of the local backend (the
+// data directory's own), without opening or creating anything.
+func StoreExists(dir string) bool { return local.Exists(dir) }

@@ -156,6 +156,7 @@ var (
 	ErrBadFilter        = index.ErrBadFilter        // an invalid filter expression
 	ErrNoJob            = index.ErrNoJob            // no such dead letter (RetryJob, DropJob)
 	ErrEmbedderMismatch = index.ErrEmbedderMismatch // the embedder is not the one the store was built with
+	ErrReserved         = index.ErrReserved         // what belongs to the memory or preference store (see reserved.go)
 )
 
 // CheckQueue inspects the indexing queue persisted in dir without changing

@@ -82,7 +82,7 @@ type ContextJSON struct {
 	Budgets budget.Budgets `json:"budgets" jsonschema:"the token budgets the block was built within"`
 	Sources []ContextItem  `json:"sources" jsonschema:"the sources in the block, in the order rendered"`
 	Profile string         `json:"profile,omitempty" jsonschema:"the user profile text"`
-	Summary string         `json:"summary" jsonschema:"Showing X of Y sources"`
+	Summary string         `json:"summary" jsonschema:"Showing X of Y passages, from Z sources: the chunks shown of those found, and the distinct sources they come from"`
 	Found   int            `json:"totalFound" jsonschema:"chunks retrieved for the query"`
 	// Mode is the retrieval actually used for the knowledge, and Degraded
 	// why it is not the configured one ("embedder unavailable: ...").

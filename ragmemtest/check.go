@@ -209,7 +209,7 @@ func CheckBlock(b rag.Block, rendered string) error {
 	}
 	n := len(b.Sources)
 	if rk.attrs["count"] != strconv.Itoa(n) || rk.attrs["total_found"] != strconv.Itoa(b.TotalFound) ||
-		rk.attrs["summary"] != fmt.Sprintf("Showing %d of %d sources", n, b.TotalFound) {
+		rk.attrs["summary"] != wantSummary(b) {
 		return fmt.Errorf("<related_knowledge count=%q total_found=%q summary=%q> for %d of %d sources",
 			rk.attrs["count"], rk.attrs["total_found"], rk.attrs["summary"], n, b.TotalFound)
 	}
@@ -489,4 +489,21 @@ func CheckChunks(src string, chunks []chunk.Chunk) error {
 		}
 	}
 	return nil
+}
+
+// wantSummary is the summary of a block: the passages it shows of those
+// found, and the distinct sources they come from.
+func wantSummary(b rag.Block) string {
+	urls := map[string]bool{}
+	for _, s := range b.Sources {
+		urls[s.URL] = true
+	}
+	w := fmt.Sprintf("Showing %d of %d passages", len(b.Sources), b.TotalFound)
+	switch len(urls) {
+	case 0:
+		return w
+	case 1:
+		return w + ", from 1 source"
+	}
+	return fmt.Sprintf("%s, from %d sources", w, len(urls))
 }

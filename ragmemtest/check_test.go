@@ -52,6 +52,7 @@ func TestCheckBlock(t *testing.T) {
 		"comment":              strings.Replace(good, "</knowledge_context>", "<!-- x --></knowledge_context>", 1),
 		"wrong count":          strings.Replace(good, `count="2"`, `count="3"`, 1),
 		"wrong summary":        strings.Replace(good, "Showing 2 of 7", "Showing 2 of 2", 1),
+		"sources miscounted":   strings.Replace(good, "from 2 sources", "from 1 source", 1),
 		"wrong index":          strings.Replace(good, `index="2"`, `index="1"`, 1),
 		"profile unescaped":    strings.Replace(good, "&lt;b&gt;", "<b>", 1),
 		"profile last":         strings.Replace(strings.Replace(good, "<user_profile>\nExpertise: User is a &lt;b&gt;nurse&lt;/b&gt; &amp; more.\n</user_profile>\n", "", 1), "</related_knowledge>\n", "</related_knowledge>\n<user_profile>\nExpertise: User is a &lt;b&gt;nurse&lt;/b&gt; &amp; more.\n</user_profile>\n", 1),

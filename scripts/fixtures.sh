@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Rebuilds the document fixtures in testdata/documents from guide.md:
 # guide.docx and guide.epub with pandoc, the PDFs with the extract tests'
-# own writer (encrypted.pdf then encrypted with qpdf, AES-256).
+# own writer (encrypted.pdf then encrypted with qpdf, AES-256 with a user
+# password; owner-*.pdf, the guide with only an owner password, by qpdf).
 #   apt-get install pandoc qpdf
 set -euo pipefail
 cd "$(dirname "$0")/../testdata/documents"

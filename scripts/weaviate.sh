@@ -3,13 +3,15 @@
 # the Weaviate backend.
 #
 #   scripts/weaviate.sh install          build weaviate-server once into the cache; print its path
-#   scripts/weaviate.sh start [DIR]      start one node on loopback (anonymous access, no modules),
-#                                        data under DIR (default a new temp folder); wait until ready
+#   scripts/weaviate.sh start [DIR]      start one node on loopback (anonymous access, no modules,
+#                                        no GraphQL API: ragmem uses gRPC and REST only), data under
+#                                        DIR (default a new temp folder); wait until ready
 #   scripts/weaviate.sh stop             stop the node started by start
 #   scripts/weaviate.sh test CMD...      install, start, run CMD with RAGMEM_WEAVIATE_URL and
 #                                        RAGMEM_WEAVIATE_BIN set, stop; exit with CMD's status
 #
 # Environment: WEAVIATE_PORT (HTTP, default 8080), WEAVIATE_GRPC_PORT (default 50051),
+# WEAVIATE_GRAPHQL (default off; "on" keeps Weaviate's deprecated GraphQL API for your own use),
 # RAGMEM_CACHE (default $HOME/.cache/ragmem). The binary is built with
 # `go install github.com/weaviate/weaviate/cmd/weaviate-server@v1.35.2` and kept under
 # $RAGMEM_CACHE/weaviate-v1.35.2/bin, so later runs reuse it.
@@ -22,6 +24,10 @@ BIN="$BIN_DIR/weaviate-server"
 STATE="$CACHE/weaviate-run"
 PORT="${WEAVIATE_PORT:-8080}"
 GRPC="${WEAVIATE_GRPC_PORT:-50051}"
+DISABLE_GRAPHQL=true
+if [ "${WEAVIATE_GRAPHQL:-off}" = on ]; then
+	DISABLE_GRAPHQL=false
+fi
 
 install() {
 	if [ ! -x "$BIN" ]; then
@@ -78,12 +84,13 @@ start() {
 		CLUSTER_BIND_ADDR=127.0.0.1 \
 		CLUSTER_HOSTNAME=node1 \
 		GRPC_PORT="$GRPC" \
+		DISABLE_GRAPHQL="$DISABLE_GRAPHQL" \
 		LOG_LEVEL=warning \
 		GOMAXPROCS="${WEAVIATE_GOMAXPROCS:-1}" \
 		setsid "$BIN" --host 127.0.0.1 --port "$PORT" --scheme http >"$STATE/log" 2>&1 &
 	echo $! >"$STATE/pid"
 	ready
-	echo "weaviate.sh: Weaviate $VERSION ready at http://127.0.0.1:$PORT (data $data)" >&2
+	echo "weaviate.sh: Weaviate $VERSION ready at http://127.0.0.1:$PORT, gRPC on port $GRPC (data $data)" >&2
 }
 
 stop() {
@@ -119,11 +126,11 @@ test)
 	RAGMEM_WEAVIATE_BIN="$(install)"
 	trap stop EXIT
 	start
-	export RAGMEM_WEAVIATE_URL="http://127.0.0.1:$PORT"
+	export RAGMEM_WEAVIATE_URL="http://127.0.0.1:$PORT?grpc=127.0.0.1:$GRPC"
 	"$@"
 	;;
 *)
-	sed -n '2,16p' "$0" >&2
+	sed -n '2,18p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -21,8 +21,8 @@ import (
 // of the results' unit vectors), scores every candidate of either list
 // against q' and fuses again with the refined vector list in place of the
 // first. Only candidates already retrieved are scored, so it costs no
-// embedder call (the query's vector comes from the query cache) and no
-// second index search: a few hundred dot products. Fusion itself is
+// embedder call (the query's vector is the one the vector side searched
+// with) and no second index search: a few hundred dot products. Fusion itself is
 // unchanged and stays monotone in each list's scores.
 //
 // Measured on SciFact train, Cranfield and LoCoMo dev (docs/evaluation.md):
@@ -48,11 +48,38 @@ type vectorScorer interface {
 	Similarities(ctx context.Context, vecs [][]float32, ids []string) ([][]float64, error)
 }
 
+// vectorSearcher is implemented by retrievers that embed a query and
+// search by a vector in two steps, as *index.Index does.
+type vectorSearcher interface {
+	EmbedQuery(ctx context.Context, query string) ([]float32, error)
+	VectorByEmbedding(ctx context.Context, vec []float32, k int, f index.Filter) ([]index.Hit, error)
+}
+
+// vectorLeg runs the vector side of a hybrid search. When r embeds and
+// searches in two steps it also returns the query's vector, which feedback
+// then reuses: a query is embedded once per search, even when the query
+// cache is off or has evicted it.
+func vectorLeg(ctx context.Context, r Retriever, query string, k int, f index.Filter) ([]index.Hit, []float32, error) {
+	vs, ok := r.(vectorSearcher)
+	if !ok {
+		hits, err := r.Vector(ctx, query, k, f)
+		return hits, nil, err
+	}
+	q, err := vs.EmbedQuery(ctx, query)
+	if err != nil {
+		return nil, nil, err
+	}
+	hits, err := vs.VectorByEmbedding(ctx, q, k, f)
+	return hits, q, err
+}
+
 // refine fuses text and vec under o, with the vector list refined by
 // feedback when o asks for it and r can score (see the comment above); it
 // falls back to plain fusion when feedback cannot run (no vectors, a store
 // that cannot score, an error), since the first fusion is a good answer.
-func refine(ctx context.Context, r Retriever, query string, text, vec []index.Hit, o *Options) []Result {
+// q is the query's vector when the vector side returned it (nil: feedback
+// asks r for it).
+func refine(ctx context.Context, r Retriever, query string, q []float32, text, vec []index.Hit, o *Options) []Result {
 	vs, ok := r.(vectorScorer)
 	if !ok || o.Feedback <= 0 || len(vec) == 0 {
 		return Fuse(text, vec, o)
@@ -60,7 +87,7 @@ func refine(ctx context.Context, r Retriever, query string, text, vec []index.Hi
 	first := *o
 	first.SimilarityThreshold, first.TopK = -1, o.Feedback
 	top := Fuse(text, vec, &first)
-	refined, orig, ok := feedbackList(ctx, vs, query, text, vec, top)
+	refined, orig, ok := feedbackList(ctx, vs, query, q, text, vec, top)
 	if !ok {
 		return Fuse(text, vec, o)
 	}
@@ -90,10 +117,17 @@ func refine(ctx context.Context, r Retriever, query string, text, vec []index.Hi
 // feedbackList returns the candidates of text and vec ranked by their
 // similarity to the query refined by the results top, as long as vec, and
 // each candidate's similarity to the query itself; ok is false when it
-// cannot (the caller then fuses as usual).
-func feedbackList(ctx context.Context, vs vectorScorer, query string, text, vec []index.Hit, top []Result) (refined []index.Hit, orig map[string]float64, ok bool) {
-	q, err := vs.EmbedQuery(ctx, query)
-	if err != nil || !unit(q) {
+// cannot (the caller then fuses as usual). qv is the query's vector (nil:
+// it is asked of vs); it is not modified.
+func feedbackList(ctx context.Context, vs vectorScorer, query string, qv []float32, text, vec []index.Hit, top []Result) (refined []index.Hit, orig map[string]float64, ok bool) {
+	q := slices.Clone(qv)
+	if q == nil {
+		var err error
+		if q, err = vs.EmbedQuery(ctx, query); err != nil {
+			return nil, nil, false
+		}
+	}
+	if !unit(q) {
 		return nil, nil, false
 	}
 	ids := make([]string, len(top))

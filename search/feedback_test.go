@@ -362,7 +362,7 @@ func TestFeedbackListCutsTheUnionToThePool(t *testing.T) {
 	}
 	o := (&Options{Alpha: 0.5, SimilarityThreshold: -1, TopK: 3}).withDefaults()
 	top := Fuse(text, vec, &o)
-	refined, orig, ok := feedbackList(ctx, ix, "apple orchard", text, vec, top)
+	refined, orig, ok := feedbackList(ctx, ix, "apple orchard", nil, text, vec, top)
 	if !ok || len(refined) != 3 {
 		t.Fatalf("refined %d %v", len(refined), ok)
 	}
@@ -375,7 +375,7 @@ func TestFeedbackListCutsTheUnionToThePool(t *testing.T) {
 	}
 	// The refined similarities of every candidate, from a pool as large as
 	// the union: the cut keeps the three best of them.
-	all, _, _ := feedbackList(ctx, ix, "apple orchard", text, append(append([]index.Hit(nil), vec...), text...), top)
+	all, _, _ := feedbackList(ctx, ix, "apple orchard", nil, text, append(append([]index.Hit(nil), vec...), text...), top)
 	if len(all) != len(union) {
 		t.Fatalf("scored %d of %d", len(all), len(union))
 	}

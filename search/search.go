@@ -458,11 +458,12 @@ func retrieve(ctx context.Context, r Retriever, query string, f index.Filter, o 
 	}
 	pool := max(o.CandidatePool, fetch)
 	var text, vec []index.Hit
+	var qv []float32 // the query's vector, when the vector side says it
 	var terr, verr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		vec, verr = r.Vector(ctx, query, pool, f)
+		vec, qv, verr = vectorLeg(ctx, r, query, pool, f)
 	}()
 	text, terr = r.FullText(ctx, query, pool, f)
 	<-done
@@ -483,7 +484,7 @@ func retrieve(ctx context.Context, r Retriever, query string, f index.Filter, o 
 		return nil, false, nil, verr
 	}
 	wide.TopK = len(text) + len(vec)
-	res = rc.boost(refine(ctx, r, query, text, vec, &wide))
+	res = rc.boost(refine(ctx, r, query, qv, text, vec, &wide))
 	// Larger pools can only help when these were full and enough of their
 	// candidates passed the threshold for diversification to have dropped
 	// some.

@@ -93,8 +93,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		WriteError(w, r, http.StatusUnprocessableEntity, CodeNoContent, "the page has no text to index")
 	case errors.Is(err, rag.ErrBinaryContent):
 		WriteError(w, r, http.StatusUnprocessableEntity, CodeNoContent, "the page's text is binary data (NUL or control bytes), not text")
-	case errors.Is(err, rag.ErrConflict):
-		WriteError(w, r, http.StatusConflict, CodeConflict, clientMessage(err, rag.ErrConflict))
+	case errors.Is(err, rag.ErrReserved):
+		WriteError(w, r, http.StatusForbidden, CodeReserved, clientMessage(err, rag.ErrReserved))
 	case errors.Is(err, rag.ErrBadURL):
 		WriteError(w, r, http.StatusBadRequest, CodeBadRequest, clientMessage(err, rag.ErrBadURL))
 	case errors.Is(err, context.DeadlineExceeded):
@@ -167,8 +167,10 @@ type JobJSON struct {
 	RetryAt   time.Time `json:"retryAt,omitzero"`
 }
 
-func jobJSON(j rag.Job) JobJSON {
-	return JobJSON{ID: j.ID, URL: j.SourceURL, State: string(j.State), Chunks: j.Chunks, Unchanged: j.Unchanged, Error: j.Error,
+// jobJSON is j as the answer to r shows it: a job's error names no file of
+// the server (publicMessage).
+func jobJSON(r *http.Request, j rag.Job) JobJSON {
+	return JobJSON{ID: j.ID, URL: j.SourceURL, State: string(j.State), Chunks: j.Chunks, Unchanged: j.Unchanged, Error: publicMessage(r, j.Error),
 		Attempts: j.Attempts, Queued: j.Queued, Finished: j.Finished, RetryAt: j.RetryAt}
 }
 
@@ -233,9 +235,14 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	id := eng.IndexPageAsync(doc)
+	id, err := eng.IndexPageAsync(doc)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	job, _ := eng.Job(id)
 	if job.State == rag.JobFailed {
+		s.log.Warn("page not queued", "requestId", stateOf(r).id, "namespace", Namespace(r), "job", id, "url", u, "why", job.Error)
 		w.Header().Set("Retry-After", "5")
 		code := CodeQueueFull
 		if s.draining.Load() {
@@ -244,7 +251,7 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, http.StatusServiceUnavailable, code, "the page was not queued: "+job.Error)
 		return
 	}
-	jj := jobJSON(job)
+	jj := jobJSON(r, job)
 	resp.Status, resp.JobID, resp.Job = "queued", id, &jj
 	w.Header().Set("Location", "/v1/jobs/"+url.PathEscape(id))
 	writeJSON(w, http.StatusAccepted, resp)
@@ -341,7 +348,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no job %q in this namespace", clip(id, 100)))
 		return
 	}
-	writeJSON(w, http.StatusOK, jobJSON(j))
+	writeJSON(w, http.StatusOK, jobJSON(r, j))
 }
 
 // JobsJSON answers GET /v1/jobs.
@@ -382,7 +389,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	out := JobsJSON{Jobs: make([]JobJSON, 0, len(jobs)), Queue: eng.QueueStats()}
 	for _, j := range jobs {
-		out.Jobs = append(out.Jobs, jobJSON(j))
+		out.Jobs = append(out.Jobs, jobJSON(r, j))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -404,7 +411,7 @@ func (s *Server) retryJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/v1/jobs/"+url.PathEscape(id))
-	writeJSON(w, http.StatusAccepted, jobJSON(j))
+	writeJSON(w, http.StatusAccepted, jobJSON(r, j))
 }
 
 // dropJob deletes a dead letter and its page.
@@ -726,8 +733,12 @@ func (s *Server) deletePreferences(w http.ResponseWriter, r *http.Request) {
 // It is a plain value.
 type DetectJSON struct {
 	Detected bool              `json:"detected"`
-	Intent   *IntentJSON       `json:"intent,omitempty"`
-	Saved    *prefs.Preference `json:"saved,omitempty"`
+	Intent   *IntentJSON       `json:"intent,omitempty"` // the first statement
+	Saved    *prefs.Preference `json:"saved,omitempty"`  // the first statement, saved
+	// Intents are every statement in the message, in order (Intent is the
+	// first), and SavedAll each one saved (with save).
+	Intents  []IntentJSON       `json:"intents,omitempty"`
+	SavedAll []prefs.Preference `json:"savedAll,omitempty"`
 }
 
 // IntentJSON is a detected preference statement.
@@ -748,15 +759,20 @@ func (s *Server) detectPreference(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, r, e)
 		return
 	}
-	in := prefs.DetectPreferenceIntent(req.Message)
-	out := DetectJSON{Detected: in != nil}
-	if in != nil {
-		out.Intent = &IntentJSON{Type: string(in.Type), Content: in.Content, Match: in.Match}
-		if req.Save {
-			eng := s.engine(w, r)
-			if eng == nil {
-				return
-			}
+	ins := prefs.DetectPreferenceIntents(req.Message)
+	out := DetectJSON{Detected: len(ins) > 0}
+	for _, in := range ins {
+		out.Intents = append(out.Intents, IntentJSON{Type: string(in.Type), Content: in.Content, Match: in.Match})
+	}
+	if len(ins) > 0 {
+		out.Intent = &out.Intents[0]
+	}
+	if req.Save && len(ins) > 0 {
+		eng := s.engine(w, r)
+		if eng == nil {
+			return
+		}
+		for _, in := range ins {
 			p, err := eng.Preferences().Add(r.Context(), in.Type, in.Content)
 			if err != nil {
 				if ae := prefError(err); ae != nil {
@@ -766,8 +782,9 @@ func (s *Server) detectPreference(w http.ResponseWriter, r *http.Request) {
 				s.fail(w, r, err)
 				return
 			}
-			out.Saved = &p
+			out.SavedAll = append(out.SavedAll, p)
 		}
+		out.Saved = &out.SavedAll[0]
 	}
 	writeJSON(w, http.StatusOK, out)
 }

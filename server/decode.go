@@ -159,6 +159,9 @@ func checkSourceURL(field, raw string) (string, *apiError) {
 // validate checks a page request and returns the document text and format.
 func (p *pageRequest) validate() (string, *apiError) {
 	url, err := rag.CheckPageURL(p.URL)
+	if errors.Is(err, rag.ErrReserved) {
+		return "", errorf(http.StatusForbidden, CodeReserved, "url: "+clientMessage(err, rag.ErrReserved))
+	}
 	if err != nil {
 		return "", badRequest("url: %s", clientMessage(err, rag.ErrBadURL))
 	}

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/internal/reserved"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -20,7 +22,7 @@ type DocumentRequest struct {
 	Title   string            `json:"title,omitempty"`
 	Content string            `json:"content"`
 	Format  string            `json:"format,omitempty"` // text (default), markdown or html
-	Type    string            `json:"type,omitempty"`   // knowledge (default) or memory
+	Type    string            `json:"type,omitempty"`   // knowledge (the default and the only one: memories and preferences have their own APIs)
 	Attrs   map[string]string `json:"attrs,omitempty"`
 	// Extracted says that HTML content is already a document's main
 	// content (a PDF, DOCX or EPUB file's text, as `ragmem index` reads
@@ -44,6 +46,25 @@ type DocumentResult struct {
 	Unchanged   bool   `json:"unchanged,omitempty"` // same content already indexed: nothing written
 	Superseded  bool   `json:"superseded,omitempty"`
 	Error       string `json:"error,omitempty"` // this document could not be indexed
+	// Code is the error's code, as an error response would carry it:
+	// reserved (the URL holds a memory or a preference), too_many_chunks,
+	// no_content, quota_exceeded or internal.
+	Code string `json:"code,omitempty"`
+}
+
+// documentCode is the error code of a document's own failure.
+func documentCode(err error) string {
+	switch {
+	case errors.Is(err, rag.ErrReserved):
+		return CodeReserved
+	case errors.Is(err, rag.ErrTooManyChunks):
+		return CodeTooManyChunks
+	case errors.Is(err, rag.ErrEmptyDocument), errors.Is(err, rag.ErrBinaryContent):
+		return CodeNoContent
+	case errors.Is(err, rag.ErrQuotaExceeded):
+		return CodeQuotaExceeded
+	}
+	return CodeInternal
 }
 
 // DocumentsJSON answers POST /v1/documents.
@@ -95,12 +116,15 @@ func (d *DocumentRequest) document(i int) (rag.Document, *apiError) {
 		}
 	}
 	t := strings.TrimSpace(d.Type)
-	switch t {
-	case "":
+	switch {
+	case t == "":
 		t = rag.DocKnowledge
-	case rag.DocKnowledge, rag.DocMemory:
+	case t == rag.DocKnowledge:
+	case reserved.DocType(t):
+		// The engine refuses them, by the rules every surface shares
+		// (rag.ErrReserved: 403).
 	default:
-		return rag.Document{}, badRequest("%s: %q is not knowledge or memory (preferences are added with /v1/preferences)", field("type"), d.Type)
+		return rag.Document{}, badRequest("%s: %q is not a document type; documents are knowledge (memories are written with /v1/memories, preferences with /v1/preferences)", field("type"), clip(d.Type, 40))
 	}
 	if err := rag.CheckAttrs(d.Attrs); err != nil {
 		return rag.Document{}, badRequest("%s: %s", field("attrs"), clientMessage(err, rag.ErrBadAttrs))
@@ -146,7 +170,7 @@ func (s *Server) postDocuments(w http.ResponseWriter, r *http.Request) {
 	for i, x := range res {
 		dr := DocumentResult{URL: docs[i].SourceURL, ContentHash: x.ContentHash, Chunks: x.Chunks, Removed: x.Removed, Unchanged: x.Unchanged, Superseded: x.Superseded}
 		if x.Err != nil {
-			dr.Error = x.Err.Error()
+			dr.Error, dr.Code = publicMessage(r, x.Err.Error()), documentCode(x.Err)
 		}
 		out.Results[i] = dr
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/ragmem/ragmem/internal/jsonbody"
+	"github.com/ragmem/ragmem/internal/pathless"
 )
 
 // Errors of the server package.
@@ -42,6 +43,7 @@ const (
 	CodeQuotaExceeded    = jsonbody.CodeQuotaExceeded
 	CodeDiskFull         = jsonbody.CodeDiskFull
 	CodeConflict         = jsonbody.CodeConflict
+	CodeReserved         = jsonbody.CodeReserved
 	CodeRateLimited      = jsonbody.CodeRateLimited
 	CodeQueueFull        = jsonbody.CodeQueueFull
 	CodeUnavailable      = jsonbody.CodeUnavailable
@@ -81,7 +83,18 @@ func WriteError(w http.ResponseWriter, r *http.Request, status int, code, messag
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ragmem"`)
 	}
-	jsonbody.WriteError(w, status, code, message, id)
+	jsonbody.WriteError(w, status, code, publicMessage(r, message), id)
+}
+
+// publicMessage is msg as the client of r may read it: the server's file
+// paths are replaced (internal/pathless) unless r came from the user's own
+// process on a local listener (IsLocal), which sees its own files' paths.
+// The handler that wrote msg logs what it needs with the request id.
+func publicMessage(r *http.Request, msg string) string {
+	if r == nil || IsLocal(r) {
+		return msg
+	}
+	return pathless.Message(msg)
 }
 
 func writeAPIError(w http.ResponseWriter, r *http.Request, e *apiError) {

@@ -143,13 +143,14 @@ func TestLocalListener(t *testing.T) {
 }
 
 // TestDocumentsAndSources covers POST /v1/documents (synchronous, any
-// format and type, one result per document), the chunk fields a client
-// needs to rebuild records, DELETE /v1/sources and the context overrides.
+// format, one result per document; memories and preferences refused), the
+// chunk fields a client needs to rebuild records, DELETE /v1/sources and
+// the context overrides.
 func TestDocumentsAndSources(t *testing.T) {
 	ts := newTestServer(t, nil)
 	docs := map[string]any{"documents": []map[string]any{
 		{"url": "file:///notes/otters.md", "title": "Otters", "content": "# Otters\n\nOtters hold hands while they sleep.", "format": "markdown"},
-		{"url": "memo://tapirs", "content": "Tapirs snorkel with their noses.", "type": "memory"},
+		{"url": "memo://tapirs", "content": "Tapirs snorkel with their noses.", "type": "knowledge"},
 		{"url": "file:///page.html", "content": "<html><head><title>Zebras</title></head><body><p>Zebras have stripes.</p></body></html>", "format": "html"},
 	}}
 	var out server.DocumentsJSON
@@ -185,7 +186,7 @@ func TestDocumentsAndSources(t *testing.T) {
 		{"documents": []map[string]any{}},
 		{"documents": []map[string]any{{"url": "", "content": "x"}}},
 		{"documents": []map[string]any{{"url": "a\nb", "content": "x"}}},
-		{"documents": []map[string]any{{"url": "x", "content": "x", "type": "preference"}}},
+		{"documents": []map[string]any{{"url": "x", "content": "x", "type": "note"}}},
 		{"documents": []map[string]any{{"url": "x", "content": "x", "format": "pdf"}}},
 	} {
 		r := ts.must(400, "POST", "/v1/documents", bad)
@@ -193,8 +194,22 @@ func TestDocumentsAndSources(t *testing.T) {
 			t.Errorf("%v: %s", bad, r.body)
 		}
 	}
-	// DELETE /v1/sources removes any type; DELETE /v1/pages only pages.
-	ts.must(409, "DELETE", "/v1/pages?url=memo://tapirs", nil)
+	// Memories and preferences are written through their own APIs: the
+	// whole request is refused (403 reserved), nothing written.
+	for _, bad := range []map[string]any{
+		{"url": "x", "content": "x", "type": "memory"},
+		{"url": "x", "content": "x", "type": "preference"},
+		{"url": "x", "content": "x", "attrs": map[string]string{"memorySlug": "flaky-tests"}},
+		{"url": "preference://user", "content": "x"},
+	} {
+		r := ts.must(403, "POST", "/v1/documents", map[string]any{"documents": []map[string]any{{"url": "file:///ok.md", "content": "fine"}, bad}})
+		if r.errCode() != server.CodeReserved {
+			t.Errorf("%v: %s", bad, r.body)
+		}
+	}
+	ts.must(404, "DELETE", "/v1/sources?url=file:///ok.md", nil)
+	// DELETE /v1/sources removes any source but the stores'.
+	ts.must(403, "DELETE", "/v1/sources?url=preference://user", nil)
 	var del struct{ Removed int }
 	ts.must(200, "DELETE", "/v1/sources?url=memo://tapirs", nil).json(t, &del)
 	if del.Removed != 1 {

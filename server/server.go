@@ -34,6 +34,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -279,6 +281,15 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 		}
 		hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
 	}
+	// The data directory is the user's (internal/perm: ssh's rule): one
+	// another user owns or may write is refused, with the fix.
+	note, err := perm.Dir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("server: the data directory: %w", err)
+	}
+	if note != "" {
+		o.Logger.Info(note)
+	}
 	tokens, err := newTokenStore(TokenPath(dir), o.Logger)
 	if err != nil {
 		return nil, err
@@ -347,6 +358,20 @@ func (s *Server) HandleLocal(pattern string, h http.Handler) error {
 	s.localOnly[pattern] = true
 	s.mu.Unlock()
 	return nil
+}
+
+// Routes lists the patterns the server serves, its own and those
+// registered with Handle and HandleLocal ("POST /v1/pages", "/mcp"),
+// sorted: for a test or a listing that must visit every route.
+func (s *Server) Routes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.protected))
+	for p := range s.protected {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (s *Server) handle(pattern string, h http.Handler, protected bool) (err error) {

@@ -277,7 +277,8 @@ func TestPagesRejectBadInput(t *testing.T) {
 		{"form body", `url=x`, "application/x-www-form-urlencoded", 415, server.CodeUnsupportedMedia},
 		{"no url", `{"text":"x"}`, "", 400, server.CodeBadRequest},
 		{"relative url", `{"url":"/page","text":"x"}`, "", 400, server.CodeBadRequest},
-		{"reserved scheme", `{"url":"preference://user","text":"x"}`, "", 400, server.CodeBadRequest},
+		{"reserved scheme", `{"url":"preference://user","text":"x"}`, "", 403, server.CodeReserved},
+		{"reserved attribute", `{"url":"https://a.example/","text":"x","attrs":{"memoryDir":"/tmp/m"}}`, "", 403, server.CodeReserved},
 		{"both", `{"url":"https://a.example/","text":"x","html":"<p>y</p>"}`, "", 400, server.CodeBadRequest},
 		{"neither", `{"url":"https://a.example/"}`, "", 422, server.CodeNoContent},
 		{"blank text", `{"url":"https://a.example/","text":"  \n "}`, "", 422, server.CodeNoContent},
@@ -360,7 +361,7 @@ func TestPreferences(t *testing.T) {
 	}
 	// A page cannot overwrite the preferences' source.
 	ts.must(http.StatusCreated, "POST", "/v1/preferences", map[string]any{"type": "custom", "content": "Likes otters"})
-	if r := ts.req("POST", "/v1/pages", map[string]any{"url": "Preference://user", "text": "hijack"}); r.status != 400 {
+	if r := ts.req("POST", "/v1/pages", map[string]any{"url": "Preference://user", "text": "hijack"}); r.status != 403 {
 		t.Errorf("reserved scheme: %d", r.status)
 	}
 }

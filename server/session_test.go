@@ -212,7 +212,7 @@ func TestLooseTokenFileIsTightened(t *testing.T) {
 	}
 	defer srv.Close()
 	fi, _ := os.Stat(server.TokenPath(dir))
-	if fi.Mode().Perm() != 0o600 || !strings.Contains(logs.String(), "mode was set back to 0600") || !strings.Contains(logs.String(), "0644") {
+	if fi.Mode().Perm() != 0o600 || !strings.Contains(logs.String(), "private (mode 0644 to 0600)") || !strings.Contains(logs.String(), "ragmem token rotate") || !strings.Contains(logs.String(), "0644") {
 		t.Fatalf("mode %v; log:\n%s", fi.Mode().Perm(), logs.String())
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/internal/wal"
 )
 
@@ -63,8 +64,16 @@ func newSecret() (string, error) {
 	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
+// readTokens reads the token file, refusing one another user could have
+// written (internal/perm: another owner, group or world write, a link).
 func readTokens(path string) (tokenFile, error) {
 	var tf tokenFile
+	if err := checkDir(filepath.Dir(path)); err != nil {
+		return tf, err
+	}
+	if err := perm.CheckFile(path); err != nil {
+		return tf, fmt.Errorf("server: the token file: %w", err)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return tf, err
@@ -75,6 +84,21 @@ func readTokens(path string) (tokenFile, error) {
 	return tf, nil
 }
 
+// checkDir applies internal/perm's rule to the data directory of the token
+// file, or to where it will be created.
+func checkDir(dir string) error {
+	if _, err := os.Stat(dir); err != nil {
+		if err := perm.BeforeCreate(dir); err != nil {
+			return fmt.Errorf("server: the data directory: %w", err)
+		}
+		return nil
+	}
+	if _, err := perm.Dir(dir); err != nil {
+		return fmt.Errorf("server: the data directory: %w", err)
+	}
+	return nil
+}
+
 // writeTokens writes the file atomically with mode 0600 (internal/wal:
 // temporary file, fsync, rename, fsync of the directory).
 func writeTokens(path string, tf tokenFile) error {
@@ -82,6 +106,9 @@ func writeTokens(path string, tf tokenFile) error {
 	sort.Slice(tf.Tokens, func(i, j int) bool { return tf.Tokens[i].Namespace < tf.Tokens[j].Namespace })
 	b, err := json.MarshalIndent(tf, "", "  ")
 	if err != nil {
+		return err
+	}
+	if err := checkDir(filepath.Dir(path)); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -159,6 +186,7 @@ type tokenStore struct {
 	mu      sync.Mutex
 	checked time.Time
 	file    os.FileInfo // of the file last read; rotation replaces the file (a new inode)
+	refused bool        // the file was refused (perm): checked again every time until fixed
 	tokens  []storedToken
 }
 
@@ -189,18 +217,24 @@ func (ts *tokenStore) reload(force bool) error {
 		}
 		return err
 	}
-	if !force && ts.file != nil && os.SameFile(fi, ts.file) && fi.ModTime().Equal(ts.file.ModTime()) && fi.Size() == ts.file.Size() {
+	if !force && !ts.refused && ts.file != nil && os.SameFile(fi, ts.file) && fi.ModTime().Equal(ts.file.ModTime()) && fi.Size() == ts.file.Size() {
 		return nil
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		// Tighten a file someone loosened; the token is a password.
-		if err := os.Chmod(ts.path, 0o600); err != nil {
-			ts.log.Error("the token file can be read by other users and could not be made private; fix its mode (chmod 600) and rotate the tokens (ragmem token rotate)",
-				"file", ts.path, "mode", fmt.Sprintf("%04o", perm), "err", err)
-		} else {
-			ts.log.Warn("the token file could be read by other users: its mode was set back to 0600; if anyone else may have read it, rotate the tokens (ragmem token rotate)",
-				"file", ts.path, "mode", fmt.Sprintf("%04o", perm))
-		}
+	ts.refused = false
+	// A file another user could have written (planted, or replaced in a
+	// directory open to them) is refused: nobody gets in with its tokens.
+	// One others may read is made private again; the token is a password.
+	note, err := perm.File(ts.path)
+	if err != nil {
+		ts.log.Error("the token file is refused: no token is accepted until it is fixed", "file", ts.path, "err", err)
+		ts.tokens, ts.file, ts.refused = nil, fi, true
+		return fmt.Errorf("server: the token file: %w", err)
+	}
+	if note != "" {
+		ts.log.Warn(note, "file", ts.path)
+	} else if p := fi.Mode().Perm(); p&0o077 != 0 {
+		ts.log.Error("the token file can be read by other users and could not be made private; fix its mode (chmod 600) and rotate the tokens (ragmem token rotate)",
+			"file", ts.path, "mode", fmt.Sprintf("%04o", p))
 	}
 	tf, err := readTokens(ts.path)
 	if err != nil {

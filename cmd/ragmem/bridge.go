@@ -194,6 +194,15 @@ func (b *bridge) connect(ctx context.Context, handover bool) error {
 		info, _, err := owner.Join(ctx, b.dir, &owner.JoinOptions{NoClaim: true})
 		if err == nil {
 			if err := b.open(ctx, info); err == nil {
+				if info.Kind == owner.KindCLI && !b.daemonRunning() {
+					// A command owns the store only while it runs: a
+					// background owner takes it over (the command hands
+					// it over, and this bridge follows), so that the
+					// store stays open between commands.
+					if err := b.startDaemon(); err != nil {
+						b.log.Warn("could not start a background owner to take the store over from a command; staying with the command", "err", err)
+					}
+				}
 				return nil
 			} else if !errors.Is(err, owner.ErrGone) {
 				return err
@@ -209,6 +218,11 @@ func (b *bridge) connect(ctx context.Context, handover bool) error {
 			select {
 			case err := <-b.daemon:
 				b.daemon = nil
+				if err == nil {
+					// It stepped aside: another process owns the store,
+					// or is taking it over. Look for that one.
+					break
+				}
 				return fmt.Errorf("the background owner (pid %d) exited before answering (%v); its log is %s%s", b.daemonPID, err, owner.LogPath(b.dir), logTail(b.dir))
 			default:
 			}

@@ -119,7 +119,10 @@ func newConfigCmd(g *globals) *cobra.Command {
 	initCmd := &cobra.Command{
 		Use:   "init",
 		Short: "Write a config file with every key commented out (mode 0600)",
-		Args:  cobra.NoArgs,
+		Long: "Write a config file with every key commented out (mode 0600), where --config or $RAGMEM_CONFIG\n" +
+			"names it, else at the default location ($XDG_CONFIG_HOME/ragmem/config.yaml or ~/.config/ragmem/config.yaml).",
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{annotConfigOptional: configCreates},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := g.configFilePath()
 			if err != nil {

@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/internal/sample"
 	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
@@ -16,9 +18,10 @@ func newDemoCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Index the sample corpus into a temporary store and print the context for a sample question",
-		Long: "demo shows the whole pipeline offline, with no configuration: it indexes testdata/corpus\n" +
-			"(or --corpus) into a fresh temporary data directory (or --dir), adds a sample preference,\n" +
-			"and prints the <knowledge_context> message an agent would receive for --question.",
+		Long: "demo shows the whole pipeline offline, with no configuration, from any folder: it indexes\n" +
+			"the sample corpus built into ragmem (or --corpus) into a fresh temporary data directory (or\n" +
+			"--dir), adds a sample preference, and prints the <knowledge_context> message an agent would\n" +
+			"receive for --question. With --dir, the sample files are kept in <dir>/demo-corpus.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -30,13 +33,9 @@ func newDemoCmd(g *globals) *cobra.Command {
 				defer os.RemoveAll(tmp)
 				g.dir = tmp
 			}
-			t, err := newTarget(corpus, nil, g.stderr)
-			var files []string
-			if err == nil {
-				files, err = t.files()
-			}
+			files, from, err := demoFiles(g, corpus)
 			if err != nil {
-				return fmt.Errorf("sample corpus: %w (run from the repository root or pass --corpus)", err)
+				return err
 			}
 			return g.withStore(ctx, func(m memStore) error {
 				sum := indexSummary{}
@@ -46,7 +45,7 @@ func newDemoCmd(g *globals) *cobra.Command {
 				if _, err := m.AddPreference(ctx, prefs.Expertise, "User is a backend developer who knows Go well"); err != nil {
 					return err
 				}
-				fmt.Fprintf(g.stderr, "# %s from %s; question: %q\n\n", sum.String(), corpus, question)
+				fmt.Fprintf(g.stderr, "# %s from %s; question: %q\n\n", sum.String(), from, question)
 				c, err := m.BuildContext(ctx, question, owner.ContextOptions{ContextRequest: rag.ContextRequest{Model: model, SystemPrompt: defaultSystemPrompt + "\n\n" + rag.ReferenceRule}})
 				if err != nil {
 					return err
@@ -59,8 +58,34 @@ func newDemoCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&corpus, "corpus", "testdata/corpus", "folder of sample documents")
+	f.StringVar(&corpus, "corpus", "", "folder of documents to index instead of the built-in sample corpus")
 	f.StringVar(&question, "question", "How does hybrid search combine BM25 and vectors?", "question to build the context for")
 	f.StringVar(&model, "model", "gpt-4o", "chat model whose tokenizer and window size the budget uses")
 	return cmd
+}
+
+// demoFiles lists the files the demo indexes, and says where they come
+// from: the folder --corpus names, else the sample corpus built into the
+// binary, written to <data dir>/demo-corpus so that the sources the store
+// records are real files (a temporary data directory takes them with it).
+func demoFiles(g *globals, corpus string) (files []string, from string, err error) {
+	if corpus != "" {
+		t, err := newTarget(corpus, nil, g.stderr)
+		if err == nil {
+			files, err = t.files()
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("corpus: %w", err)
+		}
+		return files, corpus, nil
+	}
+	dir, err := g.dataDir()
+	if err != nil {
+		return nil, "", err
+	}
+	files, err = sample.Write(filepath.Join(dir, "demo-corpus"))
+	if err != nil {
+		return nil, "", err
+	}
+	return files, "the built-in sample corpus", nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/export"
+	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/internal/wal"
 	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/rag"
@@ -36,6 +37,9 @@ func exportKey(keyFile string) ([]byte, error) {
 	from := "$" + keyEnv
 	switch {
 	case keyFile != "":
+		if err := perm.CheckFile(keyFile); err != nil {
+			return nil, fmt.Errorf("--key-file: %w", err)
+		}
 		b, _, err := wal.ReadRegular(keyFile, 4096)
 		if err != nil {
 			return nil, fmt.Errorf("--key-file: %w", err)

@@ -11,12 +11,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/docread"
 	"github.com/ragmem/ragmem/internal/folder"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -32,11 +34,14 @@ type indexOptions struct {
 	exclude                        []string
 	keepMissing                    bool
 	watch                          bool
+	docTimeout                     time.Duration // reading one PDF, DOCX or EPUB file
+	docMemory                      int64
 }
 
 func newIndexCmd(g *globals) *cobra.Command {
 	var o indexOptions
 	var attrs, keepParams []string
+	var docMemory string
 	cmd := &cobra.Command{
 		Use:   "index PATH...",
 		Short: "Index files and folders (" + extList() + "), or - for stdin",
@@ -59,6 +64,14 @@ func newIndexCmd(g *globals) *cobra.Command {
 			if o.attrs, err = rag.ParseAttrs(attrs); err != nil {
 				return err
 			}
+			if o.docType != rag.DocKnowledge {
+				// Memories and preferences belong to their stores
+				// (rag.ErrReserved): index writes knowledge only.
+				return fmt.Errorf("--type %s: index writes knowledge only; write memories with `ragmem memory add` and preferences with `ragmem prefs add`", o.docType)
+			}
+			if o.docMemory, err = parseBytes("--document-memory", docMemory); err != nil {
+				return err
+			}
 			var targets []target
 			stdin := false
 			for _, a := range args {
@@ -66,7 +79,13 @@ func newIndexCmd(g *globals) *cobra.Command {
 					stdin = true
 					continue
 				}
-				t, err := newTarget(a, o.exclude, g.stderr)
+				exclude := o.exclude
+				if st, err := os.Stat(a); err == nil && st.IsDir() {
+					if exclude, err = g.folderExcludes(ctx, a, o.exclude, cmd.Flags().Changed("exclude")); err != nil {
+						return err
+					}
+				}
+				t, err := newTarget(a, exclude, g.stderr)
 				if err != nil {
 					return err
 				}
@@ -78,11 +97,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 			if stdin {
 				// The same rules as a page posted over HTTP or MCP: the
 				// memory: and preference: schemes are not for knowledge.
-				check := rag.CheckPageURL
-				if o.docType == rag.DocMemory {
-					check = rag.CheckURL
-				}
-				u, err := check(o.srcURL)
+				u, err := rag.CheckPageURL(o.srcURL)
 				if err != nil {
 					return err
 				}
@@ -123,12 +138,14 @@ func newIndexCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.srcURL, "url", "", "source URL of the document read from stdin")
 	f.StringVar(&o.title, "title", "", "title of the document read from stdin")
 	f.StringVar(&o.format, "format", "", "format of stdin: text, markdown or html (default text)")
-	f.StringVar(&o.docType, "type", rag.DocKnowledge, "document type: knowledge or memory")
+	f.StringVar(&o.docType, "type", rag.DocKnowledge, "document type: knowledge, the only one index writes (memories: ragmem memory add)")
 	f.IntVar(&o.batch, "batch", 64, "files written per atomic batch")
 	f.StringArrayVar(&attrs, "attr", nil, "attribute key=value stored on every chunk (repeatable); filter on it with --filter")
-	f.StringArrayVar(&o.exclude, "exclude", nil, "skip paths matching this gitignore-style pattern, relative to the folder (repeatable): '*.log', 'drafts/', '**/gen/**'")
+	f.StringArrayVar(&o.exclude, "exclude", nil, "skip paths matching this gitignore-style pattern, relative to the folder (repeatable): '*.log', 'drafts/', '**/gen/**'; remembered for the folder, '' forgets")
 	f.BoolVar(&o.keepMissing, "keep-missing", false, "keep the sources of files no longer in the folder (default: remove them)")
 	f.BoolVar(&o.watch, "watch", false, "after indexing, keep watching the files and folders and index changes until interrupted")
+	f.DurationVar(&o.docTimeout, "document-timeout", docread.DefaultTimeout, "longest reading one PDF, DOCX or EPUB file may take (each is read in a process of its own); past it the file is skipped")
+	f.StringVar(&docMemory, "document-memory", "512MiB", "most memory reading one PDF, DOCX or EPUB file may take; past it the file is skipped")
 	f.StringSliceVar(&keepParams, "keep-params", nil, "query parameters that URLs keep even when they look like tracking (e.g. ref_src); the store remembers the list, '' clears it")
 	return cmd
 }
@@ -261,6 +278,7 @@ func prune(ctx context.Context, g *globals, m memStore, o *indexOptions, dir str
 		}
 		return false
 	}
+	excluded, excludedChunks := 0, 0
 	for _, s := range srcs {
 		if present[s.SourceURL] || spared(s.SourceURL) {
 			continue
@@ -272,9 +290,19 @@ func prune(ctx context.Context, g *globals, m memStore, o *indexOptions, dir str
 		if n > 0 {
 			sum.removed++
 			if path, ok := filePath(s.SourceURL); ok {
+				if _, err := os.Lstat(path); err == nil {
+					// Still there: excluded (--exclude, .gitignore,
+					// .ragmemignore), not gone.
+					excluded++
+					excludedChunks += n
+					continue
+				}
 				fmt.Fprintf(g.stderr, "ragmem: %s: no longer in the folder; removed (%d chunks)\n", path, n)
 			}
 		}
+	}
+	if excluded > 0 {
+		fmt.Fprintf(g.stderr, "ragmem: %s: removed %d files now excluded (%d chunks)\n", dir, excluded, excludedChunks)
 	}
 	return nil
 }
@@ -355,8 +383,18 @@ func indexFiles(ctx context.Context, g *globals, m memStore, files []string, o *
 		group := files[lo:min(lo+batch, len(files))]
 		docs := make([]rag.Document, 0, len(group))
 		for _, p := range group {
-			d, skip, err := readDocument(p, o)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			d, skip, err := readDocument(ctx, p, o)
+			var keep skipKeep
 			switch {
+			case ctx.Err() != nil:
+				return nil, ctx.Err()
+			case errors.As(err, &keep):
+				sum.skipped++
+				present[rag.CanonicalURL(fileURL(p))] = true // what was indexed of it stays
+				fmt.Fprintf(g.stderr, "ragmem: %s: skipped: %s\n", p, keep.reason)
 			case skip != "":
 				sum.skipped++
 				fmt.Fprintf(g.stderr, "ragmem: %s: skipped: %s\n", p, skip)
@@ -412,7 +450,7 @@ func skipReason(err error) string {
 
 // readDocument reads a file into a document. A file that is skipped (empty,
 // binary, too large) returns the reason why in skip.
-func readDocument(path string, o *indexOptions) (d rag.Document, skip string, err error) {
+func readDocument(ctx context.Context, path string, o *indexOptions) (d rag.Document, skip string, err error) {
 	kind, _ := fileKind(path)
 	st, err := os.Stat(path)
 	if err != nil {
@@ -432,7 +470,7 @@ func readDocument(path string, o *indexOptions) (d rag.Document, skip string, er
 		return d, "", err
 	}
 	d = rag.Document{SourceURL: fileURL(path), DocType: o.docType, Attrs: o.attrs}
-	if d, skip, err = kind.read(d, path, data); skip != "" || err != nil {
+	if d, skip, err = kind.read(ctx, o, d, path, data); skip != "" || err != nil {
 		return d, skip, err
 	}
 	d.Content = validText(d.Content)

@@ -21,9 +21,14 @@ import (
 // mcp.AddTool(srv.MCP(), ...). With mem, the agent-memory tools remember and
 // recall_memories are served too, and extract_memory with llm.
 func newMCPServer(eng *rag.Engine, readOnly bool, mem *memory.Store, llm *rag.LLM) *mcpserver.Server {
-	srv := mcpserver.New(eng, &mcpserver.Options{ReadOnly: readOnly, Logger: slog.Default()})
+	return buildMCPServer(eng, readOnly, mem, llm, slog.Default())
+}
+
+// buildMCPServer is newMCPServer logging to log.
+func buildMCPServer(eng *rag.Engine, readOnly bool, mem *memory.Store, llm *rag.LLM, log *slog.Logger) *mcpserver.Server {
+	srv := mcpserver.New(eng, &mcpserver.Options{ReadOnly: readOnly, Logger: log})
 	if mem != nil {
-		memmcp.Register(srv.MCP(), mem, &memmcp.Options{ReadOnly: readOnly, LLM: llm})
+		memmcp.Register(srv.MCP(), mem, &memmcp.Options{ReadOnly: readOnly, LLM: llm, Logger: log})
 	}
 	return srv
 }
@@ -37,9 +42,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 		Short: "Serve the memory to an agent over the Model Context Protocol (stdio)",
 		Long: "Serve the memory over MCP on stdin/stdout until the client disconnects. MCP clients (Claude Desktop,\n" +
 			"IDEs, agent frameworks) start it as a subprocess; see the README for the configuration snippet.\n\n" +
-			"Tools: search_memory, get_context, list_sources, list_preferences, recall_memories, and unless\n" +
-			"--read-only also index_text, forget_source, add_preference, remove_preference and remember, and\n" +
-			"extract_memory when $RAGMEM_LLM_MODEL names a chat model (on --base-url, with --api-key).\n" +
+			toolsMarker + "\n" +
 			"The agent memories are those of --memories (default $RAGMEM_MEMORIES, else <data dir>/memories).\n\n" +
 			"The memory is shared: ragmem mcp forwards the session to the process that owns the data directory\n" +
 			"(ragmem serve, or a background owner it starts when there is none, which exits after --owner-grace\n" +
@@ -72,6 +75,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+	withToolsHelp(cmd)
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "offer only the tools that read the memory")
 	cmd.Flags().StringVar(&mf.dir, "memories", "", "agent-memory directory (default $RAGMEM_MEMORIES, else <data dir>/memories)")
 	cmd.Flags().DurationVar(&grace, "owner-grace", defaultOwnerGrace, "how long a background owner this command starts stays without clients before it exits")

@@ -440,13 +440,16 @@ func printMatch(w io.Writer, n int, m memory.Match) {
 func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
 	var in extraction.Input
 	var model string
-	var dryRun, asJSON bool
+	var dryRun, asJSON, supersedeUser bool
 	cmd := &cobra.Command{
 		Use:   "extract --agent NAME --task TASK --model MODEL [flags] [OUTPUT_FILE | -]",
 		Short: "Ask a language model whether an agent's run is worth remembering, and write the memory",
 		Long: "Send the agent's task and output (OUTPUT_FILE, or stdin) to an OpenAI-compatible chat model\n" +
 			"(--base-url / $OPENAI_BASE_URL, --api-key / $OPENAI_API_KEY) with the seed's lists of what to keep and\n" +
-			"what to skip. A memory it proposes is written unless it nearly duplicates an existing one.",
+			"what to skip. A memory it proposes is written unless it nearly duplicates an existing one.\n" +
+			"Memories you wrote (memory add, files you wrote or edited) are never superseded by what the\n" +
+			"model extracts: the new memory is written beside them, marked as conflicting, unless\n" +
+			"--supersede-user.",
 		Example: "  go test ./... 2>&1 | ragmem memory extract --agent tester --task \"Run the test suite\" --result failure --model gpt-4o-mini\n" +
 			"  ragmem --base-url http://localhost:11434/v1 memory extract --agent developer --task \"Fix uploads\" --model llama3.1 run.log",
 		Args: cobra.MaximumNArgs(1),
@@ -477,7 +480,7 @@ func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
 			llm := rag.LLM{Client: openai.NewClientWithConfig(g.openAIConfig()), Model: model}
 			var out extraction.Output
 			extract := func(st *memory.Store) error {
-				x, err := extraction.New(llm, st, &extraction.Options{DryRun: dryRun, Logger: slog.Default()})
+				x, err := extraction.New(llm, st, &extraction.Options{DryRun: dryRun, SupersedeUser: supersedeUser, Logger: slog.Default()})
 				if err != nil {
 					return err
 				}
@@ -521,6 +524,9 @@ func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
 					verb = "appended to"
 				}
 				fmt.Fprintf(g.stdout, "%s %s: %s\n", verb, out.Written.Memory.Path, out.Reasoning)
+				for _, l := range out.Written.Conflicts {
+					fmt.Fprintf(g.stdout, "  may contradict %s (%s)\n", l.Slug, l.Reason)
+				}
 			}
 			return nil
 		},
@@ -533,6 +539,7 @@ func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
 	f.StringVar(&model, "model", "", "chat model (default $RAGMEM_LLM_MODEL)")
 	f.BoolVar(&dryRun, "dry-run", false, "decide, but write nothing")
 	f.BoolVar(&asJSON, "json", false, "print the decision as JSON")
+	f.BoolVar(&supersedeUser, "supersede-user", false, "let the extracted memory supersede memories you wrote (default: written beside them, marked as conflicting)")
 	_ = cmd.MarkFlagRequired("agent")
 	_ = cmd.MarkFlagRequired("task")
 	return cmd

@@ -102,6 +102,9 @@ func memoryState(m memory.Memory) string {
 	if m.Negative {
 		parts = append(parts, "DON'T")
 	}
+	if m.Author == memory.AuthorExtraction {
+		parts = append(parts, "extracted by a model")
+	}
 	if m.Superseded() {
 		parts = append(parts, fmt.Sprintf("superseded on %s by %s", m.ValidTo.UTC().Format(time.DateOnly), m.SupersededBy))
 	}
@@ -293,7 +296,11 @@ func newMemoryStatsCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				if it.Confirmations > 0 {
 					state = append(state, fmt.Sprintf("confirmations %d", it.Confirmations))
 				}
-				fmt.Fprintf(g.stdout, "%-40s %8d %6d %9.3f %8.3f  %s\n", it.Slug, it.Feedback.Injected, it.Feedback.Cited, it.CiteRate, it.Strength, strings.Join(state, "; "))
+				rate := "–" // never injected: no rate yet
+				if it.CiteRate != nil {
+					rate = fmt.Sprintf("%.3f", *it.CiteRate)
+				}
+				fmt.Fprintf(g.stdout, "%-40s %8d %6d %9s %8.3f  %s\n", it.Slug, it.Feedback.Injected, it.Feedback.Cited, rate, it.Strength, strings.Join(state, "; "))
 			}
 			return nil
 		},

@@ -98,26 +98,30 @@ func newPrefsCmd(g *globals) *cobra.Command {
 	var save bool
 	detect := &cobra.Command{
 		Use:     "detect MESSAGE...",
-		Short:   "Detect a preference statement in a chat message (and store it with --save)",
+		Short:   "Detect the preference statements in a chat message (and store them with --save)",
 		Example: "  ragmem prefs detect \"I'm a data scientist, explain like I'm new to Go\"",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			msg := strings.Join(args, " ")
-			in := prefs.DetectPreferenceIntent(msg)
-			if in == nil {
+			ins := prefs.DetectPreferenceIntents(msg)
+			if len(ins) == 0 {
 				fmt.Fprintln(g.stdout, "no preference detected")
 				return nil
 			}
-			fmt.Fprintf(g.stdout, "%s: %s\n", in.Type, in.Content)
+			for _, in := range ins {
+				fmt.Fprintf(g.stdout, "%s: %s\n", in.Type, in.Content)
+			}
 			if !save {
 				return nil
 			}
 			return g.withStore(cmd.Context(), func(m memStore) error {
-				p, err := m.AddPreference(cmd.Context(), in.Type, in.Content)
-				if err != nil {
-					return err
+				for _, in := range ins {
+					p, err := m.AddPreference(cmd.Context(), in.Type, in.Content)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintln(g.stdout, "saved", p.ID)
 				}
-				fmt.Fprintln(g.stdout, "saved", p.ID)
 				return nil
 			})
 		},

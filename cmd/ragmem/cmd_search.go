@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/internal/reserved"
+	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
@@ -127,7 +129,7 @@ func printResults(w io.Writer, res []search.Result, grouped bool) {
 			fmt.Fprintf(w, "== %s  (%s)\n", rec.Title, rec.SourceURL)
 			prev = rec.SourceURL
 		}
-		fmt.Fprintf(w, "%d. %s  (score %.4f)\n", i+1, rec.Title, r.Score)
+		fmt.Fprintf(w, "%d. %s  (%s)\n", i+1, rec.Title, scoreLine(r))
 		fmt.Fprintf(w, "   %s", rec.SourceURL)
 		if len(rec.HeadingPath) > 0 {
 			fmt.Fprintf(w, "  §  %s", strings.Join(rec.HeadingPath, " › "))
@@ -139,18 +141,50 @@ func printResults(w io.Writer, res []search.Result, grouped bool) {
 		e := r.Explanation
 		var parts []string
 		if e.BM25Rank > 0 {
-			parts = append(parts, fmt.Sprintf("bm25 #%d (%.3f)", e.BM25Rank, e.BM25Score))
+			parts = append(parts, fmt.Sprintf("bm25 #%d", e.BM25Rank))
+			if !fused(e) {
+				parts[len(parts)-1] += fmt.Sprintf(" (%.3f)", e.BM25Score)
+			}
 		}
 		switch {
 		case e.VectorRank > 0 && e.FeedbackSimilarity != 0:
-			parts = append(parts, fmt.Sprintf("vector #%d (%.3f; refined %.3f)", e.VectorRank, e.VectorSimilarity, e.FeedbackSimilarity))
-		case e.VectorRank > 0:
+			parts = append(parts, fmt.Sprintf("vector #%d (refined %.3f)", e.VectorRank, e.FeedbackSimilarity))
+		case e.VectorRank > 0 && !fused(e):
 			parts = append(parts, fmt.Sprintf("vector #%d (%.3f)", e.VectorRank, e.VectorSimilarity))
+		case e.VectorRank > 0:
+			parts = append(parts, fmt.Sprintf("vector #%d", e.VectorRank))
 		}
 		parts = append(parts, e.Method)
+		if rec.DocType == rag.DocMemory {
+			parts = append(parts, memoryNote(rec.Attrs)...)
+		}
 		fmt.Fprintf(w, "   %s\n", strings.Join(parts, ", "))
 		fmt.Fprintf(w, "   %s\n", snippet(rec.Content, 220))
 	}
+}
+
+// fused reports whether a result's score was fused from two lists (it is
+// then relative to them: min-max or ranks, so that its best hit reads 1
+// and near-equal hits can read far apart) rather than one list's raw score.
+func fused(e search.Explanation) bool { return e.Method != "bm25" && e.Method != "vector" }
+
+// scoreLine gives a result's score and, for a fused one, the raw scores
+// beside it, which do not depend on the list: BM25's, and the cosine
+// similarity to the query.
+func scoreLine(r search.Result) string {
+	e := r.Explanation
+	s := fmt.Sprintf("score %.4f", r.Score)
+	if !fused(e) {
+		return s
+	}
+	var raw []string
+	if e.BM25Rank > 0 {
+		raw = append(raw, fmt.Sprintf("bm25 %.3f", e.BM25Score))
+	}
+	if e.VectorRank > 0 {
+		raw = append(raw, fmt.Sprintf("cosine %.3f", e.VectorSimilarity))
+	}
+	return s + " in this list; raw " + strings.Join(raw, ", ")
 }
 
 // searchFilter combines --filter and --source into one expression.
@@ -205,4 +239,17 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// memoryNote says, for a memory's search result, who wrote it and what it
+// may contradict (the memory store's attributes on its records).
+func memoryNote(attrs map[string]string) []string {
+	var out []string
+	if attrs[reserved.AttrMemoryAuthor] == memory.AuthorExtraction {
+		out = append(out, "memory extracted by a model")
+	}
+	if c := attrs[reserved.AttrMemoryConflicts]; c != "" {
+		out = append(out, "may contradict "+strings.ReplaceAll(c, ",", ", "))
+	}
+	return out
 }

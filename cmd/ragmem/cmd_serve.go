@@ -19,6 +19,7 @@ import (
 
 	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/extract"
+	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/server"
@@ -209,6 +210,9 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	if dir, err = filepath.Abs(dir); err != nil {
 		return err
 	}
+	if err := perm.BeforeCreate(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -263,7 +267,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 			_ = ln.Close()
 		}
 	}
-	claim, err := g.claimForServe(ctx, dir, kind)
+	claim, succession, err := g.claimForServe(ctx, dir, kind)
 	if err != nil {
 		closeLn()
 		if errors.Is(err, errOwnerRunning) {
@@ -289,6 +293,9 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		cfg.handover = func() { once.Do(func() { close(handover) }) }
 	}
 	run, err := g.startOwner(ctx, claim, cfg)
+	// It answers on the socket now (or failed): commands waiting for it
+	// join it (or take the store themselves).
+	_ = succession.Release()
 	if err != nil {
 		_ = claim.Release()
 		closeLn()
@@ -333,19 +340,62 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 var errOwnerRunning = errors.New("the data directory has an owner")
 
 // maxHandovers bounds how often serve asks owners to hand over before it
-// gives up (another process keeps taking the store back).
+// gives up (another process keeps taking the store back: with the
+// succession reserved only a ragmem that does not know reservations does).
 const maxHandovers = 3
+
+// handoverWait bounds how long `ragmem serve` waits for an owner that
+// agreed to hand over to let go (it finishes the requests in flight
+// first).
+const handoverWait = 2 * time.Minute
+
+// reserveWait bounds how long `ragmem serve` waits for another process
+// that is taking the data directory over (a background owner starting)
+// before it asks that one to hand over in turn.
+const reserveWait = 2 * time.Minute
 
 // claimForServe takes the ownership of dir for `ragmem serve`: at once when
 // no process owns it; from a background owner or a ragmem command that
 // owns it, by asking it to hand over (it finishes what it is doing and
 // lets go; its clients follow). Another `ragmem serve` is an error. A
-// background owner (kind daemon) that finds an owner returns
-// errOwnerRunning: it is not needed.
-func (g *globals) claimForServe(ctx context.Context, dir string, kind owner.Kind) (*owner.Claim, error) {
+// background owner (kind daemon) takes the store over from a ragmem
+// command the same way, and returns errOwnerRunning when it finds a
+// serve, another background owner, or another process taking the store
+// over: it is not needed.
+//
+// It first reserves the succession (see owner.Reserve), so that commands
+// started meanwhile, in a loop or not, join the owner and then this
+// process instead of taking the store back; the caller releases the
+// reservation once it answers on the owner socket.
+func (g *globals) claimForServe(ctx context.Context, dir string, kind owner.Kind) (*owner.Claim, *owner.Reservation, error) {
+	res, err := owner.Reserve(ctx, dir, 0)
+	if errors.Is(err, owner.ErrReserved) {
+		if kind == owner.KindDaemon {
+			return nil, nil, errOwnerRunning
+		}
+		fmt.Fprintf(g.stderr, "ragmem: waiting for another process that is taking %s over (%v)\n", dir, err)
+		res, err = owner.Reserve(ctx, dir, reserveWait)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	claim, err := g.claimReserved(ctx, dir, kind, res)
+	if err != nil {
+		_ = res.Release()
+		return nil, nil, err
+	}
+	return claim, res, nil
+}
+
+// claimReserved is claimForServe once the succession is reserved.
+func (g *globals) claimReserved(ctx context.Context, dir string, kind owner.Kind, res *owner.Reservation) (*owner.Claim, error) {
 	asked := 0
+	var (
+		leaving    owner.Info // the owner last asked to hand over
+		leavingEnd time.Time  // when to give up waiting for it
+	)
 	for {
-		info, claim, err := owner.Join(ctx, dir, &owner.JoinOptions{Waiting: func(pid int) {
+		info, claim, err := owner.Join(ctx, dir, &owner.JoinOptions{Successor: res, Waiting: func(pid int) {
 			if kind == owner.KindServe && asked == 0 {
 				fmt.Fprintf(g.stderr, "ragmem: waiting for pid %d, which is opening the store in %s\n", pid, dir)
 			}
@@ -356,12 +406,30 @@ func (g *globals) claimForServe(ctx context.Context, dir string, kind owner.Kind
 		if claim != nil {
 			return claim, nil
 		}
-		if kind == owner.KindDaemon {
-			return nil, errOwnerRunning
-		}
 		if info.Kind == owner.KindServe {
+			if kind == owner.KindDaemon {
+				return nil, errOwnerRunning
+			}
 			return nil, fmt.Errorf("%s is already served by pid %d (ragmem serve since %s%s); stop it first, or use it: every ragmem command on this directory goes through it",
 				dir, info.PID, info.Since.Local().Format(time.RFC3339), httpSuffix(info.HTTP))
+		}
+		if kind == owner.KindDaemon && info.Kind != owner.KindCLI {
+			return nil, errOwnerRunning
+		}
+		if asked > 0 && info.PID == leaving.PID && info.Since.Equal(leaving.Since) {
+			// It is still finishing what it was doing before it lets go:
+			// asking again would only count it twice.
+			if time.Now().After(leavingEnd) {
+				return nil, fmt.Errorf("%s: pid %d (%s) agreed to hand the store over but still holds it after %s; stop it first", dir, info.PID, describeKind(info.Kind, info.Command), handoverWait)
+			}
+			t := time.NewTimer(20 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C:
+			}
+			continue
 		}
 		if asked >= maxHandovers {
 			return nil, fmt.Errorf("%s: pid %d (%s) took the store back after %d handovers; stop it first", dir, info.PID, describeKind(info.Kind, info.Command), asked)
@@ -379,7 +447,12 @@ func (g *globals) claimForServe(ctx context.Context, dir string, kind owner.Kind
 			return nil, fmt.Errorf("asking pid %d (%s) to hand %s over: %w", info.PID, describeKind(info.Kind, info.Command), dir, err)
 		}
 		asked++
-		fmt.Fprintf(g.stderr, "ragmem: pid %d (%s) is handing %s over to this server; its clients follow\n", info.PID, describeKind(info.Kind, info.Command), dir)
+		leaving, leavingEnd = info, time.Now().Add(handoverWait)
+		to := "this server"
+		if kind == owner.KindDaemon {
+			to = "this background owner"
+		}
+		fmt.Fprintf(g.stderr, "ragmem: pid %d (%s) is handing %s over to %s; its clients follow\n", info.PID, describeKind(info.Kind, info.Command), dir, to)
 	}
 }
 

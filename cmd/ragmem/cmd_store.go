@@ -28,7 +28,9 @@ func newRmCmd(g *globals) *cobra.Command {
 			return g.withStore(ctx, func(m memStore) error {
 				u, dir := sourceArg(arg)
 				if dir {
-					srcs, _, err := m.Sources(ctx, rag.Filter{Where: rag.SourceUnder(underURL(u))}, 0, 0)
+					// Knowledge only: the memory files of a folder belong to
+					// the memory store (rag.ErrReserved).
+					srcs, _, err := m.Sources(ctx, rag.Filter{DocTypes: []string{rag.DocKnowledge}, Where: rag.SourceUnder(underURL(u))}, 0, 0)
 					if err != nil {
 						return err
 					}
@@ -107,6 +109,8 @@ func newStatsCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "embedder             %s (dimension %d, loaded %v)\n", st.Embedder, st.Dimension, st.EmbeddingModelLoaded)
 				if st.EmbedderSpec != "" {
 					fmt.Fprintf(g.stdout, "embedder config      %s (recorded in the store)\n", st.EmbedderSpec)
+				} else if st.ChunkCount == 0 {
+					fmt.Fprintf(g.stdout, "embedder config      none recorded: the store takes the embedder of its first write\n")
 				}
 				return nil
 			})

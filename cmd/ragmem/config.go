@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/perm"
 )
 
 // The config file holds the user's defaults. Its location is --config, else
@@ -196,6 +197,11 @@ func loadConfig(flag string, warn io.Writer) (*config, error) {
 	c := &config{path: path, source: source, values: map[string]configValue{}}
 	if path == "" {
 		return c, nil
+	}
+	// It names the embedder's endpoint and may hold its key: read only a
+	// file of the user's that no one else may write (internal/perm).
+	if err := perm.CheckTarget(path); err != nil {
+		return nil, fmt.Errorf("%w file %s (from %s): %w", errConfig, path, source, err)
 	}
 	f, err := os.Open(path)
 	if err != nil {

@@ -482,3 +482,40 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestConfigInitCreatesTheNamedFile: `config init` writes the file that
+// --config or $RAGMEM_CONFIG names when it does not exist yet (the one case
+// where a named config file may be missing), without a word about it
+// missing; it replaces a broken one with --force.
+func TestConfigInitCreatesTheNamedFile(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	named := filepath.Join(t.TempDir(), "sub", "ragmem.yaml")
+	out, stderr, err := runCLI(t, "--config", named, "config", "init")
+	if err != nil || strings.TrimSpace(out) != "wrote "+named || stderr != "" {
+		t.Fatalf("config init --config: %v\n%s%s", err, out, stderr)
+	}
+	if fi, err := os.Stat(named); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%v %v", fi, err)
+	}
+	env := filepath.Join(t.TempDir(), "env.yaml")
+	t.Setenv("RAGMEM_CONFIG", env)
+	if _, stderr, err := runCLI(t, "config", "init"); err != nil || stderr != "" {
+		t.Fatalf("config init with $RAGMEM_CONFIG: %v\n%s", err, stderr)
+	}
+	if _, err := os.Stat(env); err != nil {
+		t.Fatal(err)
+	}
+	// The file it wrote is a valid config.
+	mustRun(t, "config", "show")
+	// A broken file is replaced with --force (and only then).
+	if err := os.WriteFile(env, []byte("bogus: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLI(t, "config", "init"); err == nil {
+		t.Error("init replaced a file without --force")
+	}
+	if _, _, err := runCLI(t, "config", "init", "--force"); err != nil {
+		t.Errorf("init --force over a broken file: %v", err)
+	}
+	mustRun(t, "config", "show")
+}

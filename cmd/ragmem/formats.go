@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
 
 	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/docread"
 	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -13,7 +15,7 @@ import (
 // kind is a kind of file `ragmem index` reads.
 type kind struct {
 	exts []string
-	read func(d rag.Document, path string, data []byte) (rag.Document, string, error)
+	read func(ctx context.Context, o *indexOptions, d rag.Document, path string, data []byte) (rag.Document, string, error)
 }
 
 // kinds are the files `ragmem index` reads, by extension.
@@ -49,8 +51,8 @@ func extList() string {
 }
 
 // readText reads a text, Markdown or HTML file.
-func readText(f chunk.Format) func(rag.Document, string, []byte) (rag.Document, string, error) {
-	return func(d rag.Document, path string, data []byte) (rag.Document, string, error) {
+func readText(f chunk.Format) func(context.Context, *indexOptions, rag.Document, string, []byte) (rag.Document, string, error) {
+	return func(_ context.Context, _ *indexOptions, d rag.Document, path string, data []byte) (rag.Document, string, error) {
 		s := string(data)
 		if chunk.Binary(s) {
 			return d, "binary data, not text", nil
@@ -64,12 +66,19 @@ func readText(f chunk.Format) func(rag.Document, string, []byte) (rag.Document, 
 }
 
 // readDocumentFile reads a PDF, DOCX or EPUB file through its extract
-// reader. A file the reader cannot read for a reason of its own (encrypted,
-// no text layer, damaged) is skipped with that reason.
-func readDocumentFile(d rag.Document, path string, data []byte) (rag.Document, string, error) {
-	p, _, err := extract.Document(path, data, nil)
+// reader, in a process of its own bounded by --document-timeout and
+// --document-memory (internal/docread): a file the reader refuses (needs a
+// password, has no text layer, is damaged or past a limit) or that makes
+// the process pass a limit or crash is skipped with that reason (see
+// skipKeep), and the rest of the folder is indexed.
+func readDocumentFile(ctx context.Context, o *indexOptions, d rag.Document, path string, data []byte) (rag.Document, string, error) {
+	p, err := docread.Read(ctx, path, data, &docread.Options{Timeout: o.docTimeout, Memory: o.docMemory})
 	switch {
-	case errors.Is(err, extract.ErrEncrypted), errors.Is(err, extract.ErrNoTextLayer), errors.Is(err, extract.ErrNoContent):
+	case ctx.Err() != nil:
+		return d, "", ctx.Err()
+	case errors.Is(err, docread.ErrStopped):
+		return d, "", skipKeep{reason: err.Error()}
+	case readerError(err):
 		return d, strings.TrimPrefix(err.Error(), "extract: "), nil
 	case err != nil:
 		return d, "", err
@@ -80,4 +89,23 @@ func readDocumentFile(d rag.Document, path string, data []byte) (rag.Document, s
 	}
 	d.Content, d.Format, d.Extracted = p.HTML, chunk.HTML, true
 	return d, "", nil
+}
+
+// skipKeep is the error of a file skipped because the process reading it
+// was stopped at one of its limits: a version indexed before is kept, as
+// another run (with more time or memory, or on a less loaded machine) may
+// read the file.
+type skipKeep struct{ reason string }
+
+func (e skipKeep) Error() string { return e.reason }
+
+// readerError reports whether err says why a document cannot be read: a
+// reason that belongs to the file.
+func readerError(err error) bool {
+	for _, e := range []error{extract.ErrEncrypted, extract.ErrNoTextLayer, extract.ErrNoContent, extract.ErrDamaged, extract.ErrLimit, extract.ErrTooLarge} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

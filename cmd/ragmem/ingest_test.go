@@ -70,7 +70,7 @@ func TestIndexFolderSync(t *testing.T) {
 		t.Fatalf("summary %q\n%s", out, stderr)
 	}
 	for _, want := range []string{"ls.txt: skipped: binary data", "empty.md: skipped: empty file", "blank.txt: skipped: no text",
-		"encrypted.pdf: skipped: the document is encrypted (password-protected); decrypt it first\n",
+		"encrypted.pdf: skipped: the document is encrypted: it needs a password to open; decrypt it first\n",
 		"scanned.pdf: skipped: the PDF has no text layer (scanned or image-only pages); run OCR on it first\n"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
@@ -164,8 +164,9 @@ func TestIndexFolderSync(t *testing.T) {
 	if !strings.Contains(out, "removed later.md") {
 		t.Fatalf("rm missing path: %q", out)
 	}
+	// sub/deeper stays excluded: the plain runs above remembered --exclude.
 	out = mustRun(t, "--dir", dir, "rm", "sub")
-	if !strings.Contains(out, "removed 2 sources under sub") {
+	if !strings.Contains(out, "removed 1 sources under sub") {
 		t.Fatalf("rm folder: %q", out)
 	}
 	if _, _, err := runCLI(t, "--dir", dir, "rm", "keep.md"); err == nil {

@@ -15,16 +15,29 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
+
+	"github.com/ragmem/ragmem/internal/sandbox"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A child process reading one document (internal/docread) runs that
+	// and exits here, before anything else.
+	sandbox.Main()
+	ctx, stop := interruptible(context.Background(), os.Stderr, os.Exit)
 	defer stop()
 	root := newRootCmd()
-	if err := root.ExecuteContext(ctx); err != nil {
+	err := root.ExecuteContext(ctx)
+	if sig := interrupted(ctx); sig != nil && (errors.Is(err, context.Canceled) || errors.Is(err, errInterrupted)) {
+		// Ctrl-C or SIGTERM cut the command short: what was acknowledged
+		// is written; say so and exit as a program stopped by that signal
+		// does. (A command that stops on a signal as its way to end, such
+		// as serve or index --watch, returns nil and exits 0.)
+		fmt.Fprintf(os.Stderr, "ragmem: interrupted (%s)\n", sig.name)
+		stop()
+		os.Exit(128 + sig.number)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "ragmem: "+oneLine(err))
 		var ee exitError
 		if errors.As(err, &ee) {

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/memory/memhttp"
 	"github.com/ragmem/ragmem/owner"
@@ -275,6 +276,14 @@ func (r *ownerRun) status(req *http.Request) owner.Status {
 		// clients that name an embedder ask for this on every command.
 		if rec, ok, err := r.eng.EmbedderRecord(req.Context()); err == nil && ok && rec.Spec != nil && !rec.FromIdentity {
 			ex.EmbedderSpec = rec.Spec.String()
+		} else if err == nil && !ok {
+			// A store without records is bound by its first write, which
+			// this owner makes with its own embedder: a client naming
+			// another must hear of it.
+			if sp, ok := embed.SpecOf(r.eng.Store().Embedder()); ok {
+				pub, _ := sp.Public()
+				ex.EmbedderSpec = pub.String()
+			}
 		}
 		if _, ok := r.eng.Store().Backend().(interface{ Dir() string }); !ok {
 			ex.Backend = "weaviate"

@@ -132,9 +132,7 @@ func TestBothModesSameOutput(t *testing.T) {
 	mustRun(t, "--dir", base, "index", files)
 	mustRun(t, "--dir", base, "index", "../../testdata/corpus")
 	mustRun(t, "--dir", base, "prefs", "add", "style", "Prefers short answers with code")
-	if _, stderr, err := runCLIStdin(t, "Lemurs sunbathe in the morning.", "--dir", base, "index", "-", "--url", "memory://lemurs", "--type", "memory", "--title", "Lemurs"); err != nil {
-		t.Fatal(err, stderr)
-	}
+	writeFile(t, filepath.Join(base, "memories", "lemurs.md"), "---\ntitle: Lemurs\nwhenToUse: lemurs\ndiscoveredAt: 2026-01-09T10:00:00Z\n---\n\nLemurs sunbathe in the morning.\n")
 	writeFile(t, filepath.Join(base, "memories", "jwt-auth.md"), "---\ntitle: Project uses JWT authentication\nwhenToUse:\n  - auth|jwt|login\nimportance: high\ndiscoveredAt: 2026-01-10T10:00:00Z\ndiscoveredBy: planner\n---\n\nThe project signs JWTs with HS256; tokens expire after 15 minutes.\n")
 	local, served := filepath.Join(t.TempDir(), "local"), filepath.Join(t.TempDir(), "served")
 	copyDir(t, base, local)

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -57,6 +59,13 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			g.stdout, g.stderr, g.stdin = cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin()
+			if f := cmd.Flags().Lookup("shutdown-timeout"); f != nil {
+				// serve drains what is in flight for as long as its
+				// --shutdown-timeout says (see interrupt.go).
+				if d, err := time.ParseDuration(f.Value.String()); err == nil {
+					setInterruptGrace(d + time.Second)
+				}
+			}
 			level := slog.LevelWarn
 			if g.verbose {
 				level = slog.LevelDebug
@@ -65,13 +74,20 @@ func newRootCmd() *cobra.Command {
 			cfg, err := loadConfig(g.configPath, g.stderr)
 			if err != nil {
 				if cmd.Annotations[annotConfigOptional] != "" {
-					fmt.Fprintf(g.stderr, "ragmem: %v\n", err)
+					// config init creates the file --config names: its
+					// absence is no news.
+					if cmd.Annotations[annotConfigOptional] != configCreates || !errors.Is(err, fs.ErrNotExist) {
+						fmt.Fprintf(g.stderr, "ragmem: %v\n", err)
+					}
 					return nil
 				}
 				return err
 			}
 			g.cfg = cfg
-			return g.applySettings(cmd)
+			if err := g.applySettings(cmd); err != nil {
+				return err
+			}
+			return g.checkDataDir(cmd)
 		},
 	}
 	addGlobalFlags(root.PersistentFlags(), g)
@@ -82,6 +98,7 @@ func newRootCmd() *cobra.Command {
 	)
 	root.AddCommand(newMCPCmd(g), newServeCmd(g), newTokenCmd(g), newMemoryCmd(g), newCheckCmd(g), newJobsCmd(g), newMigrateCmd(g), newExportCmd(g), newImportCmd(g), newEvalCmd(g), newModelCmd(g))
 	root.AddCommand(newConfigCmd(g), newStatusCmd(g))
+	addVersion(root)
 	return root
 }
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/internal/sandbox"
 	"github.com/ragmem/ragmem/server"
 )
 
@@ -23,6 +24,8 @@ import (
 // black-box test below starts `ragmem serve` as a real, separate process
 // (built from this package, race detector included when the tests use it).
 func TestMain(m *testing.M) {
+	// A child reading a document (internal/docread) for a test's index.
+	sandbox.Main()
 	if os.Getenv("RAGMEM_TEST_AS_MAIN") == "1" {
 		main()
 		os.Exit(0)

@@ -25,6 +25,10 @@ const (
 // broken (`config path`), printing the error as a warning.
 const annotConfigOptional = "ragmem/config-optional"
 
+// configCreates is annotConfigOptional's value for `config init`, which
+// creates the file: a missing one is not even worth a warning.
+const configCreates = "creates"
+
 // embedderKeys are resolved with the store layer by resolveEmbedder, not
 // applied to their flags.
 var embedderKeys = map[string]bool{"embedder": true, "openai.base_url": true, "openai.api_key": true}

@@ -158,8 +158,19 @@ func (g *globals) withStore(ctx context.Context, fn func(memStore) error) (err e
 const handoverPatience = 30 * time.Second
 
 // attachLocked finds the owner or becomes it, not before claimAfter. s.mu
-// is held.
+// is held. An owner that goes away while this process checks it (it hands
+// over, or its command ends) is looked for again.
 func (s *ownedStore) attachLocked(ctx context.Context, claimAfter time.Duration) error {
+	for attempt := 0; ; attempt++ {
+		err := s.attachOnce(ctx, claimAfter)
+		if !errors.Is(err, owner.ErrGone) || attempt >= 4 || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// attachOnce is one try of attachLocked.
+func (s *ownedStore) attachOnce(ctx context.Context, claimAfter time.Duration) error {
 	info, claim, err := owner.Join(ctx, s.dir, &owner.JoinOptions{ClaimAfter: claimAfter, Waiting: func(pid int) {
 		if claimAfter == 0 {
 			fmt.Fprintf(s.g.stderr, "ragmem: waiting for pid %d, which is opening the store in %s\n", pid, s.dir)
@@ -414,7 +425,7 @@ func (g *globals) agreeWithOwner(ctx context.Context, c *owner.Client) error {
 			}
 		}
 		if !same {
-			return fmt.Errorf("%w: %s, whose store was built with embedder %s, but %s (from %s) was given; drop that setting to use the store's",
+			return fmt.Errorf("%w: %s, which uses embedder %s for its store, but %s (from %s) was given; drop that setting to use the store's, or stop the owner",
 				rag.ErrEmbedderMismatch, who, ex.EmbedderSpec, choice.spec, choice.from)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/ragmem/ragmem/internal/folder"
+	"github.com/ragmem/ragmem/rag"
 )
 
 // watchSettle is how long a burst of file events must be quiet before the
@@ -232,6 +233,9 @@ func removeFile(ctx context.Context, g *globals, m memStore, o *indexOptions, p 
 		return nil
 	}
 	n, err := m.Remove(ctx, fileURL(p))
+	if errors.Is(err, rag.ErrReserved) {
+		return nil // a memory file: its store follows it
+	}
 	if err == nil && n > 0 {
 		fmt.Fprintf(g.stdout, "%s removed %s (%d chunks)\n", time.Now().Format("15:04:05"), p, n)
 	}

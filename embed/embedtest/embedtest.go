@@ -28,6 +28,7 @@ const (
 	Refused                  // the listener is closed: connections are refused
 	BadRequest               // 400 for every request (the server refuses the input)
 	ServerErrors             // 500 Internal Server Error
+	Hang                     // the request is read and never answered (until Close or another mode)
 )
 
 // Server is the embedding server.
@@ -40,11 +41,12 @@ type Server struct {
 
 	mu     sync.Mutex
 	closed bool
+	wake   chan struct{} // closed (and replaced) when the mode changes or the server closes
 }
 
 // New starts a server with dim-dimensional vectors; the test stops it.
 func New(t testing.TB, dim int) *Server {
-	s := &Server{Dim: dim, lex: embed.NewLexical(&embed.LexicalOptions{Dimension: dim})}
+	s := &Server{Dim: dim, lex: embed.NewLexical(&embed.LexicalOptions{Dimension: dim}), wake: make(chan struct{})}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -57,6 +59,10 @@ func (s *Server) BaseURL() string { return s.srv.URL + "/v1" }
 // (later modes answer nothing); use it last.
 func (s *Server) Set(m Mode) {
 	s.mode.Store(int32(m))
+	s.mu.Lock()
+	close(s.wake) // requests left hanging go on in the new mode
+	s.wake = make(chan struct{})
+	s.mu.Unlock()
 	if m == Refused {
 		s.mu.Lock()
 		if !s.closed {
@@ -76,6 +82,8 @@ func (s *Server) Close() {
 	s.mu.Lock()
 	closed := s.closed
 	s.closed = true
+	close(s.wake)
+	s.wake = make(chan struct{})
 	s.mu.Unlock()
 	if !closed {
 		s.srv.Close()
@@ -107,6 +115,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, `{"error":{"message":"bad json","type":"invalid_request_error"}}`, http.StatusBadRequest)
 		return
+	}
+	for Mode(s.mode.Load()) == Hang {
+		s.mu.Lock()
+		wake, closed := s.wake, s.closed
+		s.mu.Unlock()
+		if closed {
+			return
+		}
+		select {
+		case <-wake:
+		case <-r.Context().Done():
+			return
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	switch Mode(s.mode.Load()) {

@@ -1,20 +1,21 @@
 // The options page: server URL, token and namespace, with a connection test.
-'use strict';
+
+import { loadSettings, saveSettings, clientFor, errorText } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 
 async function save(ev) {
   ev.preventDefault();
-  const s = { server: $('server').value, token: $('token').value, namespace: $('namespace').value };
-  await saveSettings(s);
+  await saveSettings({ server: $('server').value, token: $('token').value, namespace: $('namespace').value });
+  const settings = await loadSettings();
   const r = $('result');
   try {
-    const st = await api(await loadSettings(), 'GET', '/v1/stats');
+    const st = await clientFor(settings).stats();
     r.className = 'status';
     r.textContent = `Connected: ${st.store.documentCount} pages, ${st.store.chunkCount} chunks in namespace "${st.namespace || 'default'}".`;
   } catch (e) {
     r.className = 'status error';
-    r.textContent = e.message;
+    r.textContent = errorText(e, settings);
   }
 }
 

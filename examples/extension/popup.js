@@ -1,8 +1,11 @@
 // The popup: remember the active tab's page, and search the memory.
-'use strict';
+
+import { JobError } from './ragmem.js';
+import { loadSettings, clientFor, errorText, el } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 let settings;
+let client;
 
 function status(text, isError) {
   const s = $('remember-status');
@@ -21,30 +24,26 @@ async function pageOfActiveTab() {
   return res.result;
 }
 
+const plural = (n) => `${n} chunk${n === 1 ? '' : 's'}`;
+
 async function remember() {
   const btn = $('remember');
   btn.disabled = true;
   try {
     const page = await pageOfActiveTab();
     status('Sending…');
-    const acc = await api(settings, 'POST', '/v1/pages', { url: page.url, html: page.html });
+    const acc = await client.indexPageAsync({ url: page.url, html: page.html });
     if (acc.status === 'unchanged') {
-      status(`Already remembered, unchanged (${acc.chunks} chunk${acc.chunks === 1 ? "" : "s"}).`);
+      status(`Already remembered, unchanged (${plural(acc.chunks)}).`);
       return;
     }
     status('Indexing…');
-    for (let i = 0; i < 120; i++) {
-      const job = await api(settings, 'GET', '/v1/jobs/' + encodeURIComponent(acc.jobId));
-      if (job.state === 'done') {
-        status(job.unchanged ? 'Already remembered, unchanged.' : `Remembered: ${acc.title} (${job.chunks} chunk${job.chunks === 1 ? "" : "s"}).`);
-        return;
-      }
-      if (job.state === 'failed') throw new Error('Indexing failed: ' + job.error);
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    status('Still indexing in the background.');
+    const job = await client.waitJob(acc.jobId, { timeoutMs: 30000 });
+    status(job.unchanged ? 'Already remembered, unchanged.' : `Remembered: ${acc.title} (${plural(job.chunks)}).`);
   } catch (e) {
-    status(e.message, true);
+    if (e instanceof JobError && e.code === 'job_timeout') status('Still indexing in the background.');
+    else if (e instanceof JobError) status('Indexing failed: ' + (e.job.error || e.job.state), true);
+    else status(errorText(e, settings), true);
   } finally {
     btn.disabled = false;
   }
@@ -55,7 +54,7 @@ async function search(ev) {
   const list = $('results');
   list.replaceChildren();
   try {
-    const res = await api(settings, 'POST', '/v1/search', { query: $('query').value, topK: 8 });
+    const res = await client.search($('query').value, { topK: 8 });
     if (!res.results.length) list.append(el('li', { className: 'muted', textContent: 'Nothing found.' }));
     for (const r of res.results) {
       const link = /^https?:/.test(r.url)
@@ -68,12 +67,13 @@ async function search(ev) {
         el('div', { className: 'snippet', textContent: snippet })));
     }
   } catch (e) {
-    list.append(el('li', { className: 'error', textContent: e.message }));
+    list.append(el('li', { className: 'error', textContent: errorText(e, settings) }));
   }
 }
 
 async function init() {
   settings = await loadSettings();
+  client = clientFor(settings);
   $('remember').addEventListener('click', remember);
   $('search-form').addEventListener('submit', search);
   $('options').addEventListener('click', (ev) => { ev.preventDefault(); chrome.runtime.openOptionsPage(); });

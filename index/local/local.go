@@ -77,6 +77,7 @@ import (
 
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/vecindex"
+	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/internal/wal"
 )
 
@@ -243,8 +244,21 @@ func Open(ctx context.Context, dir string, opts *Options) (*Backend, error) {
 		if _, err := b.fs.Stat(dir); err != nil {
 			return nil, fmt.Errorf("index: open store read-only: %w", err)
 		}
+	} else if err := b.beforeCreate(dir); err != nil {
+		return nil, err
 	} else if err := b.fs.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("index: create store directory: %w", err)
+	}
+	if _, ok := b.fs.(wal.OS); ok {
+		// The store is the user's (internal/perm: ssh's rule): a
+		// directory another user owns or may write is refused.
+		note, err := perm.Dir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("index: the store directory: %w", err)
+		}
+		if note != "" {
+			b.log.Info(note)
+		}
 	}
 	lock, err := wal.TryLock(filepath.Join(dir, "LOCK"))
 	if err != nil {
@@ -593,3 +607,15 @@ func raise(v *atomic.Uint64, to uint64) {
 }
 
 var _ driver.Backend = (*Backend)(nil)
+
+// beforeCreate applies internal/perm's rule to where the store's directory
+// will be created (on the real file system).
+func (b *Backend) beforeCreate(dir string) error {
+	if _, ok := b.fs.(wal.OS); !ok {
+		return nil
+	}
+	if err := perm.BeforeCreate(dir); err != nil {
+		return fmt.Errorf("index: the store directory: %w", err)
+	}
+	return nil
+}

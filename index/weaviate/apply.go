@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
-	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
-	"github.com/weaviate/weaviate/entities/models"
+	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
 
 	"github.com/ragmem/ragmem/index/driver"
 )
@@ -112,7 +109,7 @@ func (b *Backend) Apply(ctx context.Context, bt *driver.Batch) error {
 		for i, src := range srcs {
 			keys[i] = key(src)
 		}
-		ids, err := b.objectIDs(ctx, filters.Where().WithPath([]string{pSourceKey}).WithOperator(filters.ContainsAny).WithValueText(keys...))
+		ids, err := b.objectIDs(ctx, fTexts(pSourceKey, pb.Filters_OPERATOR_CONTAINS_ANY, keys))
 		if err != nil {
 			return err
 		}
@@ -130,7 +127,7 @@ func (b *Backend) Apply(ctx context.Context, bt *driver.Batch) error {
 		}
 	}
 
-	objs := make([]*models.Object, len(bt.Put))
+	objs := make([]*pb.BatchObject, len(bt.Put))
 	for i := range bt.Put {
 		objs[i] = b.object(&bt.Put[i])
 	}
@@ -156,7 +153,7 @@ func (b *Backend) Apply(ctx context.Context, bt *driver.Batch) error {
 	if len(objs) > 0 {
 		ex := make(map[string]struct{})
 		for lo := 0; lo < len(putIDs); lo += 500 {
-			existing, err := b.objectIDs(ctx, whereIDs(putIDs[lo:min(lo+500, len(putIDs))]))
+			existing, err := b.objectIDs(ctx, fIDs(putIDs[lo:min(lo+500, len(putIDs))]))
 			if err != nil {
 				return err
 			}
@@ -238,31 +235,31 @@ func (b *Backend) writeIntent(ctx context.Context, id string, in *intent) error 
 }
 
 func (b *Backend) intentExists(ctx context.Context, id string) (bool, error) {
-	objs, err := b.metaObjects(ctx, "read intent", whereIDs([]string{id}))
-	return len(objs) > 0, err
+	_, ok, err := b.metaByID(ctx, "read intent", id)
+	return ok, err
 }
 
 // recoverIntents finishes committed batches and undoes pending ones that are
 // ours (we hold applyMu, so none of ours is running) or older than
 // IntentTimeout. The caller holds applyMu.
 func (b *Backend) recoverIntents(ctx context.Context, atOpen bool) error {
-	objs, err := b.metaObjects(ctx, "read intents", and(whereEq(mNamespace, b.ns), whereEq(mKind, kindIntent)))
+	objs, err := b.metaObjects(ctx, "read intents", fAnd(fEq(mNamespace, b.ns), fEq(mKind, kindIntent)))
 	if err != nil {
 		return err
 	}
 	for _, o := range objs {
 		var in intent
 		if err := json.Unmarshal([]byte(o.Value), &in); err != nil {
-			return fmt.Errorf("%w: intent %s of namespace %s: %w", driver.ErrCorrupt, o.Additional.ID, b.ns, err)
+			return fmt.Errorf("%w: intent %s of namespace %s: %w", driver.ErrCorrupt, o.ID, b.ns, err)
 		}
 		switch {
 		case in.State == stateCommitted:
-			if err := b.finish(ctx, o.Additional.ID, &in); err != nil {
+			if err := b.finish(ctx, o.ID, &in); err != nil {
 				return err
 			}
 			b.log.Info("weaviate: finished a committed batch", "namespace", b.ns, "deleted", len(in.Del))
 		case in.Owner == ownerToken || b.stale(o.Created):
-			if err := b.rollback(ctx, o.Additional.ID, &in); err != nil {
+			if err := b.rollback(ctx, o.ID, &in); err != nil {
 				return err
 			}
 			b.log.Warn("weaviate: undid an unfinished batch", "namespace", b.ns, "created", len(in.Add), "atOpen", atOpen)
@@ -276,19 +273,20 @@ func (b *Backend) stale(created string) bool {
 	return err != nil || b.now().Sub(t) > b.intentTO
 }
 
-// objectIDs lists the ids of the record objects matching w.
-func (b *Backend) objectIDs(ctx context.Context, w *filters.WhereBuilder) ([]string, error) {
+// objectIDs lists the ids of the record objects matching f.
+func (b *Backend) objectIDs(ctx context.Context, f *pb.Filters) ([]string, error) {
 	var out []string
 	for off := 0; ; off += page {
-		gs, err := b.getRecords(ctx, "list record ids", b.get().WithWhere(w).WithLimit(page).WithOffset(off).
-			WithFields(graphql.Field{Name: "_additional", Fields: []graphql.Field{{Name: "id"}}}))
+		req := b.recordSearch(page, &pb.MetadataRequest{Uuid: true}, &pb.PropertiesRequest{})
+		req.Offset, req.Filters = uint32(off), f
+		rs, err := b.search(ctx, "list record ids", req)
 		if err != nil {
 			return nil, err
 		}
-		for _, g := range gs {
-			out = append(out, g.Additional.ID)
+		for _, r := range rs {
+			out = append(out, r.GetMetadata().GetId())
 		}
-		if len(gs) < page {
+		if len(rs) < page {
 			return out, nil
 		}
 	}
@@ -296,89 +294,21 @@ func (b *Backend) objectIDs(ctx context.Context, w *filters.WhereBuilder) ([]str
 
 // putObjects writes objects (insert or replace), BatchSize per request, and
 // fails if any object failed.
-func (b *Backend) putObjects(ctx context.Context, op string, objs []*models.Object) error {
+func (b *Backend) putObjects(ctx context.Context, op string, objs []*pb.BatchObject) error {
 	for lo := 0; lo < len(objs); lo += b.batch {
-		chunk := objs[lo:min(lo+b.batch, len(objs))]
-		bb := b.c.Batch().ObjectsBatcher().WithObjects(chunk...)
-		if b.replicated || b.metaReplicated {
-			bb = bb.WithConsistencyLevel(b.cl)
-		}
-		resp, err := bb.Do(ctx)
-		if err != nil {
-			return b.wrap(op, err)
-		}
-		var msgs []string
-		for _, r := range resp {
-			if r.Result != nil && r.Result.Errors != nil {
-				for _, e := range r.Result.Errors.Error {
-					if e != nil {
-						msgs = append(msgs, e.Message)
-					}
-				}
-			}
-		}
-		if len(msgs) > 0 {
-			return batchErr(op, msgs)
-		}
-		if len(resp) != len(chunk) {
-			return fmt.Errorf("%w: %s: the server answered for %d of %d objects", ErrServer, op, len(resp), len(chunk))
-		}
-	}
-	return nil
-}
-
-func batchErr(op string, msgs []string) error {
-	first := msgs[0]
-	var n int
-	if len(msgs) > 1 {
-		n = len(msgs) - 1
-	}
-	msg := fmt.Sprintf("%s: %s", op, first)
-	if n > 0 {
-		msg += fmt.Sprintf(" (and %d more)", n)
-	}
-	low := strings.ToLower(first)
-	if strings.Contains(low, "replica") || strings.Contains(low, "consistency") || strings.Contains(low, "connect") {
-		return fmt.Errorf("%w: %s", ErrUnavailable, msg)
-	}
-	return fmt.Errorf("%w: %s", ErrServer, msg)
-}
-
-// deleteIDs deletes objects of class by id, 500 per request.
-func (b *Backend) deleteIDs(ctx context.Context, class string, ids []string) error {
-	for lo := 0; lo < len(ids); lo += 500 {
-		chunk := ids[lo:min(lo+500, len(ids))]
-		if err := b.deleteWhere(ctx, class, whereIDs(chunk)); err != nil {
+		if err := b.batchObjects(ctx, op, objs[lo:min(lo+b.batch, len(objs))]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (b *Backend) deleteWhere(ctx context.Context, class string, w *filters.WhereBuilder) error {
-	bd := b.c.Batch().ObjectsBatchDeleter().WithClassName(class).WithWhere(w).WithOutput("verbose")
-	if b.replicated || b.metaReplicated {
-		bd = bd.WithConsistencyLevel(b.cl)
-	}
-	resp, err := bd.Do(ctx)
-	if err != nil {
-		return b.wrap("delete objects", err)
-	}
-	if resp.Results != nil && resp.Results.Failed > 0 {
-		var msgs []string
-		for _, o := range resp.Results.Objects {
-			if o != nil && o.Errors != nil {
-				for _, e := range o.Errors.Error {
-					if e != nil {
-						msgs = append(msgs, e.Message)
-					}
-				}
-			}
+// deleteIDs deletes objects of class by id, 500 per request.
+func (b *Backend) deleteIDs(ctx context.Context, class string, ids []string) error {
+	for lo := 0; lo < len(ids); lo += 500 {
+		if err := b.batchDelete(ctx, class, fIDs(ids[lo:min(lo+500, len(ids))])); err != nil {
+			return err
 		}
-		if len(msgs) == 0 {
-			msgs = []string{fmt.Sprintf("%d objects not deleted", resp.Results.Failed)}
-		}
-		return batchErr("delete objects", msgs)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/weaviate"
 	"github.com/ragmem/ragmem/internal/wvtest"
 	"github.com/ragmem/ragmem/search"
@@ -49,12 +50,22 @@ func benchDocs(n int, seed int64) ([]index.Document, func(int) string) {
 	return out, text
 }
 
+// benchURL is the server the benchmarks use: $RAGMEM_WEAVIATE_URL itself
+// when set (scripts/weaviate.sh test), so that no test proxy sits in the
+// REST path, else a server started for b.
+func benchURL(b *testing.B) string {
+	if u := os.Getenv("RAGMEM_WEAVIATE_URL"); u != "" {
+		return u
+	}
+	return wvtest.URL(b)
+}
+
 // BenchmarkBackendQuery runs the same queries over the same data on the
 // local backend and on Weaviate, in each search mode (top 5, no threshold):
 // the cost of the switch. Hybrid on Weaviate is its native fusion.
 func BenchmarkBackendQuery(b *testing.B) {
 	ctx := context.Background()
-	url := wvtest.URL(b)
+	url := benchURL(b)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, n := range []int{1000, 10000} {
 		ds, text := benchDocs(n, 2)
@@ -104,5 +115,100 @@ func BenchmarkBackendQuery(b *testing.B) {
 		for _, ix := range stores {
 			ix.Close()
 		}
+	}
+}
+
+// BenchmarkApply measures what indexing a document costs on Weaviate: one
+// Apply that replaces a source of 20 chunks (about 250 words and a
+// 384-dimensional vector each) by a new version under new ids, as
+// re-indexing an edited document does: the intent protocol's lookups, the
+// batch write, the commit and the deletion of the old chunks.
+func BenchmarkApply(b *testing.B) {
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	wb, err := weaviate.Open(ctx, benchURL(b), &weaviate.Options{Namespace: fmt.Sprintf("benchapply_%d", os.Getpid()), Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer wb.Drop(ctx)
+	_, text := benchDocs(0, 3)
+	r := rand.New(rand.NewSource(7))
+	const chunks, dim, sources = 20, 384, 16
+	batch := func(i int) *driver.Batch {
+		src := fmt.Sprintf("https://apply.example/%d", i%sources)
+		bt := &driver.Batch{DeleteSources: []string{src}}
+		for p := 0; p < chunks; p++ {
+			v := make([]float32, dim)
+			for j := range v {
+				v[j] = float32(r.NormFloat64())
+			}
+			bt.Put = append(bt.Put, driver.Record{ID: fmt.Sprintf("%s#%d-%d", src, i, p), SourceURL: src, Title: "Apply benchmark",
+				Content: text(250), DocType: driver.DocKnowledge, Position: p, Tokens: 300, CreatedAt: time.Now().UTC(), Vector: v})
+		}
+		return bt
+	}
+	for i := 0; i < sources; i++ { // every source exists: each Apply replaces one
+		if err := wb.Apply(ctx, batch(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	i := sources
+	for b.Loop() {
+		b.StopTimer()
+		bt := batch(i)
+		b.StartTimer()
+		if err := wb.Apply(ctx, bt); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(chunks*b.N)/b.Elapsed().Seconds(), "chunks/s")
+}
+
+// BenchmarkQueryLatency measures Weaviate's query latency alone, in each
+// search mode (top 5, no threshold), over the 1,000 documents of
+// BenchmarkBackendQuery. The collection (namespace benchlat_1000) is kept
+// on the server, so that a second run, or a run of another build of the
+// backend against the same server, measures the same data without loading
+// it again: the way to compare two builds is to alternate them on one
+// server (scripts/weaviate.sh start, then RAGMEM_WEAVIATE_URL=...).
+func BenchmarkQueryLatency(b *testing.B) {
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const n = 1000
+	wb, err := weaviate.Open(ctx, benchURL(b), &weaviate.Options{Namespace: fmt.Sprintf("benchlat_%d", n), Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ix, err := index.Open(ctx, b.TempDir(), &index.Options{Logger: quiet, Backend: wb})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ix.Close()
+	ds, text := benchDocs(n, 2)
+	if st, err := wb.Stats(ctx); err != nil {
+		b.Fatal(err)
+	} else if st.Records < n {
+		for lo := 0; lo < len(ds); lo += 500 {
+			if _, err := ix.AddMany(ctx, ds[lo:min(lo+500, len(ds))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		time.Sleep(65 * time.Second) // the memtable flush: see BenchmarkBackendQuery
+	}
+	queries := make([]string, 64)
+	for i := range queries {
+		queries[i] = text(4)
+	}
+	for _, mode := range []search.Mode{search.Hybrid, search.FullText, search.Vector} {
+		b.Run(fmt.Sprintf("mode=%s", mode), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				if _, err := search.Search(ctx, ix, queries[i%len(queries)], &search.Options{Mode: mode, SimilarityThreshold: -1}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }

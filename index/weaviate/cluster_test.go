@@ -24,7 +24,7 @@ func TestClusterSurvivesANodeKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	opts := &Options{Namespace: "cluster", Replicas: 3, ConsistencyLevel: Quorum}
-	b, err := Open(ctx, nodes[0].URL, opts)
+	b, err := Open(ctx, nodes[0].Backend, opts)
 	if err != nil {
 		t.Fatalf("Open on %s: %v", nodes[0].Name, err)
 	}
@@ -71,7 +71,7 @@ func TestClusterSurvivesANodeKill(t *testing.T) {
 		t.Fatalf("%v\n%s", err, nodes[1].Tail(30))
 	}
 
-	b2, err := Open(ctx, nodes[1].URL, opts)
+	b2, err := Open(ctx, nodes[1].Backend, opts)
 	if err != nil {
 		t.Fatalf("Open on a survivor: %v\n%s", err, nodes[1].Tail(30))
 	}

@@ -107,6 +107,10 @@ func TestHybridExplanations(t *testing.T) {
 	if err != nil || len(fh) != 1 || fh[0].Record.SourceURL != "https://h.example/3" {
 		t.Fatalf("filtered hybrid: %v, %v", len(fh), err)
 	}
+	// A zero vector leaves the BM25 side alone.
+	if zh, err := b.SearchHybrid(ctx, driver.HybridQuery{Text: "fox fusion", Vector: make([]float32, indextest.Dim), K: 100, Alpha: 0.5}); err != nil || len(zh) != len(text) {
+		t.Fatalf("hybrid with a zero vector: %d hits, want the %d of SearchText; %v", len(zh), len(text), err)
+	}
 	// A blank query with a zero vector matches nothing.
 	if z, err := b.SearchHybrid(ctx, driver.HybridQuery{Text: "  ", Vector: make([]float32, indextest.Dim), K: 5}); err != nil || len(z) != 0 {
 		t.Fatalf("empty hybrid query: %v, %v", z, err)

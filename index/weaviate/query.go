@@ -2,22 +2,18 @@ package weaviate
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-openapi/strfmt"
-	"github.com/weaviate/weaviate-go-client/v5/weaviate/fault"
-	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
-	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
-	"github.com/weaviate/weaviate/entities/models"
+	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/ragmem/ragmem/index/driver"
 )
@@ -29,43 +25,38 @@ const maxK = 10000
 // page is the number of objects per listing request.
 const page = 1000
 
-func strfmtUUID(s string) strfmt.UUID { return strfmt.UUID(s) }
-
-// getRecords runs a GraphQL Get and decodes its records.
-func (b *Backend) getRecords(ctx context.Context, op string, gb *graphql.GetBuilder) ([]gqlRecord, error) {
-	resp, err := gb.Do(ctx)
-	if err != nil {
-		return nil, b.wrap(op, err)
+// recordSearch starts a Search of the record collection returning limit
+// objects with the metadata md and the properties props (nil: the record's).
+func (b *Backend) recordSearch(limit int, md *pb.MetadataRequest, props *pb.PropertiesRequest) *pb.SearchRequest {
+	if props == nil {
+		props = &pb.PropertiesRequest{NonRefProperties: recordFields}
 	}
-	if err := graphQLErr(op, resp.Errors); err != nil {
+	req := &pb.SearchRequest{Collection: b.class, Limit: uint32(limit), Metadata: md, Properties: props}
+	if b.replicated {
+		req.ConsistencyLevel = &b.cl
+	}
+	return req
+}
+
+// results runs a Search and decodes its records.
+func (b *Backend) results(ctx context.Context, op string, req *pb.SearchRequest) ([]result, error) {
+	rs, err := b.search(ctx, op, req)
+	if err != nil {
 		return nil, err
 	}
-	raw, err := json.Marshal(resp.Data["Get"])
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrServer, op, err)
+	out := make([]result, len(rs))
+	for i, r := range rs {
+		if out[i], err = decode(r); err != nil {
+			return nil, err
+		}
 	}
-	var byClass map[string][]gqlRecord
-	if err := json.Unmarshal(raw, &byClass); err != nil {
-		return nil, fmt.Errorf("%w: %s: unexpected answer: %w", ErrServer, op, err)
-	}
-	for _, v := range byClass {
-		return v, nil
-	}
-	return nil, nil
+	return out, nil
 }
 
-func (b *Backend) get() *graphql.GetBuilder {
-	gb := b.c.GraphQL().Get().WithClassName(b.class)
-	if b.replicated {
-		gb = gb.WithConsistencyLevel(b.cl)
-	}
-	return gb
-}
-
-func toRecords(gs []gqlRecord) ([]driver.Record, error) {
-	out := make([]driver.Record, 0, len(gs))
-	for i := range gs {
-		r, err := gs[i].record()
+func toRecords(rs []result) ([]driver.Record, error) {
+	out := make([]driver.Record, 0, len(rs))
+	for i := range rs {
+		r, err := rs[i].record()
 		if err != nil {
 			return nil, err
 		}
@@ -86,15 +77,17 @@ func (b *Backend) Get(ctx context.Context, ids []string) ([]driver.Record, error
 		for i, id := range chunk {
 			oids[i] = b.objectID(id)
 		}
-		gs, err := b.getRecords(ctx, "get records", b.get().WithWhere(whereIDs(oids)).WithLimit(len(oids)).WithFields(recordFields("vector")...))
+		req := b.recordSearch(len(oids), &pb.MetadataRequest{Uuid: true, Vector: true}, nil)
+		req.Filters = fIDs(oids)
+		rs, err := b.results(ctx, "get records", req)
 		if err != nil {
 			return nil, err
 		}
-		rs, err := toRecords(gs)
+		recs, err := toRecords(rs)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range rs {
+		for _, r := range recs {
 			found[r.ID] = r
 		}
 	}
@@ -108,31 +101,26 @@ func (b *Backend) Get(ctx context.Context, ids []string) ([]driver.Record, error
 	return out, nil
 }
 
-// list returns every record matching w, by offset pages.
-func (b *Backend) list(ctx context.Context, op string, w *filters.WhereBuilder, vectors bool, sortBy []graphql.Sort) ([]driver.Record, error) {
-	var add []string
-	if vectors {
-		add = []string{"vector"}
-	}
+// list returns every record matching f, by offset pages, sorted by the
+// property sortBy when it is not "".
+func (b *Backend) list(ctx context.Context, op string, f *pb.Filters, vectors bool, sortBy string) ([]driver.Record, error) {
 	var out []driver.Record
 	for off := 0; ; off += page {
-		gb := b.get().WithLimit(page).WithOffset(off).WithFields(recordFields(add...)...)
-		if w != nil {
-			gb = gb.WithWhere(w)
+		req := b.recordSearch(page, &pb.MetadataRequest{Uuid: true, Vector: vectors}, nil)
+		req.Offset, req.Filters = uint32(off), f
+		if sortBy != "" {
+			req.SortBy = []*pb.SortBy{{Ascending: true, Path: []string{sortBy}}}
 		}
-		if len(sortBy) > 0 {
-			gb = gb.WithSort(sortBy...)
-		}
-		gs, err := b.getRecords(ctx, op, gb)
+		rs, err := b.results(ctx, op, req)
 		if err != nil {
 			return nil, err
 		}
-		rs, err := toRecords(gs)
+		recs, err := toRecords(rs)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, rs...)
-		if len(gs) < page {
+		out = append(out, recs...)
+		if len(rs) < page {
 			return out, nil
 		}
 	}
@@ -141,30 +129,24 @@ func (b *Backend) list(ctx context.Context, op string, w *filters.WhereBuilder, 
 // scan returns every record of the collection with the cursor API, which
 // has no result limit.
 func (b *Backend) scan(ctx context.Context, vectors bool) ([]driver.Record, error) {
-	var add []string
-	if vectors {
-		add = []string{"vector"}
-	}
 	var out []driver.Record
 	after := ""
 	for {
-		gb := b.get().WithLimit(page).WithFields(recordFields(add...)...)
-		if after != "" {
-			gb = gb.WithAfter(after)
-		}
-		gs, err := b.getRecords(ctx, "list records", gb)
+		req := b.recordSearch(page, &pb.MetadataRequest{Uuid: true, Vector: vectors}, nil)
+		req.After = after
+		rs, err := b.results(ctx, "list records", req)
 		if err != nil {
 			return nil, err
 		}
-		rs, err := toRecords(gs)
+		recs, err := toRecords(rs)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, rs...)
-		if len(gs) < page {
+		out = append(out, recs...)
+		if len(rs) < page {
 			return out, nil
 		}
-		after = gs[len(gs)-1].Additional.ID
+		after = rs[len(rs)-1].id
 	}
 }
 
@@ -173,8 +155,7 @@ func (b *Backend) Source(ctx context.Context, sourceURL string) ([]driver.Record
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
-	rs, err := b.list(ctx, "read source", whereEq(pSourceKey, key(sourceURL)), false,
-		[]graphql.Sort{{Path: []string{pPosition}, Order: graphql.Asc}})
+	rs, err := b.list(ctx, "read source", fEq(pSourceKey, key(sourceURL)), false, pPosition)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +200,7 @@ func (b *Backend) records(ctx context.Context, f driver.Filter, vectors bool) ([
 	if w == nil {
 		rs, err = b.scan(ctx, vectors)
 	} else {
-		rs, err = b.list(ctx, "list records", w, vectors, nil)
+		rs, err = b.list(ctx, "list records", w, vectors, "")
 	}
 	if err != nil || exact {
 		return rs, err
@@ -233,75 +214,41 @@ func (b *Backend) records(ctx context.Context, f driver.Filter, vectors bool) ([
 	return kept, nil
 }
 
-// getFiltered runs the query gb(limit) under f and returns at most k of its
-// records that match f, in the order Weaviate gave them. The part of f that
-// Weaviate evaluates goes into the query's where clause; when that is not
+// searchFiltered runs the query req(limit) under f and returns at most k of
+// its results that match f, in the order Weaviate gave them. The part of f
+// that Weaviate evaluates goes into the query's filter; when that is not
 // all of f (see where), the query asks for more and the rest is checked
-// here, until k records match or the results run out.
-func (b *Backend) getFiltered(ctx context.Context, op string, f driver.Filter, k int, gb func(limit int) *graphql.GetBuilder) ([]gqlRecord, error) {
+// here, until k results match or they run out.
+func (b *Backend) searchFiltered(ctx context.Context, op string, f driver.Filter, k int, req func(limit int) *pb.SearchRequest) ([]result, error) {
 	w, exact := where(f)
 	limit := k
 	if !exact {
 		limit = min(maxK, 4*k)
 	}
 	for {
-		q := gb(limit)
-		if w != nil {
-			q = q.WithWhere(w)
-		}
-		gs, err := b.getRecords(ctx, op, q)
+		q := req(limit)
+		q.Filters = w
+		rs, err := b.results(ctx, op, q)
 		if err != nil || exact {
-			return gs, err
+			return rs, err
 		}
-		var kept []gqlRecord
-		for i := range gs {
-			r, err := gs[i].record()
+		var kept []result
+		for i := range rs {
+			r, err := rs[i].record()
 			if err != nil {
 				return nil, err
 			}
 			if f.Match(&r) {
-				if kept = append(kept, gs[i]); len(kept) == k {
+				if kept = append(kept, rs[i]); len(kept) == k {
 					break
 				}
 			}
 		}
-		if len(kept) >= k || len(gs) < limit || limit >= maxK {
+		if len(kept) >= k || len(rs) < limit || limit >= maxK {
 			return kept, nil
 		}
 		limit = min(maxK, 4*limit)
 	}
-}
-
-// aggregateGroup is one group of the per-source aggregation.
-type aggregateGroup struct {
-	GroupedBy struct {
-		Value string `json:"value"`
-	} `json:"groupedBy"`
-	Meta struct {
-		Count int `json:"count"`
-	} `json:"meta"`
-	Tokens struct {
-		Sum float64 `json:"sum"`
-	} `json:"tokens"`
-	CreatedAt struct {
-		Minimum string `json:"minimum"`
-	} `json:"createdAt"`
-	Title       topOcc `json:"title"`
-	ContentHash topOcc `json:"contentHash"`
-	DocType     topOcc `json:"docType"`
-}
-
-type topOcc struct {
-	TopOccurrences []struct {
-		Value string `json:"value"`
-	} `json:"topOccurrences"`
-}
-
-func (t topOcc) first() string {
-	if len(t.TopOccurrences) > 0 {
-		return t.TopOccurrences[0].Value
-	}
-	return ""
 }
 
 // maxGroups bounds the sources one aggregation returns.
@@ -317,37 +264,60 @@ func (b *Backend) Sources(ctx context.Context, f driver.Filter, offset, limit in
 	if !exact {
 		return b.sourcesOf(ctx, f, offset, limit)
 	}
-	args := fmt.Sprintf(`groupBy: [%q], limit: %d`, pSourceURL, maxGroups)
-	if w != nil {
-		args += ", " + w.String()
+	groups := uint32(maxGroups)
+	top := uint32(1)
+	topText := func(prop string) *pb.AggregateRequest_Aggregation {
+		return &pb.AggregateRequest_Aggregation{Property: prop, Aggregation: &pb.AggregateRequest_Aggregation_Text_{
+			Text: &pb.AggregateRequest_Aggregation_Text{TopOccurences: true, TopOccurencesLimit: &top}}}
 	}
-	q := fmt.Sprintf(`{Aggregate{%s(%s){groupedBy{value} meta{count} %s{sum} %s{minimum} %s{topOccurrences(limit: 1){value}} %s{topOccurrences(limit: 1){value}} %s{topOccurrences(limit: 1){value}}}}}`,
-		b.class, args, pTokens, pCreatedAt, pTitle, pContentHash, pDocType)
-	var groups []aggregateGroup
-	if err := b.aggregate(ctx, "list sources", q, &groups); err != nil {
+	reply, err := b.aggregate(ctx, "list sources", &pb.AggregateRequest{
+		Collection:   b.class,
+		ObjectsCount: true,
+		GroupBy:      &pb.AggregateRequest_GroupBy{Collection: b.class, Property: pSourceURL},
+		Limit:        &groups,
+		Filters:      w,
+		Aggregations: []*pb.AggregateRequest_Aggregation{
+			{Property: pTokens, Aggregation: &pb.AggregateRequest_Aggregation_Int{Int: &pb.AggregateRequest_Aggregation_Integer{Sum: true}}},
+			{Property: pCreatedAt, Aggregation: &pb.AggregateRequest_Aggregation_Date_{Date: &pb.AggregateRequest_Aggregation_Date{Minimum: true}}},
+			topText(pTitle), topText(pContentHash), topText(pDocType),
+		},
+	})
+	if err != nil {
 		return nil, 0, err
 	}
-	all := make([]driver.SourceInfo, 0, len(groups))
-	for _, g := range groups {
-		if g.Meta.Count == 0 {
+	gs := reply.GetGroupedResults().GetGroups()
+	all := make([]driver.SourceInfo, 0, len(gs))
+	for _, g := range gs {
+		if g.GetObjectsCount() == 0 {
 			continue
 		}
-		si := driver.SourceInfo{
-			SourceURL:   g.GroupedBy.Value,
-			Title:       g.Title.first(),
-			DocType:     g.DocType.first(),
-			ContentHash: g.ContentHash.first(),
-			Chunks:      g.Meta.Count,
-			Tokens:      int(g.Tokens.Sum),
-		}
-		if g.CreatedAt.Minimum != "" {
-			if t, err := time.Parse(time.RFC3339Nano, g.CreatedAt.Minimum); err == nil {
-				si.CreatedAt = t.UTC()
+		si := driver.SourceInfo{SourceURL: g.GetGroupedBy().GetText(), Chunks: int(g.GetObjectsCount())}
+		for _, a := range g.GetAggregations().GetAggregations() {
+			switch a.GetProperty() {
+			case pTokens:
+				si.Tokens = int(a.GetInt().GetSum())
+			case pCreatedAt:
+				if t, err := time.Parse(time.RFC3339Nano, a.GetDate().GetMinimum()); err == nil {
+					si.CreatedAt = t.UTC()
+				}
+			case pTitle:
+				si.Title = topValue(a)
+			case pContentHash:
+				si.ContentHash = topValue(a)
+			case pDocType:
+				si.DocType = topValue(a)
 			}
 		}
 		all = append(all, si)
 	}
 	return pageSources(all, offset, limit)
+}
+
+func topValue(a *pb.AggregateReply_Aggregations_Aggregation) string {
+	if items := a.GetText().GetTopOccurences().GetItems(); len(items) > 0 {
+		return items[0].GetValue()
+	}
+	return ""
 }
 
 func pageSources(all []driver.SourceInfo, offset, limit int) ([]driver.SourceInfo, int, error) {
@@ -389,29 +359,6 @@ func (b *Backend) sourcesOf(ctx context.Context, f driver.Filter, offset, limit 
 	return pageSources(all, offset, limit)
 }
 
-// aggregate runs a raw Aggregate query on the record class into out.
-func (b *Backend) aggregate(ctx context.Context, op, q string, out any) error {
-	resp, err := b.c.GraphQL().Raw().WithQuery(q).Do(ctx)
-	if err != nil {
-		return b.wrap(op, err)
-	}
-	if err := graphQLErr(op, resp.Errors); err != nil {
-		return err
-	}
-	agg, ok := resp.Data["Aggregate"].(map[string]any)
-	if !ok {
-		return fmt.Errorf("%w: %s: unexpected answer", ErrServer, op)
-	}
-	raw, err := json.Marshal(agg[b.class])
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrServer, op, err)
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("%w: %s: unexpected answer: %w", ErrServer, op, err)
-	}
-	return nil
-}
-
 func clampK(k int) int { return max(0, min(k, maxK)) }
 
 // SearchText implements driver.Backend: Weaviate's BM25 over the analysed
@@ -424,20 +371,21 @@ func (b *Backend) SearchText(ctx context.Context, query string, k int, f driver.
 	if k = clampK(k); q == "" || k == 0 {
 		return nil, nil
 	}
-	gs, err := b.getFiltered(ctx, "full-text search", f, k, func(limit int) *graphql.GetBuilder {
-		return b.get().WithLimit(limit).WithFields(recordFields("score")...).
-			WithBM25(b.c.GraphQL().Bm25ArgBuilder().WithQuery(q).WithProperties(pTerms))
+	rs, err := b.searchFiltered(ctx, "full-text search", f, k, func(limit int) *pb.SearchRequest {
+		req := b.recordSearch(limit, &pb.MetadataRequest{Uuid: true, Score: true}, nil)
+		req.Bm25Search = &pb.BM25{Query: q, Properties: []string{pTerms}}
+		return req
 	})
 	if err != nil {
 		return nil, err
 	}
-	hits := make([]driver.Hit, 0, len(gs))
-	for i := range gs {
-		r, err := gs[i].record()
+	hits := make([]driver.Hit, 0, len(rs))
+	for i := range rs {
+		r, err := rs[i].record()
 		if err != nil {
 			return nil, err
 		}
-		hits = append(hits, driver.Hit{Record: r, Score: gs[i].score()})
+		hits = append(hits, driver.Hit{Record: r, Score: rs[i].score})
 	}
 	sortHits(hits)
 	return hits, nil
@@ -480,22 +428,24 @@ func (b *Backend) SearchVector(ctx context.Context, vec []float32, k int, f driv
 	if k = clampK(k); zero || k == 0 {
 		return nil, nil
 	}
-	gs, err := b.getFiltered(ctx, "vector search", f, k, func(limit int) *graphql.GetBuilder {
-		return b.get().WithLimit(limit).WithFields(recordFields("distance")...).
-			WithNearVector(b.c.GraphQL().NearVectorArgBuilder().WithVector(vec))
+	qv := queryVector(vec)
+	rs, err := b.searchFiltered(ctx, "vector search", f, k, func(limit int) *pb.SearchRequest {
+		req := b.recordSearch(limit, &pb.MetadataRequest{Uuid: true, Distance: true}, nil)
+		req.NearVector = &pb.NearVector{Vectors: qv}
+		return req
 	})
 	if err != nil {
 		return nil, err
 	}
-	hits := make([]driver.Hit, 0, len(gs))
-	for i := range gs {
-		r, err := gs[i].record()
+	hits := make([]driver.Hit, 0, len(rs))
+	for i := range rs {
+		r, err := rs[i].record()
 		if err != nil {
 			return nil, err
 		}
 		s := 0.0
-		if d := gs[i].Additional.Distance; d != nil {
-			s = 1 - *d
+		if rs[i].hasDist {
+			s = 1 - rs[i].dist
 		}
 		hits = append(hits, driver.Hit{Record: r, Score: s})
 	}
@@ -523,43 +473,41 @@ func (b *Backend) SearchHybrid(ctx context.Context, q driver.HybridQuery) ([]dri
 		return nil, nil
 	}
 	alpha := max(0, min(1, q.Alpha))
-	fusion := graphql.Ranked
+	fusion := pb.Hybrid_FUSION_TYPE_RANKED
 	switch q.Fusion {
 	case driver.FusionRanked, "":
 	case driver.FusionRelative:
-		fusion = graphql.RelativeScore
+		fusion = pb.Hybrid_FUSION_TYPE_RELATIVE_SCORE
 	default:
 		return nil, fmt.Errorf("%w: unknown fusion %q", driver.ErrInvalid, q.Fusion)
 	}
-	h := b.c.GraphQL().HybridArgumentBuilder().WithQuery(text).WithAlpha(float32(alpha)).
-		WithFusionType(fusion).WithProperties([]string{pTerms})
+	h := &pb.Hybrid{Query: text, Alpha: float32(alpha), FusionType: fusion, Properties: []string{pTerms}}
 	if !zero {
-		h = h.WithVector(q.Vector)
+		h.Vectors = queryVector(q.Vector)
 	} else {
-		h = h.WithAlpha(0) // no vector side: BM25 alone
+		h.Alpha = 0 // no vector side: BM25 alone
 	}
-	// No maxVectorDistance: Weaviate applies it to the BM25 side too (a
-	// result must be that close), while ragmem's threshold lets a result
-	// pass on either side. With q.Similarity the similarity is computed
-	// here instead, from the hits' vectors.
-	add := []string{"score", "explainScore"}
-	if q.Similarity && !zero {
-		add = append(add, "vector")
-	}
-	gs, err := b.getFiltered(ctx, "hybrid search", q.Filter, k, func(limit int) *graphql.GetBuilder {
-		return b.get().WithLimit(limit).WithFields(recordFields(add...)...).WithHybrid(h)
+	// No vector distance threshold: Weaviate applies it to the BM25 side
+	// too (a result must be that close), while ragmem's threshold lets a
+	// result pass on either side. With q.Similarity the similarity is
+	// computed here instead, from the hits' vectors.
+	md := &pb.MetadataRequest{Uuid: true, Score: true, ExplainScore: true, Vector: q.Similarity && !zero}
+	rs, err := b.searchFiltered(ctx, "hybrid search", q.Filter, k, func(limit int) *pb.SearchRequest {
+		req := b.recordSearch(limit, md, nil)
+		req.HybridSearch = h
+		return req
 	})
 	if err != nil {
 		return nil, err
 	}
 	weights := [2]float64{1 - alpha, alpha}
-	out := make([]driver.HybridHit, 0, len(gs))
-	for i := range gs {
-		r, err := gs[i].record()
+	out := make([]driver.HybridHit, 0, len(rs))
+	for i := range rs {
+		r, err := rs[i].record()
 		if err != nil {
 			return nil, err
 		}
-		hh := driver.HybridHit{Record: r, Score: gs[i].score(), Explain: strings.TrimSpace(gs[i].Additional.ExplainScore)}
+		hh := driver.HybridHit{Record: r, Score: rs[i].score, Explain: strings.TrimSpace(rs[i].explain)}
 		explainHybrid(&hh, hh.Explain, weights)
 		if q.Similarity && !zero {
 			hh.VectorSimilarity = cosine(q.Vector, r.Vector)
@@ -634,15 +582,15 @@ func (b *Backend) dimension(ctx context.Context) (int, error) {
 	if d := b.dim.Load(); d > 0 {
 		return int(d), nil
 	}
-	gs, err := b.getRecords(ctx, "read dimension", b.get().WithLimit(1).WithFields(graphql.Field{Name: "_additional", Fields: []graphql.Field{{Name: "id"}, {Name: "vector"}}}))
+	rs, err := b.results(ctx, "read dimension", b.recordSearch(1, &pb.MetadataRequest{Uuid: true, Vector: true}, &pb.PropertiesRequest{}))
 	if err != nil {
 		return 0, err
 	}
-	if len(gs) == 0 || len(gs[0].Additional.Vector) == 0 {
+	if len(rs) == 0 || len(rs[0].vector) == 0 {
 		return 0, nil
 	}
-	b.dim.Store(int64(len(gs[0].Additional.Vector)))
-	return len(gs[0].Additional.Vector), nil
+	b.dim.Store(int64(len(rs[0].vector)))
+	return len(rs[0].vector), nil
 }
 
 // Stats implements driver.Backend. Weaviate does not report the bytes a
@@ -651,63 +599,45 @@ func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 	if err := b.usable(); err != nil {
 		return driver.Stats{}, err
 	}
-	var agg []struct {
-		Meta struct {
-			Count int `json:"count"`
-		} `json:"meta"`
-	}
-	if err := b.aggregate(ctx, "count records", fmt.Sprintf(`{Aggregate{%s{meta{count}}}}`, b.class), &agg); err != nil {
+	reply, err := b.aggregate(ctx, "count records", &pb.AggregateRequest{Collection: b.class, ObjectsCount: true})
+	if err != nil {
 		return driver.Stats{}, err
 	}
 	_, sources, err := b.Sources(ctx, driver.Filter{}, 0, 1)
 	if err != nil {
 		return driver.Stats{}, err
 	}
-	st := driver.Stats{Sources: sources}
-	if len(agg) > 0 {
-		st.Records = agg[0].Meta.Count
-	}
+	st := driver.Stats{Sources: sources, Records: int(reply.GetSingleResult().GetObjectsCount())}
 	if ns := b.lastSync.Load(); ns > 0 {
 		st.LastSync = time.Unix(0, ns).UTC()
 	}
 	return st, nil
 }
 
-// metaObject is a meta object as GraphQL returns it.
+// metaObject is an object of the meta collection.
 type metaObject struct {
-	Key        string `json:"key"`
-	Value      string `json:"value"`
-	Kind       string `json:"kind"`
-	Created    string `json:"created"`
-	Additional struct {
-		ID string `json:"id"`
-	} `json:"_additional"`
+	ID, Key, Value, Kind, Created string
 }
 
-func (b *Backend) metaObjects(ctx context.Context, op string, w *filters.WhereBuilder) ([]metaObject, error) {
+// metaObjects lists the meta objects matching f.
+func (b *Backend) metaObjects(ctx context.Context, op string, f *pb.Filters) ([]metaObject, error) {
 	var out []metaObject
 	for off := 0; ; off += page {
-		gb := b.c.GraphQL().Get().WithClassName(MetaClass)
+		req := &pb.SearchRequest{Collection: MetaClass, Limit: page, Offset: uint32(off), Filters: f,
+			Metadata:   &pb.MetadataRequest{Uuid: true},
+			Properties: &pb.PropertiesRequest{NonRefProperties: []string{mKey, mValue, mKind, mCreated}}}
 		if b.metaReplicated {
-			gb = gb.WithConsistencyLevel(b.cl)
+			req.ConsistencyLevel = &b.cl
 		}
-		resp, err := gb.WithWhere(w).WithLimit(page).WithOffset(off).
-			WithFields(graphql.Field{Name: mKey}, graphql.Field{Name: mValue}, graphql.Field{Name: mKind}, graphql.Field{Name: mCreated},
-				graphql.Field{Name: "_additional", Fields: []graphql.Field{{Name: "id"}}}).Do(ctx)
+		rs, err := b.results(ctx, op, req)
 		if err != nil {
-			return nil, b.wrap(op, err)
-		}
-		if err := graphQLErr(op, resp.Errors); err != nil {
 			return nil, err
 		}
-		raw, _ := json.Marshal(resp.Data["Get"])
-		var byClass map[string][]metaObject
-		if err := json.Unmarshal(raw, &byClass); err != nil {
-			return nil, fmt.Errorf("%w: %s: unexpected answer: %w", ErrServer, op, err)
+		for i := range rs {
+			out = append(out, metaObject{ID: rs[i].id, Key: rs[i].text(mKey), Value: rs[i].text(mValue),
+				Kind: rs[i].text(mKind), Created: rs[i].props[mCreated].GetDateValue()})
 		}
-		got := byClass[MetaClass]
-		out = append(out, got...)
-		if len(got) < page {
+		if len(rs) < page {
 			return out, nil
 		}
 	}
@@ -718,36 +648,43 @@ const (
 	kindIntent = "intent"
 )
 
-// Meta implements driver.Backend. It reads the setting by its id, which
-// Weaviate answers from as many replicas as the consistency level asks for
-// (the newest copy wins); a filtered query searches one replica only, and
-// missed a setting that replica had not received yet (one written while a
-// node that has since died held it, TestClusterSurvivesANodeKill).
+// Meta implements driver.Backend. It reads the setting by its id (see
+// metaByID).
 func (b *Backend) Meta(ctx context.Context, k string) (string, bool, error) {
 	if err := b.usable(); err != nil {
 		return "", false, err
 	}
-	g := b.c.Data().ObjectsGetter().WithClassName(MetaClass).WithID(b.metaID(k))
-	if b.metaReplicated {
-		g = g.WithConsistencyLevel(b.cl)
+	p, ok, err := b.metaByID(ctx, "read setting", b.metaID(k))
+	if err != nil || !ok {
+		return "", false, err
 	}
-	objs, err := g.Do(ctx)
-	var ce *fault.WeaviateClientError
-	if errors.As(err, &ce) && ce.StatusCode == http.StatusNotFound {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, b.wrap("read setting", err)
-	}
-	for _, o := range objs {
-		p, _ := o.Properties.(map[string]any)
-		key, _ := p[mKey].(string)
-		kind, _ := p[mKind].(string)
-		if v, ok := p[mValue].(string); ok && key == k && kind == kindMeta {
-			return v, true, nil
-		}
+	key, _ := p[mKey].(string)
+	kind, _ := p[mKind].(string)
+	if v, ok := p[mValue].(string); ok && key == k && kind == kindMeta {
+		return v, true, nil
 	}
 	return "", false, nil
+}
+
+// metaByID reads the properties of the meta object id through REST, which
+// Weaviate answers from as many replicas as the consistency level asks for
+// (the newest copy wins). A filtered search reads one replica only, and
+// missed a setting that replica had not received yet (one written while a
+// node that has since died held it), and an intent just written at QUORUM
+// to the two others (TestClusterSurvivesANodeKill).
+func (b *Backend) metaByID(ctx context.Context, op, id string) (map[string]any, bool, error) {
+	path := "/v1/objects/" + MetaClass + "/" + url.PathEscape(id)
+	if b.metaReplicated {
+		path += "?consistency_level=" + url.QueryEscape(b.clName)
+	}
+	var obj struct {
+		Properties map[string]any `json:"properties"`
+	}
+	code, err := b.restJSON(ctx, op, http.MethodGet, path, nil, &obj, http.StatusNotFound)
+	if err != nil || code == http.StatusNotFound {
+		return nil, false, err
+	}
+	return obj.Properties, true, nil
 }
 
 // SetMeta implements driver.Backend.
@@ -759,13 +696,16 @@ func (b *Backend) SetMeta(ctx context.Context, k, v string) error {
 }
 
 func (b *Backend) putMeta(ctx context.Context, id, kind, k, v string) error {
-	obj := &models.Object{
-		Class: MetaClass,
-		ID:    strfmtUUID(id),
-		Properties: map[string]any{
-			mNamespace: b.ns, mKind: kind, mKey: k, mValue: v,
-			mCreated: b.now().UTC().Format(time.RFC3339Nano),
-		},
+	obj := &pb.BatchObject{
+		Uuid:       id,
+		Collection: MetaClass,
+		Properties: &pb.BatchObject_Properties{NonRefProperties: &structpb.Struct{Fields: map[string]*structpb.Value{
+			mNamespace: structpb.NewStringValue(b.ns),
+			mKind:      structpb.NewStringValue(kind),
+			mKey:       structpb.NewStringValue(k),
+			mValue:     structpb.NewStringValue(v),
+			mCreated:   structpb.NewStringValue(b.now().UTC().Format(time.RFC3339Nano)),
+		}}},
 	}
-	return b.putObjects(ctx, "write "+kind, []*models.Object{obj})
+	return b.putObjects(ctx, "write "+kind, []*pb.BatchObject{obj})
 }

@@ -2,6 +2,7 @@ package weaviate
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -16,9 +17,8 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/mapping"
-	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
-	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
-	"github.com/weaviate/weaviate/entities/models"
+	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/ragmem/ragmem/index/driver"
 )
@@ -44,8 +44,8 @@ var (
 // terms analyses text as the local backend's bleve index does (English:
 // unicode words, possessives, lower case, stop words, Porter stems) and
 // returns the terms separated by spaces. Terms holding a character that is
-// not printable are dropped: they cannot travel in a GraphQL string and no
-// query could match them.
+// not printable or a space are dropped: the "terms" property is tokenised
+// on whitespace, and no query could match them.
 func terms(text string) string {
 	analyzerOnce.Do(func() {
 		analyzer = mapping.NewIndexMapping().AnalyzerNamed(en.AnalyzerName)
@@ -66,42 +66,74 @@ func terms(text string) string {
 	return b.String()
 }
 
-// object converts a record to a Weaviate object.
-func (b *Backend) object(r *driver.Record) *models.Object {
-	props := map[string]any{
-		pRecordID:    r.ID,
-		pSourceURL:   r.SourceURL,
-		pSourceKey:   key(r.SourceURL),
-		pTitle:       r.Title,
-		pContent:     r.Content,
-		pTerms:       terms(driver.SearchText(r)),
-		pDocType:     r.DocType,
-		pDocKey:      key(r.DocType),
-		pPosition:    r.Position,
-		pStart:       r.Start,
-		pEnd:         r.End,
-		pTokens:      r.Tokens,
-		pCreatedAt:   r.CreatedAt.UTC().Format(time.RFC3339Nano),
-		pContentHash: r.ContentHash,
+// object converts a record to a Weaviate object for a gRPC batch write.
+func (b *Backend) object(r *driver.Record) *pb.BatchObject {
+	fields := map[string]*structpb.Value{
+		pRecordID:    structpb.NewStringValue(r.ID),
+		pSourceURL:   structpb.NewStringValue(r.SourceURL),
+		pSourceKey:   structpb.NewStringValue(key(r.SourceURL)),
+		pTitle:       structpb.NewStringValue(r.Title),
+		pContent:     structpb.NewStringValue(r.Content),
+		pTerms:       structpb.NewStringValue(terms(driver.SearchText(r))),
+		pDocType:     structpb.NewStringValue(r.DocType),
+		pDocKey:      structpb.NewStringValue(key(r.DocType)),
+		pPosition:    structpb.NewNumberValue(float64(r.Position)),
+		pStart:       structpb.NewNumberValue(float64(r.Start)),
+		pEnd:         structpb.NewNumberValue(float64(r.End)),
+		pTokens:      structpb.NewNumberValue(float64(r.Tokens)),
+		pCreatedAt:   structpb.NewStringValue(r.CreatedAt.UTC().Format(time.RFC3339Nano)),
+		pContentHash: structpb.NewStringValue(r.ContentHash),
 	}
+	props := &pb.BatchObject_Properties{NonRefProperties: &structpb.Struct{Fields: fields}}
 	if len(r.HeadingPath) > 0 {
-		props[pHeadingPath] = append([]string(nil), r.HeadingPath...)
+		props.TextArrayProperties = append(props.TextArrayProperties,
+			&pb.TextArrayProperties{PropName: pHeadingPath, Values: append([]string(nil), r.HeadingPath...)})
 	}
 	if len(r.Attrs) > 0 {
-		props[pAttrs] = encodeAttrs(r.Attrs)
+		fields[pAttrs] = structpb.NewStringValue(encodeAttrs(r.Attrs))
 		ks := make([]string, 0, len(r.Attrs))
 		for k, v := range r.Attrs {
 			ks = append(ks, key(k, v))
 		}
 		sort.Strings(ks)
-		props[pAttrKeys] = ks
+		props.TextArrayProperties = append(props.TextArrayProperties, &pb.TextArrayProperties{PropName: pAttrKeys, Values: ks})
 	}
-	return &models.Object{
-		Class:      b.class,
-		ID:         strfmtUUID(b.objectID(r.ID)),
-		Properties: props,
-		Vector:     r.Vector,
+	return &pb.BatchObject{
+		Uuid:        b.objectID(r.ID),
+		Collection:  b.class,
+		Properties:  props,
+		VectorBytes: vectorBytes(r.Vector),
 	}
+}
+
+// vectorBytes encodes a vector as gRPC carries it: float32s, little endian.
+func vectorBytes(v []float32) []byte {
+	out := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(x))
+	}
+	return out
+}
+
+// bytesVector decodes vectorBytes' encoding; a length that is not a
+// multiple of 4 is corrupt.
+func bytesVector(p []byte) ([]float32, bool) {
+	if len(p)%4 != 0 {
+		return nil, false
+	}
+	if len(p) == 0 {
+		return nil, true
+	}
+	v := make([]float32, len(p)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*i:]))
+	}
+	return v, true
+}
+
+// queryVector is a query vector as Search's NearVector and Hybrid take it.
+func queryVector(v []float32) []*pb.Vectors {
+	return []*pb.Vectors{{VectorBytes: vectorBytes(v), Type: pb.Vectors_VECTOR_TYPE_SINGLE_FP32}}
 }
 
 // encodeAttrs writes attributes as a JSON object whose keys and values are
@@ -136,112 +168,112 @@ func decodeAttrs(s string) (map[string]string, error) {
 	return a, nil
 }
 
-// gqlRecord is a record object as GraphQL returns it.
-type gqlRecord struct {
-	RecordID    string   `json:"recordId"`
-	SourceURL   string   `json:"sourceUrl"`
-	Title       string   `json:"title"`
-	HeadingPath []string `json:"headingPath"`
-	Content     string   `json:"content"`
-	DocType     string   `json:"docType"`
-	Position    int      `json:"position"`
-	Start       int      `json:"start"`
-	End         int      `json:"end"`
-	Tokens      int      `json:"tokens"`
-	CreatedAt   string   `json:"createdAt"`
-	ContentHash string   `json:"contentHash"`
-	Attrs       string   `json:"attrs"`
-	Additional  struct {
-		ID           string    `json:"id"`
-		Vector       []float32 `json:"vector"`
-		Score        any       `json:"score"` // GraphQL returns it as a string
-		Distance     *float64  `json:"distance"`
-		ExplainScore string    `json:"explainScore"`
-	} `json:"_additional"`
+// recordFields are the properties a record is read back from.
+var recordFields = []string{pRecordID, pSourceURL, pTitle, pHeadingPath, pContent, pDocType, pPosition, pStart, pEnd, pTokens, pCreatedAt, pContentHash, pAttrs}
+
+// result is one object of a Search answer.
+type result struct {
+	id      string // the object's id
+	props   map[string]*pb.Value
+	vector  []float32
+	score   float64
+	dist    float64
+	hasDist bool
+	explain string
 }
 
-func (g *gqlRecord) record() (driver.Record, error) {
-	r := driver.Record{
-		ID:          g.RecordID,
-		SourceURL:   g.SourceURL,
-		Title:       g.Title,
-		HeadingPath: g.HeadingPath,
-		Content:     g.Content,
-		DocType:     g.DocType,
-		Position:    g.Position,
-		Start:       g.Start,
-		End:         g.End,
-		Tokens:      g.Tokens,
-		ContentHash: g.ContentHash,
-		Vector:      g.Additional.Vector,
+// decode reads a Search result; the vector, score and distance are there
+// when the request asked for them.
+func decode(r *pb.SearchResult) (result, error) {
+	md := r.GetMetadata()
+	out := result{
+		id:      md.GetId(),
+		props:   r.GetProperties().GetNonRefProps().GetFields(),
+		score:   float64(md.GetScore()),
+		dist:    float64(md.GetDistance()),
+		hasDist: md.GetDistancePresent(),
+		explain: md.GetExplainScore(),
 	}
-	if g.CreatedAt != "" {
-		t, err := time.Parse(time.RFC3339Nano, g.CreatedAt)
-		if err != nil {
-			return r, fmt.Errorf("%w: record %q has createdAt %q: %w", driver.ErrCorrupt, g.RecordID, g.CreatedAt, err)
+	if vb := md.GetVectorBytes(); len(vb) > 0 {
+		v, ok := bytesVector(vb)
+		if !ok {
+			return out, fmt.Errorf("%w: object %s has a vector of %d bytes", driver.ErrCorrupt, out.id, len(vb))
 		}
-		r.CreatedAt = t.UTC()
+		out.vector = v
 	}
-	if g.Attrs != "" {
-		a, err := decodeAttrs(g.Attrs)
+	return out, nil
+}
+
+func (r *result) text(name string) string { return r.props[name].GetTextValue() }
+
+func (r *result) int(name string) int { return int(r.props[name].GetIntValue()) }
+
+func (r *result) texts(name string) []string {
+	vs := r.props[name].GetListValue().GetTextValues().GetValues()
+	if len(vs) == 0 {
+		return nil
+	}
+	return vs
+}
+
+// record converts a result to a record.
+func (r *result) record() (driver.Record, error) {
+	rec := driver.Record{
+		ID:          r.text(pRecordID),
+		SourceURL:   r.text(pSourceURL),
+		Title:       r.text(pTitle),
+		HeadingPath: r.texts(pHeadingPath),
+		Content:     r.text(pContent),
+		DocType:     r.text(pDocType),
+		Position:    r.int(pPosition),
+		Start:       r.int(pStart),
+		End:         r.int(pEnd),
+		Tokens:      r.int(pTokens),
+		ContentHash: r.text(pContentHash),
+		Vector:      r.vector,
+	}
+	if c := r.props[pCreatedAt].GetDateValue(); c != "" {
+		t, err := time.Parse(time.RFC3339Nano, c)
 		if err != nil {
-			return r, fmt.Errorf("%w: record %q has attrs %q: %w", driver.ErrCorrupt, g.RecordID, g.Attrs, err)
+			return rec, fmt.Errorf("%w: record %q has createdAt %q: %w", driver.ErrCorrupt, rec.ID, c, err)
 		}
-		r.Attrs = a
+		rec.CreatedAt = t.UTC()
 	}
-	if r.ID == "" {
-		return r, fmt.Errorf("%w: object %s has no recordId", driver.ErrCorrupt, g.Additional.ID)
+	if a := r.text(pAttrs); a != "" {
+		m, err := decodeAttrs(a)
+		if err != nil {
+			return rec, fmt.Errorf("%w: record %q has attrs %q: %w", driver.ErrCorrupt, rec.ID, a, err)
+		}
+		rec.Attrs = m
 	}
-	return r, nil
+	if rec.ID == "" {
+		return rec, fmt.Errorf("%w: object %s has no recordId", driver.ErrCorrupt, r.id)
+	}
+	return rec, nil
 }
 
-func (g *gqlRecord) score() float64 {
-	switch s := g.Additional.Score.(type) {
-	case string:
-		f, _ := strconv.ParseFloat(s, 64)
-		return f
-	case float64:
-		return s
-	}
-	return 0
-}
-
-// recordFields are the GraphQL fields of a record, plus _additional ones.
-func recordFields(additional ...string) []graphql.Field {
-	names := []string{pRecordID, pSourceURL, pTitle, pHeadingPath, pContent, pDocType, pPosition, pStart, pEnd, pTokens, pCreatedAt, pContentHash, pAttrs}
-	fs := make([]graphql.Field, 0, len(names)+1)
-	for _, n := range names {
-		fs = append(fs, graphql.Field{Name: n})
-	}
-	add := []graphql.Field{{Name: "id"}}
-	for _, a := range additional {
-		add = append(add, graphql.Field{Name: a})
-	}
-	return append(fs, graphql.Field{Name: "_additional", Fields: add})
-}
-
-// where builds the filter clause for f: nil when f matches everything.
-// exact reports whether the clause is all of f; when it is not, the clause
-// selects a superset of f's records (possibly all: nil) and the caller
-// checks the rest with f.Match.
+// where builds the filter for f: nil when f matches everything. exact
+// reports whether the filter is all of f; when it is not, the filter selects
+// a superset of f's records (possibly all: nil) and the caller checks the
+// rest with f.Match.
 //
 // Of a filter expression (driver.Filter.Where), Weaviate evaluates =, IN
 // and, when the prefix holds no * or ?, STARTS WITH on source, type and
 // attributes, and AND and OR of these. NOT, !=, EXISTS, title and created
 // comparisons are checked here: the schema keeps titles and creation times
 // unfiltered, and a negation of a superset is no superset.
-func where(f driver.Filter) (w *filters.WhereBuilder, exact bool) {
-	var ops []*filters.WhereBuilder
+func where(f driver.Filter) (w *pb.Filters, exact bool) {
+	var ops []*pb.Filters
 	exact = true
 	if len(f.DocTypes) > 0 {
 		ks := make([]string, len(f.DocTypes))
 		for i, t := range f.DocTypes {
 			ks[i] = key(t)
 		}
-		ops = append(ops, filters.Where().WithPath([]string{pDocKey}).WithOperator(filters.ContainsAny).WithValueText(ks...))
+		ops = append(ops, fTexts(pDocKey, pb.Filters_OPERATOR_CONTAINS_ANY, ks))
 	}
 	if f.SourceURL != "" {
-		ops = append(ops, whereEq(pSourceKey, key(f.SourceURL)))
+		ops = append(ops, fEq(pSourceKey, key(f.SourceURL)))
 	}
 	if len(f.Attrs) > 0 {
 		ks := make([]string, 0, len(f.Attrs))
@@ -249,7 +281,7 @@ func where(f driver.Filter) (w *filters.WhereBuilder, exact bool) {
 			ks = append(ks, key(k, v))
 		}
 		sort.Strings(ks)
-		ops = append(ops, filters.Where().WithPath([]string{pAttrKeys}).WithOperator(filters.ContainsAll).WithValueText(ks...))
+		ops = append(ops, fTexts(pAttrKeys, pb.Filters_OPERATOR_CONTAINS_ALL, ks))
 	}
 	if f.Where != nil {
 		ew, ee := whereExpr(f.Where)
@@ -258,14 +290,14 @@ func where(f driver.Filter) (w *filters.WhereBuilder, exact bool) {
 		}
 		exact = ee
 	}
-	return and(ops...), exact
+	return fAnd(ops...), exact
 }
 
 // whereExpr translates a filter expression; see where.
-func whereExpr(e *driver.Expr) (*filters.WhereBuilder, bool) {
+func whereExpr(e *driver.Expr) (*pb.Filters, bool) {
 	switch e.Op {
 	case driver.OpAnd:
-		var ops []*filters.WhereBuilder
+		var ops []*pb.Filters
 		exact := true
 		for _, a := range e.Args {
 			w, ok := whereExpr(a)
@@ -274,9 +306,9 @@ func whereExpr(e *driver.Expr) (*filters.WhereBuilder, bool) {
 			}
 			exact = exact && ok
 		}
-		return and(ops...), exact
+		return fAnd(ops...), exact
 	case driver.OpOr:
-		ops := make([]*filters.WhereBuilder, 0, len(e.Args))
+		ops := make([]*pb.Filters, 0, len(e.Args))
 		exact := true
 		for _, a := range e.Args {
 			w, ok := whereExpr(a)
@@ -286,7 +318,7 @@ func whereExpr(e *driver.Expr) (*filters.WhereBuilder, bool) {
 			ops = append(ops, w)
 			exact = exact && ok
 		}
-		return filters.Where().WithOperator(filters.Or).WithOperands(ops), exact
+		return &pb.Filters{Operator: pb.Filters_OPERATOR_OR, Filters: ops}, exact
 	case driver.OpEq, driver.OpIn:
 		if len(e.Values) == 0 {
 			return nil, false
@@ -296,7 +328,7 @@ func whereExpr(e *driver.Expr) (*filters.WhereBuilder, bool) {
 			for i, v := range e.Values {
 				ks[i] = key(k, v)
 			}
-			return filters.Where().WithPath([]string{pAttrKeys}).WithOperator(filters.ContainsAny).WithValueText(ks...), true
+			return fTexts(pAttrKeys, pb.Filters_OPERATOR_CONTAINS_ANY, ks), true
 		}
 		path := ""
 		switch e.Field {
@@ -307,43 +339,56 @@ func whereExpr(e *driver.Expr) (*filters.WhereBuilder, bool) {
 		default:
 			return nil, false
 		}
-		ops := make([]*filters.WhereBuilder, len(e.Values))
+		ops := make([]*pb.Filters, len(e.Values))
 		for i, v := range e.Values {
-			ops[i] = whereEq(path, key(v))
+			ops[i] = fEq(path, key(v))
 		}
 		if len(ops) == 1 {
 			return ops[0], true
 		}
-		return filters.Where().WithOperator(filters.Or).WithOperands(ops), true
+		return &pb.Filters{Operator: pb.Filters_OPERATOR_OR, Filters: ops}, true
 	case driver.OpPrefix:
 		if e.Field != driver.FieldSource || len(e.Values) != 1 {
 			return nil, false
 		}
 		p := e.Values[0]
 		// Like's wildcards cannot be escaped: with one in the prefix, the
-		// clause matches more than the prefix and the rest is checked.
-		return filters.Where().WithPath([]string{pSourceURL}).WithOperator(filters.Like).WithValueText(p + "*"),
+		// filter matches more than the prefix and the rest is checked.
+		return &pb.Filters{Operator: pb.Filters_OPERATOR_LIKE, Target: target(pSourceURL),
+				TestValue: &pb.Filters_ValueText{ValueText: p + "*"}},
 			!strings.ContainsAny(p, "*?")
 	}
 	return nil, false
 }
 
-func whereEq(path, value string) *filters.WhereBuilder {
-	return filters.Where().WithPath([]string{path}).WithOperator(filters.Equal).WithValueText(value)
+func target(prop string) *pb.FilterTarget {
+	return &pb.FilterTarget{Target: &pb.FilterTarget_Property{Property: prop}}
 }
 
-func whereIDs(ids []string) *filters.WhereBuilder {
-	return filters.Where().WithPath([]string{"id"}).WithOperator(filters.ContainsAny).WithValueText(ids...)
+// fEq: the text property prop equals value.
+func fEq(prop, value string) *pb.Filters {
+	return &pb.Filters{Operator: pb.Filters_OPERATOR_EQUAL, Target: target(prop), TestValue: &pb.Filters_ValueText{ValueText: value}}
 }
 
-func and(ops ...*filters.WhereBuilder) *filters.WhereBuilder {
+// fTexts compares the text (or text array) property prop with values
+// (ContainsAny, ContainsAll).
+func fTexts(prop string, op pb.Filters_Operator, values []string) *pb.Filters {
+	return &pb.Filters{Operator: op, Target: target(prop), TestValue: &pb.Filters_ValueTextArray{ValueTextArray: &pb.TextArray{Values: values}}}
+}
+
+// fIDs: the object's id is one of ids.
+func fIDs(ids []string) *pb.Filters {
+	return fTexts("_id", pb.Filters_OPERATOR_CONTAINS_ANY, ids)
+}
+
+func fAnd(ops ...*pb.Filters) *pb.Filters {
 	switch len(ops) {
 	case 0:
 		return nil
 	case 1:
 		return ops[0]
 	}
-	return filters.Where().WithOperator(filters.And).WithOperands(ops)
+	return &pb.Filters{Operator: pb.Filters_OPERATOR_AND, Filters: ops}
 }
 
 // checkVector reports whether v is usable: finite, and of the store's

@@ -12,8 +12,7 @@ func TestObjectTermsAreTheSearchText(t *testing.T) {
 	r := &driver.Record{ID: "a", SourceURL: "https://example.com/travel", Title: "Travel notes",
 		HeadingPath: []string{"Travel notes", "Zanzibar"}, Content: "Ferries leave the harbour."}
 	o := (&Backend{class: "Test"}).object(r)
-	props := o.Properties.(map[string]any)
-	if got, want := props[pTerms], terms(driver.SearchText(r)); got != want || want == "" {
+	if got, want := o.Properties.NonRefProperties.Fields[pTerms].GetStringValue(), terms(driver.SearchText(r)); got != want || want == "" {
 		t.Fatalf("terms %q, want %q", got, want)
 	}
 }

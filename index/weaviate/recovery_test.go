@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weaviate/weaviate/entities/models"
+	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
 
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
@@ -21,12 +22,12 @@ import (
 func crashAfter(t *testing.T, b *Backend, src string, newRecs []driver.Record, commit bool) {
 	t.Helper()
 	ctx := context.Background()
-	old, err := b.objectIDs(ctx, whereEq(pSourceKey, key(src)))
+	old, err := b.objectIDs(ctx, fEq(pSourceKey, key(src)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := intent{State: statePending, Owner: "another-process", Del: old}
-	objs := make([]*models.Object, len(newRecs))
+	objs := make([]*pb.BatchObject, len(newRecs))
 	for i := range newRecs {
 		objs[i] = b.object(&newRecs[i])
 		in.Add = append(in.Add, b.objectID(newRecs[i].ID))
@@ -108,7 +109,7 @@ func TestRecoveryUndoesAndFinishes(t *testing.T) {
 	if got := contents(t, b3, pend); got != "old a|old b" {
 		t.Fatalf("stale pending batch not undone: %q", got)
 	}
-	if objs, err := b3.metaObjects(ctx, "intents", and(whereEq(mNamespace, ns), whereEq(mKind, kindIntent))); err != nil || len(objs) != 0 {
+	if objs, err := b3.metaObjects(ctx, "intents", fAnd(fEq(mNamespace, ns), fEq(mKind, kindIntent))); err != nil || len(objs) != 0 {
 		t.Fatalf("intents left: %d, %v", len(objs), err)
 	}
 	st, _ := b3.Stats(ctx)
@@ -131,10 +132,10 @@ func TestSchemaDiffers(t *testing.T) {
 	other := ns + "_x"
 	cls := &models.Class{Class: ClassName(other), Vectorizer: "none", VectorIndexConfig: map[string]any{"distance": "l2-squared"},
 		Properties: []*models.Property{{Name: pContent, DataType: []string{"int"}}}}
-	if err := b.c.Schema().ClassCreator().WithClass(cls).Do(ctx); err != nil {
+	if _, err := b.createClass(ctx, cls); err != nil {
 		t.Fatal(err)
 	}
-	defer b.c.Schema().ClassDeleter().WithClassName(cls.Class).Do(ctx)
+	defer b.deleteClass(ctx, cls.Class)
 	_, err = Open(ctx, url, &Options{Namespace: other})
 	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "distance") || !strings.Contains(err.Error(), "property content has type") ||
 		!strings.Contains(err.Error(), "property terms is missing") {

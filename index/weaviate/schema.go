@@ -2,12 +2,11 @@ package weaviate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
-	"github.com/weaviate/weaviate-go-client/v5/weaviate/fault"
 	"github.com/weaviate/weaviate/entities/models"
 )
 
@@ -129,27 +128,38 @@ func (b *Backend) ensureSchema(ctx context.Context, replicas, shards int) error 
 // ensureClass returns the replication factor of the collection.
 func (b *Backend) ensureClass(ctx context.Context, want *models.Class) (int64, error) {
 	for attempt := 0; ; attempt++ {
-		got, err := b.c.Schema().ClassGetter().WithClassName(want.Class).Do(ctx)
+		var got models.Class
+		code, err := b.restJSON(ctx, "read schema of "+want.Class, http.MethodGet, "/v1/schema/"+url.PathEscape(want.Class), nil, &got)
 		if err == nil {
 			var f int64 = 1
 			if got.ReplicationConfig != nil {
 				f = got.ReplicationConfig.Factor
 			}
-			return f, checkClass(want, got)
+			return f, checkClass(want, &got)
 		}
-		var ce *fault.WeaviateClientError
-		if !errors.As(err, &ce) || ce.StatusCode != http.StatusNotFound {
-			return 0, b.wrap("read schema of "+want.Class, err)
+		if code != http.StatusNotFound {
+			return 0, err
 		}
-		err = b.c.Schema().ClassCreator().WithClass(want).Do(ctx)
+		code, err = b.createClass(ctx, want)
 		if err == nil {
 			return want.ReplicationConfig.Factor, nil
 		}
 		// Another process may have created it meanwhile: read it again once.
-		if attempt > 0 || !errors.As(err, &ce) || ce.StatusCode != http.StatusUnprocessableEntity {
-			return 0, b.wrap("create collection "+want.Class, err)
+		if attempt > 0 || code != http.StatusUnprocessableEntity {
+			return 0, err
 		}
 	}
+}
+
+// createClass creates a collection.
+func (b *Backend) createClass(ctx context.Context, c *models.Class) (int, error) {
+	return b.restJSON(ctx, "create collection "+c.Class, http.MethodPost, "/v1/schema", c, nil)
+}
+
+// deleteClass deletes a collection; one that does not exist is no error.
+func (b *Backend) deleteClass(ctx context.Context, class string) error {
+	_, err := b.restJSON(ctx, "delete collection "+class, http.MethodDelete, "/v1/schema/"+url.PathEscape(class), nil, nil, http.StatusNotFound)
+	return err
 }
 
 // checkClass reports how an existing collection differs from what ragmem
@@ -208,16 +218,13 @@ func (b *Backend) Drop(ctx context.Context) error {
 	}
 	b.applyMu.Lock()
 	defer b.applyMu.Unlock()
-	if err := b.c.Schema().ClassDeleter().WithClassName(b.class).Do(ctx); err != nil {
-		var ce *fault.WeaviateClientError
-		if !errors.As(err, &ce) || ce.StatusCode != http.StatusNotFound {
-			return b.wrap("delete collection", err)
-		}
+	if err := b.deleteClass(ctx, b.class); err != nil {
+		return err
 	}
-	if err := b.deleteWhere(ctx, MetaClass, whereEq(mNamespace, b.ns)); err != nil {
+	if err := b.batchDelete(ctx, MetaClass, fEq(mNamespace, b.ns)); err != nil {
 		return err
 	}
 	b.closed.Store(true)
-	b.closeIdle()
+	b.release()
 	return nil
 }

@@ -1,5 +1,15 @@
 // Package weaviate is a ragmem storage backend (index/driver.Backend) on a
-// Weaviate server or cluster, through github.com/weaviate/weaviate-go-client/v5.
+// Weaviate server or cluster, version 1.29 or later.
+//
+// Every query (BM25, vector, hybrid, fetches by id or source, listings,
+// counts) and every object write or delete goes through Weaviate's gRPC API
+// (service weaviate.v1.Weaviate: Search, Aggregate, BatchObjects,
+// BatchDelete); collection schemas, settings and write intents read by id
+// (at the consistency level), and the readiness and version checks use the
+// REST API. Neither is deprecated. The GraphQL API,
+// which Weaviate deprecated and turns off by default in later releases, is
+// never used: the tests run the server with DISABLE_GRAPHQL and behind a
+// proxy that refuses /v1/graphql (internal/wvtest).
 //
 // Each namespace is one Weaviate collection (class "Ragmem_<namespace>")
 // whose objects are ragmem's chunk records: the metadata are properties, the
@@ -51,6 +61,7 @@ package weaviate
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,15 +69,18 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
-	wv "github.com/weaviate/weaviate-go-client/v5/weaviate"
-	"github.com/weaviate/weaviate-go-client/v5/weaviate/fault"
-	"github.com/weaviate/weaviate/entities/models"
+	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/ragmem/ragmem/index/driver"
 )
@@ -90,14 +104,31 @@ const (
 	All    = "ALL"
 )
 
+// defaultGRPCPort is the port of Weaviate's gRPC API unless the server's
+// GRPC_PORT says otherwise.
+const defaultGRPCPort = 50051
+
+// minVersion is the oldest server whose gRPC API has what the backend uses:
+// the Aggregate call (Weaviate 1.28.4 and 1.29) and query vectors in the
+// "vectors" fields of NearVector and Hybrid (1.29).
+var minVersion = [2]int{1, 29}
+
 // Options configure Open. A nil *Options means all defaults.
 type Options struct {
 	// Namespace names the collection: "Ragmem_<Namespace>". Letters, digits
 	// and underscores, at most 64. Default "default".
 	Namespace string
-	// APIKey authenticates with an API key (Authorization: Bearer). Default
-	// none: anonymous access.
+	// APIKey authenticates with an API key (Authorization: Bearer, on REST
+	// and gRPC requests). Default none: anonymous access.
 	APIKey string
+	// GRPCAddress is the host:port of the server's gRPC API, which serves
+	// every query and write. Default: the URL's "grpc" parameter
+	// (http://host:8080?grpc=host:50052), else the URL's host on port
+	// 50051, except for Weaviate Cloud hosts (*.weaviate.cloud,
+	// *.weaviate.network), whose gRPC API is grpc-<host>:443. gRPC uses TLS
+	// exactly when the URL is https, with the TLS settings of HTTPClient's
+	// transport when it has any.
+	GRPCAddress string
 	// ConsistencyLevel of reads and writes: One, Quorum or All. Default Quorum.
 	ConsistencyLevel string
 	// Replicas is the replication factor of a collection Open creates; an
@@ -112,7 +143,7 @@ type Options struct {
 	IntentTimeout time.Duration
 	// BatchSize is the number of objects per write request. Default 200.
 	BatchSize int
-	// HTTPClient sends the requests. Default a client of its own.
+	// HTTPClient sends the REST requests. Default a client of its own.
 	HTTPClient *http.Client
 	// Logger receives recovery reports. Default slog.Default().
 	Logger *slog.Logger
@@ -122,13 +153,18 @@ type Options struct {
 
 // Backend is a Weaviate storage backend. It is safe for concurrent use.
 type Backend struct {
-	c        *wv.Client
 	http     *http.Client
 	ownHTTP  bool
 	baseURL  string
+	apiKey   string
+	conn     *grpc.ClientConn
+	rpc      pb.WeaviateClient
+	grpcAddr string
+	timeout  time.Duration
 	class    string
 	ns       string
-	cl       string
+	cl       pb.ConsistencyLevel
+	clName   string
 	batch    int
 	intentTO time.Duration
 	log      *slog.Logger
@@ -156,10 +192,12 @@ func ClassName(ns string) string { return "Ragmem_" + ns }
 // MetaClass is the collection holding every namespace's settings and intents.
 const MetaClass = "RagmemMeta"
 
-// Open connects to the Weaviate server at rawURL (for example
-// "http://127.0.0.1:8080"), checks that it answers, and creates the
-// namespace's collection or checks that the existing one has ragmem's schema.
-// Unfinished batches left by a crashed writer are recovered.
+// Open connects to the Weaviate server whose REST API is at rawURL (for
+// example "http://127.0.0.1:8080"; a "grpc" parameter names the gRPC API's
+// host:port when it is not the default, see Options.GRPCAddress), checks
+// that both APIs answer and that the server is recent enough, and creates
+// the namespace's collection or checks that the existing one has ragmem's
+// schema. Unfinished batches left by a crashed writer are recovered.
 func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 	var o Options
 	if opts != nil {
@@ -171,10 +209,14 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 	if !nsRE.MatchString(o.Namespace) {
 		return nil, fmt.Errorf("%w: namespace %q must be 1–64 letters, digits or underscores", ErrConfig, o.Namespace)
 	}
+	var cl pb.ConsistencyLevel
 	switch o.ConsistencyLevel = strings.ToUpper(o.ConsistencyLevel); o.ConsistencyLevel {
-	case "":
-		o.ConsistencyLevel = Quorum
-	case One, Quorum, All:
+	case "", Quorum:
+		o.ConsistencyLevel, cl = Quorum, pb.ConsistencyLevel_CONSISTENCY_LEVEL_QUORUM
+	case One:
+		cl = pb.ConsistencyLevel_CONSISTENCY_LEVEL_ONE
+	case All:
+		cl = pb.ConsistencyLevel_CONSISTENCY_LEVEL_ALL
 	default:
 		return nil, fmt.Errorf("%w: consistency level %q (want ONE, QUORUM or ALL)", ErrConfig, o.ConsistencyLevel)
 	}
@@ -199,19 +241,20 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	u, err := url.Parse(strings.TrimSpace(rawURL))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: Weaviate URL %q must look like http://host:port", ErrConfig, rawURL)
-	}
-	if u.Path != "" && u.Path != "/" {
-		return nil, fmt.Errorf("%w: Weaviate URL %q must not have a path", ErrConfig, rawURL)
+	u, grpcAddr, err := parseURL(rawURL, o.GRPCAddress)
+	if err != nil {
+		return nil, err
 	}
 	b := &Backend{
 		http:     o.HTTPClient,
 		baseURL:  u.Scheme + "://" + u.Host,
+		apiKey:   o.APIKey,
+		grpcAddr: grpcAddr,
+		timeout:  o.Timeout,
 		class:    ClassName(o.Namespace),
 		ns:       o.Namespace,
-		cl:       o.ConsistencyLevel,
+		cl:       cl,
+		clName:   o.ConsistencyLevel,
 		batch:    o.BatchSize,
 		intentTO: o.IntentTimeout,
 		log:      o.Logger,
@@ -222,33 +265,133 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Backend, error) {
 		b.ownHTTP = true
 	}
 	// Check the server first, with our own request, so that an unreachable
-	// server is one clear error rather than a client library retry loop.
+	// server is one clear error.
 	if err := b.ping(ctx); err != nil {
-		b.closeIdle()
+		b.release()
 		return nil, err
 	}
-	cfg := wv.Config{Host: u.Host, Scheme: u.Scheme, ConnectionClient: b.http, Timeout: o.Timeout}
-	if o.APIKey != "" {
-		cfg.Headers = map[string]string{"Authorization": "Bearer " + o.APIKey}
+	if err := b.checkVersion(ctx); err != nil {
+		b.release()
+		return nil, err
 	}
-	b.c, err = wv.NewClient(cfg)
-	if err != nil {
-		b.closeIdle()
-		return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, b.baseURL, err)
+	if err := b.dial(ctx, u.Scheme == "https"); err != nil {
+		b.release()
+		return nil, err
 	}
 	if err := b.ensureSchema(ctx, o.Replicas, o.Shards); err != nil {
-		b.closeIdle()
+		b.release()
 		return nil, err
 	}
 	b.applyMu.Lock()
 	err = b.recoverIntents(ctx, true)
 	b.applyMu.Unlock()
 	if err != nil {
-		b.closeIdle()
+		b.release()
 		return nil, err
 	}
 	return b, nil
 }
+
+// parseURL checks the REST URL and works out the gRPC address (see
+// Options.GRPCAddress).
+func parseURL(rawURL, grpcAddr string) (*url.URL, string, error) {
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return nil, "", fmt.Errorf("%w: Weaviate URL %q must look like http://host:port", ErrConfig, rawURL)
+	}
+	if u.Path != "" && u.Path != "/" || u.Fragment != "" {
+		return nil, "", fmt.Errorf("%w: Weaviate URL %q must not have a path", ErrConfig, rawURL)
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: Weaviate URL %q: %w", ErrConfig, rawURL, err)
+	}
+	for k, v := range q {
+		if k != "grpc" || len(v) != 1 {
+			return nil, "", fmt.Errorf("%w: Weaviate URL %q: the only parameter it takes is grpc=host:port, once", ErrConfig, rawURL)
+		}
+	}
+	if grpcAddr == "" {
+		grpcAddr = q.Get("grpc")
+	}
+	host := u.Hostname()
+	if grpcAddr == "" {
+		grpcAddr = net.JoinHostPort(host, strconv.Itoa(defaultGRPCPort))
+		if h := strings.ToLower(host); strings.HasSuffix(h, ".weaviate.cloud") || strings.HasSuffix(h, ".weaviate.network") {
+			grpcAddr = net.JoinHostPort("grpc-"+host, "443")
+		}
+	}
+	gh, gp, err := net.SplitHostPort(grpcAddr)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: gRPC address %q must be host:port", ErrConfig, grpcAddr)
+	}
+	if p, err := strconv.Atoi(gp); err != nil || p <= 0 || p > 65535 {
+		return nil, "", fmt.Errorf("%w: gRPC address %q has no valid port", ErrConfig, grpcAddr)
+	}
+	if gh == "" {
+		gh = host // grpc=:50052 means the REST host
+	}
+	return u, net.JoinHostPort(gh, gp), nil
+}
+
+// dial sets up the gRPC connection and checks that the API answers.
+func (b *Backend) dial(ctx context.Context, secure bool) error {
+	creds := insecure.NewCredentials()
+	if secure {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if t, ok := b.http.Transport.(*http.Transport); ok && t.TLSClientConfig != nil {
+			cfg = t.TLSClientConfig.Clone()
+			cfg.NextProtos = nil // gRPC sets its own (h2)
+		}
+		if cfg.ServerName == "" {
+			cfg.ServerName, _, _ = net.SplitHostPort(b.grpcAddr)
+		}
+		creds = credentials.NewTLS(cfg)
+	}
+	dopts := []grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
+		grpc.WithUserAgent("ragmem"),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
+	}
+	if b.apiKey != "" {
+		dopts = append(dopts, grpc.WithPerRPCCredentials(bearer{key: b.apiKey, secure: secure}))
+	}
+	conn, err := grpc.NewClient(b.grpcAddr, dopts...)
+	if err != nil {
+		return fmt.Errorf("%w: gRPC address %s: %w", ErrConfig, b.grpcAddr, err)
+	}
+	b.conn, b.rpc = conn, pb.NewWeaviateClient(conn)
+	cctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	if _, err := grpc_health_v1.NewHealthClient(conn).Check(cctx, &grpc_health_v1.HealthCheckRequest{}); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("weaviate: connect to the gRPC API: %w", ctx.Err())
+		}
+		return fmt.Errorf("%w: cannot reach Weaviate's gRPC API at %s (%s; its port is the server's GRPC_PORT, %d by default: "+
+			"name another with ?grpc=host:port after the URL)", ErrUnavailable, b.grpcAddr, grpcReason(err), defaultGRPCPort)
+	}
+	return nil
+}
+
+// maxMessage bounds one gRPC message either way: Weaviate's own default
+// limit (GRPC_MAX_MESSAGE_SIZE) is 100 MiB. Listings fetch at most page
+// records per message.
+const maxMessage = 104858000
+
+// bearer adds the API key to every gRPC request, as the REST requests
+// carry it.
+type bearer struct {
+	key    string
+	secure bool
+}
+
+func (c bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + c.key}, nil
+}
+
+// RequireTransportSecurity is false on plain connections as for REST over
+// http: the key then travels in the clear, as the URL's scheme chose.
+func (c bearer) RequireTransportSecurity() bool { return c.secure }
 
 // ping checks /v1/.well-known/ready.
 func (b *Backend) ping(ctx context.Context) error {
@@ -267,7 +410,44 @@ func (b *Backend) ping(ctx context.Context) error {
 	return nil
 }
 
-func (b *Backend) closeIdle() {
+// checkVersion refuses a server older than minVersion. A version that does
+// not parse (a development build) is let through.
+func (b *Backend) checkVersion(ctx context.Context) error {
+	var meta struct {
+		Version string `json:"version"`
+	}
+	if _, err := b.restJSON(ctx, "read server version", http.MethodGet, "/v1/meta", nil, &meta); err != nil {
+		return err
+	}
+	if v, ok := parseVersion(meta.Version); ok && (v[0] < minVersion[0] || v[0] == minVersion[0] && v[1] < minVersion[1]) {
+		return fmt.Errorf("%w: %s runs Weaviate %s; ragmem needs %d.%d or later (its gRPC search and aggregate API)",
+			ErrServer, b.baseURL, meta.Version, minVersion[0], minVersion[1])
+	}
+	return nil
+}
+
+// parseVersion reads the major and minor numbers of "1.35.2" or "v1.36.0-rc.1".
+func parseVersion(s string) ([2]int, bool) {
+	parts := strings.SplitN(strings.TrimPrefix(strings.TrimSpace(s), "v"), ".", 3)
+	if len(parts) < 2 {
+		return [2]int{}, false
+	}
+	var v [2]int
+	for i := range v {
+		n, err := strconv.Atoi(parts[i])
+		if err != nil || n < 0 {
+			return [2]int{}, false
+		}
+		v[i] = n
+	}
+	return v, true
+}
+
+// release closes the connections.
+func (b *Backend) release() {
+	if b.conn != nil {
+		_ = b.conn.Close()
+	}
 	if b.ownHTTP {
 		b.http.CloseIdleConnections()
 	}
@@ -280,7 +460,7 @@ func (b *Backend) Close() error {
 		b.applyMu.Lock() // let a running Apply finish
 		b.closed.Store(true)
 		b.applyMu.Unlock()
-		b.closeIdle()
+		b.release()
 	})
 	return nil
 }
@@ -314,46 +494,4 @@ func (b *Backend) objectID(id string) string {
 
 func (b *Backend) metaID(key string) string {
 	return uuid.NewSHA1(metaSpace, []byte(b.ns+"\x00"+key)).String()
-}
-
-// wrap translates a client error into this package's errors.
-func (b *Backend) wrap(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("weaviate: %s: %w", op, err)
-	}
-	var ce *fault.WeaviateClientError
-	if errors.As(err, &ce) {
-		if !ce.IsUnexpectedStatusCode || ce.StatusCode == 0 {
-			if ce.DerivedFromError != nil && (errors.Is(ce.DerivedFromError, context.Canceled) || errors.Is(ce.DerivedFromError, context.DeadlineExceeded)) {
-				return fmt.Errorf("weaviate: %s: %w", op, ce.DerivedFromError)
-			}
-			return fmt.Errorf("%w: %s at %s: %s", ErrUnavailable, op, b.baseURL, ce.Error())
-		}
-		if ce.StatusCode >= 500 || ce.StatusCode == http.StatusTooManyRequests {
-			return fmt.Errorf("%w: %s at %s: %s", ErrUnavailable, op, b.baseURL, strings.TrimSpace(ce.Msg))
-		}
-		return fmt.Errorf("%w: %s: HTTP %d: %s", ErrServer, op, ce.StatusCode, strings.TrimSpace(ce.Msg))
-	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return fmt.Errorf("%w: %s at %s: %w", ErrUnavailable, op, b.baseURL, err)
-	}
-	return fmt.Errorf("%w: %s: %w", ErrServer, op, err)
-}
-
-// graphQLErr turns GraphQL errors into one error.
-func graphQLErr(op string, errs []*models.GraphQLError) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	msgs := make([]string, 0, len(errs))
-	for _, e := range errs {
-		if e != nil {
-			msgs = append(msgs, e.Message)
-		}
-	}
-	return fmt.Errorf("%w: %s: %s", ErrServer, op, strings.Join(msgs, "; "))
 }

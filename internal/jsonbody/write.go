@@ -26,6 +26,7 @@ const (
 	CodeQuotaExceeded    = "quota_exceeded"
 	CodeDiskFull         = "insufficient_storage"
 	CodeConflict         = "conflict"
+	CodeReserved         = "reserved" // what belongs to the memory or preference store, written only through their APIs
 	CodeRateLimited      = "rate_limited"
 	CodeQueueFull        = "queue_full"
 	CodeUnavailable      = "unavailable"

@@ -2,6 +2,13 @@
 // node, or a cluster whose nodes each have their own HTTP, gRPC, gossip,
 // data and Raft ports.
 //
+// GraphQL is out of reach of every test: the servers run with
+// DISABLE_GRAPHQL=true, and the URL a test opens a backend with (Node.Backend,
+// URL) leads to a loopback proxy that answers 410 Gone to /v1/graphql and
+// fails the test that sent such a request, and forwards the rest of the
+// REST API. The gRPC API is reached directly; the URL names it with its
+// grpc parameter (http://127.0.0.1:P?grpc=127.0.0.1:G).
+//
 // The server binary comes from $RAGMEM_WEAVIATE_BIN (scripts/weaviate.sh
 // sets it after installing the server), else from the cache that script
 // fills ($HOME/.cache/ragmem/weaviate-v1.35.2/bin/weaviate-server). Without
@@ -14,17 +21,23 @@ package wvtest
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -58,21 +71,32 @@ func Binary(t testing.TB) string {
 	return ""
 }
 
-// URL returns the base URL of a single Weaviate server for t: the one named
-// by $RAGMEM_WEAVIATE_URL (started by scripts/weaviate.sh), else one started
-// for t and stopped when t ends.
+// URL returns the URL to open a backend on a single Weaviate server for t:
+// the one named by $RAGMEM_WEAVIATE_URL (started by scripts/weaviate.sh,
+// its gRPC API at the URL's grpc parameter, else on port 50051), else one
+// started for t and stopped when t ends. Either way the REST API is reached
+// through a proxy that refuses GraphQL (see the package comment).
 func URL(t testing.TB) string {
 	t.Helper()
-	if u := os.Getenv("RAGMEM_WEAVIATE_URL"); u != "" {
-		return strings.TrimRight(u, "/")
+	if raw := os.Getenv("RAGMEM_WEAVIATE_URL"); raw != "" {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil || u.Host == "" {
+			t.Fatalf("RAGMEM_WEAVIATE_URL=%q is not a URL", raw)
+		}
+		grpcAddr := u.Query().Get("grpc")
+		if grpcAddr == "" {
+			grpcAddr = net.JoinHostPort(u.Hostname(), "50051")
+		}
+		return Front(t, u.Scheme+"://"+u.Host, grpcAddr)
 	}
-	return Start(t, 1)[0].URL
+	return Start(t, 1)[0].Backend
 }
 
 // Node is one running server.
 type Node struct {
 	Name                                    string
-	URL                                     string // http://127.0.0.1:PORT
+	URL                                     string // http://127.0.0.1:PORT, the REST API itself
+	Backend                                 string // what a backend opens: see Front
 	HTTP, GRPC, Gossip, Data, Raft, RaftRPC int
 	Dir                                     string // data directory
 	LogPath                                 string
@@ -84,9 +108,22 @@ type Node struct {
 	bin  string
 }
 
+// Options configure StartWith. The zero value is Start's: anonymous access.
+type Options struct {
+	// APIKey, when set, turns anonymous access off and lets requests in
+	// with this API key only (AUTHENTICATION_APIKEY_ALLOWED_KEYS).
+	APIKey string
+}
+
 // Start starts an n-node cluster (n = 1: a single server) on loopback and
 // waits until every node is ready. The nodes are killed when t ends.
 func Start(t testing.TB, n int) []*Node {
+	t.Helper()
+	return StartWith(t, n, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, n int, o Options) []*Node {
 	t.Helper()
 	bin := Binary(t)
 	root := t.TempDir()
@@ -114,7 +151,7 @@ func Start(t testing.TB, n int) []*Node {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for i, nd := range nodes {
-		nd.env = env(nd, nodes[0], strings.Join(join, ","), n)
+		nd.env = env(nd, nodes[0], strings.Join(join, ","), n, o)
 		if err := nd.start(); err != nil {
 			t.Fatalf("wvtest: start %s: %v", nd.Name, err)
 		}
@@ -132,14 +169,40 @@ func Start(t testing.TB, n int) []*Node {
 		}
 	}
 	if n > 1 {
-		if err := WaitNodes(ctx, nodes[0].URL, n); err != nil {
+		if err := WaitNodes(ctx, nodes[0].URL, n, o.APIKey); err != nil {
 			t.Fatalf("wvtest: cluster did not form: %v\n%s", err, nodes[0].Tail(40))
 		}
+	}
+	for _, nd := range nodes {
+		if err := graphQLOff(ctx, nd.URL, o.APIKey); err != nil {
+			t.Fatalf("wvtest: %s: %v", nd.Name, err)
+		}
+		nd.Backend = Front(t, nd.URL, fmt.Sprintf("127.0.0.1:%d", nd.GRPC))
 	}
 	return nodes
 }
 
-func env(nd, first *Node, raftJoin string, n int) []string {
+// graphQLOff checks that the server's own switch turned its GraphQL API
+// off: it answers a query with "graphql api is disabled".
+func graphQLOff(ctx context.Context, url, apiKey string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/graphql", strings.NewReader(`{"query":"{Get{RagmemMeta{key}}}"}`))
+	req.Header.Set("Content-Type", "application/json")
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if !strings.Contains(string(body), "graphql api is disabled") {
+		return fmt.Errorf("DISABLE_GRAPHQL=true did not turn GraphQL off: HTTP %d %s", resp.StatusCode, body)
+	}
+	return nil
+}
+
+func env(nd, first *Node, raftJoin string, n int, o Options) []string {
 	e := append(os.Environ(),
 		"AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=true",
 		"AUTHENTICATION_APIKEY_ENABLED=false",
@@ -163,11 +226,117 @@ func env(nd, first *Node, raftJoin string, n int) []string {
 		"RAFT_BOOTSTRAP_EXPECT="+strconv.Itoa(n),
 		"GOMAXPROCS=1", // the test machine's cores are shared
 		"LOG_LEVEL=warning",
+		"DISABLE_GRAPHQL=true", // ragmem must not need it (see the package comment)
 	)
 	if nd != first {
 		e = append(e, fmt.Sprintf("CLUSTER_JOIN=127.0.0.1:%d", first.Gossip))
 	}
+	if o.APIKey != "" {
+		// Later entries win over the ones above.
+		e = append(e, "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=false", "AUTHENTICATION_APIKEY_ENABLED=true",
+			"AUTHENTICATION_APIKEY_ALLOWED_KEYS="+o.APIKey, "AUTHENTICATION_APIKEY_USERS=ragmem-test")
+	}
 	return e
+}
+
+// Front starts, for t, a loopback proxy to the REST API at restURL that
+// answers 410 Gone to the GraphQL API (/v1/graphql and below) and forwards
+// everything else, and returns the URL a backend opens: the proxy's, with
+// grpcAddr as its grpc parameter. A GraphQL request fails t when t ends,
+// even if the code that sent it ignored the 410. The proxy stops when t
+// ends.
+func Front(t testing.TB, restURL, grpcAddr string) string {
+	t.Helper()
+	ts := httptest.NewServer(newGate(t, restURL))
+	t.Cleanup(ts.Close)
+	return ts.URL + "?grpc=" + url.QueryEscape(grpcAddr)
+}
+
+// TLSFront is Front over TLS: an https proxy to the REST API and a TLS
+// listener that forwards the gRPC API's bytes to grpcAddr, both with
+// httptest's self-signed certificate for 127.0.0.1. It returns the https
+// URL (with the TLS listener as its grpc parameter) and an HTTP client that
+// trusts the certificate.
+func TLSFront(t testing.TB, restURL, grpcAddr string) (string, *http.Client) {
+	t.Helper()
+	ts := httptest.NewTLSServer(newGate(t, restURL))
+	t.Cleanup(ts.Close)
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: ts.TLS.Certificates, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatalf("wvtest: TLS listener: %v", err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	track := func(c net.Conn) {
+		mu.Lock()
+		open = append(open, c)
+		mu.Unlock()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", grpcAddr)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			track(c)
+			track(up)
+			wg.Add(2)
+			go func() { defer wg.Done(); _, _ = io.Copy(up, c); up.Close() }()
+			go func() { defer wg.Done(); _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ts.URL + "?grpc=" + url.QueryEscape(l.Addr().String()), ts.Client()
+}
+
+// gate is Front's handler.
+type gate struct {
+	rp    *httputil.ReverseProxy
+	count atomic.Int64
+	first atomic.Value // string: the first GraphQL request
+}
+
+func newGate(t testing.TB, restURL string) *gate {
+	t.Helper()
+	u, err := url.Parse(restURL)
+	if err != nil || u.Host == "" {
+		t.Fatalf("wvtest: REST URL %q: %v", restURL, err)
+	}
+	g := &gate{rp: httputil.NewSingleHostReverseProxy(u)}
+	t.Cleanup(func() {
+		if n := g.count.Load(); n > 0 {
+			t.Errorf("wvtest: %d request(s) to the GraphQL API, the first %v: ragmem must not use GraphQL", n, g.first.Load())
+		}
+	})
+	return g
+}
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := strings.ToLower(r.URL.Path); p == "/v1/graphql" || strings.HasPrefix(p, "/v1/graphql/") {
+		g.first.CompareAndSwap(nil, r.Method+" "+r.URL.Path)
+		g.count.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusGone)
+		_, _ = io.WriteString(w, `{"error":[{"message":"the GraphQL API is out of reach in ragmem's tests (internal/wvtest)"}]}`)
+		return
+	}
+	g.rp.ServeHTTP(w, r)
 }
 
 func (nd *Node) start() error {
@@ -259,10 +428,14 @@ func waitListen(ctx context.Context, port int) error {
 	}
 }
 
-// WaitNodes waits until the node at url sees n healthy nodes.
-func WaitNodes(ctx context.Context, url string, n int) error {
+// WaitNodes waits until the node at url sees n healthy nodes; apiKey
+// authenticates when the servers require it.
+func WaitNodes(ctx context.Context, url string, n int, apiKey string) error {
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/nodes", nil)
+		if apiKey != "" {
+			req.Header.Set("Authorization", "Bearer "+apiKey)
+		}
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			var body struct {
 				Nodes []struct {

@@ -94,6 +94,11 @@ type Options struct {
 	MaxOutputTokens int
 	// DryRun decides without writing. Default false.
 	DryRun bool
+	// SupersedeUser lets the extracted memory supersede, be merged into or
+	// be appended to memories the user wrote (memory.NewMemory.
+	// SupersedeUser). Default false: those stay as they are, and the
+	// extracted memory is written beside them, marked as conflicting.
+	SupersedeUser bool
 	// Logger receives decisions. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -309,9 +314,10 @@ func (x *Extractor) ExtractMemory(ctx context.Context, in Input) (Output, error)
 	nm := memory.NewMemory{
 		Frontmatter: memory.Frontmatter{
 			Title: ex.Title, WhenToUse: ex.WhenToUse, Tags: lowerAll(ex.Tags), Importance: imp,
-			DiscoveredBy: in.Agent, Source: "extraction (" + x.llm.Model + ")",
+			DiscoveredBy: in.Agent, Source: "extraction (" + x.llm.Model + ")", Author: memory.AuthorExtraction,
 		},
-		Content: ex.Content,
+		Content:       ex.Content,
+		SupersedeUser: x.o.SupersedeUser,
 	}
 	if in.Task != "" {
 		nm.DiscoveredIn = "Task: " + clean.Clip(in.Task, 900)

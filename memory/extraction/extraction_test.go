@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -160,14 +161,30 @@ func TestDuplicateSimilarity(t *testing.T) {
 	}
 }
 
-// The same slug with new content is an update: appended to the file.
+// The same slug with new content is an update: appended to the file, when
+// the caller lets extraction change what the user wrote (the fixtures are
+// files written by hand). Without SupersedeUser the extracted memory is
+// written beside the user's, marked as conflicting, and the user's file
+// stays as it was.
 func TestExtractAppendsToSameSlug(t *testing.T) {
-	s := openStore(t, writeFixture(t, example1))
+	dir := writeFixture(t, example1)
+	s := openStore(t, dir)
 	f := memtest.NewChat(t, func(int, map[string]any) (int, string) {
 		return 200, proposal(true, "Project uses JWT authentication", "# JWT rotation\n\nSigning keys rotate every 30 days via the keys job; old keys stay valid for 24 hours.", "jwt|signing key")
 	})
+	before, _ := os.ReadFile(filepath.Join(dir, "project-uses-jwt-authentication.md"))
 	x, _ := New(f.LLM(), s, &Options{Logger: quiet()})
 	out, err := x.ExtractMemory(bg, Input{Agent: "tester", Task: "Rotate keys", AgentOutput: "rotated"})
+	if err != nil || out.Written == nil || out.Written.Appended || out.Written.Memory.Slug != "project-uses-jwt-authentication-extracted" ||
+		len(out.Written.Conflicts) != 1 || out.Written.Conflicts[0].Slug != "project-uses-jwt-authentication" || out.Written.Memory.Author != memory.AuthorExtraction {
+		t.Fatalf("without SupersedeUser: %+v %v", out.Written, err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "project-uses-jwt-authentication.md")); string(after) != string(before) {
+		t.Fatalf("the user's memory changed:\n%s", after)
+	}
+	s = openStore(t, writeFixture(t, example1))
+	x, _ = New(f.LLM(), s, &Options{Logger: quiet(), SupersedeUser: true})
+	out, err = x.ExtractMemory(bg, Input{Agent: "tester", Task: "Rotate keys", AgentOutput: "rotated"})
 	if err != nil || out.Written == nil || !out.Written.Appended || out.Written.Memory.Entries != 2 {
 		t.Fatalf("%+v %v", out, err)
 	}
@@ -177,7 +194,7 @@ func TestExtractAppendsToSameSlug(t *testing.T) {
 	g := memtest.NewChat(t, func(int, map[string]any) (int, string) {
 		return 200, proposal(true, jwt.Title, jwt.Body, "jwt")
 	})
-	x, _ = New(g.LLM(), s, &Options{Logger: quiet()})
+	x, _ = New(g.LLM(), s, &Options{Logger: quiet(), SupersedeUser: true})
 	out, err = x.ExtractMemory(bg, Input{Agent: "tester", Task: "Review auth", AgentOutput: "reviewed"})
 	if err != nil || out.Duplicate != nil || out.Written == nil || !out.Written.Appended {
 		t.Fatalf("same slug, same text: %+v %v", out, err)

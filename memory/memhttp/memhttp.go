@@ -512,6 +512,10 @@ type ExtractRequest struct {
 	Result      string `json:"result,omitempty"` // success (default), failure, partial
 	Error       string `json:"error,omitempty"`
 	DryRun      bool   `json:"dryRun,omitempty"`
+	// SupersedeUser lets the extracted memory supersede (or be merged into)
+	// memories the user wrote. Default false: it is written beside them,
+	// marked as conflicting (see memory.NewMemory.SupersedeUser).
+	SupersedeUser bool `json:"supersedeUser,omitempty"`
 }
 
 func (h *handler) extract(w http.ResponseWriter, r *http.Request, st *memory.Store) {
@@ -523,7 +527,7 @@ func (h *handler) extract(w http.ResponseWriter, r *http.Request, st *memory.Sto
 	if !h.decode(w, r, &req) {
 		return
 	}
-	x, err := extraction.New(*h.o.LLM, st, &extraction.Options{DryRun: req.DryRun, Logger: h.o.Logger})
+	x, err := extraction.New(*h.o.LLM, st, &extraction.Options{DryRun: req.DryRun, SupersedeUser: req.SupersedeUser, Logger: h.o.Logger})
 	if err != nil {
 		h.fail(w, r, err)
 		return

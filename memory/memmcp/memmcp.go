@@ -162,6 +162,10 @@ type ExtractOutput struct {
 	Appended           bool    `json:"appended,omitempty" jsonschema:"the memory existed: the new entry was appended"`
 	DuplicateOf        string  `json:"duplicate_of,omitempty" jsonschema:"an existing memory the proposal nearly duplicates: nothing was written"`
 	Similarity         float64 `json:"similarity,omitempty" jsonschema:"how close the duplicate is (1 when the model or the title said so)"`
+	// Conflicts are memories the new one may contradict, flagged for the
+	// user: among them those the user wrote, which extraction never
+	// replaces from here.
+	Conflicts []string `json:"conflicts,omitempty" jsonschema:"slugs of memories the new one may contradict, flagged for the user to decide (memories the user wrote are never replaced by extraction)"`
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -308,6 +312,12 @@ func (t *tools) extract(ctx context.Context, _ *mcp.CallToolRequest, in ExtractI
 		msg = fmt.Sprintf("Saved memory %s: %s", out.Slug, out.Reasoning)
 		if out.Appended {
 			msg = fmt.Sprintf("Appended to memory %s: %s", out.Slug, out.Reasoning)
+		}
+		for _, l := range res.Written.Conflicts {
+			out.Conflicts = append(out.Conflicts, l.Slug)
+		}
+		if len(out.Conflicts) > 0 {
+			msg += fmt.Sprintf(" It may contradict %s, flagged for the user to decide.", strings.Join(out.Conflicts, ", "))
 		}
 	case res.Duplicate != nil:
 		msg = fmt.Sprintf("Nothing new: %s already holds it (%s).", out.DuplicateOf, out.Reasoning)

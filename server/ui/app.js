@@ -54,14 +54,27 @@ function el(tag, attrs, ...children) {
   return n;
 }
 
+// lastStatus is the status line before an error replaced it.
+let lastStatus = '';
+
 function setStatus(text, isError) {
   const s = $('status');
   s.textContent = text;
   s.classList.toggle('error', !!isError);
+  if (!isError) lastStatus = text;
+}
+
+// clearError puts back the status line an error replaced.
+function clearError() {
+  if ($('status').classList.contains('error')) setStatus(lastStatus, false);
+}
+
+function errorText(e) {
+  return e instanceof ApiError ? `${e.message} (${e.code})` : String(e);
 }
 
 function fail(e) {
-  setStatus(e instanceof ApiError ? `${e.message} (${e.code})` : String(e), true);
+  setStatus(errorText(e), true);
 }
 
 // Only http(s) links are made clickable; anything else is shown as text.
@@ -139,6 +152,10 @@ async function runSearch(ev) {
   const query = $('search-input').value.trim();
   if (!query) return;
   $('search-button').disabled = true;
+  // A new search starts clean: an earlier error goes, and the results
+  // shown are this search's or none (never an earlier query's).
+  clearError();
+  $('results').setAttribute('aria-busy', 'true');
   try {
     const body = { query, mode: $('search-mode').value, topK: 10, groupBySource: true };
     const filter = $('search-filter').value.trim();
@@ -146,8 +163,13 @@ async function runSearch(ev) {
     const res = await api('POST', '/v1/search', body);
     renderResults(res);
   } catch (e) {
+    $('results').replaceChildren();
+    const summary = $('search-summary');
+    summary.textContent = `Search for “${query}” failed: ${errorText(e)}`;
+    summary.classList.add('error');
     fail(e);
   } finally {
+    $('results').removeAttribute('aria-busy');
     $('search-button').disabled = false;
   }
 }
@@ -164,9 +186,11 @@ function renderResults(res) {
     if (last && last.url === r.url) last.items.push(r);
     else groups.push({ url: r.url, items: [r] });
   }
-  $('search-summary').textContent = res.results.length
+  const summary = $('search-summary');
+  summary.classList.remove('error');
+  summary.textContent = (res.results.length
     ? `${res.results.length} result${res.results.length === 1 ? '' : 's'} from ${groups.length} source${groups.length === 1 ? '' : 's'} for “${res.query}” in ${res.tookMs.toFixed(1)} ms (${res.mode})`
-    : `Nothing found for “${res.query}”.`;
+    : `Nothing found for “${res.query}”.`) + (res.degraded ? ` — ${res.degraded}` : '');
   for (const g of groups) {
     const top = g.items[0];
     const also = [...new Set(g.items.flatMap((r) => r.alsoAt || []))];
@@ -180,7 +204,7 @@ function renderResults(res) {
     list.append(el('li', { class: 'result', 'data-url': g.url },
       el('div', { class: 'result-head' },
         sourceLink(top.url, top.title),
-        el('span', { class: 'score', title: 'best score', text: top.score.toFixed(4) })),
+        el('span', { class: 'score', title: 'best score (a hybrid score is relative to this result list; the raw BM25 and vector scores are under each passage)', text: top.score.toFixed(4) })),
       el('div', { class: 'meta' },
         el('span', { class: 'url', text: top.url }),
         g.items.length > 1 ? el('span', { class: 'count', text: `${g.items.length} passages` }) : null,
@@ -371,6 +395,7 @@ function init() {
     state.sourcesOffset = 0;
     $('results').replaceChildren();
     $('search-summary').textContent = '';
+    $('search-summary').classList.remove('error');
     connect().then(() => {
       if (!$('tab-sources').hidden) return loadSources();
       if (!$('tab-preferences').hidden) return loadPrefs();

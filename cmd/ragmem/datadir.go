@@ -1,0 +1,151 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"github.com/ragmem/ragmem/internal/perm"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/rag"
+)
+
+// dirPolicy is what a command needs of the data directory.
+type dirPolicy int
+
+const (
+	// dirNone: the command does not use it (config, bench, eval, ...).
+	dirNone dirPolicy = iota
+	// dirCreate: the command creates it when it does not exist, and says
+	// so (index, import, serve, mcp).
+	dirCreate
+	// dirExists: a data directory named by --dir, $RAGMEM_DIR or the
+	// config file must exist (a mistyped one is an error, not a new
+	// store); the default one is created when the command writes.
+	dirExists
+	// dirStore: the command reads the store: the data directory must
+	// exist and, with the local backend, hold a store. Nothing is created.
+	dirStore
+)
+
+// dirPolicies gives each command's policy by its path; a command not
+// listed is dirNone. TestEveryCommandHasADirPolicy keeps the list whole.
+var dirPolicies = map[string]dirPolicy{
+	"ragmem index": dirCreate, "ragmem import": dirCreate, "ragmem serve": dirCreate, "ragmem mcp": dirCreate,
+
+	"ragmem search": dirStore, "ragmem context": dirStore, "ragmem sources": dirStore, "ragmem stats": dirStore,
+	"ragmem rm": dirStore, "ragmem export": dirStore, "ragmem migrate": dirStore,
+	"ragmem prefs list": dirStore, "ragmem prefs rm": dirStore, "ragmem prefs clear": dirStore,
+	"ragmem jobs list": dirStore, "ragmem jobs retry": dirStore, "ragmem jobs drop": dirStore,
+	"ragmem memory match": dirStore,
+
+	// The agent memories are files (under the data directory unless
+	// --memories says otherwise); most memory commands do not need the
+	// store.
+	"ragmem memory list": dirExists, "ragmem memory show": dirExists, "ragmem memory search": dirExists,
+	"ragmem memory stats": dirExists, "ragmem memory supersede": dirExists, "ragmem memory cite": dirExists,
+	"ragmem memory add": dirExists, "ragmem memory extract": dirExists,
+
+	"ragmem prefs add":    dirExists,
+	"ragmem token rotate": dirExists, "ragmem token show": dirExists, "ragmem token list": dirExists,
+	"ragmem status": dirExists,
+	// check says itself (exit status 2) that a directory holds no store.
+	"ragmem check": dirExists,
+}
+
+// dirNoPolicy lists the commands that do not use the data directory, or
+// choose their own (demo: a temporary one unless --dir is given).
+var dirNoPolicy = map[string]bool{
+	"ragmem bench": true, "ragmem eval": true, "ragmem demo": true, "ragmem prefs detect": true,
+	"ragmem config show": true, "ragmem config path": true, "ragmem config init": true,
+	"ragmem model pull": true, "ragmem model list": true, "ragmem version": true,
+}
+
+// errNoDataDir: the data directory named does not exist.
+var errNoDataDir = errors.New("no such data directory")
+
+// errNoStore: the data directory holds no store yet.
+var errNoStore = errors.New("no store")
+
+// dataDirSource says where the data directory was named: "--dir",
+// "$RAGMEM_DIR", the config file, or "" for the default.
+func (g *globals) dataDirSource() string {
+	if src := g.sources["dir"]; src != "" && src != srcDefault {
+		return src
+	}
+	if g.dir != "" {
+		return "--dir"
+	}
+	return ""
+}
+
+// checkDataDir applies cmd's dirPolicy before it runs.
+func (g *globals) checkDataDir(cmd *cobra.Command) error {
+	pol := dirPolicies[cmd.CommandPath()]
+	if pol == dirNone {
+		return nil
+	}
+	dir, err := g.dataDir()
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("data directory %s is not a directory", dir)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("data directory: %w", err)
+	}
+	missing := err != nil
+	// The data directory is the user's before anything else is said of
+	// it: one that others may write is refused even when it holds no store
+	// (internal/perm; the store's own open checks it again).
+	if missing {
+		err = perm.BeforeCreate(dir)
+	} else {
+		_, err = perm.Dir(dir)
+	}
+	if err != nil {
+		return err
+	}
+	where := g.dataDirSource()
+	named := where != ""
+	switch pol {
+	case dirCreate:
+		if missing {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return fmt.Errorf("create data directory: %w", err)
+			}
+			fmt.Fprintf(g.stderr, "ragmem: created the data directory %s\n", dir)
+		}
+	case dirExists:
+		if missing && named {
+			return fmt.Errorf("%w %s (from %s): check the path; ragmem index, import, serve and mcp create it", errNoDataDir, dir, where)
+		}
+	case dirStore:
+		if missing && named {
+			return fmt.Errorf("%w %s (from %s): check the path; ragmem index, import, serve and mcp create it", errNoDataDir, dir, where)
+		}
+		if missing || (g.localBackend() && !rag.StoreExists(dir) && !ownerAnnounced(dir)) {
+			return fmt.Errorf("%w in %s: nothing was indexed there yet (ragmem index creates it)", errNoStore, dir)
+		}
+	}
+	return nil
+}
+
+// localBackend reports whether the store is the data directory's own.
+func (g *globals) localBackend() bool {
+	b := strings.ToLower(strings.TrimSpace(g.store.backend))
+	return b == "" || b == "local"
+}
+
+// ownerAnnounced reports whether a process announces itself as the owner of
+// dir: its store, of whatever backend, is the one the command reads.
+func ownerAnnounced(dir string) bool {
+	_, err := owner.ReadInfo(dir)
+	return err == nil
+}

@@ -1,0 +1,6 @@
+//go:build race
+
+package docread
+
+// raceEnabled reports a -race build, whose memory is several times larger.
+const raceEnabled = true
