@@ -460,8 +460,10 @@ func (t *Turn) turnText() string {
 // Dataset turns the conversation into a data set of memories, one per turn
 // (id: its dia_id), as an agent would write them while the conversation
 // happens: the turn's text (and shared image's caption), with its speaker
-// (index.AttrSpeaker), the session's time (index.AttrOccurredAt, RFC 3339
-// UTC) and the turns around it (index.AttrContext), shaped by o. Every
+// (index.AttrSpeaker, and index.AttrRole when the speakers are a chat's
+// "User" and "Assistant"), the session's time (index.AttrOccurredAt, RFC
+// 3339 UTC), its session and place in it (index.AttrSession, AttrTurn) and
+// the turns around it (index.AttrContext), shaped by o. Every
 // question is a query (category labels from CategoryLabel); its evidence
 // turns are its relevant documents, grade 1. The questions are asked at the
 // end of the conversation (its last session's time).
@@ -499,10 +501,16 @@ func (c *Conversation) Dataset(o *TurnOptions) *Dataset {
 			if !r.NoAttrs {
 				if t.Speaker != "" {
 					attrs[index.AttrSpeaker] = clean.Clip(clean.Line(t.Speaker), index.MaxAttrValueBytes)
+					// A chat transcript's speakers are its roles.
+					if role := strings.ToLower(t.Speaker); role == "user" || role == "assistant" {
+						attrs[index.AttrRole] = role
+					}
 				}
 				if !s.Time.IsZero() {
 					attrs[index.AttrOccurredAt] = s.Time.UTC().Format(time.RFC3339)
 				}
+				attrs[index.AttrSession] = strconv.Itoa(s.Number)
+				attrs[index.AttrTurn] = strconv.Itoa(i)
 			}
 			var ctx []string
 			for j := max(0, i-r.Context); j < i && r.Context > 0; j++ {

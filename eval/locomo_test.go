@@ -90,6 +90,9 @@ func TestConversationDataset(t *testing.T) {
 		index.AttrOccurredAt: "2023-06-27T10:37:00Z",
 		// The two turns before it in its session (there is one), then the next.
 		index.AttrContext: "Melanie: We went camping at the lake last weekend. Melanie: They loved roasting marshmallows.",
+		// Session 2, its second turn; no role: the speakers are people.
+		index.AttrSession: "2",
+		index.AttrTurn:    "1",
 	}
 	if !mapsEqual(d.Attrs, wantAttrs) {
 		t.Errorf("D2:2 attrs %q, want %q", d.Attrs, wantAttrs)
@@ -135,6 +138,25 @@ func TestConversationDataset(t *testing.T) {
 	ds = c.Dataset(&TurnOptions{Title: "session", Context: 1, Next: -1})
 	if d := ds.Corpus[1]; d.Title != "1:56 pm on 8 May, 2023" || d.Attrs[index.AttrContext] != "Caroline: I went to a LGBTQ support group yesterday." {
 		t.Errorf("session title, one turn of context: %+v", d)
+	}
+}
+
+// A chat's speakers User and Assistant are its roles (index.AttrRole), in
+// any case; people's names are not.
+func TestChatRoles(t *testing.T) {
+	c, err := ReadLoCoMo(strings.NewReader(`{"session_1":[{"dia_id":"D1:1","speaker":"User","text":"I use Flask."},` +
+		`{"dia_id":"D1:2","speaker":"ASSISTANT","text":"Good."},{"dia_id":"D1:3","speaker":"Userson","text":"Hi."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"D1:1": "user", "D1:2": "assistant", "D1:3": ""}
+	for _, d := range c.Dataset(nil).Corpus {
+		if got := d.Attrs[index.AttrRole]; got != want[d.ID] {
+			t.Errorf("%s (%s): role %q, want %q", d.ID, d.Attrs[index.AttrSpeaker], got, want[d.ID])
+		}
+	}
+	if got := c.Dataset(&TurnOptions{NoAttrs: true}).Corpus[0].Attrs[index.AttrRole]; got != "" {
+		t.Errorf("attrs=0 wrote a role %q", got)
 	}
 }
 

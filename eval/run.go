@@ -17,6 +17,7 @@
 package eval
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,7 +31,6 @@ import (
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/local"
 	"github.com/ragmem/ragmem/search"
 )
@@ -452,6 +452,11 @@ func (r *recorder) Similarities(ctx context.Context, vecs [][]float32, ids []str
 	return r.ix.Similarities(ctx, vecs, ids)
 }
 
+// Records lists the store's records, for searches by conversation unit.
+func (r *recorder) Records(ctx context.Context, f index.Filter) ([]index.Record, error) {
+	return r.ix.Records(ctx, f)
+}
+
 func (r *recorder) reset(query string) {
 	r.query, r.text, r.vec = query, map[int][]index.Hit{}, map[int][]index.Hit{}
 }
@@ -503,12 +508,14 @@ func rank(ctx context.Context, r search.Retriever, query string, o search.Option
 		seen := make(map[string]bool, len(res))
 		method := ""
 		for i, x := range res {
-			id, ok := docID(&x.Record)
-			if !ok || seen[id] {
-				id = fmt.Sprintf("\x00repeat-%d", i) // judged by no qrel
+			for j, src := range resultSources(&x) {
+				id, ok := docID(src)
+				if !ok || seen[id] {
+					id = fmt.Sprintf("\x00repeat-%d-%d", i, j) // judged by no qrel
+				}
+				seen[id] = true
+				docs = append(docs, id)
 			}
-			seen[id] = true
-			docs = append(docs, id)
 			method = x.Explanation.Method
 		}
 		return docs, method, time.Since(start), nil
@@ -522,12 +529,14 @@ func rank(ctx context.Context, r search.Retriever, query string, o search.Option
 		docs := make([]string, 0, depth)
 		seen := make(map[string]bool, len(res))
 		for _, x := range res {
-			id, ok := docID(&x.Record)
-			if !ok || seen[id] {
-				continue
+			for _, src := range resultSources(&x) {
+				id, ok := docID(src)
+				if !ok || seen[id] {
+					continue
+				}
+				seen[id] = true
+				docs = append(docs, id)
 			}
-			seen[id] = true
-			docs = append(docs, id)
 		}
 		method := ""
 		if len(res) > 0 {
@@ -540,9 +549,25 @@ func rank(ctx context.Context, r search.Retriever, query string, o search.Option
 	}
 }
 
-func docID(r *driver.Record) (string, bool) {
-	if len(r.SourceURL) <= len(sourcePrefix) || r.SourceURL[:len(sourcePrefix)] != sourcePrefix {
+func docID(src string) (string, bool) {
+	if len(src) <= len(sourcePrefix) || src[:len(sourcePrefix)] != sourcePrefix {
 		return "", false
 	}
-	return r.SourceURL[len(sourcePrefix):], true
+	return src[len(sourcePrefix):], true
+}
+
+// resultSources are the sources a result shows, in the order a reader
+// meets them: its own, or a unit's turns, those the search ranked first
+// (best first), then the others in the conversation's order.
+func resultSources(x *search.Result) []string {
+	if x.Unit == nil {
+		return []string{x.Record.SourceURL}
+	}
+	turns := slices.Clone(x.Unit.Turns)
+	slices.SortStableFunc(turns, func(a, b search.UnitMember) int { return cmp.Compare(b.Score, a.Score) })
+	out := make([]string, len(turns))
+	for i, t := range turns {
+		out[i] = t.SourceURL
+	}
+	return out
 }

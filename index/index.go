@@ -72,6 +72,9 @@ const (
 	AttrSpeaker    = driver.AttrSpeaker
 	AttrOccurredAt = driver.AttrOccurredAt
 	AttrContext    = driver.AttrContext
+	AttrRole       = driver.AttrRole
+	AttrSession    = driver.AttrSession
+	AttrTurn       = driver.AttrTurn
 )
 
 // Errors returned by the index. Backend errors (driver.ErrClosed, ...) pass through wrapped.

@@ -44,7 +44,7 @@ func TestEngineCalibratesFusion(t *testing.T) {
 	}
 	defer e.Close()
 	cal, ok := search.StoredCalibration(ctx, e.Store())
-	if !ok || cal.Chunks != len(docs) {
+	if !ok || cal.Types[index.DocKnowledge].Chunks != len(docs) {
 		t.Fatalf("calibration %+v %v", cal, ok)
 	}
 	rs, err := e.Search(ctx, "topic7 word49", &search.Options{Mode: search.Hybrid, TopK: 3})

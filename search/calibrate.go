@@ -9,9 +9,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
@@ -19,91 +22,117 @@ import (
 
 // Calibration of the vector weight.
 //
-// A semantic embedder's worth next to BM25 differs from store to store: the
-// same small model that finds short conversation turns well drowns in long
-// scientific abstracts. So each store measures it on its own content. It
-// draws chunks at random, takes a span of consecutive words from each as a
-// pseudo-query, and runs the span through BM25 and through the vector index:
-// each ranking scores the reciprocal rank of the first chunk that contains
-// the span (MRR@10). BM25 finds a verbatim span almost always, so the ratio
-// of the vector's MRR to BM25's says how well the embedder represents this
-// store's texts; the weight is CalibrationScale times that ratio, clamped to
-// [MinCalibratedAlpha, MaxCalibratedAlpha].
-//
-// The pseudo-queries are the store's own words, so they cannot tell a
-// semantic model from a lexical one (both find a verbatim span); embedders
-// that match words say so (embed.WordMatcher) and are not calibrated.
+// How much the vector ranking should count against BM25's differs from
+// store to store and embedder to embedder: the same small model that finds
+// short conversation turns well drowns in long scientific abstracts, and an
+// embedder that matches words repeats BM25 less precisely on one collection
+// and matches what BM25 misses (a typo, a word's other form) on another. So
+// each store measures it on its own content, for each document type it
+// holds (knowledge and memories are searched apart and differ): it draws
+// chunks at random and asks a pseudo-question of each, as a reader who
+// remembers a passage asks about it: two of its more telling words (drawn
+// in proportion to their frequency in the chunk times their rarity in the
+// store), up to two of the words around it (a memory's context: a question
+// about a turn often names what was said just before), and one common word
+// of the store, in random order. A store of conversations asks its own
+// questions: where its turns say their session and place (index.AttrSession,
+// AttrTurn) and at least minAsked of them are questions answered by the next
+// turn, those questions are asked instead, and the answering turn is the one
+// to find (the question's own turn left out). Both rankings answer every
+// question, and the weight is the one whose fused ranking puts the source
+// to find highest (mean reciprocal rank at 10) over a grid from
+// DefaultAlpha (0.1) to 0.9, the smallest of those within one question's
+// worth of the best (a difference of less than one question found at rank
+// 1 is chance). No constant is fitted to a collection: the
+// store's text decides, and the calibration is measured again as the store
+// grows ([Calibrator]).
 
 // Calibration constants.
 const (
 	// CalibrationKey is the store setting that holds the calibration.
 	CalibrationKey = "search.fusion"
-	// CalibrationScale turns the MRR ratio into alpha; chosen on SciFact
-	// train, Cranfield and LoCoMo dev (docs/evaluation.md).
-	CalibrationScale   = 0.4
-	MinCalibratedAlpha = 0.05
-	MaxCalibratedAlpha = 0.5
-	// MinCalibrationChunks is the smallest store that is calibrated; a
-	// smaller one uses DefaultAlpha.
+	// MinCalibrationChunks is the fewest chunks of a document type that
+	// are calibrated; a type with fewer uses DefaultAlpha (a store that
+	// small ranks a handful of candidates, whatever the weight).
 	MinCalibrationChunks = 50
-	// DefaultCalibrationSamples is the number of pseudo-queries.
+	// DefaultCalibrationSamples is the number of pseudo-questions per
+	// document type.
 	DefaultCalibrationSamples = 200
 
-	calibrationVersion = 1
-	spanWords          = 12 // words per pseudo-query
-	minSpanWords       = 3  // chunks with fewer words are not sampled
-	calibrationDepth   = 10 // MRR@10
+	calibrationVersion = 2
+	calibrationDepth   = 10  // MRR@10
+	calibrationPool    = 100 // candidates of each ranking fused
 	calibrationTimeout = 2 * time.Minute
+	minQuestionWords   = 3 // chunks with fewer distinct words are not asked about
 )
 
+// Where a calibration's questions came from (TypeCalibration.From).
+const (
+	FromChunks        = "chunks"
+	FromConversations = "conversations"
+)
+
+// calibrationGrid are the weights tried, in increasing order.
+// It starts at DefaultAlpha: the vector ranking always counts for at least
+// a tenth, and calibration raises its weight where the store shows that it
+// finds what BM25 does not.
+var calibrationGrid = []float64{DefaultAlpha, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}
+
 // ErrTooSmall is returned by Calibrate for a store with fewer than
-// MinCalibrationChunks knowledge chunks (or too few with words to sample).
+// MinCalibrationChunks chunks of every document type asked for.
 var ErrTooSmall = errors.New("search: store too small to calibrate")
 
-// Calibration is a store's measured vector weight. It is a plain value.
+// Calibration is a store's measured vector weights, by document type. It is
+// a plain value.
 type Calibration struct {
-	Version     int       `json:"v"`
-	Embedder    string    `json:"embedder"` // the embedder measured, for reference
-	Chunks      int       `json:"chunks"`   // knowledge chunks in the store when measured
-	Samples     int       `json:"samples"`  // pseudo-queries run
-	MRRFullText float64   `json:"mrrFullText"`
-	MRRVector   float64   `json:"mrrVector"`
-	Alpha       float64   `json:"alpha"`
-	At          time.Time `json:"at"`
+	Version  int       `json:"v"`
+	Embedder string    `json:"embedder"` // the embedder measured, for reference
+	At       time.Time `json:"at"`
+	// Types holds the measurement of each document type large enough to be
+	// calibrated.
+	Types map[string]TypeCalibration `json:"types"`
+}
+
+// TypeCalibration is the measured vector weight of one document type.
+type TypeCalibration struct {
+	Chunks  int `json:"chunks"`  // chunks of the type when measured
+	Samples int `json:"samples"` // questions asked
+	// From says where the questions came from: FromChunks (pseudo-questions
+	// drawn from chunks) or FromConversations (questions the store's
+	// conversations ask).
+	From string `json:"from"`
+	// MRRFullText, MRRVector and MRRFused are the mean reciprocal ranks at
+	// 10 of the questions' sources in BM25's ranking, the vector ranking,
+	// and the fused ranking at Alpha.
+	MRRFullText float64 `json:"mrrFullText"`
+	MRRVector   float64 `json:"mrrVector"`
+	MRRFused    float64 `json:"mrrFused"`
+	Alpha       float64 `json:"alpha"`
 }
 
 // CalibrateOptions tune Calibrate. A nil *CalibrateOptions means all
 // defaults.
 type CalibrateOptions struct {
-	// Samples is the number of pseudo-queries. Default 200 (fewer when the
-	// store has fewer chunks).
+	// Samples is the number of pseudo-questions per document type. Default
+	// 200 (fewer when the type has fewer chunks).
 	Samples int
 	// Seed selects the sample. Default 1: the same store content always
-	// gives the same pseudo-queries.
+	// gives the same questions.
 	Seed uint64
 	// Now returns the time recorded. Default time.Now.
 	Now func() time.Time
-	// DocTypes are the chunks sampled and searched. Default knowledge
-	// only, the chunks knowledge searches rank (ragmem eval calibrates a
-	// store of conversation memories on its memories).
+	// DocTypes are the document types calibrated. Default knowledge and
+	// memories.
 	DocTypes []string
 }
 
-// AlphaFor is the weight a calibration with these MRRs gives at scale:
-// scale × mrrVector/mrrFullText, clamped to [MinCalibratedAlpha,
-// MaxCalibratedAlpha].
-func AlphaFor(scale, mrrFullText, mrrVector float64) float64 {
-	ratio := 0.0
-	if mrrFullText > 0 {
-		ratio = mrrVector / mrrFullText
-	}
-	return math.Max(MinCalibratedAlpha, math.Min(MaxCalibratedAlpha, scale*ratio))
-}
-
-// Calibrate measures the store's vector weight (see above) and records it in
-// the store, where Search finds it. It embeds the pseudo-queries in one
-// batch (through the embedder's query form when it has one) and runs two
-// searches per pseudo-query; the store is not changed otherwise.
+// Calibrate measures the store's vector weight of each document type (see
+// above) and records it in the store, where Search finds it; a type too
+// small to measure keeps none. It embeds the pseudo-questions in one batch
+// per type (through the embedder's query form when it has one) and runs two
+// searches per question; the store is not changed otherwise. It returns
+// ErrTooSmall when no type could be measured (the store's calibration is
+// then left as it was).
 func Calibrate(ctx context.Context, ix *index.Index, opts *CalibrateOptions) (Calibration, error) {
 	var o CalibrateOptions
 	if opts != nil {
@@ -119,33 +148,27 @@ func Calibrate(ctx context.Context, ix *index.Index, opts *CalibrateOptions) (Ca
 		o.Now = time.Now
 	}
 	if len(o.DocTypes) == 0 {
-		o.DocTypes = []string{index.DocKnowledge}
+		o.DocTypes = []string{index.DocKnowledge, index.DocMemory}
 	}
-	f := index.Filter{DocTypes: o.DocTypes}
-	spans, chunks, err := sampleSpans(ctx, ix, f, o.Samples, o.Seed)
-	if err != nil {
-		return Calibration{}, err
-	}
-	vecs, err := embedQueries(ctx, ix.Embedder(), spans)
-	if err != nil {
-		return Calibration{}, fmt.Errorf("search: calibrate: %w: %w", index.ErrEmbedding, err)
-	}
-	c := Calibration{Version: calibrationVersion, Chunks: chunks, Samples: len(spans)}
-	for i, span := range spans {
-		text, err := ix.FullText(ctx, span, calibrationDepth, f)
-		if err != nil {
-			return Calibration{}, fmt.Errorf("search: calibrate: %w", err)
+	c := Calibration{Version: calibrationVersion, Types: map[string]TypeCalibration{}}
+	var small error
+	for _, dt := range o.DocTypes {
+		tc, err := calibrateType(ctx, ix, dt, o.Samples, o.Seed)
+		switch {
+		case errors.Is(err, ErrTooSmall):
+			small = err
+			continue
+		case err != nil:
+			return Calibration{}, err
 		}
-		vec, err := ix.VectorByEmbedding(ctx, vecs[i], calibrationDepth, f)
-		if err != nil {
-			return Calibration{}, fmt.Errorf("search: calibrate: %w", err)
-		}
-		c.MRRFullText += reciprocalRank(text, span)
-		c.MRRVector += reciprocalRank(vec, span)
+		c.Types[dt] = tc
 	}
-	n := float64(len(spans))
-	c.MRRFullText, c.MRRVector = c.MRRFullText/n, c.MRRVector/n
-	c.Alpha = AlphaFor(CalibrationScale, c.MRRFullText, c.MRRVector)
+	if len(c.Types) == 0 {
+		if small == nil {
+			small = ErrTooSmall
+		}
+		return Calibration{}, small
+	}
 	c.Embedder = ix.Embedder().Identity() // after embedding: some embedders learn their dimension
 	c.At = o.Now().UTC()
 	b, err := json.Marshal(c)
@@ -158,9 +181,232 @@ func Calibrate(ctx context.Context, ix *index.Index, opts *CalibrateOptions) (Ca
 	return c, nil
 }
 
-// sampleSpans draws up to n distinct knowledge chunks uniformly and returns a
-// span of their words each, with the number of knowledge chunks.
-func sampleSpans(ctx context.Context, ix *index.Index, f index.Filter, n int, seed uint64) ([]string, int, error) {
+// calibrateType measures one document type.
+func calibrateType(ctx context.Context, ix *index.Index, docType string, n int, seed uint64) (TypeCalibration, error) {
+	f := index.Filter{DocTypes: []string{docType}}
+	qs, chunks, err := pseudoQuestions(ctx, ix, f, n, seed)
+	if err != nil {
+		return TypeCalibration{}, err
+	}
+	from := FromChunks
+	if mined, err := storeQuestions(ctx, ix, f, n, seed); err != nil {
+		return TypeCalibration{}, err
+	} else if len(mined) >= minAsked {
+		qs, from = mined, FromConversations
+	}
+	texts := make([]string, len(qs))
+	for i, q := range qs {
+		texts[i] = q.text
+	}
+	vecs, err := embedQueries(ctx, ix.Embedder(), texts)
+	if err != nil {
+		return TypeCalibration{}, fmt.Errorf("search: calibrate: %w: %w", index.ErrEmbedding, err)
+	}
+	tc := TypeCalibration{Chunks: chunks, Samples: len(qs), From: from}
+	fused := make([]float64, len(calibrationGrid))
+	for i, q := range qs {
+		text, err := ix.FullText(ctx, q.text, calibrationPool, f)
+		if err != nil {
+			return TypeCalibration{}, fmt.Errorf("search: calibrate: %w", err)
+		}
+		vec, err := ix.VectorByEmbedding(ctx, vecs[i], calibrationPool, f)
+		if err != nil {
+			return TypeCalibration{}, fmt.Errorf("search: calibrate: %w", err)
+		}
+		text, vec = without(text, q.self), without(vec, q.self)
+		tc.MRRFullText += reciprocalRank(hitSources(text), q.source)
+		tc.MRRVector += reciprocalRank(hitSources(vec), q.source)
+		for j, a := range calibrationGrid {
+			rs := Fuse(text, vec, &Options{Alpha: a, TopK: 3 * calibrationDepth, SimilarityThreshold: -1})
+			fused[j] += reciprocalRank(resultSources(rs), q.source)
+		}
+	}
+	best := pickWeight(fused)
+	k := float64(len(qs))
+	tc.MRRFullText, tc.MRRVector, tc.MRRFused = tc.MRRFullText/k, tc.MRRVector/k, fused[best]/k
+	tc.Alpha = calibrationGrid[best]
+	return tc, nil
+}
+
+// pickWeight returns the index of the weight to use given the summed
+// reciprocal ranks of each weight of the grid: the smallest within one
+// question's worth (a reciprocal rank of 1) of the best, as less than that
+// is chance.
+func pickWeight(fused []float64) int {
+	top := slices.Max(fused)
+	return slices.IndexFunc(fused, func(v float64) bool { return v >= top-1 })
+}
+
+// question is a pseudo-question and the source of the chunk it asks about.
+type question struct {
+	text, source string
+	self         string // a source left out of the rankings (the question's own)
+}
+
+// minAsked is the fewest questions asked in the store's conversations that
+// calibrate a type in place of pseudo-questions.
+const minAsked = 20
+
+// storeQuestions returns up to n questions that the store's conversations ask, each
+// with the turn that answers it: a turn that is a question (it ends with a
+// question mark and has minQuestionWords words or more), and the next turn
+// of its session (index.AttrSession, AttrTurn), said by another speaker.
+// They are drawn from 20·n chunks sampled as pseudoQuestions draws its.
+func storeQuestions(ctx context.Context, ix *index.Index, f index.Filter, n int, seed uint64) ([]question, error) {
+	recs, _, err := sampleChunks(ctx, ix, f, 20*n, seed)
+	if err != nil {
+		return nil, err
+	}
+	var qs []question
+	for _, r := range recs {
+		if len(qs) == n {
+			break
+		}
+		if !isQuestion(r.Content) || distinct(questionWords(r.Content)) < minQuestionWords {
+			continue
+		}
+		sess, turn := r.Attrs[index.AttrSession], r.Attrs[index.AttrTurn]
+		t, err := strconv.Atoi(turn)
+		if sess == "" || err != nil {
+			continue
+		}
+		g := f
+		g.Attrs = map[string]string{index.AttrSession: sess, index.AttrTurn: strconv.Itoa(t + 1)}
+		next, err := ix.Records(ctx, g)
+		if err != nil {
+			return nil, fmt.Errorf("search: calibrate: %w", err)
+		}
+		if len(next) == 0 || next[0].Attrs[index.AttrSpeaker] == r.Attrs[index.AttrSpeaker] {
+			continue
+		}
+		qs = append(qs, question{text: r.Content, source: next[0].SourceURL, self: r.SourceURL})
+	}
+	return qs, nil
+}
+
+// pseudoQuestions draws up to n distinct chunks matching f uniformly and
+// asks a question of each (see the comment above), with the number of
+// chunks matching f. The rarity of a word is measured on four times as many
+// chunks, drawn the same way.
+func pseudoQuestions(ctx context.Context, ix *index.Index, f index.Filter, n int, seed uint64) ([]question, int, error) {
+	recs, total, err := sampleChunks(ctx, ix, f, 4*n, seed)
+	if err != nil {
+		return nil, total, err
+	}
+	df := map[string]int{}
+	words := make([][]string, len(recs))
+	for i := range recs {
+		words[i] = questionWords(recs[i].Content)
+		seen := map[string]bool{}
+		for _, w := range words[i] {
+			if !seen[w] {
+				seen[w] = true
+				df[w]++
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, uint64(total)))
+	var qs []question
+	for i := range recs {
+		if len(qs) == n {
+			break
+		}
+		if distinct(words[i]) < minQuestionWords {
+			continue
+		}
+		var q []string
+		q = drawWords(rng, q, words[i], df, len(recs), 2)
+		q = drawWords(rng, q, questionWords(recs[i].Attrs[index.AttrContext]), df, len(recs), 2)
+		if other := words[rng.IntN(len(words))]; len(other) > 0 {
+			q = append(q, other[rng.IntN(len(other))]) // a common word: drawn by its frequency
+		}
+		rng.Shuffle(len(q), func(a, b int) { q[a], q[b] = q[b], q[a] })
+		qs = append(qs, question{text: strings.Join(q, " "), source: recs[i].SourceURL})
+	}
+	if len(qs) < min(n, MinCalibrationChunks) {
+		return nil, total, fmt.Errorf("%w: only %d chunks with %d distinct words or more", ErrTooSmall, len(qs), minQuestionWords)
+	}
+	return qs, total, nil
+}
+
+// drawWords appends up to k distinct words of ws not in q, each drawn in
+// proportion to its count in ws times its rarity ln(docs/df).
+func drawWords(rng *rand.Rand, q, ws []string, df map[string]int, docs, k int) []string {
+	tf := map[string]float64{}
+	var order []string
+	for _, w := range ws {
+		if tf[w] == 0 && !slices.Contains(q, w) {
+			order = append(order, w)
+		}
+		tf[w]++
+	}
+	weight := make([]float64, len(order))
+	for i, w := range order {
+		weight[i] = tf[w] * math.Log(float64(docs+1)/float64(max(df[w], 1)))
+	}
+	for range k {
+		total := 0.0
+		for _, x := range weight {
+			total += x
+		}
+		if total <= 0 {
+			break
+		}
+		u := rng.Float64() * total
+		for i, x := range weight {
+			if x <= 0 {
+				continue
+			}
+			if u -= x; u <= 0 {
+				q = append(q, order[i])
+				weight[i] = 0
+				break
+			}
+		}
+	}
+	return q
+}
+
+// questionWords are the lower-cased words of text a question would ask
+// with: three letters or more, not a function word.
+func questionWords(text string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}) {
+		if utf8.RuneCountInString(w) >= 3 && !functionWords[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func distinct(ws []string) int {
+	seen := map[string]bool{}
+	for _, w := range ws {
+		seen[w] = true
+	}
+	return len(seen)
+}
+
+// functionWords are English words of three letters or more that say nothing
+// of a passage's subject.
+var functionWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`the and for are but not you all any can had her was one our out has him his
+		how its may new now old see two way who did get got let say she too use that with have this will your from
+		they know want been good much some time very when come here just like long make many more only over such
+		take than them well were what into also back after most than then these those there their would could
+		should about which while where other being does each just whom whose yours ours mine myself yourself
+		because before between both during under until again once same very can't don't didn't i'm it's that's`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// sampleChunks draws up to n distinct chunks matching f uniformly, in store
+// order, with the number of chunks matching f.
+func sampleChunks(ctx context.Context, ix *index.Index, f index.Filter, n int, seed uint64) ([]index.Record, int, error) {
 	srcs, _, err := ix.Sources(ctx, f, 0, 0)
 	if err != nil {
 		return nil, 0, fmt.Errorf("search: calibrate: %w", err)
@@ -177,7 +423,7 @@ func sampleSpans(ctx context.Context, ix *index.Index, f index.Filter, n int, se
 	rng := rand.New(rand.NewPCG(seed, uint64(total)))
 	picks := rng.Perm(total)[:min(n, total)]
 	slices.Sort(picks)
-	var spans []string
+	var out []index.Record
 	var recs []index.Record
 	cur := -1
 	for _, p := range picks {
@@ -189,22 +435,14 @@ func sampleSpans(ctx context.Context, ix *index.Index, f index.Filter, n int, se
 			recs = slices.DeleteFunc(recs, func(r index.Record) bool { return !f.Match(&r) })
 			cur = si
 		}
-		at := p - (ends[si] - srcs[si].Chunks)
-		if at >= len(recs) {
-			continue // the source changed since it was listed
+		if at := p - (ends[si] - srcs[si].Chunks); at < len(recs) { // else the source changed since it was listed
+			out = append(out, recs[at])
 		}
-		words := strings.Fields(recs[at].Content)
-		if len(words) < minSpanWords {
-			continue
-		}
-		l := min(spanWords, len(words))
-		start := rng.IntN(len(words) - l + 1)
-		spans = append(spans, strings.Join(words[start:start+l], " "))
 	}
-	if len(spans) < min(n, MinCalibrationChunks) {
-		return nil, total, fmt.Errorf("%w: only %d chunks with %d words or more", ErrTooSmall, len(spans), minSpanWords)
-	}
-	return spans, total, nil
+	// A stable order that does not follow the store's: questions are asked
+	// of the first n, and the rest only count words.
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out, total, nil
 }
 
 // embedQueries embeds texts as queries: one by one through the embedder's
@@ -228,12 +466,44 @@ func embedQueries(ctx context.Context, emb embed.Embedder, texts []string) ([][]
 	return out, err
 }
 
-// reciprocalRank is 1/rank of the first hit whose text contains span (words
-// compared with whitespace collapsed), or 0.
-func reciprocalRank(hits []index.Hit, span string) float64 {
-	for i, h := range hits {
-		if strings.Contains(strings.Join(strings.Fields(h.Record.Content), " "), span) {
-			return 1 / float64(i+1)
+// without drops the hits of source src ("" drops nothing).
+func without(hs []index.Hit, src string) []index.Hit {
+	if src == "" {
+		return hs
+	}
+	return slices.DeleteFunc(slices.Clone(hs), func(h index.Hit) bool { return h.Record.SourceURL == src })
+}
+
+func hitSources(hs []index.Hit) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.Record.SourceURL
+	}
+	return out
+}
+
+func resultSources(rs []Result) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Record.SourceURL
+	}
+	return out
+}
+
+// reciprocalRank is 1/rank of source among the first calibrationDepth
+// distinct sources of a ranking, or 0.
+func reciprocalRank(sources []string, source string) float64 {
+	seen := map[string]bool{}
+	for _, s := range sources {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		if len(seen) > calibrationDepth {
+			break
+		}
+		if s == source {
+			return 1 / float64(len(seen))
 		}
 	}
 	return 0
@@ -257,22 +527,26 @@ func StoredCalibration(ctx context.Context, r Retriever) (Calibration, bool) {
 		return Calibration{}, false
 	}
 	var c Calibration
-	if json.Unmarshal([]byte(v), &c) != nil || c.Version != calibrationVersion ||
-		!(c.Alpha >= MinCalibratedAlpha && c.Alpha <= MaxCalibratedAlpha) {
+	if json.Unmarshal([]byte(v), &c) != nil || c.Version != calibrationVersion {
 		return Calibration{}, false
 	}
-	return c, true
+	for dt, tc := range c.Types {
+		if !(tc.Alpha >= calibrationGrid[0] && tc.Alpha <= calibrationGrid[len(calibrationGrid)-1]) {
+			delete(c.Types, dt)
+		}
+	}
+	return c, len(c.Types) > 0
 }
 
 // Calibrator keeps a store's calibration fresh in the background: it checks
 // when it is created, and again once a quarter of the store's size in chunks
 // (at least 10) has been written or removed and the store has then been
 // quiet for two seconds (so that a bulk import is measured once, at its
-// end); it calibrates when the store has no calibration or its chunk count
-// has moved by a quarter since the last one. Close runs a check that is
-// still due. Embedders that match words are never calibrated; neither is a
-// store with fewer than MinCalibrationChunks knowledge chunks. rag.Engine
-// runs one per open store. A Calibrator is safe for concurrent use.
+// end); it calibrates when the store has no calibration, or a document type
+// has grown past MinCalibrationChunks without one, or a type's chunk count
+// has moved by a quarter since it was measured. Close runs a check that is
+// still due. rag.Engine runs one per open store. A Calibrator is safe for
+// concurrent use.
 type Calibrator struct {
 	ix    *index.Index
 	log   *slog.Logger
@@ -299,10 +573,6 @@ func NewCalibrator(ix *index.Index, log *slog.Logger) *Calibrator {
 		log = slog.Default()
 	}
 	c := &Calibrator{ix: ix, log: log, quiet: calibrationQuiet}
-	if embed.MatchesWords(ix.Embedder()) {
-		c.off = true
-		return c
-	}
 	c.mu.Lock()
 	c.start()
 	c.mu.Unlock()
@@ -387,30 +657,49 @@ func (c *Calibrator) run() {
 func (c *Calibrator) refresh() int {
 	ctx, cancel := context.WithTimeout(context.Background(), calibrationTimeout)
 	defer cancel()
-	srcs, _, err := c.ix.Sources(ctx, index.Filter{DocTypes: []string{index.DocKnowledge}}, 0, 0)
-	if err != nil {
-		c.log.Warn("search: cannot check the fusion calibration", "err", err)
-		return MinCalibrationChunks
+	types := []string{index.DocKnowledge, index.DocMemory}
+	counts := map[string]int{}
+	all := 0
+	for _, dt := range types {
+		srcs, _, err := c.ix.Sources(ctx, index.Filter{DocTypes: []string{dt}}, 0, 0)
+		if err != nil {
+			c.log.Warn("search: cannot check the fusion calibration", "err", err)
+			return MinCalibrationChunks
+		}
+		for _, s := range srcs {
+			counts[dt] += s.Chunks
+		}
+		all += counts[dt]
 	}
-	chunks := 0
-	for _, s := range srcs {
-		chunks += s.Chunks
+	next := max(10, all/4)
+	cur, _ := StoredCalibration(ctx, c.ix)
+	due := false
+	for _, dt := range types {
+		n := counts[dt]
+		tc, ok := cur.Types[dt]
+		switch {
+		case !ok && n >= MinCalibrationChunks:
+			due = true
+		case ok && 4*abs(n-tc.Chunks) >= tc.Chunks:
+			due = true
+		}
 	}
-	next := max(10, chunks/4)
-	if chunks < MinCalibrationChunks {
-		return max(1, MinCalibrationChunks-chunks)
-	}
-	cur, ok := StoredCalibration(ctx, c.ix)
-	if ok && 4*abs(chunks-cur.Chunks) < cur.Chunks {
+	if !due {
+		if all < MinCalibrationChunks {
+			return max(1, MinCalibrationChunks-all)
+		}
 		return next
 	}
 	cal, err := Calibrate(ctx, c.ix, nil)
 	switch {
+	case errors.Is(err, ErrTooSmall):
 	case err != nil:
-		c.log.Warn("search: fusion calibration failed; hybrid search keeps its previous weight", "err", err)
+		c.log.Warn("search: fusion calibration failed; hybrid search keeps its previous weights", "err", err)
 	default:
-		c.log.Info("search: calibrated the hybrid fusion weight", "alpha", cal.Alpha,
-			"mrrFullText", cal.MRRFullText, "mrrVector", cal.MRRVector, "samples", cal.Samples, "chunks", cal.Chunks)
+		for dt, tc := range cal.Types {
+			c.log.Info("search: calibrated the hybrid fusion weight", "docType", dt, "alpha", tc.Alpha,
+				"mrrFullText", tc.MRRFullText, "mrrVector", tc.MRRVector, "mrrFused", tc.MRRFused, "samples", tc.Samples, "chunks", tc.Chunks)
+		}
 	}
 	return next
 }

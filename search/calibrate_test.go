@@ -20,7 +20,7 @@ import (
 )
 
 // hiddenLexical embeds as the lexical embedder does but does not say that it
-// matches words, so search treats it as semantic (and calibrates it).
+// matches words: calibration must not need to know.
 type hiddenLexical struct{ lex *embed.Lexical }
 
 func (h hiddenLexical) Embed(ctx context.Context, texts []string) ([][]float32, error) {
@@ -91,19 +91,30 @@ func openStore(t *testing.T, dir string, emb embed.Embedder, docs []index.Docume
 	return ix
 }
 
+// knowledgeCal returns the knowledge type's calibration of c.
+func knowledgeCal(t *testing.T, c Calibration) TypeCalibration {
+	t.Helper()
+	tc, ok := c.Types[index.DocKnowledge]
+	if !ok {
+		t.Fatalf("no knowledge calibration in %+v", c)
+	}
+	return tc
+}
+
 // Calibration tells an embedder that finds the store's texts from one that
-// does not, records the weight in the store, and the weight survives a
-// reopen.
+// does not (the grid's smallest weight for noise, a larger one for an
+// embedder that finds as well as BM25), whatever the embedder declares,
+// records the weight in the store, and the weight survives a reopen.
 func TestCalibrate(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		name       string
 		emb        embed.Embedder
 		minV, maxV float64 // MRR@10 of the vector ranking
-		alpha      float64 // 0: CalibrationScale × ratio
 	}{
-		{"finds its texts", hiddenLexical{embed.NewLexical(nil)}, 0.8, 1, 0},
-		{"finds nothing", noise{}, 0, 0.1, MinCalibratedAlpha},
+		{"finds its texts", hiddenLexical{embed.NewLexical(nil)}, 0.5, 1},
+		{"matches words, and says so", embed.NewLexical(nil), 0.5, 1},
+		{"finds nothing", noise{}, 0, 0.1},
 	}
 	for _, c := range cases {
 		dir := t.TempDir()
@@ -115,44 +126,92 @@ func TestCalibrate(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		want := c.alpha
-		if want == 0 {
-			want = math.Min(MaxCalibratedAlpha, CalibrationScale*cal.MRRVector/cal.MRRFullText)
+		tc := knowledgeCal(t, cal)
+		if tc.Samples != 80 || tc.Chunks != 120 || tc.From != FromChunks || tc.MRRFullText < 0.5 || tc.MRRVector < c.minV || tc.MRRVector > c.maxV ||
+			tc.MRRFused < max(tc.MRRFullText, tc.MRRVector)-0.05 || cal.Embedder != c.emb.Identity() || cal.At.IsZero() || len(cal.Types) != 1 {
+			t.Errorf("%s: %+v %+v", c.name, cal, tc)
 		}
-		if cal.Samples != 80 || cal.Chunks != 120 || cal.MRRFullText < 0.9 || cal.MRRVector < c.minV || cal.MRRVector > c.maxV ||
-			math.Abs(cal.Alpha-want) > 1e-12 || cal.Embedder != c.emb.Identity() || cal.At.IsZero() {
-			t.Errorf("%s: %+v (want alpha %v)", c.name, cal, want)
+		if c.maxV < 0.5 && tc.Alpha != calibrationGrid[0] {
+			t.Errorf("%s: alpha %v, want the smallest, %v", c.name, tc.Alpha, calibrationGrid[0])
 		}
-		if w, src := Weight(ctx, ix); w != cal.Alpha || src != WeightCalibrated {
-			t.Errorf("%s: Weight = %v %v, want %v calibrated", c.name, w, src, cal.Alpha)
+		if tc.MRRFused < tc.MRRFullText-1.0/80 {
+			t.Errorf("%s: fused %v below BM25's %v by more than a question", c.name, tc.MRRFused, tc.MRRFullText)
 		}
-		// The same store content gives the same pseudo-queries.
+		if w, src := Weight(ctx, ix, nil); w != tc.Alpha || src != WeightCalibrated {
+			t.Errorf("%s: Weight = %v %v, want %v calibrated", c.name, w, src, tc.Alpha)
+		}
+		// Memories were not measured: their searches get the default.
+		if w, src := Weight(ctx, ix, []string{index.DocMemory}); w != DefaultAlpha || src != WeightDefault {
+			t.Errorf("%s: memories' Weight = %v %v", c.name, w, src)
+		}
+		// The same store content gives the same questions.
 		again, err := Calibrate(ctx, ix, &CalibrateOptions{Samples: 80})
-		if err != nil || again.MRRVector != cal.MRRVector || again.MRRFullText != cal.MRRFullText {
+		if err != nil || knowledgeCal(t, again) != tc {
 			t.Errorf("%s: second calibration %+v, %v", c.name, again, err)
 		}
 		if err := ix.Close(); err != nil {
 			t.Fatal(err)
 		}
 		ix = openStore(t, dir, c.emb, nil)
-		if got, ok := StoredCalibration(ctx, ix); !ok || got.Alpha != cal.Alpha || got.MRRVector != cal.MRRVector {
+		if got, ok := StoredCalibration(ctx, ix); !ok || got.Types[index.DocKnowledge] != tc {
 			t.Errorf("%s: after reopening: %+v %v", c.name, got, ok)
 		}
 		ix.Close()
 	}
-	// The lexical embedder can be calibrated (eval reports it), but its
-	// declaration wins.
-	ix := openStore(t, t.TempDir(), embed.NewLexical(nil), corpus(60, 2))
+}
+
+// The weight picked: the smallest within one question of the best.
+func TestPickWeight(t *testing.T) {
+	for _, c := range []struct {
+		fused []float64
+		want  int
+	}{
+		{[]float64{10, 10.5, 12, 11.5}, 2},
+		{[]float64{10, 10.5, 12, 11}, 2},
+		{[]float64{10, 10.9, 10.5}, 0},
+		{[]float64{10, 11, 10.5}, 0},
+		{[]float64{10, 11.01, 10.5}, 1},
+		{[]float64{0, 0, 0}, 0},
+		{[]float64{3, 2, 1, 5.5}, 3},
+	} {
+		if got := pickWeight(c.fused); got != c.want {
+			t.Errorf("pickWeight(%v) = %d, want %d", c.fused, got, c.want)
+		}
+	}
+}
+
+// Each document type is measured on its own chunks: a store of few
+// knowledge chunks and enough memories calibrates the memories only, and
+// a search of both takes the weight of the first type that has one.
+func TestCalibrateByType(t *testing.T) {
+	ctx := context.Background()
+	ix := openStore(t, t.TempDir(), noise{}, corpus(10, 20))
 	defer ix.Close()
+	mem := corpus(70, 21)
+	for i := range mem {
+		mem[i].DocType = index.DocMemory
+	}
+	if _, err := ix.AddMany(ctx, mem); err != nil {
+		t.Fatal(err)
+	}
 	cal, err := Calibrate(ctx, ix, nil)
-	if err != nil || cal.Samples != 60 || cal.Alpha <= DefaultAlpha {
-		t.Errorf("lexical: %+v %v", cal, err)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if w, src := Weight(ctx, ix); w != LexicalAlpha || src != WeightLexical {
-		t.Errorf("lexical: Weight = %v %v", w, src)
+	tc, ok := cal.Types[index.DocMemory]
+	if _, kn := cal.Types[index.DocKnowledge]; kn || !ok || tc.Chunks != 70 || tc.Samples != 70 {
+		t.Fatalf("%+v", cal)
 	}
-	if w, src := weight(ctx, ix, true, 0); w != cal.Alpha || src != WeightCalibrated {
-		t.Errorf("lexical, calibration asked for: %v %v", w, src)
+	if w, src := Weight(ctx, ix, nil); w != DefaultAlpha || src != WeightDefault {
+		t.Errorf("knowledge: %v %v", w, src)
+	}
+	if w, src := Weight(ctx, ix, []string{index.DocKnowledge, index.DocMemory}); w != tc.Alpha || src != WeightCalibrated {
+		t.Errorf("knowledge and memories: %v %v", w, src)
+	}
+	// A type asked for alone.
+	only, err := Calibrate(ctx, ix, &CalibrateOptions{DocTypes: []string{index.DocMemory}, Samples: 30})
+	if err != nil || len(only.Types) != 1 || only.Types[index.DocMemory].Samples != 30 {
+		t.Errorf("memories only: %+v %v", only, err)
 	}
 }
 
@@ -165,7 +224,7 @@ func TestCalibrateTooSmall(t *testing.T) {
 	if _, ok := StoredCalibration(context.Background(), ix); ok {
 		t.Error("a failed calibration was recorded")
 	}
-	// Memories and preferences do not count.
+	// Too few of each type: preferences and a few memories do not add up.
 	mem := corpus(10, 4)
 	for i := range mem {
 		mem[i].DocType = index.DocMemory
@@ -176,13 +235,128 @@ func TestCalibrateTooSmall(t *testing.T) {
 	if _, err := Calibrate(context.Background(), ix, nil); !errors.Is(err, ErrTooSmall) {
 		t.Errorf("with memories: err = %v, want ErrTooSmall", err)
 	}
+	// An empty store: no calibration, the default weight.
+	empty := openStore(t, t.TempDir(), noise{}, nil)
+	defer empty.Close()
+	if _, err := Calibrate(context.Background(), empty, nil); !errors.Is(err, ErrTooSmall) {
+		t.Errorf("empty store: %v", err)
+	}
+	if w, src := Weight(context.Background(), empty, nil); w != DefaultAlpha || src != WeightDefault {
+		t.Errorf("empty store: %v %v", w, src)
+	}
 }
 
-// The calibrator calibrates once the store is large enough, again when it
-// has grown by a quarter, and never for an embedder that matches words.
+// conversation returns sessions of turns as memories, two speakers in turn:
+// every even turn a question about a topic of made-up words, answered by the
+// next turn with the same topic's words and others.
+func conversation(sessions, turns int) []index.Document {
+	var docs []index.Document
+	for s := range sessions {
+		for i := range turns {
+			topic := fmt.Sprintf("t%ds%dx t%ds%dy t%ds%dz", s, i/2, s, i/2, s, i/2)
+			text := "What about " + topic + " then?"
+			speaker := "Ann"
+			if i%2 == 1 {
+				text = fmt.Sprintf("The %s was settled by Bob on day %d, with filler%d and extra%d words.", topic, i, i, s)
+				speaker = "Bob"
+			}
+			docs = append(docs, index.Document{
+				SourceURL: fmt.Sprintf("memory://chat/%d/%d", s, i), DocType: index.DocMemory, Content: text,
+				Attrs: map[string]string{index.AttrSpeaker: speaker, index.AttrSession: fmt.Sprint(s), index.AttrTurn: fmt.Sprint(i)},
+			})
+		}
+	}
+	return docs
+}
+
+// A store of conversations asks its own questions: each question turn,
+// with the next turn (another speaker's) as the one to find, its own turn
+// left out of the rankings.
+func TestCalibrateAsksTheStoresQuestions(t *testing.T) {
+	ctx := context.Background()
+	ix := openStore(t, t.TempDir(), noise{}, conversation(8, 12))
+	defer ix.Close()
+	cal, err := Calibrate(ctx, ix, &CalibrateOptions{DocTypes: []string{index.DocMemory}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := cal.Types[index.DocMemory]
+	// 48 questions, each answered at rank 1 by BM25: the question itself
+	// (which BM25 would rank first) is left out.
+	if tc.From != FromConversations || tc.Samples != 48 || tc.MRRFullText != 1 || tc.Alpha != calibrationGrid[0] {
+		t.Errorf("%+v", tc)
+	}
+	// Without the turns' places, the chunks' pseudo-questions.
+	plain := conversation(8, 12)
+	for i := range plain {
+		delete(plain[i].Attrs, index.AttrTurn)
+	}
+	ix2 := openStore(t, t.TempDir(), noise{}, plain)
+	defer ix2.Close()
+	cal, err = Calibrate(ctx, ix2, &CalibrateOptions{DocTypes: []string{index.DocMemory}})
+	if err != nil || cal.Types[index.DocMemory].From != FromChunks {
+		t.Errorf("no places: %+v %v", cal, err)
+	}
+}
+
+// The smallest store calibrated: exactly MinCalibrationChunks chunks, each
+// of exactly minQuestionWords distinct words.
+func TestCalibrateSmallestStore(t *testing.T) {
+	docs := make([]index.Document, MinCalibrationChunks)
+	for i := range docs {
+		docs[i] = index.Document{
+			SourceURL: fmt.Sprintf("https://example.test/small-%d", i),
+			Content:   fmt.Sprintf("alpha%dx beta%dy gamma%dz", i, i, i),
+		}
+	}
+	ix := openStore(t, t.TempDir(), noise{}, docs)
+	defer ix.Close()
+	cal, err := Calibrate(context.Background(), ix, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc := knowledgeCal(t, cal); tc.Chunks != MinCalibrationChunks || tc.Samples != MinCalibrationChunks || tc.MRRFullText < 0.9 {
+		t.Errorf("%+v", tc)
+	}
+	// One word fewer each: nothing to ask.
+	for i := range docs {
+		docs[i].Content = fmt.Sprintf("alpha%dx beta%dy", i, i)
+	}
+	small := openStore(t, t.TempDir(), noise{}, docs)
+	defer small.Close()
+	if _, err := Calibrate(context.Background(), small, nil); !errors.Is(err, ErrTooSmall) {
+		t.Errorf("two words a chunk: %v", err)
+	}
+}
+
+// The sample's seed defaults to 1, and another seed draws another sample.
+func TestCalibrateSeed(t *testing.T) {
+	ctx := context.Background()
+	ix := openStore(t, t.TempDir(), noise{}, corpus(150, 13))
+	defer ix.Close()
+	run := func(o *CalibrateOptions) TypeCalibration {
+		t.Helper()
+		c, err := Calibrate(ctx, ix, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return knowledgeCal(t, c)
+	}
+	def, one, two := run(&CalibrateOptions{Samples: 60}), run(&CalibrateOptions{Samples: 60, Seed: 1}), run(&CalibrateOptions{Samples: 60, Seed: 2})
+	if def != one {
+		t.Errorf("default seed %+v, seed 1 %+v", def, one)
+	}
+	if two.MRRFullText == one.MRRFullText && two.MRRVector == one.MRRVector {
+		t.Errorf("seeds 1 and 2 measured the same: %+v", two)
+	}
+}
+
+// The calibrator calibrates once a type is large enough, again when it has
+// grown by a quarter, whatever the embedder; a bulk import is measured once,
+// at its end, and Close runs a check still due.
 func TestCalibrator(t *testing.T) {
 	ctx := context.Background()
-	ix := openStore(t, t.TempDir(), hiddenLexical{embed.NewLexical(nil)}, corpus(40, 5))
+	ix := openStore(t, t.TempDir(), embed.NewLexical(nil), corpus(40, 5))
 	defer ix.Close()
 	c := NewCalibrator(ix, quietLog())
 	c.mu.Lock()
@@ -198,126 +372,157 @@ func TestCalibrator(t *testing.T) {
 			c.Changed(r.Chunks)
 		}
 	}
-	wait := func() {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			c.mu.Lock()
-			idle := !c.due && !c.running
-			c.mu.Unlock()
-			if idle {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the calibrator never went idle")
-			}
-		}
+	chunks := func() int {
+		cal, _ := StoredCalibration(ctx, ix)
+		return cal.Types[index.DocKnowledge].Chunks
 	}
-	wait()
+	calibratorWait(t, c)
 	if _, ok := StoredCalibration(ctx, ix); ok {
 		t.Fatal("calibrated a store of 40 chunks")
 	}
 	add(20, 6) // 60 chunks
-	wait()
-	cal, ok := StoredCalibration(ctx, ix)
-	if !ok || cal.Chunks != 60 {
-		t.Fatalf("after growing to 60 chunks: %+v %v", cal, ok)
+	calibratorWait(t, c)
+	if n := chunks(); n != 60 {
+		t.Fatalf("after growing to 60 chunks: calibrated at %d", n)
 	}
 	add(10, 7) // 70: less than a quarter more
-	wait()
-	if cal, _ := StoredCalibration(ctx, ix); cal.Chunks != 60 {
-		t.Errorf("recalibrated after 10 more chunks: %+v", cal)
+	calibratorWait(t, c)
+	if n := chunks(); n != 60 {
+		t.Errorf("recalibrated after 10 more chunks: %d", n)
 	}
 	add(10, 8) // 80: a third more than 60
-	wait()
-	if cal, _ := StoredCalibration(ctx, ix); cal.Chunks != 80 {
-		t.Errorf("not recalibrated at 80 chunks: %+v", cal)
+	calibratorWait(t, c)
+	if n := chunks(); n != 80 {
+		t.Errorf("not recalibrated at 80 chunks: %d", n)
 	}
-	// A bulk import is measured once, when it is over; Close runs a check
-	// that is still due.
 	c.mu.Lock()
 	c.quiet = time.Hour
 	c.mu.Unlock()
 	add(30, 9)  // 110
 	add(30, 10) // 140
-	if cal, _ := StoredCalibration(ctx, ix); cal.Chunks != 80 {
-		t.Errorf("calibrated while the store was busy: %+v", cal)
+	if n := chunks(); n != 80 {
+		t.Errorf("calibrated while the store was busy: %d", n)
 	}
 	c.Close()
-	if cal, _ := StoredCalibration(ctx, ix); cal.Chunks != 140 {
-		t.Errorf("Close did not run the due check: %+v", cal)
+	if n := chunks(); n != 140 {
+		t.Errorf("Close did not run the due check: %d", n)
 	}
 	add(40, 11)
-	if cal, _ := StoredCalibration(ctx, ix); cal.Chunks != 140 {
-		t.Errorf("calibrated after Close: %+v", cal)
-	}
-
-	lex := openStore(t, t.TempDir(), embed.NewLexical(nil), corpus(80, 12))
-	defer lex.Close()
-	lc := NewCalibrator(lex, quietLog())
-	lc.Changed(100)
-	lc.Close()
-	if _, ok := StoredCalibration(ctx, lex); ok {
-		t.Error("calibrated a lexical store")
+	if n := chunks(); n != 140 {
+		t.Errorf("calibrated after Close: %d", n)
 	}
 }
 
-// AlphaFor clamps to [MinCalibratedAlpha, MaxCalibratedAlpha], and a BM25
-// that finds nothing gives the smallest weight, whatever the vector found.
-func TestAlphaForEdges(t *testing.T) {
-	for _, c := range []struct{ scale, text, vec, want float64 }{
-		{0.4, 0, 0, MinCalibratedAlpha},
-		{0.4, 0, 0.7, MinCalibratedAlpha},
-		{0.4, 1, 1, 0.4},
-		{0.4, 0.5, 0.25, 0.2},
-		{0.4, 1, 0.01, MinCalibratedAlpha},
-		{2, 1, 1, MaxCalibratedAlpha},
-	} {
-		if got := AlphaFor(c.scale, c.text, c.vec); math.Abs(got-c.want) > 1e-12 {
-			t.Errorf("AlphaFor(%v, %v, %v) = %v, want %v", c.scale, c.text, c.vec, got, c.want)
-		}
-	}
-}
-
-// The smallest store calibrated: exactly MinCalibrationChunks chunks, each
-// of exactly minSpanWords words (the whole chunk is its pseudo-query).
-func TestCalibrateSmallestStore(t *testing.T) {
-	docs := make([]index.Document, MinCalibrationChunks)
-	for i := range docs {
-		docs[i] = index.Document{
-			SourceURL: fmt.Sprintf("https://example.test/small-%d", i),
-			Content:   fmt.Sprintf("alpha%dx beta%dy gamma%dz", i, i, i),
-		}
-	}
-	ix := openStore(t, t.TempDir(), noise{}, docs)
-	defer ix.Close()
-	cal, err := Calibrate(context.Background(), ix, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cal.Chunks != MinCalibrationChunks || cal.Samples != MinCalibrationChunks || cal.MRRFullText < 0.9 {
-		t.Errorf("%+v", cal)
-	}
-}
-
-// The sample's seed defaults to 1, and another seed draws another sample.
-func TestCalibrateSeed(t *testing.T) {
+// A stored calibration counts only with the current version, and a type's
+// weight only within the grid, bounds included.
+func TestStoredCalibrationBounds(t *testing.T) {
 	ctx := context.Background()
-	ix := openStore(t, t.TempDir(), noise{}, corpus(150, 13))
+	ix := openStore(t, t.TempDir(), noise{}, nil)
 	defer ix.Close()
-	run := func(o *CalibrateOptions) Calibration {
-		t.Helper()
-		c, err := Calibrate(ctx, ix, o)
+	lo, hi := calibrationGrid[0], calibrationGrid[len(calibrationGrid)-1]
+	for _, c := range []struct {
+		version int
+		alpha   float64
+		ok      bool
+	}{
+		{calibrationVersion, lo, true},
+		{calibrationVersion, hi, true},
+		{calibrationVersion, 0.2, true},
+		{calibrationVersion, lo - 1e-9, false},
+		{calibrationVersion, hi + 1e-9, false},
+		{calibrationVersion + 1, 0.2, false},
+		{calibrationVersion - 1, 0.2, false},
+	} {
+		b, err := json.Marshal(Calibration{Version: c.version, Types: map[string]TypeCalibration{index.DocKnowledge: {Alpha: c.alpha, Chunks: 80}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c
+		if err := ix.SetSetting(ctx, CalibrationKey, string(b)); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := StoredCalibration(ctx, ix)
+		if ok != c.ok || ok && got.Types[index.DocKnowledge].Alpha != c.alpha {
+			t.Errorf("version %d alpha %v: %+v %v, want ok %v", c.version, c.alpha, got, ok, c.ok)
+		}
 	}
-	def, one, two := run(&CalibrateOptions{Samples: 60}), run(&CalibrateOptions{Samples: 60, Seed: 1}), run(&CalibrateOptions{Samples: 60, Seed: 2})
-	if def.MRRVector != one.MRRVector || def.MRRFullText != one.MRRFullText {
-		t.Errorf("default seed %+v, seed 1 %+v", def, one)
+	// One type out of bounds is dropped; the other still counts.
+	b, _ := json.Marshal(Calibration{Version: calibrationVersion, Types: map[string]TypeCalibration{
+		index.DocKnowledge: {Alpha: 2}, index.DocMemory: {Alpha: 0.3}}})
+	if err := ix.SetSetting(ctx, CalibrationKey, string(b)); err != nil {
+		t.Fatal(err)
 	}
-	if two.MRRVector == one.MRRVector {
-		t.Errorf("seeds 1 and 2 measured the same: %+v", two)
+	if got, ok := StoredCalibration(ctx, ix); !ok || len(got.Types) != 1 || got.Types[index.DocMemory].Alpha != 0.3 {
+		t.Errorf("one bad type: %+v %v", got, ok)
+	}
+	if err := ix.SetSetting(ctx, CalibrationKey, "{not json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := StoredCalibration(ctx, ix); ok {
+		t.Error("a malformed calibration counted")
+	}
+}
+
+// The calibrator's edges: a store of exactly MinCalibrationChunks is
+// calibrated, a change of exactly the awaited size (in one call) causes a
+// check, and the calibrator reports to the logger it was given.
+func TestCalibratorEdges(t *testing.T) {
+	ctx := context.Background()
+	ix := openStore(t, t.TempDir(), hiddenLexical{embed.NewLexical(nil)}, corpus(MinCalibrationChunks-10, 15))
+	defer ix.Close()
+	var logged strings.Builder
+	var mu sync.Mutex
+	c := NewCalibrator(ix, slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil)))
+	defer c.Close()
+	c.mu.Lock()
+	c.quiet = 20 * time.Millisecond
+	c.mu.Unlock()
+	calibratorWait(t, c)
+	if _, err := ix.AddMany(ctx, corpus(10, 16)); err != nil {
+		t.Fatal(err)
+	}
+	c.Changed(10) // what the first check awaits: MinCalibrationChunks − 40
+	calibratorWait(t, c)
+	if cal, ok := StoredCalibration(ctx, ix); !ok || cal.Types[index.DocKnowledge].Chunks != MinCalibrationChunks {
+		t.Fatalf("a store of exactly %d chunks: %+v %v", MinCalibrationChunks, cal, ok)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logged.String(), "calibrated the hybrid fusion weight") {
+		t.Errorf("the calibrator's logger got %q", logged.String())
+	}
+}
+
+// A calibration is kept while a type's size moves by less than a quarter of
+// the size it was measured at, and redone at exactly a quarter.
+func TestCalibratorQuarter(t *testing.T) {
+	ctx := context.Background()
+	ix := openStore(t, t.TempDir(), hiddenLexical{embed.NewLexical(nil)}, corpus(60, 17))
+	defer ix.Close()
+	// A recorded calibration of these 60 chunks, recognisable by its MRR.
+	b, err := json.Marshal(Calibration{Version: calibrationVersion, Types: map[string]TypeCalibration{
+		index.DocKnowledge: {Chunks: 60, Samples: 60, MRRFullText: 1, MRRVector: 0.123, Alpha: 0.2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.SetSetting(ctx, CalibrationKey, string(b)); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCalibrator(ix, quietLog())
+	defer c.Close()
+	c.mu.Lock()
+	c.quiet = 20 * time.Millisecond
+	c.mu.Unlock()
+	calibratorWait(t, c)
+	if cal, _ := StoredCalibration(ctx, ix); cal.Types[index.DocKnowledge].MRRVector != 0.123 {
+		t.Fatalf("recalibrated a store that has not changed: %+v", cal)
+	}
+	if _, err := ix.AddMany(ctx, corpus(15, 18)); err != nil {
+		t.Fatal(err)
+	}
+	c.Changed(15) // exactly a quarter of 60, and what the check awaits
+	calibratorWait(t, c)
+	if cal, _ := StoredCalibration(ctx, ix); cal.Types[index.DocKnowledge].Chunks != 75 {
+		t.Fatalf("not recalibrated after a quarter more: %+v", cal)
 	}
 }
 
@@ -352,44 +557,6 @@ func TestCalibrateWrongVectorCount(t *testing.T) {
 	}
 }
 
-// A stored calibration counts only with a weight within the calibrated
-// range, bounds included, and the current version.
-func TestStoredCalibrationBounds(t *testing.T) {
-	ctx := context.Background()
-	ix := openStore(t, t.TempDir(), noise{}, nil)
-	defer ix.Close()
-	for _, c := range []struct {
-		version int
-		alpha   float64
-		ok      bool
-	}{
-		{calibrationVersion, MinCalibratedAlpha, true},
-		{calibrationVersion, MaxCalibratedAlpha, true},
-		{calibrationVersion, 0.2, true},
-		{calibrationVersion, MinCalibratedAlpha - 1e-9, false},
-		{calibrationVersion, MaxCalibratedAlpha + 1e-9, false},
-		{calibrationVersion + 1, 0.2, false},
-	} {
-		b, err := json.Marshal(Calibration{Version: c.version, Alpha: c.alpha, Chunks: 80})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ix.SetSetting(ctx, CalibrationKey, string(b)); err != nil {
-			t.Fatal(err)
-		}
-		got, ok := StoredCalibration(ctx, ix)
-		if ok != c.ok || ok && got.Alpha != c.alpha {
-			t.Errorf("version %d alpha %v: %+v %v, want ok %v", c.version, c.alpha, got, ok, c.ok)
-		}
-	}
-	if err := ix.SetSetting(ctx, CalibrationKey, "{not json"); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := StoredCalibration(ctx, ix); ok {
-		t.Error("a malformed calibration counted")
-	}
-}
-
 // calibratorWait waits until c has no check due or under way.
 func calibratorWait(t *testing.T, c *Calibrator) {
 	t.Helper()
@@ -406,36 +573,6 @@ func calibratorWait(t *testing.T, c *Calibrator) {
 	}
 }
 
-// The calibrator's edges: a store of exactly MinCalibrationChunks is
-// calibrated, a change of exactly the awaited size (in one call) causes a
-// check, and the calibrator reports to the logger it was given.
-func TestCalibratorEdges(t *testing.T) {
-	ctx := context.Background()
-	ix := openStore(t, t.TempDir(), hiddenLexical{embed.NewLexical(nil)}, corpus(MinCalibrationChunks-10, 15))
-	defer ix.Close()
-	var logged strings.Builder
-	var mu sync.Mutex
-	c := NewCalibrator(ix, slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil)))
-	defer c.Close()
-	c.mu.Lock()
-	c.quiet = 20 * time.Millisecond
-	c.mu.Unlock()
-	calibratorWait(t, c)
-	if _, err := ix.AddMany(ctx, corpus(10, 16)); err != nil {
-		t.Fatal(err)
-	}
-	c.Changed(10) // what the first check awaits: MinCalibrationChunks − 40
-	calibratorWait(t, c)
-	if cal, ok := StoredCalibration(ctx, ix); !ok || cal.Chunks != MinCalibrationChunks {
-		t.Fatalf("a store of exactly %d chunks: %+v %v", MinCalibrationChunks, cal, ok)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !strings.Contains(logged.String(), "calibrated the hybrid fusion weight") {
-		t.Errorf("the calibrator's logger got %q", logged.String())
-	}
-}
-
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer
@@ -445,39 +582,6 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-// A calibration is kept while the store's size moves by less than a
-// quarter of the size it was measured at, and redone at exactly a quarter.
-func TestCalibratorQuarter(t *testing.T) {
-	ctx := context.Background()
-	ix := openStore(t, t.TempDir(), hiddenLexical{embed.NewLexical(nil)}, corpus(60, 17))
-	defer ix.Close()
-	// A recorded calibration of these 60 chunks, recognisable by its MRR.
-	b, err := json.Marshal(Calibration{Version: calibrationVersion, Chunks: 60, Samples: 60, MRRFullText: 1, MRRVector: 0.123, Alpha: 0.2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ix.SetSetting(ctx, CalibrationKey, string(b)); err != nil {
-		t.Fatal(err)
-	}
-	c := NewCalibrator(ix, quietLog())
-	defer c.Close()
-	c.mu.Lock()
-	c.quiet = 20 * time.Millisecond
-	c.mu.Unlock()
-	calibratorWait(t, c)
-	if cal, _ := StoredCalibration(ctx, ix); cal.MRRVector != 0.123 {
-		t.Fatalf("recalibrated a store that has not changed: %+v", cal)
-	}
-	if _, err := ix.AddMany(ctx, corpus(15, 18)); err != nil {
-		t.Fatal(err)
-	}
-	c.Changed(15) // exactly a quarter of 60, and what the check awaits
-	calibratorWait(t, c)
-	if cal, _ := StoredCalibration(ctx, ix); cal.Chunks != 75 {
-		t.Fatalf("not recalibrated after a quarter more: %+v", cal)
-	}
 }
 
 // A change of nothing (an identical re-index) does not keep a due check

@@ -2,9 +2,12 @@ package search
 
 import (
 	"hash/fnv"
+	"hash/maphash"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Diversification: the step after fusion (or after the single ranking of
@@ -86,6 +89,7 @@ func diversify(results []Result, o *Options) []Result {
 	byText := map[uint64]int{}    // hash of the normalised text -> index in out
 	copyOf := map[string]int{}    // a source found to copy a shown one -> index in out of its first match
 	perSource := map[string]int{} // chunks shown per source
+	var scratch []uint64
 	for i := range results {
 		if len(out) == o.TopK {
 			break
@@ -93,9 +97,9 @@ func diversify(results []Result, o *Options) []Result {
 		r := results[i]
 		src := r.Record.SourceURL
 		if !o.KeepDuplicates {
-			norm := normalizeText(r.Record.Content)
-			h := hash64(norm)
-			if j, ok := byText[h]; ok && norm != "" {
+			fp := fingerprints.get(r.Record.Content, &scratch)
+			h, empty, grams := fp.hash, fp.empty, fp.grams
+			if j, ok := byText[h]; ok && !empty {
 				out[j].addAlso(src)
 				continue
 			}
@@ -103,7 +107,6 @@ func diversify(results []Result, o *Options) []Result {
 				out[j].addAlso(src)
 				continue
 			}
-			grams := shingles(norm)
 			if j := nearest(kept, sk, src, grams); j >= 0 {
 				copyOf[src] = j
 				out[j].addAlso(src)
@@ -195,6 +198,123 @@ func groupBySource(rs []Result) {
 // normalizeText collapses white space, so that chunks that differ only in
 // it are identical.
 func normalizeText(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// fp is a chunk text's fingerprint (see fingerprint); grams is never
+// changed once made.
+type fp struct {
+	hash  uint64
+	empty bool
+	grams []uint64
+}
+
+// fpCache keeps the fingerprints of the texts diversified last, by a hash of
+// the whole text: a search ranks many of the chunks the previous ones did
+// (an eval's queries over one collection, a user's follow-up questions), and
+// hashing a text costs a small part of fingerprinting it. It holds at most
+// fpCacheSize texts, the oldest dropped first, and is safe for concurrent
+// use.
+type fpCache struct {
+	seed  maphash.Seed
+	mu    sync.Mutex
+	m     map[uint64]fp
+	order []uint64 // keys, oldest first, as a ring from next
+	next  int
+}
+
+const fpCacheSize = 4096
+
+var fingerprints = &fpCache{seed: maphash.MakeSeed(), m: map[uint64]fp{}}
+
+// get returns text's fingerprint, computed with scratch when not cached.
+func (c *fpCache) get(text string, scratch *[]uint64) fp {
+	k := maphash.String(c.seed, text)
+	c.mu.Lock()
+	f, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return f
+	}
+	f.hash, f.empty, f.grams = fingerprint(text, scratch)
+	f.grams = slices.Clone(f.grams) // out of the scratch
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[k]; ok {
+		return f
+	}
+	if len(c.order) < fpCacheSize {
+		c.order = append(c.order, k)
+	} else {
+		delete(c.m, c.order[c.next])
+		c.order[c.next] = k
+		c.next = (c.next + 1) % fpCacheSize
+	}
+	c.m[k] = f
+	return f
+}
+
+// FNV-1a, 64 bits (hash/fnv's, inlined for fingerprint's single pass).
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+// fingerprint is what diversification compares of a chunk's text, in one
+// pass and without allocating (but for *scratch's growth): the hash of
+// normalizeText(text) (hash64), whether that is empty, and shingles(that),
+// in *scratch (valid until the next call).
+func fingerprint(text string, scratch *[]uint64) (h uint64, empty bool, grams []uint64) {
+	h = fnvOffset64
+	empty = true
+	space := false
+	words := (*scratch)[:0]
+	w, inWord := uint64(fnvOffset64), false
+	var buf [utf8.UTFMax]byte
+	for i := 0; i < len(text); {
+		r, size := rune(text[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(text[i:])
+		}
+		if unicode.IsSpace(r) {
+			space = true
+		} else {
+			if space && !empty {
+				h = (h ^ ' ') * fnvPrime64
+			}
+			space, empty = false, false
+			for j := i; j < i+size; j++ {
+				h = (h ^ uint64(text[j])) * fnvPrime64
+			}
+		}
+		i += size
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			lr := unicode.ToLower(r)
+			n := utf8.EncodeRune(buf[:], lr)
+			for _, b := range buf[:n] {
+				w = (w ^ uint64(b)) * fnvPrime64
+			}
+			inWord = true
+		} else if inWord {
+			words = append(words, w)
+			w, inWord = fnvOffset64, false
+		}
+	}
+	if inWord {
+		words = append(words, w)
+	}
+	if len(words) < nearDupMinWords {
+		*scratch = words
+		return h, empty, nil
+	}
+	n := len(words)
+	for i := 0; i+2 < n; i++ {
+		words = append(words, mix(mix(words[i], words[i+1]), words[i+2]))
+	}
+	grams = words[n:]
+	slices.Sort(grams)
+	grams = slices.Compact(grams)
+	*scratch = words
+	return h, empty, grams
+}
 
 func hash64(s string) uint64 {
 	h := fnv.New64a()

@@ -3,9 +3,11 @@ package search
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/leanovate/gopter"
@@ -201,7 +203,8 @@ func TestDiversifyProperties(t *testing.T) {
 }
 
 // BenchmarkDiversify600 is the step on what eval asks of it: 600 ranked
-// chunks of 300 words, 200 kept.
+// chunks of 300 words, 200 kept, their fingerprints cached by the runs
+// before (as an eval's queries over one collection find them).
 func BenchmarkDiversify600(b *testing.B) {
 	var in []Result
 	for i := 0; i < 600; i++ {
@@ -390,5 +393,86 @@ func TestRefillStopsAtMaxFetch(t *testing.T) {
 	// 6, 24, 96, 384, 1536, 6144, then 10000.
 	if len(out) != 1 || e.calls != 7 {
 		t.Fatalf("%d results after %d searches", len(out), e.calls)
+	}
+}
+
+// fingerprint is normalizeText's hash and shingles, in one pass: the same
+// values for texts of every kind (white space of every kind, case, letters
+// and digits of other scripts, invalid UTF-8, long and short).
+func TestFingerprintMatchesItsDefinition(t *testing.T) {
+	texts := []string{"", " ", "a", "\t\n\u00a0 ", "Hello,  World!\n\nHello again.", words(3, 40), words(4, 11), words(5, 12),
+		"ÉCOLE  école ÉCOLE école: İstanbul ﬁne naïve café 東京 タワー ١٢٣ x\xffy z", strings.Repeat("word ", 70), " lead\u2003and\u2028trail\u3000 "}
+	for i := 0; i < 200; i++ {
+		texts = append(texts, strings.Repeat(words(i, i%50+1)+"\u00a0", 1+i%3))
+	}
+	var scratch []uint64
+	for _, s := range texts {
+		norm := normalizeText(s)
+		h, empty, grams := fingerprint(s, &scratch)
+		if h != hash64(norm) || empty != (norm == "") || !slices.Equal(grams, shingles(norm)) {
+			t.Errorf("%q: fingerprint %x %v %d grams; want %x %v %d", s, h, empty, len(grams), hash64(norm), norm == "", len(shingles(norm)))
+		}
+	}
+}
+
+// BenchmarkDiversify600Cold is BenchmarkDiversify600 on texts never seen
+// before: every chunk fingerprinted.
+func BenchmarkDiversify600Cold(b *testing.B) {
+	o := &Options{TopK: 200}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		var in []Result
+		for j := 0; j < 600; j++ {
+			in = append(in, res(fmt.Sprint(j), fmt.Sprintf("https://s/%d", j%150), words(i*600+j+1_000_000, 300), 1-float64(j)/1000))
+		}
+		b.StartTimer()
+		Diversify(in, o)
+	}
+}
+
+// The fingerprint cache answers what fingerprint computes, holds at most
+// fpCacheSize texts (the oldest dropped first), and is safe for concurrent
+// use.
+func TestFingerprintCache(t *testing.T) {
+	c := &fpCache{seed: maphash.MakeSeed(), m: map[uint64]fp{}}
+	var scratch []uint64
+	text := func(i int) string { return words(i, 20+i%7) }
+	for i := 0; i < fpCacheSize+10; i++ {
+		got := c.get(text(i), &scratch)
+		h, empty, grams := fingerprint(text(i), &scratch)
+		if got.hash != h || got.empty != empty || !slices.Equal(got.grams, grams) {
+			t.Fatalf("text %d: cached %+v", i, got)
+		}
+	}
+	if len(c.m) != fpCacheSize || len(c.order) != fpCacheSize {
+		t.Fatalf("%d cached, %d in order; want %d", len(c.m), len(c.order), fpCacheSize)
+	}
+	// The first ten were dropped; the eleventh and the last are kept.
+	for i, want := range map[int]bool{0: false, 9: false, 10: true, fpCacheSize + 9: true} {
+		if _, ok := c.m[maphash.String(c.seed, text(i))]; ok != want {
+			t.Errorf("text %d cached: %v, want %v", i, ok, want)
+		}
+	}
+	// A cached value is never the scratch: later fingerprints leave it be.
+	first := c.get(text(fpCacheSize+9), &scratch)
+	keep := slices.Clone(first.grams)
+	fingerprint(text(3), &scratch)
+	if !slices.Equal(first.grams, keep) {
+		t.Error("a cached fingerprint changed with the scratch")
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			var s []uint64
+			for i := 0; i < 500; i++ {
+				c.get(text(g*1000+i), &s)
+			}
+		}(g)
+	}
+	wg.Wait()
+	if len(c.m) > fpCacheSize {
+		t.Errorf("%d cached after concurrent use", len(c.m))
 	}
 }

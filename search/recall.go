@@ -45,6 +45,7 @@ type recall struct {
 	questionW float64
 	slack     time.Duration
 	named     map[string]bool // speaker -> named by the query (cache)
+	self      bool            // the query is in the first person: it names the user (index.AttrRole)
 }
 
 // newRecall returns the signals of query under o, or nil when none can
@@ -73,6 +74,9 @@ func newRecall(query string, o *Options) *recall {
 			w = strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "\u2019s")
 			low := strings.ToLower(w)
 			rc.words[low] = true
+			if firstPerson[strings.ReplaceAll(low, "\u2019", "'")] {
+				rc.self = true
+			}
 			// A capital at the start says nothing ("How", "What").
 			if r := []rune(w); i > 0 && len(r) >= 3 && unicode.IsUpper(r[0]) {
 				rc.capitals = append(rc.capitals, low)
@@ -90,11 +94,9 @@ func notWordRune(r rune) bool {
 func (rc *recall) factor(r *index.Record) (float64, []string) {
 	f := 1.0
 	var why []string
-	if rc.speakerW > 0 {
-		if sp := r.Attrs[index.AttrSpeaker]; sp != "" && rc.namesSpeaker(sp) {
-			f *= 1 + rc.speakerW
-			why = append(why, "speaker")
-		}
+	if rc.speakerW > 0 && rc.speaks(r) {
+		f *= 1 + rc.speakerW
+		why = append(why, "speaker")
 	}
 	if len(rc.ranges) > 0 {
 		if at := r.Attrs[index.AttrOccurredAt]; at != "" {
@@ -104,7 +106,7 @@ func (rc *recall) factor(r *index.Record) (float64, []string) {
 			}
 		}
 	}
-	if rc.questionW > 0 && r.Attrs[index.AttrSpeaker] != "" && isQuestion(r.Content) {
+	if rc.questionW > 0 && r.Attrs[index.AttrSpeaker] != "" && asksOnly(r.Content) {
 		f /= 1 + rc.questionW
 		why = append(why, "question")
 	}
@@ -115,6 +117,42 @@ func (rc *recall) factor(r *index.Record) (float64, []string) {
 func isQuestion(text string) bool {
 	text = strings.TrimRightFunc(text, unicode.IsSpace)
 	return strings.HasSuffix(text, "?") || strings.HasSuffix(text, "\uff1f")
+}
+
+// asksOnly reports whether a turn asks without telling anything of its
+// speaker: its text ends with a question and has no word in the first
+// person ("I", "my", "we", ...). "What did you paint?" only asks; "Can you
+// help me move my Flask app to Postgres?" also says what its speaker uses.
+func asksOnly(text string) bool {
+	if !isQuestion(text) {
+		return false
+	}
+	for _, w := range strings.FieldsFunc(text, notWordRune) {
+		if firstPerson[strings.ToLower(strings.ReplaceAll(w, "\u2019", "'"))] {
+			return false
+		}
+	}
+	return true
+}
+
+// firstPerson are English words in the first person, with their usual
+// contractions.
+var firstPerson = map[string]bool{
+	"i": true, "i'm": true, "i've": true, "i'd": true, "i'll": true, "me": true, "my": true, "mine": true, "myself": true,
+	"we": true, "we're": true, "we've": true, "we'd": true, "we'll": true, "us": true, "our": true, "ours": true, "ourselves": true,
+}
+
+// speaks reports whether the query names the speaker of memory r: by name,
+// or in the first person when r is the user's (see index.AttrRole).
+func (rc *recall) speaks(r *index.Record) bool {
+	sp := r.Attrs[index.AttrSpeaker]
+	if rc.self {
+		role := r.Attrs[index.AttrRole]
+		if strings.EqualFold(role, "user") || role == "" && strings.EqualFold(strings.TrimSpace(sp), "user") {
+			return true
+		}
+	}
+	return sp != "" && rc.namesSpeaker(sp)
 }
 
 // namesSpeaker reports whether the query names speaker: one of its names as

@@ -136,6 +136,58 @@ func TestQuestionSignal(t *testing.T) {
 	}
 }
 
+// A turn that asks and says something of its speaker (a word in the first
+// person) is a statement with a question at its end, not a question only:
+// it keeps its score, as does a question in a curly quote's contraction.
+func TestQuestionThatTellsIsNotDivided(t *testing.T) {
+	f := &fakeRetriever{text: []index.Hit{
+		turn("mine", "User", "", "I moved my Flask app to Postgres 16; can you check the pool size?", 10),
+		turn("ours", "A", "", "We\u2019re painting the fence. Want to help?", 9.9),
+		turn("yours", "B", "", "Which Postgres do you run?", 9.8),
+	}}
+	rs, _ := Search(context.Background(), f, "Which Postgres version?", memOpts(FullText, 3))
+	for _, r := range rs {
+		asked := slices.Contains(r.Explanation.Signals, "question")
+		if asked != (r.Record.ID == "yours") {
+			t.Errorf("%s: signals %v", r.Record.ID, r.Explanation.Signals)
+		}
+	}
+	for text, want := range map[string]bool{"What did you paint?": true, "Did I say that?": false, "Is it mine?": false,
+		"Are we there yet?": false, "Our plan?": false, "Use MY key?": false, "Statement.": false, "": false, "i?": false} {
+		if got := asksOnly(text); got != want {
+			t.Errorf("asksOnly(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+// A question in the first person names the user: their turns (role "user",
+// or a speaker called User when there are no roles) are lifted as a named
+// speaker's are; the assistant's, and a third person's, are not.
+func TestFirstPersonNamesTheUser(t *testing.T) {
+	user := turn("u", "Sam", "", "I set the sprint to end on March 29.", 9)
+	user.Record.Attrs[index.AttrRole] = "user"
+	bare := turn("b", "User", "", "The first sprint ends soon.", 8.9)
+	asst := turn("a", "Assistant", "", "Your sprint ending on March 29 is planned.", 9.5)
+	asst.Record.Attrs[index.AttrRole] = "assistant"
+	other := turn("o", "Kim", "", "Kim's sprint ends in April.", 9.4)
+	f := &fakeRetriever{text: []index.Hit{user, bare, asst, other}}
+	rs, _ := Search(context.Background(), f, "When does my first sprint end?", memOpts(FullText, 4))
+	if got := ids(rs); !eq(got, []string{"u", "b", "a", "o"}) {
+		t.Fatalf("ranking %v, want the user's turns (9×1.2, 8.9×1.2) first", got)
+	}
+	for _, r := range rs {
+		lifted := slices.Contains(r.Explanation.Signals, "speaker")
+		if lifted != (r.Record.ID == "u" || r.Record.ID == "b") {
+			t.Errorf("%s: signals %v", r.Record.ID, r.Explanation.Signals)
+		}
+	}
+	// In the third person, no one is the user.
+	rs, _ = Search(context.Background(), f, "When does the first sprint end?", memOpts(FullText, 4))
+	if rs[0].Record.ID != "a" || rs[0].Explanation.Boost != 0 {
+		t.Errorf("third person: %v %+v", ids(rs), rs[0].Explanation)
+	}
+}
+
 // In one-mode searches with memories, a pool is ranked so that a boost can
 // lift a memory from below TopK; hybrid search boosts the fused pool.
 func TestSignalsRankThePool(t *testing.T) {

@@ -10,26 +10,23 @@
 // mean minus and plus three standard deviations) are the alternatives.
 //
 // The vector weight alpha is automatic unless the caller gives one ([Weight]):
-//
-//   - an embedder whose vectors encode words (embed.WordMatcher: the lexical
-//     default and randproj) gets LexicalAlpha, 0.05: its ranking repeats
-//     BM25's less precisely, and larger weights cost nDCG@10;
-//   - any other embedder gets the weight its store measured for it
-//     ([Calibrate]): BM25 and the vector index search spans of the store's
-//     own chunks, and alpha is 0.4 × the vector's MRR over BM25's, within
-//     [0.05, 0.5], so that a weak model gets a small say and one that finds
-//     the store's texts as well as BM25 gets 0.4. The measurement is kept in
-//     the store and refreshed as it grows ([Calibrator], run by rag.Engine);
-//   - until then, DefaultAlpha, 0.1, which no measured embedder loses with.
+// each store measures it for its embedder on its own content, per document
+// type ([Calibrate]: pseudo-questions drawn from the store's chunks, whose
+// source is known, answered by both rankings; the weight whose fusion ranks
+// the sources best), keeps it, and measures it again as it grows
+// ([Calibrator], run by rag.Engine). Until a type has been measured (a store
+// with fewer than MinCalibrationChunks chunks of it), DefaultAlpha, 0.1.
 //
 // Hybrid search then refines its vector side by pseudo-relevance feedback
 // (Options.Feedback, feedback.go): the query's vector moves toward the
 // centroid of the first three fused results, every candidate of either list
 // is scored again against it, and the lists are fused again.
 //
-// Every choice was made on SciFact's training queries, Cranfield and LoCoMo's
-// development conversations, with the lexical embedder, randproj and a real
-// small semantic model (docs/evaluation.md has every candidate measured).
+// The methods were chosen on the development sets (SciFact's training
+// queries, Cranfield, LoCoMo's and BEAM's development conversations) with the
+// lexical embedder, randproj and a real small semantic model; the weights
+// themselves are each store's (docs/evaluation.md has every candidate
+// measured).
 //
 // Every result carries its explanation: its BM25 rank and score, its vector
 // rank and similarity, the fused score, and the method with the weight used
@@ -117,10 +114,6 @@ const (
 	// AlphaAuto asks for the automatic vector weight with any fusion
 	// method (see [Weight]).
 	AlphaAuto = -1.0
-	// AlphaCalibrated asks for the store's calibrated weight even when the
-	// embedder matches words (DefaultAlpha when the store has none): for
-	// measuring what calibration would do for such an embedder.
-	AlphaCalibrated = -2.0
 )
 
 // Options configure a search. A nil *Options means all defaults.
@@ -146,10 +139,6 @@ type Options struct {
 	// relative fusion and DBSF, and always with AlphaAuto: automatic, see
 	// [Weight]; default with RRF: 0.5, plain RRF.
 	Alpha float64
-	// CalibrationScale replaces CalibrationScale in the calibrated weight
-	// (alpha = scale × the store's vector-to-BM25 MRR ratio, clamped), for
-	// measuring other scales. Default 0: CalibrationScale.
-	CalibrationScale float64
 	// Agreement turns on per-query weighting, an experiment that is off by
 	// default (0): each query's alpha grows by Agreement × the share of
 	// results the two top-10 lists have in common, up to 1. It is kept for
@@ -207,6 +196,10 @@ type Options struct {
 	// Now is when the query is asked: the reference of relative time
 	// expressions ("last week"). Default time.Now().
 	Now time.Time
+	// Unit is what a result of a conversation search is: a turn, a round
+	// (a user's turn with the replies to it) or a whole session (UnitTurn,
+	// UnitRound, UnitSession; see units.go). Default UnitTurn.
+	Unit string
 
 	// auto is the automatic weight asked for (set by withDefaults);
 	// weightedBy says where an automatic Alpha came from (set by
@@ -223,7 +216,6 @@ type autoWeight int
 const (
 	autoNone autoWeight = iota
 	autoAny
-	autoCalibrated
 )
 
 func (o *Options) withDefaults() Options {
@@ -249,8 +241,6 @@ func (o *Options) withDefaults() Options {
 	switch {
 	case r.Alpha == 0 && r.Fusion == RRF:
 		r.Alpha = DefaultRRFAlpha
-	case r.Alpha == AlphaCalibrated:
-		r.auto = autoCalibrated
 	case r.Alpha == 0 || r.Alpha == AlphaAuto || math.IsNaN(r.Alpha):
 		r.auto = autoAny
 	}
@@ -347,6 +337,10 @@ type Result struct {
 	// AlsoAt lists other sources that hold the same text, or a near copy
 	// of this chunk's page, collapsed into this result (see Diversify).
 	AlsoAt []string `json:"alsoAt,omitempty"`
+	// Unit is set when the result is a round or session of a conversation
+	// (Options.Unit): Record then holds the unit's text and the record of
+	// its best-ranked turn otherwise, and Unit names every turn.
+	Unit *Unit `json:"unit,omitempty"`
 }
 
 // Retriever is what search needs from a store; *index.Index implements it.
@@ -369,7 +363,7 @@ func Search(ctx context.Context, r Retriever, query string, opts *Options) ([]Re
 func search(ctx context.Context, r Retriever, query string, opts *Options) (res []Result, degraded, err error) {
 	o := opts.withDefaults()
 	if o.auto != autoNone && o.Mode == Hybrid {
-		o.Alpha, o.weightedBy = weight(ctx, r, o.auto == autoCalibrated, o.CalibrationScale)
+		o.Alpha, o.weightedBy = Weight(ctx, r, o.DocTypes)
 	}
 	switch o.Mode {
 	case Hybrid, Vector, FullText:
@@ -380,6 +374,10 @@ func search(ctx context.Context, r Retriever, query string, opts *Options) (res 
 	case RRF, Relative, DBSF:
 	default:
 		return nil, nil, fmt.Errorf("%w %q", ErrBadFusion, o.Fusion)
+	}
+	unit, err := ParseUnit(o.Unit)
+	if err != nil {
+		return nil, nil, err
 	}
 	if strings.TrimSpace(query) == "" {
 		return nil, nil, nil
@@ -396,6 +394,11 @@ func search(ctx context.Context, r Retriever, query string, opts *Options) (res 
 		ranked, more, degraded, err := retrieve(ctx, r, query, f, &o, fetch, rc)
 		if err != nil {
 			return nil, nil, err
+		}
+		if unit != UnitTurn {
+			if ranked, err = units(ctx, r, ranked, unit, f); err != nil {
+				return nil, nil, err
+			}
 		}
 		out := diversify(ranked, &o)
 		if len(out) >= o.TopK || !more || fetch >= maxFetch {

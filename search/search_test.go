@@ -151,23 +151,30 @@ func (w withSettings) Setting(_ context.Context, key string) (string, bool, erro
 	return v, ok, nil
 }
 
-func calibrated(mrrText, mrrVec float64) map[string]string {
-	c := Calibration{Version: calibrationVersion, Chunks: 100, Samples: 100, MRRFullText: mrrText, MRRVector: mrrVec,
-		Alpha: AlphaFor(CalibrationScale, mrrText, mrrVec)}
+// calibrated is a store's settings with a calibration of knowledge at alpha
+// (and of memories at memAlpha, when positive).
+func calibrated(alpha, memAlpha float64) map[string]string {
+	c := Calibration{Version: calibrationVersion, Types: map[string]TypeCalibration{
+		index.DocKnowledge: {Chunks: 100, Samples: 100, MRRFullText: 1, MRRVector: 0.5, Alpha: alpha}}}
+	if memAlpha > 0 {
+		c.Types[index.DocMemory] = TypeCalibration{Chunks: 100, Samples: 100, Alpha: memAlpha}
+	}
 	b, _ := json.Marshal(c)
 	return map[string]string{CalibrationKey: string(b)}
 }
 
-// The automatic vector weight: the embedder's declaration, else the store's
-// calibration, else the default; an explicit alpha always wins, and the
-// explanation says which.
+// The automatic vector weight: the store's calibration of the document
+// type searched, else the default, whatever the embedder; an explicit alpha
+// always wins, and the explanation says which.
 func TestAutomaticWeight(t *testing.T) {
 	lists := func() *fakeRetriever {
 		return &fakeRetriever{text: []index.Hit{hit("a", 10), hit("b", 5)}, vec: []index.Hit{hit("b", 0.9), hit("a", 0.1)}}
 	}
-	sem := func(settings map[string]string) Retriever {
-		return withSettings{withEmbedder{lists(), semanticStub{}}, settings}
+	with := func(emb embed.Embedder, settings map[string]string) Retriever {
+		return withSettings{withEmbedder{lists(), emb}, settings}
 	}
+	sem := func(settings map[string]string) Retriever { return with(semanticStub{}, settings) }
+	mem := []string{index.DocMemory}
 	cases := []struct {
 		name   string
 		r      Retriever
@@ -175,22 +182,19 @@ func TestAutomaticWeight(t *testing.T) {
 		method string
 	}{
 		{"unknown embedder", lists(), Options{}, "relative(alpha=0.10, default)"},
-		{"lexical", withEmbedder{lists(), embed.NewLexical(nil)}, Options{}, "relative(alpha=0.05, lexical)"},
-		{"randproj", withEmbedder{lists(), embed.NewRandProj(&embed.RandProjOptions{Dimension: 8})}, Options{}, "relative(alpha=0.05, lexical)"},
+		{"lexical, not calibrated", withEmbedder{lists(), embed.NewLexical(nil)}, Options{}, "relative(alpha=0.10, default)"},
+		{"lexical, calibrated", with(embed.NewLexical(nil), calibrated(0.3, 0)), Options{}, "relative(alpha=0.30, calibrated)"},
+		{"randproj, calibrated", with(embed.NewRandProj(&embed.RandProjOptions{Dimension: 8}), calibrated(0.15, 0)), Options{}, "relative(alpha=0.15, calibrated)"},
 		{"semantic, not calibrated", withEmbedder{lists(), semanticStub{}}, Options{}, "relative(alpha=0.10, default)"},
-		{"semantic, calibrated", sem(calibrated(1, 0.3)), Options{}, "relative(alpha=0.12, calibrated)"},
-		{"calibration clamped", sem(calibrated(1, 0.01)), Options{}, "relative(alpha=0.05, calibrated)"},
-		{"other scale", sem(calibrated(1, 0.3)), Options{CalibrationScale: 1}, "relative(alpha=0.30, calibrated)"},
+		{"semantic, calibrated", sem(calibrated(0.12, 0)), Options{}, "relative(alpha=0.12, calibrated)"},
+		{"memories, calibrated", sem(calibrated(0.12, 0.4)), Options{DocTypes: mem}, "relative(alpha=0.40, calibrated)"},
+		{"memories, knowledge only calibrated", sem(calibrated(0.12, 0)), Options{DocTypes: mem}, "relative(alpha=0.10, default)"},
 		{"broken calibration", sem(map[string]string{CalibrationKey: "{"}), Options{}, "relative(alpha=0.10, default)"},
-		{"old calibration", sem(map[string]string{CalibrationKey: `{"v":0,"alpha":0.3}`}), Options{}, "relative(alpha=0.10, default)"},
-		{"explicit", sem(calibrated(1, 0.3)), Options{Alpha: 0.3}, "relative(alpha=0.30)"},
-		{"auto with rrf", sem(calibrated(1, 0.3)), Options{Fusion: RRF, Alpha: AlphaAuto}, "rrf(k=60,alpha=0.12, calibrated)"},
-		{"plain rrf", sem(calibrated(1, 0.3)), Options{Fusion: RRF}, "rrf(k=60)"},
-		{"dbsf", sem(calibrated(1, 0.3)), Options{Fusion: DBSF}, "dbsf(alpha=0.12, calibrated)"},
-		{"lexical, calibration asked for", withSettings{withEmbedder{lists(), embed.NewLexical(nil)}, calibrated(1, 0.9)},
-			Options{Alpha: AlphaCalibrated}, "relative(alpha=0.36, calibrated)"},
-		{"lexical, calibrated store", withSettings{withEmbedder{lists(), embed.NewLexical(nil)}, calibrated(1, 0.9)},
-			Options{}, "relative(alpha=0.05, lexical)"},
+		{"old calibration", sem(map[string]string{CalibrationKey: `{"v":1,"alpha":0.3}`}), Options{}, "relative(alpha=0.10, default)"},
+		{"explicit", sem(calibrated(0.12, 0)), Options{Alpha: 0.3}, "relative(alpha=0.30)"},
+		{"auto with rrf", sem(calibrated(0.12, 0)), Options{Fusion: RRF, Alpha: AlphaAuto}, "rrf(k=60,alpha=0.12, calibrated)"},
+		{"plain rrf", sem(calibrated(0.12, 0)), Options{Fusion: RRF}, "rrf(k=60)"},
+		{"dbsf", sem(calibrated(0.12, 0)), Options{Fusion: DBSF}, "dbsf(alpha=0.12, calibrated)"},
 	}
 	for _, c := range cases {
 		o := c.opts
@@ -200,18 +204,13 @@ func TestAutomaticWeight(t *testing.T) {
 			t.Errorf("%s: %+v %v, want method %s", c.name, rs, err, c.method)
 		}
 	}
-	// a: 0.95·1 + 0.05·0 against b: 0.95·0 + 0.05·1 with the lexical
-	// weight; with the calibrated 0.12, 0.88 against 0.12.
-	rs, _ := Search(context.Background(), withEmbedder{lists(), embed.NewLexical(nil)}, "q", &Options{TopK: 2, SimilarityThreshold: -1})
-	if rs[0].Record.ID != "a" || math.Abs(rs[0].Score-0.95) > 1e-12 {
-		t.Errorf("lexical: %v", rs)
-	}
-	rs, _ = Search(context.Background(), sem(calibrated(1, 0.3)), "q", &Options{TopK: 2, SimilarityThreshold: -1})
+	// a: 0.88·1 + 0.12·0 against b: 0.88·0 + 0.12·1 with the calibrated
+	// weight.
+	rs, _ := Search(context.Background(), sem(calibrated(0.12, 0)), "q", &Options{TopK: 2, SimilarityThreshold: -1})
 	if rs[0].Record.ID != "a" || math.Abs(rs[0].Score-0.88) > 1e-12 || math.Abs(rs[1].Score-0.12) > 1e-12 {
 		t.Errorf("calibrated: %v", rs)
 	}
-	// Weight alone: 0.4 × 0.5/0.5.
-	if w, src := Weight(context.Background(), sem(calibrated(0.5, 0.5))); w != 0.4 || src != WeightCalibrated {
+	if w, src := Weight(context.Background(), sem(calibrated(0.5, 0.2)), []string{index.DocMemory, index.DocKnowledge}); w != 0.2 || src != WeightCalibrated {
 		t.Errorf("Weight = %v %v", w, src)
 	}
 }

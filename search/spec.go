@@ -19,10 +19,9 @@ const maxFeedback = 20
 // command line: "METHOD[:key=value,...]" where METHOD is anything
 // ParseFusion accepts and the keys are
 //
-//	alpha=A       vector weight in (0, 1], or "auto" (AlphaAuto) or
-//	              "calibrated" (AlphaCalibrated) (Options.Alpha)
+//	alpha=A       vector weight in (0, 1], or "auto" or "calibrated"
+//	              (AlphaAuto: the store's calibrated weight) (Options.Alpha)
 //	k=K           the k of RRF, 1..10000 (Options.RRFK)
-//	scale=C       calibration scale, in (0, 10] (Options.CalibrationScale)
 //	agree=W       per-query weighting, in [0, 1] (Options.Agreement)
 //	feedback=N    results that refine the vector query, 0..20 (0: off)
 //	              (Options.Feedback)
@@ -56,10 +55,8 @@ func ParseFusionSpec(spec string) (Options, error) {
 		switch k {
 		case "alpha":
 			switch {
-			case strings.EqualFold(v, "auto"):
+			case strings.EqualFold(v, "auto"), strings.EqualFold(v, "calibrated"):
 				o.Alpha = AlphaAuto
-			case strings.EqualFold(v, "calibrated"):
-				o.Alpha = AlphaCalibrated
 			default:
 				a, err := strconv.ParseFloat(v, 64)
 				if err != nil || math.IsNaN(a) || a <= 0 || a > 1 {
@@ -67,12 +64,6 @@ func ParseFusionSpec(spec string) (Options, error) {
 				}
 				o.Alpha = a
 			}
-		case "scale":
-			c, err := strconv.ParseFloat(v, 64)
-			if err != nil || math.IsNaN(c) || c <= 0 || c > 10 {
-				return Options{}, fmt.Errorf("%w: scale %q is not a number in (0, 10]", ErrBadFusion, v)
-			}
-			o.CalibrationScale = c
 		case "k":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > 10000 {
@@ -98,7 +89,7 @@ func ParseFusionSpec(spec string) (Options, error) {
 				o.Feedback = -1
 			}
 		default:
-			return Options{}, fmt.Errorf("%w: unknown parameter %q in %q (want alpha, k, scale, agree or feedback)", ErrBadFusion, k, spec)
+			return Options{}, fmt.Errorf("%w: unknown parameter %q in %q (want alpha, k, agree or feedback)", ErrBadFusion, k, spec)
 		}
 	}
 	return o, nil

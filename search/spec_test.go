@@ -8,37 +8,35 @@ import (
 
 func TestParseFusionSpec(t *testing.T) {
 	good := map[string]Options{
-		"relative":                       {Fusion: Relative},
-		"":                               {Fusion: Relative},
-		"RRF":                            {Fusion: RRF},
-		"relative:alpha=0.3":             {Fusion: Relative, Alpha: 0.3},
-		"rrf:k=10,alpha=auto":            {Fusion: RRF, RRFK: 10, Alpha: AlphaAuto},
-		"dbsf:alpha=calibrated,scale=.5": {Fusion: DBSF, Alpha: AlphaCalibrated, CalibrationScale: 0.5},
-		"relative: agree = 0.6 ,":        {Fusion: Relative, Agreement: 0.6},
-		"relative:alpha=1":               {Fusion: Relative, Alpha: 1},
-		"rrf:k=1":                        {Fusion: RRF, RRFK: 1},
-		"rrf:k=10000":                    {Fusion: RRF, RRFK: 10000},
-		"relative:agree=0":               {Fusion: Relative},
-		"relative:agree=1":               {Fusion: Relative, Agreement: 1},
-		"relative:feedback=5":            {Fusion: Relative, Feedback: 5},
-		"rrf:feedback=0":                 {Fusion: RRF, Feedback: -1},
-		"dbsf:feedback=20":               {Fusion: DBSF, Feedback: 20},
-		"relative:scale=10":              {Fusion: Relative, CalibrationScale: 10},
-		"relative:scale=1e-9":            {Fusion: Relative, CalibrationScale: 1e-9},
+		"relative":                {Fusion: Relative},
+		"":                        {Fusion: Relative},
+		"RRF":                     {Fusion: RRF},
+		"relative:alpha=0.3":      {Fusion: Relative, Alpha: 0.3},
+		"rrf:k=10,alpha=auto":     {Fusion: RRF, RRFK: 10, Alpha: AlphaAuto},
+		"dbsf:alpha=calibrated":   {Fusion: DBSF, Alpha: AlphaAuto},
+		"relative: agree = 0.6 ,": {Fusion: Relative, Agreement: 0.6},
+		"relative:alpha=1":        {Fusion: Relative, Alpha: 1},
+		"rrf:k=1":                 {Fusion: RRF, RRFK: 1},
+		"rrf:k=10000":             {Fusion: RRF, RRFK: 10000},
+		"relative:agree=0":        {Fusion: Relative},
+		"relative:agree=1":        {Fusion: Relative, Agreement: 1},
+		"relative:feedback=5":     {Fusion: Relative, Feedback: 5},
+		"rrf:feedback=0":          {Fusion: RRF, Feedback: -1},
+		"dbsf:feedback=20":        {Fusion: DBSF, Feedback: 20},
 		// Exactly maxSpec bytes.
 		"relative:alpha=0.3" + strings.Repeat(" ", maxSpec-len("relative:alpha=0.3")): {Fusion: Relative, Alpha: 0.3},
 	}
 	for in, want := range good {
 		got, err := ParseFusionSpec(in)
 		if err != nil || got.Fusion != want.Fusion || got.Alpha != want.Alpha || got.RRFK != want.RRFK ||
-			got.CalibrationScale != want.CalibrationScale || got.Agreement != want.Agreement {
+			got.Agreement != want.Agreement {
 			t.Errorf("ParseFusionSpec(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{
 		"max", "relative:alpha", "relative:alpha=0", "relative:alpha=1.5", "relative:alpha=NaN", "relative:alpha=-1",
 		"relative:k=10", "rrf:k=0", "rrf:k=x", "relative:alpha=0.1,alpha=0.2", "relative:beta=1",
-		"relative:agree=2", "relative:feedback=21", "relative:feedback=-1", "relative:feedback=x", "relative:scale=0", "relative:scale=11", "relative:=3", strings.Repeat("x", 300),
+		"relative:agree=2", "relative:feedback=21", "relative:feedback=-1", "relative:feedback=x", "relative:scale=0.5", "relative:=3", strings.Repeat("x", 300),
 		"rrf:k=10001", "relative:alpha=0.3" + strings.Repeat(" ", maxSpec+1-len("relative:alpha=0.3")),
 	} {
 		if _, err := ParseFusionSpec(in); !errors.Is(err, ErrBadFusion) {
@@ -48,7 +46,7 @@ func TestParseFusionSpec(t *testing.T) {
 }
 
 func FuzzParseFusionSpec(f *testing.F) {
-	for _, s := range []string{"relative", "rrf:k=10,alpha=auto", "dbsf:alpha=calibrated,scale=0.5,agree=0.2", "relative:alpha=0.3,", ":", "rrf:k=1e3"} {
+	for _, s := range []string{"relative", "rrf:k=10,alpha=auto", "dbsf:alpha=calibrated,agree=0.2", "relative:alpha=0.3,", ":", "rrf:k=1e3"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
@@ -62,8 +60,8 @@ func FuzzParseFusionSpec(f *testing.F) {
 		if o.Fusion != Relative && o.Fusion != RRF && o.Fusion != DBSF {
 			t.Fatalf("%q: fusion %q", in, o.Fusion)
 		}
-		if !(o.Alpha == 0 || o.Alpha == AlphaAuto || o.Alpha == AlphaCalibrated || o.Alpha > 0 && o.Alpha <= 1) ||
-			o.RRFK < 0 || o.RRFK > 10000 || o.Agreement < 0 || o.Agreement > 1 || o.CalibrationScale < 0 || o.CalibrationScale > 10 {
+		if !(o.Alpha == 0 || o.Alpha == AlphaAuto || o.Alpha > 0 && o.Alpha <= 1) ||
+			o.RRFK < 0 || o.RRFK > 10000 || o.Agreement < 0 || o.Agreement > 1 {
 			t.Fatalf("%q: out-of-range options %+v", in, o)
 		}
 		// Whatever parses fuses.

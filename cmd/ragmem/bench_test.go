@@ -83,16 +83,15 @@ func TestBenchCommand(t *testing.T) {
 	}
 	// --fusion times another fusion: without feedback, or rrf. The bench
 	// wraps the embedder (its vectors are computed beforehand) and must
-	// still weigh a word-matching one as search does for users: randproj
-	// gets the lexical weight.
-	for spec, want := range map[string]string{"relative:feedback=0": "relative(alpha=0.05, lexical)", "rrf:k=20": "rrf(k=20, feedback=3)"} {
+	// still weigh it as search does for users: calibrated on the store.
+	for spec, want := range map[string]string{"relative:feedback=0": ", calibrated)", "rrf:k=20": "rrf(k=20, feedback=3)"} {
 		out = mustRun(t, "bench", "--corpora", "300", "--queries", "10", "--embedders", "randproj:dim=32", "--fusion", spec, "--json")
 		rs = nil
 		if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 1 {
 			t.Fatalf("--fusion %s: %v\n%s", spec, err, out)
 		}
-		if rs[0].HybridMethod != want {
-			t.Errorf("--fusion %s: the hybrid queries ran %q, want %q", spec, rs[0].HybridMethod, want)
+		if !strings.Contains(rs[0].HybridMethod, want) || rs[0].CalibrateSeconds <= 0 {
+			t.Errorf("--fusion %s: the hybrid queries ran %q, want %q (calibration %.3f s)", spec, rs[0].HybridMethod, want, rs[0].CalibrateSeconds)
 		}
 	}
 	if _, _, err := runCLI(t, "bench", "--corpora", "300", "--fusion", "relative:feedback=99"); err == nil {

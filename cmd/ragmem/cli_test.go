@@ -81,7 +81,7 @@ func TestCLIWorkflow(t *testing.T) {
 		}
 	}
 	human := mustRun(t, "--dir", dir, "search", "otters")
-	if !strings.Contains(human, "notes.txt") || !strings.Contains(human, "relative(alpha=0.05, lexical, feedback=3)") || !strings.Contains(human, "(refined ") || !strings.Contains(human, "in this list; raw bm25 ") {
+	if !strings.Contains(human, "notes.txt") || !strings.Contains(human, "relative(alpha=0.10, default, feedback=3)") || !strings.Contains(human, "(refined ") || !strings.Contains(human, "in this list; raw bm25 ") {
 		t.Fatalf("human search output: %s", human)
 	}
 

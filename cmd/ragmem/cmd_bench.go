@@ -116,6 +116,10 @@ type benchResult struct {
 	IndexCPUSeconds float64 `json:"indexCpuSeconds"`
 	Writers         int     `json:"writers"`
 	SettleSeconds   float64 `json:"settleSeconds"` // until background work (bleve merges) stopped using CPU
+	// CalibrateSeconds is the fusion calibration's time after indexing (the
+	// background work rag.Engine does once a store has settled): the
+	// queries then run with the weight users get.
+	CalibrateSeconds float64 `json:"calibrateSeconds"`
 
 	Hybrid latency `json:"hybrid"`
 	// HybridMethod is the fusion the hybrid queries ran, as their results
@@ -452,6 +456,13 @@ func benchCorpus(ctx context.Context, c *corpus, dir string, be benchEmbedder, e
 	if res.SettleSeconds >= 1 {
 		o.logf("%s: background work (bleve's segment merges) settled %.0fs after indexing", c.name, res.SettleSeconds)
 	}
+	calStart := time.Now()
+	if _, err := search.Calibrate(ctx, ix, nil); err != nil && !errors.Is(err, search.ErrTooSmall) {
+		ix.Close()
+		return nil, err
+	}
+	res.CalibrateSeconds = time.Since(calStart).Seconds()
+	o.logf("%s: fusion calibrated in %.1fs", c.name, res.CalibrateSeconds)
 
 	// Queries in each mode, as the CLI runs them (top 5, no threshold so
 	// that every query returns results to rank).
@@ -945,6 +956,7 @@ func printBench(w io.Writer, rs []benchResult) {
 		}
 		fmt.Fprintf(w, "  indexing                 %.0f chunks/s (%.1f s, %s, %d writers; %.0f chunks per CPU second; settled %.0f s later)\n",
 			r.ChunksPerSec, r.IndexSeconds, what, r.Writers, float64(r.Chunks)/max(r.IndexCPUSeconds, 1e-9), r.SettleSeconds)
+		fmt.Fprintf(w, "  calibration              %.1f s (%.1f%% of indexing)\n", r.CalibrateSeconds, 100*r.CalibrateSeconds/max(r.IndexSeconds, 1e-9))
 		fmt.Fprintf(w, "  hybrid    p50/p95/p99 ms %s   nDCG@10 %.4f   %s\n", ms(r.Hybrid), r.NDCG10["hybrid"], r.HybridMethod)
 		fmt.Fprintf(w, "  vector    p50/p95/p99 ms %s   nDCG@10 %.4f\n", ms(r.Vector), r.NDCG10["vector"])
 		fmt.Fprintf(w, "  fulltext  p50/p95/p99 ms %s   nDCG@10 %.4f\n", ms(r.FullText), r.NDCG10["fulltext"])

@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -20,7 +22,7 @@ import (
 func newEvalCmd(g *globals) *cobra.Command {
 	var (
 		split, bm25, tmp        string
-		turns, signals          string
+		turns, signals, unit    string
 		locomo                  []string
 		datasets, modes, fusion []string
 		rrfK, pool, depth       int
@@ -73,6 +75,10 @@ func newEvalCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			u, err := search.ParseUnit(unit)
+			if err != nil {
+				return err
+			}
 			dirs, err := expandDatasets(datasets)
 			if err != nil {
 				return err
@@ -115,6 +121,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 					so.MaxPerSource = -1
 				}
 				so.SpeakerWeight, so.TimeWeight, so.QuestionWeight, so.TimeSlack = sig.SpeakerWeight, sig.TimeWeight, sig.QuestionWeight, sig.TimeSlack
+				so.Unit = u
 				hybrids = append(hybrids, eval.Hybrid{Label: spec, Search: so})
 			}
 			ftOpts, err := local.ParseFullTextOptions(bm25)
@@ -205,6 +212,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 	f.StringSliceVar(&datasets, "dataset", nil, "BEIR-format data set folder; repeat or comma-separate for several; a folder of data sets stands for each")
 	f.StringSliceVar(&locomo, "locomo", nil, "LoCoMo conversation file (.json); repeat or comma-separate for several; a folder stands for its .json files")
 	f.StringVar(&turns, "turns", "", "how --locomo writes turns as memories: title=speaker|date|speaker+date|session|none, prefix=0|1, context=N (turns before), next=N (turns after), attrs=0|1 (default: title=speaker+date,context=2,next=1)")
+	f.StringVar(&unit, "unit", "", "what a conversation's result is: turn, round (a user's turn with its replies) or session; a unit's turns count in the ranking in the order of their own scores (default turn)")
 	f.StringVar(&signals, "signals", "", "memory ranking signals: speaker=W, time=W, question=W (0: off), slack=DAYS (default: the search defaults)")
 	f.StringVar(&split, "split", "test", "qrels split to evaluate: qrels/SPLIT.tsv (tune on train, report test)")
 	f.StringSliceVar(&modes, "modes", []string{"fulltext", "vector", "hybrid"}, "search modes to evaluate")
@@ -293,8 +301,11 @@ func printReport(w io.Writer, r *eval.Report, labels bool) {
 	}
 	fmt.Fprintf(w, "indexing   %.1f s\n", r.IndexSeconds)
 	if c := r.Calibration; c != nil {
-		fmt.Fprintf(w, "calibrated alpha %.2f: MRR@10 of %d pseudo-queries, BM25 %.3f, vector %.3f (%.1f s)\n",
-			c.Alpha, c.Samples, c.MRRFullText, c.MRRVector, r.CalibrateSeconds)
+		for _, dt := range slices.Sorted(maps.Keys(c.Types)) {
+			tc := c.Types[dt]
+			fmt.Fprintf(w, "calibrated %s alpha %.2f: MRR@10 of %d pseudo-questions, BM25 %.3f, vector %.3f, fused %.3f (%.1f s)\n",
+				dt, tc.Alpha, tc.Samples, tc.MRRFullText, tc.MRRVector, tc.MRRFused, r.CalibrateSeconds)
+		}
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

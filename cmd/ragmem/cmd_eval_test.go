@@ -76,7 +76,7 @@ func TestCLIEvalSeveral(t *testing.T) {
 	out := mustRun(t, "eval", "--dataset", parent, "--modes", "fulltext,hybrid", "--fusion", "relative",
 		"--fusion", "rrf:k=10", "--per-query", "--depth", "4", "--tmp", t.TempDir())
 	for _, want := range []string{"data set   one (test split)", "data set   two (test split)", "macro average over 2 data sets (one, two)",
-		"relative(alpha=0.05, lexical, feedback=3)", "rrf(k=10, feedback=3)", "rrf:k=10", "query  mode"} {
+		"relative(alpha=0.10, default, feedback=3)", "rrf(k=10, feedback=3)", "rrf:k=10", "query  mode"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -40,6 +40,19 @@ const (
 	// shown as the memory's text. Only memories (DocMemory) are searched by
 	// it.
 	AttrContext = "context"
+	// AttrRole is the speaker's part in a chat: "user" or "assistant" (a
+	// transcript's message roles). A question in the first person ("what
+	// did I decide?") names the user's turns, as one that names a speaker
+	// names theirs; without the attribute, a speaker called "user" is the
+	// user.
+	AttrRole = "role"
+	// AttrSession names the conversation session a turn belongs to (any
+	// text the writer chooses, the same for every turn of the session), and
+	// AttrTurn is the turn's position in it, a decimal number from 0. With
+	// both, search can return a turn's round (a user's turn with the
+	// replies to it) or its whole session (search.Options.Unit).
+	AttrSession = "session"
+	AttrTurn    = "turn"
 )
 
 // Errors shared by every backend. Backends wrap them with %w.

@@ -49,11 +49,13 @@ const (
 	analyzerIndex = "ragmem_index" // analysis of documents: the query chain plus the length marker
 	analyzerQuery = "ragmem_query"
 
-	// markerTerm is added once to every analysed body and title. No
-	// tokenizer emits a space inside a token, so no text can produce it. Its
-	// postings list every document that has the field, with the field length
-	// (one more than the text's tokens) in the norm: that gives BM25 the
-	// document count and the total length, which bleve does not keep.
+	// markerTerm is added to every analysed field once per distinct term
+	// of its text (at least once). No tokenizer emits a space inside a
+	// token, so no text can produce it. Its postings list every document
+	// that has the field, with the number of distinct terms as the
+	// frequency and the field length (the text's tokens plus the markers) in
+	// the norm: that gives BM25 the document count, each document's length
+	// and verbosity, and their totals, which bleve does not keep.
 	markerTerm   = " "
 	markerFilter = "ragmem_length_marker"
 )
@@ -85,8 +87,12 @@ const (
 type FullTextOptions struct {
 	// K1 is BM25's term-frequency saturation. Default 1.2.
 	K1 float64
-	// B is BM25's document-length normalisation, in [0, 1]. Default 0.75;
-	// a negative value means 0 (no length normalisation).
+	// B is BM25's document-length normalisation of the text and title, in
+	// [0, 1]. Default 0: automatic, from the store's own statistics (the
+	// verbosity-aware normalisation of BM25-VA, see fulltext_score.go: no
+	// constant is tuned to a collection, and it stays current as the store
+	// changes). A value in (0, 1] is Lucene's b, the same for every
+	// document; a negative value means no length normalisation.
 	B float64
 	// Stemmer is "porter", "snowball", "plural" or "none". Default "porter".
 	Stemmer string
@@ -100,15 +106,17 @@ type FullTextOptions struct {
 	// field, as Lucene baselines do).
 	TitleWeight float64
 	// MemoryB is B for memories (records of DocMemory). Memories are
-	// indexed in a field of their own, so that their length statistics are
-	// not those of knowledge chunks (a conversation turn is a few dozen
-	// words, a chunk a few hundred), and short memories want a weaker length
-	// normalisation. Default DefaultMemoryB; a negative value means 0.
+	// indexed in a field of their own, so that their statistics are not
+	// those of knowledge chunks (a conversation turn is a few dozen words, a
+	// chunk a few hundred). Default 0: automatic, as B; a value in (0, 1]
+	// is Lucene's b; a negative value means no length normalisation.
 	MemoryB float64
 	// ContextWeight, when positive, indexes each record's context
-	// (Attrs[driver.AttrContext]: for a conversation memory, the turn
-	// before it) in a field of its own, never in the text, and adds
-	// ContextWeight times that field's BM25 score. Default
+	// (Attrs[driver.AttrContext]: for a conversation memory, the turns
+	// around it) in a field of its own, never in the text, and adds
+	// ContextWeight times that field's BM25 score, without length
+	// normalisation (a context's length is that of its neighbours, clipped
+	// by the writer: it says nothing of the memory's). Default
 	// DefaultContextWeight; a negative value turns it off (the context is
 	// then not indexed).
 	ContextWeight float64
@@ -144,12 +152,10 @@ type Feedback struct {
 // Defaults of FullTextOptions.
 const (
 	DefaultK1             = 1.2
-	DefaultB              = 0.75
 	DefaultStopWords      = StopEnglish
 	DefaultStemmer        = StemPorter
 	DefaultTitleWeight    = 0.3
 	DefaultContextWeight  = 0.7
-	DefaultMemoryB        = 0.2
 	DefaultProximityDepth = 100
 )
 
@@ -183,8 +189,8 @@ func newFullText(o *FullTextOptions) *fullText {
 	if !(ft.k1 > 0) || math.IsInf(ft.k1, 0) {
 		ft.k1 = DefaultK1
 	}
-	ft.b = clampB(ft.b, DefaultB)
-	ft.mb = clampB(ft.mb, DefaultMemoryB)
+	ft.b = clampB(ft.b)
+	ft.mb = clampB(ft.mb)
 	switch ft.stemmer {
 	case StemPorter, StemSnowball, StemPlural, StemNone:
 	default:
@@ -229,12 +235,16 @@ func newFullText(o *FullTextOptions) *fullText {
 	return ft
 }
 
-// clampB resolves a B option: 0 (or NaN) is def, a negative value 0, and
-// values above 1 are 1.
-func clampB(b, def float64) float64 {
+// bAuto is the resolved b of a field normalised from the store's own
+// statistics (BM25-VA).
+const bAuto = -1
+
+// clampB resolves a B option: 0 (or NaN) is automatic (bAuto), a negative
+// value 0, and values above 1 are 1.
+func clampB(b float64) float64 {
 	switch {
 	case b == 0 || math.IsNaN(b):
-		return def
+		return bAuto
 	case b < 0:
 		return 0
 	case b > 1:
@@ -246,7 +256,7 @@ func clampB(b, def float64) float64 {
 // analysisVersion names everything that decides what the index holds. A
 // store whose index was built under another name is rebuilt on open.
 func (ft *fullText) analysisVersion() string {
-	v := "bm25-v1/unicode/possessive/lower/stop=" + ft.stop + "/stem=" + ft.stemmer + "/memory"
+	v := "bm25-v2/unicode/possessive/lower/stop=" + ft.stop + "/stem=" + ft.stemmer + "/memory"
 	if ft.titleWeight > 0 {
 		v += "/title"
 	}
@@ -258,7 +268,7 @@ func (ft *fullText) analysisVersion() string {
 
 // String describes the whole configuration (for reports).
 func (ft *fullText) String() string {
-	s := fmt.Sprintf("%s k1=%g b=%g memory.b=%g", ft.analysisVersion(), ft.k1, ft.b, ft.mb)
+	s := fmt.Sprintf("%s k1=%g b=%s memory.b=%s", ft.analysisVersion(), ft.k1, bString(ft.b), bString(ft.mb))
 	if ft.titleWeight > 0 {
 		s += fmt.Sprintf(" title=%g", ft.titleWeight)
 	}
@@ -272,6 +282,14 @@ func (ft *fullText) String() string {
 		s += fmt.Sprintf(" rm3(docs=%d,terms=%d,orig=%g)", ft.fb.Docs, ft.fb.Terms, ft.fb.OriginalWeight)
 	}
 	return s
+}
+
+// bString shows a resolved b: "auto" for bAuto.
+func bString(b float64) string {
+	if b == bAuto {
+		return "auto"
+	}
+	return strconv.FormatFloat(b, 'g', -1, 64)
 }
 
 // FullTextConfig describes the BM25 configuration of the backend, e.g.
@@ -376,7 +394,8 @@ func toAny(ss []string) []any {
 	return out
 }
 
-// lengthMarker appends markerTerm to a token stream; see markerTerm.
+// lengthMarker appends markerTerm to a token stream once per distinct term
+// of the stream (at least once); see markerTerm.
 type lengthMarker struct{}
 
 func (lengthMarker) Filter(in analysis.TokenStream) analysis.TokenStream {
@@ -384,7 +403,16 @@ func (lengthMarker) Filter(in analysis.TokenStream) analysis.TokenStream {
 	if n := len(in); n > 0 {
 		pos, end = in[n-1].Position+1, in[n-1].End
 	}
-	return append(in, &analysis.Token{Term: []byte(markerTerm), Position: pos, Start: end, End: end, Type: analysis.Shingle})
+	distinct := make(map[string]struct{}, len(in))
+	for _, t := range in {
+		distinct[string(t.Term)] = struct{}{}
+	}
+	// One token, repeated: its frequency is all the index keeps of it.
+	m := &analysis.Token{Term: []byte(markerTerm), Position: pos, Start: end, End: end, Type: analysis.Shingle}
+	for range max(1, len(distinct)) {
+		in = append(in, m)
+	}
+	return in
 }
 
 func init() {
@@ -459,15 +487,31 @@ func bleveSeq(bi bleve.Index) (uint64, error) {
 // ErrBadFullTextSpec is returned by ParseFullTextOptions.
 var ErrBadFullTextSpec = errors.New("index: bad full-text options")
 
+// parseB reads a b of ParseFullTextOptions: "auto" (0: the store's own
+// normalisation), or a number in [0, 1] (0 asked explicitly: none, -1).
+func parseB(k, v string) (float64, error) {
+	if strings.EqualFold(v, "auto") {
+		return 0, nil
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(x) || x < 0 || x > 1 {
+		return 0, fmt.Errorf("%w: %s=%q: want auto or a number from 0 to 1", ErrBadFullTextSpec, k, clipSpec(v))
+	}
+	if x == 0 {
+		return -1, nil
+	}
+	return x, nil
+}
+
 // ParseFullTextOptions parses a comma-separated list of key=value settings
 // into FullTextOptions ("" gives nil, all defaults):
 //
 //	k1=X             FullTextOptions.K1
-//	b=X              FullTextOptions.B
+//	b=X|auto         FullTextOptions.B
 //	stem=NAME        porter, snowball, plural or none
 //	stop=NAME        lucene, english or none
 //	title=W          FullTextOptions.TitleWeight
-//	mb=X             FullTextOptions.MemoryB
+//	mb=X|auto        FullTextOptions.MemoryB
 //	context=W        FullTextOptions.ContextWeight (0: off)
 //	prox=W[@DEPTH]   FullTextOptions.Proximity (and ProximityDepth)
 //	rm3=1|0|D/T/W    Feedback: on with defaults, off, or Docs/Terms/OriginalWeight
@@ -500,15 +544,9 @@ func ParseFullTextOptions(spec string) (*FullTextOptions, error) {
 		case "k1":
 			o.K1, err = num(v, 1e-6, 1000)
 		case "b":
-			o.B, err = num(v, 0, 1)
-			if err == nil && o.B == 0 {
-				o.B = -1 // b=0 asked explicitly: no length normalisation
-			}
+			o.B, err = parseB(k, v)
 		case "mb", "memory.b":
-			o.MemoryB, err = num(v, 0, 1)
-			if err == nil && o.MemoryB == 0 {
-				o.MemoryB = -1
-			}
+			o.MemoryB, err = parseB(k, v)
 		case "stem", "stemmer":
 			switch strings.ToLower(v) {
 			case StemPorter, StemSnowball, StemPlural, StemNone:

@@ -21,19 +21,44 @@ import (
 // BM25 as Lucene computes it (BM25Similarity since Lucene 8, used by
 // Anserini), for a query of weighted terms q:
 //
-//	score(D) = Σ_{t∈q} w_t · idf(t) · tf / (tf + k1·(1 − b + b·|D|/avgdl))
+//	score(D) = Σ_{t∈q} w_t · idf(t) · tf / (tf + k1·B(D))
 //	idf(t)   = ln(1 + (N − df + 0.5) / (df + 0.5))
 //
-// tf is the term's frequency in D's field, |D| the field's length in tokens,
-// N the number of documents with the field and avgdl their mean length. The
-// query weight w_t is the term's count in the query (Anserini's bag of words),
-// or its RM3 weight. Unlike Lucene, field lengths are exact, not quantised to
-// a byte.
+// tf is the term's frequency in D's field, N the number of documents with
+// the field. The query weight w_t is the term's count in the query
+// (Anserini's bag of words), or its RM3 weight. B(D) normalises for the
+// document's length |D| (tokens) in one of two ways:
+//
+//	B(D) = 1 − b + b·|D|/avgdl                      Lucene's, with a given b
+//	B(D) = v(D)/mv² + (1 − 1/mv)·|D|/avgdl          automatic (the default)
+//
+// The automatic form is BM25-VA (Lipani, Lupu, Hanbury and Aizawa,
+// "Verboseness Fission for BM25 Document Length Normalization", ICTIR 2015):
+// v(D) is D's verbosity, its tokens per distinct term, and mv the mean
+// verbosity of the field's documents. A document is long because it says
+// more (more distinct terms: it may well match more queries) or because it
+// repeats itself (a verbose answer that names a topic ten times); the first
+// deserves little normalisation and the second a lot. The mean verbosity
+// decides how much of the length to discount, so the normalisation comes
+// from the store's own text, without a parameter fitted to a collection, and
+// follows the store as it changes: a store of short conversation turns
+// (mv ≈ 1.05) is hardly normalised, one of long, repetitive answers is. Both
+// forms give an average document B = 1.
+//
+// Unlike Lucene, field lengths are exact, not quantised to a byte. The
+// context field of memories is never length-normalised (B = 1): its length
+// is that of the turns around the memory, clipped by whoever wrote it.
 
 // fieldStats are a field's collection statistics.
 type fieldStats struct {
-	docs   uint64 // documents with the field
-	sumLen uint64 // total tokens
+	docs     uint64  // documents with the field
+	sumLen   uint64  // total tokens
+	texts    uint64  // documents with at least one token
+	sumVerb  float64 // their verbosities (tokens per distinct term), summed
+	distinct []uint32
+	// distinct holds each document's number of distinct terms, by global
+	// document number (scorch); byID does for other index readers.
+	byID map[string]uint32
 }
 
 func (s fieldStats) avgdl() float64 {
@@ -41,6 +66,42 @@ func (s fieldStats) avgdl() float64 {
 		return 1
 	}
 	return math.Max(float64(s.sumLen)/float64(s.docs), 1e-9)
+}
+
+// meanVerbosity is mv, the mean tokens per distinct term of the field's
+// documents (1 when none has text).
+func (s fieldStats) meanVerbosity() float64 {
+	if s.texts == 0 {
+		return 1
+	}
+	return math.Max(1, s.sumVerb/float64(s.texts))
+}
+
+// distinctOf returns the number of distinct terms the field of document id
+// has (0 when unknown).
+func (s *fieldStats) distinctOf(id index.IndexInternalID) uint32 {
+	if s.byID != nil {
+		return s.byID[string(id)]
+	}
+	if len(id) == 8 {
+		if n := binary.BigEndian.Uint64(id); n < uint64(len(s.distinct)) {
+			return s.distinct[n]
+		}
+	}
+	return 0
+}
+
+// add counts one document whose marker posting has frequency u (distinct
+// terms) and norm norm.
+func (s *fieldStats) add(u uint64, norm float64) {
+	l := fieldLength(norm) - float64(u)
+	s.docs++
+	if l <= 0 {
+		return
+	}
+	s.sumLen += uint64(l)
+	s.texts++
+	s.sumVerb += l / float64(u)
 }
 
 // collectionStats caches the statistics of one index snapshot.
@@ -59,14 +120,15 @@ func fieldLength(norm float64) float64 {
 }
 
 // readFieldStats walks the marker's postings: one per document with the
-// field, whose length includes the marker itself.
+// field, its frequency the document's distinct terms, its length including
+// the markers.
 func readFieldStats(ctx context.Context, r index.IndexReader, field string) (fieldStats, error) {
-	tfr, err := r.TermFieldReader(ctx, []byte(markerTerm), field, false, true, false)
+	tfr, err := r.TermFieldReader(ctx, []byte(markerTerm), field, true, true, false)
 	if err != nil {
 		return fieldStats{}, err
 	}
 	defer tfr.Close()
-	var s fieldStats
+	s := fieldStats{byID: map[string]uint32{}}
 	var tfd index.TermFieldDoc
 	for {
 		d, err := tfr.Next(tfd.Reset())
@@ -76,8 +138,8 @@ func readFieldStats(ctx context.Context, r index.IndexReader, field string) (fie
 		if d == nil {
 			return s, nil
 		}
-		s.docs++
-		s.sumLen += uint64(fieldLength(d.Norm)) - 1
+		s.add(d.Freq, d.Norm)
+		s.byID[string(d.ID)] = uint32(d.Freq)
 	}
 }
 
@@ -137,7 +199,7 @@ type segKey struct {
 
 type segStat struct {
 	seg                          segment.Segment // keeps addr in use
-	body, memory, title, context fieldStats
+	body, memory, title, context fieldStats      // distinct: by the segment's own document numbers
 }
 
 // segmentedStats sums per-segment statistics, reusing those of segments the
@@ -145,10 +207,21 @@ type segStat struct {
 // snapshot, but it only adds a small segment (or deletes from one), and a
 // merge replaces several segments by one: recounting the whole index for
 // every new snapshot cost about 5% of the CPU of a mixed read/write load.
+// Each field's distinct-term counts are laid end to end in segment order,
+// which is how scorch numbers a snapshot's documents.
 func (ft *fullText) segmentedStats(snap *scorch.IndexSnapshot) (collectionStats, error) {
 	var cs collectionStats
+	segs := snap.Segments()
 	next := make(map[segKey]segStat, len(ft.segStats)+1)
-	for _, ss := range snap.Segments() {
+	total := 0
+	for _, ss := range segs {
+		total += int(ss.Segment().Count())
+	}
+	fields := []*fieldStats{&cs.body, &cs.memory, &cs.title, &cs.context}
+	for _, f := range fields[:3] {
+		f.distinct = make([]uint32, 0, total)
+	}
+	for _, ss := range segs {
 		var deleted uint64
 		if d := ss.Deleted(); d != nil {
 			deleted = d.GetCardinality()
@@ -182,21 +255,30 @@ func (ft *fullText) segmentedStats(snap *scorch.IndexSnapshot) (collectionStats,
 		if k.addr != 0 {
 			next[k] = st
 		}
-		cs.body.docs += st.body.docs
-		cs.body.sumLen += st.body.sumLen
-		cs.memory.docs += st.memory.docs
-		cs.memory.sumLen += st.memory.sumLen
-		cs.title.docs += st.title.docs
-		cs.title.sumLen += st.title.sumLen
-		cs.context.docs += st.context.docs
-		cs.context.sumLen += st.context.sumLen
+		n := int(seg.Count())
+		for i, f := range []*fieldStats{&st.body, &st.memory, &st.title, &st.context} {
+			c := fields[i]
+			c.docs += f.docs
+			c.sumLen += f.sumLen
+			c.texts += f.texts
+			c.sumVerb += f.sumVerb
+			if i < 3 {
+				d := f.distinct
+				if len(d) < n {
+					d = append(d[:len(d):len(d)], make([]uint32, n-len(d))...)
+				}
+				c.distinct = append(c.distinct, d[:n]...)
+			}
+		}
 	}
 	ft.segStats = next // only the current segments: merged-away ones are dropped
 	return cs, nil
 }
 
 // segmentFieldStats walks the marker's postings in one segment, skipping its
-// deleted documents, as readFieldStats does across the index.
+// deleted documents, as readFieldStats does across the index; distinct is
+// by the segment's document numbers (only as long as its last document with
+// the field).
 func segmentFieldStats(ss *scorch.SegmentSnapshot, field string) (fieldStats, error) {
 	var s fieldStats
 	dict, err := ss.Segment().Dictionary(field)
@@ -207,7 +289,7 @@ func segmentFieldStats(ss *scorch.SegmentSnapshot, field string) (fieldStats, er
 	if err != nil || pl == nil {
 		return s, err
 	}
-	it := pl.Iterator(false, true, false, nil)
+	it := pl.Iterator(true, true, false, nil)
 	for {
 		p, err := it.Next()
 		if err != nil {
@@ -216,8 +298,12 @@ func segmentFieldStats(ss *scorch.SegmentSnapshot, field string) (fieldStats, er
 		if p == nil {
 			return s, nil
 		}
-		s.docs++
-		s.sumLen += uint64(fieldLength(p.Norm())) - 1
+		s.add(p.Frequency(), p.Norm())
+		n := int(p.Number())
+		if n >= len(s.distinct) {
+			s.distinct = append(s.distinct, make([]uint32, n+1-len(s.distinct))...)
+		}
+		s.distinct[n] = uint32(p.Frequency())
 	}
 }
 
@@ -322,18 +408,19 @@ func idf(n, df uint64) float64 {
 }
 
 // accumulate adds scale · BM25(q) over field to acc, with parameters k1
-// and b.
-func (s *scorer) accumulate(acc map[uint64]float64, field string, fs fieldStats, q []qterm, scale, k1, b float64) error {
+// and b (bAuto: the field's own normalisation, BM25-VA).
+func (s *scorer) accumulate(acc map[uint64]float64, field string, fs *fieldStats, q []qterm, scale, k1, b float64) error {
 	if fs.docs == 0 {
 		return nil
 	}
 	avgdl := fs.avgdl()
+	mv := fs.meanVerbosity()
 	var tfd index.TermFieldDoc
 	for _, t := range q {
 		if err := s.ctx.Err(); err != nil {
 			return err
 		}
-		tfr, err := s.r.TermFieldReader(s.ctx, []byte(t.term), field, true, true, false)
+		tfr, err := s.r.TermFieldReader(s.ctx, []byte(t.term), field, true, b != 0, false)
 		if err != nil {
 			return err
 		}
@@ -348,8 +435,17 @@ func (s *scorer) accumulate(acc map[uint64]float64, field string, fs fieldStats,
 				break
 			}
 			tf := float64(d.Freq)
-			dl := fieldLength(d.Norm) - 1
-			acc[s.keys.key(d.ID)] += w * tf / (tf + k1*(1-b+b*dl/avgdl))
+			norm := 1.0
+			if b != 0 {
+				u := float64(max(fs.distinctOf(d.ID), 1))
+				dl := math.Max(fieldLength(d.Norm)-u, u)
+				if b == bAuto {
+					norm = dl/u/(mv*mv) + (1-1/mv)*dl/avgdl
+				} else {
+					norm = 1 - b + b*dl/avgdl
+				}
+			}
+			acc[s.keys.key(d.ID)] += w * tf / (tf + k1*norm)
 		}
 		if err := tfr.Close(); err != nil {
 			return err
@@ -374,20 +470,20 @@ func (s *scorer) scores(q []qterm) (map[uint64]float64, error) {
 	}
 	acc := make(map[uint64]float64, max(256, hint))
 	ft := s.ft
-	if err := s.accumulate(acc, fieldBody, s.stats.body, q, 1, ft.k1, ft.b); err != nil {
+	if err := s.accumulate(acc, fieldBody, &s.stats.body, q, 1, ft.k1, ft.b); err != nil {
 		return nil, err
 	}
-	if err := s.accumulate(acc, fieldMemory, s.stats.memory, q, 1, ft.k1, ft.mb); err != nil {
+	if err := s.accumulate(acc, fieldMemory, &s.stats.memory, q, 1, ft.k1, ft.mb); err != nil {
 		return nil, err
 	}
 	if ft.titleWeight > 0 {
-		if err := s.accumulate(acc, fieldTitle, s.stats.title, q, ft.titleWeight, ft.k1, ft.b); err != nil {
+		if err := s.accumulate(acc, fieldTitle, &s.stats.title, q, ft.titleWeight, ft.k1, ft.b); err != nil {
 			return nil, err
 		}
 	}
 	if ft.ctxWeight > 0 {
 		// Only memories have a context.
-		if err := s.accumulate(acc, fieldContext, s.stats.context, q, ft.ctxWeight, ft.k1, ft.mb); err != nil {
+		if err := s.accumulate(acc, fieldContext, &s.stats.context, q, ft.ctxWeight, ft.k1, 0); err != nil {
 			return nil, err
 		}
 	}

@@ -173,6 +173,49 @@ func TestBM25HandComputed(t *testing.T) {
 	}
 }
 
+// BM25-VA, the default normalisation (B = 0), by hand: d1 repeats one word
+// four times (verbosity v = 4), d2 says four things once (v = 1), d3 two
+// (v = 1); mv = (4+1+1)/3 = 2, avgdl = 10/3, idf(apple) = ln(1.6) = 0.470004.
+//
+//	d1: B = 4/2² + (1−1/2)·4/(10/3) = 1.6;  0.470004 · 4/(4 + 1.2·1.6)  = 0.317570
+//	d2: B = 1/2² + (1−1/2)·4/(10/3) = 0.85; 0.470004 · 1/(1 + 1.2·0.85) = 0.232675
+//
+// Lucene's b = 0.75 gives both the same B (1.15): 0.349444 and 0.197481.
+// The two are as long; VA discounts the one that only repeats itself.
+func TestBM25VAHandComputed(t *testing.T) {
+	recs := []driver.Record{
+		rec("d1", "", "apple apple apple apple", driver.DocKnowledge),
+		rec("d2", "", "apple banana cherry date", driver.DocKnowledge),
+		rec("d3", "", "banana cherry", driver.DocKnowledge),
+	}
+	auto := *plain
+	auto.B = 0
+	for _, c := range []struct {
+		o            *FullTextOptions
+		want1, want2 float64
+	}{{&auto, 0.317570, 0.232675}, {plain, 0.349444, 0.197481}} {
+		b := openFT(t, t.TempDir(), c.o, recs...)
+		ids, scores := searchText(t, b, "apple", 10, driver.Filter{})
+		if len(ids) != 2 || ids[0] != "d1" || ids[1] != "d2" || !approx(scores[0], c.want1) || !approx(scores[1], c.want2) {
+			t.Errorf("b=%s: %v %v, want d1 %.6f, d2 %.6f", bString(newFullText(c.o).b), ids, scores, c.want1, c.want2)
+		}
+		b.Close()
+	}
+	// Memories are normalised by their own field's statistics: the same
+	// texts as memories score the same among themselves.
+	var mems []driver.Record
+	for _, r := range recs {
+		r.DocType = driver.DocMemory
+		mems = append(mems, r)
+	}
+	b := openFT(t, t.TempDir(), &auto, append(mems, rec("k", "", "apple apple apple orchard pie", driver.DocKnowledge))...)
+	defer b.Close()
+	ids, scores := searchText(t, b, "apple", 10, driver.Filter{DocTypes: []string{driver.DocMemory}})
+	if len(ids) != 2 || !approx(scores[0], 0.317570) || !approx(scores[1], 0.232675) {
+		t.Errorf("memories: %v %v", ids, scores)
+	}
+}
+
 // Filters are applied before the top k is cut: the best knowledge chunk is
 // found even when preferences score higher.
 func TestFullTextFilters(t *testing.T) {
@@ -323,8 +366,8 @@ func TestLengthMarker(t *testing.T) {
 	r, _ := adv.Reader()
 	defer r.Close()
 	st, err := readFieldStats(fctx, r, fieldBody)
-	if err != nil || st.docs != 2 || st.sumLen != 4 {
-		t.Errorf("stats %+v, %v; want 2 documents of 4 tokens", st, err)
+	if err != nil || st.docs != 2 || st.sumLen != 4 || st.texts != 2 || st.sumVerb != 2 || st.meanVerbosity() != 1 {
+		t.Errorf("stats %+v, %v; want 2 documents of 4 tokens, each word once", st, err)
 	}
 	if ids, _ := searchText(t, b, markerTerm, 5, driver.Filter{}); len(ids) != 0 {
 		t.Errorf("the marker matched %v", ids)
@@ -379,8 +422,9 @@ func FuzzParseFullTextOptions(f *testing.F) {
 			return
 		}
 		ft := newFullText(o)
-		if !(ft.k1 > 0) || ft.b < 0 || ft.b > 1 || ft.titleWeight < 0 || ft.proximity < 0 || ft.proxDepth <= 0 ||
-			ft.mb < 0 || ft.mb > 1 || ft.ctxWeight < 0 {
+		badB := func(b float64) bool { return b != bAuto && (b < 0 || b > 1) }
+		if !(ft.k1 > 0) || badB(ft.b) || ft.titleWeight < 0 || ft.proximity < 0 || ft.proxDepth <= 0 ||
+			badB(ft.mb) || ft.ctxWeight < 0 {
 			t.Fatalf("%q resolved to %s", s, ft)
 		}
 	})
@@ -390,7 +434,7 @@ func FuzzParseFullTextOptions(f *testing.F) {
 func TestFullTextDefaults(t *testing.T) {
 	b := openFT(t, filepath.Join(t.TempDir(), "s"), nil)
 	defer b.Close()
-	want := "bm25-v1/unicode/possessive/lower/stop=english/stem=porter/memory/title/context k1=1.2 b=0.75 memory.b=0.2 title=0.3 context=0.7"
+	want := "bm25-v2/unicode/possessive/lower/stop=english/stem=porter/memory/title/context k1=1.2 b=auto memory.b=auto title=0.3 context=0.7"
 	if got := b.FullTextConfig(); got != want {
 		t.Errorf("FullTextConfig() = %q, want %q", got, want)
 	}
@@ -429,8 +473,19 @@ func TestSegmentedStatsMatchTheWalk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.body != want.body || got.title != want.title {
-			t.Fatalf("step %d: segmented %+v/%+v, walk %+v/%+v", step, got.body, got.title, want.body, want.title)
+		for _, f := range []struct {
+			name      string
+			got, want fieldStats
+		}{{"body", got.body, want.body}, {"title", got.title, want.title}} {
+			g, w := f.got, f.want
+			if g.docs != w.docs || g.sumLen != w.sumLen || g.texts != w.texts || math.Abs(g.sumVerb-w.sumVerb) > 1e-9*w.sumVerb {
+				t.Fatalf("step %d: %s: segmented %d/%d/%d/%g, walk %d/%d/%d/%g", step, f.name, g.docs, g.sumLen, g.texts, g.sumVerb, w.docs, w.sumLen, w.texts, w.sumVerb)
+			}
+			for id, u := range w.byID {
+				if d := g.distinctOf(index.IndexInternalID(id)); d != u {
+					t.Fatalf("step %d: %s: document %x has %d distinct terms by segment, %d by the walk", step, f.name, id, d, u)
+				}
+			}
 		}
 		for k := range b.ft.segStats {
 			if !before[k] {
@@ -509,7 +564,7 @@ func TestMemoryField(t *testing.T) {
 	if _, alone := searchText(t, kb, "doctor", 1, driver.Filter{}); len(ks) != 1 || !approx(ks[0], alone[0]) {
 		t.Errorf("knowledge score %v with memories, %v without", ks, alone)
 	}
-	if got := newFullText(&FullTextOptions{}).mb; got != DefaultMemoryB {
+	if got := newFullText(&FullTextOptions{}).mb; got != bAuto {
 		t.Errorf("default memory b %v", got)
 	}
 	if got := newFullText(&FullTextOptions{MemoryB: -1}).mb; got != 0 {
