@@ -24,8 +24,9 @@ var buildDate string
 // versionInfo is what `ragmem version --json` prints. It is a plain value.
 type versionInfo struct {
 	// Version is the module version: a release (v1.2.0), a pseudo-version
-	// for a commit between releases, or "(devel)" for a build from a
-	// checkout.
+	// for a commit between releases (what Go 1.24 and later stamp on a
+	// build in a git clone, "+dirty" with uncommitted changes), or
+	// "(devel)" when the build recorded no version.
 	Version string `json:"version"`
 	// Commit is the VCS revision ("" when unknown), Modified whether the
 	// checkout had uncommitted changes.
@@ -42,7 +43,7 @@ type versionInfo struct {
 // pseudoVersion matches a Go pseudo-version (vX.Y.Z-yyyymmddhhmmss-abcdefabcdef,
 // and the forms with a pre-release or a base release before the time),
 // whose last two parts are the commit's UTC time and revision prefix.
-var pseudoVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+-(?:.*\.)?([0-9]{14})-([0-9a-f]{12})(?:\+incompatible)?$`)
+var pseudoVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+-(?:.*\.)?([0-9]{14})-([0-9a-f]{12})(?:\+incompatible)?(?:\+dirty)?$`)
 
 // readVersion reads the version from the binary's build information: a
 // checkout build (go build, go run) records the VCS revision, its time and
@@ -114,7 +115,7 @@ func newVersionCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print ragmem's version, commit and build date",
-		Long: "version prints the module version (\"(devel)\" for a build from a checkout), the commit it was\n" +
+		Long: "version prints the module version (a pseudo-version naming the commit for a build from a clone), the commit it was\n" +
 			"built from (marked when the checkout had uncommitted changes), the build date when the build\n" +
 			"recorded one (else the commit's time), and the Go version and platform. `ragmem --version`\n" +
 			"prints the same.",
