@@ -115,14 +115,14 @@ func TestGoldenContext(t *testing.T) {
 	var clock atomic.Int64 // read by the engine's background worker too
 	clock.Store(goldenNow.Add(-26 * time.Hour).UnixNano())
 	e := ragmemtest.NewEngine(t, &ragmemtest.EngineOptions{Now: func() time.Time { return time.Unix(0, clock.Load()).UTC() }})
-	if _, err := e.IndexMany(bg, corpusDocuments(t)); err != nil {
+	if _, err := e.IndexDocuments(bg, corpusDocuments(t)); err != nil {
 		t.Fatal(err)
 	}
 	clock.Store(goldenNow.UnixNano())
-	if _, err := e.Preferences().Add(bg, prefs.Expertise, "User is a backend developer who knows Go"); err != nil {
+	if _, err := e.PreferenceStore().Add(bg, prefs.Expertise, "User is a backend developer who knows Go"); err != nil {
 		t.Fatal(err)
 	}
-	c, err := e.BuildContext(bg, "How does hybrid search combine BM25 and vectors?", rag.ContextRequest{Model: "gpt-4o", ModelContextLimit: 16000, SystemPromptTokens: 400})
+	c, err := e.ContextFor(bg, "How does hybrid search combine BM25 and vectors?", rag.ContextOptions{Model: "gpt-4o", ModelContextLimit: 16000, SystemPromptTokens: 400})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestGoldenContext(t *testing.T) {
 
 func TestGoldenFusionExplanation(t *testing.T) {
 	e := ragmemtest.NewEngine(t, nil)
-	if _, err := e.IndexMany(bg, corpusDocuments(t)); err != nil {
+	if _, err := e.IndexDocuments(bg, corpusDocuments(t)); err != nil {
 		t.Fatal(err)
 	}
 	type line struct {
@@ -145,7 +145,7 @@ func TestGoldenFusionExplanation(t *testing.T) {
 	round := func(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 	var b strings.Builder
 	for _, fusion := range []search.Fusion{search.Relative, search.RRF} {
-		res, err := e.Search(bg, "hybrid search BM25 vector fusion", &search.Options{Fusion: fusion, TopK: 6, SimilarityThreshold: -1})
+		res, err := e.Retrieve(bg, "hybrid search BM25 vector fusion", &search.Options{Fusion: fusion, TopK: 6, SimilarityThreshold: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

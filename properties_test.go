@@ -71,7 +71,7 @@ func corpusEngine(t *testing.T, seed int64, n int, opts *ragmemtest.EngineOption
 	t.Helper()
 	e := ragmemtest.NewEngine(t, opts)
 	docs := ragmemtest.Sample[[]index.Document](ragmemtest.GenCorpus(n, n), seed)
-	if _, err := e.IndexMany(bg, docs); err != nil {
+	if _, err := e.IndexDocuments(bg, docs); err != nil {
 		t.Fatal(err)
 	}
 	return e, docs
@@ -85,7 +85,7 @@ func TestProperty1TopKBound(t *testing.T) {
 	var found atomic.Int64
 	check(t, params, "top-k bound and descending order", prop.ForAll(
 		func(q string, topK int, mode search.Mode, fusion search.Fusion, thr float64) string {
-			res, err := e.Search(bg, q, &search.Options{Mode: mode, TopK: topK, Fusion: fusion, SimilarityThreshold: thr})
+			res, err := e.Retrieve(bg, q, &search.Options{Mode: mode, TopK: topK, Fusion: fusion, SimilarityThreshold: thr})
 			if err != nil {
 				return err.Error()
 			}
@@ -229,14 +229,14 @@ func TestProperty3And9EngineBlocks(t *testing.T) {
 		byID[r.ID] = r
 	}
 	clock.Store(now.UnixNano())
-	if _, err := e.Preferences().Add(bg, prefs.Expertise, "User is a <b>backend</b> developer & writes Go"); err != nil {
+	if _, err := e.PreferenceStore().Add(bg, prefs.Expertise, "User is a <b>backend</b> developer & writes Go"); err != nil {
 		t.Fatal(err)
 	}
 	counter := ragmemtest.TokenOracle("gpt-4o")
 	shown := 0
 	check(t, params, "blocks carry their chunks' attribution, profile first", prop.ForAll(
 		func(q string, limit int) string {
-			c, err := e.BuildContext(bg, q, rag.ContextRequest{Model: "gpt-4o", ModelContextLimit: limit, SystemPromptTokens: 300})
+			c, err := e.ContextFor(bg, q, rag.ContextOptions{Model: "gpt-4o", ModelContextLimit: limit, SystemPromptTokens: 300})
 			if err != nil {
 				return err.Error()
 			}
@@ -247,7 +247,7 @@ func TestProperty3And9EngineBlocks(t *testing.T) {
 			if err := ragmemtest.CheckMessage(b, c.Message); err != nil {
 				return err.Error()
 			}
-			found, err := e.Search(bg, q, nil)
+			found, err := e.Retrieve(bg, q, nil)
 			if err != nil {
 				return err.Error()
 			}
@@ -310,7 +310,7 @@ func TestPropertyEngineConfig(t *testing.T) {
 	e, _ := corpusEngine(t, params.Seed(), 30, nil)
 	for i, p := range []string{"User is a backend developer who writes Go every day", "User prefers short answers with code examples",
 		"User works on search engines and vector databases", "Always answer in plain English without jargon"} {
-		if _, err := e.Preferences().Add(bg, []prefs.Type{prefs.Expertise, prefs.Style, prefs.Domain, prefs.Custom}[i], p); err != nil {
+		if _, err := e.PreferenceStore().Add(bg, []prefs.Type{prefs.Expertise, prefs.Style, prefs.Domain, prefs.Custom}[i], p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -351,7 +351,7 @@ func TestPropertyEngineConfig(t *testing.T) {
 			if err != nil {
 				return err.Error()
 			}
-			want, err := e.Search(bg, q, &search.Options{Mode: eff.SearchMode, TopK: eff.TopK, SimilarityThreshold: eff.SimilarityThreshold, Fusion: eff.Fusion})
+			want, err := e.Retrieve(bg, q, &search.Options{Mode: eff.SearchMode, TopK: eff.TopK, SimilarityThreshold: eff.SimilarityThreshold, Fusion: eff.Fusion})
 			if err != nil {
 				return err.Error()
 			}
@@ -378,7 +378,7 @@ func TestPropertyEngineConfig(t *testing.T) {
 			if len(b.Sources) > 0 && b.KnowledgeTokens > kb {
 				return fmt.Sprintf("knowledge of %d tokens for a budget of %d", b.KnowledgeTokens, kb)
 			}
-			cx, err := e.BuildContext(bg, q, rag.ContextRequest{ModelContextLimit: 20000, SystemPromptTokens: 100, ResponseReserve: 100, Config: &c})
+			cx, err := e.ContextFor(bg, q, rag.ContextOptions{ModelContextLimit: 20000, SystemPromptTokens: 100, ResponseReserve: 100, Config: &c})
 			if err != nil {
 				return err.Error()
 			}
@@ -416,7 +416,7 @@ func TestProperty5PageMetadata(t *testing.T) {
 			if err := e.Flush(bg); err != nil {
 				return err.Error()
 			}
-			if j, _ := e.Job(id); j.State != index.JobDone {
+			if j, _ := e.LookupJob(id); j.State != index.JobDone {
 				return fmt.Sprintf("job %+v", j)
 			}
 			recs, err := e.Store().Source(bg, d.SourceURL)
@@ -475,14 +475,14 @@ func TestProperty6Idempotence(t *testing.T) {
 	defer e.Close()
 	check(t, ragmemtest.Parameters(t), "re-indexing is a no-op; changes replace", prop.ForAll(
 		func(d index.Document, repeats int, extra string) string {
-			if _, err := e.Index(bg, d); err != nil {
+			if _, err := e.IndexDocument(bg, d); err != nil {
 				return err.Error()
 			}
 			first, _ := e.Store().Source(bg, d.SourceURL)
 			w0 := be.writes.Load()
 			st0, _ := lb.Stats(bg)
 			for i := 0; i < repeats; i++ {
-				res, err := e.Index(bg, d)
+				res, err := e.IndexDocument(bg, d)
 				if err != nil {
 					return err.Error()
 				}
@@ -501,7 +501,7 @@ func TestProperty6Idempotence(t *testing.T) {
 			}
 			changed := d
 			changed.Content = d.Content + " " + extra
-			res, err := e.Index(bg, changed)
+			res, err := e.IndexDocument(bg, changed)
 			if err != nil {
 				return err.Error()
 			}
@@ -887,7 +887,7 @@ func TestPropertyPreferenceStore(t *testing.T) {
 				return err.Error()
 			}
 			defer e.Close()
-			st := e.Preferences()
+			st := e.PreferenceStore()
 			var model []prefs.Preference
 			for i, o := range ops {
 				if o.Remove {
@@ -1145,16 +1145,16 @@ func TestProperty11PreferenceInclusion(t *testing.T) {
 	e, _ := corpusEngine(t, params.Seed(), 20, nil)
 	check(t, params, "preferences always included and deducted first", prop.ForAll(
 		func(ps []ragmemtest.Preference, q string, limit int, model string) string {
-			if _, err := e.Preferences().Clear(bg); err != nil {
+			if _, err := e.PreferenceStore().Clear(bg); err != nil {
 				return err.Error()
 			}
 			for _, p := range ps {
-				if _, err := e.Preferences().Add(bg, p.Type, p.Content); err != nil {
+				if _, err := e.PreferenceStore().Add(bg, p.Type, p.Content); err != nil {
 					return err.Error()
 				}
 			}
 			const sys, reserve = 200, 500
-			c, err := e.BuildContext(bg, q, rag.ContextRequest{Model: model, ModelContextLimit: limit, SystemPromptTokens: sys, ResponseReserve: reserve})
+			c, err := e.ContextFor(bg, q, rag.ContextOptions{Model: model, ModelContextLimit: limit, SystemPromptTokens: sys, ResponseReserve: reserve})
 			if err != nil {
 				return err.Error()
 			}
@@ -1434,7 +1434,7 @@ func TestPropertyQueryCacheIsTransparent(t *testing.T) {
 	docs := ragmemtest.Sample[[]index.Document](ragmemtest.GenCorpus(search.MinCalibrationChunks+10, search.MinCalibrationChunks+10), params.Seed())
 	open := func(c *embed.QueryCache) *rag.Engine {
 		e := ragmemtest.NewEngine(t, &ragmemtest.EngineOptions{QueryCache: c})
-		if _, err := e.IndexMany(bg, docs); err != nil {
+		if _, err := e.IndexDocuments(bg, docs); err != nil {
 			t.Fatal(err)
 		}
 		// Calibrated before the searches (the engine's calibrator would
@@ -1456,11 +1456,11 @@ func TestPropertyQueryCacheIsTransparent(t *testing.T) {
 	check(t, params, "the query cache is transparent", prop.ForAll(
 		func(i int, mode search.Mode, topK int) string {
 			o := &search.Options{Mode: mode, TopK: topK, SimilarityThreshold: -1}
-			a, err := cached.Search(bg, pool[i], o)
+			a, err := cached.Retrieve(bg, pool[i], o)
 			if err != nil {
 				return err.Error()
 			}
-			b, err := uncached.Search(bg, pool[i], o)
+			b, err := uncached.Retrieve(bg, pool[i], o)
 			if err != nil {
 				return err.Error()
 			}
@@ -1493,11 +1493,11 @@ func TestPropertyReopenSameResults(t *testing.T) {
 	}
 	n := search.MinCalibrationChunks + 10
 	docs := ragmemtest.Sample[[]index.Document](ragmemtest.GenCorpus(n, n), params.Seed())
-	if _, err := e.IndexMany(bg, docs[:30]); err != nil {
+	if _, err := e.IndexDocuments(bg, docs[:30]); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range docs[30:] {
-		if _, err := e.Index(bg, d); err != nil {
+		if _, err := e.IndexDocument(bg, d); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1527,7 +1527,7 @@ func TestPropertyReopenSameResults(t *testing.T) {
 	before := make([][]search.Result, len(qs))
 	nonEmpty := 0
 	for i, q := range qs {
-		if before[i], err = e.Search(bg, q.Query, opts(q)); err != nil {
+		if before[i], err = e.Retrieve(bg, q.Query, opts(q)); err != nil {
 			t.Fatal(err)
 		}
 		if len(before[i]) > 0 {
@@ -1547,7 +1547,7 @@ func TestPropertyReopenSameResults(t *testing.T) {
 	}
 	failures := 0
 	for i, q := range qs {
-		res, err := e.Search(bg, q.Query, opts(q))
+		res, err := e.Retrieve(bg, q.Query, opts(q))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1706,7 +1706,7 @@ func TestPropertyFeedbackKeepsTheQuerySimilarity(t *testing.T) {
 	check(t, params, "feedback keeps each result's similarity to the query", prop.ForAll(
 		func(q string, alpha, thr float64, topK int) string {
 			opts := search.Options{Mode: search.Hybrid, Alpha: alpha, SimilarityThreshold: thr, TopK: topK, MaxPerSource: -1, KeepDuplicates: true}
-			res, err := e.Search(bg, q, &opts)
+			res, err := e.Retrieve(bg, q, &opts)
 			if err != nil {
 				return err.Error()
 			}
@@ -1751,7 +1751,7 @@ func TestPropertyFeedbackKeepsTheQuerySimilarity(t *testing.T) {
 			}
 			off := opts
 			off.Feedback = -1
-			plain, err := e.Search(bg, q, &off)
+			plain, err := e.Retrieve(bg, q, &off)
 			if err != nil {
 				return err.Error()
 			}
@@ -1833,7 +1833,7 @@ func TestPropertyContextRequestDefaults(t *testing.T) {
 	logs := &warnLog{}
 	e := ragmemtest.NewEngine(t, &ragmemtest.EngineOptions{Logger: slog.New(logs)})
 	docs := ragmemtest.Sample[[]index.Document](ragmemtest.GenCorpus(20, 20), params.Seed())
-	if _, err := e.IndexMany(bg, docs); err != nil {
+	if _, err := e.IndexDocuments(bg, docs); err != nil {
 		t.Fatal(err)
 	}
 	models := []interface{}{}
@@ -1859,7 +1859,7 @@ func TestPropertyContextRequestDefaults(t *testing.T) {
 			if c.ConfigModel != "" {
 				cfg = &rag.Config{Model: c.ConfigModel}
 			}
-			got, err := e.BuildContext(bg, q, rag.ContextRequest{Model: c.Provider + c.Model, ModelContextLimit: c.Limit,
+			got, err := e.ContextFor(bg, q, rag.ContextOptions{Model: c.Provider + c.Model, ModelContextLimit: c.Limit,
 				SystemPrompt: c.SystemPrompt, SystemPromptTokens: c.SystemTokens, ResponseReserve: c.Reserve, Config: cfg})
 			if err != nil {
 				return err.Error()
@@ -1927,11 +1927,11 @@ func TestPropertyBlockLeavesOutNothingThatFits(t *testing.T) {
 		"Content":   ragmemtest.GenText(20, 500),
 		"Format":    gen.Const(chunk.Text),
 	}), 30, 30), params.Seed())
-	if _, err := e.IndexMany(bg, docs); err != nil {
+	if _, err := e.IndexDocuments(bg, docs); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"User is a backend developer who writes Go", "User prefers short answers"} {
-		if _, err := e.Preferences().Add(bg, prefs.Custom, p); err != nil {
+		if _, err := e.PreferenceStore().Add(bg, prefs.Custom, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1944,7 +1944,7 @@ func TestPropertyBlockLeavesOutNothingThatFits(t *testing.T) {
 			if err != nil {
 				return err.Error()
 			}
-			res, err := e.Search(bg, c.Query, &search.Options{TopK: c.TopK, SimilarityThreshold: c.Threshold})
+			res, err := e.Retrieve(bg, c.Query, &search.Options{TopK: c.TopK, SimilarityThreshold: c.Threshold})
 			if err != nil {
 				return err.Error()
 			}
@@ -2031,23 +2031,23 @@ func TestProperty11ProfileAtTheWindowEdge(t *testing.T) {
 	kept, dropped := 0, 0
 	check(t, params, "the profile is kept exactly when it fits the window", prop.ForAll(
 		func(ps []ragmemtest.Preference, q string, sys, reserve, delta int) string {
-			if _, err := e.Preferences().Clear(bg); err != nil {
+			if _, err := e.PreferenceStore().Clear(bg); err != nil {
 				return err.Error()
 			}
 			for _, p := range ps {
-				if _, err := e.Preferences().Add(bg, p.Type, p.Content); err != nil {
+				if _, err := e.PreferenceStore().Add(bg, p.Type, p.Content); err != nil {
 					return err.Error()
 				}
 			}
-			req := rag.ContextRequest{Model: "gpt-4", ModelContextLimit: 1 << 20, SystemPromptTokens: sys, ResponseReserve: reserve}
-			full, err := e.BuildContext(bg, q, req)
+			req := rag.ContextOptions{Model: "gpt-4", ModelContextLimit: 1 << 20, SystemPromptTokens: sys, ResponseReserve: reserve}
+			full, err := e.ContextFor(bg, q, req)
 			if err != nil {
 				return err.Error()
 			}
 			profile := o.Count("<user_profile>\n" + full.Block.UserProfile + "\n</user_profile>\n")
 			// A window that leaves the profile's size, plus or minus delta.
 			req.ModelContextLimit = sys + o.Count(q) + reserve + profile + delta
-			c, err := e.BuildContext(bg, q, req)
+			c, err := e.ContextFor(bg, q, req)
 			if err != nil {
 				return err.Error()
 			}
@@ -2102,7 +2102,7 @@ func TestPropertySearchOptionsDefaultToConfig(t *testing.T) {
 					want.SimilarityThreshold = cfg.SimilarityThreshold
 				}
 			}
-			got, err := e.Search(bg, q, opts)
+			got, err := e.Retrieve(bg, q, opts)
 			if err != nil {
 				return err.Error()
 			}
@@ -2188,7 +2188,7 @@ func TestPropertyEmbedderOutage(t *testing.T) {
 			for i, s := range steps {
 				clock.Add(int64(s.After))
 				at := time.Unix(0, clock.Load()).UTC()
-				res, rep, err := e.SearchReport(bg, s.Query, &search.Options{Mode: s.Mode, TopK: s.TopK, SimilarityThreshold: -1})
+				res, rep, err := e.RetrieveReport(bg, s.Query, &search.Options{Mode: s.Mode, TopK: s.TopK, SimilarityThreshold: -1})
 				if err != nil {
 					return fmt.Sprintf("step %d: %v", i, err)
 				}
@@ -2217,7 +2217,7 @@ func TestPropertyEmbedderOutage(t *testing.T) {
 						return fmt.Sprintf("step %d: a %s search during the outage reported %+v", i, s.Mode, rep)
 					}
 				}
-				want, err := e.Search(bg, s.Query, &search.Options{Mode: search.FullText, TopK: s.TopK, SimilarityThreshold: -1})
+				want, err := e.Retrieve(bg, s.Query, &search.Options{Mode: search.FullText, TopK: s.TopK, SimilarityThreshold: -1})
 				if err != nil {
 					return fmt.Sprintf("step %d: full text: %v", i, err)
 				}
@@ -2293,11 +2293,11 @@ func TestPropertyCalibratedWhenGrown(t *testing.T) {
 					Content: fmt.Sprintf("Note %d on %s and %s: the %s of %s %d.", i, w[i%len(w)], w[(7*i+3)%len(w)], w[(3*i+1)%len(w)], w[(11*i+5)%len(w)], 13*i)}
 			}
 			batch := min(c.Batch, len(docs))
-			if _, err := e.IndexMany(bg, docs[:batch]); err != nil {
+			if _, err := e.IndexDocuments(bg, docs[:batch]); err != nil {
 				return err.Error()
 			}
 			for _, d := range docs[batch:] {
-				if _, err := e.Index(bg, d); err != nil {
+				if _, err := e.IndexDocument(bg, d); err != nil {
 					return err.Error()
 				}
 			}

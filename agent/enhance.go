@@ -197,7 +197,7 @@ func EnhancedSearch(ctx context.Context, query string, web WebSearcher, llm LLM,
 		wg.Go(func() { res.WebResults, webErr = web.SearchWeb(ctx, query, o.WebLimit) })
 	}
 	if o.Memory != nil {
-		wg.Go(func() { res.MemoryResults, memErr = o.Memory.Search(ctx, query, &search.Options{TopK: o.MemoryTopK}) })
+		wg.Go(func() { res.MemoryResults, memErr = o.Memory.Retrieve(ctx, query, &search.Options{TopK: o.MemoryTopK}) })
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {

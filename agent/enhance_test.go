@@ -41,7 +41,7 @@ var webRRF = []WebResult{
 func rrfOnly(t *testing.T) *rag.Engine {
 	t.Helper()
 	e := openEngine(t, nil)
-	if _, err := e.Index(bg, index.Document{SourceURL: rrfURL, Title: "Reciprocal Rank Fusion", Content: rrfText}); err != nil {
+	if _, err := e.IndexDocument(bg, index.Document{SourceURL: rrfURL, Title: "Reciprocal Rank Fusion", Content: rrfText}); err != nil {
 		t.Fatal(err)
 	}
 	return e

@@ -145,7 +145,7 @@ func Run(ctx context.Context, goal string, cfg Config) (res *Result, err error) 
 		// message (the page) is deducted with the system prompt, so that the
 		// budgets are those of the messages as sent.
 		extra := max(0, res.UserMessageTokens-c.Count(goal))
-		bc, err := cfg.Memory.BuildContext(ctx, goal, rag.ContextRequest{
+		bc, err := cfg.Memory.ContextFor(ctx, goal, rag.ContextOptions{
 			Model: model, ModelContextLimit: res.ModelContextLimit, SystemPromptTokens: res.SystemPromptTokens + extra,
 			ResponseReserve: res.ResponseReserve, Config: &rc,
 		})

@@ -47,13 +47,13 @@ func openEngine(t *testing.T, opts *rag.Options) *rag.Engine {
 func seeded(t *testing.T) *rag.Engine {
 	t.Helper()
 	e := openEngine(t, nil)
-	if _, err := e.IndexMany(bg, []index.Document{
+	if _, err := e.IndexDocuments(bg, []index.Document{
 		{SourceURL: rrfURL, Title: "Reciprocal Rank Fusion", Content: rrfText},
 		{SourceURL: goURL, Title: "Goroutines", Content: goText},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Preferences().Add(bg, prefs.Expertise, "User is a backend developer who knows Go well"); err != nil {
+	if _, err := e.PreferenceStore().Add(bg, prefs.Expertise, "User is a backend developer who knows Go well"); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -214,7 +214,7 @@ func TestRunToolCalls(t *testing.T) {
 	if !strings.HasPrefix(tools[2].Content, "error: unknown tool") || !strings.HasPrefix(tools[3].Content, "error: the arguments") {
 		t.Errorf("bad calls not reported as errors: %q / %q", tools[2].Content, tools[3].Content)
 	}
-	ps, _ := eng.Preferences().List(bg)
+	ps, _ := eng.PreferenceStore().List(bg)
 	found := false
 	for _, p := range ps {
 		found = found || (p.Type == prefs.Style && p.Content == "User prefers short answers")
@@ -300,7 +300,7 @@ func TestRunWithoutStoreStillAnswers(t *testing.T) {
 
 func TestRunStoreFailureKeepsCachedProfile(t *testing.T) {
 	eng := seeded(t)
-	if _, err := eng.Preferences().List(bg); err != nil { // fills the cache
+	if _, err := eng.PreferenceStore().List(bg); err != nil { // fills the cache
 		t.Fatal(err)
 	}
 	if err := eng.Close(); err != nil { // the store is now failing every read
@@ -348,7 +348,7 @@ func TestRunEmbedderDownFallsBackToBM25(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng := openEngine(t, &rag.Options{Embedder: emb})
-	if _, err := eng.Index(bg, index.Document{SourceURL: rrfURL, Title: "RRF", Content: rrfText}); err != nil {
+	if _, err := eng.IndexDocument(bg, index.Document{SourceURL: rrfURL, Title: "RRF", Content: rrfText}); err != nil {
 		t.Fatal(err)
 	}
 	down.Store(true)
@@ -405,7 +405,7 @@ func TestRunAutoIndexesPage(t *testing.T) {
 	if err := eng.Flush(bg); err != nil {
 		t.Fatal(err)
 	}
-	if j, ok := eng.Job(res.IndexJob); !ok || j.State != index.JobDone {
+	if j, ok := eng.LookupJob(res.IndexJob); !ok || j.State != index.JobDone {
 		t.Fatalf("job %+v", j)
 	}
 	recs, err := eng.Store().Source(bg, page.URL)

@@ -139,7 +139,7 @@ func (t *toolkit) searchMemory(ctx context.Context, raw string) (string, error) 
 		k = t.cfg.Memory.Config().TopK
 	}
 	k = min(k, maxToolTopK)
-	results, err := t.cfg.Memory.Search(ctx, q, &search.Options{TopK: k})
+	results, err := t.cfg.Memory.Retrieve(ctx, q, &search.Options{TopK: k})
 	if err != nil {
 		return "", fmt.Errorf("memory search failed: %w", err)
 	}
@@ -191,7 +191,7 @@ func (t *toolkit) rememberPreference(ctx context.Context, raw string) (string, e
 	if err != nil {
 		return "", err
 	}
-	p, err := t.cfg.Memory.Preferences().Add(ctx, typ, a.Content)
+	p, err := t.cfg.Memory.PreferenceStore().Add(ctx, typ, a.Content)
 	if err != nil {
 		return "", err
 	}

@@ -308,7 +308,7 @@ console.log(JSON.stringify(out));
 	}
 	defer eng.Close()
 	for _, query := range queries {
-		res, err := eng.Search(ctx, query, &search.Options{TopK: 10})
+		res, err := eng.Retrieve(ctx, query, &search.Options{TopK: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

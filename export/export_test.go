@@ -65,11 +65,11 @@ func fill(t *testing.T, eng *rag.Engine) {
 		if i%2 == 0 {
 			d.Attrs = map[string]string{"team": "search", "n": filepath.Ext(f)}
 		}
-		if _, err := eng.Index(ctx, d); err != nil {
+		if _, err := eng.IndexDocument(ctx, d); err != nil {
 			t.Fatalf("index %s: %v", f, err)
 		}
 	}
-	if _, err := eng.Preferences().Add(ctx, prefs.Type("style"), "The user prefers short answers with code examples."); err != nil {
+	if _, err := eng.PreferenceStore().Add(ctx, prefs.Type("style"), "The user prefers short answers with code examples."); err != nil {
 		t.Fatal(err)
 	}
 	if err := eng.Store().Put(ctx, []index.Record{{ID: "mem-1", SourceURL: "memory://notes/1", Title: "note", DocType: index.DocMemory,
@@ -91,7 +91,7 @@ func answers(t *testing.T, eng *rag.Engine) map[string]answer {
 	for _, q := range queries {
 		for _, m := range []search.Mode{search.Hybrid, search.Vector, search.FullText} {
 			for _, types := range [][]string{nil, {index.DocKnowledge, index.DocMemory, index.DocPreference}} {
-				res, err := eng.Search(ctx, q, &search.Options{Mode: m, TopK: 20, SimilarityThreshold: -1, DocTypes: types})
+				res, err := eng.Retrieve(ctx, q, &search.Options{Mode: m, TopK: 20, SimilarityThreshold: -1, DocTypes: types})
 				if err != nil {
 					t.Fatalf("%s %q: %v", m, q, err)
 				}
@@ -103,7 +103,7 @@ func answers(t *testing.T, eng *rag.Engine) map[string]answer {
 				out[string(m)+"|"+strings.Join(types, ",")+"|"+q] = a
 			}
 		}
-		c, err := eng.BuildContext(ctx, q, rag.ContextRequest{Model: "gpt-4o"})
+		c, err := eng.ContextFor(ctx, q, rag.ContextOptions{Model: "gpt-4o"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,13 +272,13 @@ func TestImportRefuses(t *testing.T) {
 
 	dst := openEngine(t, t.TempDir(), embed.NewLexical(nil))
 	defer dst.Close()
-	if _, err := dst.Index(ctx, index.Document{SourceURL: "file:///mine.md", Content: "# Mine\n\nSomething of my own.", Format: chunk.Markdown}); err != nil {
+	if _, err := dst.IndexDocument(ctx, index.Document{SourceURL: "file:///mine.md", Content: "# Mine\n\nSomething of my own.", Format: chunk.Markdown}); err != nil {
 		t.Fatal(err)
 	}
 	// Another version of one of the file's sources: merge replaces it whole.
 	stale := snap.Records[0].SourceURL
 	long := strings.Repeat("# Old\n\nAn older version of this page, long enough for several chunks of its own.\n\n", 200)
-	if r, err := dst.Index(ctx, index.Document{SourceURL: stale, Content: long, Format: chunk.Markdown}); err != nil || r.Chunks < 2 {
+	if r, err := dst.IndexDocument(ctx, index.Document{SourceURL: stale, Content: long, Format: chunk.Markdown}); err != nil || r.Chunks < 2 {
 		t.Fatalf("stale version: %v %+v", err, r)
 	}
 	if _, err := dst.Import(ctx, snap, nil); !errors.Is(err, export.ErrNotEmpty) {

@@ -258,7 +258,7 @@ func (s *Server) searchMemory(ctx context.Context, _ *mcp.CallToolRequest, in se
 		return nil, searchOutput{}, err
 	}
 	start := time.Now()
-	res, rep, err := s.eng.SearchReport(ctx, q, &o)
+	res, rep, err := s.eng.RetrieveReport(ctx, q, &o)
 	if err != nil {
 		return nil, searchOutput{}, err
 	}
@@ -294,7 +294,7 @@ func (s *Server) getContext(ctx context.Context, _ *mcp.CallToolRequest, in cont
 	if err != nil {
 		return nil, contextOutput{}, err
 	}
-	c, err := s.eng.BuildContext(ctx, q, rag.ContextRequest{Model: model, ModelContextLimit: in.ModelContextLimit,
+	c, err := s.eng.ContextFor(ctx, q, rag.ContextOptions{Model: model, ModelContextLimit: in.ModelContextLimit,
 		SystemPromptTokens: in.SystemPromptTokens, ResponseReserve: in.ResponseReserve, Where: where})
 	if err != nil {
 		return nil, contextOutput{}, err
@@ -333,7 +333,7 @@ func (s *Server) indexText(ctx context.Context, _ *mcp.CallToolRequest, in index
 	if err := rag.CheckAttrs(in.Attrs); err != nil {
 		return nil, indexOutput{}, fmt.Errorf("%w: %w", errBadInput, err)
 	}
-	r, err := s.eng.IndexPage(ctx, rag.Document{SourceURL: u, Title: strings.TrimSpace(validText(in.Title)), Content: body, Format: f, Attrs: in.Attrs})
+	r, err := s.eng.IndexPageNow(ctx, rag.Document{SourceURL: u, Title: strings.TrimSpace(validText(in.Title)), Content: body, Format: f, Attrs: in.Attrs})
 	if err != nil {
 		if errors.Is(err, rag.ErrEmptyDocument) || errors.Is(err, rag.ErrTooManyChunks) || errors.Is(err, rag.ErrReserved) || errors.Is(err, rag.ErrQuotaExceeded) {
 			return nil, indexOutput{}, fmt.Errorf("%w: %w", errBadInput, err)
@@ -354,7 +354,7 @@ func (s *Server) indexText(ctx context.Context, _ *mcp.CallToolRequest, in index
 func (s *Server) forgetSource(ctx context.Context, _ *mcp.CallToolRequest, in forgetInput) (*mcp.CallToolResult, forgetOutput, error) {
 	// The rules of DELETE /v1/pages: only pages, never a preference or a
 	// memory (removed with remove_preference, or by deleting its file).
-	rm, err := s.eng.ForgetPage(ctx, in.URL)
+	rm, err := s.eng.Forget(ctx, in.URL)
 	switch {
 	case errors.Is(err, rag.ErrNoPage):
 		return nil, forgetOutput{}, fmt.Errorf("%w: %w (list_sources shows what is stored)", errNotFound, err)
@@ -387,7 +387,7 @@ func (s *Server) listSources(ctx context.Context, _ *mcp.CallToolRequest, in lis
 	if len(types) == 0 {
 		types = []string{rag.DocKnowledge}
 	}
-	srcs, total, err := s.eng.Sources(ctx, rag.Filter{DocTypes: types}, in.Offset, limit)
+	srcs, total, err := s.eng.ListSources(ctx, rag.Filter{DocTypes: types}, in.Offset, limit)
 	if err != nil {
 		return nil, listSourcesOutput{}, err
 	}
@@ -409,7 +409,7 @@ func (s *Server) addPreference(ctx context.Context, _ *mcp.CallToolRequest, in p
 	if err != nil {
 		return nil, prefs.Preference{}, fmt.Errorf("%w: %w", errBadInput, err)
 	}
-	p, err := s.eng.Preferences().Add(ctx, t, in.Content)
+	p, err := s.eng.PreferenceStore().Add(ctx, t, in.Content)
 	if err != nil {
 		if errors.Is(err, prefs.ErrEmpty) || errors.Is(err, prefs.ErrTooLong) {
 			return nil, prefs.Preference{}, fmt.Errorf("%w: %w", errBadInput, err)
@@ -420,7 +420,7 @@ func (s *Server) addPreference(ctx context.Context, _ *mcp.CallToolRequest, in p
 }
 
 func (s *Server) listPreferences(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, preferencesOutput, error) {
-	ps, err := s.eng.Preferences().List(ctx)
+	ps, err := s.eng.PreferenceStore().List(ctx)
 	if err != nil {
 		return nil, preferencesOutput{}, err
 	}
@@ -443,7 +443,7 @@ func (s *Server) removePreference(ctx context.Context, _ *mcp.CallToolRequest, i
 	if id == "" {
 		return nil, removePreferenceOutput{}, fmt.Errorf("%w: id is empty", errBadInput)
 	}
-	ok, err := s.eng.Preferences().Remove(ctx, id)
+	ok, err := s.eng.PreferenceStore().Remove(ctx, id)
 	if err != nil {
 		return nil, removePreferenceOutput{}, err
 	}

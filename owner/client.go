@@ -372,7 +372,7 @@ func record(c rag.ChunkJSON) rag.Record {
 // ContextOptions are BuildContext's request: the model call, and the
 // owner's configuration it overrides. It is a plain value.
 type ContextOptions struct {
-	rag.ContextRequest             // Config is ignored: use the fields below
+	rag.ContextOptions             // Config is ignored: use the fields below
 	Mode               search.Mode // "" : the owner's
 	TopK               int         // 0: the owner's
 	KnowledgeBudget    int         // 0: the owner's

@@ -139,7 +139,7 @@ func TestClientMatchesEngine(t *testing.T) {
 		{"otters", &search.Options{SourceURL: "file:///notes/otters.md", Fusion: search.RRF}},
 		{"   ", nil},
 	} {
-		want, wrep, err := eng.SearchReport(ctx, q.query, q.o)
+		want, wrep, err := eng.RetrieveReport(ctx, q.query, q.o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestClientMatchesEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := eng.Preferences().List(ctx)
+	want, _ := eng.PreferenceStore().List(ctx)
 	got, err := c.ListPreferences(ctx)
 	if err != nil || !reflect.DeepEqual(norm(got), norm(want)) || len(got) != 1 || got[0].ID != p.ID {
 		t.Errorf("ListPreferences %+v, want %+v (%v)", got, want, err)
@@ -185,12 +185,12 @@ func TestClientMatchesEngine(t *testing.T) {
 		t.Error("an empty preference was accepted")
 	}
 
-	co := owner.ContextOptions{ContextRequest: rag.ContextRequest{Model: "gpt-4o", SystemPrompt: "You are helpful."}, Mode: search.FullText, TopK: 2, KnowledgeBudget: 300}
+	co := owner.ContextOptions{ContextOptions: rag.ContextOptions{Model: "gpt-4o", SystemPrompt: "You are helpful."}, Mode: search.FullText, TopK: 2, KnowledgeBudget: 300}
 	cfg := eng.Config()
 	cfg.SearchMode, cfg.TopK, cfg.KnowledgeBudget = co.Mode, co.TopK, co.KnowledgeBudget
-	req := co.ContextRequest
+	req := co.ContextOptions
 	req.Config = &cfg
-	wc, err := eng.BuildContext(ctx, "otters and zebras", req)
+	wc, err := eng.ContextFor(ctx, "otters and zebras", req)
 	if err != nil {
 		t.Fatal(err)
 	}

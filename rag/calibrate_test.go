@@ -32,7 +32,7 @@ func TestEngineCalibratesFusion(t *testing.T) {
 		docs = append(docs, index.Document{SourceURL: fmt.Sprintf("https://example.test/%d", i),
 			Content: fmt.Sprintf("Note %d: topic%d is discussed with word%d and term%d in some detail here.", i, i, i*7, i*13)})
 	}
-	if _, err := e.IndexMany(ctx, docs); err != nil {
+	if _, err := e.IndexDocuments(ctx, docs); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Close(); err != nil {
@@ -47,7 +47,7 @@ func TestEngineCalibratesFusion(t *testing.T) {
 	if !ok || cal.Types[index.DocKnowledge].Chunks != len(docs) {
 		t.Fatalf("calibration %+v %v", cal, ok)
 	}
-	rs, err := e.Search(ctx, "topic7 word49", &search.Options{Mode: search.Hybrid, TopK: 3})
+	rs, err := e.Retrieve(ctx, "topic7 word49", &search.Options{Mode: search.Hybrid, TopK: 3})
 	if err != nil || len(rs) == 0 || !strings.Contains(rs[0].Explanation.Method, ", calibrated") {
 		t.Fatalf("search: %+v %v", rs, err)
 	}

@@ -308,7 +308,7 @@ func (e *Engine) buildWithProfile(ctx context.Context, query, profile string, kn
 	var rep search.Report
 	if knowledgeBudget > 0 && strings.TrimSpace(query) != "" {
 		var err error
-		results, rep, err = e.SearchReport(ctx, query, &search.Options{
+		results, rep, err = e.RetrieveReport(ctx, query, &search.Options{
 			Mode: cfg.SearchMode, TopK: cfg.TopK, SimilarityThreshold: cfg.SimilarityThreshold, Fusion: cfg.Fusion,
 			Where: where,
 		})
@@ -325,9 +325,9 @@ func (e *Engine) buildWithProfile(ctx context.Context, query, profile string, kn
 	return b, nil
 }
 
-// ContextRequest describes the model call a context is built for. It is a
+// ContextOptions describes the model call a context is built for. It is a
 // plain value.
-type ContextRequest struct {
+type ContextOptions struct {
 	Model              string // chat model; chooses the tokenizer and the default context limit
 	ModelContextLimit  int    // tokens the model accepts; default ContextLimitForModel(Model)
 	SystemPrompt       string // counted when SystemPromptTokens is 0
@@ -348,10 +348,10 @@ type Context struct {
 	Message         openai.ChatCompletionMessage `json:"message"` // BuildRAGContextMessage(Block)
 }
 
-// BuildContext computes the token budgets for a model call (Property 4) with
+// ContextFor computes the token budgets for a model call (Property 4) with
 // the profile's actual tokens deducted first (Property 11), retrieves, and
 // builds the block and its message.
-func (e *Engine) BuildContext(ctx context.Context, query string, req ContextRequest) (*Context, error) {
+func (e *Engine) ContextFor(ctx context.Context, query string, req ContextOptions) (*Context, error) {
 	cfg := e.cfg
 	if req.Config != nil {
 		cfg = *req.Config

@@ -76,10 +76,10 @@ func TestEngineLogsToItsLogger(t *testing.T) {
 	rec := &logRecorder{}
 	fe := &flakyEmbedder{Embedder: embed.Default()}
 	e := openEngine(t, &Options{Embedder: fe, Logger: slog.New(slog.NewTextHandler(rec, nil))})
-	if _, err := e.Index(ctx, index.Document{SourceURL: "https://k.example/", Content: "Kelp forests grow fast."}); err != nil {
+	if _, err := e.IndexDocument(ctx, index.Document{SourceURL: "https://k.example/", Content: "Kelp forests grow fast."}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.BuildContext(ctx, "kelp", ContextRequest{}); err != nil {
+	if _, err := e.ContextFor(ctx, "kelp", ContextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(rec.String(), "level=WARN") || strings.Contains(rec.String(), "level=ERROR") {
@@ -87,7 +87,7 @@ func TestEngineLogsToItsLogger(t *testing.T) {
 	}
 	fe.down.Store(true)
 	// A query not searched before: query embeddings are cached.
-	if _, err := e.Search(ctx, "kelp forests grow", nil); err != nil {
+	if _, err := e.Retrieve(ctx, "kelp forests grow", nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(rec.String(), "level=WARN") || !strings.Contains(rec.String(), "BM25") {
@@ -97,11 +97,11 @@ func TestEngineLogsToItsLogger(t *testing.T) {
 
 func TestSearchOptionsOverrideConfig(t *testing.T) {
 	e := openEngine(t, &Options{Config: Config{SearchMode: search.FullText, Fusion: search.RRF}})
-	if _, err := e.Index(ctx, index.Document{SourceURL: "https://k.example/", Content: "Kelp forests grow fast in cold water."}); err != nil {
+	if _, err := e.IndexDocument(ctx, index.Document{SourceURL: "https://k.example/", Content: "Kelp forests grow fast in cold water."}); err != nil {
 		t.Fatal(err)
 	}
 	method := func(o *search.Options) string {
-		res, err := e.Search(ctx, "kelp forests", o)
+		res, err := e.Retrieve(ctx, "kelp forests", o)
 		if err != nil || len(res) == 0 {
 			t.Fatalf("%+v: %v %v", o, err, res)
 		}
@@ -167,7 +167,7 @@ func TestAssembleUsesTheWholeBudget(t *testing.T) {
 func TestProfileTruncatedToItsBudget(t *testing.T) {
 	e := openEngine(t, nil)
 	for i := 0; i < 6; i++ {
-		if _, err := e.Preferences().Add(ctx, prefs.Custom, fmt.Sprintf("Statement number %d about the user, long enough to cost tokens", i)); err != nil {
+		if _, err := e.PreferenceStore().Add(ctx, prefs.Custom, fmt.Sprintf("Statement number %d about the user, long enough to cost tokens", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -189,7 +189,7 @@ func TestProfileTruncatedToItsBudget(t *testing.T) {
 
 func TestNoKnowledgeBudgetSearchesNothing(t *testing.T) {
 	e := openEngine(t, nil)
-	if _, err := e.Index(ctx, index.Document{SourceURL: "https://k.example/", Content: "Kelp forests grow fast."}); err != nil {
+	if _, err := e.IndexDocument(ctx, index.Document{SourceURL: "https://k.example/", Content: "Kelp forests grow fast."}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := e.BuildRAGContext(ctx, "kelp forests", 0, Config{})
@@ -209,7 +209,7 @@ func TestBuildContextRequestDefaults(t *testing.T) {
 	if o200k == cl100k {
 		t.Fatal("the query counts the same in both encodings; pick another")
 	}
-	c, err := e.BuildContext(ctx, q, ContextRequest{Model: "gpt-4o", ModelContextLimit: 10000})
+	c, err := e.ContextFor(ctx, q, ContextOptions{Model: "gpt-4o", ModelContextLimit: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,17 +218,17 @@ func TestBuildContextRequestDefaults(t *testing.T) {
 	}
 	// The engine's configured model wins over the request's.
 	e2 := openEngine(t, &Options{Config: Config{Model: "gpt-4"}})
-	if c, _ := e2.BuildContext(ctx, q, ContextRequest{Model: "gpt-4o", ModelContextLimit: 10000}); c.UserQueryTokens != cl100k {
+	if c, _ := e2.ContextFor(ctx, q, ContextOptions{Model: "gpt-4o", ModelContextLimit: 10000}); c.UserQueryTokens != cl100k {
 		t.Errorf("configured gpt-4, requested gpt-4o: %d tokens, want %d", c.UserQueryTokens, cl100k)
 	}
 	// Explicit system prompt tokens win over counting the prompt; a zero
 	// reserve means the default 1024.
-	c, _ = e.BuildContext(ctx, q, ContextRequest{Model: "gpt-4o", ModelContextLimit: 10000, SystemPrompt: "You are terse.", SystemPromptTokens: 300, ResponseReserve: 0})
+	c, _ = e.ContextFor(ctx, q, ContextOptions{Model: "gpt-4o", ModelContextLimit: 10000, SystemPrompt: "You are terse.", SystemPromptTokens: 300, ResponseReserve: 0})
 	if c.Budgets.TotalAvailable != 10000-300-o200k-1024 {
 		t.Errorf("explicit system tokens: available %d", c.Budgets.TotalAvailable)
 	}
 	sys := budget.CounterForModel("gpt-4o").Count("You are terse.")
-	c, _ = e.BuildContext(ctx, q, ContextRequest{Model: "gpt-4o", ModelContextLimit: 10000, SystemPrompt: "You are terse.", ResponseReserve: 7})
+	c, _ = e.ContextFor(ctx, q, ContextOptions{Model: "gpt-4o", ModelContextLimit: 10000, SystemPrompt: "You are terse.", ResponseReserve: 7})
 	if c.Budgets.TotalAvailable != 10000-sys-o200k-7 {
 		t.Errorf("counted system prompt: available %d, want %d", c.Budgets.TotalAvailable, 10000-sys-o200k-7)
 	}
@@ -236,21 +236,21 @@ func TestBuildContextRequestDefaults(t *testing.T) {
 
 func TestProfileThatExactlyFillsTheWindow(t *testing.T) {
 	e := openEngine(t, nil)
-	if _, err := e.Preferences().Add(ctx, prefs.Style, "User prefers short answers"); err != nil {
+	if _, err := e.PreferenceStore().Add(ctx, prefs.Style, "User prefers short answers"); err != nil {
 		t.Fatal(err)
 	}
 	c := budget.CounterForModel("gpt-4o")
 	profile := c.Count("<user_profile>\nStyle: User prefers short answers.\n</user_profile>\n")
 	q := "kelp"
 	limit := profile + 100 + c.Count(q) + 50
-	got, err := e.BuildContext(ctx, q, ContextRequest{Model: "gpt-4o", ModelContextLimit: limit, SystemPromptTokens: 100, ResponseReserve: 50})
+	got, err := e.ContextFor(ctx, q, ContextOptions{Model: "gpt-4o", ModelContextLimit: limit, SystemPromptTokens: 100, ResponseReserve: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Budgets.TotalAvailable != profile || got.Block.UserProfile == "" {
 		t.Errorf("profile of %d tokens in %d available: profile %q", profile, got.Budgets.TotalAvailable, got.Block.UserProfile)
 	}
-	got, _ = e.BuildContext(ctx, q, ContextRequest{Model: "gpt-4o", ModelContextLimit: limit - 1, SystemPromptTokens: 100, ResponseReserve: 50})
+	got, _ = e.ContextFor(ctx, q, ContextOptions{Model: "gpt-4o", ModelContextLimit: limit - 1, SystemPromptTokens: 100, ResponseReserve: 50})
 	if got.Block.UserProfile != "" {
 		t.Errorf("a profile of %d tokens was kept with %d available", profile, got.Budgets.TotalAvailable)
 	}

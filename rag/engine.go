@@ -24,6 +24,7 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/prefs"
@@ -53,6 +54,9 @@ type Options struct {
 	QuotaChunks          int                   // see index.Options; default 0, no quota
 	QuotaBytes           int64                 // see index.Options; default 0, no quota
 	Breaker              *embed.BreakerOptions // the embedder's circuit breaker; default embed defaults
+	// Extract bounds the extraction of a page's HTML (IndexPage); default
+	// package extract's limits.
+	Extract *extract.Options
 }
 
 func (opts *Options) withDefaults() Options {
@@ -73,12 +77,13 @@ func (opts *Options) withDefaults() Options {
 type Engine struct {
 	degradedLog atomic.Int64 // when a degraded search was last logged (Unix ns)
 
-	ix    *index.Index
-	cal   *search.Calibrator // keeps the hybrid fusion weight measured on the store
-	prefs *prefs.Store
-	cfg   Config
-	log   *slog.Logger
-	now   func() time.Time
+	ix      *index.Index
+	cal     *search.Calibrator // keeps the hybrid fusion weight measured on the store
+	prefs   *prefs.Store
+	cfg     Config
+	extract extract.Options // IndexPage's extraction limits
+	log     *slog.Logger
+	now     func() time.Time
 }
 
 // Open opens (or creates) the memory in dir.
@@ -101,7 +106,11 @@ func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
 // has no calibration, and again as it grows.
 func New(ix *index.Index, opts *Options) *Engine {
 	o := opts.withDefaults()
-	return &Engine{ix: ix, cal: search.NewCalibrator(ix, o.Logger), prefs: prefs.NewStore(ix), cfg: o.Config.withDefaults(), log: o.Logger, now: o.Now}
+	e := &Engine{ix: ix, cal: search.NewCalibrator(ix, o.Logger), prefs: prefs.NewStore(ix), cfg: o.Config.withDefaults(), log: o.Logger, now: o.Now}
+	if o.Extract != nil {
+		e.extract = *o.Extract
+	}
+	return e
 }
 
 // changed tells the calibrator what indexing did.
@@ -121,17 +130,17 @@ func (e *Engine) changed(rs ...Result) {
 // types.go.
 func (e *Engine) Store() *index.Index { return e.ix }
 
-// Preferences returns the preference store.
-func (e *Engine) Preferences() *prefs.Store { return e.prefs }
+// PreferenceStore returns the preference store.
+func (e *Engine) PreferenceStore() *prefs.Store { return e.prefs }
 
 // Config returns the engine's RAG configuration.
 func (e *Engine) Config() Config { return e.cfg }
 
-// Index indexes one document, replacing an earlier version of its source
+// IndexDocument indexes one document, replacing an earlier version of its source
 // and doing nothing when its content is unchanged (Property 6). It writes
 // knowledge: a memory, a preference or what belongs to them is refused
 // with ErrReserved (reserved.go).
-func (e *Engine) Index(ctx context.Context, d Document) (Result, error) {
+func (e *Engine) IndexDocument(ctx context.Context, d Document) (Result, error) {
 	if err := checkWritable(&d); err != nil {
 		return Result{SourceURL: d.SourceURL}, err
 	}
@@ -142,11 +151,11 @@ func (e *Engine) Index(ctx context.Context, d Document) (Result, error) {
 	return r, err
 }
 
-// IndexMany indexes several documents in one atomic batch. A batch that
+// IndexDocuments indexes several documents in one atomic batch. A batch that
 // holds a document Index refuses with ErrReserved is refused whole, before
 // anything is written; a document that would replace a memory or a
 // preference gets ErrReserved as its own Result.Err.
-func (e *Engine) IndexMany(ctx context.Context, docs []Document) ([]Result, error) {
+func (e *Engine) IndexDocuments(ctx context.Context, docs []Document) ([]Result, error) {
 	for i := range docs {
 		if err := checkWritable(&docs[i]); err != nil {
 			return nil, err
@@ -169,8 +178,8 @@ func (e *Engine) IndexPageAsync(d Document) (string, error) {
 	return id, nil
 }
 
-// Job reports an IndexPageAsync job.
-func (e *Engine) Job(id string) (Job, bool) { return e.ix.Job(id) }
+// LookupJob reports an IndexPageAsync job.
+func (e *Engine) LookupJob(id string) (Job, bool) { return e.ix.Job(id) }
 
 // Remove deletes every chunk of a source. A source of the memory or
 // preference store is refused with ErrReserved: preferences are removed
@@ -184,20 +193,20 @@ func (e *Engine) Remove(ctx context.Context, sourceURL string) (int, error) {
 	return n, err
 }
 
-// Search retrieves chunks. What opts leaves zero comes from the engine's
+// Retrieve retrieves chunks. What opts leaves zero comes from the engine's
 // configuration (Config.SearchOptions).
 // When the embedder is unavailable, a hybrid or vector search answers from
 // BM25 alone (search.SearchReport says so; SearchReport returns that report).
-func (e *Engine) Search(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
-	res, _, err := e.SearchReport(ctx, query, opts)
+func (e *Engine) Retrieve(ctx context.Context, query string, opts *search.Options) ([]search.Result, error) {
+	res, _, err := e.RetrieveReport(ctx, query, opts)
 	return res, err
 }
 
-// SearchReport is Search that also reports the mode actually used and, when
+// RetrieveReport is Search that also reports the mode actually used and, when
 // it is not the one asked for, why: search.Report{Mode: "fulltext",
 // Degraded: "embedder unavailable: ..."}. A degraded search is logged (at
 // most once a minute), with the embedder's error.
-func (e *Engine) SearchReport(ctx context.Context, query string, opts *search.Options) ([]search.Result, search.Report, error) {
+func (e *Engine) RetrieveReport(ctx context.Context, query string, opts *search.Options) ([]search.Result, search.Report, error) {
 	o := e.cfg.SearchOptions(opts)
 	res, rep, err := search.SearchReport(ctx, e.ix, query, &o)
 	if rep.Degraded != "" {

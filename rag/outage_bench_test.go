@@ -34,7 +34,7 @@ func BenchmarkSearchDuringOutage(b *testing.B) {
 		docs = append(docs, index.Document{SourceURL: fmt.Sprintf("https://birds.example/%d", i),
 			Content: fmt.Sprintf("Bird %d: the heron number %d wades in water %d and eats fish %d near the reeds.", i, i%97, i%31, i%13)})
 	}
-	if _, err := eng.IndexMany(ctx, docs); err != nil {
+	if _, err := eng.IndexDocuments(ctx, docs); err != nil {
 		b.Fatal(err)
 	}
 	// Every query is new: one embedded before is answered from the query
@@ -43,7 +43,7 @@ func BenchmarkSearchDuringOutage(b *testing.B) {
 	run := func(b *testing.B, want search.Mode) {
 		for i := 0; i < b.N; i++ {
 			n++
-			_, rep, err := eng.SearchReport(ctx, fmt.Sprintf("heron %d fish reeds %d", n%97, n), nil)
+			_, rep, err := eng.RetrieveReport(ctx, fmt.Sprintf("heron %d fish reeds %d", n%97, n), nil)
 			if err != nil || rep.Mode != want {
 				b.Fatalf("%+v %v", rep, err)
 			}
@@ -52,7 +52,7 @@ func BenchmarkSearchDuringOutage(b *testing.B) {
 	b.Run("healthy", func(b *testing.B) { run(b, search.Hybrid) })
 	emb.Set(embedtest.Refused)
 	for i := 0; i < embed.DefaultBreakerFailures; i++ {
-		eng.Search(ctx, "open the breaker", nil)
+		eng.Retrieve(ctx, "open the breaker", nil)
 	}
 	if eng.Store().EmbedderState().State != "open" {
 		b.Fatalf("breaker: %+v", eng.Store().EmbedderState())

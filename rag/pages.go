@@ -140,10 +140,10 @@ func (e *Engine) PageUnchanged(ctx context.Context, d Document) (SourceInfo, boo
 	return e.ix.Unchanged(ctx, d)
 }
 
-// IndexPage indexes a page (a knowledge document) now, by the page rules:
+// IndexPageNow indexes a page (a knowledge document) now, by the page rules:
 // its URL passes CheckPageURL, and it neither carries the memory store's
 // attributes nor replaces a preference or a memory (ErrReserved).
-func (e *Engine) IndexPage(ctx context.Context, d Document) (Result, error) {
+func (e *Engine) IndexPageNow(ctx context.Context, d Document) (Result, error) {
 	u, err := CheckPageURL(d.SourceURL)
 	if err != nil {
 		return Result{}, err
@@ -158,13 +158,13 @@ func (e *Engine) IndexPage(ctx context.Context, d Document) (Result, error) {
 	return e.ix.Add(ctx, d)
 }
 
-// ForgetPage removes a page and cancels its background indexing: after it
+// Forget removes a page and cancels its background indexing: after it
 // returns, the page is gone and no job queued before the call brings it
 // back (see index.Index.RemoveSource). It reports the chunks deleted and
 // the jobs cancelled, and fails with ErrNoPage when there is neither a page
 // with that URL nor a queued one, and with ErrReserved for a preference or
 // a memory (removed through their own stores).
-func (e *Engine) ForgetPage(ctx context.Context, raw string) (Removal, error) {
+func (e *Engine) Forget(ctx context.Context, raw string) (Removal, error) {
 	u, err := CheckURL(raw)
 	if err != nil {
 		return Removal{}, err

@@ -59,7 +59,7 @@ func TestForgetPageStoredWithCredentials(t *testing.T) {
 	if err := e.Store().Put(ctx, []index.Record{{ID: "legacy-1", SourceURL: legacy, Content: "old page text", DocType: index.DocKnowledge}}); err != nil {
 		t.Fatal(err)
 	}
-	if rm, err := e.ForgetPage(ctx, legacy); err != nil || rm.Chunks != 1 {
+	if rm, err := e.Forget(ctx, legacy); err != nil || rm.Chunks != 1 {
 		t.Fatalf("ForgetPage: %+v %v", rm, err)
 	}
 	if recs, _ := e.Store().Backend().Source(ctx, legacy); len(recs) != 0 {

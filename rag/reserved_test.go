@@ -43,10 +43,10 @@ func TestEngineRefusesReservedRecords(t *testing.T) {
 	if _, err := e.Store().Add(ctx, index.Document{SourceURL: memURL + "#whenToUse", Content: "when tests flake", DocType: reserved.DocMemoryPattern}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Preferences().Add(ctx, prefs.Expertise, "User is a Go developer"); err != nil {
+	if _, err := e.PreferenceStore().Add(ctx, prefs.Expertise, "User is a Go developer"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Index(ctx, Document{SourceURL: "https://ok.example/page", Content: "A page about herons."}); err != nil {
+	if _, err := e.IndexDocument(ctx, Document{SourceURL: "https://ok.example/page", Content: "A page about herons."}); err != nil {
 		t.Fatal(err)
 	}
 	before := snapshot(t, e)
@@ -67,12 +67,12 @@ func TestEngineRefusesReservedRecords(t *testing.T) {
 		bad = append(bad, page(func(d *Document) { d.SourceURL = u }))
 	}
 	writes := map[string]func(d Document) error{
-		"Index": func(d Document) error { _, err := e.Index(ctx, d); return err },
+		"Index": func(d Document) error { _, err := e.IndexDocument(ctx, d); return err },
 		"IndexMany": func(d Document) error {
 			// A reserved type, attribute or scheme refuses the batch
 			// whole; a document that would replace a store's source fails
 			// alone, beside the good one.
-			rs, err := e.IndexMany(ctx, []Document{{SourceURL: "https://fine.example/", Content: "fine"}, d})
+			rs, err := e.IndexDocuments(ctx, []Document{{SourceURL: "https://fine.example/", Content: "fine"}, d})
 			if err == nil {
 				err = rs[1].Err
 				e.Remove(ctx, "https://fine.example/")
@@ -81,14 +81,14 @@ func TestEngineRefusesReservedRecords(t *testing.T) {
 			}
 			return err
 		},
-		"IndexPage": func(d Document) error { _, err := e.IndexPage(ctx, d); return err },
+		"IndexPage": func(d Document) error { _, err := e.IndexPageNow(ctx, d); return err },
 		"IndexPageAsync": func(d Document) error {
 			// Refused at once, or (a store's source, found by the worker)
 			// given up on at the first attempt.
 			id, err := e.IndexPageAsync(d)
 			if err == nil {
 				e.Flush(ctx)
-				j, _ := e.Job(id)
+				j, _ := e.LookupJob(id)
 				if err = fmt.Errorf("queued: %s %s", j.State, j.Error); j.State == JobDead && j.Attempts == 1 && strings.HasPrefix(j.Error, "reserved for memories and preferences: ") {
 					err = ErrReserved
 				}
@@ -114,7 +114,7 @@ func TestEngineRefusesReservedRecords(t *testing.T) {
 		if _, err := e.Remove(ctx, u); !errors.Is(err, ErrReserved) {
 			t.Errorf("Remove(%s): %v", u, err)
 		}
-		if _, err := e.ForgetPage(ctx, u); !errors.Is(err, ErrReserved) {
+		if _, err := e.Forget(ctx, u); !errors.Is(err, ErrReserved) {
 			t.Errorf("ForgetPage(%s): %v", u, err)
 		}
 	}
@@ -122,10 +122,10 @@ func TestEngineRefusesReservedRecords(t *testing.T) {
 		t.Fatalf("the store changed:\nbefore\n%s\nafter\n%s", before, after)
 	}
 	// The stores' own path, and pages beside them, work as ever.
-	if ps, err := e.Preferences().List(ctx); err != nil || len(ps) != 1 {
+	if ps, err := e.PreferenceStore().List(ctx); err != nil || len(ps) != 1 {
 		t.Fatalf("preferences: %+v %v", ps, err)
 	}
-	if n, err := e.Preferences().Clear(ctx); n != 1 || err != nil {
+	if n, err := e.PreferenceStore().Clear(ctx); n != 1 || err != nil {
 		t.Fatalf("Clear: %d %v", n, err)
 	}
 	if n, err := e.Remove(ctx, "https://ok.example/page"); n != 1 || err != nil {

@@ -31,11 +31,11 @@ func TestSearchDefaultsComeFromConfig(t *testing.T) {
 	}
 	defer eng.Close()
 	for i, s := range []string{"otters sleep", "otters swim", "otters eat", "otters play"} {
-		if _, err := eng.Index(ctx, index.Document{SourceURL: "https://zoo.example/" + string(rune('a'+i)), Content: "Sea " + s + " in kelp forests."}); err != nil {
+		if _, err := eng.IndexDocument(ctx, index.Document{SourceURL: "https://zoo.example/" + string(rune('a'+i)), Content: "Sea " + s + " in kelp forests."}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, rep, err := eng.SearchReport(ctx, "otters", &search.Options{DocTypes: []string{index.DocKnowledge}})
+	res, rep, err := eng.RetrieveReport(ctx, "otters", &search.Options{DocTypes: []string{index.DocKnowledge}})
 	if err != nil || rep.Mode != search.FullText || len(res) != 2 {
 		t.Fatalf("partial options: mode %s, %d results, %v", rep.Mode, len(res), err)
 	}

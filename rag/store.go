@@ -10,9 +10,9 @@ import (
 // the index's own (see index.Index); it is here so that an adapter needs
 // nothing but the engine.
 
-// Sources lists the sources that pass f, ordered by URL, from offset on (at
+// ListSources lists the sources that pass f, ordered by URL, from offset on (at
 // most limit of them; 0 means all), with how many pass f in all.
-func (e *Engine) Sources(ctx context.Context, f Filter, offset, limit int) ([]SourceInfo, int, error) {
+func (e *Engine) ListSources(ctx context.Context, f Filter, offset, limit int) ([]SourceInfo, int, error) {
 	return e.ix.Sources(ctx, f, offset, limit)
 }
 
@@ -44,21 +44,19 @@ func (e *Engine) CheckDocument(ctx context.Context, d Document) (int, error) {
 	return e.ix.Check(ctx, d)
 }
 
-// Jobs lists the background indexing jobs in the given states (all when
+// ListJobs lists the background indexing jobs in the given states (all when
 // none is given).
-func (e *Engine) Jobs(states ...JobState) []Job { return e.ix.ListJobs(states...) }
+func (e *Engine) ListJobs(states ...JobState) []Job { return e.ix.ListJobs(states...) }
 
 // QueueStats counts the background indexer's work.
 func (e *Engine) QueueStats() QueueStats { return e.ix.QueueStats() }
 
-// RetryJob queues a dead job again; ErrNoJob when there is none with that
+// RetryDeadJob queues a dead job again; ErrNoJob when there is none with that
 // id.
-func (e *Engine) RetryJob(ctx context.Context, id string) (Job, error) {
+func (e *Engine) RetryDeadJob(ctx context.Context, id string) (Job, error) {
 	return e.ix.RetryJob(ctx, id)
 }
 
-// DropJob deletes a dead job; ErrNoJob when there is none with that id.
-func (e *Engine) DropJob(ctx context.Context, id string) error { return e.ix.DropJob(ctx, id) }
 
 // Chunks returns the number of chunks stored: cheaper than Stats, for
 // gauges.

@@ -12,10 +12,10 @@ func TestNewEngineIsEmptyAndWorks(t *testing.T) {
 	if st, err := e.Stats(context.Background()); err != nil || st.ChunkCount != 0 {
 		t.Fatalf("a new engine: %+v %v", st, err)
 	}
-	if _, err := e.Index(context.Background(), index.Document{SourceURL: "https://a.example/", Content: "Kelp forests grow fast."}); err != nil {
+	if _, err := e.IndexDocument(context.Background(), index.Document{SourceURL: "https://a.example/", Content: "Kelp forests grow fast."}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.Search(context.Background(), "kelp", nil)
+	res, err := e.Retrieve(context.Background(), "kelp", nil)
 	if err != nil || len(res) != 1 {
 		t.Fatalf("search: %v %v", res, err)
 	}

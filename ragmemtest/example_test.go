@@ -25,19 +25,19 @@ func TestMyKnowledgeContext(t *testing.T) {
 	ctx := context.Background()
 	eng := ragmemtest.NewEngine(t, &ragmemtest.EngineOptions{Config: myConfig})
 	docs := ragmemtest.Sample[[]index.Document](ragmemtest.GenCorpus(30, 30), 1)
-	if _, err := eng.IndexMany(ctx, docs); err != nil {
+	if _, err := eng.IndexDocuments(ctx, docs); err != nil {
 		t.Fatal(err)
 	}
 	ragmemtest.Run(t, "context messages are isolated, attributed and within budget", prop.ForAll(
 		func(query string, window int) string {
-			c, err := eng.BuildContext(ctx, query, rag.ContextRequest{Model: "gpt-4o", ModelContextLimit: window})
+			c, err := eng.ContextFor(ctx, query, rag.ContextOptions{Model: "gpt-4o", ModelContextLimit: window})
 			if err != nil {
 				return err.Error()
 			}
 			if err := ragmemtest.CheckMessage(c.Block, c.Message); err != nil { // P2, P3, P9
 				return err.Error()
 			}
-			res, err := eng.Search(ctx, query, nil)
+			res, err := eng.Retrieve(ctx, query, nil)
 			if err != nil {
 				return err.Error()
 			}

@@ -240,7 +240,7 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	job, _ := eng.Job(id)
+	job, _ := eng.LookupJob(id)
 	if job.State == rag.JobFailed {
 		s.log.Warn("page not queued", "requestId", stateOf(r).id, "namespace", Namespace(r), "job", id, "url", u, "why", job.Error)
 		w.Header().Set("Retry-After", "5")
@@ -343,7 +343,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	j, ok := eng.Job(id)
+	j, ok := eng.LookupJob(id)
 	if !ok {
 		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no job %q in this namespace", clip(id, 100)))
 		return
@@ -383,7 +383,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
-	jobs := eng.Jobs(states...)
+	jobs := eng.ListJobs(states...)
 	if len(jobs) > limit {
 		jobs = jobs[:limit]
 	}
@@ -401,7 +401,7 @@ func (s *Server) retryJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	j, err := eng.RetryJob(r.Context(), id)
+	j, err := eng.RetryDeadJob(r.Context(), id)
 	switch {
 	case errors.Is(err, rag.ErrNoJob):
 		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no dead-lettered job %q in this namespace (GET /v1/jobs?state=dead lists them)", clip(id, 100)))
@@ -498,7 +498,7 @@ func (s *Server) deletePage(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
-	rm, err := eng.ForgetPage(r.Context(), u)
+	rm, err := eng.Forget(r.Context(), u)
 	if errors.Is(err, rag.ErrNoPage) {
 		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no page %s in the memory", clip(u, 200)))
 		return
@@ -561,7 +561,7 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
-	srcs, total, err := eng.Sources(r.Context(), rag.Filter{DocTypes: types, Where: where}, offset, limit)
+	srcs, total, err := eng.ListSources(r.Context(), rag.Filter{DocTypes: types, Where: where}, offset, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -591,7 +591,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	res, rep, err := eng.SearchReport(r.Context(), req.Query, &o)
+	res, rep, err := eng.RetrieveReport(r.Context(), req.Query, &o)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -634,7 +634,7 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) {
 	if req.KnowledgeBudget > 0 {
 		cfg.KnowledgeBudget = req.KnowledgeBudget
 	}
-	c, err := eng.BuildContext(r.Context(), req.Query, rag.ContextRequest{
+	c, err := eng.ContextFor(r.Context(), req.Query, rag.ContextOptions{
 		Model: req.Model, ModelContextLimit: req.ModelContextLimit, SystemPrompt: req.SystemPrompt,
 		SystemPromptTokens: req.SystemPromptTokens, ResponseReserve: req.ResponseReserve, Config: &cfg, Where: where,
 	})
@@ -651,7 +651,7 @@ func (s *Server) listPreferences(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
-	ps, err := eng.Preferences().List(r.Context())
+	ps, err := eng.PreferenceStore().List(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -685,7 +685,7 @@ func (s *Server) addPreference(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
-	p, err := eng.Preferences().Add(r.Context(), t, req.Content)
+	p, err := eng.PreferenceStore().Add(r.Context(), t, req.Content)
 	if err != nil {
 		if ae := prefError(err); ae != nil {
 			writeAPIError(w, r, ae)
@@ -709,7 +709,7 @@ func (s *Server) deletePreferences(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if all == "true" {
-		n, err := eng.Preferences().Clear(r.Context())
+		n, err := eng.PreferenceStore().Clear(r.Context())
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -717,7 +717,7 @@ func (s *Server) deletePreferences(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"removed": n})
 		return
 	}
-	ok, err := eng.Preferences().Remove(r.Context(), id)
+	ok, err := eng.PreferenceStore().Remove(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -773,7 +773,7 @@ func (s *Server) detectPreference(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, in := range ins {
-			p, err := eng.Preferences().Add(r.Context(), in.Type, in.Content)
+			p, err := eng.PreferenceStore().Add(r.Context(), in.Type, in.Content)
 			if err != nil {
 				if ae := prefError(err); ae != nil {
 					writeAPIError(w, r, ae)

@@ -161,7 +161,7 @@ func (s *Server) postDocuments(w http.ResponseWriter, r *http.Request) {
 	if eng == nil {
 		return
 	}
-	res, err := eng.IndexMany(r.Context(), docs)
+	res, err := eng.IndexDocuments(r.Context(), docs)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -44,7 +44,7 @@ func newContextCmd(g *globals) *cobra.Command {
 			return g.withStore(cmd.Context(), func(st memStore) error {
 				sys := system + "\n\n" + rag.ReferenceRule
 				c, err := st.BuildContext(cmd.Context(), query, owner.ContextOptions{
-					ContextRequest: rag.ContextRequest{
+					ContextOptions: rag.ContextOptions{
 						Model: model, ModelContextLimit: limit, SystemPrompt: sys, SystemPromptTokens: sysTokens,
 						ResponseReserve: reserve, Where: where,
 					},

@@ -46,7 +46,7 @@ func newDemoCmd(g *globals) *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(g.stderr, "# %s from %s; question: %q\n\n", sum.String(), from, question)
-				c, err := m.BuildContext(ctx, question, owner.ContextOptions{ContextRequest: rag.ContextRequest{Model: model, SystemPrompt: defaultSystemPrompt + "\n\n" + rag.ReferenceRule}})
+				c, err := m.BuildContext(ctx, question, owner.ContextOptions{ContextOptions: rag.ContextOptions{Model: model, SystemPrompt: defaultSystemPrompt + "\n\n" + rag.ReferenceRule}})
 				if err != nil {
 					return err
 				}

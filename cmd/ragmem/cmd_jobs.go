@@ -237,7 +237,7 @@ func retryJobs(ctx context.Context, m memStore, ids []string) ([]rag.Job, error)
 	s := m.(*ownedStore)
 	if eng := s.local(); eng != nil {
 		for _, id := range ids {
-			if _, err := eng.RetryJob(ctx, id); err != nil {
+			if _, err := eng.RetryDeadJob(ctx, id); err != nil {
 				return nil, jobError(id, err)
 			}
 		}
@@ -246,7 +246,7 @@ func retryJobs(ctx context.Context, m memStore, ids []string) ([]rag.Job, error)
 		}
 		out := make([]rag.Job, len(ids))
 		for i, id := range ids {
-			out[i], _ = eng.Job(id)
+			out[i], _ = eng.LookupJob(id)
 		}
 		return out, nil
 	}

@@ -62,7 +62,7 @@ func benchStore(b *testing.B, n int) (string, []string) {
 			d := doc(i)
 			docs = append(docs, index.Document{SourceURL: "bench://doc/" + d.ID, Title: d.Title, Content: d.Text})
 		}
-		if _, err := eng.IndexMany(ctx, docs); err != nil {
+		if _, err := eng.IndexDocuments(ctx, docs); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -47,11 +47,11 @@ var (
 type engineStore struct{ eng *rag.Engine }
 
 func (e engineStore) IndexMany(ctx context.Context, docs []rag.Document) ([]rag.Result, error) {
-	return e.eng.IndexMany(ctx, docs)
+	return e.eng.IndexDocuments(ctx, docs)
 }
 
 func (e engineStore) SearchReport(ctx context.Context, query string, o *search.Options) ([]search.Result, search.Report, error) {
-	return e.eng.SearchReport(ctx, query, o)
+	return e.eng.RetrieveReport(ctx, query, o)
 }
 
 // BuildContext applies the overrides to the engine's configuration, as the
@@ -67,9 +67,9 @@ func (e engineStore) BuildContext(ctx context.Context, query string, o owner.Con
 	if o.KnowledgeBudget > 0 {
 		cfg.KnowledgeBudget = o.KnowledgeBudget
 	}
-	req := o.ContextRequest
+	req := o.ContextOptions
 	req.Config = &cfg
-	return e.eng.BuildContext(ctx, query, req)
+	return e.eng.ContextFor(ctx, query, req)
 }
 
 func (e engineStore) Remove(ctx context.Context, sourceURL string) (int, error) {
@@ -77,25 +77,25 @@ func (e engineStore) Remove(ctx context.Context, sourceURL string) (int, error) 
 }
 
 func (e engineStore) Sources(ctx context.Context, f rag.Filter, offset, limit int) ([]rag.SourceInfo, int, error) {
-	return e.eng.Sources(ctx, f, offset, limit)
+	return e.eng.ListSources(ctx, f, offset, limit)
 }
 
 func (e engineStore) Stats(ctx context.Context) (rag.Stats, error) { return e.eng.Stats(ctx) }
 
 func (e engineStore) ListPreferences(ctx context.Context) ([]prefs.Preference, error) {
-	return e.eng.Preferences().List(ctx)
+	return e.eng.PreferenceStore().List(ctx)
 }
 
 func (e engineStore) AddPreference(ctx context.Context, t prefs.Type, content string) (prefs.Preference, error) {
-	return e.eng.Preferences().Add(ctx, t, content)
+	return e.eng.PreferenceStore().Add(ctx, t, content)
 }
 
 func (e engineStore) RemovePreference(ctx context.Context, id string) (bool, error) {
-	return e.eng.Preferences().Remove(ctx, id)
+	return e.eng.PreferenceStore().Remove(ctx, id)
 }
 
 func (e engineStore) ClearPreferences(ctx context.Context) (int, error) {
-	return e.eng.Preferences().Clear(ctx)
+	return e.eng.PreferenceStore().Clear(ctx)
 }
 
 func (e engineStore) SetURLRules(ctx context.Context, r rag.URLRules) error {

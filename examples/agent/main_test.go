@@ -48,7 +48,7 @@ func TestExampleAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Index(context.Background(), rag.Document{SourceURL: "https://notes.example/kelp", Title: "Kelp", Content: "Kelp forests grow up to half a metre a day."}); err != nil {
+	if _, err := eng.IndexDocument(context.Background(), rag.Document{SourceURL: "https://notes.example/kelp", Title: "Kelp", Content: "Kelp forests grow up to half a metre a day."}); err != nil {
 		t.Fatal(err)
 	}
 
