@@ -57,7 +57,6 @@ func (e *Engine) RetryDeadJob(ctx context.Context, id string) (Job, error) {
 	return e.ix.RetryJob(ctx, id)
 }
 
-
 // Chunks returns the number of chunks stored: cheaper than Stats, for
 // gauges.
 func (e *Engine) Chunks(ctx context.Context) (int, error) {
