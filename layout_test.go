@@ -149,21 +149,16 @@ func TestStageOf(t *testing.T) {
 // package under cmd/ must be listed.
 var facadeImports = map[string]map[string]string{
 	"server": {
-		"rag":               "the facade",
-		"search":            "search options and modes of the API's requests",
-		"prefs":             "the preferences API",
-		"chunk":             "the formats of documents the API accepts",
-		"extract":           "pages arrive as HTML; extraction runs in the server's fair CPU slots",
+		"rag":               "the facade: every handler of the API is a binding of rag.Memory",
+		"extract":           "the server's limits on a page's extraction (rag.Options.Extract)",
 		"memory":            "memory.AttrDir: a memory's directory is hidden from remote clients",
 		"internal/jsonbody": "bounded JSON request bodies",
 		"internal/wal":      "the token file is written atomically",
-		"internal/reserved": "the document types of memories and preferences, refused with 403 reserved",
 		"internal/pathless": "no error sent to a client names a file of the server",
 		"internal/perm":     "the data directory and the token file are the user's (ssh's rule)",
 	},
 	"mcpserver": {
-		"rag":               "the facade",
-		"search":            "search options and modes of the tools",
+		"rag":               "the facade: every tool is a binding of rag.Memory",
 		"prefs":             "the preference tools",
 		"chunk":             "the formats of documents the tools accept",
 		"internal/pathless": "no tool error names a file of the server",
@@ -178,10 +173,8 @@ var facadeImports = map[string]map[string]string{
 		"internal/llmchat": "one chat-model client",
 	},
 	"owner": {
-		"rag":           "the facade (the client mirrors the engine's methods)",
+		"rag":           "the facade: the owner's client is a rag.Client over its socket",
 		"server":        "the owner speaks the server's API on its socket",
-		"search":        "search options and reports of the client",
-		"prefs":         "the preferences of the client",
 		"internal/wal":  "the ownership lock",
 		"internal/perm": "the data directory is the user's (ssh's rule) before its owner file is trusted",
 	},

@@ -31,7 +31,7 @@ func TestSameRulesAsHTTP(t *testing.T) {
 		if !isErr {
 			t.Errorf("index_text accepted %q (HTTP: %v)", u, httpErr)
 		}
-		if httpErr == nil && !strings.Contains(txt, "memory source, not a page") {
+		if httpErr == nil && !strings.Contains(txt, "reserved for memories and preferences") {
 			t.Errorf("index_text %q: %s", u, txt)
 		}
 		if _, isErr := call(t, cs, toolForgetSource, map[string]any{"url": u}, nil); !isErr {

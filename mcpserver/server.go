@@ -1,4 +1,4 @@
-// Package mcpserver exposes a rag.Engine to any agent through the Model
+// Package mcpserver exposes a rag.Memory to any agent through the Model
 // Context Protocol (github.com/modelcontextprotocol/go-sdk): over stdio for
 // `ragmem mcp`, and as a streamable-HTTP http.Handler that an HTTP server
 // mounts behind its own authentication.
@@ -12,7 +12,7 @@
 //
 // More tools are registered on the underlying *mcp.Server:
 //
-//	srv := mcpserver.New(eng, nil)
+//	srv := mcpserver.New(mem, nil) // mem: a *rag.Engine, or a *rag.Client of a server
 //	mcp.AddTool(srv.MCP(), &mcp.Tool{Name: "remember", Description: "..."}, handler)
 //	err := srv.Run(ctx, &mcp.StdioTransport{})
 package mcpserver
@@ -75,17 +75,18 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Server is an MCP server over a rag.Engine. It is safe for concurrent use:
-// several sessions may call tools at once.
+// Server is an MCP server over a rag.Memory: each tool is a binding of one
+// of its operations, with the same wire types (camelCase) as the HTTP API.
+// It is safe for concurrent use: several sessions may call tools at once.
 type Server struct {
-	eng  *rag.Engine
+	mem  rag.Memory
 	mcp  *mcp.Server
 	opts Options
 }
 
-// New returns a server exposing eng's tools. eng must stay open while the
+// New returns a server exposing mem's tools. mem must stay open while the
 // server runs; the server never closes it.
-func New(eng *rag.Engine, opts *Options) *Server {
+func New(mem rag.Memory, opts *Options) *Server {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -105,7 +106,7 @@ func New(eng *rag.Engine, opts *Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{eng: eng, opts: o}
+	s := &Server{mem: mem, opts: o}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: o.Name, Title: "ragmem memory", Version: o.Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: o.Logger})
 	s.mcp.AddReceivingMiddleware(pathlessErrors(o.Logger))

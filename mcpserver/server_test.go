@@ -191,7 +191,7 @@ func TestToolErrorsAreClear(t *testing.T) {
 		{toolIndexText, map[string]any{"text": " \n "}, "text is empty"},
 		{toolIndexText, map[string]any{"text": "x", "format": "pdf"}, "format"},
 		{toolIndexText, map[string]any{"text": "x", "url": "preference://user"}, "reserved"},
-		{toolForgetSource, map[string]any{"url": "https://never.example"}, "no such page"},
+		{toolForgetSource, map[string]any{"url": "https://never.example"}, "no page https://never.example in the memory"},
 		{toolForgetSource, map[string]any{"url": "preference://user"}, "remove_preference"},
 		{toolAddPreference, map[string]any{"type": "mood", "content": "x"}, "type"},
 		{toolAddPreference, map[string]any{"type": "style", "content": "\u200b \x01"}, "empty"},

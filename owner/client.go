@@ -1,7 +1,6 @@
 package owner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,28 +16,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/search"
 	"github.com/ragmem/ragmem/server"
 )
-
-// Default timeouts of a Client's requests.
-const (
-	// DefaultTimeout bounds reads, searches and small writes.
-	DefaultTimeout = time.Minute
-	// DefaultWriteTimeout bounds a batch of documents, whose embedding may
-	// take long with a slow embedder.
-	DefaultWriteTimeout = 10 * time.Minute
-)
-
-// maxBatchBytes is the largest body IndexMany sends in one request; a
-// single larger document goes alone (local listeners accept up to
-// the server's default LocalMaxBodyBytes).
-const maxBatchBytes = 16 << 20
-
-// maxBatchDocs is the most documents IndexMany sends in one request.
-const maxBatchDocs = 1000
 
 // ClientOptions configure NewClient. A nil *ClientOptions means all
 // defaults. It is a plain value.
@@ -46,24 +26,25 @@ type ClientOptions struct {
 	// Token is the bearer token. Default: the main token of the data
 	// directory's token file.
 	Token string
-	// Timeout bounds each read or small write. Default DefaultTimeout.
+	// Timeout bounds each read or small write. Default rag.DefaultTimeout.
 	Timeout time.Duration
 	// WriteTimeout bounds each batch of documents. Default
-	// DefaultWriteTimeout.
+	// rag.DefaultWriteTimeout.
 	WriteTimeout time.Duration
 }
 
-// Client talks to an owner's /v1 API over its Unix socket, with the same
-// results as the local engine: its methods mirror rag.Engine's. Every
+// Client talks to an owner over its Unix socket. It is a rag.Memory (the
+// embedded *rag.Client: the /v1 API, with the same results as the local
+// engine) plus the owner's own routes: Status, Handover, Attach. Every
 // request has a timeout, and an owner that goes away fails the request at
 // once with an error wrapping ErrGone (see GoneError for whether it had
 // been sent). It is safe for concurrent use.
 type Client struct {
+	*rag.Client
 	info  Info
 	base  string
 	token string
 	hc    *http.Client
-	o     ClientOptions
 }
 
 // NewClient returns a client of the owner that info describes, for the
@@ -90,17 +71,13 @@ func NewClient(dir string, info Info, opts *ClientOptions) (*Client, error) {
 		ResponseHeaderTimeout: 0, // the request's context bounds it
 		DisableCompression:    true,
 	}
-	return newClient(info, "http://localhost", o, &http.Client{Transport: tr}), nil
-}
-
-func newClient(info Info, base string, o ClientOptions, hc *http.Client) *Client {
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
+	c := &Client{info: info, base: "http://localhost", token: o.Token, hc: &http.Client{Transport: tr}}
+	rc, err := rag.Dial(c.base, o.Token, &rag.ClientOptions{HTTPClient: c.hc, Timeout: o.Timeout, WriteTimeout: o.WriteTimeout, TransportError: c.transportError})
+	if err != nil {
+		return nil, err
 	}
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = DefaultWriteTimeout
-	}
-	return &Client{info: info, base: base, token: o.Token, hc: hc, o: o}
+	c.Client = rc
+	return c, nil
 }
 
 func mainToken(dir string) (string, error) {
@@ -126,33 +103,6 @@ func (c *Client) HTTPClient() *http.Client { return c.hc }
 // Token returns the bearer token the client sends.
 func (c *Client) Token() string { return c.token }
 
-// Close closes idle connections.
-func (c *Client) Close() { c.hc.CloseIdleConnections() }
-
-// APIError is an error answer of the API. It is a plain value.
-type APIError struct {
-	Status    int
-	Code      string
-	Message   string
-	RequestID string
-}
-
-func (e *APIError) Error() string {
-	if e.Message == "" {
-		return fmt.Sprintf("owner: HTTP %d %s", e.Status, e.Code)
-	}
-	return e.Message
-}
-
-// Unwrap makes errors.Is(err, rag.ErrReserved) hold for the owner's refusal
-// of what belongs to the memory or preference store, as it does in process.
-func (e *APIError) Unwrap() error {
-	if e.Code == server.CodeReserved {
-		return rag.ErrReserved
-	}
-	return nil
-}
-
 // GoneError reports that the owner went away (died, was stopped, handed
 // over) before answering. It wraps ErrGone. It is a plain value.
 type GoneError struct {
@@ -177,60 +127,6 @@ func (e *GoneError) Error() string {
 
 func (e *GoneError) Unwrap() []error { return []error{ErrGone, e.Err} }
 
-// Do sends a request to the API and decodes the JSON answer into out
-// (when out is not nil). body is encoded as JSON unless it is nil.
-// timeout 0 means Options.Timeout.
-func (c *Client) Do(ctx context.Context, method, path string, body, out any, timeout time.Duration) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	return c.do(ctx, method, path, rd, out, timeout)
-}
-
-func (c *Client) do(ctx context.Context, method, path string, body io.Reader, out any, timeout time.Duration) error {
-	if timeout <= 0 {
-		timeout = c.o.Timeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return c.transportError(ctx, err, false)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return c.transportError(ctx, err, true)
-	}
-	if resp.StatusCode >= 300 {
-		var eb server.ErrorBody
-		if json.Unmarshal(b, &eb) == nil && eb.Error.Code != "" {
-			return &APIError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message, RequestID: eb.Error.RequestID}
-		}
-		return &APIError{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(b))}
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("owner: unexpected answer to %s %s: %w", method, path, err)
-	}
-	return nil
-}
-
 // transportError classifies a failed exchange: the caller's cancellation,
 // a timeout, or an owner gone (dial errors mean the request was not sent).
 func (c *Client) transportError(ctx context.Context, err error, sent bool) error {
@@ -254,281 +150,6 @@ func (c *Client) transportError(ctx context.Context, err error, sent bool) error
 	return &GoneError{Owner: c.info, Sent: sent, Err: err}
 }
 
-// IndexMany indexes documents synchronously (POST /v1/documents): when it
-// returns, each result is final and durable. Documents are sent in as few
-// requests as the size limits allow; each request is one atomic write.
-func (c *Client) IndexMany(ctx context.Context, docs []rag.Document) ([]rag.Result, error) {
-	out := make([]rag.Result, 0, len(docs))
-	var batch []server.DocumentRequest
-	size := 0
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		var resp server.DocumentsJSON
-		err := c.Do(ctx, http.MethodPost, "/v1/documents", server.DocumentsRequest{Documents: batch}, &resp, c.o.WriteTimeout)
-		if err != nil {
-			return err
-		}
-		if len(resp.Results) != len(batch) {
-			return fmt.Errorf("owner: %d results for %d documents", len(resp.Results), len(batch))
-		}
-		for _, r := range resp.Results {
-			x := rag.Result{SourceURL: r.URL, ContentHash: r.ContentHash, Chunks: r.Chunks, Removed: r.Removed, Unchanged: r.Unchanged, Superseded: r.Superseded}
-			if r.Error != "" {
-				x.Err = errors.New(r.Error)
-				if r.Code == server.CodeReserved {
-					x.Err = &APIError{Status: http.StatusForbidden, Code: r.Code, Message: r.Error}
-				}
-			}
-			out = append(out, x)
-		}
-		batch, size = batch[:0], 0
-		return nil
-	}
-	for _, d := range docs {
-		dr := server.DocumentRequest{URL: d.SourceURL, Title: d.Title, Content: d.Content, Format: d.Format.String(), Type: d.DocType, Attrs: d.Attrs, Extracted: d.Extracted}
-		n := len(d.Content) + len(d.Title) + len(d.SourceURL) + 256
-		if len(batch) > 0 && (size+n > maxBatchBytes || len(batch) >= maxBatchDocs) {
-			if err := flush(); err != nil {
-				return out, err
-			}
-		}
-		batch = append(batch, dr)
-		size += n
-	}
-	return out, flush()
-}
-
-// Index indexes one document (see IndexMany).
-func (c *Client) Index(ctx context.Context, d rag.Document) (rag.Result, error) {
-	rs, err := c.IndexMany(ctx, []rag.Document{d})
-	if err != nil {
-		return rag.Result{}, err
-	}
-	return rs[0], nil
-}
-
-// Search runs a query (POST /v1/search). Zero options mean the owner's
-// defaults, as with rag.Engine.Search.
-func (c *Client) Search(ctx context.Context, query string, o *search.Options) ([]search.Result, error) {
-	res, _, err := c.SearchReport(ctx, query, o)
-	return res, err
-}
-
-// SearchReport is Search that also reports the mode actually used and, when
-// it is not the one asked for, why (see rag.Engine.SearchReport; the
-// report's Err, which may name servers, stays with the owner).
-func (c *Client) SearchReport(ctx context.Context, query string, o *search.Options) ([]search.Result, search.Report, error) {
-	if strings.TrimSpace(query) == "" { // a blank query has no results, as in search.Search
-		rep := search.Report{Mode: search.Hybrid}
-		if o != nil && o.Mode != "" {
-			rep.Mode = o.Mode
-		}
-		return nil, rep, nil
-	}
-	req := server.SearchRequest{Query: query}
-	if o != nil {
-		req.Mode, req.Fusion, req.TopK = string(o.Mode), string(o.Fusion), o.TopK
-		if o.SimilarityThreshold != 0 {
-			t := o.SimilarityThreshold
-			req.Threshold = &t
-		}
-		if o.SourceURL != "" || len(o.DocTypes) > 0 || len(o.Attrs) > 0 {
-			req.Filters = &server.SearchFilters{URL: o.SourceURL, DocTypes: o.DocTypes, Attrs: o.Attrs}
-		}
-		req.Filter = o.Where.String() // "" for nil; the owner parses it back to an equal expression
-		switch {
-		case o.MaxPerSource < 0:
-			n := 0 // no cap
-			req.MaxPerSource = &n
-		case o.MaxPerSource > 0:
-			n := o.MaxPerSource
-			req.MaxPerSource = &n
-		}
-		req.GroupBySource, req.KeepDuplicates = o.GroupBySource, o.KeepDuplicates
-	}
-	var resp rag.SearchJSON
-	if err := c.Do(ctx, http.MethodPost, "/v1/search", req, &resp, 0); err != nil {
-		return nil, search.Report{}, err
-	}
-	out := make([]search.Result, len(resp.Results))
-	for i, r := range resp.Results {
-		out[i] = search.Result{Record: record(r.ChunkJSON), Score: r.Score, Explanation: r.Explanation, AlsoAt: r.AlsoAt}
-	}
-	return out, search.Report{Mode: resp.Mode, Degraded: resp.Degraded}, nil
-}
-
-// record turns an API chunk back into the record it was made from (the
-// vector is never sent).
-func record(c rag.ChunkJSON) rag.Record {
-	return rag.Record{
-		ID: c.ID, SourceURL: c.URL, Title: c.Title, HeadingPath: c.HeadingPath, Content: c.Content,
-		DocType: c.DocType, Position: c.Position, Start: c.Start, End: c.End, Tokens: c.Tokens,
-		CreatedAt: c.CreatedAt.Local(), ContentHash: c.ContentHash, Attrs: c.Attrs,
-	}
-}
-
-// ContextOptions are BuildContext's request: the model call, and the
-// owner's configuration it overrides. It is a plain value.
-type ContextOptions struct {
-	rag.ContextOptions             // Config is ignored: use the fields below
-	Mode               search.Mode // "" : the owner's
-	TopK               int         // 0: the owner's
-	KnowledgeBudget    int         // 0: the owner's
-}
-
-// BuildContext builds the knowledge context for a model call (POST
-// /v1/context). The block's sources carry no content (the rendered block,
-// Text and Message, has it).
-func (c *Client) BuildContext(ctx context.Context, query string, o ContextOptions) (*rag.Context, error) {
-	req := server.ContextRequest{
-		Query: query, Model: o.Model, ModelContextLimit: o.ModelContextLimit, SystemPrompt: o.SystemPrompt,
-		SystemPromptTokens: o.SystemPromptTokens, ResponseReserve: o.ResponseReserve,
-		Mode: string(o.Mode), TopK: o.TopK, KnowledgeBudget: o.KnowledgeBudget, Filter: o.Where.String(),
-	}
-	var resp rag.ContextJSON
-	if err := c.Do(ctx, http.MethodPost, "/v1/context", req, &resp, 0); err != nil {
-		return nil, err
-	}
-	out := &rag.Context{
-		Budgets:         resp.Budgets,
-		UserQueryTokens: resp.Tokens.UserQuery,
-		Text:            resp.Text,
-	}
-	out.Message.Role, out.Message.Content = resp.Message.Role, resp.Message.Content
-	out.Block = rag.Block{
-		UserProfile: resp.Profile, TotalFound: resp.Found, Summary: resp.Summary,
-		TotalTokens: resp.Tokens.Total, ProfileTokens: resp.Tokens.Profile, KnowledgeTokens: resp.Tokens.Knowledge,
-		Sources:   make([]rag.Source, len(resp.Sources)),
-		Retrieval: search.Report{Mode: resp.Mode, Degraded: resp.Degraded},
-	}
-	for i, s := range resp.Sources {
-		out.Block.Sources[i] = rag.Source{
-			Index: s.Index, URL: s.URL, Title: s.Title, HeadingPath: s.HeadingPath, Retrieved: s.Retrieved.Local(),
-			Age: s.Age, Score: s.Score, Truncated: s.Truncated, ChunkID: s.ChunkID,
-		}
-	}
-	return out, nil
-}
-
-// Remove deletes every chunk of a source of any type (DELETE
-// /v1/sources); 0 when there is no such source.
-func (c *Client) Remove(ctx context.Context, sourceURL string) (int, error) {
-	var resp struct {
-		Removed int `json:"removed"`
-	}
-	err := c.Do(ctx, http.MethodDelete, "/v1/sources?url="+url.QueryEscape(sourceURL), nil, &resp, 0)
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-		return 0, nil
-	}
-	return resp.Removed, err
-}
-
-// pageLimit is the largest page GET /v1/sources returns.
-const pageLimit = 1000
-
-// Sources lists sources (GET /v1/sources), ordered by URL. limit 0 means
-// all. The filter's source, attributes and expression are sent as one
-// filter expression.
-func (c *Client) Sources(ctx context.Context, f rag.Filter, offset, limit int) ([]rag.SourceInfo, int, error) {
-	where := rag.FilterExpr(f)
-	types := strings.Join(f.DocTypes, ",")
-	if types == "" { // any type (the API's default is knowledge)
-		types = strings.Join([]string{rag.DocKnowledge, rag.DocMemory, rag.DocPreference}, ",")
-	}
-	var out []rag.SourceInfo
-	total := 0
-	for {
-		n := pageLimit
-		if limit > 0 {
-			n = min(pageLimit, limit-len(out))
-		}
-		q := url.Values{"offset": {strconv.Itoa(offset)}, "limit": {strconv.Itoa(n)}}
-		q.Set("type", types)
-		if where != nil {
-			q.Set("filter", where.String())
-		}
-		var resp rag.SourcesJSON
-		if err := c.Do(ctx, http.MethodGet, "/v1/sources?"+q.Encode(), nil, &resp, 0); err != nil {
-			return nil, 0, err
-		}
-		total = resp.Total
-		for _, s := range resp.Sources {
-			out = append(out, rag.SourceInfo{
-				SourceURL: s.URL, Title: s.Title, DocType: s.DocType, ContentHash: s.ContentHash,
-				Chunks: s.Chunks, Tokens: s.Tokens, CreatedAt: s.CreatedAt.Local(),
-			})
-		}
-		offset += len(resp.Sources)
-		if len(resp.Sources) < n || offset >= total || (limit > 0 && len(out) >= limit) {
-			return out, total, nil
-		}
-	}
-}
-
-// SetURLRules sets the rules by which the store canonicalises source URLs
-// and records them (rag.Engine.SetURLRules), through the owner's socket
-// only (PUT /v1/owner/url-rules).
-func (c *Client) SetURLRules(ctx context.Context, r rag.URLRules) error {
-	return c.Do(ctx, http.MethodPut, URLRulesPath, r, nil, 0)
-}
-
-// Stats returns the store's statistics (GET /v1/stats).
-func (c *Client) Stats(ctx context.Context) (rag.Stats, error) {
-	var resp server.StatsJSON
-	err := c.Do(ctx, http.MethodGet, "/v1/stats", nil, &resp, 0)
-	if !resp.Store.LastSyncTime.IsZero() {
-		resp.Store.LastSyncTime = resp.Store.LastSyncTime.Local()
-	}
-	return resp.Store, err
-}
-
-// ListPreferences lists the profile (GET /v1/preferences).
-func (c *Client) ListPreferences(ctx context.Context) ([]prefs.Preference, error) {
-	var resp struct {
-		Preferences []prefs.Preference `json:"preferences"`
-	}
-	if err := c.Do(ctx, http.MethodGet, "/v1/preferences", nil, &resp, 0); err != nil {
-		return nil, err
-	}
-	if len(resp.Preferences) == 0 {
-		return nil, nil
-	}
-	return resp.Preferences, nil
-}
-
-// AddPreference adds a preference (POST /v1/preferences).
-func (c *Client) AddPreference(ctx context.Context, t prefs.Type, content string) (prefs.Preference, error) {
-	var resp struct {
-		Preference prefs.Preference `json:"preference"`
-	}
-	err := c.Do(ctx, http.MethodPost, "/v1/preferences", server.PreferenceRequest{Type: string(t), Content: content}, &resp, 0)
-	return resp.Preference, err
-}
-
-// RemovePreference removes one preference; false when there is none with
-// that id.
-func (c *Client) RemovePreference(ctx context.Context, id string) (bool, error) {
-	err := c.Do(ctx, http.MethodDelete, "/v1/preferences?id="+url.QueryEscape(id), nil, nil, 0)
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-// ClearPreferences removes every preference and returns how many there
-// were.
-func (c *Client) ClearPreferences(ctx context.Context) (int, error) {
-	var resp struct {
-		Removed int `json:"removed"`
-	}
-	err := c.Do(ctx, http.MethodDelete, "/v1/preferences?all=true", nil, &resp, 0)
-	return resp.Removed, err
-}
-
 // Status asks the owner who it is and who uses it (GET /v1/owner).
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var st Status
@@ -543,7 +164,7 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 // serve`) answers with an error wrapping ErrHandoverRefused.
 func (c *Client) Handover(ctx context.Context) error {
 	err := c.Do(ctx, http.MethodPost, HandoverPath, struct{}{}, nil, 0)
-	var ae *APIError
+	var ae *rag.Error
 	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
 		return fmt.Errorf("%w: %s", ErrHandoverRefused, ae.Message)
 	}
@@ -604,9 +225,9 @@ func (c *Client) attachOnce(ctx context.Context, path string, ready func()) (str
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		var eb server.ErrorBody
 		if json.Unmarshal(b, &eb) == nil && eb.Error.Code != "" {
-			return "", &APIError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
+			return "", &rag.Error{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
 		}
-		return "", &APIError{Status: resp.StatusCode, Message: strings.TrimSpace(string(b))}
+		return "", &rag.Error{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(b))}
 	}
 	// Each line comes within attachHeartbeat; a silent owner is a hung one.
 	lines := make(chan string)

@@ -9,12 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/owner"
-	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/search"
 	"github.com/ragmem/ragmem/server"
 )
 
@@ -107,107 +103,86 @@ func TestClientMatchesEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	var m rag.Memory = c // the owner's client is the contract over its socket
 
-	docs := []index.Document{
-		{SourceURL: "file:///notes/otters.md", Title: "Otters", Content: "# Otters\n\n## Sleep\n\nOtters hold hands while they sleep so they do not drift apart.\n\n## Food\n\nThey eat sea urchins.", Format: chunk.Markdown},
-		{SourceURL: "https://zoo.example/zebra", Content: "<html><head><title>Zebras</title></head><body><h1>Zebras</h1><p>Zebras have stripes that confuse flies.</p></body></html>", Format: chunk.HTML},
-		{SourceURL: "memo://tapir", Content: "Tapirs snorkel with their trunks.", Attrs: map[string]string{"agent": "tester"}},
+	docs := []rag.DocumentRequest{
+		{URL: "file:///notes/otters.md", Title: "Otters", Content: "# Otters\n\n## Sleep\n\nOtters hold hands while they sleep so they do not drift apart.\n\n## Food\n\nThey eat sea urchins.", Format: "markdown"},
+		{URL: "https://zoo.example/zebra", Content: "<html><head><title>Zebras</title></head><body><h1>Zebras</h1><p>Zebras have stripes that confuse flies.</p></body></html>", Format: "html"},
+		{URL: "memo://tapir", Content: "Tapirs snorkel with their trunks.", Attrs: map[string]string{"agent": "tester"}},
 	}
-	for i := range 1005 { // more sources than one page of GET /v1/sources
-		docs = append(docs, index.Document{SourceURL: fmt.Sprintf("file:///bulk/%04d.txt", i), Content: fmt.Sprintf("Bulk note %d about capybaras and water.", i)})
+	for i := range 1005 { // more documents than one request of POST /v1/documents takes
+		docs = append(docs, rag.DocumentRequest{URL: fmt.Sprintf("file:///bulk/%04d.txt", i), Content: fmt.Sprintf("Bulk note %d about capybaras and water.", i)})
 	}
-	rs, err := c.IndexMany(ctx, docs)
+	rs, err := m.Index(ctx, rag.DocumentsRequest{Documents: docs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != len(docs) || rs[0].Chunks < 2 || rs[0].ContentHash == "" || rs[0].Err != nil || rs[0].SourceURL != docs[0].SourceURL {
-		t.Fatalf("IndexMany: %d results, first %+v", len(rs), rs[0])
+	if len(rs.Results) != len(docs) || rs.Results[0].Chunks < 2 || rs.Results[0].ContentHash == "" || rs.Results[0].Err() != nil || rs.Results[0].URL != docs[0].URL {
+		t.Fatalf("Index: %d results, first %+v", len(rs.Results), rs.Results[0])
 	}
-	again, err := c.IndexMany(ctx, docs[:3])
-	if err != nil || !again[0].Unchanged || !again[2].Unchanged {
-		t.Fatalf("IndexMany again: %+v %v", again, err)
+	again, err := m.Index(ctx, rag.DocumentsRequest{Documents: docs[:3]})
+	if err != nil || !again.Results[0].Unchanged || !again.Results[2].Unchanged {
+		t.Fatalf("Index again: %+v %v", again, err)
 	}
 
-	for _, q := range []struct {
-		query string
-		o     *search.Options
-	}{
-		{"otters sleep", nil},
-		{"stripes flies", &search.Options{Mode: search.FullText, TopK: 3}},
-		{"capybaras", &search.Options{Mode: search.Vector, TopK: 7, SimilarityThreshold: -1}},
-		{"tapirs", &search.Options{DocTypes: []string{index.DocKnowledge}, Attrs: map[string]string{"agent": "tester"}}},
-		{"otters", &search.Options{SourceURL: "file:///notes/otters.md", Fusion: search.RRF}},
-		{"   ", nil},
+	// The same store answers the same through the socket as in process.
+	noCap := 0
+	for _, q := range []rag.SearchRequest{
+		{Query: "otters sleep"},
+		{Query: "stripes flies", Mode: "fulltext", TopK: 3},
+		{Query: "capybaras", Mode: "vector", TopK: 7, MaxPerSource: &noCap},
+		{Query: "tapirs", Filters: &rag.SearchFilters{DocTypes: []string{rag.DocKnowledge}, Attrs: map[string]string{"agent": "tester"}}},
+		{Query: "otters", Filters: &rag.SearchFilters{URL: "file:///notes/otters.md"}, Fusion: "rrf"},
 	} {
-		want, wrep, err := eng.RetrieveReport(ctx, q.query, q.o)
+		want, err := eng.Search(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, grep, err := c.SearchReport(ctx, q.query, q.o)
+		got, err := m.Search(ctx, q)
 		if err != nil {
-			t.Fatalf("%q: %v", q.query, err)
+			t.Fatalf("%q: %v", q.Query, err)
 		}
+		got.TookMs, want.TookMs = 0, 0
 		if !reflect.DeepEqual(norm(got), norm(want)) {
-			t.Errorf("Search %q %+v:\n got  %+v\n want %+v", q.query, q.o, got, want)
-		}
-		if grep.Mode != wrep.Mode || grep.Degraded != wrep.Degraded {
-			t.Errorf("Search %q report %+v, want %+v", q.query, grep, wrep)
+			t.Errorf("Search %+v:\n got  %+v\n want %+v", q, got, want)
 		}
 	}
-
-	for _, f := range []struct {
-		types         []string
-		offset, limit int
-	}{{nil, 0, 0}, {[]string{index.DocKnowledge}, 0, 0}, {[]string{index.DocMemory, index.DocKnowledge}, 3, 10}, {nil, 1000, 3}} {
-		want, wtotal, err := eng.Store().Sources(ctx, index.Filter{DocTypes: f.types}, f.offset, f.limit)
+	for _, q := range []rag.SourcesRequest{{}, {Types: []string{rag.DocKnowledge}}, {Types: []string{rag.DocMemory, rag.DocKnowledge}, Offset: 3, Limit: 10}, {Offset: 1000, Limit: 3}} {
+		want, err := eng.Sources(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, gtotal, err := c.Sources(ctx, index.Filter{DocTypes: f.types}, f.offset, f.limit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if gtotal != wtotal || !reflect.DeepEqual(norm(got), norm(want)) {
-			t.Errorf("Sources %+v: %d of %d, want %d of %d", f, len(got), gtotal, len(want), wtotal)
+		got, err := m.Sources(ctx, q)
+		if err != nil || !reflect.DeepEqual(norm(got), norm(want)) {
+			t.Errorf("Sources %+v: %+v (%v), want %+v", q, got, err, want)
 		}
 	}
 
-	p, err := c.AddPreference(ctx, prefs.Style, "Concise answers with code")
+	p, err := m.AddPreference(ctx, rag.PreferenceRequest{Type: "style", Content: "Concise answers with code"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := eng.PreferenceStore().List(ctx)
-	got, err := c.ListPreferences(ctx)
+	want, _ := eng.Preferences(ctx)
+	got, err := m.Preferences(ctx)
 	if err != nil || !reflect.DeepEqual(norm(got), norm(want)) || len(got) != 1 || got[0].ID != p.ID {
-		t.Errorf("ListPreferences %+v, want %+v (%v)", got, want, err)
+		t.Errorf("Preferences %+v, want %+v (%v)", got, want, err)
 	}
-	if _, err := c.AddPreference(ctx, prefs.Style, "   "); err == nil {
-		t.Error("an empty preference was accepted")
+	if _, err := m.AddPreference(ctx, rag.PreferenceRequest{Type: "style", Content: "   "}); !errors.Is(err, rag.ErrBadRequest) {
+		t.Errorf("an empty preference: %v", err)
 	}
 
-	co := owner.ContextOptions{ContextOptions: rag.ContextOptions{Model: "gpt-4o", SystemPrompt: "You are helpful."}, Mode: search.FullText, TopK: 2, KnowledgeBudget: 300}
-	cfg := eng.Config()
-	cfg.SearchMode, cfg.TopK, cfg.KnowledgeBudget = co.Mode, co.TopK, co.KnowledgeBudget
-	req := co.ContextOptions
-	req.Config = &cfg
-	wc, err := eng.ContextFor(ctx, "otters and zebras", req)
+	cq := rag.ContextRequest{Query: "otters and zebras", Model: "gpt-4o", SystemPrompt: "You are helpful.", Mode: "fulltext", TopK: 2, KnowledgeBudget: 300}
+	wc, err := eng.BuildContext(ctx, cq)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gc, err := c.BuildContext(ctx, "otters and zebras", co)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range wc.Block.Sources {
-		wc.Block.Sources[i].Content = "" // the API sends the rendered block, not each source's text
-	}
-	wc.Block.Retrieval.Err = nil // it may name servers: it stays with the owner
-	if !reflect.DeepEqual(norm(gc), norm(wc)) {
-		t.Errorf("BuildContext:\n got  %+v\n want %+v", gc, wc)
+	gc, err := m.BuildContext(ctx, cq)
+	if err != nil || !reflect.DeepEqual(norm(gc), norm(wc)) {
+		t.Errorf("BuildContext:\n got  %+v\n want %+v (%v)", gc, wc, err)
 	}
 
 	wst, _ := eng.Stats(ctx)
-	gst, err := c.Stats(ctx)
+	gst, err := m.Stats(ctx)
 	// The bytes on disk change between two calls while bleve merges its
 	// segments in the background: both must be there, not be equal.
 	if gst.IndexSizeBytes <= 0 || wst.IndexSizeBytes <= 0 {
@@ -218,32 +193,32 @@ func TestClientMatchesEngine(t *testing.T) {
 		t.Errorf("Stats %+v, want %+v (%v)", gst, wst, err)
 	}
 
-	if ok, err := c.RemovePreference(ctx, p.ID); !ok || err != nil {
-		t.Errorf("RemovePreference: %v %v", ok, err)
+	if err := m.RemovePreference(ctx, p.ID); err != nil {
+		t.Errorf("RemovePreference: %v", err)
 	}
-	if ok, err := c.RemovePreference(ctx, p.ID); ok || err != nil {
-		t.Errorf("RemovePreference again: %v %v", ok, err)
+	if err := m.RemovePreference(ctx, p.ID); !errors.Is(err, rag.ErrNotFound) {
+		t.Errorf("RemovePreference again: %v", err)
 	}
-	c.AddPreference(ctx, prefs.Domain, "Marine biology")
-	if n, err := c.ClearPreferences(ctx); n != 1 || err != nil {
+	m.AddPreference(ctx, rag.PreferenceRequest{Type: "domain", Content: "Marine biology"})
+	if n, err := m.ClearPreferences(ctx); n != 1 || err != nil {
 		t.Errorf("ClearPreferences: %d %v", n, err)
 	}
-	if n, err := c.Remove(ctx, "memo://tapir"); n != 1 || err != nil {
+	if n, err := m.Remove(ctx, "memo://tapir"); n != 1 || err != nil {
 		t.Errorf("Remove: %d %v", n, err)
 	}
-	if n, err := c.Remove(ctx, "memo://tapir"); n != 0 || err != nil {
+	if n, err := m.Remove(ctx, "memo://tapir"); n != 0 || err != nil {
 		t.Errorf("Remove again: %d %v", n, err)
 	}
 	// What belongs to the memory and preference stores is refused through
 	// the client as in process: errors.Is(err, rag.ErrReserved).
-	c.AddPreference(ctx, prefs.Domain, "Marine biology")
-	if _, err := c.Remove(ctx, "preference://user"); !errors.Is(err, rag.ErrReserved) {
+	m.AddPreference(ctx, rag.PreferenceRequest{Type: "domain", Content: "Marine biology"})
+	if _, err := m.Remove(ctx, "preference://user"); !errors.Is(err, rag.ErrReserved) {
 		t.Errorf("Remove preference://user: %v", err)
 	}
-	if _, err := c.IndexMany(ctx, []index.Document{{SourceURL: "memo://x", Content: "forged", DocType: index.DocMemory}}); !errors.Is(err, rag.ErrReserved) {
-		t.Errorf("IndexMany of a memory: %v", err)
+	if _, err := m.Index(ctx, rag.DocumentsRequest{Documents: []rag.DocumentRequest{{URL: "memo://x", Content: "forged", Type: rag.DocMemory}}}); !errors.Is(err, rag.ErrReserved) {
+		t.Errorf("Index of a memory: %v", err)
 	}
-	if ps, _ := c.ListPreferences(ctx); len(ps) != 1 {
+	if ps, _ := m.Preferences(ctx); len(ps) != 1 {
 		t.Errorf("preferences after the refusals: %+v", ps)
 	}
 }
@@ -263,7 +238,7 @@ func TestClientOwnerGone(t *testing.T) {
 	}
 	stop()
 	start := time.Now()
-	_, err = c.Search(ctx, "anything", nil)
+	_, err = c.Search(ctx, rag.SearchRequest{Query: "anything"})
 	var ge *owner.GoneError
 	if !errors.As(err, &ge) || !errors.Is(err, owner.ErrGone) || ge.Sent {
 		t.Fatalf("after the owner stopped: %v", err)

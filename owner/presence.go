@@ -16,8 +16,6 @@ const (
 	StatusPath   = "/v1/owner"
 	AttachPath   = "/v1/owner/attach"
 	HandoverPath = "/v1/owner/handover"
-	// URLRulesPath sets the store's URL rules (PUT, an rag.URLRules).
-	URLRulesPath = "/v1/owner/url-rules"
 )
 
 // Attached is a long-lived client attached to an owner (a `ragmem mcp`

@@ -2,7 +2,10 @@ package rag
 
 import (
 	"context"
+	"strings"
 	"time"
+
+	"github.com/ragmem/ragmem/internal/jsonbody"
 
 	"github.com/ragmem/ragmem/prefs"
 )
@@ -129,12 +132,23 @@ type DocumentResult struct {
 }
 
 // Err is the document's own failure as an error (nil when it was
-// indexed): an *Error with its code.
+// indexed): an *Error with its code. Binary content and an empty document
+// share the code no_content; the message tells them apart, and Err
+// matches ErrBinaryContent for the one.
 func (r *DocumentResult) Err() error {
 	if r.Error == "" && r.Code == "" {
 		return nil
 	}
-	return &Error{Code: r.Code, Message: r.Error}
+	e := &Error{Code: r.Code, Message: r.Error}
+	if r.Code == jsonbody.CodeNoContent && strings.Contains(r.Error, ErrBinaryContent.Error()) {
+		e.Err = ErrBinaryContent
+	}
+	return e
+}
+
+// NewDocumentRequest is d as Index takes it.
+func NewDocumentRequest(d *Document) DocumentRequest {
+	return DocumentRequest{URL: d.SourceURL, Title: d.Title, Content: d.Content, Format: d.Format.String(), Type: d.DocType, Attrs: d.Attrs, Extracted: d.Extracted}
 }
 
 // DocumentsJSON is Index's answer. It is a plain value.

@@ -158,7 +158,11 @@ func (e *Engine) Index(ctx context.Context, req DocumentsRequest) (*DocumentsJSO
 	}
 	out := &DocumentsJSON{Results: make([]DocumentResult, len(res))}
 	for i, x := range res {
-		dr := DocumentResult{URL: docs[i].SourceURL, ContentHash: x.ContentHash, Chunks: x.Chunks, Removed: x.Removed, Unchanged: x.Unchanged, Superseded: x.Superseded}
+		u := x.SourceURL // as the store keys it (CanonicalURL)
+		if u == "" {
+			u = docs[i].SourceURL
+		}
+		dr := DocumentResult{URL: u, ContentHash: x.ContentHash, Chunks: x.Chunks, Removed: x.Removed, Unchanged: x.Unchanged, Superseded: x.Superseded}
 		if x.Err != nil {
 			dr.Error, dr.Code = x.Err.Error(), ErrorCode(x.Err)
 		}

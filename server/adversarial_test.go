@@ -96,7 +96,7 @@ func TestDeleteCancelsQueuedPage(t *testing.T) {
 		return rag.Open(ctx, dir, &rag.Options{Embedder: gate, Logger: quietLogger()})
 	}})
 	t.Cleanup(open) // runs before the server's cleanup, which waits for the queue
-	var a, b server.PageAccepted
+	var a, b rag.PageAccepted
 	ts.must(http.StatusAccepted, "POST", "/v1/pages", map[string]any{"url": "https://d.example/first", "text": "slow page about kestrels"}).json(t, &a)
 	ts.must(http.StatusAccepted, "POST", "/v1/pages", map[string]any{"url": "https://d.example/second", "text": "a page about herons"}).json(t, &b)
 	for _, c := range []struct {
@@ -128,7 +128,7 @@ func TestDeleteCancelsQueuedPage(t *testing.T) {
 		ts.must(http.StatusNotFound, "GET", "/v1/pages?url="+url.QueryEscape(u), nil)
 		ts.must(http.StatusNotFound, "DELETE", "/v1/pages?url="+url.QueryEscape(u), nil)
 	}
-	var jobs server.JobsJSON
+	var jobs rag.JobsJSON
 	ts.must(http.StatusOK, "GET", "/v1/jobs?state=cancelled", nil).json(t, &jobs)
 	if len(jobs.Jobs) != 2 || jobs.Queue.Cancelled != 2 {
 		t.Fatalf("cancelled jobs: %+v", jobs)

@@ -116,7 +116,7 @@ func TestDeadLettersOverHTTP(t *testing.T) {
 	}
 	// a is held in the embedder while b is checked (the store is empty
 	// then) and queued; once a is in, b no longer fits.
-	var a, b, c server.PageAccepted
+	var a, b, c rag.PageAccepted
 	ts.must(http.StatusAccepted, "POST", "/v1/pages", page("https://q.example/a", "slow")).json(t, &a)
 	ts.must(http.StatusAccepted, "POST", "/v1/pages", page("https://q.example/b", "")).json(t, &b)
 	ts.must(http.StatusAccepted, "POST", "/v1/pages", page("https://q.example/c", "")).json(t, &c)
@@ -129,7 +129,7 @@ func TestDeadLettersOverHTTP(t *testing.T) {
 	if r := ts.req("POST", "/v1/pages", page("https://q.example/x", "")); r.status != http.StatusInsufficientStorage || r.errCode() != server.CodeQuotaExceeded {
 		t.Fatalf("past the quota: %d %s", r.status, r.body)
 	}
-	var jobs server.JobsJSON
+	var jobs rag.JobsJSON
 	ts.must(http.StatusOK, "GET", "/v1/jobs?state=dead", nil).json(t, &jobs)
 	if len(jobs.Jobs) != 2 || jobs.Jobs[0].ID != c.JobID || jobs.Jobs[1].ID != b.JobID || jobs.Queue.Dead != 2 {
 		t.Fatalf("dead letters: %+v", jobs)

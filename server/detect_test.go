@@ -1,10 +1,10 @@
 package server_test
 
 import (
+	"github.com/ragmem/ragmem/rag"
 	"net/http"
 	"testing"
 
-	"github.com/ragmem/ragmem/server"
 )
 
 // TestDetectEveryStatement: a message with two preference statements
@@ -12,7 +12,7 @@ import (
 // before).
 func TestDetectEveryStatement(t *testing.T) {
 	ts := newTestServer(t, nil)
-	var det server.DetectJSON
+	var det rag.DetectJSON
 	ts.must(http.StatusOK, "POST", "/v1/preferences/detect", map[string]any{
 		"message": "I'm a data scientist, explain like I'm new to Go. How do I read a CSV file?", "save": true,
 	}).json(t, &det)

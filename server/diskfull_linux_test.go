@@ -59,7 +59,7 @@ func TestFullDiskNamesNoPath(t *testing.T) {
 			t.Errorf("the answer names %q: %s", leak, r.body)
 		}
 	}
-	var jobs struct{ Jobs []server.JobJSON }
+	var jobs struct{ Jobs []rag.JobJSON }
 	ts.must(http.StatusOK, "GET", "/v1/jobs", nil).json(t, &jobs)
 	failed := 0
 	for _, j := range jobs.Jobs {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/ragmem/ragmem/rag"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -119,7 +120,7 @@ Millions of nerve endings make it a sensory organ that can detect changes in wat
 	}
 	waitJS(t, ctx, `document.getElementById('remember-status').textContent.startsWith('Remembered')`, "remember this page")
 
-	var page server.PageJSON
+	var page rag.PageJSON
 	ts.must(http.StatusOK, "GET", "/v1/pages?url="+pageURL, nil).json(t, &page)
 	if page.Title != "Narwhal tusks" || !strings.Contains(page.Chunks[0].Content, "left-handed spiral") {
 		t.Errorf("remembered page: %+v", page)

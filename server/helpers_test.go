@@ -144,10 +144,10 @@ func (ts *testServer) must(want int, method, path string, body any, headers ...s
 }
 
 // indexPage posts a page and waits for its job; it returns the job.
-func (ts *testServer) indexPage(page map[string]any, headers ...string) server.JobJSON {
+func (ts *testServer) indexPage(page map[string]any, headers ...string) rag.JobJSON {
 	ts.t.Helper()
 	r := ts.must(http.StatusAccepted, "POST", "/v1/pages", page, headers...)
-	var acc server.PageAccepted
+	var acc rag.PageAccepted
 	r.json(ts.t, &acc)
 	if acc.Status != "queued" || acc.JobID == "" || r.header.Get("Location") != "/v1/jobs/"+acc.JobID {
 		ts.t.Fatalf("accepted: %+v (Location %q)", acc, r.header.Get("Location"))
@@ -155,7 +155,7 @@ func (ts *testServer) indexPage(page map[string]any, headers ...string) server.J
 	return ts.waitJob(acc.JobID, headers...)
 }
 
-func (ts *testServer) waitJob(id string, headers ...string) server.JobJSON {
+func (ts *testServer) waitJob(id string, headers ...string) rag.JobJSON {
 	ts.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	wait := 10 * time.Millisecond
@@ -166,7 +166,7 @@ func (ts *testServer) waitJob(id string, headers ...string) server.JobJSON {
 		r := ts.req("GET", "/v1/jobs/"+id, nil, headers...)
 		switch r.status {
 		case http.StatusOK:
-			var j server.JobJSON
+			var j rag.JobJSON
 			r.json(ts.t, &j)
 			if j.State == "done" || j.State == "failed" || j.State == "dead" || j.State == "cancelled" {
 				return j

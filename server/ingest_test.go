@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/server"
 )
 
 // Pages posted under variants of one URL are one page; attributes set on
@@ -20,7 +19,7 @@ func TestPagesURLVariantsAttrsAndFilters(t *testing.T) {
 		t.Fatalf("job %+v", j)
 	}
 	for _, u := range []string{"https://zoo.example:443/otters", "HTTPS://ZOO.EXAMPLE/otters?fbclid=1"} {
-		var acc server.PageAccepted
+		var acc rag.PageAccepted
 		ts.must(http.StatusOK, "POST", "/v1/pages", map[string]any{"url": u, "html": body, "attrs": attrs}).json(t, &acc)
 		if acc.Status != "unchanged" || acc.URL != "https://zoo.example/otters" {
 			t.Fatalf("%s: %+v", u, acc)

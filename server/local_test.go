@@ -153,7 +153,7 @@ func TestDocumentsAndSources(t *testing.T) {
 		{"url": "memo://tapirs", "content": "Tapirs snorkel with their noses.", "type": "knowledge"},
 		{"url": "file:///page.html", "content": "<html><head><title>Zebras</title></head><body><p>Zebras have stripes.</p></body></html>", "format": "html"},
 	}}
-	var out server.DocumentsJSON
+	var out rag.DocumentsJSON
 	ts.must(200, "POST", "/v1/documents", docs).json(t, &out)
 	if len(out.Results) != 3 {
 		t.Fatalf("results %+v", out)

@@ -73,11 +73,11 @@ func TestEmbedderOutage(t *testing.T) {
 		t.Fatalf("context during the outage: mode %q degraded %q found %d", c.Mode, c.Degraded, c.Found)
 	}
 	// A page sent during the outage waits.
-	var acc server.PageAccepted
+	var acc rag.PageAccepted
 	ts.must(http.StatusAccepted, "POST", "/v1/pages", map[string]any{"url": "https://birds.example/stork", "text": "The white stork nests on rooftops."}).json(t, &acc)
 	time.Sleep(400 * time.Millisecond)
-	var j server.JobJSON
-	j = server.JobJSON{}
+	var j rag.JobJSON
+	j = rag.JobJSON{}
 	ts.must(http.StatusOK, "GET", "/v1/jobs/"+acc.JobID, nil).json(t, &j)
 	if (j.State != "queued" && j.State != "running") || j.Attempts != 0 || !strings.Contains(j.Error, "the embedder is unavailable") || strings.Contains(j.Error, "127.0.0.1") {
 		t.Fatalf("job during the outage: %+v", j)
@@ -110,7 +110,7 @@ func TestEmbedderOutage(t *testing.T) {
 	}
 	ts.must(http.StatusAccepted, "POST", "/v1/pages", map[string]any{"url": "https://birds.example/ibis", "text": "The sacred ibis probes mud."}).json(t, &acc)
 	time.Sleep(300 * time.Millisecond)
-	j = server.JobJSON{}
+	j = rag.JobJSON{}
 	ts.must(http.StatusOK, "GET", "/v1/jobs/"+acc.JobID, nil).json(t, &j)
 	if (j.State != "queued" && j.State != "running") || !strings.Contains(j.Error, "dimension") {
 		t.Fatalf("job with the wrong dimension: %+v", j)

@@ -45,6 +45,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/ragmem/ragmem/internal/perm"
+	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -184,6 +185,13 @@ type Server struct {
 	closeErr  error
 }
 
+// ExtractOptions are the limits of a page's extraction the options set
+// (MaxBodyBytes, ExtractMaxNodes, ExtractTimeout), for rag.Options.Extract:
+// the default Open passes them, an Open of one's own should too.
+func (o *Options) ExtractOptions() *extract.Options {
+	return &extract.Options{MaxBytes: int(o.MaxBodyBytes), MaxNodes: o.ExtractMaxNodes, Timeout: o.ExtractTimeout}
+}
+
 // New opens the default namespace's store in dir and prepares the server.
 // The token file must exist (EnsureToken creates it).
 func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
@@ -211,6 +219,7 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 		ro := rag.Options{Logger: lg, MaxChunksPerDocument: o.MaxChunksPerDocument, QuotaChunks: o.QuotaChunks, QuotaBytes: o.QuotaBytes}
 		o.Open = func(ctx context.Context, d string) (*rag.Engine, error) {
 			ro := ro
+			ro.Extract = o.ExtractOptions() // o's limits once defaulted below
 			return rag.Open(ctx, d, &ro)
 		}
 	}
@@ -1000,4 +1009,7 @@ func (s *Server) routes() {
 	s.uiRoutes()
 	s.apiRoutes()
 	s.documentRoutes()
+	if err := s.HandleLocal("PUT "+rag.URLRulesPath, http.HandlerFunc(s.putURLRules)); err != nil {
+		panic(err) // our own routes never conflict
+	}
 }

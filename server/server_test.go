@@ -199,7 +199,7 @@ func TestPageLifecycle(t *testing.T) {
 	}
 	// Same URL, same content: a no-op reported as such.
 	r := ts.must(http.StatusOK, "POST", "/v1/pages", map[string]any{"url": url, "html": article})
-	var acc server.PageAccepted
+	var acc rag.PageAccepted
 	r.json(t, &acc)
 	if acc.Status != "unchanged" || acc.JobID != "" || acc.Chunks != job.Chunks {
 		t.Errorf("re-post: %+v", acc)
@@ -232,7 +232,7 @@ func TestPageLifecycle(t *testing.T) {
 		t.Errorf("tokens %+v budgets %+v sources %d", c.Tokens, c.Budgets, len(c.Sources))
 	}
 
-	var page server.PageJSON
+	var page rag.PageJSON
 	ts.must(http.StatusOK, "GET", "/v1/pages?url="+url, nil).json(t, &page)
 	if len(page.Chunks) != job.Chunks || page.Title != "Otters of the Pacific" {
 		t.Errorf("page: %+v", page)
@@ -327,7 +327,7 @@ func TestPreferences(t *testing.T) {
 	ts.must(http.StatusBadRequest, "POST", "/v1/preferences", map[string]any{"type": "mood", "content": "x"})
 	ts.must(http.StatusBadRequest, "POST", "/v1/preferences", map[string]any{"type": "style", "content": "  "})
 
-	var det server.DetectJSON
+	var det rag.DetectJSON
 	ts.must(http.StatusOK, "POST", "/v1/preferences/detect", map[string]any{"message": "I'm a data engineer. How do I tune BM25?", "save": true}).json(t, &det)
 	if !det.Detected || det.Intent.Type != "expertise" || det.Saved == nil {
 		t.Fatalf("detect: %+v", det)
@@ -409,7 +409,7 @@ func TestNamespaces(t *testing.T) {
 	}
 	// Jobs are per namespace too.
 	acc := ts.must(http.StatusAccepted, "POST", "/v1/pages", map[string]any{"url": "https://alice.example/2", "text": "more"}, asAlice...)
-	var a server.PageAccepted
+	var a rag.PageAccepted
 	acc.json(t, &a)
 	ts.must(http.StatusNotFound, "GET", "/v1/jobs/"+a.JobID, nil, asBob...)
 	ts.waitJob(a.JobID, asAlice...)
@@ -660,7 +660,7 @@ func TestPageUnchangedAfterNormalisation(t *testing.T) {
 	bom := map[string]any{"url": "https://example.com/bom", "text": "\uFEFFGrey herons wade in shallow water.", "format": "text"}
 	ts.indexPage(bom)
 	r := ts.must(http.StatusOK, "POST", "/v1/pages", bom)
-	var acc server.PageAccepted
+	var acc rag.PageAccepted
 	r.json(t, &acc)
 	if acc.Status != "unchanged" || acc.Chunks != 1 {
 		t.Errorf("re-post of a text with a byte-order mark: %+v", acc)

@@ -101,7 +101,7 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 		}
 		defer c.Close()
 		var rep checkReport
-		if err := c.Do(ctx, http.MethodGet, checkPath, nil, &rep, owner.DefaultWriteTimeout); err != nil {
+		if err := c.Do(ctx, http.MethodGet, checkPath, nil, &rep, rag.DefaultWriteTimeout); err != nil {
 			return exitError{2, err.Error()}
 		}
 		return reportCheck(g, &rep, repair, asJSON)

@@ -7,7 +7,6 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )
@@ -29,61 +28,60 @@ func newContextCmd(g *globals) *cobra.Command {
 		Example: "  ragmem context --model gpt-4o \"how do I install on linux?\"\n  ragmem context --json --context-limit 8192 \"what is rrf?\"",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var m search.Mode // not given: the engine's configuration decides
+			// A flag not given stays zero: the engine decides (the same
+			// defaults as POST /v1/context and the get_context tool).
 			if cmd.Flags().Changed("mode") {
-				var err error
-				if m, err = search.ParseMode(mode); err != nil {
+				if _, err := search.ParseMode(mode); err != nil {
 					return err
 				}
+			} else {
+				mode = ""
 			}
 			query := strings.Join(args, " ")
 			where, err := searchFilter(filter, source)
 			if err != nil {
 				return err
 			}
-			return g.withStore(cmd.Context(), func(st memStore) error {
+			return g.withStore(cmd.Context(), func(st rag.Memory) error {
 				sys := system + "\n\n" + rag.ReferenceRule
-				c, err := st.BuildContext(cmd.Context(), query, owner.ContextOptions{
-					ContextOptions: rag.ContextOptions{
-						Model: model, ModelContextLimit: limit, SystemPrompt: sys, SystemPromptTokens: sysTokens,
-						ResponseReserve: reserve, Where: where,
-					},
-					Mode: m, TopK: topK, KnowledgeBudget: base,
+				c, err := st.BuildContext(cmd.Context(), rag.ContextRequest{
+					Query: query, Model: model, ModelContextLimit: limit, SystemPrompt: sys, SystemPromptTokens: sysTokens,
+					ResponseReserve: reserve, Filter: where.String(), Mode: mode, TopK: topK, KnowledgeBudget: base,
 				})
 				if err != nil {
 					return err
 				}
-				if r := c.Block.Retrieval; r.Degraded != "" {
-					fmt.Fprintf(g.stderr, "ragmem: knowledge retrieved by %s search: %s\n", r.Mode, r.Degraded)
+				if c.Degraded != "" {
+					fmt.Fprintf(g.stderr, "ragmem: knowledge retrieved by %s search: %s\n", c.Mode, c.Degraded)
 				}
 				if asJSON {
-					msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: sys}}
-					if !c.Block.Empty() {
+					msgs := []rag.MessageJSON{{Role: openai.ChatMessageRoleSystem, Content: sys}}
+					if !c.Empty {
 						msgs = append(msgs, c.Message)
 					}
-					msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: query})
+					msgs = append(msgs, rag.MessageJSON{Role: openai.ChatMessageRoleUser, Content: query})
 					return writeJSON(g.stdout, struct {
-						rag.ContextJSON
-						Messages []openai.ChatCompletionMessage `json:"messages"` // system, context (when not empty), user: ready to send
-					}{rag.NewContextJSON(c), msgs})
+						*rag.ContextJSON
+						Messages []rag.MessageJSON `json:"messages"` // system, context (when not empty), user: ready to send
+					}{c, msgs})
 				}
-				if c.Block.Empty() {
+				if c.Empty {
 					fmt.Fprintln(g.stderr, "ragmem: no preferences and nothing relevant in the memory for this query")
 					return nil
 				}
 				fmt.Fprintln(g.stdout, c.Message.Content)
 				fmt.Fprintf(g.stderr, "\n# role=%s; %s; %d tokens (profile %d, knowledge %d) of a %d-token knowledge budget\n",
-					c.Message.Role, c.Block.Summary, c.Block.TotalTokens, c.Block.ProfileTokens, c.Block.KnowledgeTokens, c.Budgets.KnowledgeBudget)
+					c.Message.Role, c.Summary, c.Tokens.Total, c.Tokens.Profile, c.Tokens.Knowledge, c.Budgets.KnowledgeBudget)
 				return nil
 			})
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&model, "model", "gpt-4o", "chat model: chooses the tokenizer and the default context limit")
+	f.StringVar(&model, "model", "", "chat model: chooses the tokenizer and the default context limit (default: the engine's, an 8192-token window)")
 	f.IntVar(&limit, "context-limit", 0, "model context window in tokens (default: known for the model, else 8192)")
 	f.StringVar(&system, "system-prompt", defaultSystemPrompt, "system prompt whose tokens are deducted")
 	f.IntVar(&sysTokens, "system-prompt-tokens", 0, "system prompt tokens (default: counted from --system-prompt)")
-	f.IntVar(&reserve, "response-reserve", 1024, "tokens reserved for the answer")
+	f.IntVar(&reserve, "response-reserve", 0, "tokens reserved for the answer (default 1024)")
 	f.IntVar(&topK, "top-k", 0, "chunks retrieved (default 5)")
 	f.IntVar(&base, "knowledge-budget", 0, "base knowledge budget in tokens (default 2000)")
 	f.StringVar(&mode, "mode", "hybrid", "search mode: hybrid, vector or fulltext")

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/internal/sample"
-	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -37,22 +36,22 @@ func newDemoCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.withStore(ctx, func(m memStore) error {
+			return g.withStore(ctx, func(m rag.Memory) error {
 				sum := indexSummary{}
 				if _, err := indexFiles(ctx, g, m, files, &indexOptions{docType: rag.DocKnowledge}, &sum); err != nil {
 					return err
 				}
-				if _, err := m.AddPreference(ctx, prefs.Expertise, "User is a backend developer who knows Go well"); err != nil {
+				if _, err := m.AddPreference(ctx, rag.PreferenceRequest{Type: string(prefs.Expertise), Content: "User is a backend developer who knows Go well"}); err != nil {
 					return err
 				}
 				fmt.Fprintf(g.stderr, "# %s from %s; question: %q\n\n", sum.String(), from, question)
-				c, err := m.BuildContext(ctx, question, owner.ContextOptions{ContextOptions: rag.ContextOptions{Model: model, SystemPrompt: defaultSystemPrompt + "\n\n" + rag.ReferenceRule}})
+				c, err := m.BuildContext(ctx, rag.ContextRequest{Query: question, Model: model, SystemPrompt: defaultSystemPrompt + "\n\n" + rag.ReferenceRule})
 				if err != nil {
 					return err
 				}
 				fmt.Fprintln(g.stdout, c.Message.Content)
 				fmt.Fprintf(g.stderr, "\n# role=%s; %s; %d tokens of a %d-token knowledge budget (model %s)\n",
-					c.Message.Role, c.Block.Summary, c.Block.TotalTokens, c.Budgets.KnowledgeBudget, model)
+					c.Message.Role, c.Summary, c.Tokens.Total, c.Budgets.KnowledgeBudget, model)
 				return nil
 			})
 		},

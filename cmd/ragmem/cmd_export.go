@@ -93,13 +93,13 @@ func newExportCmd(g *globals) *cobra.Command {
 			req := exportRequest{Path: path, Key: key, NoCompress: noCompress}
 			ctx := cmd.Context()
 			var ans exportAnswer
-			err = g.withStore(ctx, func(m memStore) error {
-				return m.(*ownedStore).call(ctx, true, "the export", func(cur memStore) (err error) {
+			err = g.withStore(ctx, func(m rag.Memory) error {
+				return m.(*ownedStore).call(ctx, true, "the export", func(cur rag.Memory) (err error) {
 					switch c := cur.(type) {
-					case engineStore:
-						ans, err = exportTo(ctx, c.eng, req)
+					case *rag.Engine:
+						ans, err = exportTo(ctx, c, req)
 					case *owner.Client:
-						err = c.Do(ctx, http.MethodPost, exportPath, req, &ans, owner.DefaultWriteTimeout)
+						err = c.Do(ctx, http.MethodPost, exportPath, req, &ans, rag.DefaultWriteTimeout)
 					default:
 						err = fmt.Errorf("export: no export through %T", cur)
 					}
@@ -172,18 +172,18 @@ func newImportCmd(g *globals) *cobra.Command {
 				g.newStoreEmbedder = &rag.EmbedderRecord{Identity: snap.Embedder, Spec: snap.Spec}
 			}
 			var ans importAnswer
-			err = g.withStore(ctx, func(m memStore) error {
-				return m.(*ownedStore).call(ctx, false, "the import", func(cur memStore) (err error) {
+			err = g.withStore(ctx, func(m rag.Memory) error {
+				return m.(*ownedStore).call(ctx, false, "the import", func(cur rag.Memory) (err error) {
 					switch c := cur.(type) {
-					case engineStore:
-						ans, err = importInto(ctx, c.eng, snap, req.Mode, func(done, total int) {
+					case *rag.Engine:
+						ans, err = importInto(ctx, c, snap, req.Mode, func(done, total int) {
 							if g.verbose {
 								fmt.Fprintf(g.stderr, "imported %d of %d records\n", done, total)
 							}
 						})
 					case *owner.Client:
 						snap = nil // the owner reads the file itself
-						err = c.Do(ctx, http.MethodPost, importPath, req, &ans, owner.DefaultWriteTimeout)
+						err = c.Do(ctx, http.MethodPost, importPath, req, &ans, rag.DefaultWriteTimeout)
 					default:
 						err = fmt.Errorf("import: no import through %T", cur)
 					}

@@ -106,7 +106,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 			if o.watch && len(targets) == 0 {
 				return errors.New("--watch needs a file or folder to watch")
 			}
-			return g.withStore(ctx, func(m memStore) error {
+			return g.withStore(ctx, func(m rag.Memory) error {
 				if cmd.Flags().Changed("keep-params") {
 					if err := m.SetURLRules(ctx, rag.URLRules{KeepParams: keepParams}); err != nil {
 						return err
@@ -150,7 +150,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func indexStdin(ctx context.Context, g *globals, m memStore, o *indexOptions, sum *indexSummary) error {
+func indexStdin(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, sum *indexSummary) error {
 	data, err := io.ReadAll(io.LimitReader(g.stdin, maxFileSize+1))
 	if err != nil {
 		return fmt.Errorf("read stdin: %w", err)
@@ -168,7 +168,7 @@ func indexStdin(ctx context.Context, g *globals, m memStore, o *indexOptions, su
 	if f != chunk.HTML && chunk.Binary(content) {
 		return rag.ErrBinaryContent // judged on the bytes read, before validText
 	}
-	res, err := m.IndexMany(ctx, []rag.Document{{SourceURL: o.srcURL, Title: o.title, Content: validText(content), Format: f, DocType: o.docType, Attrs: o.attrs}})
+	res, err := indexDocs(ctx, m, []rag.Document{{SourceURL: o.srcURL, Title: o.title, Content: validText(content), Format: f, DocType: o.docType, Attrs: o.attrs}})
 	if err != nil {
 		return err
 	}
@@ -239,7 +239,7 @@ func underURL(u string) string { return strings.TrimSuffix(u, "/") + "/" }
 
 // syncTarget indexes the files of t and, for a folder, removes the sources
 // under it that are not among its files any more.
-func syncTarget(ctx context.Context, g *globals, m memStore, o *indexOptions, t target, sum *indexSummary) error {
+func syncTarget(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, t target, sum *indexSummary) error {
 	files, err := t.files()
 	if err != nil {
 		return err
@@ -264,9 +264,9 @@ func syncTarget(ctx context.Context, g *globals, m memStore, o *indexOptions, t 
 // prune removes the sources under the folder dir that are not in present,
 // sparing those under the folders of spare (folders that could not be
 // read: their files may be there).
-func prune(ctx context.Context, g *globals, m memStore, o *indexOptions, dir string, present map[string]bool, spare []string, sum *indexSummary) error {
+func prune(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, dir string, present map[string]bool, spare []string, sum *indexSummary) error {
 	under := rag.SourceUnder(folderPrefix(dir))
-	srcs, _, err := m.Sources(ctx, rag.Filter{DocTypes: []string{o.docType}, Where: under}, 0, 0)
+	srcs, err := allSources(ctx, m, []string{o.docType}, under)
 	if err != nil {
 		return err
 	}
@@ -280,16 +280,16 @@ func prune(ctx context.Context, g *globals, m memStore, o *indexOptions, dir str
 	}
 	excluded, excludedChunks := 0, 0
 	for _, s := range srcs {
-		if present[s.SourceURL] || spared(s.SourceURL) {
+		if present[s.URL] || spared(s.URL) {
 			continue
 		}
-		n, err := m.Remove(ctx, s.SourceURL)
+		n, err := m.Remove(ctx, s.URL)
 		if err != nil {
 			return err
 		}
 		if n > 0 {
 			sum.removed++
-			if path, ok := filePath(s.SourceURL); ok {
+			if path, ok := filePath(s.URL); ok {
 				if _, err := os.Lstat(path); err == nil {
 					// Still there: excluded (--exclude, .gitignore,
 					// .ragmemignore), not gone.
@@ -364,7 +364,7 @@ func (s indexSummary) String() string {
 // store holds for them now: indexed, unchanged, or failed for a reason that
 // says nothing of the file (its old version is kept). Skipped files (empty,
 // binary, too large) are not among them.
-func indexFiles(ctx context.Context, g *globals, m memStore, files []string, o *indexOptions, sum *indexSummary) (map[string]bool, error) {
+func indexFiles(ctx context.Context, g *globals, m rag.Memory, files []string, o *indexOptions, sum *indexSummary) (map[string]bool, error) {
 	present := map[string]bool{}
 	batch := o.batch
 	if batch <= 0 {
@@ -407,7 +407,7 @@ func indexFiles(ctx context.Context, g *globals, m memStore, files []string, o *
 				docs = append(docs, d)
 			}
 		}
-		results, err := m.IndexMany(ctx, docs)
+		results, err := indexDocs(ctx, m, docs)
 		if err != nil {
 			return nil, err
 		}
@@ -439,6 +439,55 @@ func pathOf(u string) string {
 		return p
 	}
 	return u
+}
+
+// indexDocs indexes documents through the contract (Memory.Index) and
+// says what became of each, as the engine's own IndexDocuments does.
+func indexDocs(ctx context.Context, m rag.Memory, docs []rag.Document) ([]rag.Result, error) {
+	if len(docs) == 0 {
+		return nil, nil
+	}
+	req := rag.DocumentsRequest{Documents: make([]rag.DocumentRequest, len(docs))}
+	for i := range docs {
+		req.Documents[i] = rag.NewDocumentRequest(&docs[i])
+	}
+	out, err := m.Index(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	rs := make([]rag.Result, len(out.Results))
+	for i, r := range out.Results {
+		rs[i] = rag.Result{SourceURL: r.URL, ContentHash: r.ContentHash, Chunks: r.Chunks, Removed: r.Removed, Unchanged: r.Unchanged, Superseded: r.Superseded, Err: r.Err()}
+	}
+	return rs, nil
+}
+
+// allSources lists every source of the types that matches where.
+func allSources(ctx context.Context, m rag.Memory, types []string, where *rag.Expr) ([]rag.SourceJSON, error) {
+	srcs, _, err := listSources(ctx, m, types, where, 0, 0)
+	return srcs, err
+}
+
+// listSources lists the sources of the types that match where, from
+// offset on, at most limit of them (0: all), with how many match in all:
+// page by page, Memory.Sources returning at most rag.MaxListLimit at a
+// time.
+func listSources(ctx context.Context, m rag.Memory, types []string, where *rag.Expr, offset, limit int) ([]rag.SourceJSON, int, error) {
+	var out []rag.SourceJSON
+	for {
+		n := rag.MaxListLimit
+		if limit > 0 {
+			n = min(n, limit-len(out))
+		}
+		page, err := m.Sources(ctx, rag.SourcesRequest{Types: types, Filter: where.String(), Offset: offset + len(out), Limit: n})
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, page.Sources...)
+		if len(page.Sources) < n || offset+len(out) >= page.Total || (limit > 0 && len(out) >= limit) {
+			return out, page.Total, nil
+		}
+	}
 }
 
 func skipReason(err error) string {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/server"
 )
 
 func newJobsCmd(g *globals) *cobra.Command {
@@ -130,7 +127,7 @@ func newJobsRetryCmd(g *globals) *cobra.Command {
 		Short: "Queue dead-lettered pages again and index them now",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd.Context(), func(m memStore) error {
+			return g.withStore(cmd.Context(), func(m rag.Memory) error {
 				ctx := cmd.Context()
 				jobs, err := retryJobs(ctx, m, args)
 				if err != nil {
@@ -164,7 +161,7 @@ func newJobsDropCmd(g *globals) *cobra.Command {
 		Short: "Delete dead-lettered pages for good",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd.Context(), func(m memStore) error {
+			return g.withStore(cmd.Context(), func(m rag.Memory) error {
 				for _, id := range args {
 					if err := dropJob(cmd.Context(), m, id); err != nil {
 						return jobError(id, err)
@@ -207,13 +204,13 @@ func (g *globals) queueJobs(ctx context.Context) (rag.QueueCheck, error) {
 		return rag.QueueCheck{}, err
 	}
 	defer c.Close()
-	var resp server.JobsJSON
-	if err := c.Do(ctx, http.MethodGet, "/v1/jobs?state=queued,running,dead&limit=10000", nil, &resp, 0); err != nil {
+	resp, err := c.Jobs(ctx, rag.JobsRequest{States: []string{"queued", "running", "dead"}, Limit: 10000})
+	if err != nil {
 		return rag.QueueCheck{}, err
 	}
 	var qc rag.QueueCheck
-	for _, j := range resp.Jobs {
-		job := jobOf(j)
+	for i := range resp.Jobs {
+		job := jobOf(&resp.Jobs[i])
 		if job.State == rag.JobDead {
 			qc.Dead = append(qc.Dead, job)
 		} else {
@@ -226,45 +223,24 @@ func (g *globals) queueJobs(ctx context.Context) (rag.QueueCheck, error) {
 }
 
 // jobOf turns the API's job back into the index's.
-func jobOf(j server.JobJSON) rag.Job {
+func jobOf(j *rag.JobJSON) rag.Job {
 	return rag.Job{ID: j.ID, SourceURL: j.URL, State: rag.JobState(j.State), Chunks: j.Chunks, Unchanged: j.Unchanged,
 		Error: j.Error, Attempts: j.Attempts, Queued: j.Queued, Finished: j.Finished, RetryAt: j.RetryAt}
 }
 
 // retryJobs queues dead letters again and waits until each is indexed or
-// given up on again: on this process's engine, or through the owner.
-func retryJobs(ctx context.Context, m memStore, ids []string) ([]rag.Job, error) {
-	s := m.(*ownedStore)
-	if eng := s.local(); eng != nil {
-		for _, id := range ids {
-			if _, err := eng.RetryDeadJob(ctx, id); err != nil {
-				return nil, jobError(id, err)
-			}
-		}
-		if err := eng.Flush(ctx); err != nil {
-			return nil, err
-		}
-		out := make([]rag.Job, len(ids))
-		for i, id := range ids {
-			out[i], _ = eng.LookupJob(id)
-		}
-		return out, nil
-	}
-	c := s.ownerClient()
+// given up on again.
+func retryJobs(ctx context.Context, m rag.Memory, ids []string) ([]rag.Job, error) {
 	for _, id := range ids {
-		if err := c.Do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/retry", struct{}{}, nil, 0); err != nil {
-			var ae *owner.APIError
-			if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-				return nil, jobError(id, rag.ErrNoJob)
-			}
-			return nil, err
+		if _, err := m.RetryJob(ctx, id); err != nil {
+			return nil, jobError(id, err)
 		}
 	}
 	out := make([]rag.Job, len(ids))
 	for i, id := range ids {
 		for delay := 10 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
-			var j server.JobJSON
-			if err := c.Do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), nil, &j, 0); err != nil {
+			j, err := m.Job(ctx, id)
+			if err != nil {
 				return nil, err
 			}
 			out[i] = jobOf(j)
@@ -281,17 +257,5 @@ func retryJobs(ctx context.Context, m memStore, ids []string) ([]rag.Job, error)
 	return out, nil
 }
 
-// dropJob deletes a dead letter: on this process's engine, or through the
-// owner.
-func dropJob(ctx context.Context, m memStore, id string) error {
-	s := m.(*ownedStore)
-	if eng := s.local(); eng != nil {
-		return eng.DropJob(ctx, id)
-	}
-	err := s.ownerClient().Do(ctx, http.MethodDelete, "/v1/jobs/"+url.PathEscape(id), nil, nil, 0)
-	var ae *owner.APIError
-	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-		return rag.ErrNoJob
-	}
-	return err
-}
+// dropJob deletes a dead letter.
+func dropJob(ctx context.Context, m rag.Memory, id string) error { return m.DropJob(ctx, id) }

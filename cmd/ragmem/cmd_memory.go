@@ -74,7 +74,7 @@ func (g *globals) withMemories(ctx context.Context, mf *memoryFlags, local func(
 		return err
 	}
 	g.memoriesFlag = dir
-	return g.withStore(ctx, func(m memStore) error {
+	return g.withStore(ctx, func(m rag.Memory) error {
 		s := m.(*ownedStore)
 		if run := s.owning(); run != nil {
 			st, err := run.memoryStore(ctx)

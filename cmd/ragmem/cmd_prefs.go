@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/prefs"
+	"github.com/ragmem/ragmem/rag"
 )
 
 func newPrefsCmd(g *globals) *cobra.Command {
@@ -20,15 +22,12 @@ func newPrefsCmd(g *globals) *cobra.Command {
 		Short: "List preferences",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd.Context(), func(m memStore) error {
-				ps, err := m.ListPreferences(cmd.Context())
+			return g.withStore(cmd.Context(), func(m rag.Memory) error {
+				ps, err := m.Preferences(cmd.Context())
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					if ps == nil {
-						ps = []prefs.Preference{}
-					}
 					return writeJSON(g.stdout, ps)
 				}
 				if len(ps) == 0 {
@@ -52,8 +51,8 @@ func newPrefsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.withStore(cmd.Context(), func(m memStore) error {
-				p, err := m.AddPreference(cmd.Context(), t, strings.Join(args[1:], " "))
+			return g.withStore(cmd.Context(), func(m rag.Memory) error {
+				p, err := m.AddPreference(cmd.Context(), rag.PreferenceRequest{Type: string(t), Content: strings.Join(args[1:], " ")})
 				if err != nil {
 					return err
 				}
@@ -67,13 +66,13 @@ func newPrefsCmd(g *globals) *cobra.Command {
 		Short: "Remove a preference",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd.Context(), func(m memStore) error {
-				ok, err := m.RemovePreference(cmd.Context(), args[0])
+			return g.withStore(cmd.Context(), func(m rag.Memory) error {
+				err := m.RemovePreference(cmd.Context(), args[0])
+				if errors.Is(err, rag.ErrNotFound) {
+					return fmt.Errorf("no preference with id %q (see ragmem prefs list)", args[0])
+				}
 				if err != nil {
 					return err
-				}
-				if !ok {
-					return fmt.Errorf("no preference with id %q (see ragmem prefs list)", args[0])
 				}
 				fmt.Fprintln(g.stdout, "removed", args[0])
 				return nil
@@ -85,7 +84,7 @@ func newPrefsCmd(g *globals) *cobra.Command {
 		Short: "Remove every preference",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd.Context(), func(m memStore) error {
+			return g.withStore(cmd.Context(), func(m rag.Memory) error {
 				n, err := m.ClearPreferences(cmd.Context())
 				if err != nil {
 					return err
@@ -114,12 +113,12 @@ func newPrefsCmd(g *globals) *cobra.Command {
 			if !save {
 				return nil
 			}
-			return g.withStore(cmd.Context(), func(m memStore) error {
-				for _, in := range ins {
-					p, err := m.AddPreference(cmd.Context(), in.Type, in.Content)
-					if err != nil {
-						return err
-					}
+			return g.withStore(cmd.Context(), func(m rag.Memory) error {
+				d, err := m.DetectPreferences(cmd.Context(), rag.DetectRequest{Message: msg, Save: true})
+				if err != nil {
+					return err
+				}
+				for _, p := range d.SavedAll {
 					fmt.Fprintln(g.stdout, "saved", p.ID)
 				}
 				return nil

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -61,10 +60,9 @@ func newSearchCmd(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("top-k") && topK <= 0 {
 				return fmt.Errorf("--top-k must be positive")
 			}
-			if !cmd.Flags().Changed("threshold") {
-				threshold = 0
-			} else if threshold == 0 {
-				threshold = -1 // an explicit 0 is no threshold; zero options mean the default
+			var thr *float64 // not given: the engine's; 0 or negative: none
+			if cmd.Flags().Changed("threshold") {
+				thr = &threshold
 			}
 			if !cmd.Flags().Changed("top-k") {
 				topK = 0
@@ -74,25 +72,21 @@ func newSearchCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if perSource == 0 {
-				perSource = -1 // on the command line, 0 is no cap
-			}
-			return g.withStore(cmd.Context(), func(st memStore) error {
-				start := time.Now()
-				res, rep, err := st.SearchReport(cmd.Context(), query, &search.Options{
-					Mode: m, TopK: topK, SimilarityThreshold: threshold, Fusion: fu, DocTypes: types, Where: where,
-					MaxPerSource: perSource, GroupBySource: group, KeepDuplicates: keepDup,
+			return g.withStore(cmd.Context(), func(st rag.Memory) error {
+				out, err := st.Search(cmd.Context(), rag.SearchRequest{
+					Query: query, Mode: string(m), TopK: topK, Threshold: thr, Fusion: string(fu), Filters: &rag.SearchFilters{DocTypes: types},
+					Filter: where.String(), MaxPerSource: &perSource, GroupBySource: group, KeepDuplicates: keepDup,
 				})
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return writeJSON(g.stdout, rag.NewSearchJSON(query, res, rep, time.Now(), time.Since(start)))
+					return writeJSON(g.stdout, out)
 				}
-				if rep.Degraded != "" {
-					fmt.Fprintf(g.stderr, "ragmem: answered by %s search: %s\n", rep.Mode, rep.Degraded)
+				if out.Degraded != "" {
+					fmt.Fprintf(g.stderr, "ragmem: answered by %s search: %s\n", out.Mode, out.Degraded)
 				}
-				printResults(g.stdout, res, group)
+				printResults(g.stdout, out.Results, group)
 				return nil
 			})
 		},
@@ -114,23 +108,23 @@ func newSearchCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func printResults(w io.Writer, res []search.Result, grouped bool) {
+func printResults(w io.Writer, res []rag.ResultJSON, grouped bool) {
 	if len(res) == 0 {
 		fmt.Fprintln(w, "no results")
 		return
 	}
 	prev := ""
 	for i, r := range res {
-		rec := r.Record
-		if grouped && rec.SourceURL != prev {
+		rec := r.ChunkJSON
+		if grouped && rec.URL != prev {
 			if i > 0 {
 				fmt.Fprintln(w)
 			}
-			fmt.Fprintf(w, "== %s  (%s)\n", rec.Title, rec.SourceURL)
-			prev = rec.SourceURL
+			fmt.Fprintf(w, "== %s  (%s)\n", rec.Title, rec.URL)
+			prev = rec.URL
 		}
-		fmt.Fprintf(w, "%d. %s  (%s)\n", i+1, rec.Title, scoreLine(r))
-		fmt.Fprintf(w, "   %s", rec.SourceURL)
+		fmt.Fprintf(w, "%d. %s  (%s)\n", i+1, rec.Title, scoreLine(&r))
+		fmt.Fprintf(w, "   %s", rec.URL)
 		if len(rec.HeadingPath) > 0 {
 			fmt.Fprintf(w, "  §  %s", strings.Join(rec.HeadingPath, " › "))
 		}
@@ -171,7 +165,7 @@ func fused(e search.Explanation) bool { return e.Method != "bm25" && e.Method !=
 // scoreLine gives a result's score and, for a fused one, the raw scores
 // beside it, which do not depend on the list: BM25's, and the cosine
 // similarity to the query.
-func scoreLine(r search.Result) string {
+func scoreLine(r *rag.ResultJSON) string {
 	e := r.Explanation
 	s := fmt.Sprintf("score %.4f", r.Score)
 	if !fused(e) {

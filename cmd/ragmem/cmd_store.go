@@ -25,12 +25,12 @@ func newRmCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			arg := args[0]
-			return g.withStore(ctx, func(m memStore) error {
+			return g.withStore(ctx, func(m rag.Memory) error {
 				u, dir := sourceArg(arg)
 				if dir {
 					// Knowledge only: the memory files of a folder belong to
 					// the memory store (rag.ErrReserved).
-					srcs, _, err := m.Sources(ctx, rag.Filter{DocTypes: []string{rag.DocKnowledge}, Where: rag.SourceUnder(underURL(u))}, 0, 0)
+					srcs, err := allSources(ctx, m, []string{rag.DocKnowledge}, rag.SourceUnder(underURL(u)))
 					if err != nil {
 						return err
 					}
@@ -39,7 +39,7 @@ func newRmCmd(g *globals) *cobra.Command {
 					}
 					chunks := 0
 					for _, s := range srcs {
-						n, err := m.Remove(ctx, s.SourceURL)
+						n, err := m.Remove(ctx, s.URL)
 						if err != nil {
 							return err
 						}
@@ -86,7 +86,7 @@ func newStatsCmd(g *globals) *cobra.Command {
 		Short: "Show store statistics",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd.Context(), func(m memStore) error {
+			return g.withStore(cmd.Context(), func(m rag.Memory) error {
 				st, err := m.Stats(cmd.Context())
 				if err != nil {
 					return err
@@ -129,21 +129,19 @@ func newSourcesCmd(g *globals) *cobra.Command {
 		Short: "List indexed sources",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd.Context(), func(m memStore) error {
-				srcs, total, err := m.Sources(cmd.Context(), rag.Filter{DocTypes: types}, offset, limit)
+			return g.withStore(cmd.Context(), func(m rag.Memory) error {
+				srcs, total, err := listSources(cmd.Context(), m, types, nil, offset, limit)
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					out := rag.SourcesJSON{Total: total, Offset: offset, Limit: limit, Sources: make([]rag.SourceJSON, len(srcs))}
-					now := time.Now()
-					for i := range srcs {
-						out.Sources[i] = rag.NewSourceJSON(&srcs[i], now)
+					if srcs == nil {
+						srcs = []rag.SourceJSON{}
 					}
-					return writeJSON(g.stdout, out)
+					return writeJSON(g.stdout, rag.SourcesJSON{Total: total, Offset: offset, Limit: limit, Sources: srcs})
 				}
 				for _, s := range srcs {
-					fmt.Fprintf(g.stdout, "%-60s  %3d chunks  %s  %s\n", s.SourceURL, s.Chunks, s.CreatedAt.Format("2006-01-02 15:04"), s.Title)
+					fmt.Fprintf(g.stdout, "%-60s  %3d chunks  %s  %s\n", s.URL, s.Chunks, s.CreatedAt.Local().Format("2006-01-02 15:04"), s.Title)
 				}
 				fmt.Fprintf(g.stdout, "%d of %d sources\n", len(srcs), total)
 				return nil

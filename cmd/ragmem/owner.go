@@ -198,9 +198,6 @@ func (g *globals) startOwner(ctx context.Context, claim *owner.Claim, cfg ownerC
 	if err := srv.HandleLocal("GET "+checkPath, http.HandlerFunc(r.serveCheck)); err != nil {
 		return fail(err)
 	}
-	if err := srv.HandleLocal("PUT "+owner.URLRulesPath, http.HandlerFunc(r.serveURLRules)); err != nil {
-		return fail(err)
-	}
 	if err := srv.HandleLocal("POST "+exportPath, http.HandlerFunc(r.serveExport)); err != nil {
 		return fail(err)
 	}
@@ -336,24 +333,3 @@ func (r *ownerRun) memoryStore(ctx context.Context) (*memory.Store, error) {
 	return r.stores.Get(ctx, d, r.eng.Store())
 }
 
-// serveURLRules answers PUT /v1/owner/url-rules: `ragmem index
-// --keep-params` run as a client sets the store's URL rules here.
-func (r *ownerRun) serveURLRules(w http.ResponseWriter, req *http.Request) {
-	var rules rag.URLRules
-	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rules); err != nil {
-		server.WriteError(w, req, http.StatusBadRequest, server.CodeBadRequest, "url rules: "+err.Error())
-		return
-	}
-	eng, err := r.srv.Engine(req)
-	if err != nil {
-		r.srv.Fail(w, req, err)
-		return
-	}
-	if err := eng.SetURLRules(req.Context(), rules); err != nil {
-		r.srv.Fail(w, req, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}

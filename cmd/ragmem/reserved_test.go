@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ragmem/ragmem/rag"
 	"io"
 	"log/slog"
 	"net"
@@ -67,7 +68,7 @@ var httpRoutes = map[string]string{
 	"POST /ui/session":            noRecords,
 	"DELETE /ui/session":          noRecords,
 	"POST " + owner.HandoverPath:  noRecords,
-	"PUT " + owner.URLRulesPath:   noRecords,
+	"PUT " + rag.URLRulesPath:   noRecords,
 	"POST " + exportPath:          noRecords,
 	"POST " + importPath:          restore,
 }
@@ -250,7 +251,7 @@ func TestReservedRecordsOnEveryRoute(t *testing.T) {
 	}
 	for _, u := range []string{memURL, memURL + "#whenToUse"} {
 		st, b := send("POST", "/v1/documents", map[string]any{"documents": []map[string]any{{"url": u, "content": forged, "format": "markdown"}}})
-		var out server.DocumentsJSON
+		var out rag.DocumentsJSON
 		if st != http.StatusOK || json.Unmarshal(b, &out) != nil || len(out.Results) != 1 || out.Results[0].Code != server.CodeReserved || out.Results[0].Chunks != 0 {
 			t.Errorf("POST /v1/documents %s: %d %s", u, st, b)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ragmem/ragmem/rag"
 	"net/http"
 	"os"
 	"os/exec"
@@ -428,12 +429,12 @@ func TestKillOwnerMidWrite(t *testing.T) {
 			defer c.Close()
 			for i := 0; ctx.Err() == nil; i++ {
 				u := fmt.Sprintf("https://w%d.example/%d", w, i)
-				rs, err := c.IndexMany(ctx, []index.Document{{SourceURL: u, Content: fmt.Sprintf("Writer %d note %d about storks.", w, i)}})
+				rs, err := c.Index(ctx, rag.DocumentsRequest{Documents: []rag.DocumentRequest{{URL: u, Content: fmt.Sprintf("Writer %d note %d about storks.", w, i)}}})
 				lastReturn[w] = time.Now()
 				if err != nil {
 					return // the owner is gone: a GoneError at once
 				}
-				if rs[0].Err == nil {
+				if rs.Results[0].Err() == nil {
 					ack(u)
 					goAcked.Add(1)
 				}

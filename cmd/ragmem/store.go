@@ -15,97 +15,14 @@ import (
 	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/search"
 )
 
-// memStore is what the commands that read or write the memory use. Two
-// implementations give the same results: engineStore, over the engine of
-// the store this process owns, and *owner.Client, over the API of the
-// process that owns it. ownedStore switches between them as ownership
-// moves. Implementations are safe for concurrent use.
-type memStore interface {
-	IndexMany(ctx context.Context, docs []rag.Document) ([]rag.Result, error)
-	SearchReport(ctx context.Context, query string, o *search.Options) ([]search.Result, search.Report, error)
-	BuildContext(ctx context.Context, query string, o owner.ContextOptions) (*rag.Context, error)
-	Remove(ctx context.Context, sourceURL string) (int, error)
-	Sources(ctx context.Context, f rag.Filter, offset, limit int) ([]rag.SourceInfo, int, error)
-	Stats(ctx context.Context) (rag.Stats, error)
-	ListPreferences(ctx context.Context) ([]prefs.Preference, error)
-	AddPreference(ctx context.Context, t prefs.Type, content string) (prefs.Preference, error)
-	RemovePreference(ctx context.Context, id string) (bool, error)
-	ClearPreferences(ctx context.Context) (int, error)
-	SetURLRules(ctx context.Context, r rag.URLRules) error
-}
-
-var (
-	_ memStore = engineStore{}
-	_ memStore = (*owner.Client)(nil)
-	_ memStore = (*ownedStore)(nil)
-)
-
-// engineStore is a memStore over an open engine.
-type engineStore struct{ eng *rag.Engine }
-
-func (e engineStore) IndexMany(ctx context.Context, docs []rag.Document) ([]rag.Result, error) {
-	return e.eng.IndexDocuments(ctx, docs)
-}
-
-func (e engineStore) SearchReport(ctx context.Context, query string, o *search.Options) ([]search.Result, search.Report, error) {
-	return e.eng.RetrieveReport(ctx, query, o)
-}
-
-// BuildContext applies the overrides to the engine's configuration, as the
-// API's POST /v1/context does.
-func (e engineStore) BuildContext(ctx context.Context, query string, o owner.ContextOptions) (*rag.Context, error) {
-	cfg := e.eng.Config()
-	if o.Mode != "" {
-		cfg.SearchMode = o.Mode
-	}
-	if o.TopK > 0 {
-		cfg.TopK = o.TopK
-	}
-	if o.KnowledgeBudget > 0 {
-		cfg.KnowledgeBudget = o.KnowledgeBudget
-	}
-	req := o.ContextOptions
-	req.Config = &cfg
-	return e.eng.ContextFor(ctx, query, req)
-}
-
-func (e engineStore) Remove(ctx context.Context, sourceURL string) (int, error) {
-	return e.eng.Remove(ctx, sourceURL)
-}
-
-func (e engineStore) Sources(ctx context.Context, f rag.Filter, offset, limit int) ([]rag.SourceInfo, int, error) {
-	return e.eng.ListSources(ctx, f, offset, limit)
-}
-
-func (e engineStore) Stats(ctx context.Context) (rag.Stats, error) { return e.eng.Stats(ctx) }
-
-func (e engineStore) ListPreferences(ctx context.Context) ([]prefs.Preference, error) {
-	return e.eng.PreferenceStore().List(ctx)
-}
-
-func (e engineStore) AddPreference(ctx context.Context, t prefs.Type, content string) (prefs.Preference, error) {
-	return e.eng.PreferenceStore().Add(ctx, t, content)
-}
-
-func (e engineStore) RemovePreference(ctx context.Context, id string) (bool, error) {
-	return e.eng.PreferenceStore().Remove(ctx, id)
-}
-
-func (e engineStore) ClearPreferences(ctx context.Context) (int, error) {
-	return e.eng.PreferenceStore().Clear(ctx)
-}
-
-func (e engineStore) SetURLRules(ctx context.Context, r rag.URLRules) error {
-	return e.eng.SetURLRules(ctx, r)
-}
-
-// ownedStore is the memStore of one command. When no process owns the
+// ownedStore is the memory (rag.Memory) of one command: the commands
+// hold a rag.Memory and never ask which one it is. When no process owns the
 // data directory, this process becomes its owner (kind cli): it opens the
-// store and serves other ragmem processes on the owner's socket until the
-// command ends. Otherwise it is the owner's client. When the owner changes
+// store (the Memory is its *rag.Engine) and serves other ragmem processes
+// on the owner's socket until the command ends. Otherwise it is the
+// owner's client (its *owner.Client, the contract over the socket). When the owner changes
 // under the command (it hands over, or dies), the next call finds the new
 // owner, or becomes it, and is retried when that is safe: always when the
 // request had not reached the owner, and for reads and idempotent writes
@@ -117,7 +34,7 @@ type ownedStore struct {
 
 	mu     sync.RWMutex // held for reading during a call, for writing while switching
 	gen    int          // incremented by every switch
-	cur    memStore
+	cur    rag.Memory
 	run    *ownerRun     // this process owns the store
 	client *owner.Client // another process owns it
 	err    error         // a handover could not find the next owner
@@ -138,9 +55,11 @@ func (g *globals) connect(ctx context.Context) (*ownedStore, error) {
 	return s, nil
 }
 
+var _ rag.Memory = (*ownedStore)(nil)
+
 // withStore runs fn on the memory: this process's own store, or the
 // owner's API when another process owns it.
-func (g *globals) withStore(ctx context.Context, fn func(memStore) error) (err error) {
+func (g *globals) withStore(ctx context.Context, fn func(rag.Memory) error) (err error) {
 	s, err := g.connect(ctx)
 	if err != nil {
 		return err
@@ -186,7 +105,7 @@ func (s *ownedStore) attachOnce(ctx context.Context, claimAfter time.Duration) e
 			_ = claim.Release()
 			return err
 		}
-		s.run, s.cur = run, engineStore{run.eng}
+		s.run, s.cur = run, run.eng
 		return nil
 	}
 	c, err := owner.NewClient(s.dir, info, nil)
@@ -222,7 +141,7 @@ func (s *ownedStore) handover() {
 // call runs f on the current store, finding the owner again when it went
 // away. safe says whether f may be run again after a request that reached
 // the owner; what names the change for the error otherwise.
-func (s *ownedStore) call(ctx context.Context, safe bool, what string, f func(memStore) error) error {
+func (s *ownedStore) call(ctx context.Context, safe bool, what string, f func(rag.Memory) error) error {
 	for attempt := 0; ; attempt++ {
 		s.mu.RLock()
 		cur, gen, serr := s.cur, s.gen, s.err
@@ -307,55 +226,106 @@ func (s *ownedStore) ownerClient() *owner.Client {
 	return s.client
 }
 
-func (s *ownedStore) IndexMany(ctx context.Context, docs []rag.Document) (rs []rag.Result, err error) {
-	err = s.call(ctx, true, "indexing", func(m memStore) (err error) { rs, err = m.IndexMany(ctx, docs); return err })
-	return rs, err
+// The contract, on the current memory: reads and idempotent writes are
+// retried when the owner changes under them; other changes are reported
+// as possibly done (see call).
+
+func (s *ownedStore) Index(ctx context.Context, req rag.DocumentsRequest) (out *rag.DocumentsJSON, err error) {
+	err = s.call(ctx, true, "indexing", func(m rag.Memory) (err error) { out, err = m.Index(ctx, req); return err })
+	return out, err
 }
 
-func (s *ownedStore) SearchReport(ctx context.Context, query string, o *search.Options) (rs []search.Result, rep search.Report, err error) {
-	err = s.call(ctx, true, "", func(m memStore) (err error) { rs, rep, err = m.SearchReport(ctx, query, o); return err })
-	return rs, rep, err
+func (s *ownedStore) IndexPage(ctx context.Context, req rag.PageRequest) (out *rag.PageAccepted, err error) {
+	err = s.call(ctx, true, "queuing the page", func(m rag.Memory) (err error) { out, err = m.IndexPage(ctx, req); return err })
+	return out, err
 }
 
-func (s *ownedStore) BuildContext(ctx context.Context, query string, o owner.ContextOptions) (c *rag.Context, err error) {
-	err = s.call(ctx, true, "", func(m memStore) (err error) { c, err = m.BuildContext(ctx, query, o); return err })
-	return c, err
+func (s *ownedStore) Job(ctx context.Context, id string) (out *rag.JobJSON, err error) {
+	err = s.call(ctx, true, "", func(m rag.Memory) (err error) { out, err = m.Job(ctx, id); return err })
+	return out, err
+}
+
+func (s *ownedStore) Jobs(ctx context.Context, req rag.JobsRequest) (out *rag.JobsJSON, err error) {
+	err = s.call(ctx, true, "", func(m rag.Memory) (err error) { out, err = m.Jobs(ctx, req); return err })
+	return out, err
+}
+
+func (s *ownedStore) RetryJob(ctx context.Context, id string) (out *rag.JobJSON, err error) {
+	err = s.call(ctx, false, "the retry of job "+id, func(m rag.Memory) (err error) { out, err = m.RetryJob(ctx, id); return err })
+	return out, err
+}
+
+func (s *ownedStore) DropJob(ctx context.Context, id string) error {
+	return s.call(ctx, false, "dropping job "+id, func(m rag.Memory) error { return m.DropJob(ctx, id) })
+}
+
+func (s *ownedStore) Search(ctx context.Context, req rag.SearchRequest) (out *rag.SearchJSON, err error) {
+	err = s.call(ctx, true, "", func(m rag.Memory) (err error) { out, err = m.Search(ctx, req); return err })
+	return out, err
+}
+
+func (s *ownedStore) BuildContext(ctx context.Context, req rag.ContextRequest) (out *rag.ContextJSON, err error) {
+	err = s.call(ctx, true, "", func(m rag.Memory) (err error) { out, err = m.BuildContext(ctx, req); return err })
+	return out, err
+}
+
+func (s *ownedStore) Sources(ctx context.Context, req rag.SourcesRequest) (out *rag.SourcesJSON, err error) {
+	err = s.call(ctx, true, "", func(m rag.Memory) (err error) { out, err = m.Sources(ctx, req); return err })
+	return out, err
+}
+
+func (s *ownedStore) Page(ctx context.Context, u string) (out *rag.PageJSON, err error) {
+	err = s.call(ctx, true, "", func(m rag.Memory) (err error) { out, err = m.Page(ctx, u); return err })
+	return out, err
+}
+
+func (s *ownedStore) ForgetPage(ctx context.Context, u string) (out *rag.ForgetJSON, err error) {
+	err = s.call(ctx, false, "forgetting "+u, func(m rag.Memory) (err error) { out, err = m.ForgetPage(ctx, u); return err })
+	return out, err
 }
 
 func (s *ownedStore) Remove(ctx context.Context, sourceURL string) (n int, err error) {
-	err = s.call(ctx, false, "the removal of "+sourceURL, func(m memStore) (err error) { n, err = m.Remove(ctx, sourceURL); return err })
+	err = s.call(ctx, false, "the removal of "+sourceURL, func(m rag.Memory) (err error) { n, err = m.Remove(ctx, sourceURL); return err })
 	return n, err
 }
 
-func (s *ownedStore) Sources(ctx context.Context, f rag.Filter, offset, limit int) (ss []rag.SourceInfo, total int, err error) {
-	err = s.call(ctx, true, "", func(m memStore) (err error) { ss, total, err = m.Sources(ctx, f, offset, limit); return err })
-	return ss, total, err
-}
-
-func (s *ownedStore) Stats(ctx context.Context) (st rag.Stats, err error) {
-	err = s.call(ctx, true, "", func(m memStore) (err error) { st, err = m.Stats(ctx); return err })
-	return st, err
-}
-
-func (s *ownedStore) ListPreferences(ctx context.Context) (ps []prefs.Preference, err error) {
-	err = s.call(ctx, true, "", func(m memStore) (err error) { ps, err = m.ListPreferences(ctx); return err })
+func (s *ownedStore) Preferences(ctx context.Context) (ps []prefs.Preference, err error) {
+	err = s.call(ctx, true, "", func(m rag.Memory) (err error) { ps, err = m.Preferences(ctx); return err })
 	return ps, err
 }
 
-func (s *ownedStore) AddPreference(ctx context.Context, t prefs.Type, content string) (p prefs.Preference, err error) {
-	err = s.call(ctx, false, "adding the preference (see ragmem prefs list)", func(m memStore) (err error) { p, err = m.AddPreference(ctx, t, content); return err })
+func (s *ownedStore) AddPreference(ctx context.Context, req rag.PreferenceRequest) (p *prefs.Preference, err error) {
+	err = s.call(ctx, false, "adding the preference (see ragmem prefs list)", func(m rag.Memory) (err error) { p, err = m.AddPreference(ctx, req); return err })
 	return p, err
 }
 
-func (s *ownedStore) RemovePreference(ctx context.Context, id string) (ok bool, err error) {
-	err = s.call(ctx, false, "removing the preference (see ragmem prefs list)", func(m memStore) (err error) { ok, err = m.RemovePreference(ctx, id); return err })
-	return ok, err
+func (s *ownedStore) RemovePreference(ctx context.Context, id string) error {
+	return s.call(ctx, false, "removing the preference (see ragmem prefs list)", func(m rag.Memory) error { return m.RemovePreference(ctx, id) })
 }
 
 func (s *ownedStore) ClearPreferences(ctx context.Context) (n int, err error) {
-	err = s.call(ctx, false, "clearing the preferences (see ragmem prefs list)", func(m memStore) (err error) { n, err = m.ClearPreferences(ctx); return err })
+	err = s.call(ctx, false, "clearing the preferences (see ragmem prefs list)", func(m rag.Memory) (err error) { n, err = m.ClearPreferences(ctx); return err })
 	return n, err
 }
+
+func (s *ownedStore) DetectPreferences(ctx context.Context, req rag.DetectRequest) (out *rag.DetectJSON, err error) {
+	safe := !req.Save // detecting without saving writes nothing
+	err = s.call(ctx, safe, "saving the preferences (see ragmem prefs list)", func(m rag.Memory) (err error) { out, err = m.DetectPreferences(ctx, req); return err })
+	return out, err
+}
+
+func (s *ownedStore) Stats(ctx context.Context) (st rag.Stats, err error) {
+	err = s.call(ctx, true, "", func(m rag.Memory) (err error) { st, err = m.Stats(ctx); return err })
+	return st, err
+}
+
+func (s *ownedStore) SetURLRules(ctx context.Context, r rag.URLRules) error {
+	// Setting the same rules twice is setting them once.
+	return s.call(ctx, true, "", func(m rag.Memory) error { return m.SetURLRules(ctx, r) })
+}
+
+// Close ends the command's use of the memory (see close).
+func (s *ownedStore) Close() error { return s.close() }
 
 // defaultMemories is the default namespace's agent-memory directory (the
 // one a memory command asked for, else the configured one), "" when it
@@ -432,7 +402,3 @@ func (g *globals) agreeWithOwner(ctx context.Context, c *owner.Client) error {
 	return nil
 }
 
-func (s *ownedStore) SetURLRules(ctx context.Context, r rag.URLRules) error {
-	// Setting the same rules twice is setting them once.
-	return s.call(ctx, true, "", func(m memStore) error { return m.SetURLRules(ctx, r) })
-}

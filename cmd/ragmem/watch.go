@@ -25,7 +25,7 @@ const watchSettle = 300 * time.Millisecond
 // watch keeps targets in sync until ctx is done: changed and new files are
 // indexed, deleted (or newly excluded) ones removed, and a changed ignore
 // file syncs its whole folder again.
-func watch(ctx context.Context, g *globals, m memStore, o *indexOptions, targets []target) error {
+func watch(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, targets []target) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
@@ -143,7 +143,7 @@ func targetOf(targets []target, p string) (target, bool) {
 func isIgnoreFile(p string) bool { return slices.Contains(folder.DefaultIgnoreFiles, filepath.Base(p)) }
 
 // applyChanges brings the store in line with the changed paths.
-func applyChanges(ctx context.Context, g *globals, m memStore, o *indexOptions, targets []target, paths []string) error {
+func applyChanges(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, targets []target, paths []string) error {
 	var files []string
 	resync := map[string]target{}
 	for _, p := range paths {
@@ -228,7 +228,7 @@ func (t target) filesUnder(dir string) ([]string, error) {
 }
 
 // removeFile removes the source of a file that is gone or excluded.
-func removeFile(ctx context.Context, g *globals, m memStore, o *indexOptions, p string) error {
+func removeFile(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, p string) error {
 	if o.keepMissing {
 		return nil
 	}
@@ -244,7 +244,7 @@ func removeFile(ctx context.Context, g *globals, m memStore, o *indexOptions, p 
 
 // removeUnder removes the sources of the files under a folder that is gone
 // or excluded.
-func removeUnder(ctx context.Context, g *globals, m memStore, o *indexOptions, dir string) error {
+func removeUnder(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, dir string) error {
 	if o.keepMissing {
 		return nil
 	}
