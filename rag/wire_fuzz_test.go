@@ -23,7 +23,7 @@ func decode(body []byte, v any) error {
 
 // FuzzWireRequest feeds arbitrary bodies to every wire request's checks:
 // they must never panic, a refusal is an *Error with a code and a
-// message, and what they accept must satisfy the API's limits. 
+// message, and what they accept must satisfy the API's limits.
 func FuzzWireRequest(f *testing.F) {
 	f.Add(uint8(0), []byte(`{"url":"https://a.example/","html":"<p>x</p>"}`))
 	f.Add(uint8(1), []byte(`{"query":"otters","topK":3,"mode":"fulltext","threshold":-1,"filters":{"docTypes":["knowledge"]}}`))
@@ -122,4 +122,3 @@ func FuzzWireRequest(f *testing.F) {
 		}
 	})
 }
-

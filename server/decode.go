@@ -67,4 +67,3 @@ func checkText(field, s string, max int) *apiError {
 	}
 	return nil
 }
-

@@ -4,7 +4,6 @@ import (
 	"github.com/ragmem/ragmem/rag"
 	"net/http"
 	"testing"
-
 )
 
 // TestDetectEveryStatement: a message with two preference statements

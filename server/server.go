@@ -44,8 +44,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/extract"
+	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/rag"
 )
 

@@ -332,4 +332,3 @@ func (r *ownerRun) memoryStore(ctx context.Context) (*memory.Store, error) {
 	}
 	return r.stores.Get(ctx, d, r.eng.Store())
 }
-

@@ -68,7 +68,7 @@ var httpRoutes = map[string]string{
 	"POST /ui/session":            noRecords,
 	"DELETE /ui/session":          noRecords,
 	"POST " + owner.HandoverPath:  noRecords,
-	"PUT " + rag.URLRulesPath:   noRecords,
+	"PUT " + rag.URLRulesPath:     noRecords,
 	"POST " + exportPath:          noRecords,
 	"POST " + importPath:          restore,
 }

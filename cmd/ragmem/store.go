@@ -401,4 +401,3 @@ func (g *globals) agreeWithOwner(ctx context.Context, c *owner.Client) error {
 	}
 	return nil
 }
-
