@@ -74,7 +74,7 @@ func TestExtractionIsServed(t *testing.T) {
 			t.Errorf("model %v: extract_memory offered %v", withModel, offered)
 		}
 		if withModel {
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "extract_memory", Arguments: map[string]any{"agent": "developer", "task": "Fix uploads", "agent_output": "proxy_read_timeout 60s"}})
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "extract_memory", Arguments: map[string]any{"agent": "developer", "task": "Fix uploads", "agentOutput": "proxy_read_timeout 60s"}})
 			if err != nil || res.IsError {
 				t.Errorf("extract_memory: %v %+v", err, res)
 			}

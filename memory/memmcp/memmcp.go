@@ -62,14 +62,14 @@ type Options struct {
 type RememberInput struct {
 	Title      string   `json:"title" jsonschema:"A unique, descriptive title. The file name is its slug; a memory with the same slug is appended to, never overwritten."`
 	Content    string   `json:"content" jsonschema:"The memory in Markdown: a '# Title' heading, a one-sentence summary, then the key points (200 to 500 words is ideal)."`
-	WhenToUse  []string `json:"when_to_use" jsonschema:"When to inject it: keyword alternatives like 'auth|login|jwt', wildcards like 'implement*auth', regular expressions like 'implement.*auth', or a sentence like 'When implementing security features'."`
+	WhenToUse  []string `json:"whenToUse" jsonschema:"When to inject it: keyword alternatives like 'auth|login|jwt', wildcards like 'implement*auth', regular expressions like 'implement.*auth', or a sentence like 'When implementing security features'."`
 	Tags       []string `json:"tags,omitempty" jsonschema:"Categories, lower case (e.g. auth, patterns, failures)."`
 	Importance string   `json:"importance,omitempty" jsonschema:"low, medium (default), high or critical."`
 	Agent      string   `json:"agent,omitempty" jsonschema:"The agent that discovered it (discoveredBy)."`
 	Task       string   `json:"task,omitempty" jsonschema:"The task that led to it (discoveredIn)."`
 	Source     string   `json:"source,omitempty" jsonschema:"Where it came from (a file, a URL)."`
-	Related    []string `json:"related_memories,omitempty" jsonschema:"Slugs of related memories."`
-	OccurredAt string   `json:"occurred_at,omitempty" jsonschema:"When what it says happened (ISO 8601, e.g. 2026-05-03); default: when it is stored."`
+	Related    []string `json:"relatedMemories,omitempty" jsonschema:"Slugs of related memories."`
+	OccurredAt string   `json:"occurredAt,omitempty" jsonschema:"When what it says happened (ISO 8601, e.g. 2026-05-03); default: when it is stored."`
 	Negative   bool     `json:"negative,omitempty" jsonschema:"A 'don't do X' memory, injected as a warning (a title starting with Don't, Never or Avoid sets it too)."`
 	Supersedes []string `json:"supersedes,omitempty" jsonschema:"Slugs of older memories this one replaces; they are kept and marked superseded."`
 	Separate   bool     `json:"separate,omitempty" jsonschema:"Write it as its own memory even if it restates an existing one (no consolidation)."`
@@ -83,7 +83,7 @@ type RememberOutput struct {
 	Entries  int    `json:"entries" jsonschema:"entries in the file now"`
 	Problem  string `json:"problem,omitempty" jsonschema:"set when the file does not parse (edited by hand): the memory is saved but not used until the file is fixed"`
 	// Consolidation and supersession.
-	ConsolidatedInto string   `json:"consolidated_into,omitempty" jsonschema:"the existing memory it restated: it was merged there (its text is kept) instead of copied"`
+	ConsolidatedInto string   `json:"consolidatedInto,omitempty" jsonschema:"the existing memory it restated: it was merged there (its text is kept) instead of copied"`
 	Superseded       []string `json:"superseded,omitempty" jsonschema:"older memories it replaces (kept, marked superseded)"`
 	Conflicts        []string `json:"conflicts,omitempty" jsonschema:"memories it may contradict: flagged, not decided; confirm with supersede_memory"`
 }
@@ -92,9 +92,9 @@ type RememberOutput struct {
 type RecallInput struct {
 	Task          string   `json:"task" jsonschema:"What the agent is about to do."`
 	Agent         string   `json:"agent,omitempty" jsonschema:"The agent's name (planner, developer, tester, reviewer or another); memories it discovered and memories tagged with its specialty score higher."`
-	AgentTags     []string `json:"agent_tags,omitempty" jsonschema:"Extra specialty tags of the agent."`
-	MaxMemories   int      `json:"max_memories,omitempty" jsonschema:"At most this many memories (1 to 20). Default 5."`
-	MinImportance string   `json:"min_importance,omitempty" jsonschema:"Leave out memories below low (default), medium, high or critical."`
+	AgentTags     []string `json:"agentTags,omitempty" jsonschema:"Extra specialty tags of the agent."`
+	MaxMemories   int      `json:"maxMemories,omitempty" jsonschema:"At most this many memories (1 to 20). Default 5."`
+	MinImportance string   `json:"minImportance,omitempty" jsonschema:"Leave out memories below low (default), medium, high or critical."`
 	TimeFilter
 }
 
@@ -103,7 +103,7 @@ type TimeFilter struct {
 	When              string `json:"when,omitempty" jsonschema:"A time expression: 'last week', 'in May', 'yesterday', 'since 2026-03-01', 'between May and July'."`
 	Since             string `json:"since,omitempty" jsonschema:"Only memories that happened at or after this time (ISO 8601)."`
 	Until             string `json:"until,omitempty" jsonschema:"Only memories that happened before this time (ISO 8601)."`
-	IncludeSuperseded bool   `json:"include_superseded,omitempty" jsonschema:"Also memories replaced by newer ones (what was believed before); a time filter includes those of its time."`
+	IncludeSuperseded bool   `json:"includeSuperseded,omitempty" jsonschema:"Also memories replaced by newer ones (what was believed before); a time filter includes those of its time."`
 }
 
 func (f TimeFilter) parse() (since, until time.Time, err error) {
@@ -133,7 +133,7 @@ type Recalled struct {
 	Negative   bool         `json:"negative,omitempty" jsonschema:"a 'don't do X' memory"`
 	// SupersededBy is set for a superseded memory (asked for by time or
 	// history).
-	SupersededBy string `json:"superseded_by,omitempty" jsonschema:"the newer memory that replaced it"`
+	SupersededBy string `json:"supersededBy,omitempty" jsonschema:"the newer memory that replaced it"`
 }
 
 // RecallOutput is the output of recall_memories. It is a plain value.
@@ -147,20 +147,20 @@ type RecallOutput struct {
 type ExtractInput struct {
 	Agent       string `json:"agent" jsonschema:"The agent that ran (planner, developer, tester, reviewer or another)."`
 	Task        string `json:"task" jsonschema:"The task it worked on."`
-	AgentOutput string `json:"agent_output" jsonschema:"What it produced: its answer, log or transcript. The end matters most (results and errors come last)."`
+	AgentOutput string `json:"agentOutput" jsonschema:"What it produced: its answer, log or transcript. The end matters most (results and errors come last)."`
 	Result      string `json:"result,omitempty" jsonschema:"success (default), failure or partial."`
 	Error       string `json:"error,omitempty" jsonschema:"The error it ended with, if any."`
-	DryRun      bool   `json:"dry_run,omitempty" jsonschema:"Decide, but write nothing."`
+	DryRun      bool   `json:"dryRun,omitempty" jsonschema:"Decide, but write nothing."`
 }
 
 // ExtractOutput is the output of extract_memory. It is a plain value.
 type ExtractOutput struct {
-	ShouldCreateMemory bool    `json:"should_create_memory" jsonschema:"whether the model found something worth remembering"`
+	ShouldCreateMemory bool    `json:"shouldCreateMemory" jsonschema:"whether the model found something worth remembering"`
 	Reasoning          string  `json:"reasoning"`
 	Title              string  `json:"title,omitempty" jsonschema:"the title of the proposed memory"`
 	Slug               string  `json:"slug,omitempty" jsonschema:"the memory written (empty when nothing was)"`
 	Appended           bool    `json:"appended,omitempty" jsonschema:"the memory existed: the new entry was appended"`
-	DuplicateOf        string  `json:"duplicate_of,omitempty" jsonschema:"an existing memory the proposal nearly duplicates: nothing was written"`
+	DuplicateOf        string  `json:"duplicateOf,omitempty" jsonschema:"an existing memory the proposal nearly duplicates: nothing was written"`
 	Similarity         float64 `json:"similarity,omitempty" jsonschema:"how close the duplicate is (1 when the model or the title said so)"`
 	// Conflicts are memories the new one may contradict, flagged for the
 	// user: among them those the user wrote, which extraction never
@@ -204,15 +204,15 @@ func Register(srv *mcp.Server, st *memory.Store, opts *Options) {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		InputSchema: schemaFor[RecallInput](func(p map[string]*jsonschema.Schema) {
 			p["task"].MinLength = ptr(1)
-			p["max_memories"].Minimum, p["max_memories"].Maximum = ptr(1.0), ptr(float64(maxRecalled))
-			p["min_importance"].Enum = importances
+			p["maxMemories"].Minimum, p["maxMemories"].Maximum = ptr(1.0), ptr(float64(maxRecalled))
+			p["minImportance"].Enum = importances
 		}),
 	}, t.recall)
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:  ToolFindMemories,
 		Title: "Find memories by content and time",
 		Description: "Search the agent memories by what they say and when it happened ('last week', 'in May'), newest first among equals. " +
-			"Superseded memories (replaced by newer ones) are left out unless include_superseded is set or a time filter reaches them: " +
+			"Superseded memories (replaced by newer ones) are left out unless includeSuperseded is set or a time filter reaches them: " +
 			"use that to answer 'what did we think before'.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		InputSchema: schemaFor[FindInput](func(p map[string]*jsonschema.Schema) {
@@ -258,8 +258,8 @@ func Register(srv *mcp.Server, st *memory.Store, opts *Options) {
 			p["title"].MinLength = ptr(1)
 			p["title"].MaxLength = ptr(memory.MaxTitleLen)
 			p["content"].MinLength = ptr(1)
-			p["when_to_use"].MinItems = ptr(1)
-			p["when_to_use"].MaxItems = ptr(memory.MaxPatterns)
+			p["whenToUse"].MinItems = ptr(1)
+			p["whenToUse"].MaxItems = ptr(memory.MaxPatterns)
 			p["importance"].Enum = importances
 		}),
 	}, t.remember)
@@ -275,7 +275,7 @@ func Register(srv *mcp.Server, st *memory.Store, opts *Options) {
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
 		InputSchema: schemaFor[ExtractInput](func(p map[string]*jsonschema.Schema) {
 			p["task"].MinLength = ptr(1)
-			p["agent_output"].MaxLength = ptr(maxOutputBytes)
+			p["agentOutput"].MaxLength = ptr(maxOutputBytes)
 			p["result"].Enum = []any{"success", "failure", "partial"}
 		}),
 	}, t.extract)
@@ -288,7 +288,7 @@ type tools struct {
 
 func (t *tools) extract(ctx context.Context, _ *mcp.CallToolRequest, in ExtractInput) (*mcp.CallToolResult, ExtractOutput, error) {
 	if len(in.AgentOutput) > maxOutputBytes {
-		return nil, ExtractOutput{}, fmt.Errorf("%w: agent_output is longer than %d bytes", memory.ErrInvalid, maxOutputBytes)
+		return nil, ExtractOutput{}, fmt.Errorf("%w: agentOutput is longer than %d bytes", memory.ErrInvalid, maxOutputBytes)
 	}
 	x, err := extraction.New(*t.o.LLM, t.st, &extraction.Options{DryRun: in.DryRun, Logger: t.o.Logger})
 	if err != nil {
@@ -451,9 +451,9 @@ type Found struct {
 	Title        string  `json:"title"`
 	Relevance    float64 `json:"relevance"`
 	Rank         float64 `json:"rank"`
-	ValidFrom    string  `json:"valid_from,omitempty" jsonschema:"when it happened or became true"`
-	ValidTo      string  `json:"valid_to,omitempty" jsonschema:"when a newer memory replaced it"`
-	SupersededBy string  `json:"superseded_by,omitempty"`
+	ValidFrom    string  `json:"validFrom,omitempty" jsonschema:"when it happened or became true"`
+	ValidTo      string  `json:"validTo,omitempty" jsonschema:"when a newer memory replaced it"`
+	SupersededBy string  `json:"supersededBy,omitempty"`
 	Negative     bool    `json:"negative,omitempty"`
 	Snippet      string  `json:"snippet,omitempty" jsonschema:"the start of its best passage (untrusted reference data)"`
 }

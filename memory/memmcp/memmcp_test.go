@@ -75,7 +75,7 @@ func TestRememberAndRecall(t *testing.T) {
 		names = append(names, tool.Name)
 		if tool.Name == ToolRemember {
 			b, _ := json.Marshal(tool.InputSchema)
-			if !strings.Contains(string(b), `"enum":["low","medium","high","critical"]`) || !strings.Contains(string(b), `"when_to_use"`) {
+			if !strings.Contains(string(b), `"enum":["low","medium","high","critical"]`) || !strings.Contains(string(b), `"whenToUse"`) {
 				t.Errorf("remember schema: %s", b)
 			}
 		}
@@ -86,7 +86,7 @@ func TestRememberAndRecall(t *testing.T) {
 	}
 	out, text, isErr := call(t, cs, ToolRemember, map[string]any{
 		"title": "Express middleware pattern", "content": "# Express middleware\n\nWrap in try/catch, return 401 on auth failure, call next().",
-		"when_to_use": []string{"middleware|interceptor", "writing Express handlers"}, "tags": []string{"patterns"}, "importance": "high", "agent": "developer",
+		"whenToUse": []string{"middleware|interceptor", "writing Express handlers"}, "tags": []string{"patterns"}, "importance": "high", "agent": "developer",
 	})
 	if isErr || out["slug"] != "express-middleware-pattern" || out["appended"] != false || !strings.Contains(text, "Saved memory") {
 		t.Fatalf("remember: %v %q", out, text)
@@ -107,9 +107,9 @@ func TestRememberAndRecall(t *testing.T) {
 	}
 	// Bad input is a tool error, not a protocol error; nothing is written.
 	for _, args := range []map[string]any{
-		{"title": "x", "content": "c", "when_to_use": []string{"a"}, "importance": "urgent"},
-		{"title": " ", "content": "c", "when_to_use": []string{"a"}},
-		{"title": "x", "content": "c", "when_to_use": []string{}},
+		{"title": "x", "content": "c", "whenToUse": []string{"a"}, "importance": "urgent"},
+		{"title": " ", "content": "c", "whenToUse": []string{"a"}},
+		{"title": "x", "content": "c", "whenToUse": []string{}},
 	} {
 		if _, text, isErr := call(t, cs, ToolRemember, args); !isErr {
 			t.Errorf("%v accepted: %s", args, text)
@@ -140,14 +140,14 @@ func TestExtractMemory(t *testing.T) {
 	chat := memtest.NewChat(t, func(int, map[string]any) (int, string) { return 200, answer })
 	llm := chat.LLM()
 	cs, st := connectWith(t, &Options{LLM: &llm, Logger: memtest.Quiet()})
-	out, text, isErr := call(t, cs, ToolExtractMemory, map[string]any{"agent": "developer", "task": "Fix uploads", "agent_output": "proxy_read_timeout 60s"})
-	if isErr || out["slug"] != "uploads-time-out-behind-the-proxy" || out["should_create_memory"] != true || !strings.HasPrefix(text, "Saved memory uploads-time-out-behind-the-proxy") {
+	out, text, isErr := call(t, cs, ToolExtractMemory, map[string]any{"agent": "developer", "task": "Fix uploads", "agentOutput": "proxy_read_timeout 60s"})
+	if isErr || out["slug"] != "uploads-time-out-behind-the-proxy" || out["shouldCreateMemory"] != true || !strings.HasPrefix(text, "Saved memory uploads-time-out-behind-the-proxy") {
 		t.Fatalf("extract: %v %q", out, text)
 	}
 	if m, err := st.Get(bg, "uploads-time-out-behind-the-proxy"); err != nil || m.DiscoveredBy != "developer" {
 		t.Fatalf("written memory: %+v, %v", m, err)
 	}
-	if _, text, isErr := call(t, cs, ToolExtractMemory, map[string]any{"agent": "a", "task": "t", "agent_output": "o", "result": "maybe"}); !isErr {
+	if _, text, isErr := call(t, cs, ToolExtractMemory, map[string]any{"agent": "a", "task": "t", "agentOutput": "o", "result": "maybe"}); !isErr {
 		t.Errorf("bad result accepted: %s", text)
 	}
 	if n := len(chat.Requests()); n != 1 {
@@ -173,17 +173,17 @@ func TestExtractMemory(t *testing.T) {
 func TestHistoryTools(t *testing.T) {
 	cs, _ := connect(t, false)
 	out, text, isErr := call(t, cs, ToolRemember, map[string]any{"title": "Search indexes nightly", "content": "The search service rebuilds its index every night at 02:00.",
-		"when_to_use": []string{"search|index"}, "occurred_at": "2025-05-04"})
+		"whenToUse": []string{"search|index"}, "occurredAt": "2025-05-04"})
 	if isErr || out["slug"] != "search-indexes-nightly" {
 		t.Fatalf("remember: %v %s", out, text)
 	}
 	out, text, isErr = call(t, cs, ToolRemember, map[string]any{"title": "Nightly index rebuild", "content": "Every night at 02:00 the search service rebuilds its index.",
-		"when_to_use": []string{"search|index"}})
-	if isErr || out["consolidated_into"] != "search-indexes-nightly" || !strings.HasPrefix(text, "Already known: merged into memory search-indexes-nightly") {
+		"whenToUse": []string{"search|index"}})
+	if isErr || out["consolidatedInto"] != "search-indexes-nightly" || !strings.HasPrefix(text, "Already known: merged into memory search-indexes-nightly") {
 		t.Fatalf("restatement: %v %s", out, text)
 	}
 	out, text, isErr = call(t, cs, ToolRemember, map[string]any{"title": "Index rebuild time", "content": "The search service rebuilds its index every night at 04:30.",
-		"when_to_use": []string{"search|index"}})
+		"whenToUse": []string{"search|index"}})
 	if isErr || fmt.Sprint(out["conflicts"]) != "[search-indexes-nightly]" || !strings.Contains(text, "may contradict search-indexes-nightly") {
 		t.Fatalf("conflict: %v %s", out, text)
 	}
@@ -195,10 +195,10 @@ func TestHistoryTools(t *testing.T) {
 		t.Fatalf("find: %v", out)
 	}
 	out, text, _ = call(t, cs, ToolFindMemories, map[string]any{"query": "search index rebuild", "when": "in May 2025"})
-	if ms := out["memories"].([]any); len(ms) != 1 || ms[0].(map[string]any)["superseded_by"] != "index-rebuild-time" || !strings.Contains(text, "superseded on") {
+	if ms := out["memories"].([]any); len(ms) != 1 || ms[0].(map[string]any)["supersededBy"] != "index-rebuild-time" || !strings.Contains(text, "superseded on") {
 		t.Fatalf("find in May: %v %s", out, text)
 	}
-	out, text, _ = call(t, cs, ToolRecallMemories, map[string]any{"task": "change the search index schedule", "include_superseded": true})
+	out, text, _ = call(t, cs, ToolRecallMemories, map[string]any{"task": "change the search index schedule", "includeSuperseded": true})
 	if ms := out["memories"].([]any); len(ms) != 2 || !strings.Contains(text, "Changed on") {
 		t.Fatalf("recall with history: %v\n%s", out, text)
 	}
@@ -212,5 +212,41 @@ func TestHistoryTools(t *testing.T) {
 	out, text, _ = call(t, cs, ToolMemoryStats, map[string]any{})
 	if out["citations"].(float64) != 1 || out["injections"].(float64) != 2 || out["superseded"].(float64) != 1 {
 		t.Fatalf("stats: %v %s", out, text)
+	}
+}
+
+// TestToolArgumentsAreCamelCase: the memory tools' arguments and results
+// are named as every other surface names its JSON (camelCase: whenToUse,
+// agentTags), never snake_case.
+func TestToolArgumentsAreCamelCase(t *testing.T) {
+	cs, _ := connect(t, false)
+	n := 0
+	for tool, err := range cs.Tools(bg, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, schema := range []any{tool.InputSchema, tool.OutputSchema} {
+			b, _ := json.Marshal(schema)
+			var s struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			}
+			_ = json.Unmarshal(b, &s)
+			for name := range s.Properties {
+				n++
+				if strings.Contains(name, "_") {
+					t.Errorf("%s: property %q is not camelCase", tool.Name, name)
+				}
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d properties seen", n)
+	}
+	// The camelCase name is the one taken; the snake_case one is refused.
+	if _, msg, isErr := call(t, cs, ToolRemember, map[string]any{"title": "Use WAL mode", "content": "# Use WAL mode\n\nSQLite in WAL mode lets readers run during writes.", "whenToUse": []string{"sqlite|wal"}}); isErr {
+		t.Errorf("remember with whenToUse: %s", msg)
+	}
+	if _, _, isErr := call(t, cs, ToolRemember, map[string]any{"title": "Use WAL", "content": "x", "when_to_use": []string{"sqlite"}}); !isErr {
+		t.Error("remember with when_to_use was accepted")
 	}
 }
