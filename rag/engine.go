@@ -4,16 +4,19 @@
 // block, sized to the model's window, delivered as its own untrusted-data
 // message and never inside the system prompt.
 //
-// Adapters (the HTTP and MCP servers, the agent loop, the CLI) talk to the
-// engine only: the types, values and errors of the store they need are
-// re-exported here (rag.Document, rag.Filter, rag.ErrTooManyChunks, ...),
-// and layout_test.go keeps them from importing the index.
+// Memory (memory.go) is the contract every surface binds: the HTTP API,
+// the MCP tools and the CLI call it, with its wire types. *Engine
+// implements it in process; *Client implements it over the /v1 API of a
+// `ragmem serve` or of a data directory's owner. The types, values and
+// errors of the store the engine's own methods need are re-exported here
+// (rag.Document, rag.Filter, rag.ErrTooManyChunks, ...), and
+// layout_test.go keeps the bindings from importing the index.
 //
-//	eng, err := rag.Open(ctx, dir, nil)
+//	mem, err := rag.Open(ctx, dir, nil) // or rag.Dial("http://127.0.0.1:7070", token, nil)
 //	...
-//	eng.Index(ctx, rag.Document{SourceURL: url, Title: title, Content: html, Format: chunk.HTML})
-//	c, err := eng.BuildContext(ctx, question, rag.ContextRequest{Model: "gpt-4o", SystemPrompt: sys})
-//	messages := []openai.ChatCompletionMessage{{Role: "system", Content: sys + "\n" + rag.ReferenceRule}, c.Message, {Role: "user", Content: question}}
+//	mem.Index(ctx, rag.DocumentsRequest{Documents: []rag.DocumentRequest{{URL: url, Title: title, Content: html, Format: "html"}}})
+//	c, err := mem.BuildContext(ctx, rag.ContextRequest{Query: question, Model: "gpt-4o", SystemPrompt: sys})
+//	messages := []rag.MessageJSON{{Role: "system", Content: sys + "\n" + rag.ReferenceRule}, c.Message, {Role: "user", Content: question}}
 package rag
 
 import (

@@ -2,7 +2,6 @@ package rag
 
 import (
 	"context"
-	"maps"
 	"slices"
 
 	"github.com/ragmem/ragmem/index"
@@ -97,25 +96,6 @@ func AllOf(parts ...*Expr) *Expr {
 		return parts[0]
 	}
 	return &Expr{Op: driver.OpAnd, Args: parts}
-}
-
-// FilterExpr is f's source, attributes and expression as one expression
-// (nil when f has none of them), for a surface that carries a filter as a
-// single expression (GET /v1/sources?filter=). Its doc types are left out.
-func FilterExpr(f Filter) *Expr {
-	var parts []*Expr
-	if f.SourceURL != "" {
-		parts = append(parts, SourceIs(f.SourceURL))
-	}
-	for _, k := range slices.Sorted(maps.Keys(f.Attrs)) {
-		field := k
-		switch k {
-		case driver.FieldSource, driver.FieldTitle, driver.FieldType, driver.FieldCreated:
-			field = driver.AttrField(k)
-		}
-		parts = append(parts, &Expr{Op: driver.OpEq, Field: field, Values: []string{f.Attrs[k]}})
-	}
-	return AllOf(append(parts, f.Where)...)
 }
 
 // Background indexing (IndexPageAsync).

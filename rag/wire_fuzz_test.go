@@ -92,8 +92,8 @@ func FuzzWireRequest(f *testing.F) {
 			var p PreferenceRequest
 			a := decode(body, &p)
 			check(a)
-			if a == nil {
-				_, a = prefs.ParseType(p.Type)
+			if _, err := prefs.ParseType(p.Type); err == nil && a == nil && p.Type == "" {
+				t.Fatalf("an empty preference type parsed")
 			}
 		case 4:
 			var d DetectRequest

@@ -24,9 +24,9 @@
 //
 //	eng := ragmemtest.NewEngine(t, &ragmemtest.EngineOptions{Config: myConfig})
 //	docs := ragmemtest.Sample[[]index.Document](ragmemtest.GenCorpus(30, 30), 1)
-//	... eng.IndexMany(ctx, docs) ...
+//	... eng.IndexDocuments(ctx, docs) ...
 //	ragmemtest.Run(t, "context messages are isolated", prop.ForAll(func(q string) string {
-//		c, err := eng.BuildContext(ctx, q, rag.ContextRequest{Model: "gpt-4o"})
+//		c, err := eng.ContextFor(ctx, q, rag.ContextOptions{Model: "gpt-4o"})
 //		...
 //		return ragmemtest.ErrString(ragmemtest.CheckMessage(c.Block, c.Message))
 //	}, ragmemtest.GenQuery()))

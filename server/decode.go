@@ -16,13 +16,11 @@ const (
 	maxTitleBytes   = 1 << 10
 	maxQueryBytes   = 16 << 10
 	maxMessageBytes = 64 << 10
-	maxTopK         = 100
-	// maxLocalTopK bounds topK and maxPerSource of requests on local
-	// listeners: the user's own commands, which may ask what a local
-	// engine answers (ragmem search --top-k 500).
-	maxLocalTopK    = 1 << 20
-	maxContextLimit = 10_000_000
-	maxListLimit    = 1000
+	// maxTopK bounds topK and maxPerSource of a remote client's requests;
+	// on local listeners (the user's own commands, which may ask what a
+	// local engine answers: ragmem search --top-k 500) the contract's
+	// bound holds (rag.MaxTopK).
+	maxTopK = 100
 )
 
 func badRequest(format string, args ...any) *apiError {

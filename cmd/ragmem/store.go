@@ -200,17 +200,6 @@ func (s *ownedStore) close() error {
 	return err
 }
 
-// local returns the engine when this process owns the store (nil when it
-// is a client).
-func (s *ownedStore) local() *rag.Engine {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.run == nil {
-		return nil
-	}
-	return s.run.eng
-}
-
 // owning returns this process's owner when it owns the store (nil when it
 // is a client).
 func (s *ownedStore) owning() *ownerRun {
