@@ -88,7 +88,7 @@ var conformance = []struct {
 	{"index, reindex unchanged, search, sources, page", func(t *testing.T, ctx context.Context, m rag.Memory) {
 		doc := rag.DocumentRequest{URL: "https://example.com/otters", Title: "Otters", Content: "Sea otters hold hands while they sleep so that they do not drift apart."}
 		r, err := m.Index(ctx, rag.DocumentsRequest{Documents: []rag.DocumentRequest{doc}})
-		if err != nil || len(r.Results) != 1 || r.Results[0].Chunks == 0 || r.Results[0].Unchanged || r.Results[0].Err() != nil {
+		if err != nil || len(r.Results) != 1 || r.Results[0].URL != doc.URL || r.Results[0].Chunks == 0 || r.Results[0].Unchanged || r.Results[0].Err() != nil || r.Results[0].ContentHash == "" {
 			t.Fatalf("Index = %+v, %v", r, err)
 		}
 		r, err = m.Index(ctx, rag.DocumentsRequest{Documents: []rag.DocumentRequest{doc}})
