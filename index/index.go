@@ -227,7 +227,10 @@ type Index struct {
 
 	// commitMu orders the write of a background batch against RemoveSource:
 	// a page is either written before a removal of its source (which then
-	// deletes it) or cancelled by it (and never written). Taken before qmu.
+	// deletes it) or cancelled by it (and never written). Foreground writes
+	// of sources take it too, so that RemoveWhere and SetSourceAttrs see
+	// no write between what they read and what they write. Taken before
+	// qmu.
 	commitMu sync.Mutex
 
 	qmu         sync.Mutex // guards the fields below, and closing, against Close
@@ -999,10 +1002,11 @@ func (ix *Index) addMany(ctx context.Context, docs []Document, jobs []*job) ([]R
 		return nil, err
 	}
 	bt := &Batch{}
-	if jobs != nil {
-		ix.commitMu.Lock()
-		defer ix.commitMu.Unlock()
-	}
+	// Every write of sources holds commitMu around its Apply: RemoveWhere
+	// and SetSourceAttrs read and write under it, and no write may land
+	// between their read and their write.
+	ix.commitMu.Lock()
+	defer ix.commitMu.Unlock()
 	var written []*job
 	for k, p := range work {
 		if jobs != nil {
