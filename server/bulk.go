@@ -32,6 +32,8 @@ type DeleteSourcesJSON struct {
 	Chunks  int              `json:"chunks"`
 	Kept    int              `json:"kept"`
 	Sources []rag.SourceJSON `json:"sources"`
+	// KeptSources are the sources Kept counts.
+	KeptSources []rag.SourceJSON `json:"keptSources,omitempty"`
 }
 
 // SetAttrsRequest is the body of PATCH /v1/sources?url=: a JSON merge patch
@@ -97,6 +99,10 @@ func (s *Server) deleteSources(w http.ResponseWriter, r *http.Request) {
 	out := DeleteSourcesJSON{DryRun: req.DryRun, Removed: len(res.Sources), Chunks: res.Chunks, Kept: len(res.Kept), Sources: make([]rag.SourceJSON, 0, len(res.Sources))}
 	for _, si := range res.Sources {
 		out.Sources = append(out.Sources, rag.NewSourceJSON(&si, now))
+	}
+	for _, si := range res.Kept {
+		si.SourceURL = publicURL(si.SourceURL, si.DocType, IsLocal(r))
+		out.KeptSources = append(out.KeptSources, rag.NewSourceJSON(&si, now))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -198,6 +198,9 @@ func (g *globals) startOwner(ctx context.Context, claim *owner.Claim, cfg ownerC
 	if err := srv.HandleLocal("GET "+checkPath, http.HandlerFunc(r.serveCheck)); err != nil {
 		return fail(err)
 	}
+	if err := srv.HandleLocal("GET "+namespacesPath, http.HandlerFunc(r.serveNamespaces)); err != nil {
+		return fail(err)
+	}
 	if err := srv.HandleLocal("PUT "+owner.URLRulesPath, http.HandlerFunc(r.serveURLRules)); err != nil {
 		return fail(err)
 	}
