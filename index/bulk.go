@@ -13,7 +13,7 @@ import (
 // removeBatchSources is how many sources RemoveWhere deletes in one atomic
 // batch: each batch is one journal entry, so a crash leaves every source
 // either whole or gone, and a long removal does not build one huge entry.
-const removeBatchSources = 256
+const removeBatchSources = 64
 
 // WhereRemoval reports what RemoveWhere removed (or, in a dry run, would
 // remove). It is a plain value.
