@@ -38,13 +38,15 @@ func ReservedInfo(s *SourceInfo) bool {
 
 // RemoveWhere removes every source that passes f, except the reserved ones
 // (ReservedInfo), which it reports in Kept. With dryRun it removes nothing
-// and reports what it would remove. The listing and the removal are made
-// under the commit lock, so what is reported is what was removed: no
+// and reports what it would remove. guard, if not nil, sees what would be
+// removed and kept before anything is, and its error stops the call with
+// nothing removed (also in a dry run). The listing and the removal are
+// made under the commit lock, so what is reported is what was removed: no
 // write lands between them. Sources are deleted in atomic batches of
 // removeBatchSources (each one journal entry), and their queued
 // background jobs are cancelled first, as RemoveSource does; after a
 // crash each source is either all there or gone.
-func (ix *Index) RemoveWhere(ctx context.Context, f Filter, dryRun bool) (WhereRemoval, error) {
+func (ix *Index) RemoveWhere(ctx context.Context, f Filter, dryRun bool, guard func(remove, kept []SourceInfo) error) (WhereRemoval, error) {
 	var out WhereRemoval
 	if ix.closed.Load() {
 		return out, ErrClosed
@@ -64,6 +66,11 @@ func (ix *Index) RemoveWhere(ctx context.Context, f Filter, dryRun bool) (WhereR
 		}
 		out.Sources = append(out.Sources, s)
 		out.Chunks += s.Chunks
+	}
+	if guard != nil {
+		if err := guard(out.Sources, out.Kept); err != nil {
+			return WhereRemoval{}, err
+		}
 	}
 	if dryRun || len(out.Sources) == 0 {
 		return out, nil

@@ -77,8 +77,8 @@ func (s *Server) forgetSources(ctx context.Context, _ *mcp.CallToolRequest, in f
 	}
 	r, err := s.eng.RemoveWhere(ctx, where, in.All, in.DryRun)
 	switch {
-	case errors.Is(err, rag.ErrEmptyFilter):
-		return nil, forgetSourcesOutput{}, fmt.Errorf("%w: the filter is empty, which matches every source: give a filter, or all: true", errBadInput)
+	case errors.Is(err, rag.ErrMatchesAll):
+		return nil, forgetSourcesOutput{}, fmt.Errorf("%w: the filter matches every stored text and page: to remove them all, say all: true", errBadInput)
 	case errors.Is(err, rag.ErrReserved):
 		return nil, forgetSourcesOutput{}, fmt.Errorf("%w: %w (preferences are removed with remove_preference, memories by deleting their file)", errBadInput, err)
 	case err != nil:

@@ -16,36 +16,53 @@ import (
 // remove (see index.WhereRemoval). A plain value.
 type WhereRemoval = index.WhereRemoval
 
-// ErrEmptyFilter is returned by RemoveWhere for a filter that matches every
-// source when the caller did not say all.
-var ErrEmptyFilter = errors.New("rag: a removal by filter needs a filter (or all, to remove every source)")
+// ErrMatchesAll is returned by RemoveWhere for a filter that matches every
+// knowledge source in the store (a nil one among them) when the caller did
+// not say all: removing everything must be asked for by name.
+var ErrMatchesAll = errors.New("rag: the filter matches every source; say all to remove them all")
 
 // RemoveWhere removes every knowledge source whose records pass where (the
 // filter language of ParseFilter). Sources of the memory and preference
 // stores that pass it are never removed: they are reported in Kept, and a
 // filter that matches only such sources is refused with ErrReserved, as
-// Remove refuses one. A nil where matches every source and is refused with
-// ErrEmptyFilter unless all is set. With dryRun nothing is removed and the
-// answer lists what would be. Each source is removed whole or not at all,
-// durably (index.Index.RemoveWhere).
+// Remove refuses one. A filter that matches every knowledge source (nil
+// does) is refused with ErrMatchesAll unless all is set. With dryRun
+// nothing is removed and the answer lists what would be; a dry run is
+// refused exactly when the removal would be. Each source is removed whole
+// or not at all, durably (index.Index.RemoveWhere).
 func (e *Engine) RemoveWhere(ctx context.Context, where *Expr, all, dryRun bool) (WhereRemoval, error) {
 	if where == nil && !all {
-		return WhereRemoval{}, ErrEmptyFilter
+		return WhereRemoval{}, ErrMatchesAll
 	}
-	r, err := e.ix.RemoveWhere(ctx, Filter{Where: where}, dryRun)
-	if err != nil {
-		e.cal.Changed(r.Chunks)
-		return r, err
+	guard := func(remove, kept []SourceInfo) error {
+		if len(remove) == 0 && len(kept) > 0 {
+			k := kept[0]
+			return fmt.Errorf("%w: the filter matches only sources of the memory or preference store (%d, e.g. %s, a %s source); they belong to %s",
+				ErrReserved, len(kept), clipURL(k.SourceURL), k.DocType, reserved.Owner(k.DocType))
+		}
+		if all || len(remove) == 0 {
+			return nil
+		}
+		every, _, err := e.ix.Sources(ctx, Filter{}, 0, 0)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for i := range every {
+			if !index.ReservedInfo(&every[i]) {
+				n++
+			}
+		}
+		if len(remove) >= n {
+			return fmt.Errorf("%w (%d)", ErrMatchesAll, n)
+		}
+		return nil
 	}
-	if len(r.Sources) == 0 && len(r.Kept) > 0 {
-		k := r.Kept[0]
-		return WhereRemoval{}, fmt.Errorf("%w: the filter matches only sources of the memory or preference store (%d, e.g. %s, a %s source); they belong to %s",
-			ErrReserved, len(r.Kept), clipURL(k.SourceURL), k.DocType, reserved.Owner(k.DocType))
-	}
+	r, err := e.ix.RemoveWhere(ctx, Filter{Where: where}, dryRun, guard)
 	if !dryRun {
 		e.cal.Changed(r.Chunks)
 	}
-	return r, nil
+	return r, err
 }
 
 // SetAttrs changes a knowledge source's attributes without embedding it

@@ -113,9 +113,20 @@ func TestRemoveWhere(t *testing.T) {
 	if snapshot(t, e) != before {
 		t.Fatal("a refused removal changed the store")
 	}
-	// No filter: needs all.
-	if _, err := e.RemoveWhere(ctx, nil, false, false); !errors.Is(err, ErrEmptyFilter) {
-		t.Fatalf("no filter without all: %v, want ErrEmptyFilter", err)
+	// No filter, or one that matches every knowledge source: needs all,
+	// in a dry run too.
+	if _, err := e.RemoveWhere(ctx, nil, false, false); !errors.Is(err, ErrMatchesAll) {
+		t.Fatalf("no filter without all: %v, want ErrMatchesAll", err)
+	}
+	every, _ := ParseFilter(`source STARTS WITH "https://ex.example/" OR type = "memory"`)
+	before = snapshot(t, e)
+	for _, dry := range []bool{true, false} {
+		if _, err := e.RemoveWhere(ctx, every, false, dry); !errors.Is(err, ErrMatchesAll) {
+			t.Fatalf("a filter matching every page (dry run %v): %v, want ErrMatchesAll", dry, err)
+		}
+	}
+	if snapshot(t, e) != before {
+		t.Fatal("a refused removal changed the store")
 	}
 	r, err := e.RemoveWhere(ctx, nil, true, false)
 	if err != nil {
@@ -261,12 +272,22 @@ func TestRemoveWhereProperty(t *testing.T) {
 		}
 		slices.Sort(want)
 		want = slices.Compact(want)
-		dry, err := e.RemoveWhere(ctx, where, false, true)
+		// A filter that matches every source needs all, dry run or not.
+		all := len(want) == len(assign)
+		if all {
+			for _, dry := range []bool{true, false} {
+				if _, err := e.RemoveWhere(ctx, where, false, dry); !errors.Is(err, ErrMatchesAll) {
+					t.Logf("%s matches all: %v", expr, err)
+					return false
+				}
+			}
+		}
+		dry, err := e.RemoveWhere(ctx, where, all, true)
 		if err != nil {
 			t.Log(err)
 			return false
 		}
-		done, err := e.RemoveWhere(ctx, where, false, false)
+		done, err := e.RemoveWhere(ctx, where, all, false)
 		if err != nil {
 			t.Log(err)
 			return false

@@ -13,7 +13,8 @@ import (
 
 // DeleteSourcesRequest is the body of POST /v1/sources:delete: remove every
 // knowledge source that passes Filter (the filter language of search's
-// "filter"). An empty Filter matches every source and needs All. With
+// "filter"). A Filter that matches every knowledge source (an empty one
+// does) needs All. With
 // DryRun nothing is removed: the answer lists what would be. It is a plain
 // value.
 type DeleteSourcesRequest struct {
@@ -91,6 +92,10 @@ func (s *Server) deleteSources(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := eng.RemoveWhere(r.Context(), where, req.All, req.DryRun)
+	if errors.Is(err, rag.ErrMatchesAll) {
+		writeAPIError(w, r, badRequest("the filter matches every source: send \"all\": true to remove them all"))
+		return
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

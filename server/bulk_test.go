@@ -87,6 +87,7 @@ func TestDeleteSourcesByFilter(t *testing.T) {
 		t.Fatalf("only memories: %s", r.body)
 	}
 	ts.must(http.StatusBadRequest, "POST", "/v1/sources:delete", map[string]any{"filter": ""})
+	ts.must(http.StatusBadRequest, "POST", "/v1/sources:delete", map[string]any{"filter": `team EXISTS`, "dryRun": true})
 	ts.must(http.StatusBadRequest, "POST", "/v1/sources:delete", map[string]any{"filter": `team = `})
 	ts.must(http.StatusBadRequest, "POST", "/v1/sources:delete", map[string]any{"filter": `team = "red"`, "bogus": 1})
 	ts.must(http.StatusOK, "POST", "/v1/sources:delete", map[string]any{"all": true}, asAlice...).json(t, &done)

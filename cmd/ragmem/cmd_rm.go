@@ -20,7 +20,8 @@ const rmFilterHelp = "With --filter EXPR, remove every knowledge source with a c
 	"'team = \"red\" and created < 2026-01-01'). --dry-run prints what would go and removes nothing;\n" +
 	"the same command without it removes exactly that (each source whole, durably). Memories and\n" +
 	"preferences that match are kept (they have their own commands); a filter that matches only them\n" +
-	"is refused. --all with no filter removes every knowledge source."
+	"is refused. A filter that matches every knowledge source needs --all (so does a dry run of it);\n" +
+	"--all with no filter removes every knowledge source."
 
 const rmFilterExample = "  ragmem rm --filter 'source starts with \"https://old.example/\"' --dry-run\n  ragmem rm --filter 'team = \"red\"'\n  ragmem rm --all --dry-run"
 
@@ -35,7 +36,7 @@ type rmFilterFlags struct {
 func (rf *rmFilterFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&rf.filter, "filter", "", "remove every knowledge source that matches this filter expression (see ragmem search --help)")
-	f.BoolVar(&rf.all, "all", false, "with no --filter: remove every knowledge source")
+	f.BoolVar(&rf.all, "all", false, "remove every knowledge source (with no --filter), or allow a --filter that matches them all")
 	f.BoolVar(&rf.dryRun, "dry-run", false, "with --filter or --all: print what would be removed, remove nothing")
 	f.BoolVar(&rf.asJSON, "json", false, "with --filter or --all: print JSON")
 }
@@ -82,8 +83,8 @@ func runRmFilter(ctx context.Context, g *globals, rf *rmFilterFlags) error {
 			return errors.New("removal by filter is not supported by this store")
 		}
 		r, err := b.RemoveWhere(ctx, where, rf.all, rf.dryRun)
-		if errors.Is(err, rag.ErrEmptyFilter) {
-			return errors.New("the filter matches every source: use --all to remove them all")
+		if errors.Is(err, rag.ErrMatchesAll) {
+			return errors.New("the filter matches every knowledge source: add --all to remove them all")
 		}
 		if err != nil {
 			return err
