@@ -80,6 +80,15 @@ func TestNamespacesCLI(t *testing.T) {
 	if _, _, err := runCLI(t, "--dir", dir, "--namespace", "alice", "serve"); err == nil || !strings.Contains(err.Error(), "--namespace") {
 		t.Errorf("serve --namespace: %v", err)
 	}
+	// A filter that matches every source needs --all, in a dry run too.
+	for _, extra := range [][]string{nil, {"--dry-run"}} {
+		if _, _, err := runCLI(t, append([]string{"--dir", dir, "rm", "--filter", "source EXISTS"}, extra...)...); err == nil || !strings.Contains(err.Error(), "--all") {
+			t.Errorf("rm --filter matching everything %v: %v", extra, err)
+		}
+	}
+	if out := mustRun(t, "--dir", dir, "rm", "--filter", "source EXISTS", "--all", "--dry-run"); !strings.Contains(out, "would remove 1 sources") {
+		t.Errorf("rm --filter --all --dry-run: %s", out)
+	}
 	// token rotate keeps its own --namespace.
 	if tok := strings.TrimSpace(mustRun(t, "--dir", dir, "token", "rotate", "--namespace", "alice")); tok == "" {
 		t.Error("token rotate --namespace alice printed no token")
@@ -208,6 +217,7 @@ func TestNamespacesThroughOwner(t *testing.T) {
 	}
 	// The namespace tools of the MCP session: forget_sources and
 	// set_source_attrs, with the rules of the API.
+	mb.mustCall("index_text", map[string]any{"text": "Bob's bicycle is in the shed.", "url": "https://bob.example/bicycle"})
 	out := mb.mustCall("set_source_attrs", map[string]any{"url": "https://bob.example/ledger", "set": map[string]string{"room": "attic"}})
 	if out["changed"].(float64) < 1 {
 		t.Fatalf("set_source_attrs: %v", out)
@@ -216,11 +226,13 @@ func TestNamespacesThroughOwner(t *testing.T) {
 	if dryOut["removed"].(float64) != 1 {
 		t.Fatalf("forget_sources dry run: %v", dryOut)
 	}
-	if _, err := mb.call(t.Context(), "forget_sources", map[string]any{}); err == nil {
-		t.Fatal("forget_sources with no filter and no all succeeded")
+	for _, args := range []map[string]any{{}, {"filter": `source STARTS WITH "https://bob.example/"`, "dryRun": true}} {
+		if _, err := mb.call(t.Context(), "forget_sources", args); err == nil || !strings.Contains(err.Error(), "all: true") {
+			t.Fatalf("forget_sources %v matching everything without all: %v", args, err)
+		}
 	}
 	mb.mustCall("forget_sources", map[string]any{"filter": `room = "attic"`})
-	if out := cli("--namespace", "bob", "sources"); strings.Contains(out, "https://bob.example/ledger") {
-		t.Fatalf("forget_sources left the ledger: %s", out)
+	if out := cli("--namespace", "bob", "sources"); strings.Contains(out, "https://bob.example/ledger") || !strings.Contains(out, "https://bob.example/bicycle") {
+		t.Fatalf("forget_sources removed other than the ledger: %s", out)
 	}
 }
