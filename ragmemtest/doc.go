@@ -20,7 +20,7 @@
 //
 // A project that embeds ragmem runs the same properties against its own
 // configuration; TestMyKnowledgeContext in example_test.go (also in the
-// README) is a complete test to copy:
+// docs/testing.md) is a complete test to copy:
 //
 //	eng := ragmemtest.NewEngine(t, &ragmemtest.EngineOptions{Config: myConfig})
 //	docs := ragmemtest.Sample[[]index.Document](ragmemtest.GenCorpus(30, 30), 1)
