@@ -15,13 +15,12 @@ import (
 	"github.com/ragmem/ragmem/search"
 )
 
-// MatchRequest describes an upcoming agent execution (seed 000,
-// findRelevantMemories). It is a plain value.
+// MatchRequest describes an upcoming agent execution. It is a plain value.
 type MatchRequest struct {
 	// Task is what the agent is about to do.
 	Task string `json:"task"`
 	// Agent is the agent's name ("developer"). Patterns are matched against
-	// the task and the agent name together, as in the seed.
+	// the task and the agent name together.
 	Agent string `json:"agent,omitempty"`
 	// AgentTags are specialty tags added to those Options.AgentTags gives
 	// the agent.
@@ -51,7 +50,7 @@ const maxTaskBytes = 16 << 10
 // Match is a selected memory with why it was selected. It is a plain value.
 type Match struct {
 	Memory Memory `json:"memory"`
-	// Score is the seed's relevance score (0–100) with its parts.
+	// Score is the relevance score (0–100) with its parts.
 	Score Score `json:"score"`
 	// Relevance (0–1) is what hybrid search says of the memory's content
 	// for the task: half the share of the task's specific words it contains,
@@ -67,13 +66,13 @@ type Match struct {
 	Decay float64 `json:"decay,omitempty"`
 	// Weak is true when no whenToUse pattern fired: the memory's tags name
 	// the agent's specialty and its content shares specific words with the
-	// task (seed 000, Example 1's "weak match").
+	// task (docs/memory.md, "Weak matches").
 	Weak bool `json:"weak,omitempty"`
 	// Reasons say which patterns fired, or why a weak match was made.
 	Reasons []string `json:"reasons"`
 }
 
-// Match selects the memories relevant to an upcoming execution (seed 000):
+// Match selects the memories relevant to an upcoming execution:
 // a memory qualifies when one of its whenToUse patterns fires for the task
 // and agent name (substring, alternatives, wildcard, regex; natural-language
 // patterns also by their content words and, with an index, by embedding
