@@ -49,7 +49,7 @@ func (e *Engine) reranker(c RerankConfig) search.Reranker {
 type badReranker struct{ err error }
 
 func (b badReranker) Rerank(context.Context, string, []string) ([]float64, error) {
-	return nil, misconfigured{b.err}
+	return nil, misconfigured(b)
 }
 
 // misconfigured is badReranker's error.
