@@ -30,6 +30,9 @@ const DefaultRerankTop = 50
 // (Report.RerankErr).
 var ErrRerankSkipped = errors.New("search: rerank skipped")
 
+// errBadScores: a Reranker's scores do not fit the documents sent.
+var errBadScores = errors.New("search: the reranker's scores do not fit the documents")
+
 // reranking is the rerank stage of one search: it remembers the scores of
 // the list it last reranked, so that a search that ranks again with a
 // larger pool (search's loop) asks the reranker once for the same top N,
@@ -64,7 +67,8 @@ func newReranking(o *Options) *reranking {
 // and rank. When the reranker fails, ranked is returned as it was and the
 // failure is kept for the report. A nil *reranking returns ranked.
 func (x *reranking) apply(ctx context.Context, query string, ranked []Result) []Result {
-	if x == nil || len(ranked) == 0 {
+	if x == nil || len(ranked) == 0 || x.err != nil {
+		// A search asks a failing reranker once.
 		return ranked
 	}
 	n := min(x.top, len(ranked))
@@ -73,7 +77,7 @@ func (x *reranking) apply(ctx context.Context, query string, ranked []Result) []
 		ids[i] = ranked[i].Record.ID
 	}
 	scores := x.scores
-	if x.err != nil || !slices.Equal(ids, x.ids) {
+	if !slices.Equal(ids, x.ids) {
 		docs := make([]string, n)
 		for i := range n {
 			docs[i] = ranked[i].Record.Content
@@ -81,15 +85,16 @@ func (x *reranking) apply(ctx context.Context, query string, ranked []Result) []
 		var err error
 		scores, err = x.rr.Rerank(ctx, query, docs)
 		if err == nil && len(scores) != n {
-			err = fmt.Errorf("%w: %d scores for %d documents", embed.ErrBadResponse, len(scores), n)
+			err = fmt.Errorf("%w: %d scores for %d documents", errBadScores, len(scores), n)
 		}
 		for _, s := range scores {
 			if err == nil && (math.IsNaN(s) || math.IsInf(s, 0)) {
-				err = fmt.Errorf("%w: a score is not a finite number", embed.ErrBadResponse)
+				err = fmt.Errorf("%w: a score is not a finite number", errBadScores)
 			}
 		}
-		x.ids, x.scores, x.err, x.n = nil, nil, err, 0
+		x.ids, x.scores, x.n = nil, nil, 0
 		if err != nil {
+			x.err = err
 			return ranked
 		}
 		x.ids, x.scores = ids, scores
@@ -137,6 +142,8 @@ func RerankReason(err error) string {
 	switch {
 	case errors.As(err, &rs):
 		why = rs.Reason()
+	case errors.Is(err, errBadScores):
+		why = "it returns invalid answers"
 	case errors.Is(err, context.DeadlineExceeded):
 		why = "it does not answer in time"
 	default:
