@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -10,12 +11,10 @@ import (
 	"testing"
 )
 
-// TestCLIReranker: --reranker sends the search's fused results to a
-// /rerank server (here one speaking TEI's protocol that prefers the
-// document the fused order puts last) and the JSON shows its order, its
-// scores and how many it reordered; a reranker that is down leaves the
-// fused order and says why.
-func TestCLIReranker(t *testing.T) {
+// reversingReranker is a /rerank server speaking TEI's protocol that
+// scores the i-th document i: it reverses the fused order.
+func reversingReranker(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
@@ -23,17 +22,27 @@ func TestCLIReranker(t *testing.T) {
 			Query string   `json:"query"`
 			Texts []string `json:"texts"`
 		}
-		if r.URL.Path != "/rerank" || json.NewDecoder(r.Body).Decode(&b) != nil {
+		if r.URL.Path != "/rerank" || json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&b) != nil {
 			http.Error(w, "bad", http.StatusBadRequest)
 			return
 		}
 		out := make([]map[string]any, len(b.Texts))
 		for i := range b.Texts {
-			out[i] = map[string]any{"index": i, "score": float64(i)} // the last fused first
+			out[i] = map[string]any{"index": i, "score": float64(i)}
 		}
 		json.NewEncoder(w).Encode(out)
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+// TestCLIReranker: --reranker sends the search's fused results to a
+// /rerank server (here one speaking TEI's protocol that prefers the
+// document the fused order puts last) and the JSON shows its order, its
+// scores and how many it reordered; a reranker that is down leaves the
+// fused order and says why.
+func TestCLIReranker(t *testing.T) {
+	srv, calls := reversingReranker(t)
 	dir, docs := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(docs, "a.md"), "# A\n\nQuetzal quetzal quetzal tarball.\n")
 	writeFile(t, filepath.Join(docs, "b.md"), "# B\n\nA quetzal and other birds.\n")
@@ -74,5 +83,43 @@ func TestCLIReranker(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, "--dir", dir, "--reranker", "not a url", "search", "quetzal"); err == nil || !strings.Contains(err.Error(), "reranker URL") {
 		t.Errorf("a bad --reranker: %v", err)
+	}
+}
+
+// ragmem serve --reranker: the HTTP API's searches and contexts are
+// reranked and say so.
+func TestServeReranker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server process")
+	}
+	srv, calls := reversingReranker(t)
+	dir, docs := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(docs, "a.md"), "# A\n\nQuetzal quetzal quetzal tarball.\n")
+	writeFile(t, filepath.Join(docs, "b.md"), "# B\n\nA quetzal and other birds.\n")
+	mustRun(t, "--dir", dir, "index", docs)
+	s := startServe(t, dir, "--reranker", srv.URL)
+	var res struct {
+		Reranked int `json:"reranked"`
+		Results  []struct {
+			URL         string         `json:"url"`
+			Explanation map[string]any `json:"explanation"`
+		} `json:"results"`
+	}
+	r := s.call("POST", "/v1/search", jsonBody(t, map[string]any{"query": "quetzal", "mode": "fulltext", "threshold": -1}), false)
+	decode(t, r, &res)
+	if r.status != http.StatusOK || res.Reranked != 2 || len(res.Results) != 2 || !strings.HasSuffix(res.Results[0].URL, "b.md") ||
+		res.Results[0].Explanation["rerankRank"] != 1.0 || calls.Load() != 1 {
+		t.Fatalf("search: %d %s (calls %d)", r.status, r.body, calls.Load())
+	}
+	var c struct {
+		Reranked int `json:"reranked"`
+		Sources  []struct {
+			URL string `json:"url"`
+		} `json:"sources"`
+	}
+	r = s.call("POST", "/v1/context", jsonBody(t, map[string]any{"query": "quetzal", "model": "gpt-4o"}), false)
+	decode(t, r, &c)
+	if r.status != http.StatusOK || c.Reranked != 2 || len(c.Sources) == 0 || !strings.HasSuffix(c.Sources[0].URL, "b.md") {
+		t.Fatalf("context: %d %s", r.status, r.body)
 	}
 }
