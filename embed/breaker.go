@@ -141,9 +141,6 @@ func NewCircuit(opts *BreakerOptions, kind error, isOutage func(error) bool) *Ci
 	return c
 }
 
-// Options returns the circuit's options, defaults filled in.
-func (c *Circuit) Options() BreakerOptions { return c.o }
-
 // ExpectDimension makes vectors of any length but d an outage failure (a
 // server now running another model), for a caller whose stored vectors
 // have d dimensions. 0 restores the default: the wrapped embedder's
