@@ -341,6 +341,10 @@ func newMemoryMatchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				return err
 			}
 			req.When, req.IncludeSuperseded = tf.when, tf.history
+			var asOf string
+			if req.AsOf, asOf, err = tf.asOfTime(); err != nil {
+				return err
+			}
 			if minImp != "" {
 				imp, err := memory.ParseImportance(minImp)
 				if err != nil {
@@ -364,7 +368,7 @@ func newMemoryMatchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				return nil
 			}, func(c *owner.Client) error {
 				mr := memhttp.MatchRequest{Task: req.Task, Agent: req.Agent, AgentTags: req.AgentTags, MaxMemories: req.MaxMemories, NoWeak: req.NoWeak, Context: prompt,
-					Since: tf.since, Until: tf.until, When: tf.when, IncludeSuperseded: tf.history}
+					Since: tf.since, Until: tf.until, When: tf.when, IncludeSuperseded: tf.history, AsOf: asOf}
 				if minImp != "" {
 					mr.MinImportance = req.MinImportance.String()
 				}
