@@ -1,8 +1,9 @@
 // Package index is ragmem's persistent store: it chunks documents, embeds the
 // chunks and writes them to a storage backend (by default index/local:
-// chromem-go vectors plus a bleve BM25 index in a data directory).
+// records and vectors in its own snapshots and journal, answered by the
+// vector index and a bleve BM25 index, in a data directory).
 //
-// Indexing a source is idempotent (Property 6 of the design): the same source
+// Indexing a source is idempotent (P6 in docs/spec.md): the same source
 // URL with the same content is a no-op, and changed content replaces every
 // chunk of the source in one atomic batch. The store remembers which embedder
 // built it and refuses to open with another one, because vectors from two
@@ -130,8 +131,8 @@ type Options struct {
 	// Share one between stores to bound them together; a cache made with a
 	// negative MaxEntries caches nothing.
 	QueryCache *embed.QueryCache
-	// Backend stores the records. Default: the local chromem-go + bleve
-	// backend in dir. When set, dir is ignored and Close closes the backend.
+	// Backend stores the records. Default: the local backend (index/local)
+	// in dir. When set, dir is ignored and Close closes the backend.
 	Backend driver.Backend
 	// Chunking sizes the chunks. Default chunk defaults (about 400 tokens,
 	// 50 tokens of overlap).
@@ -1269,7 +1270,7 @@ func (ix *Index) VectorByEmbedding(ctx context.Context, vec []float32, k int, f 
 	return ix.be.SearchVector(ctx, vec, k, ix.canonFilter(f))
 }
 
-// Stats describes the store (the design's MemoryStats).
+// Stats describes the store.
 type Stats struct {
 	DocumentCount        int       `json:"documentCount"` // knowledge sources
 	ChunkCount           int       `json:"chunkCount"`    // all records

@@ -367,7 +367,7 @@ func (c *Client) SearchReport(ctx context.Context, query string, o *search.Optio
 	for i, r := range resp.Results {
 		out[i] = search.Result{Record: record(r.ChunkJSON), Score: r.Score, Explanation: r.Explanation, AlsoAt: r.AlsoAt}
 	}
-	return out, search.Report{Mode: resp.Mode, Degraded: resp.Degraded}, nil
+	return out, search.Report{Mode: resp.Mode, Degraded: resp.Degraded, Reranked: resp.Reranked, RerankSkipped: resp.RerankSkipped}, nil
 }
 
 // record turns an API chunk back into the record it was made from (the
@@ -412,7 +412,7 @@ func (c *Client) BuildContext(ctx context.Context, query string, o ContextOption
 		UserProfile: resp.Profile, TotalFound: resp.Found, Summary: resp.Summary,
 		TotalTokens: resp.Tokens.Total, ProfileTokens: resp.Tokens.Profile, KnowledgeTokens: resp.Tokens.Knowledge,
 		Sources:   make([]rag.Source, len(resp.Sources)),
-		Retrieval: search.Report{Mode: resp.Mode, Degraded: resp.Degraded},
+		Retrieval: search.Report{Mode: resp.Mode, Degraded: resp.Degraded, Reranked: resp.Reranked, RerankSkipped: resp.RerankSkipped},
 	}
 	for i, s := range resp.Sources {
 		out.Block.Sources[i] = rag.Source{

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -285,6 +286,8 @@ func (b *bridge) startDaemon() error {
 	}{
 		{"backend", "--backend", g.store.backend}, {"weaviate.url", "--weaviate-url", g.store.url},
 		{"weaviate.namespace", "--weaviate-namespace", g.store.namespace}, {"weaviate.consistency", "--weaviate-consistency", g.store.consistency},
+		{"reranker", "--reranker", g.rerank.url}, {"reranker_api", "--reranker-api", g.rerank.api}, {"reranker_model", "--reranker-model", g.rerank.model},
+		{"reranker_top", "--reranker-top", strconv.Itoa(g.rerank.top)}, {"reranker_timeout", "--reranker-timeout", g.rerank.timeout.String()},
 	} {
 		if g.sources[fl.key] == fl.flag {
 			args = append(args, fl.flag, fl.val)
@@ -292,6 +295,9 @@ func (b *bridge) startDaemon() error {
 	}
 	if g.sources["weaviate.api_key"] == "--weaviate-api-key" {
 		env = append(env, "WEAVIATE_API_KEY="+g.store.apiKey)
+	}
+	if g.sources["reranker_api_key"] == "--reranker-api-key" {
+		env = append(env, "RAGMEM_RERANKER_API_KEY="+g.rerank.apiKey)
 	}
 	if g.verbose {
 		args = append(args, "--verbose")

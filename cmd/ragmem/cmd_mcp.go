@@ -41,7 +41,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 		Use:   "mcp",
 		Short: "Serve the memory to an agent over the Model Context Protocol (stdio)",
 		Long: "Serve the memory over MCP on stdin/stdout until the client disconnects. MCP clients (Claude Desktop,\n" +
-			"IDEs, agent frameworks) start it as a subprocess; see the README for the configuration snippet.\n\n" +
+			"IDEs, agent frameworks) start it as a subprocess; see docs/mcp.md for the configuration snippet.\n\n" +
 			toolsMarker + "\n" +
 			"The agent memories are those of --memories (default $RAGMEM_MEMORIES, else <data dir>/memories).\n\n" +
 			"The memory is shared: ragmem mcp forwards the session to the process that owns the data directory\n" +

@@ -116,7 +116,7 @@ func (g *globals) startOwner(ctx context.Context, claim *owner.Claim, cfg ownerC
 			if d == dir {
 				return g.open(ctx)
 			}
-			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, Logger: log})
+			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, Logger: log, Config: g.ragConfig()})
 		}
 	}
 	var (

@@ -32,6 +32,7 @@ type globals struct {
 	namespace  string // --namespace, else $RAGMEM_NAMESPACE (see namespace.go)
 	maxChunk   int
 	store      backendFlags
+	rerank     rerankFlags
 	stdout     io.Writer
 	stderr     io.Writer
 	stdin      io.Reader
@@ -118,6 +119,7 @@ func addGlobalFlags(pf *pflag.FlagSet, g *globals) {
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug information to stderr")
 	pf.IntVar(&g.maxChunk, "max-chunks-per-doc", rag.DefaultMaxChunksPerDocument, "most chunks one document may make; larger ones are refused (0: no limit)")
 	addBackendFlags(pf, &g.store)
+	addRerankFlags(pf, &g.rerank)
 	addNamespaceFlag(pf, g)
 }
 
@@ -189,7 +191,7 @@ func (g *globals) openDir(ctx context.Context, dir string, fallback *rag.Embedde
 		return nil, err
 	}
 	var choice *embedderChoice
-	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: log, QueryCache: queryCache, MaxChunksPerDocument: g.maxChunksOption(),
+	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: log, QueryCache: queryCache, MaxChunksPerDocument: g.maxChunksOption(), Config: g.ragConfig(),
 		QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0),
 		EmbedderFor: func(ctx context.Context, rec *rag.EmbedderRecord) (embed.Embedder, error) {
 			if rec == nil {
