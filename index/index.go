@@ -21,8 +21,6 @@
 // IndexPageAsync returns, a crash before it is indexed loses nothing (the
 // next Open indexes it), and job ids stay valid across restarts. Flush and
 // Close wait for the queue.
-//
-// An *Index is safe for concurrent use.
 package index
 
 import (
@@ -196,7 +194,8 @@ type Options struct {
 	URLRules *URLRules
 }
 
-// Index is the persistent store. See the package comment.
+// Index is the persistent store. See the package comment. An *Index is
+// safe for concurrent use.
 type Index struct {
 	dir      string                   // the local store's directory; "" with Options.Backend
 	urls     atomic.Pointer[URLRules] // how source URLs are canonicalised
