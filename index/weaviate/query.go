@@ -380,13 +380,18 @@ func (b *Backend) SearchText(ctx context.Context, query string, k int, f driver.
 	if err != nil {
 		return nil, err
 	}
+	return toHits(rs, func(r *result) float64 { return r.score })
+}
+
+// toHits turns results into hits scored by score, best first.
+func toHits(rs []result, score func(*result) float64) ([]driver.Hit, error) {
 	hits := make([]driver.Hit, 0, len(rs))
 	for i := range rs {
 		r, err := rs[i].record()
 		if err != nil {
 			return nil, err
 		}
-		hits = append(hits, driver.Hit{Record: r, Score: rs[i].score})
+		hits = append(hits, driver.Hit{Record: r, Score: score(&rs[i])})
 	}
 	sortHits(hits)
 	return hits, nil
@@ -438,20 +443,12 @@ func (b *Backend) SearchVector(ctx context.Context, vec []float32, k int, f driv
 	if err != nil {
 		return nil, err
 	}
-	hits := make([]driver.Hit, 0, len(rs))
-	for i := range rs {
-		r, err := rs[i].record()
-		if err != nil {
-			return nil, err
+	return toHits(rs, func(r *result) float64 {
+		if r.hasDist {
+			return 1 - r.dist
 		}
-		s := 0.0
-		if rs[i].hasDist {
-			s = 1 - rs[i].dist
-		}
-		hits = append(hits, driver.Hit{Record: r, Score: s})
-	}
-	sortHits(hits)
-	return hits, nil
+		return 0
+	})
 }
 
 // SearchHybrid implements driver.HybridSearcher with Weaviate's hybrid
