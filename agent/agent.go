@@ -1,4 +1,4 @@
-// Package agent is ragmem's agent integration (seed 004, sections 6 and 7):
+// Package agent is ragmem's agent integration:
 // an agent loop over any OpenAI-compatible chat-completions API that gets its
 // knowledge from a rag.Engine, and memory-enhanced web search with labelled
 // citations.

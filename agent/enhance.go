@@ -40,7 +40,7 @@ func checkLLM(l LLM) error {
 // SourceKind says where a numbered source came from. It is a plain value.
 type SourceKind string
 
-// Source kinds (the seed's Citation.source values).
+// Source kinds: where a cited source came from (Citation.Source).
 const (
 	WebSource    SourceKind = "web"
 	MemorySource SourceKind = "memory"
@@ -70,7 +70,7 @@ type Source struct {
 	Date  time.Time  `json:"date,omitzero"` // published (web) or indexed (memory)
 }
 
-// Citation is a source the answer cites (the seed's Citation). It is a plain value.
+// Citation is a source the answer cites. It is a plain value.
 type Citation struct {
 	Index  int        `json:"index"`  // the number in the answer's [n] markers
 	Source SourceKind `json:"source"` // "web" or "memory"
@@ -79,8 +79,7 @@ type Citation struct {
 	Title  string     `json:"title"`
 }
 
-// EnhancedResult is the outcome of EnhancedSearch (the seed's
-// EnhancedSearchResult). It is a plain value.
+// EnhancedResult is the outcome of EnhancedSearch. It is a plain value.
 type EnhancedResult struct {
 	Query         string          `json:"query"`
 	WebResults    []WebResult     `json:"webResults"`
@@ -148,8 +147,8 @@ Rules:
 
 var synthesisSchema = json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"},"cited":{"type":"array","items":{"type":"integer"}},"conflict":{"type":"boolean"},"conflict_description":{"type":"string"}},"required":["answer","cited","conflict","conflict_description"],"additionalProperties":false}`)
 
-// EnhancedSearch answers query from the web and the memory together (seed 004
-// section 6): it retrieves related memory (opts.Memory) and runs the web
+// EnhancedSearch answers query from the web and the memory together
+// (property P12 in docs/spec.md): it retrieves related memory (opts.Memory) and runs the web
 // search (web) concurrently, numbers what they found (memory first), and asks
 // llm to synthesise an answer citing the numbers. Citations are checked
 // against the retrieved sources and labelled "Web Source" or "Knowledge Base"

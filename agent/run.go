@@ -68,7 +68,7 @@ type Result struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// Run answers goal with the model, using the memory (seed 004 section 7).
+// Run answers goal with the model, using the memory.
 //
 // It builds [system, knowledge context, user]: the system message is
 // cfg.SystemPrompt followed by rag.ReferenceRule; the knowledge context is

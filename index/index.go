@@ -1,8 +1,9 @@
 // Package index is ragmem's persistent store: it chunks documents, embeds the
 // chunks and writes them to a storage backend (by default index/local:
-// chromem-go vectors plus a bleve BM25 index in a data directory).
+// records and vectors in its own snapshots and journal, answered by the
+// vector index and a bleve BM25 index, in a data directory).
 //
-// Indexing a source is idempotent (Property 6 of the design): the same source
+// Indexing a source is idempotent (P6 in docs/spec.md): the same source
 // URL with the same content is a no-op, and changed content replaces every
 // chunk of the source in one atomic batch. The store remembers which embedder
 // built it and refuses to open with another one, because vectors from two
@@ -20,8 +21,6 @@
 // IndexPageAsync returns, a crash before it is indexed loses nothing (the
 // next Open indexes it), and job ids stay valid across restarts. Flush and
 // Close wait for the queue.
-//
-// An *Index is safe for concurrent use.
 package index
 
 import (
@@ -130,8 +129,8 @@ type Options struct {
 	// Share one between stores to bound them together; a cache made with a
 	// negative MaxEntries caches nothing.
 	QueryCache *embed.QueryCache
-	// Backend stores the records. Default: the local chromem-go + bleve
-	// backend in dir. When set, dir is ignored and Close closes the backend.
+	// Backend stores the records. Default: the local backend (index/local)
+	// in dir. When set, dir is ignored and Close closes the backend.
 	Backend driver.Backend
 	// Chunking sizes the chunks. Default chunk defaults (about 400 tokens,
 	// 50 tokens of overlap).
@@ -195,7 +194,8 @@ type Options struct {
 	URLRules *URLRules
 }
 
-// Index is the persistent store. See the package comment.
+// Index is the persistent store. See the package comment. An *Index is
+// safe for concurrent use.
 type Index struct {
 	dir      string                   // the local store's directory; "" with Options.Backend
 	urls     atomic.Pointer[URLRules] // how source URLs are canonicalised
@@ -227,7 +227,10 @@ type Index struct {
 
 	// commitMu orders the write of a background batch against RemoveSource:
 	// a page is either written before a removal of its source (which then
-	// deletes it) or cancelled by it (and never written). Taken before qmu.
+	// deletes it) or cancelled by it (and never written). Foreground writes
+	// of sources take it too, so that RemoveWhere and SetSourceAttrs see
+	// no write between what they read and what they write. Taken before
+	// qmu.
 	commitMu sync.Mutex
 
 	qmu         sync.Mutex // guards the fields below, and closing, against Close
@@ -284,6 +287,40 @@ type Result struct {
 
 // Open opens (or creates) the store in dir.
 func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
+	o := opts.withDefaults()
+	ix := &Index{
+		emb:       o.Embedder,
+		qcache:    o.QueryCache,
+		log:       o.Logger,
+		now:       o.Now,
+		batch:     o.EmbedBatch,
+		conc:      o.EmbedConcurrency,
+		queueSize: o.QueueSize,
+		jobs:      map[string]*Job{},
+
+		maxChunks: o.MaxChunksPerDocument, quotaChunks: max(o.QuotaChunks, 0), quotaBytes: max(o.QuotaBytes, 0),
+		queueBytes: o.QueueBytes, maxAttempts: o.MaxAttempts, retryDelay: o.RetryDelay,
+		deadDocs: map[string]*Document{}, wake: make(chan struct{}, 1),
+	}
+	ix.extract = o.Extract
+	if o.Chunking != nil {
+		ix.chunking = *o.Chunking
+	}
+	ix.embedHealthy.Store(true)
+	if err := ix.openBackend(ctx, dir, &o); err != nil {
+		return nil, err
+	}
+	if err := ix.openRest(ctx, dir, &o); err != nil {
+		_ = ix.be.Close()
+		return nil, err
+	}
+	ix.worker.Add(1)
+	go ix.run()
+	return ix, nil
+}
+
+// withDefaults returns the options with what is not set filled in.
+func (opts *Options) withDefaults() Options {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -321,53 +358,47 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 	if o.QueryCache == nil {
 		o.QueryCache = embed.NewQueryCache(nil)
 	}
-	ix := &Index{
-		emb:       o.Embedder,
-		qcache:    o.QueryCache,
-		log:       o.Logger,
-		now:       o.Now,
-		batch:     o.EmbedBatch,
-		conc:      o.EmbedConcurrency,
-		queueSize: o.QueueSize,
-		jobs:      map[string]*Job{},
+	return o
+}
 
-		maxChunks: o.MaxChunksPerDocument, quotaChunks: max(o.QuotaChunks, 0), quotaBytes: max(o.QuotaBytes, 0),
-		queueBytes: o.QueueBytes, maxAttempts: o.MaxAttempts, retryDelay: o.RetryDelay,
-		deadDocs: map[string]*Document{}, wake: make(chan struct{}, 1),
-	}
-	ix.extract = o.Extract
-	if o.Chunking != nil {
-		ix.chunking = *o.Chunking
-	}
-	ix.embedHealthy.Store(true)
+// openBackend takes the backend of the options, or opens the local store
+// in dir.
+func (ix *Index) openBackend(ctx context.Context, dir string, o *Options) error {
 	if o.Backend != nil {
 		ix.be = o.Backend
-	} else {
-		if dir == "" {
-			return nil, errors.New("index: no data directory given")
-		}
-		lb, err := local.Open(ctx, dir, &local.Options{Logger: o.Logger})
-		if err != nil {
-			return nil, err
-		}
-		ix.be, ix.dir = lb, dir
-		if r := lb.Recovery(); len(r.Problems) > 0 {
-			o.Logger.Warn("index: recovered store", "dir", dir, "problems", len(r.Problems), "journalOps", r.JournalOps, "quarantined", len(r.Quarantined))
-		}
+		return nil
 	}
+	if dir == "" {
+		return errors.New("index: no data directory given")
+	}
+	lb, err := local.Open(ctx, dir, &local.Options{Logger: o.Logger})
+	if err != nil {
+		return err
+	}
+	ix.be, ix.dir = lb, dir
+	if r := lb.Recovery(); len(r.Problems) > 0 {
+		o.Logger.Warn("index: recovered store", "dir", dir, "problems", len(r.Problems), "journalOps", r.JournalOps, "quarantined", len(r.Quarantined))
+	}
+	return nil
+}
+
+// openRest binds the embedder to the open backend (checked against the
+// one the store was built with, its vectors' length expected), loads the
+// URL rules, and opens the queue (in QueueDir, else in dir for a local
+// store) and replays what it holds. The caller closes the backend when it
+// fails.
+func (ix *Index) openRest(ctx context.Context, dir string, o *Options) error {
 	if ix.emb == nil {
 		emb, err := ix.buildEmbedder(ctx, o.EmbedderFor)
 		if err != nil {
-			_ = ix.be.Close()
-			return nil, err
+			return err
 		}
 		ix.emb = emb
 	}
 	ix.call = embed.NewBreaker(ix.emb, o.Breaker) // the same one when the embedder is a *embed.Breaker
 	ix.emb = ix.call.Unwrap()
 	if err := ix.checkEmbedder(ctx); err != nil {
-		_ = ix.be.Close()
-		return nil, err
+		return err
 	}
 	if sd, ok, err := ix.be.Meta(ctx, metaDimension); err == nil && ok && !ix.unbound.Load() {
 		if d, err := strconv.Atoi(sd); err == nil {
@@ -376,29 +407,26 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 		}
 	}
 	if err := ix.loadURLRules(ctx, o.URLRules); err != nil {
-		_ = ix.be.Close()
-		return nil, err
+		return err
 	}
 	queueDir := o.QueueDir
 	if queueDir == "" && o.Backend == nil {
 		queueDir = dir
 	}
-	var qs *queueState
-	if queueDir != "" {
-		var err error
-		if ix.q, qs, err = openQueue(wal.OS{}, queueDir, o.Logger, o.MaxAttempts); err != nil {
-			_ = ix.be.Close()
-			return nil, err
-		}
+	if queueDir == "" {
+		return nil
 	}
+	q, qs, err := openQueue(wal.OS{}, queueDir, o.Logger, o.MaxAttempts)
+	if err != nil {
+		return err
+	}
+	ix.q = q
 	if qs != nil {
 		ix.qmu.Lock()
 		ix.replayQueue(qs)
 		ix.qmu.Unlock()
 	}
-	ix.worker.Add(1)
-	go ix.run()
-	return ix, nil
+	return nil
 }
 
 // VerifyEmbedder reports, without changing anything, whether the store in be
@@ -999,10 +1027,11 @@ func (ix *Index) addMany(ctx context.Context, docs []Document, jobs []*job) ([]R
 		return nil, err
 	}
 	bt := &Batch{}
-	if jobs != nil {
-		ix.commitMu.Lock()
-		defer ix.commitMu.Unlock()
-	}
+	// Every write of sources holds commitMu around its Apply: RemoveWhere
+	// and SetSourceAttrs read and write under it, and no write may land
+	// between their read and their write.
+	ix.commitMu.Lock()
+	defer ix.commitMu.Unlock()
 	var written []*job
 	for k, p := range work {
 		if jobs != nil {
@@ -1265,7 +1294,7 @@ func (ix *Index) VectorByEmbedding(ctx context.Context, vec []float32, k int, f 
 	return ix.be.SearchVector(ctx, vec, k, ix.canonFilter(f))
 }
 
-// Stats describes the store (the design's MemoryStats).
+// Stats describes the store.
 type Stats struct {
 	DocumentCount        int       `json:"documentCount"` // knowledge sources
 	ChunkCount           int       `json:"chunkCount"`    // all records

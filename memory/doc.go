@@ -1,5 +1,4 @@
-// Package memory gives agents long-term memory as files (seeds 000 and
-// 001): Markdown files with YAML frontmatter in a memory directory, matched
+// Package memory gives agents long-term memory as files: Markdown files with YAML frontmatter in a memory directory, matched
 // against each task and delivered to a model as background knowledge.
 //
 // # Memory files
@@ -20,23 +19,23 @@
 // (pipe alternatives, wildcards, regular expressions, substrings, and
 // natural language matched by content words and, through ragmem's hybrid
 // search over the indexed patterns, by embedding similarity), scored with
-// the seed's table (importance, recency, keywords, agent specialty, same
+// one table (importance, recency, keywords, agent specialty, same
 // discoverer; 0–100) and ranked together with retrieval relevance, in one
 // place (rank.go). Memory files are indexed with docType "memory" and
 // re-indexed when they change on disk.
 //
-// FormatForPrompt renders the seed's "Background Knowledge from Previous
-// Runs"; ContextMessage delivers it as untrusted reference data in its own
+// FormatForPrompt renders the "Background Knowledge from Previous Runs"
+// section; ContextMessage delivers it as untrusted reference data in its own
 // message, never inside the system prompt.
 //
 // # The other agent-memory packages
 //
 //   - memory/extraction: a chat model decides whether an agent's run is
 //     worth remembering and writes the memory (CLI, HTTP and MCP).
-//   - memory/layers: working, episodic, semantic and procedural memory
-//     (seed 002), a library for agent loops.
+//   - memory/layers: working, episodic, semantic and procedural memory,
+//     a library for agent loops.
 //   - memory/inject: the memory files, rules and episodes for an agent's
-//     next step in one message within a token limit (seed 003), a library.
+//     next step in one message within a token limit, a library.
 //   - memory/memhttp and memory/memmcp: the HTTP endpoints and MCP tools.
 //
 // The CLI is ragmem memory; docs/memory.md describes all of it.

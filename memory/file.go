@@ -52,8 +52,8 @@ const (
 	maxFrontmatterBytes = 64 << 10
 )
 
-// Frontmatter is the YAML header of a memory entry (seeds 000 and 001). It is
-// a plain value.
+// Frontmatter is the YAML header of a memory entry (docs/memory.md,
+// "Memory files"). It is a plain value.
 type Frontmatter struct {
 	// Title is unique and descriptive; the file name is its slug. Required.
 	Title string `json:"title"`
@@ -722,7 +722,7 @@ func FormatEntry(fm Frontmatter, body string) []byte {
 }
 
 // separator is what Store.Add writes between an existing file and an
-// appended entry (seed 001).
+// appended entry.
 const separator = "\n\n---\n\n"
 
 func neutralizeBody(body string) string {

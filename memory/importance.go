@@ -52,7 +52,7 @@ func (i Importance) String() string {
 // Valid reports whether i is one of the four levels.
 func (i Importance) Valid() bool { return i >= Low && i <= Critical }
 
-// Points is the importance part of the relevance score (seed 000): low 5,
+// Points is the importance part of the relevance score (Score): low 5,
 // medium 15, high 25, critical 30; 0 when invalid.
 func (i Importance) Points() int {
 	switch i {

@@ -15,13 +15,12 @@ import (
 	"github.com/ragmem/ragmem/search"
 )
 
-// MatchRequest describes an upcoming agent execution (seed 000,
-// findRelevantMemories). It is a plain value.
+// MatchRequest describes an upcoming agent execution. It is a plain value.
 type MatchRequest struct {
 	// Task is what the agent is about to do.
 	Task string `json:"task"`
 	// Agent is the agent's name ("developer"). Patterns are matched against
-	// the task and the agent name together, as in the seed.
+	// the task and the agent name together.
 	Agent string `json:"agent,omitempty"`
 	// AgentTags are specialty tags added to those Options.AgentTags gives
 	// the agent.
@@ -43,6 +42,9 @@ type MatchRequest struct {
 	// before). Default false, except that a time range includes the
 	// superseded memories of its time.
 	IncludeSuperseded bool `json:"includeSuperseded,omitempty"`
+	// AsOf selects among the memories that held at that time, as
+	// SearchRequest.AsOf does. Default zero: today's.
+	AsOf time.Time `json:"asOf,omitzero"`
 }
 
 // maxTaskBytes bounds the task text used for matching.
@@ -51,7 +53,7 @@ const maxTaskBytes = 16 << 10
 // Match is a selected memory with why it was selected. It is a plain value.
 type Match struct {
 	Memory Memory `json:"memory"`
-	// Score is the seed's relevance score (0–100) with its parts.
+	// Score is the relevance score (0–100) with its parts.
 	Score Score `json:"score"`
 	// Relevance (0–1) is what hybrid search says of the memory's content
 	// for the task: half the share of the task's specific words it contains,
@@ -67,13 +69,13 @@ type Match struct {
 	Decay float64 `json:"decay,omitempty"`
 	// Weak is true when no whenToUse pattern fired: the memory's tags name
 	// the agent's specialty and its content shares specific words with the
-	// task (seed 000, Example 1's "weak match").
+	// task (docs/memory.md, "Weak matches").
 	Weak bool `json:"weak,omitempty"`
 	// Reasons say which patterns fired, or why a weak match was made.
 	Reasons []string `json:"reasons"`
 }
 
-// Match selects the memories relevant to an upcoming execution (seed 000):
+// Match selects the memories relevant to an upcoming execution:
 // a memory qualifies when one of its whenToUse patterns fires for the task
 // and agent name (substring, alternatives, wildcard, regex; natural-language
 // patterns also by their content words and, with an index, by embedding
@@ -114,7 +116,7 @@ func (s *Store) Match(ctx context.Context, req MatchRequest) ([]Match, error) {
 	if err != nil {
 		return nil, err
 	}
-	withOld := req.IncludeSuperseded || !tr.IsZero()
+	withOld := req.IncludeSuperseded || (!tr.IsZero() && req.AsOf.IsZero())
 
 	s.mu.RLock()
 	records := 0
@@ -128,7 +130,7 @@ func (s *Store) Match(ctx context.Context, req MatchRequest) ([]Match, error) {
 	view := s.view()
 	for i := range view {
 		m := &view[i]
-		if (withOld || !m.Superseded()) && tr.Contains(m.ValidFrom) {
+		if shown(m, req.AsOf, withOld) && tr.Contains(m.ValidFrom) {
 			mems = append(mems, m)
 		}
 	}

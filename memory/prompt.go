@@ -17,8 +17,7 @@ import (
 // 000).
 const previewChars = 500
 
-// Preview returns what the prompt shows of a body (seed 000,
-// formatMemoriesForPrompt): the text before the next first-level heading
+// Preview returns what the prompt shows of a body: the text before the next first-level heading
 // when that heading starts within the first 500 characters, else the first
 // 500 characters followed by "..." when the body is longer. Characters are
 // Unicode code points, so a preview never splits one.
@@ -140,17 +139,17 @@ func clipRunes(s string, n int) string {
 	return string(r[:n]) + "..."
 }
 
-// Heading opens the memory section (seed 000).
+// Heading opens the memory section.
 const Heading = "## Background Knowledge from Previous Runs"
 
-// Intro follows the heading (seed 000).
+// Intro follows the heading.
 const Intro = "The following information was learned from prior runs and may be relevant:"
 
 // CiteHint follows the intro: it asks the model to cite the memories it
 // relies on by their ids, which feed the feedback loop (Store.Cite).
 const CiteHint = "When your answer relies on one of these memories, cite its id, like [memory:some-slug]."
 
-// FormatMemory renders one memory as the seed does: "### title" with the
+// FormatMemory renders one memory: "### title" with the
 // memory's id to cite, its importance and discoverer in italics, and the
 // preview of its body. Lines in italics follow when they apply: a negative
 // memory's warning, when it happened, what it replaced and when, that it
@@ -193,8 +192,8 @@ func FormatMemory(in Injected) string {
 	return b.String()
 }
 
-// FormatForPrompt renders the selected memories as the seed's Markdown
-// section ("" when there are none). The text is not escaped: to send it to
+// FormatForPrompt renders the selected memories as a Markdown section under
+// Heading ("" when there are none). The text is not escaped: to send it to
 // a model use ContextMessage, which marks it as untrusted data.
 func FormatForPrompt(ins []Injected) string {
 	if len(ins) == 0 {

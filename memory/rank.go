@@ -6,7 +6,7 @@ import (
 )
 
 // The one place memories are ranked. Match finds the candidates (patterns
-// that fire, weak matches) and gives each the seed's score (score.go) and
+// that fire, weak matches) and gives each its score (score.go) and
 // its retrieval relevance; rankMatches orders them. Signals that change
 // which memory an agent sees first (recency decay, feedback on injected
 // memories, supersession of an older memory by a newer one) belong here,

@@ -8,8 +8,8 @@ import (
 	"github.com/ragmem/ragmem/memory/internal/pattern"
 )
 
-// DefaultAgentTags are the specialty tags of the seed's agents (seed 000,
-// getAgentTags). A memory sharing tags with the agent's specialty scores
+// DefaultAgentTags are the specialty tags of the four usual agents
+// (docs/memory.md, "Scoring and ranking"). A memory sharing tags with the agent's specialty scores
 // higher for it.
 var DefaultAgentTags = map[string][]string{
 	"planner":   {"planning", "structure", "analysis"},
@@ -18,8 +18,8 @@ var DefaultAgentTags = map[string][]string{
 	"reviewer":  {"review", "quality", "standards"},
 }
 
-// Score is a memory's relevance score (seed 000, scoreMemoryRelevance),
-// with its parts. It is a plain value.
+// Score is a memory's relevance score (0–100, docs/memory.md "Scoring and
+// ranking"), with its parts. It is a plain value.
 type Score struct {
 	// Importance: low 5, medium 15, high 25, critical 30.
 	Importance int `json:"importance"`
@@ -46,10 +46,10 @@ type scoreContext struct {
 	AgentTags []string // the agent's specialty tags
 }
 
-// scoreFor scores m for sc at time now (seed 000's table). The keyword
-// and agent-tag rules follow the seed's worked examples where they differ
-// from its code: the examples count task words found in whenToUse as well
-// as in the title (Example 3: "auth" memory, 10 points for "implement" and
+// scoreFor scores m for sc at time now (the table in docs/memory.md,
+// "Scoring and ranking"). The keyword and agent-tag rules are those the
+// worked examples check (docs/memory.md, "Worked examples"): they count
+// task words found in whenToUse as well as in the title (Example 3: "auth" memory, 10 points for "implement" and
 // "feature"), and give 10 points for one shared specialty tag (Examples 1
 // and 3).
 func scoreFor(m *Memory, sc scoreContext, now time.Time) Score {

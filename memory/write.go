@@ -78,7 +78,7 @@ func (nm *NewMemory) Validate() error {
 	return nil
 }
 
-// Add writes a memory (seed 001, appendMemory), consolidating it with the
+// Add writes a memory, consolidating it with the
 // memories it restates or supersedes (consolidate.go). The file is
 // <dir>/<Slugify(title)>.md; when it exists, the new entry is appended
 // after a "---" separator and nothing earlier is changed (append-only). The

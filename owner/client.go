@@ -31,6 +31,10 @@ type ClientOptions struct {
 	// WriteTimeout bounds each batch of documents. Default
 	// rag.DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// Namespace is the namespace every request reaches (sent as
+	// server.NamespaceHeader; with the main token any namespace may be
+	// named). Default "": the default namespace.
+	Namespace string
 }
 
 // Client talks to an owner over its Unix socket. It is a rag.Memory (the
@@ -41,6 +45,7 @@ type ClientOptions struct {
 // been sent). It is safe for concurrent use.
 type Client struct {
 	*rag.Client
+	o     ClientOptions // with the defaults filled in
 	info  Info
 	base  string
 	token string
@@ -71,8 +76,14 @@ func NewClient(dir string, info Info, opts *ClientOptions) (*Client, error) {
 		ResponseHeaderTimeout: 0, // the request's context bounds it
 		DisableCompression:    true,
 	}
-	c := &Client{info: info, base: "http://localhost", token: o.Token, hc: &http.Client{Transport: tr}}
-	rc, err := rag.Dial(c.base, o.Token, &rag.ClientOptions{HTTPClient: c.hc, Timeout: o.Timeout, WriteTimeout: o.WriteTimeout, TransportError: c.transportError})
+	if o.Timeout <= 0 {
+		o.Timeout = rag.DefaultTimeout
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = rag.DefaultWriteTimeout
+	}
+	c := &Client{o: o, info: info, base: "http://localhost", token: o.Token, hc: &http.Client{Transport: tr}}
+	rc, err := rag.Dial(c.base, o.Token, &rag.ClientOptions{HTTPClient: c.hc, Timeout: o.Timeout, WriteTimeout: o.WriteTimeout, TransportError: c.transportError, Namespace: o.Namespace})
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +110,10 @@ func (c *Client) Owner() Info { return c.info }
 // HTTPClient returns the HTTP client that reaches the owner (over its
 // socket), for other protocols on the same server (MCP).
 func (c *Client) HTTPClient() *http.Client { return c.hc }
+
+// Namespace returns the namespace the client's requests reach ("" the
+// default one).
+func (c *Client) Namespace() string { return c.o.Namespace }
 
 // Token returns the bearer token the client sends.
 func (c *Client) Token() string { return c.token }

@@ -45,7 +45,15 @@ type ClientOptions struct {
 	// the error the client returns; sent says whether the request may
 	// have reached the server. Default: the error as it is.
 	TransportError func(ctx context.Context, err error, sent bool) error
+	// Namespace is the namespace every request reaches (sent as
+	// NamespaceHeader; with the main token any namespace may be named).
+	// Default "": the token's own, or the default namespace.
+	Namespace string
 }
+
+// NamespaceHeader selects the namespace of a request made with the main
+// token.
+const NamespaceHeader = "X-Ragmem-Namespace"
 
 // Client is the Memory of a ragmem API (/v1) over HTTP: a `ragmem serve`
 // on another port or host, or the owner of a data directory over its Unix
@@ -112,6 +120,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any, tim
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.o.Namespace != "" {
+		req.Header.Set(NamespaceHeader, c.o.Namespace)
+	}
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

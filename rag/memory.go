@@ -55,6 +55,15 @@ type Memory interface {
 	// Page returns a stored page's chunks, in order (GET /v1/pages);
 	// ErrNotFound when there is no such page.
 	Page(ctx context.Context, url string) (*PageJSON, error)
+	// DeleteSources removes every knowledge source a filter matches, or
+	// lists them with DryRun (POST /v1/sources:delete); memories and
+	// preferences are kept and counted. A filter that matches every
+	// knowledge source needs All (ErrMatchesAll).
+	DeleteSources(ctx context.Context, req DeleteSourcesRequest) (*DeleteSourcesJSON, error)
+	// SetSourceAttrs sets and removes a source's attributes without
+	// embedding it again (PATCH /v1/sources); ErrNotFound when there is no
+	// such source, ErrReserved for a memory's or a preference's.
+	SetSourceAttrs(ctx context.Context, url string, req SetAttrsRequest) (*SetAttrsJSON, error)
 	// ForgetPage removes a page and cancels its queued jobs (DELETE
 	// /v1/pages); ErrNotFound when there is no such page, ErrReserved for
 	// a memory's or a preference's address.

@@ -19,8 +19,8 @@
 // (RAGMEM_PROPERTY_SEED) and long runs on demand (RAGMEM_PROPERTY_RUNS).
 //
 // A project that embeds ragmem runs the same properties against its own
-// configuration; TestMyKnowledgeContext in example_test.go (also in the
-// README) is a complete test to copy:
+// configuration; TestMyKnowledgeContext in example_test.go (also in
+// docs/testing.md) is a complete test to copy:
 //
 //	eng := ragmemtest.NewEngine(t, &ragmemtest.EngineOptions{Config: myConfig})
 //	docs := ragmemtest.Sample[[]index.Document](ragmemtest.GenCorpus(30, 30), 1)

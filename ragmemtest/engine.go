@@ -34,8 +34,8 @@ type EngineOptions struct {
 }
 
 // OpenEngine opens an engine whose store lives in memory only: the local
-// backend (chromem-go vectors and a bleve BM25 index, with its journal and
-// snapshots on an in-memory file system), no file written, no lock taken,
+// backend (records and vectors in its snapshots and journal, the vector
+// index and a bleve BM25 index, all on an in-memory file system), no file written, no lock taken,
 // background indexing queued in memory. It opens in milliseconds and Close
 // discards it. The caller closes it.
 func OpenEngine(ctx context.Context, opts *EngineOptions) (*rag.Engine, error) {

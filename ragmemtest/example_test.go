@@ -1,6 +1,6 @@
 package ragmemtest_test
 
-// This file is the example test of the README ("Property tests for your own
+// This file is the example test of docs/testing.md ("Property tests for your own
 // configuration"), compiled and run with the package's tests. Keep the two in
 // step.
 
@@ -53,8 +53,8 @@ func TestMyKnowledgeContext(t *testing.T) {
 	))
 }
 
-// TestReadmeShowsThisExample keeps the README's copy of the example test
-// identical to the one compiled here.
+// TestReadmeShowsThisExample keeps the copy of the example test in
+// docs/testing.md identical to the one compiled here.
 func TestReadmeShowsThisExample(t *testing.T) {
 	body := func(path, end string) string {
 		b, err := os.ReadFile(path)
@@ -72,8 +72,8 @@ func TestReadmeShowsThisExample(t *testing.T) {
 		}
 		return s[i : i+j]
 	}
-	readme, here := body("../README.md", "\n```"), body("example_test.go", "\n\n// TestReadmeShowsThisExample")
+	readme, here := body("../docs/testing.md", "\n```"), body("example_test.go", "\n\n// TestReadmeShowsThisExample")
 	if readme != here {
-		t.Errorf("the README's example differs from ragmemtest/example_test.go:\n%s\n---\n%s", readme, here)
+		t.Errorf("the example in docs/testing.md differs from ragmemtest/example_test.go:\n%s\n---\n%s", readme, here)
 	}
 }

@@ -59,7 +59,24 @@ type shown struct {
 // sketch indexes the sampled 3-grams of the shown chunks, so that a
 // candidate is compared exactly only with the chunks it shares many
 // samples with: the step stays cheap when hundreds of results are ranked.
-type sketch map[uint64][]int
+// Each gram's list of shown chunks is a chain through nodes (head maps a
+// gram to its last node, plus one), so that adding a chunk allocates
+// nothing once the query's first results have grown the pooled storage.
+type sketch struct {
+	head  map[uint64]int32
+	nodes []sketchNode
+}
+
+type sketchNode struct {
+	kept int32 // index of the shown chunk
+	next int32 // previous node of the same gram, plus one; 0 ends the chain
+}
+
+// add records that shown chunk k has gram g.
+func (s *sketch) add(g uint64, k int) {
+	s.nodes = append(s.nodes, sketchNode{kept: int32(k), next: s.head[g]})
+	s.head[g] = int32(len(s.nodes))
+}
 
 // sampleFrom is the number of grams from which a chunk is sampled.
 const sampleFrom = 64
@@ -82,14 +99,42 @@ func sample(grams []uint64) []uint64 {
 // sampled reports whether a longer chunk's sample keeps gram g.
 func sampled(g uint64) bool { return g%4 == 0 }
 
+// dedup is diversify's working state: the shown chunks, their sketch and
+// the per-query maps. It is pooled, so that a query ranking hundreds of
+// chunks does not grow (and rehash) fresh maps each time. It is used by one
+// query at a time.
+type dedup struct {
+	kept      []shown
+	sk        sketch
+	byText    map[uint64]int // hash of the normalised text -> index in out
+	copyOf    map[string]int // a source found to copy a shown one -> index in out of its first match
+	perSource map[string]int // chunks shown per source
+	hits      []int32        // per kept chunk: sampled grams shared with the candidate
+	touched   []int          // the kept chunks whose hits are not zero
+	scratch   []uint64
+}
+
+var dedups = sync.Pool{New: func() any {
+	return &dedup{sk: sketch{head: map[uint64]int32{}}, byText: map[uint64]int{}, copyOf: map[string]int{}, perSource: map[string]int{}}
+}}
+
+// release empties d, keeping its capacity, and returns it to the pool.
+func (d *dedup) release() {
+	clear(d.kept)
+	d.kept = d.kept[:0]
+	clear(d.sk.head)
+	d.sk.nodes = d.sk.nodes[:0]
+	clear(d.byText)
+	clear(d.copyOf)
+	clear(d.perSource)
+	d.touched = d.touched[:0]
+	dedups.Put(d)
+}
+
 func diversify(results []Result, o *Options) []Result {
 	out := make([]Result, 0, min(len(results), o.TopK))
-	var kept []shown
-	sk := sketch{}
-	byText := map[uint64]int{}    // hash of the normalised text -> index in out
-	copyOf := map[string]int{}    // a source found to copy a shown one -> index in out of its first match
-	perSource := map[string]int{} // chunks shown per source
-	var scratch []uint64
+	d := dedups.Get().(*dedup)
+	defer d.release()
 	for i := range results {
 		if len(out) == o.TopK {
 			break
@@ -97,33 +142,33 @@ func diversify(results []Result, o *Options) []Result {
 		r := results[i]
 		src := r.Record.SourceURL
 		if !o.KeepDuplicates {
-			fp := fingerprints.get(r.Record.Content, &scratch)
+			fp := fingerprints.get(r.Record.Content, &d.scratch)
 			h, empty, grams := fp.hash, fp.empty, fp.grams
-			if j, ok := byText[h]; ok && !empty {
+			if j, ok := d.byText[h]; ok && !empty {
 				out[j].addAlso(src)
 				continue
 			}
-			if j, ok := copyOf[src]; ok {
+			if j, ok := d.copyOf[src]; ok {
 				out[j].addAlso(src)
 				continue
 			}
-			if j := nearest(kept, sk, src, grams); j >= 0 {
-				copyOf[src] = j
+			if j := d.nearest(src, &fp); j >= 0 {
+				d.copyOf[src] = j
 				out[j].addAlso(src)
 				continue
 			}
-			if o.MaxPerSource > 0 && perSource[src] >= o.MaxPerSource {
+			if o.MaxPerSource > 0 && d.perSource[src] >= o.MaxPerSource {
 				continue
 			}
-			byText[h] = len(out)
-			for _, g := range sample(grams) {
-				sk[g] = append(sk[g], len(kept))
+			d.byText[h] = len(out)
+			for _, g := range fp.smp {
+				d.sk.add(g, len(d.kept))
 			}
-			kept = append(kept, shown{source: src, grams: grams})
-		} else if o.MaxPerSource > 0 && perSource[src] >= o.MaxPerSource {
+			d.kept = append(d.kept, shown{source: src, grams: grams})
+		} else if o.MaxPerSource > 0 && d.perSource[src] >= o.MaxPerSource {
 			continue
 		}
-		perSource[src]++
+		d.perSource[src]++
 		r.AlsoAt = nil
 		out = append(out, r)
 	}
@@ -148,36 +193,40 @@ func (r *Result) addAlso(src string) {
 // more is in the sketch by its sample only, so a shorter candidate (probed
 // with all its grams) can meet it on the grams that sample keeps alone: it
 // is compared when it shares half of those.
-func nearest(kept []shown, sk sketch, src string, grams []uint64) int {
+func (d *dedup) nearest(src string, f *fp) int {
+	grams, smp, inSample := f.grams, f.smp, f.inSample
 	if grams == nil {
 		return -1
 	}
-	smp := sample(grams)
-	inSample := 0 // the probed grams a long shown chunk can have in the sketch
-	for _, g := range grams {
-		if sampled(g) {
-			inSample++
-		}
+	if cap(d.hits) < len(d.kept) {
+		d.hits = make([]int32, len(d.kept), 2*len(d.kept))
 	}
-	hits := map[int]int{}
+	hits := d.hits[:len(d.kept)]
 	for _, g := range smp {
-		for _, j := range sk[g] {
+		for n := d.sk.head[g]; n != 0; n = d.sk.nodes[n-1].next {
+			j := int(d.sk.nodes[n-1].kept)
+			if hits[j] == 0 {
+				d.touched = append(d.touched, j)
+			}
 			hits[j]++
 		}
 	}
 	best := -1
-	for j, n := range hits {
+	for _, j := range d.touched {
+		n := int(hits[j])
+		hits[j] = 0
 		need := len(smp)
-		if len(kept[j].grams) >= sampleFrom {
+		if len(d.kept[j].grams) >= sampleFrom {
 			need = inSample
 		}
-		if 2*n < need || kept[j].source == src || kept[j].grams == nil || best >= 0 && j > best {
+		if 2*n < need || d.kept[j].source == src || d.kept[j].grams == nil || best >= 0 && j > best {
 			continue
 		}
-		if jaccard(grams, kept[j].grams) >= NearDuplicate {
+		if jaccard(grams, d.kept[j].grams) >= NearDuplicate {
 			best = j
 		}
 	}
+	d.touched = d.touched[:0]
 	return best
 }
 
@@ -205,6 +254,10 @@ type fp struct {
 	hash  uint64
 	empty bool
 	grams []uint64
+	smp   []uint64 // sample(grams)
+	// inSample is how many of grams a sketch keeps of a long chunk (see
+	// nearest).
+	inSample int
 }
 
 // fpCache keeps the fingerprints of the texts diversified last, by a hash of
@@ -236,6 +289,12 @@ func (c *fpCache) get(text string, scratch *[]uint64) fp {
 	}
 	f.hash, f.empty, f.grams = fingerprint(text, scratch)
 	f.grams = slices.Clone(f.grams) // out of the scratch
+	f.smp = sample(f.grams)
+	for _, g := range f.grams {
+		if sampled(g) {
+			f.inSample++
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[k]; ok {

@@ -40,7 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -200,6 +200,15 @@ type Options struct {
 	// (a user's turn with the replies to it) or a whole session (UnitTurn,
 	// UnitRound, UnitSession; see units.go). Default UnitTurn.
 	Unit string
+	// Reranker, when set, reorders the fused top RerankTop results by its
+	// scores before diversification and TopK (rerank.go); results beyond
+	// them keep their fused order after them. When it fails, the search
+	// keeps the fused order and the Report says why. Default nil: no
+	// rerank.
+	Reranker Reranker
+	// RerankTop is how many of the fused results the Reranker reorders.
+	// Default 0: DefaultRerankTop (50).
+	RerankTop int
 
 	// auto is the automatic weight asked for (set by withDefaults);
 	// weightedBy says where an automatic Alpha came from (set by
@@ -321,6 +330,11 @@ type Explanation struct {
 	// "question".
 	Boost   float64  `json:"boost,omitempty"`
 	Signals []string `json:"signals,omitempty"`
+	// RerankRank and RerankScore are the result's place (1-based) and
+	// score from the reranker (Options.Reranker), when one reordered it;
+	// 0 when none did. The reranker's scale is its model's own.
+	RerankRank  int     `json:"rerankRank,omitempty"`
+	RerankScore float64 `json:"rerankScore,omitempty"`
 	// Method names the ranking and, for hybrid search, the fusion, the
 	// vector weight and where that weight came from: "bm25", "vector",
 	// "relative(alpha=0.12, calibrated)", "relative(alpha=0.05, lexical)",
@@ -360,7 +374,7 @@ func Search(ctx context.Context, r Retriever, query string, opts *Options) ([]Re
 
 // search is Search; degraded is the embedder's error when BM25 answered
 // alone.
-func search(ctx context.Context, r Retriever, query string, opts *Options) (res []Result, degraded, err error) {
+func search(ctx context.Context, r Retriever, query string, opts *Options, rr *reranking) (res []Result, degraded, err error) {
 	o := opts.withDefaults()
 	if o.auto != autoNone && o.Mode == Hybrid {
 		o.Alpha, o.weightedBy = Weight(ctx, r, o.DocTypes)
@@ -389,6 +403,9 @@ func search(ctx context.Context, r Retriever, query string, opts *Options) (res 
 	if o.diversifies() {
 		fetch = 3 * o.TopK
 	}
+	if rr != nil {
+		fetch = max(fetch, rr.top)
+	}
 	rc := newRecall(query, &o)
 	for {
 		ranked, more, degraded, err := retrieve(ctx, r, query, f, &o, fetch, rc)
@@ -400,6 +417,7 @@ func search(ctx context.Context, r Retriever, query string, opts *Options) (res 
 				return nil, nil, err
 			}
 		}
+		ranked = rr.apply(ctx, query, ranked)
 		out := diversify(ranked, &o)
 		if len(out) >= o.TopK || !more || fetch >= maxFetch {
 			return out, degraded, nil
@@ -524,18 +542,56 @@ func single(hits []index.Hit, o Options, bm25 bool, rc *recall) []Result {
 
 // sortResults orders by descending score; ties by better best rank, then id,
 // so that equal inputs always give the same order.
+//
+// Results are large values: it sorts small keys and moves each result once,
+// instead of swapping results (eval's depth-200 queries spent most of
+// fusion's time there).
 func sortResults(rs []Result) {
-	sort.SliceStable(rs, func(i, j int) bool {
-		a, b := rs[i], rs[j]
-		if a.Score != b.Score {
-			return a.Score > b.Score
+	keys := make([]sortKey, len(rs))
+	sorted := true
+	for i := range rs {
+		keys[i] = sortKey{rs[i].Score, bestRank(rs[i].Explanation), rs[i].Record.ID, i}
+		if sorted && i > 0 && keys[i].before(keys[i-1]) {
+			sorted = false
 		}
-		ra, rb := bestRank(a.Explanation), bestRank(b.Explanation)
-		if ra != rb {
-			return ra < rb
+	}
+	if sorted {
+		return
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		switch {
+		case a.before(b):
+			return -1
+		case b.before(a):
+			return 1
 		}
-		return a.Record.ID < b.Record.ID
+		return a.at - b.at // equal keys keep their order
 	})
+	moved := make([]Result, len(rs))
+	for i, k := range keys {
+		moved[i] = rs[k.at]
+	}
+	copy(rs, moved)
+}
+
+// sortKey is what sortResults compares of the result at index at.
+type sortKey struct {
+	score float64
+	rank  int
+	id    string
+	at    int
+}
+
+// before reports whether k ranks before o: higher score, then better best
+// rank, then smaller id.
+func (k sortKey) before(o sortKey) bool {
+	if k.score != o.score {
+		return k.score > o.score
+	}
+	if k.rank != o.rank {
+		return k.rank < o.rank
+	}
+	return k.id < o.id
 }
 
 func bestRank(e Explanation) int {

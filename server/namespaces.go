@@ -11,7 +11,7 @@ import (
 )
 
 // NamespaceHeader selects the namespace of a request made with the main token.
-const NamespaceHeader = "X-Ragmem-Namespace"
+const NamespaceHeader = rag.NamespaceHeader
 
 const namespaceRule = "use 1 to 64 characters: lower-case letters, digits, '-' and '_', starting with a letter or digit"
 

@@ -1012,4 +1012,6 @@ func (s *Server) routes() {
 	if err := s.HandleLocal("PUT "+rag.URLRulesPath, http.HandlerFunc(s.putURLRules)); err != nil {
 		panic(err) // our own routes never conflict
 	}
+
+	s.bulkRoutes()
 }

@@ -218,7 +218,7 @@ func TestBinaryErrorsAreOneLine(t *testing.T) {
 		}
 	}
 	// The demo runs offline from the repository root.
-	cmd := exec.Command(bin, "demo", "--corpus", "../../testdata/corpus")
+	cmd := exec.Command(bin, "demo", "--corpus", "../../internal/sample/corpus")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("demo: %v", err)

@@ -86,6 +86,9 @@ func newSearchCmd(g *globals) *cobra.Command {
 				if out.Degraded != "" {
 					fmt.Fprintf(g.stderr, "ragmem: answered by %s search: %s\n", out.Mode, out.Degraded)
 				}
+				if out.RerankSkipped != "" {
+					fmt.Fprintf(g.stderr, "ragmem: results in fused order: %s\n", out.RerankSkipped)
+				}
 				printResults(g.stdout, out.Results, group)
 				return nil
 			})

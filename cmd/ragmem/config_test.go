@@ -101,7 +101,7 @@ memories: null
 }
 
 // TestConfigTemplateAndREADMEExample parse what `config init` writes and the
-// example file of the README.
+// example file of docs/configuration.md.
 func TestConfigTemplateAndREADMEExample(t *testing.T) {
 	if _, _, err := parseConfig([]byte(configTemplate)); err != nil {
 		t.Errorf("template: %v", err)
@@ -120,16 +120,16 @@ func TestConfigTemplateAndREADMEExample(t *testing.T) {
 	} else if len(vals) < 20 {
 		t.Errorf("uncommented template has %d settings", len(vals))
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile("(?s)```yaml\n(# ~/.config/ragmem/config.yaml.*?)```").FindSubmatch(readme)
 	if m == nil {
-		t.Fatal("README has no example config file (a yaml block starting with # ~/.config/ragmem/config.yaml)")
+		t.Fatal("docs/configuration.md has no example config file (a yaml block starting with # ~/.config/ragmem/config.yaml)")
 	}
 	if vals, _, err := parseConfig(m[1]); err != nil || len(vals) == 0 {
-		t.Errorf("README example: %v, %d settings", err, len(vals))
+		t.Errorf("docs/configuration.md example: %v, %d settings", err, len(vals))
 	}
 }
 

@@ -41,7 +41,7 @@ var dirPolicies = map[string]dirPolicy{
 	"ragmem rm": dirStore, "ragmem export": dirStore, "ragmem migrate": dirStore,
 	"ragmem prefs list": dirStore, "ragmem prefs rm": dirStore, "ragmem prefs clear": dirStore,
 	"ragmem jobs list": dirStore, "ragmem jobs retry": dirStore, "ragmem jobs drop": dirStore,
-	"ragmem memory match": dirStore,
+	"ragmem memory match": dirStore, "ragmem attrs set": dirStore, "ragmem namespaces": dirStore,
 
 	// The agent memories are files (under the data directory unless
 	// --memories says otherwise); most memory commands do not need the
@@ -130,7 +130,17 @@ func (g *globals) checkDataDir(cmd *cobra.Command) error {
 		if missing && named {
 			return fmt.Errorf("%w %s (from %s): check the path; ragmem index, import, serve and mcp create it", errNoDataDir, dir, where)
 		}
-		if missing || (g.localBackend() && !rag.StoreExists(dir) && !ownerAnnounced(dir)) {
+		if !g.localBackend() {
+			// The store is the remote backend's; the data directory holds
+			// only this machine's owner files, made on first use.
+			if missing {
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					return fmt.Errorf("create data directory: %w", err)
+				}
+			}
+			return nil
+		}
+		if missing || (!rag.StoreExists(dir) && !ownerAnnounced(dir)) {
 			return fmt.Errorf("%w in %s: nothing was indexed there yet (ragmem index creates it)", errNoStore, dir)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // before, takes the file's embedder, and refuses what it must.
 func TestCLIExportImport(t *testing.T) {
 	a, b, tmp := t.TempDir(), t.TempDir(), t.TempDir()
-	mustRun(t, "--dir", a, "--embedder", "randproj:dim=48", "index", "../../testdata/corpus")
+	mustRun(t, "--dir", a, "--embedder", "randproj:dim=48", "index", "../../internal/sample/corpus")
 	mustRun(t, "--dir", a, "prefs", "add", "style", "The user prefers short answers.")
 	key := filepath.Join(tmp, "key")
 	writeFile(t, key, base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))+"\n")

@@ -30,7 +30,7 @@ func (s mcpToolSet) all() []*mcp.Tool {
 
 // registeredMCPTools asks servers built as newMCPServer builds them (over
 // no store: registering tools reads none) for their tools, over an
-// in-memory session, so that what the help and the README say is what is
+// in-memory session, so that what the help and docs/mcp.md say is what is
 // served.
 func registeredMCPTools(ctx context.Context) (mcpToolSet, error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -63,7 +63,7 @@ func properties(t *testing.T, tool *mcp.Tool) []string {
 }
 
 // TestMCPToolsListedEverywhere: `ragmem mcp --help` names every tool
-// served (it is made from the registered tools), the README's tool table
+// served (it is made from the registered tools), docs/mcp.md's tool table
 // lists exactly them, and every input it and docs/memory.md name is one
 // the tool takes.
 func TestMCPToolsListedEverywhere(t *testing.T) {
@@ -89,13 +89,13 @@ func TestMCPToolsListedEverywhere(t *testing.T) {
 			t.Errorf("ragmem mcp --help does not name %s:\n%s", name, out)
 		}
 	}
-	readme := toolTable(t, "../../README.md")
+	table := toolTable(t, "../../docs/mcp.md")
 	for name := range byName {
-		if _, ok := readme[name]; !ok {
-			t.Errorf("the README's MCP table lacks %s", name)
+		if _, ok := table[name]; !ok {
+			t.Errorf("docs/mcp.md's tool table lacks %s", name)
 		}
 	}
-	for _, doc := range []string{"../../README.md", "../../docs/memory.md"} {
+	for _, doc := range []string{"../../docs/mcp.md", "../../docs/memory.md"} {
 		for name, inputs := range toolTable(t, doc) {
 			tool, ok := byName[name]
 			if !ok {

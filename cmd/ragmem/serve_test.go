@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -37,8 +38,25 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_CONFIG_HOME", cfgHome)
 	os.Unsetenv("RAGMEM_CONFIG")
+	// Nor may a test reach the user's own data directory: one that forgets
+	// --dir gets an empty one of its own, and the run fails.
+	dataHome, err := os.MkdirTemp("", "ragmem-test-data-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_DATA_HOME", dataHome)
+	os.Unsetenv("RAGMEM_DIR")
 	code := m.Run()
+	if left, _ := os.ReadDir(filepath.Join(dataHome, "ragmem")); len(left) > 0 && code == 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		fmt.Fprintf(os.Stderr, "a test wrote the default data directory (it must pass --dir or its own XDG_DATA_HOME): %v\n", names)
+		code = 1
+	}
 	os.RemoveAll(cfgHome)
+	os.RemoveAll(dataHome)
 	os.Exit(code)
 }
 

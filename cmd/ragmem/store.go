@@ -38,6 +38,12 @@ type ownedStore struct {
 	run    *ownerRun     // this process owns the store
 	client *owner.Client // another process owns it
 	err    error         // a handover could not find the next owner
+
+	// nsEng is the engine of the command's namespace while this process
+	// owns the store (run.eng for the default one); nsRelease lets go of
+	// it (see attachNamespace).
+	nsEng     *rag.Engine
+	nsRelease func()
 }
 
 // connect finds the owner of the data directory or becomes it.
@@ -105,10 +111,13 @@ func (s *ownedStore) attachOnce(ctx context.Context, claimAfter time.Duration) e
 			_ = claim.Release()
 			return err
 		}
-		s.run, s.cur = run, run.eng
+		if err := s.attachNamespace(ctx, run); err != nil {
+			_ = run.stop()
+			return err
+		}
 		return nil
 	}
-	c, err := owner.NewClient(s.dir, info, nil)
+	c, err := owner.NewClient(s.dir, info, s.g.clientOptions())
 	if err != nil {
 		return err
 	}
@@ -129,6 +138,7 @@ func (s *ownedStore) handover() {
 	if s.run == nil {
 		return
 	}
+	s.releaseNamespace()
 	if err := s.run.stop(); err != nil {
 		fmt.Fprintf(s.g.stderr, "ragmem: handing over: %v\n", err)
 	}
@@ -186,6 +196,7 @@ func (s *ownedStore) close() error {
 	defer s.mu.Unlock()
 	var err error
 	if s.run != nil {
+		s.releaseNamespace()
 		err = s.run.stop()
 		s.run = nil
 	}
@@ -198,6 +209,17 @@ func (s *ownedStore) close() error {
 		s.err = errors.New("the store is closed")
 	}
 	return err
+}
+
+// local returns the engine of the command's namespace when this process
+// owns the store (nil when it is a client).
+func (s *ownedStore) local() *rag.Engine {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.run == nil {
+		return nil
+	}
+	return s.nsEng
 }
 
 // owning returns this process's owner when it owns the store (nil when it
@@ -320,7 +342,7 @@ func (s *ownedStore) Close() error { return s.close() }
 // one a memory command asked for, else the configured one), "" when it
 // cannot be resolved (the owner then uses <data dir>/memories).
 func (g *globals) defaultMemories() string {
-	d, err := g.memoriesDir(g.memoriesFlag)
+	d, err := g.defaultMemoriesDir(g.memoriesFlag)
 	if err != nil {
 		return ""
 	}

@@ -1,8 +1,8 @@
 // Package driver defines the storage backend interface behind index.Index.
 //
 // A backend stores chunk records (text, metadata and vector) and answers
-// BM25 and vector queries over them. The local backend (index/local, chromem-go
-// plus bleve) is the default; other backends (for example a Weaviate cluster)
+// BM25 and vector queries over them. The local backend (index/local: its own
+// snapshots and journal, index/vecindex and bleve) is the default; other backends (for example a Weaviate cluster)
 // implement the same interface and must pass the conformance suite in
 // index/indextest.
 //

@@ -5,9 +5,10 @@
 //
 // # Files
 //
-// chromem-go's own persistence writes one file per document in place, without
-// fsync; a half-written file stops the whole store from opening. So ragmem
-// persists the records itself:
+// ragmem persists the records itself rather than in a vector library's own
+// files (chromem-go, which this backend once used, writes one file per
+// document in place without fsync, and a half-written file stops the whole
+// store from opening):
 //
 //	dir/LOCK                   advisory lock holding the owner's pid
 //	dir/snap-<seq>.rgs         every record (text, metadata) at <seq>, with a

@@ -1,9 +1,8 @@
-// Package extraction turns an agent's run into a memory file (seed 001,
-// "is this worth remembering?"): a chat model, asked with the seed's lists
-// of what to keep and what to skip and shown the most related existing
-// memories, proposes a memory in a strict JSON shape; a proposal that
-// nearly duplicates an existing memory is not written; the rest is written
-// with memory.Store.Add.
+// Package extraction turns an agent's run into a memory file ("is this
+// worth remembering?"): a chat model, asked with lists of what to keep and
+// what to skip and shown the most related existing memories, proposes a
+// memory in a strict JSON shape; a proposal that nearly duplicates an
+// existing memory is not written; the rest is written with memory.Store.Add.
 //
 // It is served by the CLI (ragmem memory extract), by HTTP (POST
 // /v1/memories/extract, when the server has a chat model) and by MCP (the
@@ -39,8 +38,7 @@ const (
 	ResultPartial = "partial"
 )
 
-// Input is an agent execution to learn from (seed 001,
-// MemoryExtractionInput). It is a plain value.
+// Input is an agent execution to learn from. It is a plain value.
 type Input struct {
 	Agent       string `json:"agent"`
 	Task        string `json:"task"`
@@ -54,8 +52,7 @@ type Input struct {
 	Existing []memory.Memory `json:"-"`
 }
 
-// Output is what ExtractMemory decided and did (seed 001,
-// MemoryExtractionOutput). It is a plain value.
+// Output is what ExtractMemory decided and did. It is a plain value.
 type Output struct {
 	ShouldCreateMemory bool   `json:"shouldCreateMemory"`
 	Reasoning          string `json:"reasoning"`
@@ -104,7 +101,7 @@ type Options struct {
 }
 
 // Extractor turns agent executions into memory files with a language
-// model (seed 001, "is this worth remembering?"). It is safe for concurrent
+// model ("is this worth remembering?"). It is safe for concurrent
 // use.
 type Extractor struct {
 	llm   rag.LLM
@@ -143,7 +140,8 @@ func New(llm rag.LLM, store *memory.Store, opts *Options) (*Extractor, error) {
 // the lexical embedder.
 const lexicalDuplicateThreshold = 0.85
 
-// extractionPrompt is the system prompt: the seed's YES and NO lists.
+// extractionPrompt is the system prompt: what to extract (YES) and what
+// to skip (NO).
 const extractionPrompt = `You are the memory extraction agent of a team of coding agents. After an agent finishes a task you decide: is anything in this execution worth remembering long-term, for future runs on the same project?
 
 Extract (YES):
@@ -250,8 +248,8 @@ func looseList(raw json.RawMessage) []string {
 	return nil
 }
 
-// ExtractMemory asks the model whether the execution is worth remembering
-// (seed 001) with JSON-schema structured output (repeated without it when
+// ExtractMemory asks the model whether the execution is worth remembering,
+// with JSON-schema structured output (repeated without it when
 // the server rejects response_format). When it says yes, the proposal is
 // checked against the existing memories: one the model names as a
 // duplicate, one with the same title words, or one whose text is at least

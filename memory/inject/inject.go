@@ -1,4 +1,4 @@
-// Package inject gives an agent its memory before each step (seed 003): the
+// Package inject gives an agent its memory before each step: the
 // memory files matched for the task (package memory), the procedural rules
 // whose condition holds and the related episodes (memory/layers), in one
 // untrusted-data context message within a token limit, cached for a while
@@ -75,8 +75,8 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Query asks for the memory relevant to an agent's next step (seed 003:
-// domain, task, tags; plus the agent's name for the scoring of memory
+// Query asks for the memory relevant to an agent's next step (domain,
+// task, tags; plus the agent's name for the scoring of memory
 // files). It is a plain value.
 type Query struct {
 	Domain string   `json:"domain,omitempty"`
@@ -113,7 +113,7 @@ type MemoryContext struct {
 // Empty reports whether there is nothing to inject.
 func (c *MemoryContext) Empty() bool { return c.Message.Content == "" }
 
-// Stats are the seed's injection statistics. It is a plain value.
+// Stats are the injector's statistics. It is a plain value.
 type Stats struct {
 	// Injections counts the contexts returned (from the cache or not).
 	Injections            int64   `json:"injections"`
@@ -126,7 +126,7 @@ type Stats struct {
 	Failures int64 `json:"failures"`
 }
 
-// Injector retrieves memory for an agent before each step (seed 003) with a
+// Injector retrieves memory for an agent before each step with a
 // token limit, a TTL cache and graceful fallback. It is safe for concurrent
 // use.
 type Injector struct {
@@ -179,7 +179,7 @@ func New(opts *Options) *Injector {
 	return &Injector{o: o, counter: budget.CounterForModel(o.Model), cache: map[string]*cached{}}
 }
 
-// cacheKey is the cache key of a query: domain|task|tags (seed 003), tags
+// cacheKey is the cache key of a query: domain|task|tags, tags
 // sorted, plus the agent and the minimum importance, which change the
 // result.
 func cacheKey(q Query) string {
@@ -191,7 +191,7 @@ func cacheKey(q Query) string {
 	return strings.Join([]string{clean.Line(q.Domain), clean.Line(q.Task), strings.Join(tags, ","), strings.ToLower(clean.Line(q.Agent)), q.MinImportance.String()}, "|")
 }
 
-// GetMemoryContext retrieves the memory relevant to q (seed 003): memory
+// GetMemoryContext retrieves the memory relevant to q: memory
 // files matched for the domain and task (Store.Match, with the tags as
 // extra specialty tags), the procedural rules whose condition holds, and
 // related episodic entries; formats them (ContextMessage) and keeps the

@@ -1,4 +1,4 @@
-// Package layers holds an agent's memory in four layers (seed 002): working
+// Package layers holds an agent's memory in four layers: working
 // memory (in the process only), episodic memory (what happened, appended to
 // a file and searched with ragmem's hybrid search), semantic memory (facts,
 // key -> value) and procedural memory (condition -> action rules matched
@@ -62,7 +62,7 @@ var ErrClosed = errors.New("layers: closed")
 // to the local summary and reports why).
 var errModel = errors.New("layers: language model failed")
 
-// Layer names one of the four memory layers of seed 002. Layers are plain
+// Layer names one of the four memory layers. Layers are plain
 // values.
 type Layer string
 
@@ -95,8 +95,7 @@ func Parse(s string) (Layer, error) {
 	return "", fmt.Errorf("%w: layer %q (want working, episodic, semantic or procedural)", memory.ErrInvalid, clean.Clip(s, 40))
 }
 
-// Entry is an entry of the working or episodic layer (seed 002's
-// MemoryEntry). It is a plain value; Metadata must hold JSON values.
+// Entry is an entry of the working or episodic layer. It is a plain value; Metadata must hold JSON values.
 type Entry struct {
 	ID        string         `json:"id"`
 	Timestamp time.Time      `json:"timestamp"`
@@ -127,7 +126,7 @@ type Rule struct {
 	Timestamp time.Time `json:"timestamp"`
 }
 
-// CompactOptions configure Compact (seed 002). A nil *CompactOptions means
+// CompactOptions configure Compact. A nil *CompactOptions means
 // the defaults. It is a plain value.
 type CompactOptions struct {
 	// KeepLast is how many of the newest entries are kept. Default 10.
@@ -137,10 +136,10 @@ type CompactOptions struct {
 	SummarizeOlder *bool
 }
 
-// Stats are the seed's MemoryStats. It is a plain value.
+// Stats are the layers' statistics. It is a plain value.
 type Stats struct {
 	// WorkingMemoryTokens counts the working entries' content with the
-	// manager's tokenizer (tiktoken; not the seed's length/4 estimate).
+	// manager's tokenizer (tiktoken, not a length/4 estimate).
 	WorkingMemoryTokens int `json:"workingMemoryTokens"`
 	EpisodicEntryCount  int `json:"episodicEntryCount"`
 	SemanticEntryCount  int `json:"semanticEntryCount"`
@@ -168,7 +167,7 @@ type Summarizer interface {
 	Summarize(ctx context.Context, entries []Entry) (string, error)
 }
 
-// LocalSummarizer summarises without a model, as the seed does: "[Summary
+// LocalSummarizer summarises without a model: "[Summary
 // of N entries]" and one line per entry, its content cut to 120 characters
 // and its metadata as [key=value]. It is safe for concurrent use.
 type LocalSummarizer struct{}
@@ -271,7 +270,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Manager holds the four layers (seed 002) in a directory: episodic.jsonl
+// Manager holds the four layers in a directory: episodic.jsonl
 // (one entry per line, appended and fsynced), semantic.json and
 // procedural.json (replaced atomically on every change). Working memory is
 // not persisted. A torn last line of episodic.jsonl (a crash during an
@@ -552,7 +551,7 @@ func (m *Manager) checkOpen() error {
 // Generation increases with every change of any layer.
 func (m *Manager) Generation() uint64 { return m.gen.Load() }
 
-// Append adds an entry to a layer (seed 002), assigning an id and a
+// Append adds an entry to a layer, assigning an id and a
 // timestamp when they are missing. Working memory is then trimmed to
 // MaxWorking entries; episodic entries are appended to disk (fsynced) and
 // indexed; a semantic entry is stored under Metadata["key"] (or its id) with
@@ -767,7 +766,7 @@ func (m *Manager) Rules() []Rule {
 	return append([]Rule(nil), m.rules...)
 }
 
-// defaultSearchLimit is Search's default limit (seed 002).
+// defaultSearchLimit is Search's default limit.
 const defaultSearchLimit = 10
 
 // maxQueryBytes bounds the query and task text searched and matched.
@@ -962,7 +961,7 @@ func (m *Manager) ruleVector(ctx context.Context, key, text string) ([]float32, 
 	return v, nil
 }
 
-// Compact shrinks a layer (seed 002): working and episodic keep their
+// Compact shrinks a layer: working and episodic keep their
 // newest KeepLast entries and, with SummarizeOlder, replace the older ones
 // by one summary entry (from the Summarizer, or the local one when it
 // fails); procedural keeps its newest KeepLast rules; semantic is left as it
@@ -1114,7 +1113,7 @@ func (m *Manager) summarize(ctx context.Context, es []Entry) (text, name, fallba
 	return t, name, fallback
 }
 
-// Stats returns the seed's statistics.
+// Stats returns the layers' statistics (entries, sizes, working tokens).
 func (m *Manager) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -50,7 +50,7 @@ func TestCorpusPagesAreOneChunkPerSection(t *testing.T) {
 // TestLoadShort is the CI version of the load test: a few clients for a few
 // seconds against a small store, and not one error. RAGMEM_LOADTEST=full
 // runs the full configuration (32 clients, 60 s, 10k chunks) instead; the
-// figures in the README come from cmd/ragmem-load.
+// figures in docs/server.md come from cmd/ragmem-load.
 func TestLoadShort(t *testing.T) {
 	clients, dur, chunks := 6, 3*time.Second, 400
 	if os.Getenv("RAGMEM_LOADTEST") == "full" {

@@ -1,5 +1,5 @@
 // Package memtest holds what the tests of the agent-memory packages share:
-// the memory sets of the seeds' worked examples, a fixed clock, a quiet
+// the memory sets of the worked examples (docs/memory.md), a fixed clock, a quiet
 // logger, and helpers that write a memory directory and open an index. It
 // does not import package memory, so that memory's own tests can use it.
 package memtest
@@ -109,15 +109,15 @@ func OpenIndex(t testing.TB) *index.Index {
 	return ix
 }
 
-// Example1 is the memory set of seed 000, Example 1 ("Available memories").
+// Example1 is the memory set of Example 1 (docs/memory.md, "Worked
+// examples").
 //
-// The seed's Process section scores them OAuth 40 (high 25 + keyword 15),
+// The worked scores are OAuth 40 (high 25 + keyword 15),
 // JWT 35 (high 25 + keyword 10) and Middleware 35 (high 25 + agent tags 10):
 // no recency and no same-discoverer points. So they were discovered more
-// than 72 hours before the task and by other agents than the developer. (The
-// seed's illustration of the injected prompt shows "Discovered by:
-// developer" under OAuth and Middleware; with the seed's own +10 for the
-// same discoverer that would give 50, 35, 45 and contradict the order the
+// than 72 hours before the task and by other agents than the developer.
+// (With "Discovered by: developer" under OAuth and Middleware, the +10 for
+// the same discoverer would give 50, 35, 45 and contradict the order the
 // example selects. We reproduce the worked scores and the order.)
 var Example1 = []Fixture{
 	{Name: "project-uses-jwt-authentication", Title: "Project uses JWT authentication",
@@ -168,9 +168,10 @@ expires_at) and audit_log. Migrations live in db/migrations and run with
 npm run migrate.`},
 }
 
-// Example3 is seed 000, Example 3: "Authentication module structure" (the
-// file of seed 001, discovered by the developer 3 days ago, which falls in
-// the seed's < 72 h band: 70 hours) and "Middleware pattern" (2 weeks old,
+// Example3 is Example 3 (docs/memory.md, "Worked examples"):
+// "Authentication module structure" (the example memory file of
+// docs/memory.md, discovered by the developer 3 days ago, which falls in
+// the < 72 h recency band: 70 hours) and "Middleware pattern" (2 weeks old,
 // by the developer, tagged patterns).
 var Example3 = []Fixture{
 	{Name: "authentication-module-structure", Title: "Authentication module structure",

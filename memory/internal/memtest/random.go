@@ -20,7 +20,8 @@ feature refactor structure pattern convention review quality planning code`)
 // Agents are the agents of random memories and tasks ("" for none).
 var Agents = []string{"developer", "planner", "tester", "reviewer", "security-bot", ""}
 
-// Tags are the tags of random memories: the seed's specialty tags and more.
+// Tags are the tags of random memories: the default specialty tags
+// (memory.DefaultAgentTags) and more.
 var Tags = []string{"auth", "patterns", "code", "implementation", "testing", "quality", "planning", "structure",
 	"review", "standards", "failures", "conventions", "analysis", "validation", "database"}
 

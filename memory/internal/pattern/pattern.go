@@ -27,7 +27,7 @@ const MaxLen = 500
 const MinCoverage = 0.5
 
 // Embedding similarity at which a natural-language pattern fires by
-// meaning: measured on the seeds' examples with the offline lexical
+// meaning: measured on the worked examples' tasks with the offline lexical
 // embedder (docs/memory.md); the other value is for other embedders, where
 // no model is available offline to measure it.
 const (
@@ -148,8 +148,7 @@ func looksLikeRegex(s string) bool {
 
 // Compile reads a pattern. It fails only for an empty or over-long pattern
 // (callers wrap the error in their own sentinel); a pattern that looks like
-// a regular expression but does not compile is read as text, as the seed
-// does.
+// a regular expression but does not compile is read as text.
 func Compile(s string) (*Pattern, error) {
 	s = clean.Line(s)
 	if s == "" {
