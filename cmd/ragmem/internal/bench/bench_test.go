@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -9,28 +9,56 @@ import (
 	"testing"
 
 	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/search"
 )
 
-// TestBenchCommand runs a small bench with the default embedders (lexical
-// and randproj side by side), the peers and the export, and checks that
-// every figure is present and plausible; then the table output, a loopback
-// OpenAI-compatible embedder, and a bad corpus.
-func TestBenchCommand(t *testing.T) {
-	exp := t.TempDir()
-	out := mustRun(t, "bench", "--corpora", "800", "--queries", "30", "--peers", "--export", exp, "--work-dir", t.TempDir(), "--json")
-	var rs []benchResult
-	if err := json.Unmarshal([]byte(out), &rs); err != nil {
-		t.Fatalf("bench --json: %v\n%s", err, out)
+// run is what `ragmem bench` does with its flags' defaults and these
+// corpora and embedders (an --embedders list).
+func run(t *testing.T, corpora, embedders string, queries int, edit func(*Options)) []Result {
+	t.Helper()
+	es, err := ParseEmbedders(embedders, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { CloseEmbedders(es) })
+	o := Options{Corpora: strings.Split(corpora, ","), Queries: queries, Words: 110, WorkDir: t.TempDir(),
+		ChromemMax: 200000, Batch: 1000, Writers: 2, Embedders: es, PreEmbed: true}
+	if edit != nil {
+		edit(&o)
+	}
+	rs, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// TestBench runs a small bench with the default embedders (lexical and
+// randproj side by side), the peers and the export, and checks that every
+// figure is present and plausible and that the JSON keeps its names; then
+// the table output, a loopback OpenAI-compatible embedder, other fusions,
+// and bad corpora and embedders.
+func TestBench(t *testing.T) {
+	exp := t.TempDir()
+	rs := run(t, "800", strings.Join(DefaultEmbedders, ","), 30, func(o *Options) { o.Peers, o.Export = true, exp })
 	if len(rs) != 2 || rs[0].EmbedderName != "lexical" || rs[1].EmbedderName != "randproj" {
 		t.Fatalf("%d results, want lexical and randproj side by side: %+v", len(rs), rs)
+	}
+	js, err := json.Marshal(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"hybrid":{"p50Ms":`, `"chromemTop100":`, `"recallAt10":`, `"vectorIndexTop100Exact":`, `"embedChunksPerSecond":`, `"peers":[{"name":"chromem-go (vector)"`} {
+		if !strings.Contains(string(js), key) {
+			t.Errorf("the JSON lacks %s:\n%s", key, js)
+		}
 	}
 	for i, r := range rs {
 		want := []embed.Embedder{embed.Default(), embed.NewRandProj(nil)}[i]
 		if r.Documents != 800 || r.Chunks < 800 || r.Dimension != want.Dimension() || r.Embedder != want.Identity() {
 			t.Fatalf("corpus figures: %+v", r)
 		}
-		for name, l := range map[string]latency{"hybrid": r.Hybrid, "vector": r.Vector, "fulltext": r.FullText, "pool": r.VectorPool} {
+		for name, l := range map[string]Latency{"hybrid": r.Hybrid, "vector": r.Vector, "fulltext": r.FullText, "pool": r.VectorPool} {
 			if l.N == 0 || l.P50 <= 0 || l.P50 > l.P95 || l.P95 > l.P99 {
 				t.Errorf("%s: %s latency %+v", r.EmbedderName, name, l)
 			}
@@ -64,50 +92,45 @@ func TestBenchCommand(t *testing.T) {
 			t.Errorf("%s: export lacks the exact top 10 of the queries: %q", r.EmbedderName, strings.SplitN(string(q), "\n", 2)[0])
 		}
 	}
-	text := mustRun(t, "bench", "--corpora", "300", "--queries", "10", "--embedders", "lexical:dim=384,randproj:dim=96")
+	var text strings.Builder
+	Print(&text, run(t, "300", "lexical:dim=384,randproj:dim=96", 10, nil))
 	for _, want := range []string{"hybrid    p50/p95/p99 ms", "cold open", "384 dimensions", "96 dimensions", "side by side, corpus 300", "embedding alone, chunks/s"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("table output lacks %q:\n%s", want, text)
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("table output lacks %q:\n%s", want, text.String())
 		}
 	}
-	out = mustRun(t, "bench", "--corpora", "300", "--queries", "10", "--embedders", "loopback:randproj:dim=64", "--json")
-	rs = nil
-	if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 1 {
-		t.Fatalf("loopback bench: %v\n%s", err, out)
-	}
-	if r := rs[0]; !strings.HasPrefix(r.Embedder, "openai") || r.Dimension != 64 || r.EmbedMisses != 0 || r.Hybrid.N == 0 || r.Recall10 < 0.98 {
-		t.Errorf("loopback bench: %+v", r)
+	rs = run(t, "300", "loopback:randproj:dim=64", 10, nil)
+	if r := rs[0]; len(rs) != 1 || !strings.HasPrefix(r.Embedder, "openai") || r.Dimension != 64 || r.EmbedMisses != 0 || r.Hybrid.N == 0 || r.Recall10 < 0.98 {
+		t.Errorf("loopback bench: %+v", rs)
 	}
 	if r := rs[0]; !strings.Contains(r.HybridMethod, "feedback=3") {
 		t.Errorf("the hybrid queries ran %q, not the default fusion with feedback", r.HybridMethod)
 	}
-	// --fusion times another fusion: without feedback, or rrf. The bench
-	// wraps the embedder (its vectors are computed beforehand) and must
-	// still weigh it as search does for users: calibrated on the store.
+	// Options.Fusion times another fusion: without feedback, or rrf. The
+	// bench wraps the embedder (its vectors are computed beforehand) and
+	// must still weigh it as search does for users: calibrated on the
+	// store.
 	for spec, want := range map[string]string{"relative:feedback=0": ", calibrated)", "rrf:k=20": "rrf(k=20, feedback=3)"} {
-		out = mustRun(t, "bench", "--corpora", "300", "--queries", "10", "--embedders", "randproj:dim=32", "--fusion", spec, "--json")
-		rs = nil
-		if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 1 {
-			t.Fatalf("--fusion %s: %v\n%s", spec, err, out)
+		fo, err := search.ParseFusionSpec(spec)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !strings.Contains(rs[0].HybridMethod, want) || rs[0].CalibrateSeconds <= 0 {
-			t.Errorf("--fusion %s: the hybrid queries ran %q, want %q (calibration %.3f s)", spec, rs[0].HybridMethod, want, rs[0].CalibrateSeconds)
+		rs = run(t, "300", "randproj:dim=32", 10, func(o *Options) { o.Fusion = fo })
+		if len(rs) != 1 || !strings.Contains(rs[0].HybridMethod, want) || rs[0].CalibrateSeconds <= 0 {
+			t.Errorf("fusion %s: the hybrid queries ran %q, want %q (calibration %.3f s)", spec, rs[0].HybridMethod, want, rs[0].CalibrateSeconds)
 		}
 	}
-	if _, _, err := runCLI(t, "bench", "--corpora", "300", "--fusion", "relative:feedback=99"); err == nil {
-		t.Error("a bad --fusion accepted")
-	}
-	if _, _, err := runCLI(t, "bench", "--corpora", "lots"); err == nil {
+	if _, err := Run(context.Background(), Options{Corpora: []string{"lots"}, WorkDir: t.TempDir()}); err == nil {
 		t.Error("bad corpus accepted")
 	}
-	if _, _, err := runCLI(t, "bench", "--corpora", "300", "--embedders", "loopback:openai:x"); err == nil {
+	if _, err := ParseEmbedders("lexical,loopback:openai:x", nil); err == nil {
 		t.Error("loopback of an openai embedder accepted")
 	}
 }
 
 // BenchmarkStore runs the bench on the corpora in $RAGMEM_BENCH_CORPORA
 // (default 10k) with the lexical embedder: go test -run xxx -bench Store
-// ./cmd/ragmem. Larger ones (100k, 1m, scifact) and other embedders are
+// ./cmd/ragmem/internal/bench. Larger ones (100k, 1m, scifact) and other embedders are
 // `ragmem bench` runs; see docs/benchmarks.md.
 func BenchmarkStore(b *testing.B) {
 	corpora := os.Getenv("RAGMEM_BENCH_CORPORA")
@@ -116,9 +139,9 @@ func BenchmarkStore(b *testing.B) {
 	}
 	for _, name := range strings.Split(corpora, ",") {
 		b.Run(name, func(b *testing.B) {
-			var r benchResult
+			var r Result
 			for b.Loop() {
-				rs, err := runBench(context.Background(), benchOptions{corpora: []string{name}, queries: 200, words: 110, workDir: b.TempDir(), batch: 1000, writers: 2, chromemTo: 200000})
+				rs, err := Run(context.Background(), Options{Corpora: []string{name}, Queries: 200, Words: 110, WorkDir: b.TempDir(), Batch: 1000, Writers: 2, ChromemMax: 200000})
 				if err != nil {
 					b.Fatal(err)
 				}
