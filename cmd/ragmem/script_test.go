@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestScripts runs the multi-step CLI scenarios of testdata/script/*.txtar,
+// each in a work directory of its own ($WORK) with its own home, config
+// home and data home, the proxies of the environment pointed at a closed
+// loopback port (no network), and "exec ragmem" running this binary as
+// the command (TestMain). capture NAME 'RE' sets $NAME to what RE's first
+// group matched in the last command's stdout. $CORPUS is the repository's sample corpus and
+// $EVALDATA the eval package's test data.
+func TestScripts(t *testing.T) {
+	corpus, err := filepath.Abs("../../testdata/corpus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evalData, err := filepath.Abs("../../eval/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"capture": capture},
+		Setup: func(e *testscript.Env) error {
+			dataHome := filepath.Join(e.WorkDir, ".xdg-data")
+			for k, v := range map[string]string{
+				"HOME":            filepath.Join(e.WorkDir, ".home"),
+				"XDG_CONFIG_HOME": filepath.Join(e.WorkDir, ".xdg-config"),
+				"XDG_DATA_HOME":   dataHome,
+				"HTTP_PROXY":      "http://127.0.0.1:9",
+				"HTTPS_PROXY":     "http://127.0.0.1:9",
+				"NO_PROXY":        "",
+				"CORPUS":          corpus,
+				"EVALDATA":        evalData,
+			} {
+				e.Setenv(k, v)
+			}
+			// A script names its store (--dir or $RAGMEM_DIR); one that
+			// wrote the default data directory fails.
+			e.Defer(func() {
+				if left, _ := os.ReadDir(filepath.Join(dataHome, "ragmem")); len(left) > 0 {
+					e.T().Fatal(fmt.Sprintf("the script wrote the default data directory %s", filepath.Join(dataHome, "ragmem")))
+				}
+			})
+			return nil
+		},
+	})
+}
+
+// capture is the scripts' "capture NAME 'RE'": $NAME becomes the first
+// group of RE's first match in the last command's stdout (RE in multi-line
+// mode, as stdout's patterns are).
+func capture(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: capture NAME 'regexp with one group'")
+	}
+	re, err := regexp.Compile("(?m)" + args[1])
+	if err != nil {
+		ts.Fatalf("capture: %v", err)
+	}
+	m := re.FindStringSubmatch(ts.ReadFile("stdout"))
+	if len(m) < 2 {
+		ts.Fatalf("capture: no match for %q in stdout", args[1])
+	}
+	ts.Setenv(args[0], m[1])
+}
