@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -15,7 +16,8 @@ import (
 // home and data home, the proxies of the environment pointed at a closed
 // loopback port (no network), and "exec ragmem" running this binary as
 // the command (TestMain). capture NAME 'RE' sets $NAME to what RE's first
-// group matched in the last command's stdout. $CORPUS is the repository's sample corpus and
+// group matched in the last command's stdout; dropmatch FILE 'RE' removes
+// the lines of FILE that RE matches. $CORPUS is the repository's sample corpus and
 // $EVALDATA the eval package's test data.
 func TestScripts(t *testing.T) {
 	corpus, err := filepath.Abs("../../testdata/corpus")
@@ -30,7 +32,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"capture": capture},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"capture": capture, "dropmatch": dropmatch},
 		Setup: func(e *testscript.Env) error {
 			dataHome := filepath.Join(e.WorkDir, ".xdg-data")
 			for k, v := range map[string]string{
@@ -73,4 +75,24 @@ func capture(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("capture: no match for %q in stdout", args[1])
 	}
 	ts.Setenv(args[0], m[1])
+}
+
+// dropmatch is the scripts' "dropmatch FILE 'RE'": the lines of FILE that
+// RE matches are removed (a search's "tookMs", before two searches are
+// compared).
+func dropmatch(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: dropmatch FILE 'regexp'")
+	}
+	re, err := regexp.Compile(args[1])
+	if err != nil {
+		ts.Fatalf("dropmatch: %v", err)
+	}
+	var kept []string
+	for _, line := range strings.SplitAfter(ts.ReadFile(args[0]), "\n") {
+		if !re.MatchString(line) {
+			kept = append(kept, line)
+		}
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(strings.Join(kept, "")), 0o644))
 }
