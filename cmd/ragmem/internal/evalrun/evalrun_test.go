@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -126,6 +127,11 @@ func TestEvalSeveral(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// With several fusions, each table has a fusion column: the data
+	// sets', the macro average's (the per-query one always has).
+	if n := len(regexp.MustCompile(`(?m)^mode +fusion +method `).FindAllString(out, -1)); n != 3 {
+		t.Errorf("%d tables with a fusion column, want 3:\n%s", n, out)
 	}
 	out = mustEval(t, "--dataset", tinyBEIR+","+tinyBEIR, "--modes", "fulltext,hybrid", "--fusion", "relative",
 		"--fusion", "rrf:k=10", "--per-query", "--depth", "4", "--json", "--tmp", t.TempDir())
