@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -17,7 +18,8 @@ import (
 // loopback port (no network), and "exec ragmem" running this binary as
 // the command (TestMain). capture NAME 'RE' sets $NAME to what RE's first
 // group matched in the last command's stdout; dropmatch FILE 'RE' removes
-// the lines of FILE that RE matches. $CORPUS is the repository's sample corpus and
+// the lines of FILE that RE matches; perm PATH MODE checks PATH's
+// permission bits (octal). $CORPUS is the repository's sample corpus and
 // $EVALDATA the eval package's test data.
 func TestScripts(t *testing.T) {
 	corpus, err := filepath.Abs("../../testdata/corpus")
@@ -32,7 +34,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"capture": capture, "dropmatch": dropmatch},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"capture": scriptCapture, "dropmatch": scriptDropmatch, "perm": scriptPerm},
 		Setup: func(e *testscript.Env) error {
 			dataHome := filepath.Join(e.WorkDir, ".xdg-data")
 			for k, v := range map[string]string{
@@ -59,10 +61,10 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// capture is the scripts' "capture NAME 'RE'": $NAME becomes the first
+// scriptCapture is the scripts' "capture NAME 'RE'": $NAME becomes the first
 // group of RE's first match in the last command's stdout (RE in multi-line
 // mode, as stdout's patterns are).
-func capture(ts *testscript.TestScript, neg bool, args []string) {
+func scriptCapture(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: capture NAME 'regexp with one group'")
 	}
@@ -77,10 +79,10 @@ func capture(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(args[0], m[1])
 }
 
-// dropmatch is the scripts' "dropmatch FILE 'RE'": the lines of FILE that
+// scriptDropmatch is the scripts' "dropmatch FILE 'RE'": the lines of FILE that
 // RE matches are removed (a search's "tookMs", before two searches are
 // compared).
-func dropmatch(ts *testscript.TestScript, neg bool, args []string) {
+func scriptDropmatch(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: dropmatch FILE 'regexp'")
 	}
@@ -95,4 +97,21 @@ func dropmatch(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(strings.Join(kept, "")), 0o644))
+}
+
+// scriptPerm is the scripts' "perm PATH MODE": PATH's permission bits are MODE
+// (octal, such as 0600); with !, they are not.
+func scriptPerm(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: perm PATH MODE")
+	}
+	want, err := strconv.ParseUint(args[1], 8, 32)
+	if err != nil {
+		ts.Fatalf("perm: mode %q: %v", args[1], err)
+	}
+	fi, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if got := fi.Mode().Perm(); (got == os.FileMode(want)) == neg {
+		ts.Fatalf("%s has mode %04o", args[0], got)
+	}
 }
