@@ -54,43 +54,7 @@ func TestBench(t *testing.T) {
 		}
 	}
 	for i, r := range rs {
-		want := []embed.Embedder{embed.Default(), embed.NewRandProj(nil)}[i]
-		if r.Documents != 800 || r.Chunks < 800 || r.Dimension != want.Dimension() || r.Embedder != want.Identity() {
-			t.Fatalf("corpus figures: %+v", r)
-		}
-		for name, l := range map[string]Latency{"hybrid": r.Hybrid, "vector": r.Vector, "fulltext": r.FullText, "pool": r.VectorPool} {
-			if l.N == 0 || l.P50 <= 0 || l.P50 > l.P95 || l.P95 > l.P99 {
-				t.Errorf("%s: %s latency %+v", r.EmbedderName, name, l)
-			}
-		}
-		if r.Recall10 < 0.98 || r.NDCG10["fulltext"] < 0.5 || r.NDCG10["hybrid"] < 0.5 {
-			t.Errorf("%s: quality: recall %.3f nDCG %v", r.EmbedderName, r.Recall10, r.NDCG10)
-		}
-		if r.Chromem == nil || r.HybridSpeedup <= 0 || r.ColdOpenSeconds <= 0 || r.DiskBytes <= 0 || r.ChunksPerSec <= 0 {
-			t.Errorf("%s: figures missing: %+v", r.EmbedderName, r)
-		}
-		if !r.PreEmbedded || r.EmbedChunksPerSec <= 0 || r.EmbedMisses != 0 || !r.ColdCodesLoaded {
-			t.Errorf("%s: pre-embedding %v at %.0f chunks/s with %d misses; codes loaded at open %v", r.EmbedderName, r.PreEmbedded, r.EmbedChunksPerSec, r.EmbedMisses, r.ColdCodesLoaded)
-		}
-		if len(r.Peers) != 2 || r.Peers[1].NDCG10 < 0.5 {
-			t.Errorf("%s: peers: %+v", r.EmbedderName, r.Peers)
-		}
-		dir := filepath.Join(exp, "800-"+r.EmbedderName)
-		for _, f := range []string{"chunks.jsonl", "chunk_vectors.f32", "queries.jsonl", "query_vectors.f32", "meta.json"} {
-			st, err := os.Stat(filepath.Join(dir, f))
-			if err != nil || st.Size() == 0 {
-				t.Errorf("export %s: %v", f, err)
-			}
-		}
-		if st, _ := os.Stat(filepath.Join(dir, "chunk_vectors.f32")); st != nil && st.Size() != int64(r.Chunks*r.Dimension*4) {
-			t.Errorf("chunk_vectors.f32 has %d bytes for %d chunks", st.Size(), r.Chunks)
-		}
-		q, _ := os.ReadFile(filepath.Join(dir, "queries.jsonl"))
-		var first struct{ Exact10 []string }
-		json.Unmarshal([]byte(strings.SplitN(string(q), "\n", 2)[0]), &first)
-		if len(first.Exact10) != 10 {
-			t.Errorf("%s: export lacks the exact top 10 of the queries: %q", r.EmbedderName, strings.SplitN(string(q), "\n", 2)[0])
-		}
+		checkFigures(t, r, []embed.Embedder{embed.Default(), embed.NewRandProj(nil)}[i], filepath.Join(exp, "800-"+r.EmbedderName))
 	}
 	var text strings.Builder
 	Print(&text, run(t, "300", "lexical:dim=384,randproj:dim=96", 10, nil))
@@ -125,6 +89,47 @@ func TestBench(t *testing.T) {
 	}
 	if _, err := ParseEmbedders("lexical,loopback:openai:x", nil); err == nil {
 		t.Error("loopback of an openai embedder accepted")
+	}
+}
+
+// checkFigures checks one result of TestBench's first run: 800 documents
+// with 30 queries, the peers, and the export in dir.
+func checkFigures(t *testing.T, r Result, want embed.Embedder, dir string) {
+	t.Helper()
+	if r.Documents != 800 || r.Chunks < 800 || r.Dimension != want.Dimension() || r.Embedder != want.Identity() {
+		t.Fatalf("corpus figures: %+v", r)
+	}
+	for name, l := range map[string]Latency{"hybrid": r.Hybrid, "vector": r.Vector, "fulltext": r.FullText, "pool": r.VectorPool} {
+		if l.N == 0 || l.P50 <= 0 || l.P50 > l.P95 || l.P95 > l.P99 {
+			t.Errorf("%s: %s latency %+v", r.EmbedderName, name, l)
+		}
+	}
+	if r.Recall10 < 0.98 || r.NDCG10["fulltext"] < 0.5 || r.NDCG10["hybrid"] < 0.5 {
+		t.Errorf("%s: quality: recall %.3f nDCG %v", r.EmbedderName, r.Recall10, r.NDCG10)
+	}
+	if r.Chromem == nil || r.HybridSpeedup <= 0 || r.ColdOpenSeconds <= 0 || r.DiskBytes <= 0 || r.ChunksPerSec <= 0 {
+		t.Errorf("%s: figures missing: %+v", r.EmbedderName, r)
+	}
+	if !r.PreEmbedded || r.EmbedChunksPerSec <= 0 || r.EmbedMisses != 0 || !r.ColdCodesLoaded {
+		t.Errorf("%s: pre-embedding %v at %.0f chunks/s with %d misses; codes loaded at open %v", r.EmbedderName, r.PreEmbedded, r.EmbedChunksPerSec, r.EmbedMisses, r.ColdCodesLoaded)
+	}
+	if len(r.Peers) != 2 || r.Peers[1].NDCG10 < 0.5 {
+		t.Errorf("%s: peers: %+v", r.EmbedderName, r.Peers)
+	}
+	for _, f := range []string{"chunks.jsonl", "chunk_vectors.f32", "queries.jsonl", "query_vectors.f32", "meta.json"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || st.Size() == 0 {
+			t.Errorf("export %s: %v", f, err)
+		}
+	}
+	if st, _ := os.Stat(filepath.Join(dir, "chunk_vectors.f32")); st != nil && st.Size() != int64(r.Chunks*r.Dimension*4) {
+		t.Errorf("chunk_vectors.f32 has %d bytes for %d chunks", st.Size(), r.Chunks)
+	}
+	q, _ := os.ReadFile(filepath.Join(dir, "queries.jsonl"))
+	var first struct{ Exact10 []string }
+	json.Unmarshal([]byte(strings.SplitN(string(q), "\n", 2)[0]), &first)
+	if len(first.Exact10) != 10 {
+		t.Errorf("%s: export lacks the exact top 10 of the queries: %q", r.EmbedderName, strings.SplitN(string(q), "\n", 2)[0])
 	}
 }
 
