@@ -130,7 +130,17 @@ func (g *globals) checkDataDir(cmd *cobra.Command) error {
 		if missing && named {
 			return fmt.Errorf("%w %s (from %s): check the path; ragmem index, import, serve and mcp create it", errNoDataDir, dir, where)
 		}
-		if missing || (g.localBackend() && !rag.StoreExists(dir) && !ownerAnnounced(dir)) {
+		if !g.localBackend() {
+			// The store is the remote backend's; the data directory holds
+			// only this machine's owner files, made on first use.
+			if missing {
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					return fmt.Errorf("create data directory: %w", err)
+				}
+			}
+			return nil
+		}
+		if missing || (!rag.StoreExists(dir) && !ownerAnnounced(dir)) {
 			return fmt.Errorf("%w in %s: nothing was indexed there yet (ragmem index creates it)", errNoStore, dir)
 		}
 	}

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -34,5 +38,22 @@ func TestEveryCommandHasADirPolicy(t *testing.T) {
 		if !seen[p] {
 			t.Errorf("dirNoPolicy names %q, which is no command", p)
 		}
+	}
+}
+
+// TestRemoteBackendNeedsNoLocalStore: with a remote backend, a reading
+// command on the default data directory that holds no store goes to the
+// backend (here an address nothing answers) instead of stopping at "no
+// store", and makes the directory for its owner files.
+func TestRemoteBackendNeedsNoLocalStore(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", home)
+	t.Setenv("RAGMEM_DIR", "")
+	_, stderr, err := runCLI(t, "--backend", "weaviate", "--weaviate-url", "http://127.0.0.1:1", "stats")
+	if err == nil || errors.Is(err, errNoStore) || strings.Contains(err.Error()+stderr, "no store") {
+		t.Fatalf("stats on weaviate: %v\n%s", err, stderr)
+	}
+	if fi, err := os.Stat(filepath.Join(home, "ragmem")); err != nil || !fi.IsDir() {
+		t.Fatalf("data directory: %v", err)
 	}
 }

@@ -21,7 +21,7 @@ func TestMigrateToWeaviate(t *testing.T) {
 	writeFile(t, filepath.Join(docs, "otters.txt"), "Notes about otters. Otters hold hands while they sleep.\n")
 	mustRun(t, "--dir", dir, "index", docs)
 	mustRun(t, "--dir", dir, "prefs", "add", "expertise", "User is a Go developer")
-	wv := []string{"--backend", "weaviate", "--weaviate-url", url, "--weaviate-namespace", ns}
+	wv := []string{"--dir", t.TempDir(), "--backend", "weaviate", "--weaviate-url", url, "--weaviate-namespace", ns}
 	var before struct {
 		ChunkCount, DocumentCount, PreferenceCount int
 	}
