@@ -12,7 +12,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// TestScripts runs the multi-step CLI scenarios of testdata/script/*.txtar,
+// TestScripts runs the multi-step CLI scenarios of testdata/script/*.txtar
+// (one alone: go test ./cmd/ragmem -run TestScripts/workflow),
 // each in a work directory of its own ($WORK) with its own home, config
 // home and data home, the proxies of the environment pointed at a closed
 // loopback port (no network), and "exec ragmem" running this binary as
