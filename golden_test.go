@@ -92,10 +92,11 @@ func TestGoldenKnowledgeBlock(t *testing.T) {
 	golden(t, "knowledge_block.txt", rag.BuildRAGContextMessage(b).Content+"\n")
 }
 
-// corpusDocuments reads testdata/corpus with stable URLs.
+// corpusDocuments reads the sample corpus (internal/sample/corpus) with
+// stable URLs.
 func corpusDocuments(t *testing.T) []index.Document {
 	t.Helper()
-	paths, err := filepath.Glob("testdata/corpus/*")
+	paths, err := filepath.Glob("internal/sample/corpus/*")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no corpus (%v)", err)
 	}

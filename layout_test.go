@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"io/fs"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -389,51 +390,77 @@ func fileAllows(file, to string) string {
 	return ""
 }
 
-// concurrencyDocumented are the packages whose every exported type says,
-// in its doc comment, whether it is safe for concurrent use (or that it is
-// a plain value, which is shared read-only and copied to be changed).
-var concurrencyDocumented = []string{"rag", "server", "mcpserver", "owner", "agent", "memory/memhttp", "memory/memmcp"}
-
-var saysConcurrency = regexp.MustCompile(`(?i)concurrent\s+use|plain\s+values?\b|immutable`)
-
-func TestExportedTypesSayIfSafeForConcurrentUse(t *testing.T) {
-	for _, dir := range concurrencyDocumented {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+// TestTypesWithLocksSayIfSafeForConcurrentUse: an exported type that holds
+// a lock or an atomic value has state shared between goroutines, and its
+// doc comment says whether it is safe for concurrent use. Types without such
+// state say nothing of it.
+func TestTypesWithLocksSayIfSafeForConcurrentUse(t *testing.T) {
+	saysConcurrency := regexp.MustCompile(`(?i)concurrent\s+use`)
+	checked := 0
+	err := filepath.WalkDir(".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		types := 0
-		for _, name := range files {
-			if strings.HasSuffix(name, "_test.go") {
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") && name != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.TYPE {
 				continue
 			}
-			f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ParseComments|parser.SkipObjectResolution)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, d := range f.Decls {
-				gd, ok := d.(*ast.GenDecl)
-				if !ok || gd.Tok != token.TYPE {
+			for _, s := range gd.Specs {
+				ts := s.(*ast.TypeSpec)
+				st, ok := ts.Type.(*ast.StructType)
+				if !ok || !ts.Name.IsExported() || !holdsLock(st) {
 					continue
 				}
-				for _, s := range gd.Specs {
-					ts := s.(*ast.TypeSpec)
-					if !ts.Name.IsExported() {
-						continue
-					}
-					types++
-					doc := ts.Doc
-					if doc == nil && len(gd.Specs) == 1 {
-						doc = gd.Doc
-					}
-					if doc == nil || !saysConcurrency.MatchString(doc.Text()) {
-						t.Errorf("%s: type %s: its doc comment does not say whether it is safe for concurrent use (or a plain value)", name, ts.Name.Name)
-					}
+				checked++
+				doc := ts.Doc
+				if doc == nil && len(gd.Specs) == 1 {
+					doc = gd.Doc
+				}
+				if doc == nil || !saysConcurrency.MatchString(doc.Text()) {
+					t.Errorf("%s: type %s holds a lock or an atomic value; its doc comment does not say whether it is safe for concurrent use", name, ts.Name.Name)
 				}
 			}
 		}
-		if types == 0 {
-			t.Errorf("%s: no exported type found; is the package still there?", dir)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked == 0 {
+		t.Fatal("no exported type with a lock found; is the walk looking at the tree?")
+	}
+}
+
+// holdsLock reports whether a struct has a field of a sync lock or
+// sync/atomic type.
+func holdsLock(st *ast.StructType) bool {
+	for _, f := range st.Fields.List {
+		typ := f.Type
+		if p, ok := typ.(*ast.StarExpr); ok {
+			typ = p.X
+		}
+		if ix, ok := typ.(*ast.IndexExpr); ok {
+			typ = ix.X
+		}
+		sel, ok := typ.(*ast.SelectorExpr)
+		if !ok {
+			continue
+		}
+		pkg, ok := sel.X.(*ast.Ident)
+		if ok && (pkg.Name == "sync" && (sel.Sel.Name == "Mutex" || sel.Sel.Name == "RWMutex") || pkg.Name == "atomic") {
+			return true
 		}
 	}
+	return false
 }

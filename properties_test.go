@@ -1072,12 +1072,13 @@ func TestPropertyPreferenceRecordsRead(t *testing.T) {
 // maxFalsePositiveRate bounds P10's false positives (docs/spec.md).
 const maxFalsePositiveRate = 0.02
 
-// corpusSentences returns the sentences of the sample corpus in testdata:
-// documentation prose that states no preference of its reader.
+// corpusSentences returns the sentences of the sample corpus in
+// internal/sample/corpus: documentation prose that states no preference of
+// its reader.
 func corpusSentences(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	paths, _ := filepath.Glob("testdata/corpus/*")
+	paths, _ := filepath.Glob("internal/sample/corpus/*")
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {

@@ -161,6 +161,18 @@ func (it *lineIter) next() (line string, start int, ok bool) {
 	return it.s[start:], start, true
 }
 
+// nextSpan returns the next line's start and the bounds of its text
+// without the spaces around it (s == e for a blank line), as offsets in
+// the iterated string, and false at the end.
+func (it *lineIter) nextSpan() (off, s, e int, ok bool) {
+	line, off, ok := it.next()
+	if !ok {
+		return 0, 0, 0, false
+	}
+	a, b := trimSpan(line, 0, len(line))
+	return off, off + a, off + b, true
+}
+
 // parseText reads plain text: one section without headings whose blocks are
 // the paragraphs separated by blank lines.
 func parseText(src string, lim *limits) *doc {
@@ -175,19 +187,18 @@ func parseText(src string, lim *limits) *doc {
 		}
 	}
 	for {
-		line, off, ok := it.next()
+		_, s, e, ok := it.nextSpan()
 		if !ok {
 			break
 		}
-		s, e := trimSpan(line, 0, len(line))
 		if s == e {
 			flush()
 			continue
 		}
 		if pStart < 0 {
-			pStart = off + s
+			pStart = s
 		}
-		pEnd = off + e
+		pEnd = e
 	}
 	flush()
 	return &doc{text: src, sections: sectionize(blocks, lim)}

@@ -369,33 +369,63 @@ func (x *extractor) startTag(name string, hasAttr, selfClosing bool, z *html.Tok
 		return
 	}
 	skip := htmlSkip[name]
-	if hasAttr {
-		for {
-			k, v, more := z.TagAttr()
-			switch string(k) {
-			case "hidden":
-				skip = true
-			case "aria-hidden":
-				if strings.EqualFold(strings.TrimSpace(string(v)), "true") {
-					skip = true
-				}
-			case "role":
-				if htmlSkipRoles[strings.ToLower(strings.TrimSpace(string(v)))] {
-					skip = true
-				}
-			case "class":
-				// The permalink that Sphinx and MkDocs put in every
-				// heading (<a class="headerlink">¶</a>): not its text.
-				if slices.Contains(strings.Fields(string(v)), "headerlink") {
-					skip = true
-				}
+	if hasAttr && hiddenByAttrs(z) {
+		skip = true
+	}
+	x.closeImplied(name)
+	if x.skip == 0 {
+		x.separate(name)
+	}
+	if htmlVoid[name] || selfClosing || len(x.stack) >= maxOpen {
+		return
+	}
+	e := x.newElem(name, skip)
+	if lvl := headingLevel(name); lvl > 0 && x.skip == 0 && !e.skip {
+		x.finishHeading()
+		e.heading = lvl
+		x.closeBlock()
+		x.breakBlock()
+		x.heading = lvl
+		x.headingStack = len(x.stack)
+		x.headingText.Reset()
+	}
+	x.push(e)
+}
+
+// hiddenByAttrs reads the attributes of the tag z is at and reports whether
+// they hide its content: hidden, aria-hidden="true", a role skipped as
+// navigation, or the class of a heading's permalink.
+func hiddenByAttrs(z *html.Tokenizer) bool {
+	hidden := false
+	for {
+		k, v, more := z.TagAttr()
+		switch string(k) {
+		case "hidden":
+			hidden = true
+		case "aria-hidden":
+			if strings.EqualFold(strings.TrimSpace(string(v)), "true") {
+				hidden = true
 			}
-			if !more {
-				break
+		case "role":
+			if htmlSkipRoles[strings.ToLower(strings.TrimSpace(string(v)))] {
+				hidden = true
+			}
+		case "class":
+			// The permalink that Sphinx and MkDocs put in every
+			// heading (<a class="headerlink">¶</a>): not its text.
+			if slices.Contains(strings.Fields(string(v)), "headerlink") {
+				hidden = true
 			}
 		}
+		if !more {
+			return hidden
+		}
 	}
-	// Implied ends of open elements.
+}
+
+// closeImplied closes the open elements a start tag of name ends: the
+// head, a heading, a paragraph, a list item or a definition.
+func (x *extractor) closeImplied(name string) {
 	if x.head > 0 && !htmlHeadOK[name] {
 		x.popTo(x.lastIndex(func(e openElem) bool { return e.head }))
 	}
@@ -411,24 +441,28 @@ func (x *extractor) startTag(name string, hasAttr, selfClosing bool, z *html.Tok
 	if name == "dt" || name == "dd" {
 		x.popTo(x.lastIndexScoped2("dt", "dd", "dl"))
 	}
+}
 
-	if x.skip == 0 {
-		switch {
-		case htmlBlock[name]:
-			if x.pre > 0 && name == "br" {
-				x.space("\n", true)
-			} else {
-				x.breakBlock()
-			}
-		case name == "td" || name == "th":
-			if x.blockStart >= 0 && !x.pendingBreak {
-				x.pendingSep, x.sepKept = "\t", false
-			}
+// separate puts what a start tag of name means for the text: a block
+// break (a line break inside pre), or a tab between table cells.
+func (x *extractor) separate(name string) {
+	switch {
+	case htmlBlock[name]:
+		if x.pre > 0 && name == "br" {
+			x.space("\n", true)
+		} else {
+			x.breakBlock()
+		}
+	case name == "td" || name == "th":
+		if x.blockStart >= 0 && !x.pendingBreak {
+			x.pendingSep, x.sepKept = "\t", false
 		}
 	}
-	if htmlVoid[name] || selfClosing || len(x.stack) >= maxOpen {
-		return
-	}
+}
+
+// newElem returns the open element of a start tag of name: skipped, the
+// head, a page header or footer, a content container, or preformatted.
+func (x *extractor) newElem(name string, skip bool) openElem {
 	e := openElem{name: name, skip: skip}
 	switch {
 	case name == "head":
@@ -446,16 +480,7 @@ func (x *extractor) startTag(name string, hasAttr, selfClosing bool, z *html.Tok
 	case name == "xmp" || name == "plaintext":
 		e.pre, e.raw = true, true
 	}
-	if lvl := headingLevel(name); lvl > 0 && x.skip == 0 && !e.skip {
-		x.finishHeading()
-		e.heading = lvl
-		x.closeBlock()
-		x.breakBlock()
-		x.heading = lvl
-		x.headingStack = len(x.stack)
-		x.headingText.Reset()
-	}
-	x.push(e)
+	return e
 }
 
 func (x *extractor) endTag(name string) {

@@ -3,6 +3,7 @@ package chunk
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -105,7 +106,7 @@ func checkVerbatim(text string, chunks []Chunk, st settings) error {
 		if c.Start > p.End && !spaceOnly(text[p.End:c.Start]) {
 			return fmt.Errorf("chunk %d: gap %q after previous chunk is not whitespace", i, text[p.End:c.Start])
 		}
-		if c.Start < p.End && !samePath(c.HeadingPath, p.HeadingPath) {
+		if c.Start < p.End && !slices.Equal(c.HeadingPath, p.HeadingPath) {
 			return fmt.Errorf("chunk %d overlaps chunk %d across headings %q / %q", i, i-1, p.HeadingPath, c.HeadingPath)
 		}
 		if c.Start < p.End {
@@ -132,18 +133,6 @@ func checkTokens(i int, c Chunk, st settings) error {
 	return nil
 }
 
-func samePath(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // checkHTML checks HTML chunks: the verbatim invariants on the extracted
 // text, and monotone source offsets within the document.
 func checkHTML(src string, chunks []Chunk, st settings) error {
@@ -157,7 +146,7 @@ func checkHTML(src string, chunks []Chunk, st settings) error {
 		return fmt.Errorf("%d chunks, %d before mapping", len(chunks), len(plain))
 	}
 	for i, c := range chunks {
-		if c.Text != plain[i].Text || c.Tokens != plain[i].Tokens || !samePath(c.HeadingPath, plain[i].HeadingPath) {
+		if c.Text != plain[i].Text || c.Tokens != plain[i].Tokens || !slices.Equal(c.HeadingPath, plain[i].HeadingPath) {
 			return fmt.Errorf("chunk %d differs from its unmapped twin", i)
 		}
 		if c.Start < 0 || c.End > len(src) || c.Start >= c.End {

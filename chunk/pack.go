@@ -190,16 +190,15 @@ func (sp *splitter) refine(gap, start, end int, lvl, stage int8) {
 		g, l := gap, lvl
 		it := lineIter{s: text[:end], pos: start}
 		for {
-			line, off, ok := it.next()
+			_, s, e, ok := it.nextSpan()
 			if !ok {
 				break
 			}
-			s, e := trimSpan(line, 0, len(line))
 			if s == e {
 				continue
 			}
-			sp.add(g, off+s, off+e, l, stageWords)
-			g, l = off+e, lvlSoftLine
+			sp.add(g, s, e, l, stageWords)
+			g, l = e, lvlSoftLine
 		}
 	case stageWords:
 		// Each word goes to the rune stage (a single word as well).
@@ -342,11 +341,10 @@ func (sp *splitter) codeUnits(gap, start, end int, lvl int8) {
 	it := lineIter{s: text[:end], pos: start}
 	first := true
 	for {
-		line, off, ok := it.next()
+		off, s, e, ok := it.nextSpan()
 		if !ok {
 			break
 		}
-		s, e := trimSpan(line, 0, len(line))
 		if s == e {
 			blank = true
 			continue
@@ -359,11 +357,11 @@ func (sp *splitter) codeUnits(gap, start, end int, lvl int8) {
 		}
 		first, blank = false, false
 		before := len(sp.units)
-		sp.add(g, off, off+e, l, stageWords) // blocks are trimmed: the first line starts on its text
+		sp.add(g, off, e, l, stageWords) // blocks are trimmed: the first line starts on its text
 		for _, u := range sp.units[before:] {
 			total += u.cost()
 		}
-		g = off + e
+		g = e
 	}
 	if n := len(sp.units) - mark; n > 1 && total-sp.units[mark].extra <= sp.st.max {
 		// The whole block fits: keep it as one unit.

@@ -189,7 +189,7 @@ func sameResultsEverywhere(t *testing.T, bin string) {
 		return out
 	}
 	token := strings.TrimSpace(string(cli("token", "show")))
-	cli("index", "../testdata/corpus")
+	cli("index", "../internal/sample/corpus")
 
 	queries := []string{"How does hybrid search combine BM25 and vectors?", "sourdough starter", "vector database embedded or server", "token budget for the context window"}
 	q, _ := json.Marshal(queries)

@@ -16,22 +16,35 @@ import (
 // search answers from full text alone, background indexing waits.
 var ErrUnavailable = errors.New("embed: embedder unavailable")
 
-// UnavailableError is the error a [Breaker] returns during an outage. It
-// wraps ErrUnavailable and the failure behind it. It is a plain value.
+// UnavailableError is the error a [Breaker] (or another [Circuit]) returns
+// during an outage. It wraps ErrUnavailable (or the Circuit's own sentinel,
+// Kind) and the failure behind it. It is a plain value.
 type UnavailableError struct {
-	Cause   error     // the failure that made the embedder count as down
+	Cause   error     // the failure that made the server count as down
 	RetryAt time.Time // when the breaker lets a call through again (zero: at once)
+	// Kind is the sentinel the error wraps: nil means ErrUnavailable (the
+	// embedder); a Circuit made for another server (the reranker) names
+	// its own.
+	Kind error
+}
+
+func (e *UnavailableError) kind() error {
+	if e.Kind == nil {
+		return ErrUnavailable
+	}
+	return e.Kind
 }
 
 func (e *UnavailableError) Error() string {
 	if e.Cause == nil {
-		return ErrUnavailable.Error()
+		return e.kind().Error()
 	}
-	return ErrUnavailable.Error() + ": " + e.Cause.Error()
+	return e.kind().Error() + ": " + e.Cause.Error()
 }
 
-// Unwrap returns ErrUnavailable and the cause.
-func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Cause} }
+// Unwrap returns the sentinel (ErrUnavailable unless Kind names another)
+// and the cause.
+func (e *UnavailableError) Unwrap() []error { return []error{e.kind(), e.Cause} }
 
 // Defaults of BreakerOptions.
 const (
@@ -85,6 +98,26 @@ type BreakerState struct {
 type Breaker struct {
 	inner Embedder
 	o     BreakerOptions
+	c     *Circuit
+
+	mu     sync.Mutex
+	expect int // vector length required; 0: the wrapped embedder's Dimension
+}
+
+// Circuit is the state machine of a circuit breaker, shared by the
+// embedder's [Breaker] and the other model servers a search calls (the
+// reranker of search/rerank), so that every server is given up on and
+// tried again the same way. After Failures outage failures in a row it
+// opens: Admit fails at once with an *UnavailableError until OpenFor has
+// passed. Then it admits one call (half-open): success closes it, failure
+// opens it again for twice as long, up to MaxOpenFor. What counts as an
+// outage is the Circuit's outage function; the caller's own cancellation
+// never does. BreakerOptions.QueryTimeout is the caller's to apply. It is
+// safe for concurrent use.
+type Circuit struct {
+	o      BreakerOptions
+	kind   error                                     // the sentinel of its UnavailableErrors (nil: ErrUnavailable)
+	outage func(ctx context.Context, err error) bool // whether err says the server is down
 
 	mu       sync.Mutex
 	failures int
@@ -93,7 +126,19 @@ type Breaker struct {
 	retryAt  time.Time
 	openFor  time.Duration
 	trial    bool // a half-open trial call is in flight
-	expect   int  // vector length required; 0: the wrapped embedder's Dimension
+}
+
+// NewCircuit returns a closed circuit for a server other than the
+// embedder: its UnavailableErrors wrap kind, and isOutage says which
+// failures count against the server (the caller's cancellation is never
+// asked about). A nil isOutage counts what a Breaker counts.
+func NewCircuit(opts *BreakerOptions, kind error, isOutage func(error) bool) *Circuit {
+	o := breakerDefaults(opts)
+	c := &Circuit{o: o, kind: kind, outage: outage, openFor: o.OpenFor}
+	if isOutage != nil {
+		c.outage = func(ctx context.Context, err error) bool { return ctx.Err() == nil && isOutage(err) }
+	}
+	return c
 }
 
 // ExpectDimension makes vectors of any length but d an outage failure (a
@@ -111,6 +156,12 @@ func NewBreaker(e Embedder, opts *BreakerOptions) *Breaker {
 	if b, ok := e.(*Breaker); ok {
 		return b
 	}
+	o := breakerDefaults(opts)
+	return &Breaker{inner: e, o: o, c: &Circuit{o: o, outage: outage, openFor: o.OpenFor}}
+}
+
+// breakerDefaults fills what opts leaves zero.
+func breakerDefaults(opts *BreakerOptions) BreakerOptions {
 	var o BreakerOptions
 	if opts != nil {
 		o = *opts
@@ -131,7 +182,7 @@ func NewBreaker(e Embedder, opts *BreakerOptions) *Breaker {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Breaker{inner: e, o: o, openFor: o.OpenFor}
+	return o
 }
 
 // Unwrap returns the wrapped embedder.
@@ -145,20 +196,20 @@ func (b *Breaker) Dimension() int { return b.inner.Dimension() }
 
 // Embed implements Embedder.
 func (b *Breaker) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	if err := b.admit(); err != nil {
+	if err := b.c.Admit(); err != nil {
 		return nil, err
 	}
 	vs, err := b.inner.Embed(ctx, texts)
 	if err == nil {
 		err = b.checkVectors(vs, len(texts))
 	}
-	return vs, b.done(ctx, err)
+	return vs, b.c.Done(ctx, err)
 }
 
 // EmbedQuery implements QueryEmbedder, with the wrapped embedder's query
 // form when it has one, within QueryTimeout.
 func (b *Breaker) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
-	if err := b.admit(); err != nil {
+	if err := b.c.Admit(); err != nil {
 		return nil, err
 	}
 	qctx := context.WithValue(ctx, queryCall{}, true)
@@ -187,7 +238,7 @@ func (b *Breaker) EmbedQuery(ctx context.Context, text string) ([]float32, error
 	if err != nil && ctx.Err() == nil && qctx.Err() != nil {
 		err = fmt.Errorf("embedding the query took longer than %s: %w", b.o.QueryTimeout, err)
 	}
-	return v, b.done(ctx, err)
+	return v, b.c.Done(ctx, err)
 }
 
 // queryCall marks the context of a query's embedding (Breaker.EmbedQuery):
@@ -235,46 +286,49 @@ func (b *Breaker) checkVectors(vs [][]float32, n int) error {
 	return nil
 }
 
-// admit lets a call through, or fails fast while the breaker is open.
-func (b *Breaker) admit() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.since.IsZero() {
+// Admit lets a call through, or fails fast with an *UnavailableError while
+// the circuit is open. Every admitted call must be followed by Done.
+func (c *Circuit) Admit() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.since.IsZero() {
 		return nil
 	}
-	now := b.o.Now()
-	if now.Before(b.retryAt) || b.trial {
-		return &UnavailableError{Cause: b.cause, RetryAt: b.retryAt}
+	now := c.o.Now()
+	if now.Before(c.retryAt) || c.trial {
+		return &UnavailableError{Cause: c.cause, RetryAt: c.retryAt, Kind: c.kind}
 	}
-	b.trial = true // half-open: this call is the trial
+	c.trial = true // half-open: this call is the trial
 	return nil
 }
 
-// done records a call's outcome and returns the error to give its caller.
-func (b *Breaker) done(ctx context.Context, err error) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	wasTrial := b.trial
-	b.trial = false
-	if err == nil || !outage(ctx, err) {
+// Done records an admitted call's outcome and returns the error to give its
+// caller: err itself, or an *UnavailableError wrapping it when it counts as
+// an outage.
+func (c *Circuit) Done(ctx context.Context, err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wasTrial := c.trial
+	c.trial = false
+	if err == nil || !c.outage(ctx, err) {
 		if err == nil || ctx.Err() == nil {
 			// The server answered: it is up.
-			b.failures, b.cause, b.since, b.retryAt, b.openFor = 0, nil, time.Time{}, time.Time{}, b.o.OpenFor
+			c.failures, c.cause, c.since, c.retryAt, c.openFor = 0, nil, time.Time{}, time.Time{}, c.o.OpenFor
 		}
 		return err
 	}
-	b.failures++
-	b.cause = err
-	now := b.o.Now()
+	c.failures++
+	c.cause = err
+	now := c.o.Now()
 	switch {
 	case wasTrial:
-		b.openFor = min(2*b.openFor, b.o.MaxOpenFor)
-		b.retryAt = now.Add(b.openFor)
-	case b.since.IsZero() && b.failures >= b.o.Failures:
-		b.since = now
-		b.retryAt = now.Add(b.openFor)
+		c.openFor = min(2*c.openFor, c.o.MaxOpenFor)
+		c.retryAt = now.Add(c.openFor)
+	case c.since.IsZero() && c.failures >= c.o.Failures:
+		c.since = now
+		c.retryAt = now.Add(c.openFor)
 	}
-	return &UnavailableError{Cause: err, RetryAt: b.retryAt}
+	return &UnavailableError{Cause: err, RetryAt: c.retryAt, Kind: c.kind}
 }
 
 // outage reports whether err says the embedder is down rather than that
@@ -294,16 +348,19 @@ func outage(ctx context.Context, err error) bool {
 }
 
 // State reports the breaker's state.
-func (b *Breaker) State() BreakerState {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	st := BreakerState{State: "closed", Failures: b.failures}
-	if b.cause != nil {
-		st.Cause = b.cause.Error()
+func (b *Breaker) State() BreakerState { return b.c.State() }
+
+// State reports the circuit's state.
+func (c *Circuit) State() BreakerState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := BreakerState{State: "closed", Failures: c.failures}
+	if c.cause != nil {
+		st.Cause = c.cause.Error()
 	}
-	if !b.since.IsZero() {
-		st.State, st.Since, st.RetryAt = "open", b.since, b.retryAt
-		if !b.o.Now().Before(b.retryAt) {
+	if !c.since.IsZero() {
+		st.State, st.Since, st.RetryAt = "open", c.since, c.retryAt
+		if !c.o.Now().Before(c.retryAt) {
 			st.State = "half-open"
 		}
 	}

@@ -104,43 +104,12 @@ type hubInfo struct {
 //
 // repo is "owner/name", e.g. "minishlab/potion-base-8M".
 func PullModel(ctx context.Context, repo string, opts *PullOptions) (*PullResult, error) {
-	var o PullOptions
-	if opts != nil {
-		o = *opts
-	}
 	if err := validRepo(repo); err != nil {
 		return nil, err
 	}
-	if o.Endpoint == "" {
-		o.Endpoint = os.Getenv("HF_ENDPOINT")
-	}
-	if o.Endpoint == "" {
-		o.Endpoint = DefaultHubEndpoint
-	}
-	o.Endpoint = strings.TrimRight(o.Endpoint, "/")
-	if u, err := url.Parse(o.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: endpoint %q is not an http(s) URL", ErrInvalidOptions, truncateForError(o.Endpoint))
-	}
-	if o.Revision == "" {
-		o.Revision = "main"
-	}
-	if o.Token == "" {
-		o.Token = os.Getenv("HF_TOKEN")
-	}
-	if o.CacheDir == "" {
-		d, err := ModelCacheDir()
-		if err != nil {
-			return nil, err
-		}
-		o.CacheDir = d
-	}
-	if o.Client == nil {
-		o.Client = &http.Client{Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
-			TLSHandshakeTimeout:   30 * time.Second,
-			ResponseHeaderTimeout: 30 * time.Second,
-		}}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	h := &hub{o: &o, repo: repo}
 
@@ -148,22 +117,10 @@ func PullModel(ctx context.Context, repo string, opts *PullOptions) (*PullResult
 	if err != nil {
 		return nil, err
 	}
-	files := map[string]hubSibling{}
-	for _, s := range info.Siblings {
-		files[s.Name] = s
+	files, want, err := modelSiblings(repo, info)
+	if err != nil {
+		return nil, err
 	}
-	var want []string
-	for _, f := range modelFiles {
-		if _, ok := files[f]; !ok {
-			return nil, fmt.Errorf("%w: %s has no %s; it is not a Model2Vec model (those have %s)",
-				ErrHub, repo, f, strings.Join(modelFiles, ", "))
-		}
-		want = append(want, f)
-	}
-	if _, ok := files[optionalModelFile]; ok {
-		want = append(want, optionalModelFile)
-	}
-
 	dir := filepath.Join(o.CacheDir, filepath.FromSlash(repo))
 	res := &PullResult{Dir: dir, Repo: repo, Revision: info.SHA}
 	if !o.Force {
@@ -194,6 +151,79 @@ func PullModel(ctx context.Context, repo string, opts *PullOptions) (*PullResult
 	if _, err := LoadModel2Vec(stage, nil); err != nil {
 		return nil, fmt.Errorf("embed: %s downloaded but does not load: %w", repo, err)
 	}
+	if err := installModel(stage, dir, man); err != nil {
+		return nil, fmt.Errorf("embed: model cache: %w", err)
+	}
+	return res, nil
+}
+
+// withDefaults returns the options with what is not set filled in: the
+// endpoint from HF_ENDPOINT or DefaultHubEndpoint, revision main, the token
+// from HF_TOKEN, the model cache, and an HTTP client with timeouts.
+func (opts *PullOptions) withDefaults() (PullOptions, error) {
+	var o PullOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Endpoint == "" {
+		o.Endpoint = os.Getenv("HF_ENDPOINT")
+	}
+	if o.Endpoint == "" {
+		o.Endpoint = DefaultHubEndpoint
+	}
+	o.Endpoint = strings.TrimRight(o.Endpoint, "/")
+	if u, err := url.Parse(o.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return o, fmt.Errorf("%w: endpoint %q is not an http(s) URL", ErrInvalidOptions, truncateForError(o.Endpoint))
+	}
+	if o.Revision == "" {
+		o.Revision = "main"
+	}
+	if o.Token == "" {
+		o.Token = os.Getenv("HF_TOKEN")
+	}
+	if o.CacheDir == "" {
+		d, err := ModelCacheDir()
+		if err != nil {
+			return o, err
+		}
+		o.CacheDir = d
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   30 * time.Second,
+			ResponseHeaderTimeout: 30 * time.Second,
+		}}
+	}
+	return o, nil
+}
+
+// modelSiblings returns the repository's files by name and the names to
+// download: every file of modelFiles (an error names the first missing:
+// not a Model2Vec model) and optionalModelFile when there is one.
+func modelSiblings(repo string, info *hubInfo) (map[string]hubSibling, []string, error) {
+	files := map[string]hubSibling{}
+	for _, s := range info.Siblings {
+		files[s.Name] = s
+	}
+	var want []string
+	for _, f := range modelFiles {
+		if _, ok := files[f]; !ok {
+			return nil, nil, fmt.Errorf("%w: %s has no %s; it is not a Model2Vec model (those have %s)",
+				ErrHub, repo, f, strings.Join(modelFiles, ", "))
+		}
+		want = append(want, f)
+	}
+	if _, ok := files[optionalModelFile]; ok {
+		want = append(want, optionalModelFile)
+	}
+	return files, want, nil
+}
+
+// installModel writes the manifest into the staging directory and swaps
+// the directory in place of dir's old copy (put back if the swap fails).
+func installModel(stage, dir string, man *modelManifest) error {
 	mb, _ := json.MarshalIndent(man, "", "  ")
 	// The manifest is written last and synced with the staging directory, so
 	// the directory is complete before it is swapped in.
@@ -201,27 +231,26 @@ func PullModel(ctx context.Context, repo string, opts *PullOptions) (*PullResult
 		_, err := w.Write(mb)
 		return err
 	}); err != nil {
-		return nil, fmt.Errorf("embed: model cache: %w", err)
+		return err
 	}
-	// Swap the staging directory in place of the old copy.
 	old := ""
 	if _, err := os.Stat(dir); err == nil {
 		old = stage + ".old"
 		if err := os.Rename(dir, old); err != nil {
-			return nil, fmt.Errorf("embed: model cache: %w", err)
+			return err
 		}
 	}
 	if err := os.Rename(stage, dir); err != nil {
 		if old != "" {
 			_ = os.Rename(old, dir)
 		}
-		return nil, fmt.Errorf("embed: model cache: %w", err)
+		return err
 	}
-	_ = wal.OS{}.SyncDir(parent)
+	_ = wal.OS{}.SyncDir(filepath.Dir(dir))
 	if old != "" {
 		_ = os.RemoveAll(old)
 	}
-	return res, nil
+	return nil
 }
 
 // current reports whether dir holds every wanted file with the manifest's

@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -185,23 +186,8 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 	if model == "" {
 		return nil, fmt.Errorf("%w: OpenAIOptions.Model is required", ErrInvalidOptions)
 	}
-	if opts.Dimensions < 0 || opts.Dimensions > maxOpenAIDim {
-		return nil, fmt.Errorf("%w: Dimensions %d out of range 0..%d", ErrInvalidOptions, opts.Dimensions, maxOpenAIDim)
-	}
-	if opts.BatchSize < 0 || opts.BatchSize > maxBatchSize {
-		return nil, fmt.Errorf("%w: BatchSize %d out of range 0..%d", ErrInvalidOptions, opts.BatchSize, maxBatchSize)
-	}
-	if opts.MaxRetries < -1 || opts.MaxRetries > maxRetriesLimit {
-		return nil, fmt.Errorf("%w: MaxRetries %d out of range -1..%d", ErrInvalidOptions, opts.MaxRetries, maxRetriesLimit)
-	}
-	if opts.Concurrency < 0 || opts.Concurrency > maxConcurrency {
-		return nil, fmt.Errorf("%w: Concurrency %d out of range 0..%d", ErrInvalidOptions, opts.Concurrency, maxConcurrency)
-	}
-	if opts.MaxRequestTokens < 0 || opts.MaxRequestTokens > maxRequestTokensLimit {
-		return nil, fmt.Errorf("%w: MaxRequestTokens %d out of range 0..%d", ErrInvalidOptions, opts.MaxRequestTokens, maxRequestTokensLimit)
-	}
-	if opts.Timeout < 0 {
-		return nil, fmt.Errorf("%w: negative Timeout %v", ErrInvalidOptions, opts.Timeout)
+	if err := opts.checkRanges(); err != nil {
+		return nil, err
 	}
 	base := strings.TrimSpace(opts.BaseURL)
 	if base == "" {
@@ -222,19 +208,11 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 		key = os.Getenv(keyEnv)
 	}
 	key = strings.TrimSpace(key)
-	var secrets []string
-	for name, v := range opts.Headers {
-		if name = strings.TrimSpace(name); name == "" || !validHeader(name, v) {
-			return nil, fmt.Errorf("%w: header %q is not a valid HTTP header", ErrInvalidOptions, truncateForError(name))
-		}
-		if len(v) >= 4 {
-			secrets = append(secrets, v)
-		}
+	secrets, err := headerSecrets(opts.Headers)
+	if err != nil {
+		return nil, err
 	}
-	timeout := opts.Timeout
-	if timeout == 0 {
-		timeout = defaultHTTPTimeout
-	}
+	timeout := cmp.Or(opts.Timeout, defaultHTTPTimeout)
 	hc := opts.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: timeout}
@@ -254,23 +232,14 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 		secrets:       secrets,
 		wantDim:       opts.Dimensions,
 		requestDims:   opts.Dimensions > 0 && strings.HasPrefix(model, "text-embedding-3"),
-		batch:         opts.BatchSize,
+		batch:         cmp.Or(opts.BatchSize, defaultBatchSize),
 		maxRetries:    opts.MaxRetries,
-		concurrency:   opts.Concurrency,
-		maxTokens:     opts.MaxRequestTokens,
+		concurrency:   cmp.Or(opts.Concurrency, DefaultConcurrency),
+		maxTokens:     cmp.Or(opts.MaxRequestTokens, DefaultMaxRequestTokens),
 		timeout:       timeout,
 		backoffBase:   defaultBackoffBase,
 		backoffMax:    defaultBackoffMax,
 		retryAfterCap: defaultRetryAfterCap,
-	}
-	if o.batch == 0 {
-		o.batch = defaultBatchSize
-	}
-	if o.concurrency == 0 {
-		o.concurrency = DefaultConcurrency
-	}
-	if o.maxTokens == 0 {
-		o.maxTokens = DefaultMaxRequestTokens
 	}
 	o.slots = make(chan struct{}, o.concurrency)
 	switch o.maxRetries {
@@ -280,6 +249,43 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 		o.maxRetries = 0
 	}
 	return o, nil
+}
+
+// checkRanges checks the numeric options against their bounds.
+func (opts *OpenAIOptions) checkRanges() error {
+	for _, r := range []struct {
+		name      string
+		v, lo, hi int
+	}{
+		{"Dimensions", opts.Dimensions, 0, maxOpenAIDim},
+		{"BatchSize", opts.BatchSize, 0, maxBatchSize},
+		{"MaxRetries", opts.MaxRetries, -1, maxRetriesLimit},
+		{"Concurrency", opts.Concurrency, 0, maxConcurrency},
+		{"MaxRequestTokens", opts.MaxRequestTokens, 0, maxRequestTokensLimit},
+	} {
+		if r.v < r.lo || r.v > r.hi {
+			return fmt.Errorf("%w: %s %d out of range %d..%d", ErrInvalidOptions, r.name, r.v, r.lo, r.hi)
+		}
+	}
+	if opts.Timeout < 0 {
+		return fmt.Errorf("%w: negative Timeout %v", ErrInvalidOptions, opts.Timeout)
+	}
+	return nil
+}
+
+// headerSecrets checks the extra headers and returns their values of 4
+// bytes or more, which error messages redact.
+func headerSecrets(headers map[string]string) ([]string, error) {
+	var secrets []string
+	for name, v := range headers {
+		if name = strings.TrimSpace(name); name == "" || !validHeader(name, v) {
+			return nil, fmt.Errorf("%w: header %q is not a valid HTTP header", ErrInvalidOptions, truncateForError(name))
+		}
+		if len(v) >= 4 {
+			secrets = append(secrets, v)
+		}
+	}
+	return secrets, nil
 }
 
 // Identity returns "openai/<model>/d<dim>" (d0 while the dimension is unknown).

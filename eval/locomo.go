@@ -124,6 +124,22 @@ func ReadLoCoMo(r io.Reader) (*Conversation, error) {
 			c.Speakers[i] = validUTF8(strings.TrimSpace(c.Speakers[i]))
 		}
 	}
+	seen, err := c.readSessions(conv)
+	if err != nil {
+		return nil, err
+	}
+	if raw, ok := top["qa"]; ok {
+		if err := c.readQuestions(raw, seen); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// readSessions reads the sessions of conv (session_N and its
+// session_N_date_time) into c in the order of their numbers, and returns
+// the turn IDs it met.
+func (c *Conversation) readSessions(conv map[string]json.RawMessage) (map[string]bool, error) {
 	seen := map[string]bool{}
 	numbers := map[int]string{}
 	for k, raw := range conv {
@@ -137,28 +153,11 @@ func ReadLoCoMo(r io.Reader) (*Conversation, error) {
 		}
 		numbers[n] = k
 		s := Session{Number: n}
-		var turns []struct {
-			Speaker *string `json:"speaker"`
-			ID      *jsonID `json:"dia_id"`
-			Text    *string `json:"text"`
-			Caption *string `json:"blip_caption"`
+		if err := s.readTurns(k, raw, seen); err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal(raw, &turns); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrBadDataset, k, err)
-		}
-		if len(turns) == 0 {
+		if len(s.Turns) == 0 {
 			continue
-		}
-		for i, t := range turns {
-			if t.ID == nil || strings.TrimSpace(string(*t.ID)) == "" {
-				return nil, fmt.Errorf("%w: %s, turn %d: no dia_id", ErrBadDataset, k, i+1)
-			}
-			id := cleanID(string(*t.ID))
-			if seen[id] {
-				return nil, fmt.Errorf("%w: %s: dia_id %q appears twice", ErrBadDataset, k, clip(id))
-			}
-			seen[id] = true
-			s.Turns = append(s.Turns, Turn{ID: id, Speaker: trimmed(t.Speaker), Text: trimmed(t.Text), Caption: trimmed(t.Caption)})
 		}
 		if raw, ok := conv[k+"_date_time"]; ok {
 			if err := json.Unmarshal(raw, &s.DateTime); err != nil {
@@ -176,7 +175,39 @@ func ReadLoCoMo(r io.Reader) (*Conversation, error) {
 		return nil, fmt.Errorf("%w: no session with turns", ErrBadDataset)
 	}
 	sort.Slice(c.Sessions, func(i, j int) bool { return c.Sessions[i].Number < c.Sessions[j].Number })
+	return seen, nil
+}
 
+// readTurns reads the turns of session k from raw; each needs a dia_id not
+// in seen, where it is added.
+func (s *Session) readTurns(k string, raw json.RawMessage, seen map[string]bool) error {
+	var turns []struct {
+		Speaker *string `json:"speaker"`
+		ID      *jsonID `json:"dia_id"`
+		Text    *string `json:"text"`
+		Caption *string `json:"blip_caption"`
+	}
+	if err := json.Unmarshal(raw, &turns); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrBadDataset, k, err)
+	}
+	for i, t := range turns {
+		if t.ID == nil || strings.TrimSpace(string(*t.ID)) == "" {
+			return fmt.Errorf("%w: %s, turn %d: no dia_id", ErrBadDataset, k, i+1)
+		}
+		id := cleanID(string(*t.ID))
+		if seen[id] {
+			return fmt.Errorf("%w: %s: dia_id %q appears twice", ErrBadDataset, k, clip(id))
+		}
+		seen[id] = true
+		s.Turns = append(s.Turns, Turn{ID: id, Speaker: trimmed(t.Speaker), Text: trimmed(t.Text), Caption: trimmed(t.Caption)})
+	}
+	return nil
+}
+
+// readQuestions reads the qa list into c. Evidence that names no turn of
+// seen is dropped (counted in DroppedEvidence), and a question left without
+// evidence is skipped (counted in Skipped).
+func (c *Conversation) readQuestions(raw json.RawMessage, seen map[string]bool) error {
 	var qa []struct {
 		Question    *string           `json:"question"`
 		Answer      json.RawMessage   `json:"answer"`
@@ -184,20 +215,18 @@ func ReadLoCoMo(r io.Reader) (*Conversation, error) {
 		Evidence    []json.RawMessage `json:"evidence"`
 		Category    *json.Number      `json:"category"`
 	}
-	if raw, ok := top["qa"]; ok {
-		if err := json.Unmarshal(raw, &qa); err != nil {
-			return nil, fmt.Errorf("%w: qa: %v", ErrBadDataset, err)
-		}
+	if err := json.Unmarshal(raw, &qa); err != nil {
+		return fmt.Errorf("%w: qa: %v", ErrBadDataset, err)
 	}
 	for i, q := range qa {
 		if q.Question == nil {
-			return nil, fmt.Errorf("%w: qa %d: no question", ErrBadDataset, i)
+			return fmt.Errorf("%w: qa %d: no question", ErrBadDataset, i)
 		}
 		cat := 0
 		if q.Category != nil {
 			n, err := strconv.Atoi(q.Category.String())
 			if err != nil || n < 0 || n > 1000 {
-				return nil, fmt.Errorf("%w: qa %d: category %q is not a small integer", ErrBadDataset, i, clip(q.Category.String()))
+				return fmt.Errorf("%w: qa %d: category %q is not a small integer", ErrBadDataset, i, clip(q.Category.String()))
 			}
 			cat = n
 		}
@@ -223,7 +252,7 @@ func ReadLoCoMo(r io.Reader) (*Conversation, error) {
 		}
 		c.Questions = append(c.Questions, qu)
 	}
-	return c, nil
+	return nil
 }
 
 func trimmed(s *string) string {

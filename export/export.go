@@ -601,95 +601,126 @@ func Import(ctx context.Context, ix *index.Index, s *Snapshot, opts *ImportOptio
 	if o.BatchRecords <= 0 {
 		o.BatchRecords = 500
 	}
-	if id := ix.Embedder().Identity(); !index.SameEmbedder(s.Embedder, id) {
-		return nil, fmt.Errorf("%w: the file's vectors were made by %q but the store uses %q", ErrEmbedderMismatch, s.Embedder, id)
-	}
-	if d := ix.Embedder().Dimension(); d > 0 && s.Dimension > 0 && d != s.Dimension {
-		return nil, fmt.Errorf("%w: the file holds %d-dimensional vectors; the store's embedder gives %d", ErrEmbedderMismatch, s.Dimension, d)
-	}
-	existing, total, err := ix.Sources(ctx, index.Filter{}, 0, 0)
+	existing, total, err := checkImportTarget(ctx, ix, s, o.Mode)
 	if err != nil {
-		return nil, fmt.Errorf("export: %w", err)
-	}
-	if total > 0 && o.Mode == Empty {
-		return nil, fmt.Errorf("%w: it holds %d sources", ErrNotEmpty, total)
-	}
-	if len(s.Records) > 0 {
-		// The records are written to the backend directly: the store
-		// records the embedder that made their vectors first.
-		if err := ix.BindEmbedder(ctx); err != nil {
-			return nil, fmt.Errorf("export: import: %w", err)
-		}
+		return nil, err
 	}
 	be := ix.Backend()
-	rep := &ImportReport{Sources: map[string]int{}}
-	inFile := map[string]bool{}
-	var bt driver.Batch
-	flush := func() error {
-		if bt.Empty() {
-			return nil
-		}
-		if err := be.Apply(ctx, &bt); err != nil {
-			return fmt.Errorf("export: import: %w", err)
-		}
-		rep.Records += len(bt.Put)
-		if o.Progress != nil {
-			o.Progress(rep.Records, len(s.Records))
-		}
-		bt = driver.Batch{}
-		return nil
-	}
-	recs := s.Records
-	for i := 0; i < len(recs); {
-		j := i + 1
-		for j < len(recs) && recs[j].SourceURL == recs[i].SourceURL {
-			j++
-		}
-		if len(bt.Put) > 0 && len(bt.Put)+(j-i) > o.BatchRecords {
-			if err := flush(); err != nil {
-				return rep, err
-			}
-		}
-		src := recs[i].SourceURL
-		if !inFile[src] {
-			inFile[src] = true
-			rep.Sources[recs[i].DocType]++
-			if total > 0 {
-				bt.DeleteSources = append(bt.DeleteSources, src)
-			}
-		}
-		bt.Put = append(bt.Put, recs[i:j]...)
-		i = j
-	}
-	if err := flush(); err != nil {
-		return rep, err
+	im := &importer{ctx: ctx, be: be, o: &o, want: len(s.Records), rep: &ImportReport{Sources: map[string]int{}}}
+	inFile, err := im.writeRecords(s.Records, total > 0)
+	if err != nil {
+		return im.rep, err
 	}
 	if o.Mode == Replace {
 		for _, src := range existing {
 			if !inFile[src.SourceURL] {
-				bt.DeleteSources = append(bt.DeleteSources, src.SourceURL)
-				rep.Removed++
+				im.bt.DeleteSources = append(im.bt.DeleteSources, src.SourceURL)
+				im.rep.Removed++
 			}
 		}
-		if err := flush(); err != nil {
-			return rep, err
+		if err := im.flush(); err != nil {
+			return im.rep, err
 		}
 	}
 	if s.Dimension > 0 { // a store whose embedder learns its dimension on first use learns it now
 		dimKey := index.MetaKeys[1]
 		if _, ok, err := be.Meta(ctx, dimKey); err == nil && !ok {
 			if err := be.SetMeta(ctx, dimKey, strconv.Itoa(s.Dimension)); err != nil {
-				return rep, fmt.Errorf("export: import: %w", err)
+				return im.rep, fmt.Errorf("export: import: %w", err)
 			}
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Settings)) {
 		if err := ix.SetSetting(ctx, k, s.Settings[k]); err != nil {
-			return rep, fmt.Errorf("export: import setting %s: %w", k, err)
+			return im.rep, fmt.Errorf("export: import setting %s: %w", k, err)
 		}
-		rep.Settings = append(rep.Settings, k)
+		im.rep.Settings = append(im.rep.Settings, k)
 	}
-	return rep, nil
+	return im.rep, nil
+}
+
+// checkImportTarget refuses a destination whose embedder did not make the
+// snapshot's vectors, or that holds sources when mode is Empty; it returns
+// the destination's sources and their number, and binds the embedder to a
+// store the snapshot's records go into.
+func checkImportTarget(ctx context.Context, ix *index.Index, s *Snapshot, mode Mode) ([]index.SourceInfo, int, error) {
+	if id := ix.Embedder().Identity(); !index.SameEmbedder(s.Embedder, id) {
+		return nil, 0, fmt.Errorf("%w: the file's vectors were made by %q but the store uses %q", ErrEmbedderMismatch, s.Embedder, id)
+	}
+	if d := ix.Embedder().Dimension(); d > 0 && s.Dimension > 0 && d != s.Dimension {
+		return nil, 0, fmt.Errorf("%w: the file holds %d-dimensional vectors; the store's embedder gives %d", ErrEmbedderMismatch, s.Dimension, d)
+	}
+	existing, total, err := ix.Sources(ctx, index.Filter{}, 0, 0)
+	if err != nil {
+		return nil, 0, fmt.Errorf("export: %w", err)
+	}
+	if total > 0 && mode == Empty {
+		return nil, 0, fmt.Errorf("%w: it holds %d sources", ErrNotEmpty, total)
+	}
+	if len(s.Records) > 0 {
+		// The records are written to the backend directly: the store
+		// records the embedder that made their vectors first.
+		if err := ix.BindEmbedder(ctx); err != nil {
+			return nil, 0, fmt.Errorf("export: import: %w", err)
+		}
+	}
+	return existing, total, nil
+}
+
+// importer writes an import's batches to the backend.
+type importer struct {
+	ctx  context.Context
+	be   driver.Backend
+	o    *ImportOptions
+	want int // records in the snapshot, for Progress
+	rep  *ImportReport
+	bt   driver.Batch
+}
+
+// flush applies the pending batch, if any.
+func (im *importer) flush() error {
+	if im.bt.Empty() {
+		return nil
+	}
+	if err := im.be.Apply(im.ctx, &im.bt); err != nil {
+		return fmt.Errorf("export: import: %w", err)
+	}
+	im.rep.Records += len(im.bt.Put)
+	if im.o.Progress != nil {
+		im.o.Progress(im.rep.Records, im.want)
+	}
+	im.bt = driver.Batch{}
+	return nil
+}
+
+// writeRecords writes recs (ordered by source) in batches of at most
+// BatchRecords that never split a source (a source larger than that is a
+// batch of its own), each source replacing its old version when replace is
+// set. It returns the sources written.
+func (im *importer) writeRecords(recs []driver.Record, replace bool) (map[string]bool, error) {
+	inFile := map[string]bool{}
+	for i := 0; i < len(recs); {
+		j := i + 1
+		for j < len(recs) && recs[j].SourceURL == recs[i].SourceURL {
+			j++
+		}
+		if len(im.bt.Put) > 0 && len(im.bt.Put)+(j-i) > im.o.BatchRecords {
+			if err := im.flush(); err != nil {
+				return nil, err
+			}
+		}
+		src := recs[i].SourceURL
+		if !inFile[src] {
+			inFile[src] = true
+			im.rep.Sources[recs[i].DocType]++
+			if replace {
+				im.bt.DeleteSources = append(im.bt.DeleteSources, src)
+			}
+		}
+		im.bt.Put = append(im.bt.Put, recs[i:j]...)
+		i = j
+	}
+	return inFile, im.flush()
 }
 
 // WriteFile writes s to path (see Write) the durable way: a temporary file

@@ -45,7 +45,7 @@ func openEngine(t *testing.T, dir string, emb embed.Embedder) *rag.Engine {
 func fill(t *testing.T, eng *rag.Engine) {
 	t.Helper()
 	ctx := context.Background()
-	files, err := filepath.Glob("../testdata/corpus/*")
+	files, err := filepath.Glob("../internal/sample/corpus/*")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("corpus: %v %d", err, len(files))
 	}

@@ -91,18 +91,34 @@ func (sc *gobScanner) streamUint() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return gobUint(b, sc.streamByte, "bad length prefix")
+}
+
+// streamByte reads a byte outside any message.
+func (sc *gobScanner) streamByte() (byte, error) {
+	c, err := sc.r.ReadByte()
+	if err != nil {
+		return 0, errGob("stream truncated")
+	}
+	return c, nil
+}
+
+// gobUint decodes a gob unsigned integer whose first byte is b, reading
+// the bytes that follow it with next; bad says what a prefix of more than
+// eight bytes is.
+func gobUint(b byte, next func() (byte, error), bad string) (uint64, error) {
 	if b < 0x80 {
 		return uint64(b), nil
 	}
 	n := -int(int8(b))
 	if n > 8 {
-		return 0, errGob("bad length prefix")
+		return 0, errGob("%s", bad)
 	}
 	var x uint64
 	for range n {
-		c, err := sc.r.ReadByte()
+		c, err := next()
 		if err != nil {
-			return 0, errGob("stream truncated")
+			return 0, err
 		}
 		x = x<<8 | uint64(c)
 	}
@@ -114,22 +130,7 @@ func (sc *gobScanner) uint() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if b < 0x80 {
-		return uint64(b), nil
-	}
-	n := -int(int8(b))
-	if n > 8 {
-		return 0, errGob("bad unsigned integer")
-	}
-	var x uint64
-	for range n {
-		c, err := sc.byte()
-		if err != nil {
-			return 0, err
-		}
-		x = x<<8 | uint64(c)
-	}
-	return x, nil
+	return gobUint(b, sc.byte, "bad unsigned integer")
 }
 
 func (sc *gobScanner) int() (int64, error) {

@@ -52,8 +52,14 @@ func TestEPUBChaptersAreBounded(t *testing.T) {
 // rawPDF writes a PDF of the given objects (numbered from 1; object 1 is
 // the catalog).
 func rawPDF(objs ...string) []byte {
+	return pdfObjects("%PDF-1.4\n", objs, "/Root 1 0 R")
+}
+
+// pdfObjects writes header, the objects (numbered from 1), their
+// cross-reference table and a trailer of /Size and the entries in trailer.
+func pdfObjects(header string, objs []string, trailer string) []byte {
 	var b strings.Builder
-	b.WriteString("%PDF-1.4\n")
+	b.WriteString(header)
 	offsets := make([]int, len(objs))
 	for i, o := range objs {
 		offsets[i] = b.Len()
@@ -64,7 +70,7 @@ func rawPDF(objs ...string) []byte {
 	for _, off := range offsets {
 		fmt.Fprintf(&b, "%010d 00000 n \n", off)
 	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	fmt.Fprintf(&b, "trailer\n<< /Size %d %s >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, trailer, xref)
 	return []byte(b.String())
 }
 

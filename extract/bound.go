@@ -77,160 +77,181 @@ func bound(src string, maxNodes int) (string, error) {
 // table rows and cells and for stray end tags. Without formatting,
 // formatting tags count for nothing, as stripFormatting leaves them out.
 func estimateNodes(src string, limit int, formatting bool) int {
-	type entry struct {
-		key string
-		a   atom.Atom
-	}
-	// list holds the open formatting elements; markers the positions in
-	// list where a marker stands (entries before it are not reconstructed
-	// until it is closed). Every scan stays after the last marker and costs
-	// no more than the nodes it adds, so the estimate is linear in the page
-	// and in limit.
-	var list []entry
-	var markers []int
-	open := func() int {
-		if len(markers) == 0 {
-			return len(list)
-		}
-		return len(list) - markers[len(markers)-1]
-	}
-	remove := func(i int) { list = append(list[:i], list[i+1:]...) }
+	e := &nodeEstimate{nodes: 4} // html, head, body, and the document
 	z := html.NewTokenizer(strings.NewReader(src))
-	nodes := 4 // html, head, body, and the document
-	// Elements the parser inserts: a table section around a row, a row
-	// around a cell, a paragraph for a stray </p>.
-	pOpen, inSection, inRow := false, false, false
-	add := func(n int) bool {
-		nodes += n
-		return nodes > limit
-	}
-	for {
+	for e.nodes <= limit {
 		tt := z.Next()
 		switch tt {
 		case html.ErrorToken:
-			return nodes
+			return e.nodes
 		case html.TextToken:
-			if add(1 + open()) {
-				return nodes
-			}
+			e.nodes += 1 + e.open()
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, hasAttr := z.TagName()
 			a := atom.Lookup(name)
 			if formattingTags[a] && !formatting {
 				continue
 			}
-			// The element, those it implies, and the reconstruction of
-			// what is open.
-			n := 1 + open()
-			switch a {
-			case atom.Table:
-				inSection, inRow = false, false
-			case atom.Tbody, atom.Thead, atom.Tfoot:
-				inSection, inRow = true, false
-			case atom.Tr:
-				if !inSection {
-					n++
-				}
-				inSection, inRow = true, true
-			case atom.Td, atom.Th:
-				if !inRow {
-					n++
-					if !inSection {
-						n++
-					}
-				}
-				inSection, inRow = true, true
-			case atom.Col:
-				n++ // colgroup
-			}
-			if closesP[a] {
-				pOpen = false
-			}
-			if a == atom.P && tt == html.StartTagToken {
-				pOpen = true
-			}
-			if add(n) {
-				return nodes
-			}
-			if tt != html.StartTagToken {
+			e.nodes += e.startTag(a, tt == html.StartTagToken)
+			if e.nodes > limit || tt != html.StartTagToken {
 				continue
 			}
 			switch {
 			case markerTags[a]:
-				markers = append(markers, len(list))
+				e.markers = append(e.markers, len(e.list))
 			case formattingTags[a]:
-				key := string(name)
-				if hasAttr {
-					var b strings.Builder
-					b.WriteString(key)
-					for {
-						k, v, more := z.TagAttr()
-						b.WriteByte(0)
-						b.Write(k)
-						b.WriteByte('=')
-						b.Write(v)
-						if !more {
-							break
-						}
-					}
-					key = b.String()
-				}
-				lo := len(list) - open()
-				if a == atom.A || a == atom.Nobr {
-					// A new one closes the open one.
-					for i := len(list) - 1; i >= lo; i-- {
-						if list[i].a == a {
-							remove(i)
-							break
-						}
-					}
-				}
-				// Noah's ark: at most three of a kind after the last marker.
-				same, first := 0, -1
-				for i := len(list) - 1; i >= lo; i-- {
-					if list[i].key == key {
-						same++
-						first = i
-					}
-				}
-				if same >= 3 {
-					remove(first)
-				}
-				list = append(list, entry{key: key, a: a})
+				e.pushFormatting(formattingKey(z, name, hasAttr), a)
 			}
 		case html.EndTagToken:
 			name, _ := z.TagName()
-			a := atom.Lookup(name)
-			switch {
-			case a == atom.P && pOpen:
-				pOpen = false
-			case a == atom.P, a == atom.Br:
-				// A stray </p> or </br> makes an element.
-				if add(1) {
-					return nodes
-				}
-			case a == atom.Tr:
-				inRow = false
-			case a == atom.Tbody || a == atom.Thead || a == atom.Tfoot || a == atom.Table:
-				inSection, inRow = false, false
-			}
-			switch {
-			case formattingTags[a] && formatting:
-				// The adoption agency may clone what is open.
-				if add(open()) {
-					return nodes
-				}
-				for i := len(list) - 1; i >= len(list)-open(); i-- {
-					if list[i].a == a {
-						remove(i)
-						break
-					}
-				}
-			case markerTags[a] && len(markers) > 0:
-				list = list[:markers[len(markers)-1]]
-				markers = markers[:len(markers)-1]
+			e.endTag(atom.Lookup(name), formatting)
+		}
+	}
+	return e.nodes
+}
+
+// nodeEstimate is the state of estimateNodes: the nodes counted so far, the
+// list of open formatting elements and its markers, and where the parser
+// stands in paragraphs and tables (for the elements it inserts: a table
+// section around a row, a row around a cell, a paragraph for a stray </p>).
+type nodeEstimate struct {
+	nodes int
+	// list holds the open formatting elements; markers the positions in
+	// list where a marker stands (entries before it are not reconstructed
+	// until it is closed). Every scan stays after the last marker and costs
+	// no more than the nodes it adds, so the estimate is linear in the page
+	// and in limit.
+	list                    []formattingEntry
+	markers                 []int
+	pOpen, inSection, inRow bool
+}
+
+// formattingEntry is an open formatting element: its tag and attributes as
+// one key, and its atom.
+type formattingEntry struct {
+	key string
+	a   atom.Atom
+}
+
+// open counts the formatting elements after the last marker, those a text
+// or a start tag may reconstruct.
+func (e *nodeEstimate) open() int {
+	if len(e.markers) == 0 {
+		return len(e.list)
+	}
+	return len(e.list) - e.markers[len(e.markers)-1]
+}
+
+func (e *nodeEstimate) remove(i int) { e.list = append(e.list[:i], e.list[i+1:]...) }
+
+// removeLast removes the last open formatting element of atom a after the
+// last marker, if there is one.
+func (e *nodeEstimate) removeLast(a atom.Atom) {
+	for i := len(e.list) - 1; i >= len(e.list)-e.open(); i-- {
+		if e.list[i].a == a {
+			e.remove(i)
+			return
+		}
+	}
+}
+
+// startTag returns the nodes a start tag of atom a makes: the element,
+// those it implies, and the reconstruction of what is open; and it notes
+// the paragraphs and table parts it opens or closes (start: not
+// self-closing).
+func (e *nodeEstimate) startTag(a atom.Atom, start bool) int {
+	n := 1 + e.open()
+	switch a {
+	case atom.Table:
+		e.inSection, e.inRow = false, false
+	case atom.Tbody, atom.Thead, atom.Tfoot:
+		e.inSection, e.inRow = true, false
+	case atom.Tr:
+		if !e.inSection {
+			n++
+		}
+		e.inSection, e.inRow = true, true
+	case atom.Td, atom.Th:
+		if !e.inRow {
+			n++
+			if !e.inSection {
+				n++
 			}
 		}
+		e.inSection, e.inRow = true, true
+	case atom.Col:
+		n++ // colgroup
+	}
+	if closesP[a] {
+		e.pOpen = false
+	}
+	if a == atom.P && start {
+		e.pOpen = true
+	}
+	return n
+}
+
+// formattingKey returns what makes two formatting elements the same: the
+// tag name and its attributes in order.
+func formattingKey(z *html.Tokenizer, name []byte, hasAttr bool) string {
+	if !hasAttr {
+		return string(name)
+	}
+	var b strings.Builder
+	b.Write(name)
+	for {
+		k, v, more := z.TagAttr()
+		b.WriteByte(0)
+		b.Write(k)
+		b.WriteByte('=')
+		b.Write(v)
+		if !more {
+			return b.String()
+		}
+	}
+}
+
+// pushFormatting adds an open formatting element to the list: a new <a> or
+// <nobr> closes the open one, and at most three of a kind stay after the
+// last marker (Noah's ark).
+func (e *nodeEstimate) pushFormatting(key string, a atom.Atom) {
+	if a == atom.A || a == atom.Nobr {
+		e.removeLast(a)
+	}
+	same, first := 0, -1
+	for i := len(e.list) - 1; i >= len(e.list)-e.open(); i-- {
+		if e.list[i].key == key {
+			same++
+			first = i
+		}
+	}
+	if same >= 3 {
+		e.remove(first)
+	}
+	e.list = append(e.list, formattingEntry{key: key, a: a})
+}
+
+// endTag counts the nodes an end tag of atom a makes (a stray </p> or
+// </br> makes an element; the adoption agency may clone what is open for a
+// formatting end tag) and closes what it ends.
+func (e *nodeEstimate) endTag(a atom.Atom, formatting bool) {
+	switch {
+	case a == atom.P && e.pOpen:
+		e.pOpen = false
+	case a == atom.P, a == atom.Br:
+		e.nodes++
+	case a == atom.Tr:
+		e.inRow = false
+	case a == atom.Tbody || a == atom.Thead || a == atom.Tfoot || a == atom.Table:
+		e.inSection, e.inRow = false, false
+	}
+	switch {
+	case formattingTags[a] && formatting:
+		e.nodes += e.open()
+		e.removeLast(a)
+	case markerTags[a] && len(e.markers) > 0:
+		e.list = e.list[:e.markers[len(e.markers)-1]]
+		e.markers = e.markers[:len(e.markers)-1]
 	}
 }
 
@@ -268,7 +289,6 @@ var rawTextTags = map[string]bool{
 // reading of tags, comments and raw text closely enough never to count
 // fewer (FuzzCountAttrs); duplicates, which the tokenizer drops, count.
 func countAttrs(src string, limit int) int {
-	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }
 	n, i := 0, 0
 	for n <= limit {
 		j := strings.IndexByte(src[i:], '<')
@@ -284,48 +304,14 @@ func countAttrs(src string, limit int) int {
 			continue // not a start tag: an end tag has no attributes to keep
 		}
 		start := i
-		for i < len(src) && !isSpace(src[i]) && src[i] != '/' && src[i] != '>' {
-			i++
-		}
+		i = skipTagName(src, i, "/>")
 		name := strings.ToLower(src[start:i])
-		for {
-			for i < len(src) && (isSpace(src[i]) || src[i] == '/') {
-				i++
-			}
-			if i >= len(src) {
-				return n
-			}
-			if src[i] == '>' {
-				i++
-				break
-			}
-			// A name (its first byte may be '='), then maybe = and a value.
-			i++
-			for i < len(src) && !isSpace(src[i]) && src[i] != '/' && src[i] != '>' && src[i] != '=' {
-				i++
-			}
-			n++
-			for i < len(src) && isSpace(src[i]) {
-				i++
-			}
-			if i < len(src) && src[i] == '=' {
-				i++
-				for i < len(src) && isSpace(src[i]) {
-					i++
-				}
-				if i < len(src) && (src[i] == '"' || src[i] == '\'') {
-					k := strings.IndexByte(src[i+1:], src[i])
-					if k < 0 {
-						return n
-					}
-					i += 1 + k + 1
-				} else {
-					for i < len(src) && !isSpace(src[i]) && src[i] != '>' {
-						i++
-					}
-				}
-			}
+		k, next, closed := countTagAttrs(src, i)
+		n += k
+		if !closed {
+			return n
 		}
+		i = next
 		if name == "plaintext" {
 			return n // the rest is text
 		}
@@ -339,6 +325,61 @@ func countAttrs(src string, limit int) int {
 		}
 	}
 	return n
+}
+
+// htmlSpace reports whether c is HTML white space.
+func htmlSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }
+
+// skipTagName returns the index after the name that starts at i: up to
+// white space or one of the bytes in stop.
+func skipTagName(src string, i int, stop string) int {
+	for i < len(src) && !htmlSpace(src[i]) && strings.IndexByte(stop, src[i]) < 0 {
+		i++
+	}
+	return i
+}
+
+// skipHTMLSpace returns the index of the first byte from i that is not
+// white space.
+func skipHTMLSpace(src string, i int) int {
+	for i < len(src) && htmlSpace(src[i]) {
+		i++
+	}
+	return i
+}
+
+// countTagAttrs counts the attributes of the start tag whose name ends at
+// i, as the tokenizer reads them, and returns the index after its '>'.
+// closed is false when src ends first.
+func countTagAttrs(src string, i int) (n, next int, closed bool) {
+	for {
+		for i < len(src) && (htmlSpace(src[i]) || src[i] == '/') {
+			i++
+		}
+		if i >= len(src) {
+			return n, i, false
+		}
+		if src[i] == '>' {
+			return n, i + 1, true
+		}
+		// A name (its first byte may be '='), then maybe = and a value.
+		i = skipTagName(src, i+1, "/>=")
+		n++
+		i = skipHTMLSpace(src, i)
+		if i >= len(src) || src[i] != '=' {
+			continue
+		}
+		i = skipHTMLSpace(src, i+1)
+		if i < len(src) && (src[i] == '"' || src[i] == '\'') {
+			k := strings.IndexByte(src[i+1:], src[i])
+			if k < 0 {
+				return n, len(src), false
+			}
+			i += 1 + k + 1
+		} else {
+			i = skipTagName(src, i, ">")
+		}
+	}
 }
 
 // indexFold is strings.Index for an ASCII lower-case sep, ignoring case.

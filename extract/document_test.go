@@ -94,20 +94,7 @@ func pdfFile(title string, pages [][]string, outline []pdfOutline) []byte {
 	}
 	objs[catalog-1] = cat + " >>"
 	info := add(fmt.Sprintf("<< /Title (%s) /Producer (ragmem test fixture) >>", title))
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root %d 0 R /Info %d 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, catalog, info, xref)
-	return b.Bytes()
+	return pdfObjects("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n", objs, fmt.Sprintf("/Root %d 0 R /Info %d 0 R", catalog, info))
 }
 
 var guidePages = [][]string{

@@ -155,33 +155,7 @@ func attr(t xml.StartElement, local string) string {
 
 // docxBody walks word/document.xml.
 func docxBody(x *xmlPart, styles map[string]int, b *docBuilder, o DocumentOptions, title *string) error {
-	var para strings.Builder
-	level := 0      // heading level of the paragraph; -1 Title style
-	skip := 0       // inside deleted text or field instructions
-	inText := false // inside w:t
-	cell := 0       // depth of table cells
-	var row []string
-	rowBytes := 0 // text held in row, charged to the text limit with the paragraph
-	paras := 0
-	flush := func() {
-		s := para.String()
-		para.Reset()
-		if cell > 0 {
-			if s = strings.TrimSpace(s); s != "" && b.grow(rowBytes+len(s)+3) {
-				row = append(row, s)
-				rowBytes += len(s) + 3
-			}
-			return
-		}
-		switch {
-		case level == -1 && *title == "":
-			*title = cleanLine(s, 300)
-		case level > 0:
-			b.heading(level, s)
-		default:
-			b.para(s)
-		}
-	}
+	w := &docxWalker{b: b, styles: styles, maxParas: o.MaxParts * 100, title: title}
 	for {
 		tok, err := x.Token()
 		if err == io.EOF {
@@ -195,76 +169,19 @@ func docxBody(x *xmlPart, styles map[string]int, b *docBuilder, o DocumentOption
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			switch t.Name.Local {
-			case "p":
-				level = 0
-				if paras++; paras%1024 == 0 {
-					if err := b.check(); err != nil {
-						return err
-					}
-					if paras > o.MaxParts*100 {
-						return fmt.Errorf("%w: more than %d paragraphs", ErrLimit, o.MaxParts*100)
-					}
-				}
-			case "pStyle":
-				level = styles[attr(t, "val")]
-			case "outlineLvl":
-				if n, err := strconv.Atoi(attr(t, "val")); err == nil && n >= 0 && n < 9 && level == 0 {
-					level = n + 1
-				}
-			case "t":
-				inText = true
-			case "tab":
-				if skip == 0 {
-					para.WriteByte('\t')
-				}
-			case "br", "cr":
-				if skip == 0 {
-					para.WriteByte('\n')
-				}
-			case "del", "instrText", "delText":
-				skip++
-			case "tc":
-				cell++
-			case "tr":
-				row, rowBytes = row[:0], 0
-			}
+			err = w.start(t)
 		case xml.EndElement:
-			switch t.Name.Local {
-			case "p":
-				flush()
-				if b.err != nil {
-					return b.err
-				}
-			case "t":
-				inText = false
-			case "del", "instrText", "delText":
-				if skip > 0 {
-					skip--
-				}
-			case "tc":
-				if cell > 0 {
-					cell--
-				}
-			case "tr":
-				var cells []string
-				for _, c := range row {
-					if c != "" {
-						cells = append(cells, strings.Join(strings.Fields(c), " "))
-					}
-				}
-				row, rowBytes = row[:0], 0
-				if len(cells) > 0 {
-					b.para(strings.Join(cells, " | "))
-				}
-			}
+			err = w.end(t)
 		case xml.CharData:
-			if inText && skip == 0 {
-				if !b.grow(rowBytes + para.Len() + len(t)) {
+			if w.inText && w.skip == 0 {
+				if !b.grow(w.rowBytes + w.para.Len() + len(t)) {
 					return b.err
 				}
-				para.Write(t)
+				w.para.Write(t)
 			}
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if b.err != nil {
@@ -274,6 +191,116 @@ func docxBody(x *xmlPart, styles map[string]int, b *docBuilder, o DocumentOption
 		return ErrNoContent
 	}
 	return nil
+}
+
+// docxWalker is the state of docxBody as it walks word/document.xml.
+type docxWalker struct {
+	b        *docBuilder
+	styles   map[string]int // heading level of a paragraph style; -1 Title
+	maxParas int
+	title    *string // set from the first paragraph in the Title style
+
+	para     strings.Builder
+	level    int  // heading level of the paragraph; -1 Title style
+	skip     int  // inside deleted text or field instructions
+	inText   bool // inside w:t
+	cell     int  // depth of table cells
+	row      []string
+	rowBytes int // text held in row, charged to the text limit with the paragraph
+	paras    int
+}
+
+// start handles the start of an element of the body.
+func (w *docxWalker) start(t xml.StartElement) error {
+	switch t.Name.Local {
+	case "p":
+		w.level = 0
+		if w.paras++; w.paras%1024 == 0 {
+			if err := w.b.check(); err != nil {
+				return err
+			}
+			if w.paras > w.maxParas {
+				return fmt.Errorf("%w: more than %d paragraphs", ErrLimit, w.maxParas)
+			}
+		}
+	case "pStyle":
+		w.level = w.styles[attr(t, "val")]
+	case "outlineLvl":
+		if n, err := strconv.Atoi(attr(t, "val")); err == nil && n >= 0 && n < 9 && w.level == 0 {
+			w.level = n + 1
+		}
+	case "t":
+		w.inText = true
+	case "tab":
+		if w.skip == 0 {
+			w.para.WriteByte('\t')
+		}
+	case "br", "cr":
+		if w.skip == 0 {
+			w.para.WriteByte('\n')
+		}
+	case "del", "instrText", "delText":
+		w.skip++
+	case "tc":
+		w.cell++
+	case "tr":
+		w.row, w.rowBytes = w.row[:0], 0
+	}
+	return nil
+}
+
+// end handles the end of an element of the body: a paragraph is flushed, a
+// table row becomes a paragraph of its cells.
+func (w *docxWalker) end(t xml.EndElement) error {
+	switch t.Name.Local {
+	case "p":
+		w.flush()
+		return w.b.err
+	case "t":
+		w.inText = false
+	case "del", "instrText", "delText":
+		if w.skip > 0 {
+			w.skip--
+		}
+	case "tc":
+		if w.cell > 0 {
+			w.cell--
+		}
+	case "tr":
+		var cells []string
+		for _, c := range w.row {
+			if c != "" {
+				cells = append(cells, strings.Join(strings.Fields(c), " "))
+			}
+		}
+		w.row, w.rowBytes = w.row[:0], 0
+		if len(cells) > 0 {
+			w.b.para(strings.Join(cells, " | "))
+		}
+	}
+	return nil
+}
+
+// flush ends the paragraph: in a table cell it joins the row, else it is
+// the title, a heading or a paragraph.
+func (w *docxWalker) flush() {
+	s := w.para.String()
+	w.para.Reset()
+	if w.cell > 0 {
+		if s = strings.TrimSpace(s); s != "" && w.b.grow(w.rowBytes+len(s)+3) {
+			w.row = append(w.row, s)
+			w.rowBytes += len(s) + 3
+		}
+		return
+	}
+	switch {
+	case w.level == -1 && *w.title == "":
+		*w.title = cleanLine(s, 300)
+	case w.level > 0:
+		w.b.heading(w.level, s)
+	default:
+		w.b.para(s)
+	}
 }
 
 // zipPath resolves a relative reference inside an archive.

@@ -34,93 +34,20 @@ func EPUB(data []byte, opts *DocumentOptions) (Page, error) {
 	b := newDocBuilder(o)
 	var title string
 	err = guard("EPUB", func() error {
-		if z.has("META-INF/encryption.xml") {
-			x, err := z.xml("META-INF/encryption.xml", partSmall)
-			if err != nil {
-				return err
-			}
-			drm, err := drmProtected(x)
-			x.Close()
-			if err != nil {
-				return err
-			}
-			if drm {
-				return fmt.Errorf("%w: the book is protected by DRM", ErrEncrypted)
-			}
-		}
-		x, err := z.xml("META-INF/container.xml", partSmall)
-		if errors.Is(err, errNoPart) {
-			return fmt.Errorf("%w: not an EPUB file (no META-INF/container.xml)", ErrDamaged)
-		}
-		if err != nil {
+		if err := epubDRM(z); err != nil {
 			return err
 		}
-		opfPath, err := rootfile(x)
-		x.Close()
-		if err != nil {
-			return err
-		}
-		if opfPath == "" {
-			return fmt.Errorf("%w: EPUB container names no package document", ErrDamaged)
-		}
-		x, err = z.xml(opfPath, partMeta)
-		if err != nil {
-			return fmt.Errorf("%w: EPUB package document %s: %v", ErrDamaged, opfPath, err)
-		}
-		pkg, err := readOPF(x, opfPath, o.MaxParts)
-		x.Close()
+		pkg, err := epubPackage(z, o.MaxParts)
 		if err != nil {
 			return err
 		}
 		title = pkg.title
-		// Titles are kept for the chapters of the spine only.
-		toc := map[string]string{}
-		for _, href := range pkg.spine {
-			toc[href] = ""
+		toc, err := epubTOC(z, pkg)
+		if err != nil {
+			return err
 		}
-		if pkg.nav != "" {
-			if p, err := z.open(pkg.nav, partMeta); err == nil {
-				err = navTitles(p, pkg.nav, toc)
-				p.Close()
-				if err != nil {
-					return err
-				}
-			}
-		}
-		if pkg.ncx != "" && !anyTitle(toc) {
-			if x, err := z.xml(pkg.ncx, partMeta); err == nil {
-				err = ncxTitles(x, pkg.ncx, toc)
-				x.Close()
-				if err != nil {
-					return err
-				}
-			}
-		}
-		for i, href := range pkg.spine {
-			if err := b.check(); err != nil {
-				return err
-			}
-			// A chapter is HTML, bounded like a web page.
-			doc, err := z.read(href, DefaultMaxBytes)
-			if errors.Is(err, errNoPart) {
-				continue // a spine entry the archive lacks
-			}
-			if errors.Is(err, ErrLimit) {
-				return fmt.Errorf("%w: chapter %d: %v", ErrLimit, i+1, strings.TrimPrefix(err.Error(), ErrLimit.Error()+": "))
-			}
-			if err != nil {
-				return err
-			}
-			name := toc[href]
-			if name == "" {
-				name = fmt.Sprintf("Chapter %d", i+1)
-			}
-			if err := epubChapter(doc, name, b); err != nil {
-				if errors.Is(err, ErrTooComplex) {
-					return fmt.Errorf("%w: chapter %d: %v", ErrLimit, i+1, strings.TrimPrefix(err.Error(), "extract: "))
-				}
-				return err
-			}
+		if err := epubChapters(z, pkg.spine, toc, b); err != nil {
+			return err
 		}
 		if b.err == nil && strings.TrimSpace(b.text.String()) == "" {
 			return ErrNoContent
@@ -131,6 +58,115 @@ func EPUB(data []byte, opts *DocumentOptions) (Page, error) {
 		return Page{}, err
 	}
 	return b.page(title, MethodEPUB)
+}
+
+// epubDRM fails with ErrEncrypted when META-INF/encryption.xml says the
+// book is protected by DRM.
+func epubDRM(z *zipParts) error {
+	if !z.has("META-INF/encryption.xml") {
+		return nil
+	}
+	x, err := z.xml("META-INF/encryption.xml", partSmall)
+	if err != nil {
+		return err
+	}
+	drm, err := drmProtected(x)
+	x.Close()
+	if err != nil {
+		return err
+	}
+	if drm {
+		return fmt.Errorf("%w: the book is protected by DRM", ErrEncrypted)
+	}
+	return nil
+}
+
+// epubPackage reads the package document META-INF/container.xml names,
+// with a spine of at most maxSpine chapters.
+func epubPackage(z *zipParts, maxSpine int) (opfPackage, error) {
+	x, err := z.xml("META-INF/container.xml", partSmall)
+	if errors.Is(err, errNoPart) {
+		return opfPackage{}, fmt.Errorf("%w: not an EPUB file (no META-INF/container.xml)", ErrDamaged)
+	}
+	if err != nil {
+		return opfPackage{}, err
+	}
+	opfPath, err := rootfile(x)
+	x.Close()
+	if err != nil {
+		return opfPackage{}, err
+	}
+	if opfPath == "" {
+		return opfPackage{}, fmt.Errorf("%w: EPUB container names no package document", ErrDamaged)
+	}
+	x, err = z.xml(opfPath, partMeta)
+	if err != nil {
+		return opfPackage{}, fmt.Errorf("%w: EPUB package document %s: %v", ErrDamaged, opfPath, err)
+	}
+	defer x.Close()
+	return readOPF(x, opfPath, maxSpine)
+}
+
+// epubTOC returns the titles of the spine's chapters by their href, from
+// the EPUB 3 navigation document or else the EPUB 2 NCX ("" where neither
+// names one). A table of contents that cannot be opened is passed over.
+func epubTOC(z *zipParts, pkg opfPackage) (map[string]string, error) {
+	// Titles are kept for the chapters of the spine only.
+	toc := map[string]string{}
+	for _, href := range pkg.spine {
+		toc[href] = ""
+	}
+	if pkg.nav != "" {
+		if p, err := z.open(pkg.nav, partMeta); err == nil {
+			err = navTitles(p, pkg.nav, toc)
+			p.Close()
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	if pkg.ncx != "" && !anyTitle(toc) {
+		if x, err := z.xml(pkg.ncx, partMeta); err == nil {
+			err = ncxTitles(x, pkg.ncx, toc)
+			x.Close()
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return toc, nil
+}
+
+// epubChapters adds the spine's chapters to b in order, each a section
+// under its title ("Chapter N" when it has none). Each is HTML, bounded
+// like a web page; a spine entry the archive lacks is passed over.
+func epubChapters(z *zipParts, spine []string, toc map[string]string, b *docBuilder) error {
+	for i, href := range spine {
+		if err := b.check(); err != nil {
+			return err
+		}
+		doc, err := z.read(href, DefaultMaxBytes)
+		if errors.Is(err, errNoPart) {
+			continue
+		}
+		if errors.Is(err, ErrLimit) {
+			return fmt.Errorf("%w: chapter %d: %v", ErrLimit, i+1, strings.TrimPrefix(err.Error(), ErrLimit.Error()+": "))
+		}
+		if err != nil {
+			return err
+		}
+		name := toc[href]
+		if name == "" {
+			name = fmt.Sprintf("Chapter %d", i+1)
+		}
+		if err := epubChapter(doc, name, b); err != nil {
+			if errors.Is(err, ErrTooComplex) {
+				return fmt.Errorf("%w: chapter %d: %v", ErrLimit, i+1, strings.TrimPrefix(err.Error(), "extract: "))
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 func anyTitle(toc map[string]string) bool {

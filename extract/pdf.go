@@ -476,14 +476,24 @@ func (x *pdfReader) interpret(v, contents pdf.Value) ([]string, error) {
 // space where it leaves a gap, and a paragraph break where the gap between
 // lines is larger than usual.
 func layout(gs []pdf.Text) []string {
-	type line struct {
-		text      strings.Builder
-		y, size   float64
-		lastX     float64
-		lastWidth float64
-	}
-	var lines []*line
-	var cur *line
+	lines := layoutLines(gs)
+	return layoutParagraphs(lines, lineSpacing(lines))
+}
+
+// pdfLine is a line of a page's text as layout assembles it.
+type pdfLine struct {
+	text      strings.Builder
+	y, size   float64
+	lastX     float64
+	lastWidth float64
+}
+
+// layoutLines assembles a page's glyph runs into lines: a run starts a new
+// line when it leaves the baseline or goes back to the left, and a space is
+// put where a gap separates two runs of a line.
+func layoutLines(gs []pdf.Text) []*pdfLine {
+	var lines []*pdfLine
+	var cur *pdfLine
 	for _, g := range gs {
 		if g.S == "" || math.IsNaN(g.X) || math.IsNaN(g.Y) || math.IsInf(g.X, 0) || math.IsInf(g.Y, 0) {
 			continue
@@ -494,7 +504,7 @@ func layout(gs []pdf.Text) []string {
 		}
 		newLine := cur == nil || math.Abs(g.Y-cur.y) > size*0.5 || g.X < cur.lastX-size*0.5
 		if newLine {
-			cur = &line{y: g.Y, size: size}
+			cur = &pdfLine{y: g.Y, size: size}
 			lines = append(lines, cur)
 		} else if gap := g.X - (cur.lastX + cur.lastWidth); gap > size*0.15 && !strings.HasSuffix(cur.text.String(), " ") && !unicode.IsSpace(firstRune(g.S)) {
 			cur.text.WriteByte(' ')
@@ -505,7 +515,12 @@ func layout(gs []pdf.Text) []string {
 			cur.lastWidth = size * 0.5 * float64(len([]rune(g.S)))
 		}
 	}
-	// Line spacing: the median distance between consecutive baselines.
+	return lines
+}
+
+// lineSpacing is the median distance between consecutive baselines (0
+// when no line is below another).
+func lineSpacing(lines []*pdfLine) float64 {
 	var gaps []float64
 	for i := 1; i < len(lines); i++ {
 		if d := lines[i-1].y - lines[i].y; d > 0 {
@@ -513,10 +528,16 @@ func layout(gs []pdf.Text) []string {
 		}
 	}
 	sort.Float64s(gaps)
-	spacing := 0.0
-	if len(gaps) > 0 {
-		spacing = gaps[len(gaps)/2]
+	if len(gaps) == 0 {
+		return 0
 	}
+	return gaps[len(gaps)/2]
+}
+
+// layoutParagraphs joins lines into paragraphs: a paragraph ends where the
+// next line goes up or is more than 1.5 times the spacing below, and a word
+// broken by a hyphen at the end of a line is joined.
+func layoutParagraphs(lines []*pdfLine, spacing float64) []string {
 	var paras []string
 	var p strings.Builder
 	for i, l := range lines {
@@ -530,7 +551,6 @@ func layout(gs []pdf.Text) []string {
 				paras = append(paras, p.String())
 				p.Reset()
 			} else {
-				// A word broken by a hyphen at the end of a line is joined.
 				s := p.String()
 				if strings.HasSuffix(s, "-") && len(s) > 1 && unicode.IsLetter(lastRune(s[:len(s)-1])) && unicode.IsLower(firstRune(t)) {
 					p.Reset()

@@ -85,19 +85,41 @@ func pdfEncryption(s *pdfScan) (*pdfSecurity, error) {
 		}
 		return nil, fmt.Errorf("%w: it is encrypted for a security handler ragmem cannot read (/%s); decrypt it first", ErrEncrypted, name)
 	}
-	v, _ := enc.key("V").intValue(s.ints)
-	r, _ := enc.key("R").intValue(s.ints)
-	p, _ := enc.key("P").intValue(s.ints)
 	if em := enc.key("EncryptMetadata"); em != nil && em.kind == pdfBool && em.s == "false" {
 		sec.encryptMetadata = false
 	}
-	str := func(k string) []byte {
-		if o := enc.key(k); o != nil && o.kind == pdfString {
-			return []byte(o.s)
-		}
-		return nil
+	keyLen, err := sec.ciphers(s, enc)
+	if err != nil {
+		return nil, err
 	}
-	o, u := str("O"), str("U")
+	switch r, _ := enc.key("R").intValue(s.ints); {
+	case r >= 2 && r <= 4:
+		sec.key, err = pdfFileKeyR4(s, trailer, enc, r, keyLen, sec.encryptMetadata)
+	case r == 5 || r == 6:
+		sec.key, err = pdfFileKeyR6(enc, r)
+	default:
+		err = fmt.Errorf("%w: it is encrypted with a method ragmem cannot read (R %d); decrypt it first", ErrEncrypted, r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sec, nil
+}
+
+// pdfDictString returns the string value of key k of dictionary d, nil when
+// it has none.
+func pdfDictString(d *pdfObj, k string) []byte {
+	if o := d.key(k); o != nil && o.kind == pdfString {
+		return []byte(o.s)
+	}
+	return nil
+}
+
+// ciphers sets the ciphers of the strings and the streams from the
+// encryption dictionary enc (its /V and, from V 4, its crypt filters) and
+// returns the length of the file key in bytes.
+func (sec *pdfSecurity) ciphers(s *pdfScan, enc *pdfObj) (int64, error) {
+	v, _ := enc.key("V").intValue(s.ints)
 	keyLen := int64(5)
 	if l, ok := enc.key("Length").intValue(s.ints); ok && v >= 2 {
 		keyLen = l / 8
@@ -108,45 +130,13 @@ func pdfEncryption(s *pdfScan) (*pdfSecurity, error) {
 	case 2:
 		sec.strings, sec.streams = cipherRC4, cipherRC4
 	case 4, 5:
-		cfs := enc.key("CF")
-		filter := func(k string) (pdfCipher, int64, error) {
-			name := "Identity"
-			if f := enc.key(k); f != nil && f.kind == pdfNameKind {
-				name = f.s
-			}
-			if name == "Identity" {
-				return cipherNone, 0, nil
-			}
-			cf := cfs.key(name)
-			if cf == nil {
-				return 0, 0, fmt.Errorf("%w: its crypt filter /%s is missing", ErrDamaged, name)
-			}
-			var n int64
-			if l, ok := cf.key("Length").intValue(s.ints); ok {
-				if n = l; l > 32 {
-					n = l / 8 // in bits, as the standard says; most writers give bytes
-				}
-			}
-			switch m := cf.key("CFM"); {
-			case m == nil || m.isName("None"):
-				return cipherNone, 0, nil
-			case m.isName("V2"):
-				return cipherRC4, n, nil
-			case m.isName("AESV2"):
-				return cipherAES128, 16, nil
-			case m.isName("AESV3"):
-				return cipherAES256, 32, nil
-			default:
-				return 0, 0, fmt.Errorf("%w: it is encrypted with a method ragmem cannot read (/%s); decrypt it first", ErrEncrypted, m.s)
-			}
-		}
 		var n1, n2 int64
 		var err error
-		if sec.strings, n1, err = filter("StrF"); err != nil {
-			return nil, err
+		if sec.strings, n1, err = pdfCryptFilter(s, enc, "StrF"); err != nil {
+			return 0, err
 		}
-		if sec.streams, n2, err = filter("StmF"); err != nil {
-			return nil, err
+		if sec.streams, n2, err = pdfCryptFilter(s, enc, "StmF"); err != nil {
+			return 0, err
 		}
 		if n := max(n1, n2); n > 0 {
 			keyLen = n
@@ -154,52 +144,92 @@ func pdfEncryption(s *pdfScan) (*pdfSecurity, error) {
 			keyLen = 16
 		}
 	default:
-		return nil, fmt.Errorf("%w: it is encrypted with a method ragmem cannot read (V %d); decrypt it first", ErrEncrypted, v)
+		return 0, fmt.Errorf("%w: it is encrypted with a method ragmem cannot read (V %d); decrypt it first", ErrEncrypted, v)
 	}
-	switch {
-	case r >= 2 && r <= 4:
-		if keyLen < 5 || keyLen > 16 {
-			return nil, fmt.Errorf("%w: a key of %d bits", ErrDamaged, keyLen*8)
+	return keyLen, nil
+}
+
+// pdfCryptFilter returns the cipher, and the key length in bytes it names
+// (0: none), of the crypt filter that entry k (StrF or StmF) of the
+// encryption dictionary enc selects from its /CF.
+func pdfCryptFilter(s *pdfScan, enc *pdfObj, k string) (pdfCipher, int64, error) {
+	name := "Identity"
+	if f := enc.key(k); f != nil && f.kind == pdfNameKind {
+		name = f.s
+	}
+	if name == "Identity" {
+		return cipherNone, 0, nil
+	}
+	cf := enc.key("CF").key(name)
+	if cf == nil {
+		return 0, 0, fmt.Errorf("%w: its crypt filter /%s is missing", ErrDamaged, name)
+	}
+	var n int64
+	if l, ok := cf.key("Length").intValue(s.ints); ok {
+		if n = l; l > 32 {
+			n = l / 8 // in bits, as the standard says; most writers give bytes
 		}
-		var id []byte
-		if ids := trailer.key("ID"); ids != nil && ids.kind == pdfArray && len(ids.arr) > 0 && ids.arr[0].kind == pdfString {
-			id = []byte(ids.arr[0].s)
-		}
-		if len(o) < 32 || len(u) < 32 {
-			return nil, fmt.Errorf("%w: its encryption dictionary lacks /O or /U", ErrDamaged)
-		}
-		key := pdfKeyR4(nil, o[:32], uint32(p), id, r, int(keyLen), sec.encryptMetadata)
-		if !pdfUserOK(key, u, id, r) {
-			return nil, errNeedsPassword
-		}
-		sec.key = key
-	case r == 5 || r == 6:
-		ue := str("UE")
-		if len(u) < 48 || len(ue) < 32 {
-			return nil, fmt.Errorf("%w: its encryption dictionary lacks /U or /UE", ErrDamaged)
-		}
-		hashFn := pdfHash2B
-		if r == 5 {
-			hashFn = func(pw, salt, udata []byte) []byte {
-				h := sha256.Sum256(append(append(append([]byte(nil), pw...), salt...), udata...))
-				return h[:]
-			}
-		}
-		if !bytes.Equal(hashFn(nil, u[32:40], nil), u[:32]) {
-			return nil, errNeedsPassword
-		}
-		ik := hashFn(nil, u[40:48], nil)
-		block, err := aes.NewCipher(ik)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrDamaged, err)
-		}
-		key := make([]byte, 32)
-		cipher.NewCBCDecrypter(block, make([]byte, 16)).CryptBlocks(key, ue[:32])
-		sec.key = key
+	}
+	switch m := cf.key("CFM"); {
+	case m == nil || m.isName("None"):
+		return cipherNone, 0, nil
+	case m.isName("V2"):
+		return cipherRC4, n, nil
+	case m.isName("AESV2"):
+		return cipherAES128, 16, nil
+	case m.isName("AESV3"):
+		return cipherAES256, 32, nil
 	default:
-		return nil, fmt.Errorf("%w: it is encrypted with a method ragmem cannot read (R %d); decrypt it first", ErrEncrypted, r)
+		return 0, 0, fmt.Errorf("%w: it is encrypted with a method ragmem cannot read (/%s); decrypt it first", ErrEncrypted, m.s)
 	}
-	return sec, nil
+}
+
+// pdfFileKeyR4 computes the file key of revisions 2 to 4 for the empty
+// user password, failing with errNeedsPassword when /U does not confirm it.
+func pdfFileKeyR4(s *pdfScan, trailer, enc *pdfObj, r, keyLen int64, encryptMetadata bool) ([]byte, error) {
+	if keyLen < 5 || keyLen > 16 {
+		return nil, fmt.Errorf("%w: a key of %d bits", ErrDamaged, keyLen*8)
+	}
+	var id []byte
+	if ids := trailer.key("ID"); ids != nil && ids.kind == pdfArray && len(ids.arr) > 0 && ids.arr[0].kind == pdfString {
+		id = []byte(ids.arr[0].s)
+	}
+	o, u := pdfDictString(enc, "O"), pdfDictString(enc, "U")
+	if len(o) < 32 || len(u) < 32 {
+		return nil, fmt.Errorf("%w: its encryption dictionary lacks /O or /U", ErrDamaged)
+	}
+	p, _ := enc.key("P").intValue(s.ints)
+	key := pdfKeyR4(nil, o[:32], uint32(p), id, r, int(keyLen), encryptMetadata)
+	if !pdfUserOK(key, u, id, r) {
+		return nil, errNeedsPassword
+	}
+	return key, nil
+}
+
+// pdfFileKeyR6 computes the file key of revisions 5 and 6 for the empty
+// user password: checked against /U, then decrypted from /UE.
+func pdfFileKeyR6(enc *pdfObj, r int64) ([]byte, error) {
+	u, ue := pdfDictString(enc, "U"), pdfDictString(enc, "UE")
+	if len(u) < 48 || len(ue) < 32 {
+		return nil, fmt.Errorf("%w: its encryption dictionary lacks /U or /UE", ErrDamaged)
+	}
+	hashFn := pdfHash2B
+	if r == 5 {
+		hashFn = func(pw, salt, udata []byte) []byte {
+			h := sha256.Sum256(append(append(append([]byte(nil), pw...), salt...), udata...))
+			return h[:]
+		}
+	}
+	if !bytes.Equal(hashFn(nil, u[32:40], nil), u[:32]) {
+		return nil, errNeedsPassword
+	}
+	block, err := aes.NewCipher(hashFn(nil, u[40:48], nil))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDamaged, err)
+	}
+	key := make([]byte, 32)
+	cipher.NewCBCDecrypter(block, make([]byte, 16)).CryptBlocks(key, ue[:32])
+	return key, nil
 }
 
 // pdfKeyR4 computes the file key of revisions 2 to 4 from a user password

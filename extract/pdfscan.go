@@ -402,26 +402,9 @@ func (p *pdfParser) value(t pdfToken, depth int) *pdfObj {
 	case tokEOF, tokDictClose, tokArrayClose:
 		return nil
 	case tokNumber:
-		if !isIntToken(b, t) {
-			o.kind = pdfReal
-			return o
-		}
-		o.kind, o.i = pdfInt, parseInt(p.text(t))
-		// n g R
-		t2 := p.token()
-		if isIntToken(b, t2) {
-			t3 := p.token()
-			if t3.kind == tokKeyword && string(p.text(t3)) == "R" {
-				o.kind, o.gen, o.end = pdfRef, parseInt(p.text(t2)), t3.end
-				return o
-			}
-			p.unread(t3)
-		}
-		p.unread(t2)
-		return o
+		p.number(o, t)
 	case tokName:
 		o.kind, o.s = pdfNameKind, decodeName(b, t)
-		return o
 	case tokString, tokHexString:
 		o.kind = pdfString
 		p.strings = append(p.strings, pdfSpan{tok: t})
@@ -429,7 +412,6 @@ func (p *pdfParser) value(t pdfToken, depth int) *pdfObj {
 			s := decodeString(b, t)
 			o.s = string(s[:min(len(s), pdfMaxStringKeep)])
 		}
-		return o
 	case tokKeyword:
 		switch string(p.text(t)) {
 		case "true", "false":
@@ -440,57 +422,88 @@ func (p *pdfParser) value(t pdfToken, depth int) *pdfObj {
 		default:
 			o.kind, o.s = pdfKeyword, string(p.text(t))
 		}
-		return o
 	case tokArrayOpen:
-		o.kind = pdfArray
-		for {
-			n := p.token()
-			if n.kind == tokArrayClose || n.kind == tokEOF {
-				o.end = n.end
-				return o
-			}
-			if depth >= pdfMaxDepth {
-				continue // read past, keep nothing
-			}
-			v := p.value(n, depth+1)
-			if v != nil && len(o.arr) < pdfKeepArray && p.keep() {
-				o.arr = append(o.arr, v)
-			}
-		}
+		p.array(o, depth)
 	case tokDictOpen:
-		o.kind, o.dict = pdfDict, map[string]*pdfObj{}
-		first := len(p.strings)
-		for {
-			k := p.token()
-			if k.kind == tokDictClose || k.kind == tokEOF {
-				o.end = k.end
-				break
-			}
-			if k.kind != tokName || depth >= pdfMaxDepth {
-				if depth < pdfMaxDepth {
-					p.value(k, depth+1) // a stray value: read past it
-				}
-				continue
-			}
-			name := decodeName(b, k)
-			v := p.value(p.token(), depth+1)
-			if v != nil && p.keep() {
-				o.dict[name] = v
-			}
-		}
-		// A signature's /Contents is its bytes, never encrypted.
-		if o.dict["ByteRange"] != nil || o.key("Type").isName("Sig") || o.key("Type").isName("DocTimeStamp") {
-			if c := o.dict["Contents"]; c != nil && c.kind == pdfString {
-				for i := first; i < len(p.strings); i++ {
-					if p.strings[i].tok.start == c.start {
-						p.strings[i].keep = true
-					}
-				}
-			}
-		}
-		return o
+		p.dict(o, depth)
 	}
 	return o
+}
+
+// number makes o of number token t: a real, an integer, or the reference
+// "n g R" an integer starts.
+func (p *pdfParser) number(o *pdfObj, t pdfToken) {
+	b := p.lex.b
+	if !isIntToken(b, t) {
+		o.kind = pdfReal
+		return
+	}
+	o.kind, o.i = pdfInt, parseInt(p.text(t))
+	t2 := p.token()
+	if isIntToken(b, t2) {
+		t3 := p.token()
+		if t3.kind == tokKeyword && string(p.text(t3)) == "R" {
+			o.kind, o.gen, o.end = pdfRef, parseInt(p.text(t2)), t3.end
+			return
+		}
+		p.unread(t3)
+	}
+	p.unread(t2)
+}
+
+// array reads the elements of the array o opens, up to its end, keeping
+// at most pdfKeepArray of them and nothing deeper than pdfMaxDepth.
+func (p *pdfParser) array(o *pdfObj, depth int) {
+	o.kind = pdfArray
+	for {
+		n := p.token()
+		if n.kind == tokArrayClose || n.kind == tokEOF {
+			o.end = n.end
+			return
+		}
+		if depth >= pdfMaxDepth {
+			continue // read past, keep nothing
+		}
+		v := p.value(n, depth+1)
+		if v != nil && len(o.arr) < pdfKeepArray && p.keep() {
+			o.arr = append(o.arr, v)
+		}
+	}
+}
+
+// dict reads the entries of the dictionary o opens, up to its end, and
+// marks a signature's /Contents to be kept as it is.
+func (p *pdfParser) dict(o *pdfObj, depth int) {
+	o.kind, o.dict = pdfDict, map[string]*pdfObj{}
+	first := len(p.strings)
+	for {
+		k := p.token()
+		if k.kind == tokDictClose || k.kind == tokEOF {
+			o.end = k.end
+			break
+		}
+		if k.kind != tokName || depth >= pdfMaxDepth {
+			if depth < pdfMaxDepth {
+				p.value(k, depth+1) // a stray value: read past it
+			}
+			continue
+		}
+		name := decodeName(p.lex.b, k)
+		v := p.value(p.token(), depth+1)
+		if v != nil && p.keep() {
+			o.dict[name] = v
+		}
+	}
+	// A signature's /Contents is its bytes, never encrypted.
+	if o.dict["ByteRange"] != nil || o.key("Type").isName("Sig") || o.key("Type").isName("DocTimeStamp") {
+		if c := o.dict["Contents"]; c != nil && c.kind == pdfString {
+			for i := first; i < len(p.strings); i++ {
+				if p.strings[i].tok.start == c.start {
+					p.strings[i].keep = true
+				}
+			}
+		}
+	}
 }
 
 // pdfDef is one object definition of a file: "num gen obj ... endobj",

@@ -334,77 +334,21 @@ func (p *filterParser) unary(depth int) (*Expr, error) {
 // field STARTS WITH value | field EXISTS
 func (p *filterParser) comparison() (*Expr, error) {
 	ft := p.next()
-	if err := p.node(ft); err != nil {
+	field, err := p.fieldName(ft)
+	if err != nil {
 		return nil, err
-	}
-	switch {
-	case ft.kind == tString:
-	case ft.kind == tWord && isKeyword(ft.text):
-		return nil, p.errAt(ft, "expected a field name, found the keyword %s", strings.ToUpper(ft.text))
-	case ft.kind == tWord:
-	default:
-		return nil, p.errAt(ft, "expected a field name (source, title, type, created or an attribute), found %s", ft.desc())
-	}
-	field := ft.text
-	if field == "" {
-		return nil, p.errAt(ft, "the field name is empty")
-	}
-	if ft.kind == tWord {
-		if k, ok := strings.CutPrefix(field, "attr."); ok {
-			if k == "" {
-				return nil, p.errAt(ft, "attr. must be followed by an attribute key")
-			}
-		}
 	}
 	ot := p.next()
 	switch {
 	case ot.kind == tOp:
-		if field == driver.FieldCreated {
-			if ot.text == "=" || ot.text == "!=" {
-				return nil, p.errAt(ot, "created takes <, <=, > or >= (a time range), not %s", ot.text)
-			}
-			vt := p.next()
-			tm, err := p.timeValue(vt)
-			if err != nil {
-				return nil, err
-			}
-			return &Expr{Op: driver.Op(ot.text), Field: field, Time: tm}, nil
-		}
-		if ot.text != "=" && ot.text != "!=" {
-			return nil, p.errAt(ot, "%s compares times and only works on created; %s takes =, !=, IN, STARTS WITH or EXISTS", ot.text, field)
-		}
-		v, err := p.value()
-		if err != nil {
-			return nil, err
-		}
-		return &Expr{Op: driver.Op(ot.text), Field: field, Values: []string{v}}, nil
+		return p.opComparison(field, ot)
 	case ot.keyword("IN"):
 		if field == driver.FieldCreated {
 			return nil, p.errAt(ot, "created takes <, <=, > or >= (a time range), not IN")
 		}
-		if b := p.next(); b.kind != tLBrack {
-			return nil, p.errAt(b, "expected \"[\" after IN (a set is written [a, b, c]), found %s", b.desc())
-		}
-		var vs []string
-		for {
-			if p.peek().kind == tRBrack && len(vs) == 0 {
-				return nil, p.errAt(p.peek(), "the set after IN is empty")
-			}
-			v, err := p.value()
-			if err != nil {
-				return nil, err
-			}
-			if len(vs) == MaxFilterValues {
-				return nil, p.errAt(ot, "the set after IN has more than %d values", MaxFilterValues)
-			}
-			vs = append(vs, v)
-			c := p.next()
-			if c.kind == tRBrack {
-				break
-			}
-			if c.kind != tComma {
-				return nil, p.errAt(c, "expected \",\" or \"]\" in the set, found %s", c.desc())
-			}
+		vs, err := p.valueSet(ot)
+		if err != nil {
+			return nil, err
 		}
 		return &Expr{Op: driver.OpIn, Field: field, Values: vs}, nil
 	case ot.keyword("STARTS"):
@@ -426,6 +370,81 @@ func (p *filterParser) comparison() (*Expr, error) {
 		return &Expr{Op: driver.OpExists, Field: field}, nil
 	}
 	return nil, p.errAt(ot, "expected an operator (=, !=, IN, STARTS WITH, EXISTS, <, <=, >, >=) after %s, found %s", driver.QuoteField(field), ot.desc())
+}
+
+// fieldName checks that token ft names a field (a word that is not a
+// keyword, or a quoted string; attr. followed by a key) and returns it.
+func (p *filterParser) fieldName(ft token) (string, error) {
+	if err := p.node(ft); err != nil {
+		return "", err
+	}
+	switch {
+	case ft.kind == tString:
+	case ft.kind == tWord && isKeyword(ft.text):
+		return "", p.errAt(ft, "expected a field name, found the keyword %s", strings.ToUpper(ft.text))
+	case ft.kind == tWord:
+	default:
+		return "", p.errAt(ft, "expected a field name (source, title, type, created or an attribute), found %s", ft.desc())
+	}
+	if ft.text == "" {
+		return "", p.errAt(ft, "the field name is empty")
+	}
+	if ft.kind == tWord && ft.text == "attr." {
+		return "", p.errAt(ft, "attr. must be followed by an attribute key")
+	}
+	return ft.text, nil
+}
+
+// opComparison reads the value of field compared by operator ot: a time
+// for created (a range only), a value for = and != on any other field.
+func (p *filterParser) opComparison(field string, ot token) (*Expr, error) {
+	if field == driver.FieldCreated {
+		if ot.text == "=" || ot.text == "!=" {
+			return nil, p.errAt(ot, "created takes <, <=, > or >= (a time range), not %s", ot.text)
+		}
+		tm, err := p.timeValue(p.next())
+		if err != nil {
+			return nil, err
+		}
+		return &Expr{Op: driver.Op(ot.text), Field: field, Time: tm}, nil
+	}
+	if ot.text != "=" && ot.text != "!=" {
+		return nil, p.errAt(ot, "%s compares times and only works on created; %s takes =, !=, IN, STARTS WITH or EXISTS", ot.text, field)
+	}
+	v, err := p.value()
+	if err != nil {
+		return nil, err
+	}
+	return &Expr{Op: driver.Op(ot.text), Field: field, Values: []string{v}}, nil
+}
+
+// valueSet reads the set [a, b, c] after IN (token in): at least one and
+// at most MaxFilterValues values.
+func (p *filterParser) valueSet(in token) ([]string, error) {
+	if b := p.next(); b.kind != tLBrack {
+		return nil, p.errAt(b, "expected \"[\" after IN (a set is written [a, b, c]), found %s", b.desc())
+	}
+	var vs []string
+	for {
+		if p.peek().kind == tRBrack && len(vs) == 0 {
+			return nil, p.errAt(p.peek(), "the set after IN is empty")
+		}
+		v, err := p.value()
+		if err != nil {
+			return nil, err
+		}
+		if len(vs) == MaxFilterValues {
+			return nil, p.errAt(in, "the set after IN has more than %d values", MaxFilterValues)
+		}
+		vs = append(vs, v)
+		c := p.next()
+		if c.kind == tRBrack {
+			return vs, nil
+		}
+		if c.kind != tComma {
+			return nil, p.errAt(c, "expected \",\" or \"]\" in the set, found %s", c.desc())
+		}
+	}
 }
 
 func isKeyword(w string) bool {

@@ -21,8 +21,6 @@
 // IndexPageAsync returns, a crash before it is indexed loses nothing (the
 // next Open indexes it), and job ids stay valid across restarts. Flush and
 // Close wait for the queue.
-//
-// An *Index is safe for concurrent use.
 package index
 
 import (
@@ -196,7 +194,8 @@ type Options struct {
 	URLRules *URLRules
 }
 
-// Index is the persistent store. See the package comment.
+// Index is the persistent store. See the package comment. An *Index is
+// safe for concurrent use.
 type Index struct {
 	dir      string                   // the local store's directory; "" with Options.Backend
 	urls     atomic.Pointer[URLRules] // how source URLs are canonicalised
@@ -228,7 +227,10 @@ type Index struct {
 
 	// commitMu orders the write of a background batch against RemoveSource:
 	// a page is either written before a removal of its source (which then
-	// deletes it) or cancelled by it (and never written). Taken before qmu.
+	// deletes it) or cancelled by it (and never written). Foreground writes
+	// of sources take it too, so that RemoveWhere and SetSourceAttrs see
+	// no write between what they read and what they write. Taken before
+	// qmu.
 	commitMu sync.Mutex
 
 	qmu         sync.Mutex // guards the fields below, and closing, against Close
@@ -285,6 +287,40 @@ type Result struct {
 
 // Open opens (or creates) the store in dir.
 func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
+	o := opts.withDefaults()
+	ix := &Index{
+		emb:       o.Embedder,
+		qcache:    o.QueryCache,
+		log:       o.Logger,
+		now:       o.Now,
+		batch:     o.EmbedBatch,
+		conc:      o.EmbedConcurrency,
+		queueSize: o.QueueSize,
+		jobs:      map[string]*Job{},
+
+		maxChunks: o.MaxChunksPerDocument, quotaChunks: max(o.QuotaChunks, 0), quotaBytes: max(o.QuotaBytes, 0),
+		queueBytes: o.QueueBytes, maxAttempts: o.MaxAttempts, retryDelay: o.RetryDelay,
+		deadDocs: map[string]*Document{}, wake: make(chan struct{}, 1),
+	}
+	ix.extract = o.Extract
+	if o.Chunking != nil {
+		ix.chunking = *o.Chunking
+	}
+	ix.embedHealthy.Store(true)
+	if err := ix.openBackend(ctx, dir, &o); err != nil {
+		return nil, err
+	}
+	if err := ix.openRest(ctx, dir, &o); err != nil {
+		_ = ix.be.Close()
+		return nil, err
+	}
+	ix.worker.Add(1)
+	go ix.run()
+	return ix, nil
+}
+
+// withDefaults returns the options with what is not set filled in.
+func (opts *Options) withDefaults() Options {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -322,53 +358,47 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 	if o.QueryCache == nil {
 		o.QueryCache = embed.NewQueryCache(nil)
 	}
-	ix := &Index{
-		emb:       o.Embedder,
-		qcache:    o.QueryCache,
-		log:       o.Logger,
-		now:       o.Now,
-		batch:     o.EmbedBatch,
-		conc:      o.EmbedConcurrency,
-		queueSize: o.QueueSize,
-		jobs:      map[string]*Job{},
+	return o
+}
 
-		maxChunks: o.MaxChunksPerDocument, quotaChunks: max(o.QuotaChunks, 0), quotaBytes: max(o.QuotaBytes, 0),
-		queueBytes: o.QueueBytes, maxAttempts: o.MaxAttempts, retryDelay: o.RetryDelay,
-		deadDocs: map[string]*Document{}, wake: make(chan struct{}, 1),
-	}
-	ix.extract = o.Extract
-	if o.Chunking != nil {
-		ix.chunking = *o.Chunking
-	}
-	ix.embedHealthy.Store(true)
+// openBackend takes the backend of the options, or opens the local store
+// in dir.
+func (ix *Index) openBackend(ctx context.Context, dir string, o *Options) error {
 	if o.Backend != nil {
 		ix.be = o.Backend
-	} else {
-		if dir == "" {
-			return nil, errors.New("index: no data directory given")
-		}
-		lb, err := local.Open(ctx, dir, &local.Options{Logger: o.Logger})
-		if err != nil {
-			return nil, err
-		}
-		ix.be, ix.dir = lb, dir
-		if r := lb.Recovery(); len(r.Problems) > 0 {
-			o.Logger.Warn("index: recovered store", "dir", dir, "problems", len(r.Problems), "journalOps", r.JournalOps, "quarantined", len(r.Quarantined))
-		}
+		return nil
 	}
+	if dir == "" {
+		return errors.New("index: no data directory given")
+	}
+	lb, err := local.Open(ctx, dir, &local.Options{Logger: o.Logger})
+	if err != nil {
+		return err
+	}
+	ix.be, ix.dir = lb, dir
+	if r := lb.Recovery(); len(r.Problems) > 0 {
+		o.Logger.Warn("index: recovered store", "dir", dir, "problems", len(r.Problems), "journalOps", r.JournalOps, "quarantined", len(r.Quarantined))
+	}
+	return nil
+}
+
+// openRest binds the embedder to the open backend (checked against the
+// one the store was built with, its vectors' length expected), loads the
+// URL rules, and opens the queue (in QueueDir, else in dir for a local
+// store) and replays what it holds. The caller closes the backend when it
+// fails.
+func (ix *Index) openRest(ctx context.Context, dir string, o *Options) error {
 	if ix.emb == nil {
 		emb, err := ix.buildEmbedder(ctx, o.EmbedderFor)
 		if err != nil {
-			_ = ix.be.Close()
-			return nil, err
+			return err
 		}
 		ix.emb = emb
 	}
 	ix.call = embed.NewBreaker(ix.emb, o.Breaker) // the same one when the embedder is a *embed.Breaker
 	ix.emb = ix.call.Unwrap()
 	if err := ix.checkEmbedder(ctx); err != nil {
-		_ = ix.be.Close()
-		return nil, err
+		return err
 	}
 	if sd, ok, err := ix.be.Meta(ctx, metaDimension); err == nil && ok && !ix.unbound.Load() {
 		if d, err := strconv.Atoi(sd); err == nil {
@@ -377,29 +407,26 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 		}
 	}
 	if err := ix.loadURLRules(ctx, o.URLRules); err != nil {
-		_ = ix.be.Close()
-		return nil, err
+		return err
 	}
 	queueDir := o.QueueDir
 	if queueDir == "" && o.Backend == nil {
 		queueDir = dir
 	}
-	var qs *queueState
-	if queueDir != "" {
-		var err error
-		if ix.q, qs, err = openQueue(wal.OS{}, queueDir, o.Logger, o.MaxAttempts); err != nil {
-			_ = ix.be.Close()
-			return nil, err
-		}
+	if queueDir == "" {
+		return nil
 	}
+	q, qs, err := openQueue(wal.OS{}, queueDir, o.Logger, o.MaxAttempts)
+	if err != nil {
+		return err
+	}
+	ix.q = q
 	if qs != nil {
 		ix.qmu.Lock()
 		ix.replayQueue(qs)
 		ix.qmu.Unlock()
 	}
-	ix.worker.Add(1)
-	go ix.run()
-	return ix, nil
+	return nil
 }
 
 // VerifyEmbedder reports, without changing anything, whether the store in be
@@ -1000,10 +1027,11 @@ func (ix *Index) addMany(ctx context.Context, docs []Document, jobs []*job) ([]R
 		return nil, err
 	}
 	bt := &Batch{}
-	if jobs != nil {
-		ix.commitMu.Lock()
-		defer ix.commitMu.Unlock()
-	}
+	// Every write of sources holds commitMu around its Apply: RemoveWhere
+	// and SetSourceAttrs read and write under it, and no write may land
+	// between their read and their write.
+	ix.commitMu.Lock()
+	defer ix.commitMu.Unlock()
 	var written []*job
 	for k, p := range work {
 		if jobs != nil {

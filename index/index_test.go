@@ -305,11 +305,7 @@ func TestIndexPageAsync(t *testing.T) {
 }
 
 func TestQueueFullDrops(t *testing.T) {
-	block := make(chan struct{})
-	be := &blockingEmbedder{Embedder: embed.Default(), block: block}
-	ix := open(t, t.TempDir(), &Options{Embedder: be, QueueSize: 2})
-	defer ix.Close()
-	defer close(block)
+	ix := openBlocked(t, &Options{QueueSize: 2})
 	var states []string
 	for i := 0; i < 10; i++ {
 		id := ix.IndexPageAsync(Document{SourceURL: fmt.Sprintf("u%d", i), Content: "text"})
@@ -319,6 +315,20 @@ func TestQueueFullDrops(t *testing.T) {
 	if ix.QueueStats().Dropped == 0 {
 		t.Fatalf("no page dropped with a full queue: %v", states)
 	}
+}
+
+// openBlocked opens an index in a new directory with opts and an embedder
+// that blocks until the test ends, so that the worker holds the first page
+// it takes and the queue fills.
+func openBlocked(t *testing.T, opts *Options) *Index {
+	t.Helper()
+	block := make(chan struct{})
+	o := *opts
+	o.Embedder = &blockingEmbedder{Embedder: embed.Default(), block: block}
+	ix := open(t, t.TempDir(), &o)
+	t.Cleanup(func() { ix.Close() })
+	t.Cleanup(func() { close(block) }) // runs first: the worker finishes
+	return ix
 }
 
 type blockingEmbedder struct {

@@ -218,11 +218,7 @@ func TestPagesWaitOutAnOutage(t *testing.T) {
 // TestQueueBytesBound: the text waiting in memory is bounded; a page is
 // always accepted by an empty queue.
 func TestQueueBytesBound(t *testing.T) {
-	block := make(chan struct{})
-	be := &blockingEmbedder{Embedder: embed.Default(), block: block}
-	ix := open(t, t.TempDir(), &Options{Embedder: be, QueueBytes: 1000})
-	defer ix.Close()
-	defer close(block)
+	ix := openBlocked(t, &Options{QueueBytes: 1000})
 	big := strings.Repeat("x ", 2000)
 	first := ix.IndexPageAsync(Document{SourceURL: "u0", Content: big}) // taken by the worker, which blocks
 	waitJob(t, ix, first, JobRunning)

@@ -407,11 +407,18 @@ func (q *queueLog) append(sync bool, rs ...*queueRecord) error {
 func (q *queueLog) enqueue(j Job, d *Document) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	r := &queueRecord{Kind: recPage, Job: j, Doc: d}
-	if err := q.append(true, r); err != nil {
+	return q.appendAdd(true, &queueRecord{Kind: recPage, Job: j, Doc: d})
+}
+
+// appendAdd appends records to the log (synced when sync is set) and then
+// applies them to the pending set. The caller holds q.mu.
+func (q *queueLog) appendAdd(sync bool, rs ...*queueRecord) error {
+	if err := q.append(sync, rs...); err != nil {
 		return err
 	}
-	q.add(r)
+	for _, r := range rs {
+		q.add(r)
+	}
 	return nil
 }
 
@@ -424,13 +431,7 @@ func (q *queueLog) try(jobs []Job) error {
 	for i, j := range jobs {
 		rs[i] = &queueRecord{Kind: recTry, Job: Job{ID: j.ID, Attempts: j.Attempts}}
 	}
-	if err := q.append(false, rs...); err != nil {
-		return err
-	}
-	for _, r := range rs {
-		q.add(r)
-	}
-	return nil
+	return q.appendAdd(false, rs...)
 }
 
 // retry records a failed attempt of a page that waits to be tried again.
@@ -465,13 +466,7 @@ func (q *queueLog) cancel(jobs []Job) error {
 	for i, j := range jobs {
 		rs[i] = &queueRecord{Kind: recCancel, Job: j}
 	}
-	if err := q.append(true, rs...); err != nil {
-		return err
-	}
-	for _, r := range rs {
-		q.add(r)
-	}
-	return nil
+	return q.appendAdd(true, rs...)
 }
 
 // finish records that a job finished.

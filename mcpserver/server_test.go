@@ -70,7 +70,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any,
 	return text.String(), res.IsError
 }
 
-var allTools = []string{toolAddPreference, toolForgetSource, toolGetContext, toolIndexText, toolListPreferences, toolListSources, toolRemovePreference, toolSearchMemory}
+var allTools = []string{toolAddPreference, toolForgetSource, toolForgetSources, toolGetContext, toolIndexText, toolListPreferences, toolListSources, toolRemovePreference, toolSearchMemory, toolSetSourceAttrs}
 
 func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()

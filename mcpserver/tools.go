@@ -223,6 +223,7 @@ func (s *Server) register() {
 		Description: "Remove one preference from the user's profile by its id (see list_preferences).",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}, s.removePreference)
+	s.registerBulk()
 }
 
 func text(s string) *mcp.CallToolResult {

@@ -149,6 +149,27 @@ func Current(ms []Memory, slug string) (Memory, bool) {
 // Superseded reports whether a newer memory replaced m.
 func (m Memory) Superseded() bool { return m.SupersededBy != "" }
 
+// ValidAt reports whether m held at t: it had begun (ValidFrom not after
+// t) and no newer memory had yet superseded it (ValidTo zero or after t).
+func (m Memory) ValidAt(t time.Time) bool {
+	return !m.ValidFrom.After(t) && (m.ValidTo.IsZero() || m.ValidTo.After(t))
+}
+
+// shown reports whether a search or match shows m. With a zero asOf: the
+// current memories, and the superseded ones too with withOld. At asOf:
+// the memories that held then (ValidAt), whatever superseded them since,
+// and with withOld also those superseded before it; never one that began
+// after it.
+func shown(m *Memory, asOf time.Time, withOld bool) bool {
+	if asOf.IsZero() {
+		return withOld || !m.Superseded()
+	}
+	if m.ValidFrom.After(asOf) {
+		return false
+	}
+	return withOld || m.ValidAt(asOf)
+}
+
 // view returns copies of the valid memories, by slug, with their derived
 // fields. The caller has refreshed.
 func (s *Store) view() []Memory {

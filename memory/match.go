@@ -42,6 +42,9 @@ type MatchRequest struct {
 	// before). Default false, except that a time range includes the
 	// superseded memories of its time.
 	IncludeSuperseded bool `json:"includeSuperseded,omitempty"`
+	// AsOf selects among the memories that held at that time, as
+	// SearchRequest.AsOf does. Default zero: today's.
+	AsOf time.Time `json:"asOf,omitzero"`
 }
 
 // maxTaskBytes bounds the task text used for matching.
@@ -113,7 +116,7 @@ func (s *Store) Match(ctx context.Context, req MatchRequest) ([]Match, error) {
 	if err != nil {
 		return nil, err
 	}
-	withOld := req.IncludeSuperseded || !tr.IsZero()
+	withOld := req.IncludeSuperseded || (!tr.IsZero() && req.AsOf.IsZero())
 
 	s.mu.RLock()
 	records := 0
@@ -127,7 +130,7 @@ func (s *Store) Match(ctx context.Context, req MatchRequest) ([]Match, error) {
 	view := s.view()
 	for i := range view {
 		m := &view[i]
-		if (withOld || !m.Superseded()) && tr.Contains(m.ValidFrom) {
+		if shown(m, req.AsOf, withOld) && tr.Contains(m.ValidFrom) {
 			mems = append(mems, m)
 		}
 	}

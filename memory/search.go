@@ -29,6 +29,12 @@ type SearchRequest struct {
 	// before"). Default false, except that a time range includes the
 	// superseded memories of its time.
 	IncludeSuperseded bool `json:"includeSuperseded,omitempty"`
+	// AsOf asks what held at that time (point-in-time recall): the
+	// memories valid then (Memory.ValidAt), a memory superseded since
+	// included with its old text and one that began after it left out;
+	// recency is counted back from it. With IncludeSuperseded, those
+	// superseded before it too. Default zero: now, today's memories.
+	AsOf time.Time `json:"asOf,omitzero"`
 	// Limit caps the results. Default 10, at most 100.
 	Limit int `json:"limit,omitempty"`
 }
@@ -58,7 +64,8 @@ const maxSearchLimit = 100
 // the memories' contents (every memory in the range when Query is empty),
 // restricted to the time range, superseded memories left out unless asked
 // for or in a time range, ranked by relevance plus the documented recency
-// term (Options.RecencyWeight, RecencyHalfLife).
+// term (Options.RecencyWeight, RecencyHalfLife). With AsOf, the memories
+// that held at that time instead of today's.
 func (s *Store) Search(ctx context.Context, req SearchRequest) ([]Found, error) {
 	if err := s.maybeRefresh(ctx); err != nil {
 		return nil, err
@@ -75,7 +82,11 @@ func (s *Store) Search(ctx context.Context, req SearchRequest) ([]Found, error) 
 	if err != nil {
 		return nil, err
 	}
-	withOld := req.IncludeSuperseded || !tr.IsZero()
+	withOld := req.IncludeSuperseded || (!tr.IsZero() && req.AsOf.IsZero())
+	ref := now // recency is counted back from here
+	if !req.AsOf.IsZero() {
+		ref = req.AsOf
+	}
 	query := strings.TrimSpace(clean.Line(clean.Clip(req.Query, maxTaskBytes)))
 	var hits map[string][]search.Result
 	if query != "" && s.ix != nil {
@@ -92,7 +103,7 @@ func (s *Store) Search(ctx context.Context, req SearchRequest) ([]Found, error) 
 	specific := pattern.Specific(pattern.Analyze(query))
 	var out []Found
 	for _, m := range s.view() {
-		if (!withOld && m.Superseded()) || !tr.Contains(m.ValidFrom) {
+		if !shown(&m, req.AsOf, withOld) || !tr.Contains(m.ValidFrom) {
 			continue
 		}
 		f := Found{Memory: m}
@@ -112,7 +123,7 @@ func (s *Store) Search(ctx context.Context, req SearchRequest) ([]Found, error) 
 			}
 		}
 		f.Relevance = round3(f.Relevance)
-		if age := now.Sub(m.ValidFrom); !m.ValidFrom.IsZero() {
+		if age := ref.Sub(m.ValidFrom); !m.ValidFrom.IsZero() {
 			f.Recency = round3(s.o.RecencyWeight * math.Pow(0.5, math.Max(0, float64(age))/float64(s.o.RecencyHalfLife)))
 		}
 		f.Rank = round3(f.Relevance + f.Recency)

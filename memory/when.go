@@ -178,3 +178,23 @@ func Range(since, until time.Time, when string, now time.Time) (TimeRange, error
 	}
 	return r, nil
 }
+
+// ParseAsOf reads the time of a point-in-time query (SearchRequest.AsOf):
+// an RFC 3339 time is that instant; a date ("2026-05-01") or any period
+// ResolveTime reads ("last March", "in May 2025", "yesterday") is its last
+// instant, what held at the close of it. An expression with no end
+// ("since May") is ErrInvalid.
+func ParseAsOf(expr string, now time.Time) (time.Time, error) {
+	e := strings.TrimSpace(expr)
+	if t, err := time.Parse(time.RFC3339Nano, e); err == nil {
+		return t, nil
+	}
+	_, to, err := ResolveTime(e, now)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if to.IsZero() {
+		return time.Time{}, fmt.Errorf("%w: %q names no end; as of takes a time, a date or a period (\"2026-05-01\", \"last March\")", ErrInvalid, clean.Clip(expr, 60))
+	}
+	return to.Add(-time.Nanosecond), nil
+}

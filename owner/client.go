@@ -51,6 +51,10 @@ type ClientOptions struct {
 	// WriteTimeout bounds each batch of documents. Default
 	// DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// Namespace is the namespace every request reaches (sent as
+	// server.NamespaceHeader; with the main token any namespace may be
+	// named). Default "": the default namespace.
+	Namespace string
 }
 
 // Client talks to an owner's /v1 API over its Unix socket, with the same
@@ -122,6 +126,10 @@ func (c *Client) Owner() Info { return c.info }
 // HTTPClient returns the HTTP client that reaches the owner (over its
 // socket), for other protocols on the same server (MCP).
 func (c *Client) HTTPClient() *http.Client { return c.hc }
+
+// Namespace returns the namespace the client's requests reach ("" the
+// default one).
+func (c *Client) Namespace() string { return c.o.Namespace }
 
 // Token returns the bearer token the client sends.
 func (c *Client) Token() string { return c.token }
@@ -203,6 +211,9 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ou
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.o.Namespace != "" {
+		req.Header.Set(server.NamespaceHeader, c.o.Namespace)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -356,7 +367,7 @@ func (c *Client) SearchReport(ctx context.Context, query string, o *search.Optio
 	for i, r := range resp.Results {
 		out[i] = search.Result{Record: record(r.ChunkJSON), Score: r.Score, Explanation: r.Explanation, AlsoAt: r.AlsoAt}
 	}
-	return out, search.Report{Mode: resp.Mode, Degraded: resp.Degraded}, nil
+	return out, search.Report{Mode: resp.Mode, Degraded: resp.Degraded, Reranked: resp.Reranked, RerankSkipped: resp.RerankSkipped}, nil
 }
 
 // record turns an API chunk back into the record it was made from (the
@@ -401,7 +412,7 @@ func (c *Client) BuildContext(ctx context.Context, query string, o ContextOption
 		UserProfile: resp.Profile, TotalFound: resp.Found, Summary: resp.Summary,
 		TotalTokens: resp.Tokens.Total, ProfileTokens: resp.Tokens.Profile, KnowledgeTokens: resp.Tokens.Knowledge,
 		Sources:   make([]rag.Source, len(resp.Sources)),
-		Retrieval: search.Report{Mode: resp.Mode, Degraded: resp.Degraded},
+		Retrieval: search.Report{Mode: resp.Mode, Degraded: resp.Degraded, Reranked: resp.Reranked, RerankSkipped: resp.RerankSkipped},
 	}
 	for i, s := range resp.Sources {
 		out.Block.Sources[i] = rag.Source{
@@ -666,4 +677,53 @@ func (c *Client) attachOnce(ctx context.Context, path string, ready func()) (str
 			return "", ctx.Err()
 		}
 	}
+}
+
+// RemoveWhere removes the knowledge sources that pass where (POST
+// /v1/sources:delete), as rag.Engine.RemoveWhere does; nil where needs
+// all. Kept lists the sources of the memory and preference stores that
+// passed and were left alone.
+func (c *Client) RemoveWhere(ctx context.Context, where *rag.Expr, all, dryRun bool) (rag.WhereRemoval, error) {
+	req := server.DeleteSourcesRequest{All: all, DryRun: dryRun}
+	if where != nil {
+		req.Filter = where.String()
+	}
+	var resp server.DeleteSourcesJSON
+	if err := c.Do(ctx, http.MethodPost, "/v1/sources:delete", req, &resp, c.o.WriteTimeout); err != nil {
+		return rag.WhereRemoval{}, err
+	}
+	out := rag.WhereRemoval{Chunks: resp.Chunks}
+	conv := func(s rag.SourceJSON) rag.SourceInfo {
+		return rag.SourceInfo{SourceURL: s.URL, Title: s.Title, DocType: s.DocType, ContentHash: s.ContentHash, Chunks: s.Chunks, Tokens: s.Tokens, CreatedAt: s.CreatedAt.Local()}
+	}
+	for _, s := range resp.Sources {
+		out.Sources = append(out.Sources, conv(s))
+	}
+	for _, s := range resp.KeptSources {
+		out.Kept = append(out.Kept, conv(s))
+	}
+	return out, nil
+}
+
+// SetAttrs changes a source's attributes without embedding it again
+// (PATCH /v1/sources), as rag.Engine.SetAttrs does; an unknown source
+// fails with an error wrapping rag.ErrNotFound.
+func (c *Client) SetAttrs(ctx context.Context, sourceURL string, set map[string]string, unset []string) (int, error) {
+	patch := map[string]*string{}
+	for k, v := range set {
+		patch[k] = &v
+	}
+	for _, k := range unset {
+		if _, ok := patch[k]; ok {
+			return 0, fmt.Errorf("%w: key %q is both set and removed", rag.ErrBadAttrs, k)
+		}
+		patch[k] = nil
+	}
+	var resp server.SetAttrsJSON
+	err := c.Do(ctx, http.MethodPatch, "/v1/sources?url="+url.QueryEscape(sourceURL), server.SetAttrsRequest{Attrs: patch}, &resp, 0)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return 0, fmt.Errorf("%w: %s", rag.ErrNotFound, ae.Message)
+	}
+	return resp.Changed, err
 }

@@ -629,31 +629,31 @@ func clauses(s string) []span {
 	}
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		switch r {
-		case ';', '(', ')', '[', ']', '—', '–':
+		if cutsClause(s, i, r) {
 			emit(i, i+size)
-		case ':':
-			if !(i+1 < len(s) && (s[i+1] == '/' || (isDigit(s[i+1]) && i > 0 && isDigit(s[i-1])))) {
-				emit(i, i+size)
-			}
-		case '-':
-			if i > 0 && s[i-1] == ' ' && i+1 < len(s) && s[i+1] == ' ' {
-				emit(i, i+size)
-			}
-		case ',':
-			if !(i > 0 && isDigit(s[i-1]) && i+1 < len(s) && isDigit(s[i+1])) && clauseStarters[nextWord(s, i+1)] {
-				emit(i, i+size)
-			}
-		case ' ':
-			w := nextWord(s, i+1)
-			if conjunctionCuts[w] || ((w == "and" || w == "or" || w == "but" || w == "so") && clauseStarters[nextWord(s, i+1+len(w))]) {
-				emit(i, i+1)
-			}
 		}
 		i += size
 	}
 	emit(len(s), len(s))
 	return out
+}
+
+// cutsClause reports whether rune r at s[i] ends a clause (see clauses).
+func cutsClause(s string, i int, r rune) bool {
+	switch r {
+	case ';', '(', ')', '[', ']', '—', '–':
+		return true
+	case ':':
+		return !(i+1 < len(s) && (s[i+1] == '/' || (isDigit(s[i+1]) && i > 0 && isDigit(s[i-1]))))
+	case '-':
+		return i > 0 && s[i-1] == ' ' && i+1 < len(s) && s[i+1] == ' '
+	case ',':
+		return !(i > 0 && isDigit(s[i-1]) && i+1 < len(s) && isDigit(s[i+1])) && clauseStarters[nextWord(s, i+1)]
+	case ' ':
+		w := nextWord(s, i+1)
+		return conjunctionCuts[w] || ((w == "and" || w == "or" || w == "but" || w == "so") && clauseStarters[nextWord(s, i+1+len(w))])
+	}
+	return false
 }
 
 // nextWord returns the lower-cased word (letters, digits, apostrophes)
@@ -986,19 +986,9 @@ func normalize(msg string) *normText {
 		r, size := utf8.DecodeRuneInString(msg[i:])
 		os, oe := i, i+size
 		i += size
-		switch {
-		case r >= ' ' && r < utf8.RuneSelf && r != 0x7f:
-			// printable ASCII: kept as is
-		case r == utf8.RuneError && size == 1:
-			r = ' '
-		case r == '\n' || r == '\r' || r == '\v' || r == '\f' || r == '\u0085' || r == '\u2028' || r == '\u2029':
-			r = '\n'
-		case r == '’' || r == '‘' || r == 'ʼ' || r == '′' || r == '＇':
-			r = '\''
-		case r == '\u00AD' || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Mn, r) && r >= 0xFE00 && r <= 0xFE0F:
-			continue // format characters and variation selectors
-		case unicode.IsSpace(r) || unicode.IsControl(r):
-			r = ' '
+		r, keep := normRune(r, size)
+		if !keep {
+			continue
 		}
 		switch r {
 		case ' ':
@@ -1019,6 +1009,26 @@ func normalize(msg string) *normText {
 	}
 	n.s = string(b)
 	return n
+}
+
+// normRune returns what rune r (size bytes of the message) becomes in the
+// normalised text, and false for a rune that is removed: see normText.
+func normRune(r rune, size int) (rune, bool) {
+	switch {
+	case r >= ' ' && r < utf8.RuneSelf && r != 0x7f:
+		// printable ASCII: kept as is
+	case r == utf8.RuneError && size == 1:
+		r = ' '
+	case r == '\n' || r == '\r' || r == '\v' || r == '\f' || r == '\u0085' || r == '\u2028' || r == '\u2029':
+		r = '\n'
+	case r == '’' || r == '‘' || r == 'ʼ' || r == '′' || r == '＇':
+		r = '\''
+	case r == '\u00AD' || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Mn, r) && r >= 0xFE00 && r <= 0xFE0F:
+		return r, false // format characters and variation selectors
+	case unicode.IsSpace(r) || unicode.IsControl(r):
+		r = ' '
+	}
+	return r, true
 }
 
 // original returns the bytes of the original message that produced

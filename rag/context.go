@@ -31,6 +31,23 @@ type Config struct {
 	SearchMode          search.Mode   // default hybrid
 	Fusion              search.Fusion // default search.DefaultFusion (relative)
 	Model               string        // model whose tokenizer counts tokens; default cl100k_base
+	// Rerank is the optional rerank stage: a /rerank endpoint that reorders
+	// the fused top results before the token budget (search/rerank). Its
+	// zero value is none; a Config without a reranker URL searches with the
+	// engine's.
+	Rerank RerankConfig
+}
+
+// RerankConfig configures the rerank stage (see search/rerank). It is a
+// plain, comparable value: the engine keeps one client, and so one circuit
+// breaker, per distinct RerankConfig.
+type RerankConfig struct {
+	URL     string        // the /rerank endpoint; "" (default): no rerank
+	API     string        // "cohere" or "tei"; default by the URL (rerank.Options.API)
+	Model   string        // model name, for servers that serve several
+	APIKey  string        // sent as a Bearer token; default none
+	Top     int           // fused results reordered; default search.DefaultRerankTop (50)
+	Timeout time.Duration // of one call; default rerank.DefaultTimeout (3 s)
 }
 
 // DefaultConfig returns the defaults.
@@ -310,7 +327,7 @@ func (e *Engine) buildWithProfile(ctx context.Context, query, profile string, kn
 		var err error
 		results, rep, err = e.SearchReport(ctx, query, &search.Options{
 			Mode: cfg.SearchMode, TopK: cfg.TopK, SimilarityThreshold: cfg.SimilarityThreshold, Fusion: cfg.Fusion,
-			Where: where,
+			Where: where, Reranker: e.reranker(cfg.Rerank), RerankTop: cfg.Rerank.Top,
 		})
 		if err != nil {
 			if ctx.Err() != nil {

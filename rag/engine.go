@@ -19,6 +19,7 @@ package rag
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,6 +73,8 @@ func (opts *Options) withDefaults() Options {
 // Engine is the RAG memory. It is safe for concurrent use.
 type Engine struct {
 	degradedLog atomic.Int64 // when a degraded search was last logged (Unix ns)
+	rerankLog   atomic.Int64 // when a skipped rerank was last logged (Unix ns)
+	rerankers   sync.Map     // RerankConfig -> search.Reranker (rerank.go)
 
 	ix    *index.Index
 	cal   *search.Calibrator // keeps the hybrid fusion weight measured on the store
@@ -84,6 +87,9 @@ type Engine struct {
 // Open opens (or creates) the memory in dir.
 func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
 	o := opts.withDefaults()
+	if err := o.Config.Rerank.check(); err != nil {
+		return nil, err
+	}
 	ix, err := index.Open(ctx, dir, &index.Options{
 		Embedder: o.Embedder, EmbedderFor: o.EmbedderFor, QueryCache: o.QueryCache, Backend: o.Backend, Chunking: o.Chunking,
 		Logger: o.Logger, QueueSize: o.QueueSize, QueueDir: o.QueueDir, Now: o.Now,
@@ -196,10 +202,26 @@ func (e *Engine) Search(ctx context.Context, query string, opts *search.Options)
 // SearchReport is Search that also reports the mode actually used and, when
 // it is not the one asked for, why: search.Report{Mode: "fulltext",
 // Degraded: "embedder unavailable: ..."}. A degraded search is logged (at
-// most once a minute), with the embedder's error.
+// most once a minute), with the embedder's error. With a reranker
+// configured (Config.Rerank) and none in opts, the engine's reranks the
+// fused top results; the report says how many, or why it was skipped
+// (logged at most once a minute too).
 func (e *Engine) SearchReport(ctx context.Context, query string, opts *search.Options) ([]search.Result, search.Report, error) {
 	o := e.cfg.SearchOptions(opts)
+	if o.Reranker == nil {
+		o.Reranker = e.reranker(e.cfg.Rerank)
+		if o.RerankTop <= 0 {
+			o.RerankTop = e.cfg.Rerank.Top
+		}
+	}
 	res, rep, err := search.SearchReport(ctx, e.ix, query, &o)
+	if rep.RerankSkipped != "" {
+		now := e.now()
+		if last := e.rerankLog.Load(); last == 0 || now.Sub(time.Unix(0, last)) > time.Minute {
+			e.rerankLog.Store(now.UnixNano())
+			e.log.Warn("rag: the reranker failed; results keep their fused order", "err", rep.RerankErr)
+		}
+	}
 	if rep.Degraded != "" {
 		now := e.now()
 		if last := e.degradedLog.Load(); last == 0 || now.Sub(time.Unix(0, last)) > time.Minute {

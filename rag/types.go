@@ -157,6 +157,7 @@ var (
 	ErrNoJob            = index.ErrNoJob            // no such dead letter (RetryJob, DropJob)
 	ErrEmbedderMismatch = index.ErrEmbedderMismatch // the embedder is not the one the store was built with
 	ErrReserved         = index.ErrReserved         // what belongs to the memory or preference store (see reserved.go)
+	ErrNotFound         = index.ErrNotFound         // no such source (SetAttrs)
 )
 
 // CheckQueue inspects the indexing queue persisted in dir without changing

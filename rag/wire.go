@@ -57,13 +57,17 @@ type SearchJSON struct {
 	Degraded string       `json:"degraded,omitempty" jsonschema:"why the mode is not the one asked for (embedder unavailable: ...); results come from full-text search alone"`
 	Results  []ResultJSON `json:"results" jsonschema:"best first"`
 	TookMs   float64      `json:"tookMs" jsonschema:"milliseconds the search took"`
+	// Reranked and RerankSkipped say what the rerank stage did (see
+	// search.Report).
+	Reranked      int    `json:"reranked,omitempty" jsonschema:"how many fused results the reranker reordered"`
+	RerankSkipped string `json:"rerankSkipped,omitempty" jsonschema:"why the configured reranker was skipped and the fused order kept"`
 }
 
 // NewSearchJSON is a search's answer for the wire: res and rep as Engine.
 // SearchReport returned them, took how long it took.
 func NewSearchJSON(query string, res []search.Result, rep search.Report, now time.Time, took time.Duration) SearchJSON {
 	out := SearchJSON{Query: query, Mode: rep.Mode, Degraded: rep.Degraded, Results: make([]ResultJSON, 0, len(res)),
-		TookMs: float64(took.Microseconds()) / 1000}
+		TookMs: float64(took.Microseconds()) / 1000, Reranked: rep.Reranked, RerankSkipped: rep.RerankSkipped}
 	for i := range res {
 		x := &res[i]
 		out.Results = append(out.Results, ResultJSON{ChunkJSON: NewChunkJSON(&x.Record, now), Score: x.Score, Explanation: x.Explanation, AlsoAt: x.AlsoAt})
@@ -88,6 +92,10 @@ type ContextJSON struct {
 	// why it is not the configured one ("embedder unavailable: ...").
 	Mode     search.Mode `json:"mode,omitempty" jsonschema:"the retrieval actually used for the knowledge"`
 	Degraded string      `json:"degraded,omitempty" jsonschema:"why it is not the configured one (embedder unavailable: ...)"`
+	// Reranked and RerankSkipped say what the rerank stage did (see
+	// search.Report).
+	Reranked      int    `json:"reranked,omitempty" jsonschema:"how many fused results the reranker reordered"`
+	RerankSkipped string `json:"rerankSkipped,omitempty" jsonschema:"why the configured reranker was skipped and the fused order kept"`
 }
 
 // MessageJSON is an OpenAI-style chat message. It is a plain value.
@@ -128,7 +136,7 @@ func NewContextJSON(c *Context) ContextJSON {
 		Budgets: c.Budgets,
 		Sources: make([]ContextItem, 0, len(b.Sources)),
 		Profile: b.UserProfile, Summary: b.Summary, Found: b.TotalFound,
-		Mode: b.Retrieval.Mode, Degraded: b.Retrieval.Degraded,
+		Mode: b.Retrieval.Mode, Degraded: b.Retrieval.Degraded, Reranked: b.Retrieval.Reranked, RerankSkipped: b.Retrieval.RerankSkipped,
 	}
 	for _, src := range b.Sources {
 		out.Sources = append(out.Sources, ContextItem{

@@ -188,22 +188,34 @@ func CheckBlock(b rag.Block, rendered string) error {
 	}
 	kids := root.children
 	if b.UserProfile != "" {
-		p := kids[0]
-		kids = kids[1:]
-		if err := p.wantAttrs(); err != nil {
+		if err := checkProfile(kids[0], b.UserProfile); err != nil {
 			return err
 		}
-		if len(p.children) > 0 {
-			return fmt.Errorf("<user_profile> holds element <%s>: the profile changed the markup", p.children[0].name)
-		}
-		if w := "\n" + SanitizeText(b.UserProfile) + "\n"; p.text != w {
-			return fmt.Errorf("the profile decodes to %q, want %q", p.text, w)
-		}
+		kids = kids[1:]
 	}
 	if len(b.Sources) == 0 {
 		return nil
 	}
-	rk := kids[0]
+	return checkKnowledge(kids[0], b)
+}
+
+// checkProfile checks the <user_profile> element p against the profile.
+func checkProfile(p *element, profile string) error {
+	if err := p.wantAttrs(); err != nil {
+		return err
+	}
+	if len(p.children) > 0 {
+		return fmt.Errorf("<user_profile> holds element <%s>: the profile changed the markup", p.children[0].name)
+	}
+	if w := "\n" + SanitizeText(profile) + "\n"; p.text != w {
+		return fmt.Errorf("the profile decodes to %q, want %q", p.text, w)
+	}
+	return nil
+}
+
+// checkKnowledge checks the <related_knowledge> element rk against the
+// block's sources: its count and summary (P9) and each source (P2, P3).
+func checkKnowledge(rk *element, b rag.Block) error {
 	if err := rk.wantAttrs("count", "total_found", "summary"); err != nil {
 		return err
 	}
@@ -220,28 +232,36 @@ func CheckBlock(b rag.Block, rendered string) error {
 		return fmt.Errorf("%d elements inside <related_knowledge>, want %d sources", len(rk.children), n)
 	}
 	for i, s := range rk.children {
-		src := b.Sources[i]
-		if s.name != "source" {
-			return fmt.Errorf("element <%s> inside <related_knowledge>", s.name)
-		}
-		if err := s.wantAttrs("index", "url", "title", "retrieved", "age"); err != nil {
+		if err := checkSource(i, s, b.Sources[i]); err != nil {
 			return err
 		}
-		if len(s.children) > 0 {
-			return fmt.Errorf("source %d holds element <%s>: its text changed the markup", i+1, s.children[0].name)
+	}
+	return nil
+}
+
+// checkSource checks the i-th <source> element s against src: its
+// attributes (P3) and its text (P2).
+func checkSource(i int, s *element, src rag.Source) error {
+	if s.name != "source" {
+		return fmt.Errorf("element <%s> inside <related_knowledge>", s.name)
+	}
+	if err := s.wantAttrs("index", "url", "title", "retrieved", "age"); err != nil {
+		return err
+	}
+	if len(s.children) > 0 {
+		return fmt.Errorf("source %d holds element <%s>: its text changed the markup", i+1, s.children[0].name)
+	}
+	wantAttr := map[string]string{
+		"index": strconv.Itoa(src.Index), "url": SanitizeAttr(src.URL), "title": SanitizeAttr(src.Title),
+		"retrieved": src.Retrieved.UTC().Format("2006-01-02"), "age": SanitizeAttr(src.Age),
+	}
+	for _, k := range s.order {
+		if s.attrs[k] != wantAttr[k] {
+			return fmt.Errorf("source %d: %s=%q, want %q (P3)", i+1, k, s.attrs[k], wantAttr[k])
 		}
-		wantAttr := map[string]string{
-			"index": strconv.Itoa(src.Index), "url": SanitizeAttr(src.URL), "title": SanitizeAttr(src.Title),
-			"retrieved": src.Retrieved.UTC().Format("2006-01-02"), "age": SanitizeAttr(src.Age),
-		}
-		for _, k := range s.order {
-			if s.attrs[k] != wantAttr[k] {
-				return fmt.Errorf("source %d: %s=%q, want %q (P3)", i+1, k, s.attrs[k], wantAttr[k])
-			}
-		}
-		if w := "\n" + SanitizeText(src.Content) + "\n"; s.text != w {
-			return fmt.Errorf("source %d decodes to %q, want %q (P2)", i+1, s.text, w)
-		}
+	}
+	if w := "\n" + SanitizeText(src.Content) + "\n"; s.text != w {
+		return fmt.Errorf("source %d decodes to %q, want %q (P2)", i+1, s.text, w)
 	}
 	return nil
 }

@@ -200,6 +200,15 @@ type Options struct {
 	// (a user's turn with the replies to it) or a whole session (UnitTurn,
 	// UnitRound, UnitSession; see units.go). Default UnitTurn.
 	Unit string
+	// Reranker, when set, reorders the fused top RerankTop results by its
+	// scores before diversification and TopK (rerank.go); results beyond
+	// them keep their fused order after them. When it fails, the search
+	// keeps the fused order and the Report says why. Default nil: no
+	// rerank.
+	Reranker Reranker
+	// RerankTop is how many of the fused results the Reranker reorders.
+	// Default 0: DefaultRerankTop (50).
+	RerankTop int
 
 	// auto is the automatic weight asked for (set by withDefaults);
 	// weightedBy says where an automatic Alpha came from (set by
@@ -321,6 +330,11 @@ type Explanation struct {
 	// "question".
 	Boost   float64  `json:"boost,omitempty"`
 	Signals []string `json:"signals,omitempty"`
+	// RerankRank and RerankScore are the result's place (1-based) and
+	// score from the reranker (Options.Reranker), when one reordered it;
+	// 0 when none did. The reranker's scale is its model's own.
+	RerankRank  int     `json:"rerankRank,omitempty"`
+	RerankScore float64 `json:"rerankScore,omitempty"`
 	// Method names the ranking and, for hybrid search, the fusion, the
 	// vector weight and where that weight came from: "bm25", "vector",
 	// "relative(alpha=0.12, calibrated)", "relative(alpha=0.05, lexical)",
@@ -360,7 +374,7 @@ func Search(ctx context.Context, r Retriever, query string, opts *Options) ([]Re
 
 // search is Search; degraded is the embedder's error when BM25 answered
 // alone.
-func search(ctx context.Context, r Retriever, query string, opts *Options) (res []Result, degraded, err error) {
+func search(ctx context.Context, r Retriever, query string, opts *Options, rr *reranking) (res []Result, degraded, err error) {
 	o := opts.withDefaults()
 	if o.auto != autoNone && o.Mode == Hybrid {
 		o.Alpha, o.weightedBy = Weight(ctx, r, o.DocTypes)
@@ -389,6 +403,9 @@ func search(ctx context.Context, r Retriever, query string, opts *Options) (res 
 	if o.diversifies() {
 		fetch = 3 * o.TopK
 	}
+	if rr != nil {
+		fetch = max(fetch, rr.top)
+	}
 	rc := newRecall(query, &o)
 	for {
 		ranked, more, degraded, err := retrieve(ctx, r, query, f, &o, fetch, rc)
@@ -400,6 +417,7 @@ func search(ctx context.Context, r Retriever, query string, opts *Options) (res 
 				return nil, nil, err
 			}
 		}
+		ranked = rr.apply(ctx, query, ranked)
 		out := diversify(ranked, &o)
 		if len(out) >= o.TopK || !more || fetch >= maxFetch {
 			return out, degraded, nil

@@ -19,6 +19,7 @@ func TestRoutesAreDocumented(t *testing.T) {
 	s := &Server{mux: http.NewServeMux(), protected: map[string]bool{}}
 	s.apiRoutes()
 	s.documentRoutes()
+	s.bulkRoutes()
 	s.mustHandle("GET /healthz", http.NotFound, false)
 	s.mustHandle("GET /readyz", http.NotFound, false)
 	s.mustHandle("GET /metrics", http.NotFound, false)

@@ -1000,4 +1000,5 @@ func (s *Server) routes() {
 	s.uiRoutes()
 	s.apiRoutes()
 	s.documentRoutes()
+	s.bulkRoutes()
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/ragmem/ragmem/mcpserver"
 	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/server"
 )
 
 // The MCP bridge: `ragmem mcp` serves MCP on its stdin and stdout by
@@ -284,6 +286,8 @@ func (b *bridge) startDaemon() error {
 	}{
 		{"backend", "--backend", g.store.backend}, {"weaviate.url", "--weaviate-url", g.store.url},
 		{"weaviate.namespace", "--weaviate-namespace", g.store.namespace}, {"weaviate.consistency", "--weaviate-consistency", g.store.consistency},
+		{"reranker", "--reranker", g.rerank.url}, {"reranker_api", "--reranker-api", g.rerank.api}, {"reranker_model", "--reranker-model", g.rerank.model},
+		{"reranker_top", "--reranker-top", strconv.Itoa(g.rerank.top)}, {"reranker_timeout", "--reranker-timeout", g.rerank.timeout.String()},
 	} {
 		if g.sources[fl.key] == fl.flag {
 			args = append(args, fl.flag, fl.val)
@@ -291,6 +295,9 @@ func (b *bridge) startDaemon() error {
 	}
 	if g.sources["weaviate.api_key"] == "--weaviate-api-key" {
 		env = append(env, "WEAVIATE_API_KEY="+g.store.apiKey)
+	}
+	if g.sources["reranker_api_key"] == "--reranker-api-key" {
+		env = append(env, "RAGMEM_RERANKER_API_KEY="+g.rerank.apiKey)
 	}
 	if g.verbose {
 		args = append(args, "--verbose")
@@ -327,7 +334,7 @@ func logTail(dir string) string {
 // replayed (initialize, initialized, log level) and the calls in flight
 // sent again or answered.
 func (b *bridge) open(ctx context.Context, info owner.Info) error {
-	c, err := owner.NewClient(b.dir, info, nil)
+	c, err := owner.NewClient(b.dir, info, b.g.clientOptions())
 	if err != nil {
 		return err
 	}
@@ -341,7 +348,7 @@ func (b *bridge) open(ctx context.Context, info owner.Info) error {
 	if b.readOnly {
 		endpoint += "?readOnly=1"
 	}
-	hc := &http.Client{Transport: &mcpAuth{base: c.HTTPClient().Transport, token: c.Token(), proto: &b.proto}}
+	hc := &http.Client{Transport: &mcpAuth{base: c.HTTPClient().Transport, token: c.Token(), namespace: c.Namespace(), proto: &b.proto}}
 	t := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
 	upCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	up, err := t.Connect(upCtx)
@@ -717,17 +724,21 @@ func (b *bridge) answerError(id jsonrpc.ID, msg string) {
 	}
 }
 
-// mcpAuth adds the bearer token and the negotiated protocol version to
-// every request to the owner's MCP endpoint.
+// mcpAuth adds the bearer token, the namespace and the negotiated protocol
+// version to every request to the owner's MCP endpoint.
 type mcpAuth struct {
-	base  http.RoundTripper
-	token string
-	proto *atomic.Value
+	base      http.RoundTripper
+	token     string
+	namespace string // the launch flag's namespace: every tool call reaches it, whatever its arguments
+	proto     *atomic.Value
 }
 
 func (a *mcpAuth) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+a.token)
+	if a.namespace != "" {
+		r.Header.Set(server.NamespaceHeader, a.namespace)
+	}
 	if v, _ := a.proto.Load().(string); v != "" && r.Header.Get("Mcp-Protocol-Version") == "" {
 		r.Header.Set("Mcp-Protocol-Version", v)
 	}

@@ -75,12 +75,15 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 	if err != nil {
 		return exitError{2, err.Error()}
 	}
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return exitError{2, fmt.Sprintf("no store at %s (set --dir or $RAGMEM_DIR)", dir)}
+	// The store of the command's namespace; the ownership is the data
+	// directory's.
+	store := g.storeDir(dir)
+	if _, err := os.Stat(store); errors.Is(err, fs.ErrNotExist) {
+		return exitError{2, fmt.Sprintf("no store at %s (set --dir or $RAGMEM_DIR)", store)}
 	}
-	if m, _ := filepath.Glob(filepath.Join(dir, "journal-*.rgj")); len(m) == 0 {
-		if s, _ := filepath.Glob(filepath.Join(dir, "snap-*.rgs")); len(s) == 0 {
-			return exitError{2, fmt.Sprintf("no store at %s (set --dir or $RAGMEM_DIR)", dir)}
+	if m, _ := filepath.Glob(filepath.Join(store, "journal-*.rgj")); len(m) == 0 {
+		if s, _ := filepath.Glob(filepath.Join(store, "snap-*.rgs")); len(s) == 0 {
+			return exitError{2, fmt.Sprintf("no store at %s (set --dir or $RAGMEM_DIR)", store)}
 		}
 	}
 	// With an owner running, its live store is checked through it; else
@@ -95,7 +98,7 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 			return exitError{2, fmt.Sprintf("check --repair needs the store to itself, and pid %d (%s) is using it; stop it first (a check without --repair goes through it)",
 				info.PID, describeKind(info.Kind, info.Command))}
 		}
-		c, err := owner.NewClient(dir, info, nil)
+		c, err := owner.NewClient(dir, info, g.clientOptions())
 		if err != nil {
 			return exitError{2, err.Error()}
 		}
@@ -107,7 +110,7 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 		return reportCheck(g, &rep, repair, asJSON)
 	}
 	defer claim.Release()
-	be, err := local.Open(ctx, dir, &local.Options{Logger: slog.Default(), ReadOnly: !repair})
+	be, err := local.Open(ctx, store, &local.Options{Logger: slog.Default(), ReadOnly: !repair})
 	if err != nil {
 		return exitError{2, err.Error()}
 	}
@@ -123,7 +126,7 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 	if err != nil {
 		return exitError{2, err.Error()}
 	}
-	rep := checkReport{Dir: dir, Sequence: be.Sequence(), Problems: []local.Problem{}}
+	rep := checkReport{Dir: store, Sequence: be.Sequence(), Problems: []local.Problem{}}
 	if repair {
 		rep.Recovered = be.Recovery().Problems
 	}
@@ -151,7 +154,7 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 	if embProblem != nil {
 		rep.Problems = append(rep.Problems, *embProblem)
 	}
-	qc, err := rag.CheckQueue(ctx, dir, repair)
+	qc, err := rag.CheckQueue(ctx, store, repair)
 	if err != nil {
 		return exitError{2, err.Error()}
 	}
@@ -276,7 +279,7 @@ func (r *ownerRun) serveCheck(w http.ResponseWriter, req *http.Request) {
 		server.WriteError(w, req, http.StatusServiceUnavailable, server.CodeUnavailable, err.Error())
 		return
 	}
-	rep, err := liveCheck(req.Context(), r.dir, eng)
+	rep, err := liveCheck(req.Context(), server.NamespaceDir(r.dir, server.Namespace(req)), eng)
 	if err != nil {
 		server.WriteError(w, req, http.StatusInternalServerError, server.CodeInternal, err.Error())
 		return

@@ -199,10 +199,10 @@ func (g *globals) queueJobs(ctx context.Context) (rag.QueueCheck, error) {
 	}
 	if claim != nil {
 		defer claim.Release()
-		qc, err := rag.CheckQueue(ctx, dir, false)
+		qc, err := rag.CheckQueue(ctx, g.storeDir(dir), false)
 		return qc, queueError(err)
 	}
-	c, err := owner.NewClient(dir, info, nil)
+	c, err := owner.NewClient(dir, info, g.clientOptions())
 	if err != nil {
 		return rag.QueueCheck{}, err
 	}

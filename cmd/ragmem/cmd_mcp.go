@@ -47,13 +47,18 @@ func newMCPCmd(g *globals) *cobra.Command {
 			"The memory is shared: ragmem mcp forwards the session to the process that owns the data directory\n" +
 			"(ragmem serve, or a background owner it starts when there is none, which exits after --owner-grace\n" +
 			"without clients; its log is owner.log in the data directory). Any number of MCP clients, ragmem\n" +
-			"serve and the CLI use the same memory at the same time; see ragmem status.\n" +
+			"serve and the CLI use the same memory at the same time; see ragmem status.\n\n" +
+			"--namespace NAME (or $RAGMEM_NAMESPACE) fixes the namespace of the session at launch: every tool\n" +
+			"call reads and writes that namespace's store and memories, and no tool argument can name another\n" +
+			"(an agent cannot reach past the namespace it was started in). Start one ragmem mcp per namespace.\n" +
 			"Logs go to stderr.",
 		Example: "  ragmem mcp\n  ragmem --dir ~/notes-memory mcp --read-only",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			memories := ""
-			if mf.dir != "" || os.Getenv("RAGMEM_MEMORIES") != "" {
+			// A namespace's memories are its own (memoriesDir refuses
+			// --memories with --namespace).
+			if mf.dir != "" || (os.Getenv("RAGMEM_MEMORIES") != "" && g.namespace == "") {
 				d, err := g.memoriesDir(mf.dir)
 				if err != nil {
 					return err

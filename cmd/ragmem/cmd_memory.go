@@ -31,8 +31,25 @@ type memoryFlags struct {
 }
 
 // memoriesDir resolves the memory directory: --memories, else
-// $RAGMEM_MEMORIES, else the config file's, else <data dir>/memories.
+// $RAGMEM_MEMORIES, else the config file's, else <data dir>/memories. A
+// namespace's memories are always in its store's directory, as its owner
+// serves them (<data dir>/namespaces/NAME/memories).
 func (g *globals) memoriesDir(flag string) (string, error) {
+	if g.namespace != "" {
+		if flag != "" {
+			return "", fmt.Errorf("--memories: the memories of namespace %s are in its own directory; drop --memories or --namespace", g.namespace)
+		}
+		dir, err := g.dataDir()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(g.storeDir(dir), "memories"), nil
+	}
+	return g.defaultMemoriesDir(flag)
+}
+
+// defaultMemoriesDir is memoriesDir for the default namespace.
+func (g *globals) defaultMemoriesDir(flag string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
@@ -73,11 +90,13 @@ func (g *globals) withMemories(ctx context.Context, mf *memoryFlags, local func(
 	if dir, err = filepath.Abs(dir); err != nil {
 		return err
 	}
-	g.memoriesFlag = dir
+	if g.namespace == "" {
+		g.memoriesFlag = dir
+	}
 	return g.withStore(ctx, func(m memStore) error {
 		s := m.(*ownedStore)
 		if run := s.owning(); run != nil {
-			st, err := run.memoryStore(ctx)
+			st, err := run.namespaceMemories(ctx, g.namespace, s.local())
 			if err != nil {
 				return err
 			}
@@ -90,7 +109,7 @@ func (g *globals) withMemories(ctx context.Context, mf *memoryFlags, local func(
 		}
 		var ex ownerExtra
 		_ = json.Unmarshal(st.Extra, &ex)
-		if ex.Memories != "" && filepath.Clean(ex.Memories) != filepath.Clean(dir) {
+		if g.namespace == "" && ex.Memories != "" && filepath.Clean(ex.Memories) != filepath.Clean(dir) {
 			return fmt.Errorf("the memories %s: the store is owned by pid %d (%s), which serves the agent memories in %s; stop it to use other memories with this store",
 				dir, st.Owner.PID, describeKind(st.Owner.Kind, st.Owner.Command), ex.Memories)
 		}
@@ -341,6 +360,10 @@ func newMemoryMatchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				return err
 			}
 			req.When, req.IncludeSuperseded = tf.when, tf.history
+			var asOf string
+			if req.AsOf, asOf, err = tf.asOfTime(); err != nil {
+				return err
+			}
 			if minImp != "" {
 				imp, err := memory.ParseImportance(minImp)
 				if err != nil {
@@ -364,7 +387,7 @@ func newMemoryMatchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				return nil
 			}, func(c *owner.Client) error {
 				mr := memhttp.MatchRequest{Task: req.Task, Agent: req.Agent, AgentTags: req.AgentTags, MaxMemories: req.MaxMemories, NoWeak: req.NoWeak, Context: prompt,
-					Since: tf.since, Until: tf.until, When: tf.when, IncludeSuperseded: tf.history}
+					Since: tf.since, Until: tf.until, When: tf.when, IncludeSuperseded: tf.history, AsOf: asOf}
 				if minImp != "" {
 					mr.MinImportance = req.MinImportance.String()
 				}

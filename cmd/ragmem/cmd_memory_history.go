@@ -25,6 +25,7 @@ import (
 type timeFlags struct {
 	when, since, until string
 	history            bool
+	asOf               string
 }
 
 func (tf *timeFlags) register(f *pflag.FlagSet) {
@@ -32,6 +33,20 @@ func (tf *timeFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&tf.since, "since", "", "only memories that happened at or after this time (ISO 8601)")
 	f.StringVar(&tf.until, "until", "", "only memories that happened before this time (ISO 8601)")
 	f.BoolVar(&tf.history, "history", false, "include memories superseded by newer ones (what was believed before)")
+	f.StringVar(&tf.asOf, "as-of", "", "what held at this time instead of now: a time, a date or a period (its end): \"2026-05-01\", \"last March\"")
+}
+
+// asOfTime reads --as-of in the local time zone (zero when not given) and
+// returns it with its RFC 3339 form, what the owner's memory API is sent.
+func (tf *timeFlags) asOfTime() (time.Time, string, error) {
+	if tf.asOf == "" {
+		return time.Time{}, "", nil
+	}
+	t, err := memory.ParseAsOf(tf.asOf, time.Now())
+	if err != nil {
+		return t, "", fmt.Errorf("--as-of: %w", err)
+	}
+	return t, t.Format(time.RFC3339Nano), nil
 }
 
 func (tf *timeFlags) parse() (since, until time.Time, err error) {
@@ -135,6 +150,7 @@ func newMemorySearchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 			"(0.2 x 0.5^(age/30 days)). Without QUERY, every memory of the range, newest first.",
 		Example: "  ragmem memory search --when \"last week\"\n" +
 			"  ragmem memory search --history \"which port does the gateway use\"\n" +
+			"  ragmem memory search --as-of \"last March\" \"which port does the gateway use\"\n" +
 			"  ragmem memory search --when \"in May\" deploy freeze",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Query = strings.Join(args, " ")
@@ -143,12 +159,16 @@ func newMemorySearchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				return err
 			}
 			req.When, req.IncludeSuperseded = tf.when, tf.history
+			var asOf string
+			if req.AsOf, asOf, err = tf.asOfTime(); err != nil {
+				return err
+			}
 			var res []memory.Found
 			err = g.withMemories(cmd.Context(), mf, func(st *memory.Store) (err error) {
 				res, err = st.Search(cmd.Context(), req)
 				return err
 			}, func(c *owner.Client) error {
-				sr := memhttp.SearchRequest{Query: req.Query, Since: tf.since, Until: tf.until, When: tf.when, IncludeSuperseded: tf.history, Limit: req.Limit}
+				sr := memhttp.SearchRequest{Query: req.Query, Since: tf.since, Until: tf.until, When: tf.when, IncludeSuperseded: tf.history, Limit: req.Limit, AsOf: asOf}
 				var resp memhttp.SearchResponse
 				if err := c.Do(cmd.Context(), http.MethodPost, memhttp.DefaultPrefix+"/search", sr, &resp, 0); err != nil {
 					return err

@@ -92,6 +92,9 @@ func newSearchCmd(g *globals) *cobra.Command {
 				if rep.Degraded != "" {
 					fmt.Fprintf(g.stderr, "ragmem: answered by %s search: %s\n", rep.Mode, rep.Degraded)
 				}
+				if rep.RerankSkipped != "" {
+					fmt.Fprintf(g.stderr, "ragmem: results in fused order: %s\n", rep.RerankSkipped)
+				}
 				printResults(g.stdout, res, group)
 				return nil
 			})

@@ -284,7 +284,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 			if d == dir { // the default namespace: the store the flags select
 				return g.openDir(ctx, d, nil, queryCache, log, quotaChunks, quotaBytes)
 			}
-			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, QueryCache: queryCache, Logger: log,
+			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, QueryCache: queryCache, Logger: log, Config: g.ragConfig(),
 				MaxChunksPerDocument: g.maxChunksOption(), QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0)})
 		},
 	}

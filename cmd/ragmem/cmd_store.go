@@ -14,16 +14,20 @@ import (
 )
 
 func newRmCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "rm SOURCE_URL|PATH",
-		Short: "Remove every chunk of a source (a URL, or a file or folder path)",
+	rf := &rmFilterFlags{}
+	cmd := &cobra.Command{
+		Use:   "rm SOURCE_URL|PATH | rm --filter EXPR [--dry-run]",
+		Short: "Remove every chunk of a source (a URL, or a file or folder path), or every source a filter matches",
 		Long: "Remove a source and all its chunks. The argument is a source URL (as `ragmem sources` lists\n" +
 			"it; variants of a web page's URL name the same page), or the path of an indexed file; the\n" +
-			"path of a folder removes every source under it.",
-		Example: "  ragmem rm https://example.com/page\n  ragmem rm notes/todo.md\n  ragmem rm old-notes/",
-		Args:    cobra.ExactArgs(1),
+			"path of a folder removes every source under it.\n\n" + rmFilterHelp,
+		Example: "  ragmem rm https://example.com/page\n  ragmem rm notes/todo.md\n  ragmem rm old-notes/\n" + rmFilterExample,
+		Args:    rf.args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if rf.active() {
+				return runRmFilter(ctx, g, rf)
+			}
 			arg := args[0]
 			return g.withStore(ctx, func(m memStore) error {
 				u, dir := sourceArg(arg)
@@ -60,6 +64,8 @@ func newRmCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+	rf.add(cmd)
+	return cmd
 }
 
 // sourceArg turns a SOURCE_URL|PATH argument into a source URL, and says

@@ -41,7 +41,7 @@ var dirPolicies = map[string]dirPolicy{
 	"ragmem rm": dirStore, "ragmem export": dirStore, "ragmem migrate": dirStore,
 	"ragmem prefs list": dirStore, "ragmem prefs rm": dirStore, "ragmem prefs clear": dirStore,
 	"ragmem jobs list": dirStore, "ragmem jobs retry": dirStore, "ragmem jobs drop": dirStore,
-	"ragmem memory match": dirStore,
+	"ragmem memory match": dirStore, "ragmem attrs set": dirStore, "ragmem namespaces": dirStore,
 
 	// The agent memories are files (under the data directory unless
 	// --memories says otherwise); most memory commands do not need the

@@ -54,7 +54,7 @@ func TestMCPStdio(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	want := []string{"add_preference", "cite_memories", "find_memories", "forget_source", "get_context", "index_text", "list_preferences", "list_sources", "memory_stats", "recall_memories", "remember", "remove_preference", "search_memory", "supersede_memory"}
+	want := []string{"add_preference", "cite_memories", "find_memories", "forget_source", "forget_sources", "get_context", "index_text", "list_preferences", "list_sources", "memory_stats", "recall_memories", "remember", "remove_preference", "search_memory", "set_source_attrs", "supersede_memory"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}

@@ -116,7 +116,7 @@ func (g *globals) startOwner(ctx context.Context, claim *owner.Claim, cfg ownerC
 			if d == dir {
 				return g.open(ctx)
 			}
-			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, Logger: log})
+			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, Logger: log, Config: g.ragConfig()})
 		}
 	}
 	var (
@@ -196,6 +196,9 @@ func (g *globals) startOwner(ctx context.Context, claim *owner.Claim, cfg ownerC
 		}
 	}
 	if err := srv.HandleLocal("GET "+checkPath, http.HandlerFunc(r.serveCheck)); err != nil {
+		return fail(err)
+	}
+	if err := srv.HandleLocal("GET "+namespacesPath, http.HandlerFunc(r.serveNamespaces)); err != nil {
 		return fail(err)
 	}
 	if err := srv.HandleLocal("PUT "+owner.URLRulesPath, http.HandlerFunc(r.serveURLRules)); err != nil {

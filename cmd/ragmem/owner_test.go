@@ -130,7 +130,7 @@ func TestBothModesSameOutput(t *testing.T) {
 	writeFile(t, filepath.Join(files, "page.html"), "<html><head><title>Zebras</title></head><body><h1>Zebras</h1><p>Zebras have stripes that confuse biting flies.</p><script>x()</script></body></html>")
 	writeFile(t, filepath.Join(files, "bad-utf8.txt"), "Caf\xe9 au lait, then more text about capybaras.\n")
 	mustRun(t, "--dir", base, "index", files)
-	mustRun(t, "--dir", base, "index", "../../testdata/corpus")
+	mustRun(t, "--dir", base, "index", "../../internal/sample/corpus")
 	mustRun(t, "--dir", base, "prefs", "add", "style", "Prefers short answers with code")
 	writeFile(t, filepath.Join(base, "memories", "lemurs.md"), "---\ntitle: Lemurs\nwhenToUse: lemurs\ndiscoveredAt: 2026-01-09T10:00:00Z\n---\n\nLemurs sunbathe in the morning.\n")
 	writeFile(t, filepath.Join(base, "memories", "jwt-auth.md"), "---\ntitle: Project uses JWT authentication\nwhenToUse:\n  - auth|jwt|login\nimportance: high\ndiscoveredAt: 2026-01-10T10:00:00Z\ndiscoveredBy: planner\n---\n\nThe project signs JWTs with HS256; tokens expire after 15 minutes.\n")
@@ -347,7 +347,7 @@ func TestClientAgreesWithOwnersEmbedder(t *testing.T) {
 	}
 	t.Setenv("RAGMEM_EMBEDDER", "lexical")
 	dir := t.TempDir()
-	mustRun(t, "--dir", dir, "index", "../../testdata/corpus")
+	mustRun(t, "--dir", dir, "index", "../../internal/sample/corpus")
 	s := startServe(t, dir)
 	defer s.stop()
 	_, _, err := runCLI(t, "--dir", dir, "--embedder", "lexical:dim=64", "search", "fusion")

@@ -54,6 +54,8 @@ var httpRoutes = map[string]string{
 	"DELETE /v1/pages":            walked,
 	"POST /v1/documents":          walked,
 	"DELETE /v1/sources":          walked,
+	"POST /v1/sources:delete":     walked,
+	"PATCH /v1/sources":           walked,
 	"/mcp":                        walked, // its tools, below
 	"POST /v1/preferences":        prefAPI,
 	"DELETE /v1/preferences":      prefAPI,
@@ -76,6 +78,8 @@ var httpRoutes = map[string]string{
 var mcpTools = map[string]string{
 	"index_text":        walked,
 	"forget_source":     walked,
+	"forget_sources":    walked,
+	"set_source_attrs":  walked,
 	"add_preference":    prefAPI,
 	"remove_preference": prefAPI,
 	"remember":          memoryAPI,
@@ -86,7 +90,7 @@ var mcpTools = map[string]string{
 
 // cliCommands classifies every command of the CLI.
 var cliCommands = map[string]string{
-	"index": walked, "rm": walked,
+	"index": walked, "rm": walked, "attrs set": walked, "namespaces": readOnly,
 	"prefs add": prefAPI, "prefs rm": prefAPI, "prefs clear": prefAPI, "prefs detect": prefAPI, "prefs list": readOnly,
 	"memory add": memoryAPI, "memory extract": memoryAPI, "memory supersede": memoryAPI, "memory cite": memoryAPI,
 	"memory list": readOnly, "memory show": readOnly, "memory match": readOnly, "memory search": readOnly, "memory stats": readOnly,
@@ -262,6 +266,24 @@ func TestReservedRecordsOnEveryRoute(t *testing.T) {
 			refused("DELETE "+route+" "+u, st, b)
 		}
 	}
+	// POST /v1/sources:delete with a filter that matches only the stores'
+	// sources, and PATCH /v1/sources on them or with their keys.
+	reservedFilters := []string{`type = "memory"`, `type = "preference"`, `type IN ["memory-pattern", "memory"]`, `source = "preference://user"`, `memoryDir EXISTS`}
+	for _, f := range reservedFilters {
+		st, b := send("POST", "/v1/sources:delete", map[string]any{"filter": f})
+		refused("POST /v1/sources:delete "+f, st, b)
+	}
+	for _, u := range sources {
+		st, b := send("PATCH", "/v1/sources?url="+url.QueryEscape(u), map[string]any{"attrs": map[string]any{"team": "x"}})
+		refused("PATCH /v1/sources "+u, st, b)
+	}
+	herons := (&url.URL{Scheme: "file", Path: filepath.Join(notes, "herons.md")}).String()
+	for _, a := range attrs {
+		st, b := send("PATCH", "/v1/sources?url="+url.QueryEscape(herons), map[string]any{"attrs": map[string]any{a: "x"}})
+		refused("PATCH /v1/sources attrs "+a, st, b)
+		st, b = send("PATCH", "/v1/sources?url="+url.QueryEscape(herons), map[string]any{"attrs": map[string]any{a: nil}})
+		refused("PATCH /v1/sources unset "+a, st, b)
+	}
 	unchanged("HTTP")
 
 	// MCP: every tool that is not read-only is classified; the walked
@@ -305,6 +327,13 @@ func TestReservedRecordsOnEveryRoute(t *testing.T) {
 	}
 	for _, a := range attrs {
 		toolRefuses("index_text", map[string]any{"text": forged, "url": "https://new.example/m", "attrs": map[string]string{a: "x"}})
+		toolRefuses("set_source_attrs", map[string]any{"url": herons, "set": map[string]string{a: "x"}})
+	}
+	for _, u := range sources {
+		toolRefuses("set_source_attrs", map[string]any{"url": u, "set": map[string]string{"team": "x"}})
+	}
+	for _, f := range reservedFilters {
+		toolRefuses("forget_sources", map[string]any{"filter": f})
 	}
 	unchanged("MCP")
 
@@ -348,6 +377,17 @@ func TestReservedRecordsOnEveryRoute(t *testing.T) {
 	cliRefuses("", "rm", memFile)
 	cliRefuses("", "rm", memURL)
 	cliRefuses("", "rm", memDir+"/") // a folder of memories: no knowledge under it
+	for _, f := range reservedFilters {
+		cliRefuses("", "rm", "--filter", f)
+	}
+	cliRefuses("", "attrs", "set", memFile, "team=x")
+	cliRefuses("", "attrs", "set", memURL, "team=x")
+	for _, u := range schemes {
+		cliRefuses("", "attrs", "set", u, "team=x")
+	}
+	for _, a := range attrs {
+		cliRefuses("", "attrs", "set", herons, a+"=x")
+	}
 	unchanged("the CLI")
 
 	// Nothing forged is found, by any search.

@@ -29,8 +29,10 @@ type globals struct {
 	apiKey     string
 	configPath string
 	verbose    bool
+	namespace  string // --namespace, else $RAGMEM_NAMESPACE (see namespace.go)
 	maxChunk   int
 	store      backendFlags
+	rerank     rerankFlags
 	stdout     io.Writer
 	stderr     io.Writer
 	stdin      io.Reader
@@ -87,6 +89,9 @@ func newRootCmd() *cobra.Command {
 			if err := g.applySettings(cmd); err != nil {
 				return err
 			}
+			if err := g.resolveNamespace(cmd); err != nil {
+				return err
+			}
 			return g.checkDataDir(cmd)
 		},
 	}
@@ -97,8 +102,9 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(g),
 	)
 	root.AddCommand(newMCPCmd(g), newServeCmd(g), newTokenCmd(g), newMemoryCmd(g), newCheckCmd(g), newJobsCmd(g), newMigrateCmd(g), newExportCmd(g), newImportCmd(g), newEvalCmd(g), newModelCmd(g))
-	root.AddCommand(newConfigCmd(g), newStatusCmd(g))
+	root.AddCommand(newConfigCmd(g), newStatusCmd(g), newNamespacesCmd(g), newAttrsCmd(g))
 	addVersion(root)
+	markNoNamespace(root)
 	return root
 }
 
@@ -113,6 +119,8 @@ func addGlobalFlags(pf *pflag.FlagSet, g *globals) {
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug information to stderr")
 	pf.IntVar(&g.maxChunk, "max-chunks-per-doc", rag.DefaultMaxChunksPerDocument, "most chunks one document may make; larger ones are refused (0: no limit)")
 	addBackendFlags(pf, &g.store)
+	addRerankFlags(pf, &g.rerank)
+	addNamespaceFlag(pf, g)
 }
 
 // dataDir resolves the data directory: --dir, else $RAGMEM_DIR, else the
@@ -183,7 +191,7 @@ func (g *globals) openDir(ctx context.Context, dir string, fallback *rag.Embedde
 		return nil, err
 	}
 	var choice *embedderChoice
-	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: log, QueryCache: queryCache, MaxChunksPerDocument: g.maxChunksOption(),
+	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: log, QueryCache: queryCache, MaxChunksPerDocument: g.maxChunksOption(), Config: g.ragConfig(),
 		QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0),
 		EmbedderFor: func(ctx context.Context, rec *rag.EmbedderRecord) (embed.Embedder, error) {
 			if rec == nil {
@@ -211,10 +219,14 @@ func (g *globals) maxChunksOption() int {
 	return g.maxChunk
 }
 
-// withEngine opens the engine, runs fn and closes the engine, reporting a
-// close error only when fn succeeded.
+// withEngine opens the engine of the command's namespace, runs fn and
+// closes the engine, reporting a close error only when fn succeeded.
 func (g *globals) withEngine(ctx context.Context, fn func(*rag.Engine) error) (err error) {
-	eng, err := g.open(ctx)
+	dir, err := g.dataDir()
+	if err != nil {
+		return err
+	}
+	eng, err := g.openDir(ctx, g.storeDir(dir), g.newStoreEmbedder, nil, slog.Default(), 0, 0)
 	if err != nil {
 		return err
 	}

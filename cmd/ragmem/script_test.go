@@ -20,10 +20,10 @@ import (
 // the command (TestMain). capture NAME 'RE' sets $NAME to what RE's first
 // group matched in the last command's stdout; dropmatch FILE 'RE' removes
 // the lines of FILE that RE matches; perm PATH MODE checks PATH's
-// permission bits (octal). $CORPUS is the repository's sample corpus and
+// permission bits (octal). $CORPUS is the sample corpus (internal/sample) and
 // $EVALDATA the eval package's test data.
 func TestScripts(t *testing.T) {
-	corpus, err := filepath.Abs("../../testdata/corpus")
+	corpus, err := filepath.Abs("../../internal/sample/corpus")
 	if err != nil {
 		t.Fatal(err)
 	}

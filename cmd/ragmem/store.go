@@ -121,6 +121,12 @@ type ownedStore struct {
 	run    *ownerRun     // this process owns the store
 	client *owner.Client // another process owns it
 	err    error         // a handover could not find the next owner
+
+	// nsEng is the engine of the command's namespace while this process
+	// owns the store (run.eng for the default one); nsRelease lets go of
+	// it (see attachNamespace).
+	nsEng     *rag.Engine
+	nsRelease func()
 }
 
 // connect finds the owner of the data directory or becomes it.
@@ -186,10 +192,13 @@ func (s *ownedStore) attachOnce(ctx context.Context, claimAfter time.Duration) e
 			_ = claim.Release()
 			return err
 		}
-		s.run, s.cur = run, engineStore{run.eng}
+		if err := s.attachNamespace(ctx, run); err != nil {
+			_ = run.stop()
+			return err
+		}
 		return nil
 	}
-	c, err := owner.NewClient(s.dir, info, nil)
+	c, err := owner.NewClient(s.dir, info, s.g.clientOptions())
 	if err != nil {
 		return err
 	}
@@ -210,6 +219,7 @@ func (s *ownedStore) handover() {
 	if s.run == nil {
 		return
 	}
+	s.releaseNamespace()
 	if err := s.run.stop(); err != nil {
 		fmt.Fprintf(s.g.stderr, "ragmem: handing over: %v\n", err)
 	}
@@ -267,6 +277,7 @@ func (s *ownedStore) close() error {
 	defer s.mu.Unlock()
 	var err error
 	if s.run != nil {
+		s.releaseNamespace()
 		err = s.run.stop()
 		s.run = nil
 	}
@@ -281,15 +292,15 @@ func (s *ownedStore) close() error {
 	return err
 }
 
-// local returns the engine when this process owns the store (nil when it
-// is a client).
+// local returns the engine of the command's namespace when this process
+// owns the store (nil when it is a client).
 func (s *ownedStore) local() *rag.Engine {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.run == nil {
 		return nil
 	}
-	return s.run.eng
+	return s.nsEng
 }
 
 // owning returns this process's owner when it owns the store (nil when it
@@ -361,7 +372,7 @@ func (s *ownedStore) ClearPreferences(ctx context.Context) (n int, err error) {
 // one a memory command asked for, else the configured one), "" when it
 // cannot be resolved (the owner then uses <data dir>/memories).
 func (g *globals) defaultMemories() string {
-	d, err := g.memoriesDir(g.memoriesFlag)
+	d, err := g.defaultMemoriesDir(g.memoriesFlag)
 	if err != nil {
 		return ""
 	}

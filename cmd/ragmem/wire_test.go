@@ -81,7 +81,7 @@ func samePaths(t *testing.T, what string, want []string, surfaces map[string][]s
 // all three answer with the same field names, camelCase.
 func TestOneWireFormat(t *testing.T) {
 	dir := t.TempDir()
-	mustRun(t, "--dir", dir, "--embedder", "lexical", "index", "--attr", "team=search", "../../testdata/corpus")
+	mustRun(t, "--dir", dir, "--embedder", "lexical", "index", "--attr", "team=search", "../../internal/sample/corpus")
 	mustRun(t, "--dir", dir, "prefs", "add", "style", "The user prefers short answers.")
 	const q = "hybrid search with bm25 and vectors"
 	cliSearch := fieldPaths(t, []byte(mustRun(t, "--dir", dir, "search", "--json", q)))

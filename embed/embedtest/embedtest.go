@@ -2,7 +2,7 @@
 // (POST /v1/embeddings) on a loopback port, for tests of what ragmem does
 // when such a server works, fails or misbehaves. Its vectors are the
 // offline lexical embedder's, so that search results are meaningful. It
-// does no authentication. A *Server is safe for concurrent use.
+// does no authentication.
 package embedtest
 
 import (
@@ -31,7 +31,7 @@ const (
 	Hang                     // the request is read and never answered (until Close or another mode)
 )
 
-// Server is the embedding server.
+// Server is the embedding server. A *Server is safe for concurrent use.
 type Server struct {
 	Dim   int
 	srv   *httptest.Server

@@ -522,6 +522,27 @@ export class Client {
     remove(url, opts = {}) {
         return this.#call("DELETE", "/v1/sources", { query: { url }, signal: opts.signal });
     }
+    /**
+     * Removes every knowledge source with a chunk that matches the filter
+     * expression (the syntax of search's `filter`), each whole (POST
+     * /v1/sources:delete). With `dryRun` nothing is removed and the answer
+     * lists what would be. No filter matches everything and needs `all`.
+     * Memories and preferences are never removed here: a filter that matches
+     * only them rejects with PermissionDeniedError (code reserved).
+     */
+    deleteSources(filter, opts = {}) {
+        const body = clean({ filter, all: opts.all || undefined, dryRun: opts.dryRun || undefined });
+        return this.#call("POST", "/v1/sources:delete", { body, signal: opts.signal });
+    }
+    /**
+     * Changes a source's attributes without indexing it again (PATCH
+     * /v1/sources): a string sets a key, null removes it. NotFoundError when
+     * there is no such source; PermissionDeniedError for a memory, the
+     * preferences or one of their keys.
+     */
+    setAttrs(url, attrs, opts = {}) {
+        return this.#call("PATCH", "/v1/sources", { query: { url }, body: { attrs }, signal: opts.signal });
+    }
     // --- preferences --------------------------------------------------------------
     /** The user's profile. */
     async listPreferences(opts = {}) {

@@ -138,22 +138,30 @@ func fileDigest(t *testing.T, dir string) string {
 	return strings.Join(parts, "\n")
 }
 
+// snapshotEachWrite returns the directory of a closed store written three
+// times (https://s/0 to 2, versions 1 to 3) with a snapshot after each.
+func snapshotEachWrite(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	b := mustOpen(t, dir, &Options{Logger: quietLogger(), CheckpointBytes: 1, CheckpointRatio: -1})
+	for i := 0; i < 3; i++ {
+		if err := b.Apply(context.Background(), putVersion(fmt.Sprintf("https://s/%d", i), i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	return dir
+}
+
 // TestReadOnlyReportsAndChangesNothing opens a crashed, damaged store
 // read-only: Check reports what a normal open would repair, writes are
 // refused, and not a byte on disk changes. A normal open then repairs it.
 func TestReadOnlyReportsAndChangesNothing(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	b := mustOpen(t, dir, &Options{Logger: quietLogger(), CheckpointBytes: 1, CheckpointRatio: -1})
-	for i := 0; i < 3; i++ { // a snapshot after each write
-		if err := b.Apply(ctx, putVersion(fmt.Sprintf("https://s/%d", i), i+1)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b.Close()
+	dir := snapshotEachWrite(t)
 	old := filepath.Join(t.TempDir(), "bleve")
 	copyDir(t, filepath.Join(dir, "bleve"), old)
-	b = mustOpen(t, dir, &Options{Logger: quietLogger()})
+	b := mustOpen(t, dir, &Options{Logger: quietLogger()})
 	want := state{"https://s/0": 1, "https://s/1": 2, "https://s/2": 3}
 	for i := 0; i < 2; i++ {
 		if err := b.Apply(ctx, putVersion("https://s/9", 10+i)); err != nil {
@@ -217,14 +225,7 @@ func TestReadOnlyReportsAndChangesNothing(t *testing.T) {
 // so damage to it costs nothing at open; Check reads it and reports it.
 func TestCheckReadsFallbackJournal(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	b := mustOpen(t, dir, &Options{Logger: quietLogger(), CheckpointBytes: 1, CheckpointRatio: -1})
-	for i := 0; i < 3; i++ { // a snapshot after each write
-		if err := b.Apply(ctx, putVersion(fmt.Sprintf("https://s/%d", i), i+1)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b.Close()
+	dir := snapshotEachWrite(t)
 	js, err := listGenerations(wal.OS{}, dir, journalPrefix, journalSuffix)
 	if err != nil || len(js) < 2 {
 		t.Fatalf("journals %v (%v): want at least two", js, err)
@@ -238,7 +239,7 @@ func TestCheckReadsFallbackJournal(t *testing.T) {
 	if err := os.WriteFile(old, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b = mustOpen(t, dir, &Options{Logger: quietLogger()})
+	b := mustOpen(t, dir, &Options{Logger: quietLogger()})
 	defer b.Close()
 	if r := b.Recovery(); len(r.Problems) > 0 || r.Lost != "" {
 		t.Fatalf("open read the fallback journal: %+v", r)

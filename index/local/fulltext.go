@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -532,83 +533,102 @@ func ParseFullTextOptions(spec string) (*FullTextOptions, error) {
 			return nil, fmt.Errorf("%w: %q given twice", ErrBadFullTextSpec, clipSpec(k))
 		}
 		seen[k] = true
-		num := func(s string, lo, hi float64) (float64, error) {
-			x, err := strconv.ParseFloat(s, 64)
-			if err != nil || math.IsNaN(x) || x < lo || x > hi {
-				return 0, fmt.Errorf("%w: %s=%q: want a number from %g to %g", ErrBadFullTextSpec, k, clipSpec(s), lo, hi)
-			}
-			return x, nil
-		}
-		var err error
-		switch k {
-		case "k1":
-			o.K1, err = num(v, 1e-6, 1000)
-		case "b":
-			o.B, err = parseB(k, v)
-		case "mb", "memory.b":
-			o.MemoryB, err = parseB(k, v)
-		case "stem", "stemmer":
-			switch strings.ToLower(v) {
-			case StemPorter, StemSnowball, StemPlural, StemNone:
-				o.Stemmer = strings.ToLower(v)
-			default:
-				err = fmt.Errorf("%w: stem=%q: want porter, snowball, plural or none", ErrBadFullTextSpec, clipSpec(v))
-			}
-		case "stop", "stopwords":
-			switch strings.ToLower(v) {
-			case StopLucene, StopEnglish, StopNone:
-				o.StopWords = strings.ToLower(v)
-			default:
-				err = fmt.Errorf("%w: stop=%q: want lucene, english or none", ErrBadFullTextSpec, clipSpec(v))
-			}
-		case "title":
-			o.TitleWeight, err = num(v, 0, 1000)
-			if err == nil && o.TitleWeight == 0 {
-				o.TitleWeight = -1 // title=0: no title field
-			}
-		case "context", "ctx":
-			o.ContextWeight, err = num(v, 0, 1000)
-			if err == nil && o.ContextWeight == 0 {
-				o.ContextWeight = -1 // context=0: not indexed
-			}
-		case "prox", "proximity":
-			w, d, hasDepth := strings.Cut(v, "@")
-			if o.Proximity, err = num(w, 0, 1000); err == nil && hasDepth {
-				var n float64
-				n, err = num(d, 1, 100000)
-				o.ProximityDepth = int(n)
-			}
-		case "rm3":
-			switch v {
-			case "0", "false", "off":
-			case "1", "true", "on":
-				o.Feedback = &Feedback{}
-			default:
-				parts := strings.Split(v, "/")
-				if len(parts) != 3 {
-					err = fmt.Errorf("%w: rm3=%q: want 1, 0 or DOCS/TERMS/WEIGHT", ErrBadFullTextSpec, clipSpec(v))
-					break
-				}
-				var d, t, w float64
-				if d, err = num(parts[0], 1, 1000); err != nil {
-					break
-				}
-				if t, err = num(parts[1], 1, 1000); err != nil {
-					break
-				}
-				if w, err = num(parts[2], 1e-6, 1); err != nil {
-					break
-				}
-				o.Feedback = &Feedback{Docs: int(d), Terms: int(t), OriginalWeight: w}
-			}
-		default:
-			err = fmt.Errorf("%w: unknown key %q (want k1, b, mb, stem, stop, title, context, prox or rm3)", ErrBadFullTextSpec, clipSpec(k))
-		}
-		if err != nil {
+		if err := o.set(k, v); err != nil {
 			return nil, err
 		}
 	}
 	return o, nil
+}
+
+// set applies one setting of ParseFullTextOptions, key k (lower case) to
+// value v.
+func (o *FullTextOptions) set(k, v string) error {
+	var err error
+	switch k {
+	case "k1":
+		o.K1, err = specNum(k, v, 1e-6, 1000)
+	case "b":
+		o.B, err = parseB(k, v)
+	case "mb", "memory.b":
+		o.MemoryB, err = parseB(k, v)
+	case "stem", "stemmer":
+		o.Stemmer, err = specName("stem", v, StemPorter, StemSnowball, StemPlural, StemNone)
+	case "stop", "stopwords":
+		o.StopWords, err = specName("stop", v, StopLucene, StopEnglish, StopNone)
+	case "title":
+		o.TitleWeight, err = specWeight(k, v) // title=0: no title field
+	case "context", "ctx":
+		o.ContextWeight, err = specWeight(k, v) // context=0: not indexed
+	case "prox", "proximity":
+		w, d, hasDepth := strings.Cut(v, "@")
+		if o.Proximity, err = specNum(k, w, 0, 1000); err == nil && hasDepth {
+			var n float64
+			n, err = specNum(k, d, 1, 100000)
+			o.ProximityDepth = int(n)
+		}
+	case "rm3":
+		o.Feedback, err = parseRM3(k, v)
+	default:
+		err = fmt.Errorf("%w: unknown key %q (want k1, b, mb, stem, stop, title, context, prox or rm3)", ErrBadFullTextSpec, clipSpec(k))
+	}
+	return err
+}
+
+// specNum parses the value s of key k as a number from lo to hi.
+func specNum(k, s string, lo, hi float64) (float64, error) {
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(x) || x < lo || x > hi {
+		return 0, fmt.Errorf("%w: %s=%q: want a number from %g to %g", ErrBadFullTextSpec, k, clipSpec(s), lo, hi)
+	}
+	return x, nil
+}
+
+// specWeight parses a field weight from 0 to 1000, where 0 (the field off)
+// is returned as -1, since 0 in FullTextOptions means the default.
+func specWeight(k, s string) (float64, error) {
+	x, err := specNum(k, s, 0, 1000)
+	if err == nil && x == 0 {
+		return -1, nil
+	}
+	return x, err
+}
+
+// specName returns v in lower case when it is one of names (given in lower
+// case), and an error naming them otherwise.
+func specName(k, v string, names ...string) (string, error) {
+	if l := strings.ToLower(v); slices.Contains(names, l) {
+		return l, nil
+	}
+	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return "", fmt.Errorf("%w: %s=%q: want %s", ErrBadFullTextSpec, k, clipSpec(v), want)
+}
+
+// parseRM3 parses rm3=1|0|DOCS/TERMS/WEIGHT: feedback on with defaults,
+// off (nil), or with the given settings.
+func parseRM3(k, v string) (*Feedback, error) {
+	switch v {
+	case "0", "false", "off":
+		return nil, nil
+	case "1", "true", "on":
+		return &Feedback{}, nil
+	}
+	parts := strings.Split(v, "/")
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("%w: rm3=%q: want 1, 0 or DOCS/TERMS/WEIGHT", ErrBadFullTextSpec, clipSpec(v))
+	}
+	d, err := specNum(k, parts[0], 1, 1000)
+	if err != nil {
+		return nil, err
+	}
+	t, err := specNum(k, parts[1], 1, 1000)
+	if err != nil {
+		return nil, err
+	}
+	w, err := specNum(k, parts[2], 1e-6, 1)
+	if err != nil {
+		return nil, err
+	}
+	return &Feedback{Docs: int(d), Terms: int(t), OriginalWeight: w}, nil
 }
 
 func clipSpec(s string) string {

@@ -104,62 +104,17 @@ func (b *Backend) recover(ctx context.Context) error {
 
 	b.removeTemporaries()
 
-	// 1. The newest readable snapshot.
-	snaps, err := listGenerations(b.fs, b.dir, snapPrefix, snapSuffix)
-	if err != nil {
-		return fmt.Errorf("index: read store directory: %w", err)
-	}
-	var pre *codesRead
-	var vl *vectorLoad
-	if len(snaps) > 0 {
-		// The newest snapshot's vector codes are read while its records
-		// are decoded.
-		pre = b.readCodesAsync(snaps[len(snaps)-1])
+	// 1. The newest readable snapshot. Its vector codes are read, and its
+	// vector index loaded, in the background while the rest is opened.
+	pre, vl, err := b.loadSnapshot()
+	if pre != nil {
 		defer pre.wait()
 	}
-	for i := len(snaps) - 1; i >= 0; i-- {
-		path := filepath.Join(b.dir, snapName(snaps[i]))
-		sd, err := readSnapshot(b.fs, path)
-		if err != nil {
-			b.quarantine(path, err.Error())
-			continue
-		}
-		if sd.version == 2 && len(sd.records) > 0 {
-			// The vector index is loaded from the snapshot's codes while
-			// the rest of the store is opened.
-			vl = b.startVectors(sd, pre)
-			defer vl.wait()
-		}
-		for k, v := range sd.meta {
-			b.meta[k] = v
-		}
-		if len(b.records) == 0 {
-			b.presize(sd.records)
-		}
-		for j := range sd.records {
-			if sd.version == 1 {
-				// Format 2 stores unit vectors; older stores may not have.
-				sd.records[j].Vector = unitVector(sd.records[j].Vector)
-			}
-			b.putMem(&sd.records[j])
-		}
-		if sd.dim > 0 {
-			b.dim = sd.dim
-		}
-		b.vecs, b.snapVersion = sd.vecs, sd.version
-		if sd.version == 2 {
-			b.snapTag = codesTag(sd.seq, len(sd.records), sd.dim, sd.fingerprint)
-		}
-		b.seq, b.snapSeq = sd.seq, sd.seq
-		b.report.Snapshot = filepath.Base(path)
-		if st, err := b.fs.Stat(path); err == nil {
-			b.snapBytes = st.Size()
-			b.nextCkpt = b.checkpointAt()
-		}
-		break
+	if vl != nil {
+		defer vl.wait()
 	}
-	if b.report.Snapshot == "" && len(snaps) > 0 {
-		b.note("no readable snapshot; recovering from journals only")
+	if err != nil {
+		return err
 	}
 
 	// 2. The full-text index: verified, opened, and asked where it is.
@@ -170,110 +125,30 @@ func (b *Backend) recover(ctx context.Context) error {
 
 	// 3. Journals, in order: operations after the snapshot go to memory;
 	// operations after bleve's sequence are kept to bring bleve forward.
-	jbases, err := listGenerations(b.fs, b.dir, journalPrefix, journalSuffix)
-	if err != nil {
-		return fmt.Errorf("index: read store directory: %w", err)
-	}
-	var replay []batchOp
 	b.replayTouched = map[string]struct{}{}
 	defer func() { b.replayTouched = nil }()
-	replayNext := bs.seq + 1 // the next operation bleve needs
-	replayBytes := 0
-	collect := bs.usable && !bs.created && !bs.rebuild
-	active, activeEnd, activeLast := -1, int64(0), uint64(0)
-	for i, base := range jbases {
-		path := filepath.Join(b.dir, journalName(base))
-		if base > b.seq {
-			msg := fmt.Sprintf("journal %s starts after sequence %d but the store is at %d; the operations in between are missing", filepath.Base(path), base, b.seq)
-			b.quarantine(path, msg)
-			b.lost(fmt.Sprintf("operations %d to %d are missing", b.seq+1, base))
-			continue
-		}
-		if i+1 < len(jbases) && jbases[i+1] <= b.seq && (!collect || jbases[i+1] <= bs.seq) {
-			// Every operation in it is in the snapshot and in bleve (or
-			// bleve is rebuilt anyway): it is kept as the fallback
-			// snapshot's journal and read only if that is needed. Check
-			// reads it.
-			continue
-		}
-		js, err := scanJournal(b.fs, path, func(o *batchOp) error {
-			if o.Seq > b.seq {
-				b.applyMem(o)
-				b.seq = o.Seq
-				b.report.JournalOps++
-			}
-			if collect && o.Seq == replayNext {
-				replayNext++
-				replay = append(replay, *o)
-				replayBytes += 64 + opSizeHint(o)
-				if replayBytes > maxReplayBytes {
-					collect, replay = false, nil
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			b.quarantine(path, err.Error())
-			continue
-		}
-		last := i == len(jbases)-1
-		if js.tail != nil {
-			cut := js.size - js.validEnd
-			switch {
-			case last && tailLooksTorn(b.fs, path, js):
-				if b.readOnly {
-					b.needsFixFile("journal-tail", filepath.Base(path), fmt.Sprintf("journal %s ends in %d bytes of an unfinished write that was never acknowledged; opening the store cuts them", filepath.Base(path), cut))
-				} else {
-					b.report.TornTailBytes = cut
-					b.note("cut %d bytes of an unfinished write from %s", cut, filepath.Base(path))
-				}
-			case last:
-				if !b.readOnly {
-					b.report.TornTailBytes = cut
-					b.quarantineCopy(path)
-				}
-				b.lost(fmt.Sprintf("journal %s is damaged after byte %d (%v); the operations after sequence %d in it are lost", filepath.Base(path), js.validEnd, js.tail, js.lastSeq))
-			case b.readOnly:
-				b.needsFixFile("damaged", filepath.Base(path), fmt.Sprintf("journal %s is damaged after byte %d (%v); opening the store keeps a copy in quarantine/ and cuts it there", filepath.Base(path), js.validEnd, js.tail))
-			default:
-				// An older journal: what it holds past the damage is either
-				// covered by a later snapshot or reported lost below.
-				b.quarantineCopy(path)
-				if l, err := wal.OpenLog(b.fs, path, js.validEnd); err == nil {
-					_ = l.Close()
-				}
-				b.note("journal %s is damaged after byte %d (%v); kept a copy and cut it there", filepath.Base(path), js.validEnd, js.tail)
-			}
-		}
-		if last {
-			active, activeEnd, activeLast = i, js.validEnd, js.lastSeq
-		}
+	jr, err := b.readJournals(bs)
+	if err != nil {
+		return err
 	}
 	if haveMarker && markerSeq > b.seq {
 		b.lost(fmt.Sprintf("the store was closed at sequence %d but its files end at %d", markerSeq, b.seq))
 	}
-	if bs.usable && !bs.created && !bs.rebuild && bs.seq > b.seq {
+	if bs.trusted() && bs.seq > b.seq {
 		b.lost(fmt.Sprintf("the full-text index had applied sequence %d but the journal ends at %d", bs.seq, b.seq))
 	}
 	b.report.SequenceOnOpen = b.seq
 	b.report.RecordsOnOpen = len(b.records)
 
 	// 4. The journal to append to.
-	if !b.readOnly {
-		if active >= 0 && activeLast == b.seq {
-			b.journal, err = openJournal(b.fs, filepath.Join(b.dir, journalName(jbases[active])), jbases[active], activeEnd)
-		} else {
-			b.journal, err = createJournal(b.fs, b.dir, b.seq)
-		}
-		if err != nil {
-			return err
-		}
+	if err := b.openActiveJournal(jr); err != nil {
+		return err
 	}
 
 	// The full-text statistics the first search needs are computed now,
 	// while the vector index is still loading in the background, so that
 	// the first query runs at full speed.
-	if bs.usable && !bs.created && !bs.rebuild {
+	if bs.trusted() {
 		if err := b.ft.warm(ctx, b.bl); err != nil {
 			b.log.Warn("index: full-text statistics not computed at open; the first search computes them", "err", err)
 		}
@@ -286,6 +161,214 @@ func (b *Backend) recover(ctx context.Context) error {
 	b.removeOrphanCodes()
 
 	// 6. The BM25 side, brought to the same sequence.
+	return b.catchUpBleve(ctx, bs, jr)
+}
+
+// trusted reports whether the full-text index opened as it was left: usable,
+// not new and not to be rebuilt, so its sequence says what it holds.
+func (bs bleveState) trusted() bool { return bs.usable && !bs.created && !bs.rebuild }
+
+// loadSnapshot loads the newest readable snapshot into memory, moving the
+// unreadable ones newer than it to quarantine. It returns the background
+// read of the newest snapshot's vector codes and the background load of the
+// vector index (each nil when not started); the caller waits for both.
+func (b *Backend) loadSnapshot() (*codesRead, *vectorLoad, error) {
+	snaps, err := listGenerations(b.fs, b.dir, snapPrefix, snapSuffix)
+	if err != nil {
+		return nil, nil, fmt.Errorf("index: read store directory: %w", err)
+	}
+	var pre *codesRead
+	if len(snaps) > 0 {
+		// The newest snapshot's vector codes are read while its records
+		// are decoded.
+		pre = b.readCodesAsync(snaps[len(snaps)-1])
+	}
+	for i := len(snaps) - 1; i >= 0; i-- {
+		path := filepath.Join(b.dir, snapName(snaps[i]))
+		sd, err := readSnapshot(b.fs, path)
+		if err != nil {
+			b.quarantine(path, err.Error())
+			continue
+		}
+		var vl *vectorLoad
+		if sd.version == 2 && len(sd.records) > 0 {
+			// The vector index is loaded from the snapshot's codes while
+			// the rest of the store is opened.
+			vl = b.startVectors(sd, pre)
+		}
+		b.adoptSnapshot(sd, path)
+		return pre, vl, nil
+	}
+	if len(snaps) > 0 {
+		b.note("no readable snapshot; recovering from journals only")
+	}
+	return pre, nil, nil
+}
+
+// adoptSnapshot puts a snapshot read from path into memory: its metadata,
+// its records and the sequence it holds.
+func (b *Backend) adoptSnapshot(sd *snapshotData, path string) {
+	for k, v := range sd.meta {
+		b.meta[k] = v
+	}
+	if len(b.records) == 0 {
+		b.presize(sd.records)
+	}
+	for j := range sd.records {
+		if sd.version == 1 {
+			// Format 2 stores unit vectors; older stores may not have.
+			sd.records[j].Vector = unitVector(sd.records[j].Vector)
+		}
+		b.putMem(&sd.records[j])
+	}
+	if sd.dim > 0 {
+		b.dim = sd.dim
+	}
+	b.vecs, b.snapVersion = sd.vecs, sd.version
+	if sd.version == 2 {
+		b.snapTag = codesTag(sd.seq, len(sd.records), sd.dim, sd.fingerprint)
+	}
+	b.seq, b.snapSeq = sd.seq, sd.seq
+	b.report.Snapshot = filepath.Base(path)
+	if st, err := b.fs.Stat(path); err == nil {
+		b.snapBytes = st.Size()
+		b.nextCkpt = b.checkpointAt()
+	}
+}
+
+// journalsRead is what reading the journals on open found.
+type journalsRead struct {
+	bases []uint64 // the journals' base sequences, in order
+
+	// replay holds the operations bleve lacks, from its sequence on, while
+	// collect is true (collection stops when they pass maxReplayBytes);
+	// replayNext is the sequence of the next operation bleve needs.
+	replay     []batchOp
+	replayNext uint64
+	collect    bool
+
+	// The last journal, to append to when it ends at the store's sequence:
+	// its index in bases (-1 when unreadable), where its good frames end and
+	// its last sequence.
+	active     int
+	activeEnd  int64
+	activeLast uint64
+}
+
+// readJournals applies the journals' operations after the snapshot to
+// memory and collects those after bleve's sequence to bring it forward.
+// Journals that start after the store's sequence, or that cannot be read,
+// are moved to quarantine; damaged tails are handled by journalTail.
+func (b *Backend) readJournals(bs bleveState) (*journalsRead, error) {
+	bases, err := listGenerations(b.fs, b.dir, journalPrefix, journalSuffix)
+	if err != nil {
+		return nil, fmt.Errorf("index: read store directory: %w", err)
+	}
+	jr := &journalsRead{bases: bases, replayNext: bs.seq + 1, collect: bs.trusted(), active: -1}
+	replayBytes := 0
+	for i, base := range bases {
+		path := filepath.Join(b.dir, journalName(base))
+		if base > b.seq {
+			msg := fmt.Sprintf("journal %s starts after sequence %d but the store is at %d; the operations in between are missing", filepath.Base(path), base, b.seq)
+			b.quarantine(path, msg)
+			b.lost(fmt.Sprintf("operations %d to %d are missing", b.seq+1, base))
+			continue
+		}
+		if i+1 < len(bases) && bases[i+1] <= b.seq && (!jr.collect || bases[i+1] <= bs.seq) {
+			// Every operation in it is in the snapshot and in bleve (or
+			// bleve is rebuilt anyway): it is kept as the fallback
+			// snapshot's journal and read only if that is needed. Check
+			// reads it.
+			continue
+		}
+		js, err := scanJournal(b.fs, path, func(o *batchOp) error {
+			if o.Seq > b.seq {
+				b.applyMem(o)
+				b.seq = o.Seq
+				b.report.JournalOps++
+			}
+			if jr.collect && o.Seq == jr.replayNext {
+				jr.replayNext++
+				jr.replay = append(jr.replay, *o)
+				replayBytes += 64 + opSizeHint(o)
+				if replayBytes > maxReplayBytes {
+					jr.collect, jr.replay = false, nil
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.quarantine(path, err.Error())
+			continue
+		}
+		last := i == len(bases)-1
+		if js.tail != nil {
+			b.journalTail(path, js, last)
+		}
+		if last {
+			jr.active, jr.activeEnd, jr.activeLast = i, js.validEnd, js.lastSeq
+		}
+	}
+	return jr, nil
+}
+
+// journalTail handles a journal whose frames end before the file does: a
+// torn last write is cut (nothing acknowledged is lost), damage in the last
+// journal loses the operations after it, and damage in an older journal is
+// cut after keeping a copy. In read-only mode each is recorded as a fix an
+// open would make.
+func (b *Backend) journalTail(path string, js journalScan, last bool) {
+	name := filepath.Base(path)
+	cut := js.size - js.validEnd
+	switch {
+	case last && tailLooksTorn(b.fs, path, js):
+		if b.readOnly {
+			b.needsFixFile("journal-tail", name, fmt.Sprintf("journal %s ends in %d bytes of an unfinished write that was never acknowledged; opening the store cuts them", name, cut))
+		} else {
+			b.report.TornTailBytes = cut
+			b.note("cut %d bytes of an unfinished write from %s", cut, name)
+		}
+	case last:
+		if !b.readOnly {
+			b.report.TornTailBytes = cut
+			b.quarantineCopy(path)
+		}
+		b.lost(fmt.Sprintf("journal %s is damaged after byte %d (%v); the operations after sequence %d in it are lost", name, js.validEnd, js.tail, js.lastSeq))
+	case b.readOnly:
+		b.needsFixFile("damaged", name, fmt.Sprintf("journal %s is damaged after byte %d (%v); opening the store keeps a copy in quarantine/ and cuts it there", name, js.validEnd, js.tail))
+	default:
+		// An older journal: what it holds past the damage is either
+		// covered by a later snapshot or reported lost below.
+		b.quarantineCopy(path)
+		if l, err := wal.OpenLog(b.fs, path, js.validEnd); err == nil {
+			_ = l.Close()
+		}
+		b.note("journal %s is damaged after byte %d (%v); kept a copy and cut it there", name, js.validEnd, js.tail)
+	}
+}
+
+// openActiveJournal opens the journal to append to: the last one when it
+// ends at the store's sequence, else a new one from that sequence. A
+// read-only store appends nothing.
+func (b *Backend) openActiveJournal(jr *journalsRead) error {
+	if b.readOnly {
+		return nil
+	}
+	var err error
+	if jr.active >= 0 && jr.activeLast == b.seq {
+		base := jr.bases[jr.active]
+		b.journal, err = openJournal(b.fs, filepath.Join(b.dir, journalName(base)), base, jr.activeEnd)
+	} else {
+		b.journal, err = createJournal(b.fs, b.dir, b.seq)
+	}
+	return err
+}
+
+// catchUpBleve brings the full-text index to the store's sequence: rebuilt
+// when it must be, replayed from the collected operations when it is
+// behind and they are all there, and reconciled against the records
+// otherwise. In read-only mode it only records how far behind it is.
+func (b *Backend) catchUpBleve(ctx context.Context, bs bleveState, jr *journalsRead) error {
 	if b.readOnly {
 		if bs.usable && !bs.rebuild && bs.seq < b.seq {
 			b.needsFix("fulltext-behind", fmt.Sprintf("the full-text index is at sequence %d, the journal at %d: %d acknowledged operations are not applied to it yet; opening the store applies them", bs.seq, b.seq, b.seq-bs.seq))
@@ -314,8 +397,8 @@ func (b *Backend) recover(ctx context.Context) error {
 		}
 		b.report.OpenedCleanShut = true
 		return nil
-	case bs.seq < b.seq && collect && replayNext == b.seq+1:
-		if err := b.replayBleve(ctx, replay); err != nil {
+	case bs.seq < b.seq && jr.collect && jr.replayNext == b.seq+1:
+		if err := b.replayBleve(ctx, jr.replay); err != nil {
 			b.note("bringing the full-text index forward failed (%v); rebuilding it", err)
 			return b.rebuildBleve(ctx, true)
 		}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/vecindex"
@@ -118,26 +119,51 @@ func (w *snapshotWriter) abort() {
 }
 
 func (w *snapshotWriter) write(meta map[string]string, records []*driver.Record, vx *vecindex.Index) error {
-	var err error
-	create := func(path string) (wal.File, *bufio.Writer, error) {
+	if err := w.create(vx); err != nil {
+		return err
+	}
+	if err := w.writeVectors(records); err != nil {
+		return err
+	}
+	if err := w.writeRecords(meta, records); err != nil {
+		return err
+	}
+	if err := w.writeTrailer(); err != nil {
+		return err
+	}
+	return w.commit()
+}
+
+// create opens the temporary snapshot file and, when vx is given and there
+// are vectors, the temporary codes file and its writer (w.codes stays nil
+// otherwise).
+func (w *snapshotWriter) create(vx *vecindex.Index) error {
+	open := func(path string) (wal.File, *bufio.Writer, error) {
 		f, err := w.fs.OpenFile(path+".tmp", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 		if err != nil {
 			return nil, nil, err
 		}
 		return f, bufio.NewWriterSize(f, 1<<20), nil
 	}
-	if w.snapTmp, w.snapBuf, err = create(w.snapPath); err != nil {
+	var err error
+	if w.snapTmp, w.snapBuf, err = open(w.snapPath); err != nil {
 		return err
 	}
-	withCodes := vx != nil && w.dim > 0 && w.count > 0
-	if withCodes {
-		if w.codesTmp, w.codesBuf, err = create(w.codesPath); err != nil {
+	if vx != nil && w.dim > 0 && w.count > 0 {
+		if w.codesTmp, w.codesBuf, err = open(w.codesPath); err != nil {
 			return err
 		}
 		if w.codes, err = vx.NewCodesWriter(w.codesBuf, w.count); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// writeVectors writes the header frame, padded to snapVecOff, and then the
+// records' vectors row by row, summing them per block and adding them to
+// the codes.
+func (w *snapshotWriter) writeVectors(records []*driver.Record) error {
 	if w.dim > 0 {
 		w.blockVecs = max(1, (1<<20)/(4*w.dim))
 	}
@@ -153,29 +179,36 @@ func (w *snapshotWriter) write(meta map[string]string, records []*driver.Record,
 	if _, err := w.snapBuf.Write(frame); err != nil {
 		return err
 	}
-	if w.dim > 0 {
-		row := make([]byte, 0, 4*w.dim)
-		for _, r := range records {
-			if len(r.Vector) != w.dim {
-				return fmt.Errorf("index: snapshot: record %q has %d dimensions, the store %d", r.ID, len(r.Vector), w.dim)
-			}
-			vb := vectorBytes(row[:0], r.Vector) // row stays the scratch buffer
-			w.sums.write(vb)
-			if _, err := w.snapBuf.Write(vb); err != nil {
+	if w.dim == 0 {
+		return nil
+	}
+	row := make([]byte, 0, 4*w.dim)
+	for _, r := range records {
+		if len(r.Vector) != w.dim {
+			return fmt.Errorf("index: snapshot: record %q has %d dimensions, the store %d", r.ID, len(r.Vector), w.dim)
+		}
+		vb := vectorBytes(row[:0], r.Vector) // row stays the scratch buffer
+		w.sums.write(vb)
+		if _, err := w.snapBuf.Write(vb); err != nil {
+			return err
+		}
+		if w.codes != nil {
+			if err := w.codes.Add(r.ID, r.Vector); err != nil {
 				return err
-			}
-			if withCodes {
-				if err := w.codes.Add(r.ID, r.Vector); err != nil {
-					return err
-				}
 			}
 		}
 	}
+	return nil
+}
+
+// writeRecords writes the meta frame and then a frame per record, without
+// its vector (the row of the same rank holds it).
+func (w *snapshotWriter) writeRecords(meta map[string]string, records []*driver.Record) error {
 	m := meta
 	if m == nil {
 		m = map[string]string{}
 	}
-	frame = wal.AppendFrame(frame[:0], encodeOp(&batchOp{Seq: w.seq, Meta: m}))
+	frame := wal.AppendFrame(nil, encodeOp(&batchOp{Seq: w.seq, Meta: m}))
 	if _, err := w.snapBuf.Write(frame); err != nil {
 		return err
 	}
@@ -190,6 +223,12 @@ func (w *snapshotWriter) write(meta map[string]string, records []*driver.Record,
 			return err
 		}
 	}
+	return nil
+}
+
+// writeTrailer writes the vector checksums and the end frame, keeps their
+// fingerprint, and finishes the codes under the snapshot's tag.
+func (w *snapshotWriter) writeTrailer() error {
 	sums := []byte(snapSums)
 	for _, s := range w.sums.finish() {
 		sums = binary.LittleEndian.AppendUint32(sums, s)
@@ -199,13 +238,17 @@ func (w *snapshotWriter) write(meta map[string]string, records []*driver.Record,
 	if _, err := w.snapBuf.Write(append(wal.AppendFrame(nil, sums), wal.AppendFrame(nil, end)...)); err != nil {
 		return err
 	}
-	if withCodes {
-		if err := w.codes.Finish(codesTag(w.seq, w.count, w.dim, w.fingerprint)); err != nil {
-			return err
-		}
+	if w.codes != nil {
+		return w.codes.Finish(codesTag(w.seq, w.count, w.dim, w.fingerprint))
 	}
-	// Durable, then in place: the snapshot first (the codes are derived
-	// and checked against it on open).
+	return nil
+}
+
+// commit makes the files durable and then puts them in place: the snapshot
+// first (the codes are derived and checked against it on open, so a
+// failure to place them leaves a sound snapshot whose codes the next open
+// rebuilds).
+func (w *snapshotWriter) commit() error {
 	for _, p := range []struct {
 		f wal.File
 		b *bufio.Writer
@@ -238,8 +281,7 @@ func (w *snapshotWriter) write(meta map[string]string, records []*driver.Record,
 			_ = w.fs.Remove(w.codesPath + ".tmp")
 		}
 	}
-	dir := filepath.Dir(w.snapPath)
-	return w.fs.SyncDir(dir)
+	return w.fs.SyncDir(filepath.Dir(w.snapPath))
 }
 
 // readSnapshot loads a snapshot completely or fails with a driver.ErrCorrupt
@@ -283,67 +325,153 @@ func readSnapshotAt(ra io.ReaderAt, size int64, name string, open func(off int64
 }
 
 func readSnapshot2(ra io.ReaderAt, size int64, name string, head []byte, open func(off int64, count, dim int) (*vecSection, error)) (*snapshotData, error) {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: snapshot %s: %s", driver.ErrCorrupt, name, fmt.Sprintf(format, args...))
+	bad := corruptSnapshot(name)
+	h, err := readSnapshot2Header(head, size, bad)
+	if err != nil {
+		return nil, err
 	}
-	p, err := wal.ReadFrame(bytes.NewReader(head), nil)
-	const fixed = len(snapMagic2) + 8 + 8 + 4 + 8 + 4
-	if err != nil || len(p) != fixed || string(p[:len(snapMagic2)]) != snapMagic2 {
-		return nil, bad("bad header")
-	}
-	// The padding to the vector section carries nothing: any byte of it
-	// that is not zero is damage.
-	if len(head) < snapVecOff || len(bytes.Trim(head[wal.FrameHeader+len(p):], "\x00")) != 0 {
-		return nil, bad("damaged header padding")
-	}
-	h := p[len(snapMagic2):]
-	s := &snapshotData{version: 2, seq: binary.LittleEndian.Uint64(h), dim: int(binary.LittleEndian.Uint32(h[16:]))}
-	count := binary.LittleEndian.Uint64(h[8:])
-	vecOff := binary.LittleEndian.Uint64(h[20:])
-	blockVecs := int(binary.LittleEndian.Uint32(h[28:]))
-	if count > maxSnapRecs || s.dim > maxSnapDim || vecOff != snapVecOff || (s.dim > 0 && blockVecs <= 0) {
-		return nil, bad("impossible header (count %d, dimension %d, offset %d, block %d)", count, s.dim, vecOff, blockVecs)
-	}
-	vecBytes := count * uint64(s.dim) * 4
-	if vecOff+vecBytes > uint64(size) {
-		return nil, bad("%d bytes, too short for %d vectors of %d dimensions", size, count, s.dim)
-	}
-	tail := int64(vecOff + vecBytes)
+	s := &snapshotData{version: 2, seq: h.seq, dim: h.dim}
 	// The vector checksums sit just before the fixed-size end frame: read
 	// them first, so that the vectors are verified while the records are
 	// decoded (the sequential read below must meet the same frame).
 	var early []uint32
-	verified := make(chan error, 1)
-	if s.dim > 0 && count > 0 {
-		blockBytes := uint64(blockVecs) * uint64(s.dim) * 4
-		nblocks := (vecBytes + blockBytes - 1) / blockBytes
-		sumsFrame := int64(wal.FrameHeader + len(snapSums) + 4*int(nblocks))
-		at := size - int64(wal.FrameHeader+len(snapEnd2)+8) - sumsFrame
-		if nblocks > uint64(size) || at < tail {
-			return nil, bad("%d bytes, too short for its vector checksums", size)
+	var verified chan error
+	if h.dim > 0 && h.count > 0 {
+		if early, err = readEarlySums(ra, size, h, bad); err != nil {
+			return nil, err
 		}
-		buf := make([]byte, sumsFrame)
-		if _, err := ra.ReadAt(buf, at); err != nil {
-			return nil, bad("vector checksums: %v", err)
-		}
-		p, err := wal.ReadFrame(bytes.NewReader(buf), nil)
-		if err != nil || len(p) != len(snapSums)+4*int(nblocks) || string(p[:len(snapSums)]) != snapSums {
-			return nil, bad("vector checksums unreadable")
-		}
-		for i := len(snapSums); i < len(p); i += 4 {
-			early = append(early, binary.LittleEndian.Uint32(p[i:]))
-		}
-		go func() { verified <- verifyVectors(ra, int64(vecOff), int(count), s.dim, blockVecs, early) }()
+		verified = make(chan error, 1)
+		go func() { verified <- verifyVectors(ra, int64(h.vecOff), int(h.count), h.dim, h.blockVecs, early) }()
 		defer func() {
 			if verified != nil {
 				<-verified // never leave the reads running past the return
 			}
 		}()
-	} else {
-		verified = nil
 	}
-	r := bufio.NewReaderSize(io.NewSectionReader(ra, tail, size-tail), 1<<20)
-	p, err = wal.ReadFrame(r, nil)
+	sums, err := readSnapshot2Records(ra, size, h, s, bad)
+	if err != nil {
+		return nil, err
+	}
+	if s.dim == 0 {
+		if len(s.records) > 0 {
+			return nil, bad("records without vectors")
+		}
+		return s, nil
+	}
+	if !slices.Equal(sums, early) {
+		return nil, bad("vector checksums differ from the ones read first")
+	}
+	if early != nil {
+		err = <-verified
+		verified = nil
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+	}
+	if open == nil {
+		vecs, err := readVectors(ra, int64(h.vecOff), int(h.count), s.dim)
+		if err != nil {
+			return nil, bad("vectors: %v", err)
+		}
+		s.vecs = &vecSection{dim: s.dim, count: int(h.count), vecs: vecs}
+	} else if s.vecs, err = open(int64(h.vecOff), int(h.count), s.dim); err != nil {
+		return nil, fmt.Errorf("index: map the vectors of snapshot %s: %w", name, err)
+	}
+	for i := range s.records {
+		s.records[i].Vector = s.vecs.vector(i)
+	}
+	return s, nil
+}
+
+// corruptSnapshot returns the error constructor of a damaged snapshot
+// named name: a driver.ErrCorrupt saying what is wrong.
+func corruptSnapshot(name string) func(format string, args ...any) error {
+	return func(format string, args ...any) error {
+		return fmt.Errorf("%w: snapshot %s: %s", driver.ErrCorrupt, name, fmt.Sprintf(format, args...))
+	}
+}
+
+// snapshot2Header is the fixed header of a format-2 snapshot.
+type snapshot2Header struct {
+	seq       uint64
+	count     uint64 // records
+	dim       int
+	vecOff    uint64 // where the vector section starts
+	blockVecs int    // vectors a checksum block covers
+	vecBytes  uint64 // the vector section's length
+	tail      int64  // where the frames after the vectors start
+}
+
+// readSnapshot2Header checks and decodes the header frame and its zero
+// padding (head holds the file's first snapVecOff bytes), and checks that a
+// file of size bytes can hold the vectors it announces.
+func readSnapshot2Header(head []byte, size int64, bad func(string, ...any) error) (snapshot2Header, error) {
+	var h snapshot2Header
+	p, err := wal.ReadFrame(bytes.NewReader(head), nil)
+	const fixed = len(snapMagic2) + 8 + 8 + 4 + 8 + 4
+	if err != nil || len(p) != fixed || string(p[:len(snapMagic2)]) != snapMagic2 {
+		return h, bad("bad header")
+	}
+	// The padding to the vector section carries nothing: any byte of it
+	// that is not zero is damage.
+	if len(head) < snapVecOff || len(bytes.Trim(head[wal.FrameHeader+len(p):], "\x00")) != 0 {
+		return h, bad("damaged header padding")
+	}
+	b := p[len(snapMagic2):]
+	h.seq = binary.LittleEndian.Uint64(b)
+	h.count = binary.LittleEndian.Uint64(b[8:])
+	h.dim = int(binary.LittleEndian.Uint32(b[16:]))
+	h.vecOff = binary.LittleEndian.Uint64(b[20:])
+	h.blockVecs = int(binary.LittleEndian.Uint32(b[28:]))
+	if h.count > maxSnapRecs || h.dim > maxSnapDim || h.vecOff != snapVecOff || (h.dim > 0 && h.blockVecs <= 0) {
+		return h, bad("impossible header (count %d, dimension %d, offset %d, block %d)", h.count, h.dim, h.vecOff, h.blockVecs)
+	}
+	h.vecBytes = h.count * uint64(h.dim) * 4
+	if h.vecOff+h.vecBytes > uint64(size) {
+		return h, bad("%d bytes, too short for %d vectors of %d dimensions", size, h.count, h.dim)
+	}
+	h.tail = int64(h.vecOff + h.vecBytes)
+	return h, nil
+}
+
+// readEarlySums reads the vector checksums frame from its place before the
+// end frame, so that the vectors can be verified before the records are
+// all decoded.
+func readEarlySums(ra io.ReaderAt, size int64, h snapshot2Header, bad func(string, ...any) error) ([]uint32, error) {
+	blockBytes := uint64(h.blockVecs) * uint64(h.dim) * 4
+	nblocks := (h.vecBytes + blockBytes - 1) / blockBytes
+	sumsFrame := int64(wal.FrameHeader + len(snapSums) + 4*int(nblocks))
+	at := size - int64(wal.FrameHeader+len(snapEnd2)+8) - sumsFrame
+	if nblocks > uint64(size) || at < h.tail {
+		return nil, bad("%d bytes, too short for its vector checksums", size)
+	}
+	buf := make([]byte, sumsFrame)
+	if _, err := ra.ReadAt(buf, at); err != nil {
+		return nil, bad("vector checksums: %v", err)
+	}
+	p, err := wal.ReadFrame(bytes.NewReader(buf), nil)
+	if err != nil || len(p) != len(snapSums)+4*int(nblocks) || string(p[:len(snapSums)]) != snapSums {
+		return nil, bad("vector checksums unreadable")
+	}
+	return decodeSums(p), nil
+}
+
+// decodeSums decodes the little-endian checksums after a snapSums tag.
+func decodeSums(p []byte) []uint32 {
+	sums := make([]uint32, 0, (len(p)-len(snapSums))/4)
+	for i := len(snapSums); i < len(p); i += 4 {
+		sums = append(sums, binary.LittleEndian.Uint32(p[i:]))
+	}
+	return sums
+}
+
+// readSnapshot2Records reads the frames after the vector section into s:
+// the meta frame, the records (without their vectors), the vector
+// checksums (returned, with their fingerprint in s) and the end frame,
+// which must count the records read and end the file.
+func readSnapshot2Records(ra io.ReaderAt, size int64, h snapshot2Header, s *snapshotData, bad func(string, ...any) error) ([]uint32, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(ra, h.tail, size-h.tail), 1<<20)
+	p, err := wal.ReadFrame(r, nil)
 	if err != nil {
 		return nil, bad("meta: %v", err)
 	}
@@ -355,7 +483,7 @@ func readSnapshot2(ra io.ReaderAt, size int64, name string, head []byte, open fu
 	// The header is checksummed, but a crafted one could still claim more
 	// records than the file holds: the allocation is bounded by the bytes
 	// left (a record's frame takes at least minRecordFrame of them).
-	s.records = make([]driver.Record, 0, min(count, uint64(size-tail)/minRecordFrame))
+	s.records = make([]driver.Record, 0, min(h.count, uint64(size-h.tail)/minRecordFrame))
 	var buf []byte
 	var sums []uint32
 	for {
@@ -369,20 +497,17 @@ func readSnapshot2(ra io.ReaderAt, size int64, name string, head []byte, open fu
 				return nil, bad("bad vector checksums")
 			}
 			s.fingerprint = crc32.Checksum(p[len(snapSums):], castagnoli)
-			sums = make([]uint32, 0, (len(p)-len(snapSums))/4)
-			for i := len(snapSums); i < len(p); i += 4 {
-				sums = append(sums, binary.LittleEndian.Uint32(p[i:]))
-			}
+			sums = decodeSums(p)
 			continue
 		}
 		if len(p) == len(snapEnd2)+8 && string(p[:len(snapEnd2)]) == snapEnd2 {
-			if n := binary.LittleEndian.Uint64(p[len(snapEnd2):]); n != uint64(len(s.records)) || n != count || sums == nil {
-				return nil, bad("end frame counts %d records, read %d, header %d", n, len(s.records), count)
+			if n := binary.LittleEndian.Uint64(p[len(snapEnd2):]); n != uint64(len(s.records)) || n != h.count || sums == nil {
+				return nil, bad("end frame counts %d records, read %d, header %d", n, len(s.records), h.count)
 			}
 			if _, err := r.ReadByte(); err != io.EOF {
 				return nil, bad("data after end frame")
 			}
-			break
+			return sums, nil
 		}
 		if sums != nil {
 			return nil, bad("record after the vector checksums")
@@ -396,47 +521,11 @@ func readSnapshot2(ra io.ReaderAt, size int64, name string, head []byte, open fu
 		}
 		s.records = append(s.records, rec)
 	}
-	if s.dim == 0 {
-		if len(s.records) > 0 {
-			return nil, bad("records without vectors")
-		}
-		return s, nil
-	}
-	if len(sums) != len(early) {
-		return nil, bad("vector checksums differ from the ones read first")
-	}
-	for i := range sums {
-		if sums[i] != early[i] {
-			return nil, bad("vector checksums differ from the ones read first")
-		}
-	}
-	if early != nil {
-		err = <-verified
-		verified = nil
-		if err != nil {
-			return nil, bad("%v", err)
-		}
-	}
-	if open == nil {
-		vecs, err := readVectors(ra, int64(vecOff), int(count), s.dim)
-		if err != nil {
-			return nil, bad("vectors: %v", err)
-		}
-		s.vecs = &vecSection{dim: s.dim, count: int(count), vecs: vecs}
-	} else if s.vecs, err = open(int64(vecOff), int(count), s.dim); err != nil {
-		return nil, fmt.Errorf("index: map the vectors of snapshot %s: %w", name, err)
-	}
-	for i := range s.records {
-		s.records[i].Vector = s.vecs.vector(i)
-	}
-	return s, nil
 }
 
 // readSnapshotFrom reads a format-1 snapshot from r.
 func readSnapshotFrom(r *bufio.Reader, name string) (*snapshotData, error) {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: snapshot %s: %s", driver.ErrCorrupt, name, fmt.Sprintf(format, args...))
-	}
+	bad := corruptSnapshot(name)
 	head := make([]byte, len(snapMagic)+16)
 	if _, err := io.ReadFull(r, head); err != nil {
 		return nil, bad("short header")

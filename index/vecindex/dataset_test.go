@@ -56,14 +56,7 @@ func randprojSet(tb testing.TB, n, dim, nq int) *denseSet {
 	path := filepath.Join(dir, fmt.Sprintf("randproj-%d-%d-%d.f32", n, dim, nq))
 	s := &denseSet{name: fmt.Sprintf("randproj-%d-%d", n, dim), dim: dim}
 	if all, err := readF32(path, (n+nq)*dim); err == nil {
-		for i := 0; i < n+nq; i++ {
-			v := all[i*dim : (i+1)*dim : (i+1)*dim]
-			if i < n {
-				s.base = append(s.base, v)
-			} else {
-				s.queries = append(s.queries, v)
-			}
-		}
+		s.split(all, n)
 		return s
 	}
 	emb := embed.NewRandProj(&embed.RandProjOptions{Dimension: dim})
@@ -110,7 +103,15 @@ func randprojSet(tb testing.TB, n, dim, nq int) *denseSet {
 	if err := writeF32(path, all); err != nil {
 		tb.Logf("cache %s: %v", path, err)
 	}
-	for i := 0; i < n+nq; i++ {
+	s.split(all, n)
+	return s
+}
+
+// split cuts all into vectors of s.dim: the first n are the base, the rest
+// the queries.
+func (s *denseSet) split(all []float32, n int) {
+	dim := s.dim
+	for i := 0; i < len(all)/dim; i++ {
 		v := all[i*dim : (i+1)*dim : (i+1)*dim]
 		if i < n {
 			s.base = append(s.base, v)
@@ -118,7 +119,6 @@ func randprojSet(tb testing.TB, n, dim, nq int) *denseSet {
 			s.queries = append(s.queries, v)
 		}
 	}
-	return s
 }
 
 func readF32(path string, n int) ([]float32, error) {

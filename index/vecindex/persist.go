@@ -247,42 +247,84 @@ func ReadCodes(r io.Reader, size int64) (*Codes, []byte, error) {
 	if !ok {
 		br = bufio.NewReaderSize(r, 1<<20)
 	}
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrCodes, fmt.Sprintf(format, args...))
+	c, h, err := readCodesHeader(br, size)
+	if err != nil {
+		return nil, nil, err
 	}
+	fr := &codesFrames{c: c, codesHeader: h, code: make([]uint64, c.pd/64)}
+	var buf []byte
+	for {
+		p, err := wal.ReadFrame(br, buf)
+		if err != nil {
+			return nil, nil, badCodes("after %d vectors: %v", fr.n, err)
+		}
+		buf = p
+		if len(p) >= len(codesEnd)+8 && string(p[:len(codesEnd)]) == codesEnd {
+			if got := binary.LittleEndian.Uint64(p[len(codesEnd):]); got != h.count || fr.n != c.count {
+				return nil, nil, badCodes("end frame counts %d vectors, read %d, header %d", got, fr.n, h.count)
+			}
+			tag := append([]byte(nil), p[len(codesEnd)+8:]...)
+			if _, err := br.ReadByte(); err != io.EOF {
+				return nil, nil, badCodes("data after the end frame")
+			}
+			return c, tag, nil
+		}
+		if err := fr.read(p); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// badCodes returns an error wrapping ErrCodes that says what is wrong.
+func badCodes(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrCodes, fmt.Sprintf(format, args...))
+}
+
+// codesHeader is what the header of persisted codes says beyond the Codes
+// it starts.
+type codesHeader struct {
+	count    uint64 // vectors
+	per      int    // bytes a vector takes in a frame
+	withRows bool   // int8 rows follow each code
+}
+
+// readCodesHeader reads and checks the header frame and returns the Codes
+// it describes, without vectors yet (allocated at their final size when
+// size, the bytes of the codes, is known and can hold them).
+func readCodesHeader(br *bufio.Reader, size int64) (*Codes, codesHeader, error) {
+	var h codesHeader
 	p, err := wal.ReadFrame(br, nil)
 	if err != nil {
-		return nil, nil, bad("header: %v", err)
+		return nil, h, badCodes("header: %v", err)
 	}
 	const fixed = len(codesMagic) + 4 + 4 + 8 + 8 + 1
 	if len(p) < fixed || string(p[:len(codesMagic)]) != codesMagic {
-		return nil, nil, bad("bad header")
+		return nil, h, badCodes("bad header")
 	}
-	h := p[len(codesMagic):]
-	c := &Codes{dim: int(binary.LittleEndian.Uint32(h)), pd: int(binary.LittleEndian.Uint32(h[4:])), seed: binary.LittleEndian.Uint64(h[8:])}
-	count := binary.LittleEndian.Uint64(h[16:])
-	flags := h[24]
-	if c.dim <= 0 || c.dim > maxCodesDim || c.pd != (c.dim+63)/64*64 || count > maxCodesCount || flags&^(flagCentred|flagInt8|flagSparse) != 0 || flags&flagSparse != 0 && flags&flagInt8 == 0 {
-		return nil, nil, bad("impossible header (dimension %d, padded %d, count %d, flags %d)", c.dim, c.pd, count, flags)
+	b := p[len(codesMagic):]
+	c := &Codes{dim: int(binary.LittleEndian.Uint32(b)), pd: int(binary.LittleEndian.Uint32(b[4:])), seed: binary.LittleEndian.Uint64(b[8:])}
+	h.count = binary.LittleEndian.Uint64(b[16:])
+	flags := b[24]
+	if c.dim <= 0 || c.dim > maxCodesDim || c.pd != (c.dim+63)/64*64 || h.count > maxCodesCount || flags&^(flagCentred|flagInt8|flagSparse) != 0 || flags&flagSparse != 0 && flags&flagInt8 == 0 {
+		return nil, h, badCodes("impossible header (dimension %d, padded %d, count %d, flags %d)", c.dim, c.pd, h.count, flags)
 	}
 	if len(p) != fixed+4*c.dim {
-		return nil, nil, bad("header of %d bytes, want %d", len(p), fixed+4*c.dim)
+		return nil, h, badCodes("header of %d bytes, want %d", len(p), fixed+4*c.dim)
 	}
-	c.count = int(count)
+	c.count = int(h.count)
 	c.centred, c.sparse = flags&flagCentred != 0, flags&flagSparse != 0
-	withRows := flags&flagInt8 != 0
+	h.withRows = flags&flagInt8 != 0
 	c.centre = make([]float32, c.dim)
 	for i := range c.centre {
 		f := math.Float32frombits(binary.LittleEndian.Uint32(p[fixed+4*i:]))
-		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-			return nil, nil, bad("non-finite centre")
+		if !finite(f) {
+			return nil, h, badCodes("non-finite centre")
 		}
 		c.centre[i] = f
 	}
-	words := c.pd / 64
-	per := 8*words + 12
-	if withRows {
-		per += 4 + c.dim
+	h.per = 8*(c.pd/64) + 12
+	if h.withRows {
+		h.per += 4 + c.dim
 		if c.sparse {
 			c.quant.reset(c.dim)
 		} else {
@@ -292,81 +334,86 @@ func ReadCodes(r io.Reader, size int64) (*Codes, []byte, error) {
 	if size >= 0 {
 		// Each frame of up to codesPerFrame vectors costs its frame header
 		// and count besides the vectors themselves.
-		frames := (count + codesPerFrame - 1) / codesPerFrame
-		if need := count*uint64(per) + frames*uint64(wal.FrameHeader+4); need > uint64(size) {
-			return nil, nil, bad("%d vectors need %d bytes, the codes have %d", count, need, size)
+		frames := (h.count + codesPerFrame - 1) / codesPerFrame
+		if need := h.count*uint64(h.per) + frames*uint64(wal.FrameHeader+4); need > uint64(size) {
+			return nil, h, badCodes("%d vectors need %d bytes, the codes have %d", h.count, need, size)
 		}
 		c.reserve(c.count)
 	}
-	code := make([]uint64, words)
-	n := 0
-	var buf []byte
-	var sparseRows [][]byte
-	var sparseScales []float32
-	for {
-		p, err := wal.ReadFrame(br, buf)
-		if err != nil {
-			return nil, nil, bad("after %d vectors: %v", n, err)
-		}
-		buf = p
-		if len(p) >= len(codesEnd)+8 && string(p[:len(codesEnd)]) == codesEnd {
-			if got := binary.LittleEndian.Uint64(p[len(codesEnd):]); got != count || n != c.count {
-				return nil, nil, bad("end frame counts %d vectors, read %d, header %d", got, n, count)
-			}
-			tag := append([]byte(nil), p[len(codesEnd)+8:]...)
-			if _, err := br.ReadByte(); err != io.EOF {
-				return nil, nil, bad("data after the end frame")
-			}
-			return c, tag, nil
-		}
-		if len(p) < 4 {
-			return nil, nil, bad("short frame after %d vectors", n)
-		}
-		m := int(binary.LittleEndian.Uint32(p))
-		if m == 0 || m > codesPerFrame || len(p) != 4+m*per || n+m > c.count {
-			return nil, nil, bad("frame of %d bytes for %d vectors after %d", len(p), m, n)
-		}
-		c.grow(n + m)
-		d := p[4:]
-		first := n
-		sparseRows, sparseScales = sparseRows[:0], sparseScales[:0]
-		for i := 0; i < m; i++ {
-			for w := range code {
-				code[w] = binary.LittleEndian.Uint64(d[8*w:])
-			}
-			d = d[8*words:]
-			setBlockCode(c.codes, words, n, code)
-			f := binFactor{
-				a:    math.Float32frombits(binary.LittleEndian.Uint32(d)),
-				ones: math.Float32frombits(binary.LittleEndian.Uint32(d[4:])),
-				err:  math.Float32frombits(binary.LittleEndian.Uint32(d[8:])),
-			}
-			if !finite(f.a) || !finite(f.ones) || !finite(f.err) || f.ones < 0 || f.ones > float32(c.pd) {
-				return nil, nil, bad("vector %d has impossible factors", n)
-			}
-			c.fac.set(n, f)
-			d = d[12:]
-			if withRows {
-				scale := math.Float32frombits(binary.LittleEndian.Uint32(d))
-				if !finite(scale) || scale < 0 {
-					return nil, nil, bad("vector %d has an impossible scale", n)
-				}
-				if c.sparse {
-					// Stored dimension-major: the frame's rows are
-					// transposed together below.
-					sparseRows = append(sparseRows, d[4:4+c.dim])
-					sparseScales = append(sparseScales, scale)
-				} else {
-					c.rows.set(n, scale, bytesToInt8(d[4:4+c.dim]))
-				}
-				d = d[4+c.dim:]
-			}
-			n++
-		}
-		if len(sparseRows) > 0 {
-			c.quant.setRows(first, sparseScales, sparseRows)
-		}
+	return c, h, nil
+}
+
+// codesFrames reads the frames of vectors into c, n of them so far.
+type codesFrames struct {
+	c *Codes
+	codesHeader
+	n            int
+	code         []uint64 // scratch: one vector's code
+	sparseRows   [][]byte
+	sparseScales []float32
+}
+
+// read reads one frame of vectors p: its count, then for each vector its
+// code, its factors and, with rows, its scale and int8 row.
+func (fr *codesFrames) read(p []byte) error {
+	c := fr.c
+	if len(p) < 4 {
+		return badCodes("short frame after %d vectors", fr.n)
 	}
+	m := int(binary.LittleEndian.Uint32(p))
+	if m == 0 || m > codesPerFrame || len(p) != 4+m*fr.per || fr.n+m > c.count {
+		return badCodes("frame of %d bytes for %d vectors after %d", len(p), m, fr.n)
+	}
+	c.grow(fr.n + m)
+	words := len(fr.code)
+	d := p[4:]
+	first := fr.n
+	fr.sparseRows, fr.sparseScales = fr.sparseRows[:0], fr.sparseScales[:0]
+	for i := 0; i < m; i++ {
+		for w := range fr.code {
+			fr.code[w] = binary.LittleEndian.Uint64(d[8*w:])
+		}
+		d = d[8*words:]
+		setBlockCode(c.codes, words, fr.n, fr.code)
+		f := binFactor{
+			a:    math.Float32frombits(binary.LittleEndian.Uint32(d)),
+			ones: math.Float32frombits(binary.LittleEndian.Uint32(d[4:])),
+			err:  math.Float32frombits(binary.LittleEndian.Uint32(d[8:])),
+		}
+		if !finite(f.a) || !finite(f.ones) || !finite(f.err) || f.ones < 0 || f.ones > float32(c.pd) {
+			return badCodes("vector %d has impossible factors", fr.n)
+		}
+		c.fac.set(fr.n, f)
+		d = d[12:]
+		if fr.withRows {
+			if err := fr.row(d[:4+c.dim]); err != nil {
+				return err
+			}
+			d = d[4+c.dim:]
+		}
+		fr.n++
+	}
+	if len(fr.sparseRows) > 0 {
+		c.quant.setRows(first, fr.sparseScales, fr.sparseRows)
+	}
+	return nil
+}
+
+// row reads the scale and int8 row of vector n from d.
+func (fr *codesFrames) row(d []byte) error {
+	scale := math.Float32frombits(binary.LittleEndian.Uint32(d))
+	if !finite(scale) || scale < 0 {
+		return badCodes("vector %d has an impossible scale", fr.n)
+	}
+	if fr.c.sparse {
+		// Stored dimension-major: the frame's rows are transposed
+		// together at its end.
+		fr.sparseRows = append(fr.sparseRows, d[4:])
+		fr.sparseScales = append(fr.sparseScales, scale)
+	} else {
+		fr.c.rows.set(fr.n, scale, bytesToInt8(d[4:]))
+	}
+	return nil
 }
 
 func finite(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }

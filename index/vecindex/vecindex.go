@@ -34,9 +34,7 @@
 // are applied before a vector is scored.
 //
 // The index keeps references to the vectors it is given, not copies: the
-// caller must never modify a vector after adding it. An *Index is safe for
-// concurrent use: searches run in parallel; Add, Delete and Load exclude
-// them briefly.
+// caller must never modify a vector after adding it.
 package vecindex
 
 import (
@@ -153,7 +151,9 @@ type Stats struct {
 // on their mean (all codes are then re-encoded once).
 const centreMin = 1000
 
-// Index is an in-memory vector index. See the package comment.
+// Index is an in-memory vector index. See the package comment. An *Index
+// is safe for concurrent use: searches run in parallel; Add, Delete and
+// Load exclude them briefly.
 type Index struct {
 	opt Options
 

@@ -97,11 +97,38 @@ func (b *Backend) Apply(ctx context.Context, bt *driver.Batch) error {
 	}
 
 	putIDs := make([]string, len(bt.Put))
-	putSet := make(map[string]struct{}, len(bt.Put))
 	for i := range bt.Put {
 		putIDs[i] = b.objectID(bt.Put[i].ID)
-		putSet[putIDs[i]] = struct{}{}
 	}
+	doomed, err := b.doomed(ctx, bt, putIDs)
+	if err != nil {
+		return err
+	}
+	objs := make([]*pb.BatchObject, len(bt.Put))
+	for i := range bt.Put {
+		objs[i] = b.object(&bt.Put[i])
+	}
+
+	switch {
+	case len(objs) <= 1 && len(doomed) == 0:
+		// One object written, nothing deleted: a single atomic write.
+		err = b.putObjects(ctx, "write records", objs)
+	case len(objs) == 0 && len(doomed) <= 1:
+		// Only deletions of one object: atomic too.
+		err = b.deleteIDs(ctx, b.class, doomed)
+	default:
+		return b.applyWithIntent(ctx, bt, objs, putIDs, doomed)
+	}
+	if err != nil {
+		return err
+	}
+	b.written(bt)
+	return nil
+}
+
+// doomed returns the objects a batch deletes (by source, in queries of 200
+// sources, and by ID) that it does not write again.
+func (b *Backend) doomed(ctx context.Context, bt *driver.Batch, putIDs []string) ([]string, error) {
 	doomedSet := map[string]struct{}{}
 	for lo := 0; lo < len(bt.DeleteSources); lo += 200 {
 		srcs := bt.DeleteSources[lo:min(lo+200, len(bt.DeleteSources))]
@@ -111,7 +138,7 @@ func (b *Backend) Apply(ctx context.Context, bt *driver.Batch) error {
 		}
 		ids, err := b.objectIDs(ctx, fTexts(pSourceKey, pb.Filters_OPERATOR_CONTAINS_ANY, keys))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, id := range ids {
 			doomedSet[id] = struct{}{}
@@ -120,52 +147,49 @@ func (b *Backend) Apply(ctx context.Context, bt *driver.Batch) error {
 	for _, id := range bt.DeleteIDs {
 		doomedSet[b.objectID(id)] = struct{}{}
 	}
+	for _, id := range putIDs {
+		delete(doomedSet, id)
+	}
 	var doomed []string
 	for id := range doomedSet {
-		if _, put := putSet[id]; !put {
-			doomed = append(doomed, id)
+		doomed = append(doomed, id)
+	}
+	return doomed, nil
+}
+
+// newIDs returns those of ids that name no object yet (asked 500 at a
+// time): what undoing the batch deletes.
+func (b *Backend) newIDs(ctx context.Context, ids []string) ([]string, error) {
+	ex := make(map[string]struct{})
+	for lo := 0; lo < len(ids); lo += 500 {
+		existing, err := b.objectIDs(ctx, fIDs(ids[lo:min(lo+500, len(ids))]))
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range existing {
+			ex[id] = struct{}{}
 		}
 	}
-
-	objs := make([]*pb.BatchObject, len(bt.Put))
-	for i := range bt.Put {
-		objs[i] = b.object(&bt.Put[i])
-	}
-
-	// One object written, nothing deleted: a single atomic write.
-	if len(objs) <= 1 && len(doomed) == 0 {
-		if err := b.putObjects(ctx, "write records", objs); err != nil {
-			return err
+	var added []string
+	for _, id := range ids {
+		if _, ok := ex[id]; !ok {
+			added = append(added, id)
 		}
-		b.written(bt)
-		return nil
 	}
-	// Only deletions of one object: atomic too.
-	if len(objs) == 0 && len(doomed) <= 1 {
-		if err := b.deleteIDs(ctx, b.class, doomed); err != nil {
-			return err
-		}
-		b.written(bt)
-		return nil
-	}
+	return added, nil
+}
 
+// applyWithIntent applies a batch that no single write makes atomic: an
+// intent names what it adds and deletes, the objects are written, the
+// intent is committed (the commit point), and the old objects are deleted.
+func (b *Backend) applyWithIntent(ctx context.Context, bt *driver.Batch, objs []*pb.BatchObject, putIDs, doomed []string) error {
 	in := intent{State: statePending, Owner: ownerToken, Del: doomed}
 	if len(objs) > 0 {
-		ex := make(map[string]struct{})
-		for lo := 0; lo < len(putIDs); lo += 500 {
-			existing, err := b.objectIDs(ctx, fIDs(putIDs[lo:min(lo+500, len(putIDs))]))
-			if err != nil {
-				return err
-			}
-			for _, id := range existing {
-				ex[id] = struct{}{}
-			}
+		added, err := b.newIDs(ctx, putIDs)
+		if err != nil {
+			return err
 		}
-		for _, id := range putIDs {
-			if _, ok := ex[id]; !ok {
-				in.Add = append(in.Add, id)
-			}
-		}
+		in.Add = added
 	} else {
 		in.State = stateCommitted // nothing to undo: deletions only roll forward
 	}
@@ -174,22 +198,7 @@ func (b *Backend) Apply(ctx context.Context, bt *driver.Batch) error {
 		return err
 	}
 	if len(objs) > 0 {
-		if err := b.putObjects(ctx, "write records", objs); err != nil {
-			if rerr := b.rollback(ctx, intentID, &in); rerr != nil {
-				b.log.Warn("weaviate: could not undo a failed batch; it will be undone by the next recovery", "namespace", b.ns, "err", rerr)
-			}
-			return err
-		}
-		// Commit point. Recovery by another process may have undone a
-		// batch that took longer than IntentTimeout: check first.
-		if ok, err := b.intentExists(ctx, intentID); err != nil {
-			return err
-		} else if !ok {
-			return fmt.Errorf("%w: the batch was undone by another writer's recovery after %v; raise IntentTimeout", ErrServer, b.intentTO)
-		}
-		in.State = stateCommitted
-		if err := b.writeIntent(ctx, intentID, &in); err != nil {
-			// Unknown whether the commit landed; recovery decides.
+		if err := b.writeAndCommit(ctx, intentID, &in, objs); err != nil {
 			return err
 		}
 	}
@@ -200,6 +209,27 @@ func (b *Backend) Apply(ctx context.Context, bt *driver.Batch) error {
 		b.log.Warn("weaviate: batch applied but old records not yet removed; the next write or open finishes it", "namespace", b.ns, "err", err)
 	}
 	return nil
+}
+
+// writeAndCommit writes a pending intent's objects, undoing them when the
+// write fails, and commits the intent if it still stands.
+func (b *Backend) writeAndCommit(ctx context.Context, intentID string, in *intent, objs []*pb.BatchObject) error {
+	if err := b.putObjects(ctx, "write records", objs); err != nil {
+		if rerr := b.rollback(ctx, intentID, in); rerr != nil {
+			b.log.Warn("weaviate: could not undo a failed batch; it will be undone by the next recovery", "namespace", b.ns, "err", rerr)
+		}
+		return err
+	}
+	// Commit point. Recovery by another process may have undone a batch
+	// that took longer than IntentTimeout: check first.
+	if ok, err := b.intentExists(ctx, intentID); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("%w: the batch was undone by another writer's recovery after %v; raise IntentTimeout", ErrServer, b.intentTO)
+	}
+	in.State = stateCommitted
+	// On failure it is unknown whether the commit landed; recovery decides.
+	return b.writeIntent(ctx, intentID, in)
 }
 
 // written records a successful mutation.

@@ -104,13 +104,37 @@ func (b *Backend) Get(ctx context.Context, ids []string) ([]driver.Record, error
 // list returns every record matching f, by offset pages, sorted by the
 // property sortBy when it is not "".
 func (b *Backend) list(ctx context.Context, op string, f *pb.Filters, vectors bool, sortBy string) ([]driver.Record, error) {
-	var out []driver.Record
-	for off := 0; ; off += page {
-		req := b.recordSearch(page, &pb.MetadataRequest{Uuid: true, Vector: vectors}, nil)
+	off := 0
+	return b.pages(ctx, op, vectors, func(req *pb.SearchRequest, prev []result) {
+		if prev != nil {
+			off += page
+		}
 		req.Offset, req.Filters = uint32(off), f
 		if sortBy != "" {
 			req.SortBy = []*pb.SortBy{{Ascending: true, Path: []string{sortBy}}}
 		}
+	})
+}
+
+// scan returns every record of the collection with the cursor API, which
+// has no result limit.
+func (b *Backend) scan(ctx context.Context, vectors bool) ([]driver.Record, error) {
+	return b.pages(ctx, "list records", vectors, func(req *pb.SearchRequest, prev []result) {
+		if len(prev) > 0 {
+			req.After = prev[len(prev)-1].id
+		}
+	})
+}
+
+// pages reads records a page at a time until a page comes back short. Each
+// page's request is set by next from the results of the page before (nil
+// for the first).
+func (b *Backend) pages(ctx context.Context, op string, vectors bool, next func(req *pb.SearchRequest, prev []result)) ([]driver.Record, error) {
+	var out []driver.Record
+	var prev []result
+	for {
+		req := b.recordSearch(page, &pb.MetadataRequest{Uuid: true, Vector: vectors}, nil)
+		next(req, prev)
 		rs, err := b.results(ctx, op, req)
 		if err != nil {
 			return nil, err
@@ -123,30 +147,7 @@ func (b *Backend) list(ctx context.Context, op string, f *pb.Filters, vectors bo
 		if len(rs) < page {
 			return out, nil
 		}
-	}
-}
-
-// scan returns every record of the collection with the cursor API, which
-// has no result limit.
-func (b *Backend) scan(ctx context.Context, vectors bool) ([]driver.Record, error) {
-	var out []driver.Record
-	after := ""
-	for {
-		req := b.recordSearch(page, &pb.MetadataRequest{Uuid: true, Vector: vectors}, nil)
-		req.After = after
-		rs, err := b.results(ctx, "list records", req)
-		if err != nil {
-			return nil, err
-		}
-		recs, err := toRecords(rs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, recs...)
-		if len(rs) < page {
-			return out, nil
-		}
-		after = rs[len(rs)-1].id
+		prev = rs
 	}
 }
 
@@ -379,13 +380,18 @@ func (b *Backend) SearchText(ctx context.Context, query string, k int, f driver.
 	if err != nil {
 		return nil, err
 	}
+	return toHits(rs, func(r *result) float64 { return r.score })
+}
+
+// toHits turns results into hits scored by score, best first.
+func toHits(rs []result, score func(*result) float64) ([]driver.Hit, error) {
 	hits := make([]driver.Hit, 0, len(rs))
 	for i := range rs {
 		r, err := rs[i].record()
 		if err != nil {
 			return nil, err
 		}
-		hits = append(hits, driver.Hit{Record: r, Score: rs[i].score})
+		hits = append(hits, driver.Hit{Record: r, Score: score(&rs[i])})
 	}
 	sortHits(hits)
 	return hits, nil
@@ -437,20 +443,12 @@ func (b *Backend) SearchVector(ctx context.Context, vec []float32, k int, f driv
 	if err != nil {
 		return nil, err
 	}
-	hits := make([]driver.Hit, 0, len(rs))
-	for i := range rs {
-		r, err := rs[i].record()
-		if err != nil {
-			return nil, err
+	return toHits(rs, func(r *result) float64 {
+		if r.hasDist {
+			return 1 - r.dist
 		}
-		s := 0.0
-		if rs[i].hasDist {
-			s = 1 - rs[i].dist
-		}
-		hits = append(hits, driver.Hit{Record: r, Score: s})
-	}
-	sortHits(hits)
-	return hits, nil
+		return 0
+	})
 }
 
 // SearchHybrid implements driver.HybridSearcher with Weaviate's hybrid

@@ -28,28 +28,45 @@ type normFunc func(string) string
 
 func (f normFunc) normalize(s string) string { return f(s) }
 
+// normalizerSpec is a normaliser of tokenizer.json; which fields count
+// depends on its type.
+type normalizerSpec struct {
+	Type         string            `json:"type"`
+	Normalizers  []json.RawMessage `json:"normalizers"`
+	CleanText    *bool             `json:"clean_text"`
+	Chinese      *bool             `json:"handle_chinese_chars"`
+	StripAccents *bool             `json:"strip_accents"`
+	Lowercase    *bool             `json:"lowercase"`
+	Left         bool              `json:"strip_left"`
+	Right        bool              `json:"strip_right"`
+	Pattern      struct {
+		String *string `json:"String"`
+		Regex  *string `json:"Regex"`
+	} `json:"pattern"`
+	Content string `json:"content"`
+	Prepend string `json:"prepend"`
+}
+
+// plainNormalizers are the normalisers without settings, by type.
+var plainNormalizers = map[string]normFunc{
+	"Lowercase":    lower,
+	"StripAccents": stripAccents,
+	"NFC":          norm.NFC.String,
+	"NFD":          norm.NFD.String,
+	"NFKC":         norm.NFKC.String,
+	"NFKD":         norm.NFKD.String,
+}
+
 func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var n struct {
-		Type         string            `json:"type"`
-		Normalizers  []json.RawMessage `json:"normalizers"`
-		CleanText    *bool             `json:"clean_text"`
-		Chinese      *bool             `json:"handle_chinese_chars"`
-		StripAccents *bool             `json:"strip_accents"`
-		Lowercase    *bool             `json:"lowercase"`
-		Left         bool              `json:"strip_left"`
-		Right        bool              `json:"strip_right"`
-		Pattern      struct {
-			String *string `json:"String"`
-			Regex  *string `json:"Regex"`
-		} `json:"pattern"`
-		Content string `json:"content"`
-		Prepend string `json:"prepend"`
-	}
+	var n normalizerSpec
 	if err := json.Unmarshal(raw, &n); err != nil {
 		return nil, fmt.Errorf("%w: normalizer: %v", ErrFormat, err)
+	}
+	if f, ok := plainNormalizers[n.Type]; ok {
+		return f, nil
 	}
 	switch n.Type {
 	case "Sequence":
@@ -65,25 +82,7 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 		}
 		return seq, nil
 	case "BertNormalizer":
-		b := bertNormalizer{clean: true, chinese: true, lower: true}
-		if n.CleanText != nil {
-			b.clean = *n.CleanText
-		}
-		if n.Chinese != nil {
-			b.chinese = *n.Chinese
-		}
-		if n.Lowercase != nil {
-			b.lower = *n.Lowercase
-		}
-		b.strip = b.lower // strip_accents null: as lowercase, as in BERT uncased
-		if n.StripAccents != nil {
-			b.strip = *n.StripAccents
-		}
-		return b, nil
-	case "Lowercase":
-		return normFunc(lower), nil
-	case "StripAccents":
-		return normFunc(stripAccents), nil
+		return newBertNormalizer(&n), nil
 	case "Strip":
 		left, right := n.Left, n.Right
 		return normFunc(func(s string) string {
@@ -95,14 +94,6 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 			}
 			return s
 		}), nil
-	case "NFC":
-		return normFunc(norm.NFC.String), nil
-	case "NFD":
-		return normFunc(norm.NFD.String), nil
-	case "NFKC":
-		return normFunc(norm.NFKC.String), nil
-	case "NFKD":
-		return normFunc(norm.NFKD.String), nil
 	case "Prepend":
 		p := n.Prepend
 		return normFunc(func(s string) string {
@@ -112,26 +103,54 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 			return p + s
 		}), nil
 	case "Replace":
-		content := n.Content
-		switch {
-		case n.Pattern.String != nil:
-			old := *n.Pattern.String
-			if old == "" {
-				return nil, fmt.Errorf("%w: Replace with an empty pattern", ErrFormat)
-			}
-			return normFunc(func(s string) string { return strings.ReplaceAll(s, old, content) }), nil
-		case n.Pattern.Regex != nil:
-			re, err := regexp.Compile(*n.Pattern.Regex)
-			if err != nil {
-				return nil, fmt.Errorf("%w: Replace regex %q: %v", ErrUnsupported, clip(*n.Pattern.Regex), err)
-			}
-			return normFunc(func(s string) string { return re.ReplaceAllLiteralString(s, content) }), nil
-		}
-		return nil, fmt.Errorf("%w: Replace without a pattern", ErrFormat)
+		return replaceNormalizer(&n)
 	case "":
 		return nil, fmt.Errorf("%w: normalizer has no type", ErrFormat)
 	}
 	return nil, fmt.Errorf("%w: normalizer %q", ErrUnsupported, clip(n.Type))
+}
+
+// newBertNormalizer returns the BertNormalizer n describes: clean text,
+// Chinese characters and lower case on unless turned off, accents stripped
+// as lower case is unless strip_accents says otherwise (as in BERT
+// uncased).
+func newBertNormalizer(n *normalizerSpec) bertNormalizer {
+	b := bertNormalizer{clean: true, chinese: true, lower: true}
+	if n.CleanText != nil {
+		b.clean = *n.CleanText
+	}
+	if n.Chinese != nil {
+		b.chinese = *n.Chinese
+	}
+	if n.Lowercase != nil {
+		b.lower = *n.Lowercase
+	}
+	b.strip = b.lower
+	if n.StripAccents != nil {
+		b.strip = *n.StripAccents
+	}
+	return b
+}
+
+// replaceNormalizer returns the Replace normaliser n describes: every match
+// of its string or regex pattern replaced by its content.
+func replaceNormalizer(n *normalizerSpec) (normalizer, error) {
+	content := n.Content
+	switch {
+	case n.Pattern.String != nil:
+		old := *n.Pattern.String
+		if old == "" {
+			return nil, fmt.Errorf("%w: Replace with an empty pattern", ErrFormat)
+		}
+		return normFunc(func(s string) string { return strings.ReplaceAll(s, old, content) }), nil
+	case n.Pattern.Regex != nil:
+		re, err := regexp.Compile(*n.Pattern.Regex)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Replace regex %q: %v", ErrUnsupported, clip(*n.Pattern.Regex), err)
+		}
+		return normFunc(func(s string) string { return re.ReplaceAllLiteralString(s, content) }), nil
+	}
+	return nil, fmt.Errorf("%w: Replace without a pattern", ErrFormat)
 }
 
 // bertNormalizer is BERT's normaliser: drop control characters and map

@@ -208,6 +208,30 @@ func ExtendsCyclePDF() []byte {
 		map[int]int{1: 5})
 }
 
+// deflate compresses b with zlib at its best compression.
+func deflate(b []byte) []byte {
+	var z bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	zw.Write(b)
+	zw.Close()
+	return z.Bytes()
+}
+
+// pagesPDF starts a PDF of n pages: the catalog (1), the page tree (2),
+// whose kids are objects 10, 10+step, 10+2*step and so on, and Helvetica
+// as font F1 (3). The caller writes the pages.
+func pagesPDF(n, step int) *pdfWriter {
+	w := newPDF()
+	w.obj(1, "<< /Type /Catalog /Pages 2 0 R >>")
+	var kids strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&kids, "%d 0 R ", 10+step*i)
+	}
+	w.obj(2, fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", kids.String(), n))
+	w.obj(3, "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+	return w
+}
+
 // RepeatedPagesPDF is a PDF of n pages that all draw one content stream
 // of 1 MiB of text operators (compressed to a few KB).
 func RepeatedPagesPDF(n int) []byte {
@@ -217,19 +241,9 @@ func RepeatedPagesPDF(n int) []byte {
 		content.WriteString("(The same line drawn on every page) ' \n")
 	}
 	content.WriteString("ET\n")
-	var z bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
-	zw.Write(content.Bytes())
-	zw.Close()
-	w := newPDF()
-	w.obj(1, "<< /Type /Catalog /Pages 2 0 R >>")
-	var kids strings.Builder
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(&kids, "%d 0 R ", 10+i)
-	}
-	w.obj(2, fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", kids.String(), n))
-	w.obj(3, "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-	w.stream(4, "/Filter /FlateDecode", z.Bytes())
+	z := deflate(content.Bytes())
+	w := pagesPDF(n, 1)
+	w.stream(4, "/Filter /FlateDecode", z)
 	for i := 0; i < n; i++ {
 		w.obj(10+i, fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Rotate %d /Contents 4 0 R /Resources << /Font << /F1 3 0 R >> >> >>", (i%4)*90+360*(i/4)))
 	}
@@ -383,21 +397,11 @@ func SlowPDF(n int) []byte {
 	for content.Len() < 1<<20 {
 		content.WriteString("10 10 m 20 20 l S q 1 0 0 1 5 5 cm Q\n")
 	}
-	var z bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
-	zw.Write(content.Bytes())
-	zw.Close()
-	w := newPDF()
-	w.obj(1, "<< /Type /Catalog /Pages 2 0 R >>")
-	var kids strings.Builder
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(&kids, "%d 0 R ", 10+2*i)
-	}
-	w.obj(2, fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", kids.String(), n))
-	w.obj(3, "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+	z := deflate(content.Bytes())
+	w := pagesPDF(n, 2)
 	for i := 0; i < n; i++ {
 		w.obj(10+2*i, fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R /Resources << /Font << /F1 3 0 R >> >> >>", 11+2*i))
-		w.stream(11+2*i, "/Filter /FlateDecode", z.Bytes())
+		w.stream(11+2*i, "/Filter /FlateDecode", z)
 	}
 	return w.finish("")
 }

@@ -1,7 +1,8 @@
 // Package sample holds the sample corpus of `ragmem demo`, embedded in the
-// binary so that the demo runs from any folder. Its files are a copy of
-// testdata/corpus, the corpus the tests use (a directory named testdata
-// cannot be embedded from here); TestSameAsTestdata keeps the two identical.
+// binary so that the demo runs from any folder. Its folder, corpus, is also
+// the corpus the tests read (the golden and property tests, export's round
+// trip, the CLI's and the clients' tests), so the demo shows what the tests
+// measure.
 package sample
 
 import (

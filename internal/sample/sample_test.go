@@ -9,39 +9,6 @@ import (
 	"testing"
 )
 
-// TestSameAsTestdata: the embedded corpus is testdata/corpus, file for file
-// and byte for byte, so the demo shows what the tests measure.
-func TestSameAsTestdata(t *testing.T) {
-	want, err := filepath.Glob("../../testdata/corpus/*")
-	if err != nil || len(want) == 0 {
-		t.Fatalf("testdata/corpus: %v", err)
-	}
-	var names []string
-	for _, p := range want {
-		names = append(names, filepath.Base(p))
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := fs.ReadFile(Corpus(), filepath.Base(p))
-		if err != nil {
-			t.Fatalf("%s is not embedded: copy testdata/corpus to internal/sample/corpus", filepath.Base(p))
-		}
-		if !bytes.Equal(got, b) {
-			t.Errorf("%s differs from testdata/corpus: copy testdata/corpus to internal/sample/corpus", filepath.Base(p))
-		}
-	}
-	entries, err := fs.ReadDir(Corpus(), ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !slices.Contains(names, e.Name()) {
-			t.Errorf("%s is embedded but not in testdata/corpus", e.Name())
-		}
-	}
-}
-
 // TestWrite writes the corpus, leaves unchanged files alone, restores a
 // changed one and keeps files of its own.
 func TestWrite(t *testing.T) {

@@ -228,96 +228,42 @@ func run(ctx context.Context, name string, params, input []byte, lim *Limits) ([
 		return nil, nil, err
 	}
 	l := lim.withDefaults()
-	exe, err := executable()
-	if err != nil {
-		return nil, nil, fmt.Errorf("sandbox: find this executable: %w", err)
-	}
 	hdr, err := json.Marshal(request{Func: name, Params: params, InputLen: int64(len(input)), CPU: l.CPU, Memory: memoryLimit(l.Memory), Wall: l.Wall})
 	if err != nil {
 		return nil, nil, fmt.Errorf("sandbox: %w", err)
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = childEnv()
-	cmd.SysProcAttr = sysProcAttr()
-	stdin, err := cmd.StdinPipe()
+	c, err := startChild()
 	if err != nil {
-		return nil, nil, fmt.Errorf("sandbox: %w", err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("sandbox: %w", err)
-	}
-	stderr := &headBuffer{max: 16 << 10}
-	cmd.Stderr = stderr
-	cmd.WaitDelay = 2 * time.Second // stderr is not held open past the child's end
-	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("sandbox: start a child process: %w", err)
+		return nil, nil, err
 	}
 
 	// The child is killed at the wall time or when ctx is done, unless it
 	// has been waited for.
-	var (
-		mu        sync.Mutex
-		reaped    bool
-		wallHit   bool
-		cancelled bool
-	)
-	kill := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !reaped {
-			killTree(cmd.Process)
-		}
-	}
+	w := &watchdog{p: c.cmd.Process}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		t := time.NewTimer(l.Wall)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-			mu.Lock()
-			wallHit = true
-			mu.Unlock()
-			kill()
-		case <-ctx.Done():
-			mu.Lock()
-			cancelled = true
-			mu.Unlock()
-			kill()
-		}
+		w.watch(ctx, l.Wall, done)
 	}()
 	go func() {
 		defer wg.Done()
-		// Errors here (the child died early: a broken pipe) show in how
-		// the child ended.
-		var n [4]byte
-		binary.BigEndian.PutUint32(n[:], uint32(len(hdr)))
-		if _, err := stdin.Write(append(n[:], hdr...)); err == nil {
-			_, _ = stdin.Write(input)
-		}
-		_ = stdin.Close()
+		c.send(hdr, input)
 	}()
 
-	status, result, readErr := readFrame(stdout, l.Output)
+	status, result, readErr := readFrame(c.stdout, l.Output)
 	if errors.Is(readErr, errOutputTooLarge) {
-		kill()
+		w.kill()
 	}
-	_, _ = io.Copy(io.Discard, stdout) // nothing more is expected: the child's os.Stdout is its stderr
-	waitErr := cmd.Wait()
-	mu.Lock()
-	reaped = true
-	mu.Unlock()
+	_, _ = io.Copy(io.Discard, c.stdout) // nothing more is expected: the child's os.Stdout is its stderr
+	waitErr := c.cmd.Wait()
+	w.reaped()
 	close(done)
 	wg.Wait()
 
-	mu.Lock()
-	wall, stopped := wallHit, cancelled
-	mu.Unlock()
-	ps := cmd.ProcessState
+	wall, stopped := w.outcome()
+	ps := c.cmd.ProcessState
 	switch {
 	case stopped:
 		return nil, ps, context.Cause(ctx)
@@ -331,7 +277,105 @@ func run(ctx context.Context, name string, params, input []byte, lim *Limits) ([
 		}
 		return result, ps, nil
 	}
-	return nil, ps, classify(ps, stderr.String(), l, readErr)
+	return nil, ps, classify(ps, c.stderr.String(), l, readErr)
+}
+
+// childProc is a started child process and its pipes.
+type childProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	stderr *headBuffer // the head of what it wrote to stderr
+}
+
+// startChild starts this executable as a child, with the child's
+// environment and process attributes, its stdin and stdout piped.
+func startChild() (*childProc, error) {
+	exe, err := executable()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: find this executable: %w", err)
+	}
+	c := &childProc{cmd: exec.Command(exe), stderr: &headBuffer{max: 16 << 10}}
+	c.cmd.Env = childEnv()
+	c.cmd.SysProcAttr = sysProcAttr()
+	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if c.stdout, err = c.cmd.StdoutPipe(); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	c.cmd.Stderr = c.stderr
+	c.cmd.WaitDelay = 2 * time.Second // stderr is not held open past the child's end
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("sandbox: start a child process: %w", err)
+	}
+	return c, nil
+}
+
+// send writes the request to the child: the header's length, the header,
+// then the input. Errors here (the child died early: a broken pipe) show in
+// how the child ended.
+func (c *childProc) send(hdr, input []byte) {
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(hdr)))
+	if _, err := c.stdin.Write(append(n[:], hdr...)); err == nil {
+		_, _ = c.stdin.Write(input)
+	}
+	_ = c.stdin.Close()
+}
+
+// watchdog kills a child process at its wall time or when its context is
+// done, never after it has been reaped, and remembers which happened.
+type watchdog struct {
+	p         *os.Process
+	mu        sync.Mutex
+	reap      bool
+	wallHit   bool
+	cancelled bool
+}
+
+// kill kills the child's process tree unless it has been reaped.
+func (w *watchdog) kill() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.reap {
+		killTree(w.p)
+	}
+}
+
+// reaped records that the child has been waited for.
+func (w *watchdog) reaped() {
+	w.mu.Lock()
+	w.reap = true
+	w.mu.Unlock()
+}
+
+// watch kills the child after wall or when ctx is done, whichever comes
+// first, unless done is closed before.
+func (w *watchdog) watch(ctx context.Context, wall time.Duration, done <-chan struct{}) {
+	t := time.NewTimer(wall)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		w.mu.Lock()
+		w.wallHit = true
+		w.mu.Unlock()
+		w.kill()
+	case <-ctx.Done():
+		w.mu.Lock()
+		w.cancelled = true
+		w.mu.Unlock()
+		w.kill()
+	}
+}
+
+// outcome reports whether the wall time killed the child, and whether its
+// context did.
+func (w *watchdog) outcome() (wall, cancelled bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.wallHit, w.cancelled
 }
 
 // outOfMemory matches what the Go runtime (and the race detector's

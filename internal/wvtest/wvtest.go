@@ -15,8 +15,6 @@
 // a binary a test is skipped with a message saying how to get one, except
 // in CI ($CI set), where a missing server is a failure: a skipped check
 // must never pass for a green one.
-//
-// A Node is safe for concurrent use.
 package wvtest
 
 import (
@@ -92,7 +90,7 @@ func URL(t testing.TB) string {
 	return Start(t, 1)[0].Backend
 }
 
-// Node is one running server.
+// Node is one running server. A Node is safe for concurrent use.
 type Node struct {
 	Name                                    string
 	URL                                     string // http://127.0.0.1:PORT, the REST API itself

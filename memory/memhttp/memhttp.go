@@ -342,6 +342,21 @@ func (h *handler) parseTimeField(w http.ResponseWriter, r *http.Request, name, v
 	return t, true
 }
 
+// parseAsOf reads an asOf field ("" is none), answering 400 when it
+// cannot.
+func (h *handler) parseAsOf(w http.ResponseWriter, r *http.Request, v string) (time.Time, bool) {
+	if v == "" {
+		return time.Time{}, true
+	}
+	t, err := memory.ParseAsOf(v, time.Now().UTC())
+	if err != nil {
+		h.o.WriteError(w, r, http.StatusBadRequest, jsonbody.CodeBadRequest,
+			fmt.Sprintf("asOf %q is not a time, a date or a period (\"2026-05-01T12:00:00Z\", \"2026-05-01\", \"last March\")", clean.Clip(v, 60)))
+		return t, false
+	}
+	return t, true
+}
+
 func (h *handler) add(w http.ResponseWriter, r *http.Request, st *memory.Store) {
 	var req AddRequest
 	if !h.decode(w, r, &req) {
@@ -427,6 +442,9 @@ type MatchRequest struct {
 	Until             string `json:"until,omitempty"`
 	When              string `json:"when,omitempty"`
 	IncludeSuperseded bool   `json:"includeSuperseded,omitempty"`
+	// AsOf (RFC 3339, a date, or a period as When takes it, read in UTC)
+	// matches among the memories that held then (memory.ParseAsOf).
+	AsOf string `json:"asOf,omitempty"`
 }
 
 // MatchResponse is the body of the answer to POST /v1/memories/match. It is a plain value.
@@ -472,6 +490,9 @@ func (h *handler) match(w http.ResponseWriter, r *http.Request, st *memory.Store
 		return
 	}
 	if mr.Until, ok = h.parseTimeField(w, r, "until", req.Until); !ok {
+		return
+	}
+	if mr.AsOf, ok = h.parseAsOf(w, r, req.AsOf); !ok {
 		return
 	}
 	if req.MinImportance != "" {
@@ -579,6 +600,9 @@ type SearchRequest struct {
 	When              string `json:"when,omitempty"`
 	IncludeSuperseded bool   `json:"includeSuperseded,omitempty"`
 	Limit             int    `json:"limit,omitempty"` // default 10, at most 100
+	// AsOf (RFC 3339, a date, or a period as When takes it, read in UTC)
+	// finds the memories that held then (memory.ParseAsOf).
+	AsOf string `json:"asOf,omitempty"`
 }
 
 // SearchResponse is the answer to POST /v1/memories/search. It is a plain
@@ -602,6 +626,9 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request, st *memory.Stor
 		return
 	}
 	if sr.Until, ok = h.parseTimeField(w, r, "until", req.Until); !ok {
+		return
+	}
+	if sr.AsOf, ok = h.parseAsOf(w, r, req.AsOf); !ok {
 		return
 	}
 	if req.Limit < 0 {

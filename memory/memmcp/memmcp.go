@@ -104,6 +104,15 @@ type TimeFilter struct {
 	Since             string `json:"since,omitempty" jsonschema:"Only memories that happened at or after this time (ISO 8601)."`
 	Until             string `json:"until,omitempty" jsonschema:"Only memories that happened before this time (ISO 8601)."`
 	IncludeSuperseded bool   `json:"include_superseded,omitempty" jsonschema:"Also memories replaced by newer ones (what was believed before); a time filter includes those of its time."`
+	AsOf              string `json:"as_of,omitempty" jsonschema:"What held at this time instead of now: an ISO 8601 time, a date (its end) or a period ('last March', its end), in UTC. Memories superseded since are returned as they were; newer ones are left out."`
+}
+
+// asOf reads AsOf (zero when it is empty).
+func (f TimeFilter) asOf() (time.Time, error) {
+	if f.AsOf == "" {
+		return time.Time{}, nil
+	}
+	return memory.ParseAsOf(f.AsOf, time.Now().UTC())
 }
 
 func (f TimeFilter) parse() (since, until time.Time, err error) {
@@ -403,8 +412,12 @@ func (t *tools) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallInp
 	if err != nil {
 		return nil, RecallOutput{}, err
 	}
+	asOf, err := in.TimeFilter.asOf()
+	if err != nil {
+		return nil, RecallOutput{}, err
+	}
 	req := memory.MatchRequest{Task: task, Agent: in.Agent, AgentTags: in.AgentTags, MaxMemories: min(max(in.MaxMemories, 0), maxRecalled),
-		Since: since, Until: until, When: in.When, IncludeSuperseded: in.IncludeSuperseded}
+		Since: since, Until: until, When: in.When, IncludeSuperseded: in.IncludeSuperseded, AsOf: asOf}
 	if in.MinImportance != "" {
 		imp, err := memory.ParseImportance(in.MinImportance)
 		if err != nil {
@@ -478,8 +491,12 @@ func (t *tools) find(ctx context.Context, _ *mcp.CallToolRequest, in FindInput) 
 	if err != nil {
 		return nil, FindOutput{}, err
 	}
+	asOf, err := in.TimeFilter.asOf()
+	if err != nil {
+		return nil, FindOutput{}, err
+	}
 	res, err := t.st.Search(ctx, memory.SearchRequest{Query: strings.ToValidUTF8(in.Query, " "), Since: since, Until: until, When: in.When,
-		IncludeSuperseded: in.IncludeSuperseded, Limit: in.Limit})
+		IncludeSuperseded: in.IncludeSuperseded, Limit: in.Limit, AsOf: asOf})
 	if err != nil {
 		return nil, FindOutput{}, err
 	}

@@ -25,6 +25,7 @@ from ._errors import (
     error_for,
 )
 from .types import (
+    AttrsSet,
     Citations,
     Context,
     Detection,
@@ -49,6 +50,7 @@ from .types import (
     SearchFilters,
     SearchResponse,
     Sources,
+    SourcesDeleted,
     Stats,
 )
 
@@ -441,6 +443,25 @@ class Client:
         """Removes a source of any type (a page, a file, a memory) and its chunks."""
         out, _ = self._request("DELETE", "/v1/sources", query={"url": url})
         return cast(Removed, out)
+
+    def delete_sources(self, filter: Optional[str] = None, *, all: bool = False, dry_run: bool = False) -> SourcesDeleted:
+        """Removes every knowledge source with a chunk that matches the filter
+        expression (the syntax of search's ``filter``), each whole
+        (``POST /v1/sources:delete``). With ``dry_run`` nothing is removed and
+        the answer lists what would be. No filter matches everything and needs
+        ``all=True``. Memories and preferences are never removed here: a filter
+        that matches only them raises PermissionDeniedError (code reserved)."""
+        body = _drop_none({"filter": filter, "all": all or None, "dryRun": dry_run or None})
+        out, _ = self._request("POST", "/v1/sources:delete", body=body)
+        return cast(SourcesDeleted, out)
+
+    def set_attrs(self, url: str, attrs: Mapping[str, Optional[str]]) -> AttrsSet:
+        """Changes a source's attributes without indexing it again (``PATCH
+        /v1/sources``): a string sets a key, None removes it. NotFoundError when
+        there is no such source; PermissionDeniedError for a memory, the
+        preferences or one of their keys."""
+        out, _ = self._request("PATCH", "/v1/sources", query={"url": url}, body={"attrs": dict(attrs)})
+        return cast(AttrsSet, out)
 
     # --- preferences --------------------------------------------------------
 

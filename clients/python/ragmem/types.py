@@ -220,6 +220,29 @@ class Removed(TypedDict):
     removed: int
 
 
+class _SourcesDeleted(TypedDict):
+    dryRun: bool
+    removed: int
+    chunks: int
+    kept: int
+    sources: List[Source]
+
+
+class SourcesDeleted(_SourcesDeleted, total=False):
+    """The answer to delete_sources (``POST /v1/sources:delete``): the sources
+    removed (or, with dry_run, that would be) and how many memories or
+    preferences matched and were kept."""
+
+    keptSources: List[Source]
+
+
+class AttrsSet(TypedDict):
+    """The answer to set_attrs (``PATCH /v1/sources``): chunks changed."""
+
+    url: str
+    changed: int
+
+
 # --- documents, pages and jobs --------------------------------------------
 
 

@@ -195,6 +195,39 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(ragmem.BadRequestError):
             self.client.with_namespace("Not A Namespace!").stats()
 
+    def test_delete_sources_and_set_attrs(self) -> None:
+        ns = self.client.with_namespace("py-bulk-" + _uid())
+        for i in range(5):
+            ns.index_text(f"notes://bulk/{i}", f"Bulk note {i} about herons.", attrs={"team": "red" if i % 2 == 0 else "blue"})
+        changed = ns.set_attrs("notes://bulk/1", {"team": "red", "extra": "x"})
+        self.assertEqual(changed["url"], "notes://bulk/1")
+        self.assertGreater(changed["changed"], 0)
+        ns.set_attrs("notes://bulk/1", {"extra": None})
+        self.assertEqual({s["url"] for s in ns.sources(filter='extra EXISTS')["sources"]}, set())
+        dry = ns.delete_sources('team = "red"', dry_run=True)
+        want = ["notes://bulk/0", "notes://bulk/1", "notes://bulk/2", "notes://bulk/4"]
+        self.assertTrue(dry["dryRun"])
+        self.assertEqual([s["url"] for s in dry["sources"]], want)
+        self.assertEqual(ns.stats()["store"]["documentCount"], 5)
+        done = ns.delete_sources('team = "red"')
+        self.assertFalse(done["dryRun"])
+        self.assertEqual([s["url"] for s in done["sources"]], want)
+        self.assertEqual([s["url"] for s in ns.sources()["sources"]], ["notes://bulk/3"])
+        with self.assertRaises(ragmem.BadRequestError):
+            ns.delete_sources()
+        with self.assertRaises(ragmem.BadRequestError):
+            ns.delete_sources("team = ")
+        with self.assertRaises(ragmem.NotFoundError):
+            ns.set_attrs("notes://bulk/none", {"a": "b"})
+        with self.assertRaises(ragmem.PermissionDeniedError) as cm:
+            ns.set_attrs("preference://user", {"a": "b"})
+        self.assertEqual(cm.exception.code, "reserved")
+        ns.add_preference("expertise", "User is a Go developer")
+        with self.assertRaises(ragmem.PermissionDeniedError):
+            ns.delete_sources('type = "preference"')
+        self.assertEqual(ns.delete_sources(all=True)["removed"], 1)
+        self.assertEqual(len(ns.list_preferences()), 1)
+
     def test_stats(self) -> None:
         st = self.client.stats()
         self.assertIn("documentCount", st["store"])

@@ -4,6 +4,7 @@
 // objects of the wire, with its camelCase keys (see types.ts).
 
 import type {
+  AttrsSet, DeleteSourcesOptions, SourcesDeleted,
   Citations, Context, ContextOptions, Detection, Document, DocumentResult, DroppedJob, Extraction, ExtractRequest,
   FeedbackRequest, Forgotten, Job, Jobs, MatchOptions, MemoryDetail, MemoryList, MemoryMatches, MemoryRefresh,
   MemorySearch, MemorySearchOptions, MemoryStats, MemoryWrite, NewMemory, Page, PageAccepted, PageRequest, Preference,
@@ -578,6 +579,29 @@ export class Client {
   /** Removes a source of any type (a page, a file, a memory) and its chunks. */
   remove(url: string, opts: CallOptions = {}): Promise<Removed> {
     return this.#call<Removed>("DELETE", "/v1/sources", { query: { url }, signal: opts.signal });
+  }
+
+  /**
+   * Removes every knowledge source with a chunk that matches the filter
+   * expression (the syntax of search's `filter`), each whole (POST
+   * /v1/sources:delete). With `dryRun` nothing is removed and the answer
+   * lists what would be. No filter matches everything and needs `all`.
+   * Memories and preferences are never removed here: a filter that matches
+   * only them rejects with PermissionDeniedError (code reserved).
+   */
+  deleteSources(filter?: string, opts: DeleteSourcesOptions & CallOptions = {}): Promise<SourcesDeleted> {
+    const body = clean({ filter, all: opts.all || undefined, dryRun: opts.dryRun || undefined });
+    return this.#call<SourcesDeleted>("POST", "/v1/sources:delete", { body, signal: opts.signal });
+  }
+
+  /**
+   * Changes a source's attributes without indexing it again (PATCH
+   * /v1/sources): a string sets a key, null removes it. NotFoundError when
+   * there is no such source; PermissionDeniedError for a memory, the
+   * preferences or one of their keys.
+   */
+  setAttrs(url: string, attrs: Record<string, string | null>, opts: CallOptions = {}): Promise<AttrsSet> {
+    return this.#call<AttrsSet>("PATCH", "/v1/sources", { query: { url }, body: { attrs }, signal: opts.signal });
   }
 
   // --- preferences --------------------------------------------------------------

@@ -207,6 +207,34 @@ export interface Removed {
   removed: number;
 }
 
+/**
+ * The answer to deleteSources (POST /v1/sources:delete): the sources removed
+ * (or, with dryRun, that would be) and how many memories or preferences
+ * matched and were kept.
+ */
+export interface SourcesDeleted {
+  dryRun: boolean;
+  removed: number;
+  chunks: number;
+  kept: number;
+  sources: Source[];
+  keptSources?: Source[];
+}
+
+/** Options of deleteSources. */
+export interface DeleteSourcesOptions {
+  /** With no filter: remove every knowledge source. */
+  all?: boolean;
+  /** List what would be removed; remove nothing. */
+  dryRun?: boolean;
+}
+
+/** The answer to setAttrs (PATCH /v1/sources): chunks changed. */
+export interface AttrsSet {
+  url: string;
+  changed: number;
+}
+
 // --- documents, pages and jobs -------------------------------------------------
 
 /**

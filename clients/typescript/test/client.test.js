@@ -183,6 +183,35 @@ describe("client", { skip }, () => {
     await rejects(() => client.withNamespace("Not A Namespace!").stats(), ragmem.BadRequestError);
   });
 
+  it("deletes sources by filter and sets attributes", async () => {
+    const ns = client.withNamespace("ts-bulk-" + uid());
+    for (let i = 0; i < 5; i++) {
+      await ns.indexText(`notes://bulk/${i}`, `Bulk note ${i} about herons.`, { attrs: { team: i % 2 === 0 ? "red" : "blue" } });
+    }
+    const changed = await ns.setAttrs("notes://bulk/1", { team: "red", extra: "x" });
+    assert.equal(changed.url, "notes://bulk/1");
+    assert.ok(changed.changed > 0);
+    await ns.setAttrs("notes://bulk/1", { extra: null });
+    assert.deepEqual((await ns.sources({ filter: "extra EXISTS" })).sources, []);
+    const want = ["notes://bulk/0", "notes://bulk/1", "notes://bulk/2", "notes://bulk/4"];
+    const dry = await ns.deleteSources('team = "red"', { dryRun: true });
+    assert.equal(dry.dryRun, true);
+    assert.deepEqual(dry.sources.map((x) => x.url), want);
+    assert.equal((await ns.stats()).store.documentCount, 5);
+    const done = await ns.deleteSources('team = "red"');
+    assert.equal(done.dryRun, false);
+    assert.deepEqual(done.sources.map((x) => x.url), want);
+    assert.deepEqual((await ns.sources()).sources.map((x) => x.url), ["notes://bulk/3"]);
+    await rejects(() => ns.deleteSources(), ragmem.BadRequestError);
+    await rejects(() => ns.deleteSources("team = "), ragmem.BadRequestError);
+    await rejects(() => ns.setAttrs("notes://bulk/none", { a: "b" }), ragmem.NotFoundError);
+    await rejects(() => ns.setAttrs("preference://user", { a: "b" }), ragmem.PermissionDeniedError, { code: "reserved" });
+    await ns.addPreference("expertise", "User is a Go developer");
+    await rejects(() => ns.deleteSources('type = "preference"'), ragmem.PermissionDeniedError);
+    assert.equal((await ns.deleteSources(undefined, { all: true })).removed, 1);
+    assert.equal((await ns.listPreferences()).length, 1);
+  });
+
   it("reports stats and the OpenAPI document", async () => {
     const st = await client.stats();
     assert.equal(typeof st.store.documentCount, "number");
