@@ -176,68 +176,6 @@ func showSettings(t *testing.T, args ...string) map[string][2]string {
 	return m
 }
 
-func TestConfigLocation(t *testing.T) {
-	xdg := t.TempDir()
-	t.Setenv("XDG_CONFIG_HOME", xdg)
-	t.Setenv("RAGMEM_CONFIG", "")
-	if out := mustRun(t, "config", "path"); strings.TrimSpace(out) != filepath.Join(xdg, "ragmem", "config.yaml") {
-		t.Errorf("default path %q", out)
-	}
-	// init writes a private file, and refuses to overwrite it.
-	mustRun(t, "config", "init")
-	p := filepath.Join(xdg, "ragmem", "config.yaml")
-	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("init: %v %v", fi, err)
-	}
-	if _, _, err := runCLI(t, "config", "init"); err == nil {
-		t.Error("init overwrote an existing file")
-	}
-	// $RAGMEM_CONFIG, then --config, take precedence; an explicit file must exist.
-	envFile := writeConfig(t, "dir: /from/env/config\n", 0o600)
-	t.Setenv("RAGMEM_CONFIG", envFile)
-	if s := showSettings(t); s["dir"] != [2]string{"/from/env/config", envFile + ":1"} {
-		t.Errorf("$RAGMEM_CONFIG: %v", s["dir"])
-	}
-	flagFile := writeConfig(t, "dir: /from/flag/config\n", 0o600)
-	if s := showSettings(t, "--config", flagFile); s["dir"][0] != "/from/flag/config" {
-		t.Errorf("--config: %v", s["dir"])
-	}
-	_, _, err := runCLI(t, "--config", filepath.Join(t.TempDir(), "missing.yaml"), "stats")
-	if err == nil || !strings.Contains(err.Error(), "missing.yaml") || !strings.Contains(err.Error(), "--config") {
-		t.Errorf("missing explicit config: %v", err)
-	}
-	// A broken file stops commands with its line, but `config path` still answers.
-	broken := writeConfig(t, "dir: /x\nbogus: 1\n", 0o600)
-	_, _, err = runCLI(t, "--config", broken, "--dir", t.TempDir(), "stats")
-	if err == nil || !strings.Contains(err.Error(), broken+`:2: unknown key "bogus"`) {
-		t.Errorf("broken config: %v", err)
-	}
-	if out, _, err := runCLI(t, "--config", broken, "config", "path"); err != nil || strings.TrimSpace(out) != broken {
-		t.Errorf("config path with a broken file: %q %v", out, err)
-	}
-}
-
-func TestConfigReadableByOthersWarns(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("OPENAI_API_KEY", "")
-	open := writeConfig(t, "openai:\n  api_key: sk-in-the-file-1234\n", 0o644)
-	_, stderr, err := runCLI(t, "--config", open, "--dir", dir, "config", "show")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(stderr, "others may read it (mode 0644)") || !strings.Contains(stderr, "chmod 600 "+open) {
-		t.Errorf("no warning: %q", stderr)
-	}
-	private := writeConfig(t, "openai:\n  api_key: sk-in-the-file-1234\n", 0o600)
-	if _, stderr, _ := runCLI(t, "--config", private, "--dir", dir, "config", "show"); strings.Contains(stderr, "warning") {
-		t.Errorf("warning for a private file: %q", stderr)
-	}
-	noSecret := writeConfig(t, "dir: /x\n", 0o644)
-	if _, stderr, _ := runCLI(t, "--config", noSecret, "--dir", dir, "config", "show"); strings.Contains(stderr, "warning") {
-		t.Errorf("warning for a file without secrets: %q", stderr)
-	}
-}
-
 // TestConfigPrecedence checks flags > environment > config file > store >
 // default for the data directory, the embedder, an embedder option, the
 // base URL, the API key and a serve setting.
@@ -481,41 +419,4 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("not deterministic: %v", err)
 		}
 	})
-}
-
-// TestConfigInitCreatesTheNamedFile: `config init` writes the file that
-// --config or $RAGMEM_CONFIG names when it does not exist yet (the one case
-// where a named config file may be missing), without a word about it
-// missing; it replaces a broken one with --force.
-func TestConfigInitCreatesTheNamedFile(t *testing.T) {
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	named := filepath.Join(t.TempDir(), "sub", "ragmem.yaml")
-	out, stderr, err := runCLI(t, "--config", named, "config", "init")
-	if err != nil || strings.TrimSpace(out) != "wrote "+named || stderr != "" {
-		t.Fatalf("config init --config: %v\n%s%s", err, out, stderr)
-	}
-	if fi, err := os.Stat(named); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("%v %v", fi, err)
-	}
-	env := filepath.Join(t.TempDir(), "env.yaml")
-	t.Setenv("RAGMEM_CONFIG", env)
-	if _, stderr, err := runCLI(t, "config", "init"); err != nil || stderr != "" {
-		t.Fatalf("config init with $RAGMEM_CONFIG: %v\n%s", err, stderr)
-	}
-	if _, err := os.Stat(env); err != nil {
-		t.Fatal(err)
-	}
-	// The file it wrote is a valid config.
-	mustRun(t, "config", "show")
-	// A broken file is replaced with --force (and only then).
-	if err := os.WriteFile(env, []byte("bogus: 1\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := runCLI(t, "config", "init"); err == nil {
-		t.Error("init replaced a file without --force")
-	}
-	if _, _, err := runCLI(t, "config", "init", "--force"); err != nil {
-		t.Errorf("init --force over a broken file: %v", err)
-	}
-	mustRun(t, "config", "show")
 }

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/testscript"
+
 	"github.com/ragmem/ragmem/internal/sandbox"
 	"github.com/ragmem/ragmem/server"
 )
@@ -31,6 +33,17 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	// The scripts of testdata/script run this binary as "ragmem"
+	// (testscript.Main copies it under that name into their $PATH, and
+	// runs main when it is started so).
+	testscript.Main(isolatedRun{m}, map[string]func(){"ragmem": main})
+}
+
+// isolatedRun runs the tests with a config home and a data home of their
+// own, and fails the run when a test wrote the default data directory.
+type isolatedRun struct{ m *testing.M }
+
+func (r isolatedRun) Run() int {
 	// The user's own config file must not reach the tests.
 	cfgHome, err := os.MkdirTemp("", "ragmem-test-config-")
 	if err != nil {
@@ -46,7 +59,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_DATA_HOME", dataHome)
 	os.Unsetenv("RAGMEM_DIR")
-	code := m.Run()
+	code := r.m.Run()
 	if left, _ := os.ReadDir(filepath.Join(dataHome, "ragmem")); len(left) > 0 && code == 0 {
 		var names []string
 		for _, e := range left {
@@ -57,7 +70,7 @@ func TestMain(m *testing.M) {
 	}
 	os.RemoveAll(cfgHome)
 	os.RemoveAll(dataHome)
-	os.Exit(code)
+	return code
 }
 
 // served is a running `ragmem serve` process.

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -17,10 +17,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index/driver"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // The embedders of `ragmem bench`: each entry of --embedders is an embedder
@@ -29,50 +30,79 @@ import (
 // protocol) and measures ragmem through its normal openai embedder: HTTP,
 // JSON, batching and all.
 
-// benchEmbedder is one embedder a bench run measures.
-type benchEmbedder struct {
-	name  string // as given in --embedders
-	emb   embed.Embedder
-	close func()
+// Embedder is one embedder a bench run measures.
+type Embedder struct {
+	Name     string // as given in --embedders
+	Embedder embed.Embedder
+	Close    func()
 }
 
-// newBenchEmbedder builds one --embedders entry.
-func newBenchEmbedder(spec string, build *embed.BuildOptions) (benchEmbedder, error) {
+// ParseEmbedders builds the embedders of a comma-separated --embedders
+// list (empty entries skipped; nil for an empty list). On error the ones
+// already built are closed.
+func ParseEmbedders(list string, build *embed.BuildOptions) ([]Embedder, error) {
+	var out []Embedder
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		be, err := NewEmbedder(s, build)
+		if err != nil {
+			CloseEmbedders(out)
+			return nil, fmt.Errorf("bench: embedder %q: %w", s, err)
+		}
+		out = append(out, be)
+	}
+	return out, nil
+}
+
+// CloseEmbedders closes what ParseEmbedders built (a loopback embedder's
+// server).
+func CloseEmbedders(es []Embedder) {
+	for _, e := range es {
+		if e.Close != nil {
+			e.Close()
+		}
+	}
+}
+
+// NewEmbedder builds one --embedders entry.
+func NewEmbedder(spec string, build *embed.BuildOptions) (Embedder, error) {
 	spec = strings.TrimSpace(spec)
 	inner, ok := strings.CutPrefix(spec, "loopback:")
 	if !ok {
 		s, err := embed.ParseSpec(spec)
 		if err != nil {
-			return benchEmbedder{}, err
+			return Embedder{}, err
 		}
 		e, err := embed.New(s, build)
 		if err != nil {
-			return benchEmbedder{}, err
+			return Embedder{}, err
 		}
-		return benchEmbedder{name: spec, emb: e, close: func() {}}, nil
+		return Embedder{Name: spec, Embedder: e, Close: func() {}}, nil
 	}
 	s, err := embed.ParseSpec(inner)
 	if err != nil {
-		return benchEmbedder{}, err
+		return Embedder{}, err
 	}
 	if s.Kind == embed.KindOpenAI {
-		return benchEmbedder{}, fmt.Errorf("bench: loopback serves an offline embedder, not %q", inner)
+		return Embedder{}, fmt.Errorf("bench: loopback serves an offline embedder, not %q", inner)
 	}
 	served, err := embed.New(s, nil)
 	if err != nil {
-		return benchEmbedder{}, err
+		return Embedder{}, err
 	}
 	srv, url, err := startEmbeddingServer(served)
 	if err != nil {
-		return benchEmbedder{}, err
+		return Embedder{}, err
 	}
 	model := "loopback-" + strings.NewReplacer(":", "-", ",", "-", "=", "-").Replace(inner)
 	e, err := embed.New(embed.Spec{Kind: embed.KindOpenAI, Model: model, BaseURL: url}, &embed.BuildOptions{APIKey: "bench"})
 	if err != nil {
 		srv.Close()
-		return benchEmbedder{}, err
+		return Embedder{}, err
 	}
-	return benchEmbedder{name: spec, emb: e, close: func() { srv.Close() }}, nil
+	return Embedder{Name: spec, Embedder: e, Close: func() { srv.Close() }}, nil
 }
 
 // startEmbeddingServer serves emb's vectors as an OpenAI-compatible
@@ -207,7 +237,7 @@ func (m *memoEmbedder) close() {
 // preEmbed chunks the corpus as the index does and embeds every chunk's
 // text with emb (writers calls in flight), into a file in dir. It returns
 // the memo and the wall time the embedding took.
-func preEmbed(ctx context.Context, c *corpus, emb embed.Embedder, dir string, o benchOptions) (*memoEmbedder, time.Duration, error) {
+func preEmbed(ctx context.Context, c *corpus, emb embed.Embedder, dir string, o Options) (*memoEmbedder, time.Duration, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, 0, err
 	}
@@ -219,11 +249,11 @@ func preEmbed(ctx context.Context, c *corpus, emb embed.Embedder, dir string, o 
 	var mu sync.Mutex // rows, the file's next row
 	next := int64(0)
 	start := time.Now()
-	sem := make(chan struct{}, max(1, o.writers, embed.Concurrency(emb)))
+	sem := make(chan struct{}, max(1, o.Writers, embed.Concurrency(emb)))
 	errc := make(chan error, 1)
 	var wg sync.WaitGroup
-	for lo := 0; lo < c.n; lo += o.batch {
-		hi := min(lo+o.batch, c.n)
+	for lo := 0; lo < c.n; lo += o.Batch {
+		hi := min(lo+o.Batch, c.n)
 		select {
 		case sem <- struct{}{}:
 		case err := <-errc:
