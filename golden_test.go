@@ -22,7 +22,7 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/internal/memory"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/ragmemtest"

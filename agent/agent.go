@@ -42,7 +42,7 @@ const (
 )
 
 // Page is the page (or document) the goal is about, e.g. the page a browser
-// user is reading. It is a plain value.
+// user is reading.
 type Page struct {
 	URL     string       // source URL; required for auto-indexing
 	Title   string       // title; for HTML, taken from <title> when empty

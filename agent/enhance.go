@@ -37,7 +37,7 @@ func checkLLM(l LLM) error {
 	return nil
 }
 
-// SourceKind says where a numbered source came from. It is a plain value.
+// SourceKind says where a numbered source came from.
 type SourceKind string
 
 // Source kinds: where a cited source came from (Citation.Source).
@@ -60,7 +60,7 @@ func (k SourceKind) Label() string {
 	return labelMemory
 }
 
-// Source is one numbered source shown to the model. It is a plain value.
+// Source is one numbered source shown to the model.
 type Source struct {
 	Index int        `json:"index"` // 1-based number the model cites
 	Kind  SourceKind `json:"kind"`
@@ -70,7 +70,7 @@ type Source struct {
 	Date  time.Time  `json:"date,omitzero"` // published (web) or indexed (memory)
 }
 
-// Citation is a source the answer cites. It is a plain value.
+// Citation is a source the answer cites.
 type Citation struct {
 	Index  int        `json:"index"`  // the number in the answer's [n] markers
 	Source SourceKind `json:"source"` // "web" or "memory"
@@ -79,7 +79,7 @@ type Citation struct {
 	Title  string     `json:"title"`
 }
 
-// EnhancedResult is the outcome of EnhancedSearch. It is a plain value.
+// EnhancedResult is the outcome of EnhancedSearch.
 type EnhancedResult struct {
 	Query         string          `json:"query"`
 	WebResults    []WebResult     `json:"webResults"`
@@ -107,7 +107,7 @@ type EnhancedResult struct {
 }
 
 // EnhanceOptions configure EnhancedSearch. A nil *EnhanceOptions means all
-// defaults. It is a plain value.
+// defaults.
 type EnhanceOptions struct {
 	// Memory is searched for related knowledge. Default nil: web only.
 	Memory *rag.Engine
@@ -334,7 +334,7 @@ func synthesize(ctx context.Context, llm LLM, query string, srcs []Source, now t
 	return llmchat.Complete(ctx, llm.Client, req, "cited_answer", synthesisSchema, !llm.NoStructuredOutput, ErrModel)
 }
 
-// synthesis is the model's structured answer. It is a plain value.
+// synthesis is the model's structured answer.
 type synthesis struct {
 	Answer              string `json:"answer"`
 	Cited               []int  `json:"cited"`

@@ -15,8 +15,8 @@ import (
 
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 )

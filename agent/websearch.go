@@ -18,7 +18,7 @@ import (
 	"github.com/ragmem/ragmem/internal/clean"
 )
 
-// WebResult is one web search hit. It is a plain value.
+// WebResult is one web search hit.
 type WebResult struct {
 	Title     string    `json:"title"`
 	URL       string    `json:"url"`

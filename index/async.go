@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
 // JobState is the state of an IndexPageAsync job.
@@ -31,7 +31,7 @@ const (
 	JobCancelled JobState = "cancelled"
 )
 
-// Job reports one IndexPageAsync call. It is a plain value.
+// Job reports one IndexPageAsync call.
 type Job struct {
 	ID        string    `json:"id"`
 	SourceURL string    `json:"sourceUrl"`
@@ -46,7 +46,7 @@ type Job struct {
 	Replayed  bool      `json:"replayed,omitempty"` // queued before the last restart and indexed after it
 }
 
-// QueueStats counts IndexPageAsync work since Open. It is a plain value.
+// QueueStats counts IndexPageAsync work since Open.
 type QueueStats struct {
 	Depth     int   `json:"depth"`     // jobs waiting, Waiting included
 	Waiting   int   `json:"waiting"`   // of Depth, jobs waiting to be tried again after a failure (an embedder outage, ...)

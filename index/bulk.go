@@ -16,7 +16,7 @@ import (
 const removeBatchSources = 64
 
 // WhereRemoval reports what RemoveWhere removed (or, in a dry run, would
-// remove). It is a plain value.
+// remove).
 type WhereRemoval struct {
 	// Sources are the sources removed, ordered by URL.
 	Sources []SourceInfo

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
 // heldEmbedder holds back texts containing "held" until release is closed,

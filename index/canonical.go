@@ -39,8 +39,7 @@ var DefaultTrackingParams = []string{
 	"wickedid", "rb_clickid", "s_cid", "ref_src", "ref_url", "srsltid",
 }
 
-// URLRules configure CanonicalURL. The zero value is the default rules. It
-// is a plain value.
+// URLRules configure CanonicalURL. The zero value is the default rules.
 type URLRules struct {
 	// KeepParams are query parameters kept even when they match
 	// DefaultTrackingParams (a site that uses "ref_src" to choose what a

@@ -10,8 +10,8 @@ import (
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
-	"github.com/ragmem/ragmem/index/local"
-	"github.com/ragmem/ragmem/index/weaviate"
+	"github.com/ragmem/ragmem/internal/index/local"
+	"github.com/ragmem/ragmem/internal/index/weaviate"
 	"github.com/ragmem/ragmem/internal/wvtest"
 )
 

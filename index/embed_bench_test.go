@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/internal/benchdata"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
 // newDenseServer is an OpenAI-compatible server that answers with

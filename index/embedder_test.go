@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragmem/ragmem/embed"
-	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/local"
 )
 
 // openAIServer speaks POST /v1/embeddings of the OpenAI API. It answers

@@ -42,10 +42,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/embed"
-	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/index/driver"
-	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/extract"
+	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/internal/reserved"
 	"github.com/ragmem/ragmem/internal/wal"
 )
@@ -1199,7 +1199,7 @@ func (ix *Index) Remove(ctx context.Context, sourceURL string) (int, error) {
 	return r.Chunks, err
 }
 
-// Removal reports what RemoveSource did. It is a plain value.
+// Removal reports what RemoveSource did.
 type Removal struct {
 	Chunks    int      // chunks deleted
 	Cancelled []string // ids of the source's background jobs that were cancelled

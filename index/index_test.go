@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
 var ctx = context.Background()

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
 // headingBomb is a page of tiny headings: each one is a chunk.

@@ -631,8 +631,7 @@ func (q *queueLog) close() error {
 	return errors.Join(errs...)
 }
 
-// QueueCheck describes the persisted indexing queue in a directory. It is a
-// plain value.
+// QueueCheck describes the persisted indexing queue in a directory.
 type QueueCheck struct {
 	Pending     int      // pages waiting to be indexed; the next Open indexes them
 	PendingJobs []Job    // their jobs, in queue order

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
-	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/index/local"
 )
 
 // hidden is a backend that does not score in place, so index.Index scores

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ragmem/ragmem/index/driver"
-	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/index/local"
 )
 
 // The embedder and the BM25 index see the same text of a record

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
 func randproj(dim int) embed.Embedder {

@@ -34,7 +34,7 @@ func ParseType(s string) (Type, error) {
 	return "", fmt.Errorf("%w %q (want expertise, style, domain or custom)", ErrUnknownType, s)
 }
 
-// Intent is a preference statement found in a message. It is a plain value.
+// Intent is a preference statement found in a message.
 type Intent struct {
 	Type Type
 	// Content is the normalised statement to store, in the third person or

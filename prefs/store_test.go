@@ -11,7 +11,7 @@ import (
 
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/index/local"
 )
 
 // memIndex opens an index over an in-memory local store, closed with the

@@ -13,7 +13,7 @@ import (
 )
 
 // WhereRemoval reports what RemoveWhere removed or, in a dry run, would
-// remove (see index.WhereRemoval). A plain value.
+// remove (see index.WhereRemoval).
 type WhereRemoval = index.WhereRemoval
 
 // ErrMatchesAll is returned by RemoveWhere for a filter that matches every

@@ -12,8 +12,8 @@ import (
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
 
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/internal/proptest"
 	"github.com/ragmem/ragmem/internal/reserved"
 	"github.com/ragmem/ragmem/prefs"

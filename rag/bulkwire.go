@@ -17,8 +17,7 @@ import (
 // knowledge source that passes Filter (the filter language of search's
 // "filter"). A Filter that matches every knowledge source (an empty one
 // does) needs All. With
-// DryRun nothing is removed: the answer lists what would be. It is a plain
-// value.
+// DryRun nothing is removed: the answer lists what would be.
 type DeleteSourcesRequest struct {
 	Filter string `json:"filter"`
 	All    bool   `json:"all,omitempty"`
@@ -28,7 +27,7 @@ type DeleteSourcesRequest struct {
 // DeleteSourcesJSON answers POST /v1/sources:delete. Sources are those
 // removed (or that would be, in a dry run), ordered by URL; Kept counts
 // the sources of the memory and preference stores that passed the filter
-// and were left alone. It is a plain value.
+// and were left alone.
 type DeleteSourcesJSON struct {
 	DryRun  bool         `json:"dryRun"`
 	Removed int          `json:"removed"` // sources
@@ -40,13 +39,12 @@ type DeleteSourcesJSON struct {
 }
 
 // SetAttrsRequest is the body of PATCH /v1/sources?url=: a JSON merge patch
-// of the source's attributes (a string sets a key, null removes it). It is
-// a plain value.
+// of the source's attributes (a string sets a key, null removes it).
 type SetAttrsRequest struct {
 	Attrs map[string]*string `json:"attrs"`
 }
 
-// SetAttrsJSON answers PATCH /v1/sources. It is a plain value.
+// SetAttrsJSON answers PATCH /v1/sources.
 type SetAttrsJSON struct {
 	URL     string `json:"url"`
 	Changed int    `json:"changed"` // chunks whose attributes changed

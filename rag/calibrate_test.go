@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/search"
 )
 

@@ -31,7 +31,6 @@ const (
 const URLRulesPath = "/v1/owner/url-rules"
 
 // ClientOptions configure Dial. A nil *ClientOptions means all defaults.
-// It is a plain value.
 type ClientOptions struct {
 	// HTTPClient sends the requests. Default: a client of its own (the
 	// owner's client dials its Unix socket).

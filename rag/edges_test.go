@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/budget"
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/search"
 )

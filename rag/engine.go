@@ -27,10 +27,10 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/embed"
-	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/extract"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/search"
 )

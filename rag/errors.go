@@ -28,7 +28,7 @@ var (
 // ("bad_request", "not_found", "reserved", ...: the code of the HTTP API's
 // error body), the same from both implementations. errors.Is matches the
 // sentinel of its code (CodeError): ErrNotFound for not_found, ErrReserved
-// for reserved, and so on. It is a plain value.
+// for reserved, and so on.
 type Error struct {
 	Code    string // the API's error code
 	Message string // for people

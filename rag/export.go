@@ -3,7 +3,7 @@ package rag
 import (
 	"context"
 
-	"github.com/ragmem/ragmem/export"
+	"github.com/ragmem/ragmem/internal/export"
 	"github.com/ragmem/ragmem/search"
 )
 

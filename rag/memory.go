@@ -105,7 +105,7 @@ var (
 )
 
 // DocumentRequest is one document of Index: indexed as given (no page
-// extraction), the way `ragmem index` indexes a file. It is a plain value.
+// extraction), the way `ragmem index` indexes a file.
 type DocumentRequest struct {
 	URL     string            `json:"url" jsonschema:"the source's name: a URL, a file:// URL or any stable identifier"`
 	Title   string            `json:"title,omitempty"`
@@ -120,12 +120,11 @@ type DocumentRequest struct {
 }
 
 // DocumentsRequest is Index's request (the body of POST /v1/documents).
-// It is a plain value.
 type DocumentsRequest struct {
 	Documents []DocumentRequest `json:"documents"`
 }
 
-// DocumentResult says what indexing one document did. It is a plain value.
+// DocumentResult says what indexing one document did.
 type DocumentResult struct {
 	URL         string `json:"url"`
 	ContentHash string `json:"contentHash,omitempty"`
@@ -160,13 +159,13 @@ func NewDocumentRequest(d *Document) DocumentRequest {
 	return DocumentRequest{URL: d.SourceURL, Title: d.Title, Content: d.Content, Format: d.Format.String(), Type: d.DocType, Attrs: d.Attrs, Extracted: d.Extracted}
 }
 
-// DocumentsJSON is Index's answer. It is a plain value.
+// DocumentsJSON is Index's answer.
 type DocumentsJSON struct {
 	Results []DocumentResult `json:"results"`
 }
 
 // PageRequest is a page to remember in the background (IndexPage). Exactly
-// one of HTML and Text is given. It is a plain value.
+// one of HTML and Text is given.
 type PageRequest struct {
 	URL    string `json:"url"`
 	Title  string `json:"title,omitempty"`
@@ -178,7 +177,7 @@ type PageRequest struct {
 	Attrs map[string]string `json:"attrs,omitempty"`
 }
 
-// PageAccepted is IndexPage's answer. It is a plain value.
+// PageAccepted is IndexPage's answer.
 type PageAccepted struct {
 	Status    string   `json:"status"` // "queued" or "unchanged"
 	URL       string   `json:"url"`
@@ -190,7 +189,7 @@ type PageAccepted struct {
 	TextBytes int      `json:"textBytes"`           // size of the text kept
 }
 
-// JobJSON reports a background indexing job. It is a plain value.
+// JobJSON reports a background indexing job.
 type JobJSON struct {
 	ID        string    `json:"id"`
 	URL       string    `json:"url"`
@@ -210,7 +209,7 @@ func NewJobJSON(j *Job) JobJSON {
 		Attempts: j.Attempts, Queued: j.Queued, Finished: j.Finished, RetryAt: j.RetryAt}
 }
 
-// JobsRequest is Jobs' request. It is a plain value.
+// JobsRequest is Jobs' request.
 type JobsRequest struct {
 	// States are the states listed (all when empty): queued, running,
 	// done, failed, dead, cancelled.
@@ -219,14 +218,14 @@ type JobsRequest struct {
 	Limit int `json:"limit,omitempty"`
 }
 
-// JobsJSON is Jobs' answer. It is a plain value.
+// JobsJSON is Jobs' answer.
 type JobsJSON struct {
 	Jobs  []JobJSON  `json:"jobs"`
 	Queue QueueStats `json:"queue"`
 }
 
 // SearchRequest is Search's request (the body of POST /v1/search). What it
-// leaves zero the engine decides (Config). It is a plain value.
+// leaves zero the engine decides (Config).
 type SearchRequest struct {
 	Query     string         `json:"query"`
 	TopK      int            `json:"topK,omitempty"`
@@ -245,7 +244,7 @@ type SearchRequest struct {
 	KeepDuplicates bool `json:"keepDuplicates,omitempty"`
 }
 
-// SearchFilters restrict a search. It is a plain value.
+// SearchFilters restrict a search.
 type SearchFilters struct {
 	URL      string            `json:"url,omitempty"`      // only this source
 	DocTypes []string          `json:"docTypes,omitempty"` // default ["knowledge"]
@@ -256,8 +255,7 @@ type SearchFilters struct {
 // /v1/context): the model call, and the engine's configuration it
 // overrides. What it leaves zero the engine decides: the model window
 // (ContextLimitForModel of Model, or of the engine's Config.Model), the
-// response reserve (1024), top k, mode and knowledge budget (Config). It
-// is a plain value.
+// response reserve (1024), top k, mode and knowledge budget (Config).
 type ContextRequest struct {
 	Query              string `json:"query"`
 	Model              string `json:"model,omitempty"`
@@ -273,8 +271,7 @@ type ContextRequest struct {
 	KnowledgeBudget int    `json:"knowledgeBudget,omitempty"` // base knowledge budget in tokens; default the engine's (2000)
 }
 
-// SourcesRequest is Sources' request (GET /v1/sources). It is a plain
-// value.
+// SourcesRequest is Sources' request (GET /v1/sources).
 type SourcesRequest struct {
 	// Types are the document types listed; default knowledge.
 	Types []string `json:"types,omitempty"`
@@ -285,14 +282,14 @@ type SourcesRequest struct {
 	Limit int `json:"limit,omitempty"`
 }
 
-// PageJSON is a stored page: its chunks, in order. It is a plain value.
+// PageJSON is a stored page: its chunks, in order.
 type PageJSON struct {
 	URL    string      `json:"url"`
 	Title  string      `json:"title"`
 	Chunks []ChunkJSON `json:"chunks"`
 }
 
-// ForgetJSON is ForgetPage's answer. It is a plain value.
+// ForgetJSON is ForgetPage's answer.
 type ForgetJSON struct {
 	URL     string `json:"url"`
 	Removed int    `json:"removed" jsonschema:"chunks removed"`
@@ -301,19 +298,19 @@ type ForgetJSON struct {
 	CancelledJobs []string `json:"cancelledJobs" jsonschema:"ids of the page's queued indexing jobs that were cancelled"`
 }
 
-// PreferenceRequest is AddPreference's request. It is a plain value.
+// PreferenceRequest is AddPreference's request.
 type PreferenceRequest struct {
 	Type    string `json:"type" jsonschema:"expertise (who the user is), style (how to answer), domain (what they work on) or custom."`
 	Content string `json:"content" jsonschema:"The preference as a short statement, e.g. 'User is a data engineer who knows Python well'."`
 }
 
-// DetectRequest is DetectPreferences' request. It is a plain value.
+// DetectRequest is DetectPreferences' request.
 type DetectRequest struct {
 	Message string `json:"message"`
 	Save    bool   `json:"save,omitempty"` // store the detected preferences
 }
 
-// DetectJSON is DetectPreferences' answer. It is a plain value.
+// DetectJSON is DetectPreferences' answer.
 type DetectJSON struct {
 	Detected bool              `json:"detected"`
 	Intent   *IntentJSON       `json:"intent,omitempty"` // the first statement
@@ -324,7 +321,7 @@ type DetectJSON struct {
 	SavedAll []prefs.Preference `json:"savedAll,omitempty"`
 }
 
-// IntentJSON is a detected preference statement. It is a plain value.
+// IntentJSON is a detected preference statement.
 type IntentJSON struct {
 	Type    string `json:"type"`
 	Content string `json:"content"` // what would be stored

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/extract"
+	"github.com/ragmem/ragmem/internal/extract"
 	"github.com/ragmem/ragmem/internal/jsonbody"
 	"github.com/ragmem/ragmem/internal/reserved"
 	"github.com/ragmem/ragmem/prefs"

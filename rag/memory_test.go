@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/internal/server"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/server"
 )
 
 // The conformance suite of the contract (go-cloud's way): one table of

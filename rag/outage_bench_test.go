@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragmem/ragmem/embed"
-	"github.com/ragmem/ragmem/embed/embedtest"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/embed/embedtest"
 	"github.com/ragmem/ragmem/search"
 )
 

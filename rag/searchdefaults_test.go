@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )

@@ -3,7 +3,7 @@ package rag
 import (
 	"context"
 
-	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/index/local"
 )
 
 // What the adapters ask of the store, through the engine. Each method is

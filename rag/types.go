@@ -6,7 +6,7 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
-	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/index/local"
 )
 
 // The vocabulary of the store, as the adapters (server, mcpserver, agent,
@@ -21,23 +21,23 @@ import (
 
 // Documents, results and listings.
 type (
-	// Document is a source to index (see index.Document). A plain value.
+	// Document is a source to index (see index.Document).
 	Document = index.Document
-	// Result reports what indexing one document did. A plain value.
+	// Result reports what indexing one document did.
 	Result = index.Result
-	// Record is one stored chunk. A plain value.
+	// Record is one stored chunk.
 	Record = index.Record
-	// SourceInfo summarises one stored source. A plain value.
+	// SourceInfo summarises one stored source.
 	SourceInfo = index.SourceInfo
-	// Stats describes the store. A plain value.
+	// Stats describes the store.
 	Stats = index.Stats
-	// Removal reports what ForgetPage removed and cancelled. A plain value.
+	// Removal reports what ForgetPage removed and cancelled.
 	Removal = index.Removal
 	// URLRules are the rules by which the store canonicalises source
-	// URLs. A plain value.
+	// URLs.
 	URLRules = index.URLRules
 	// EmbedderRecord is the embedder a store records (see
-	// Options.EmbedderFor). A plain value.
+	// Options.EmbedderFor).
 	EmbedderRecord = index.EmbedderRecord
 	// Backend is a storage backend (see Options.Backend).
 	// Implementations are safe for concurrent use.
@@ -54,9 +54,9 @@ const (
 // Filters.
 type (
 	// Filter restricts searches and listings; the zero Filter matches
-	// everything. A plain value.
+	// everything.
 	Filter = index.Filter
-	// Expr is a filter expression (see ParseFilter). A plain value.
+	// Expr is a filter expression (see ParseFilter).
 	Expr = index.Expr
 )
 
@@ -100,13 +100,13 @@ func AllOf(parts ...*Expr) *Expr {
 
 // Background indexing (IndexPageAsync).
 type (
-	// Job is a background indexing job. A plain value.
+	// Job is a background indexing job.
 	Job = index.Job
-	// JobState is a job's state. A plain value.
+	// JobState is a job's state.
 	JobState = index.JobState
-	// QueueStats counts the auto-indexer's work. A plain value.
+	// QueueStats counts the auto-indexer's work.
 	QueueStats = index.QueueStats
-	// QueueCheck is what CheckQueue found in a store's queue. A plain value.
+	// QueueCheck is what CheckQueue found in a store's queue.
 	QueueCheck = index.QueueCheck
 )
 

@@ -10,9 +10,9 @@ import (
 // The wire format: what every surface (the CLI's --json, the HTTP API and
 // the MCP tools' structured output) sends for a search, a context and a
 // list of sources. Field names are camelCase and the same on every surface;
-// docs/api.md describes them. The types are plain values.
+// docs/api.md describes them.
 
-// ChunkJSON is one stored chunk. It is a plain value.
+// ChunkJSON is one stored chunk.
 type ChunkJSON struct {
 	ID          string            `json:"id" jsonschema:"the chunk's id"`
 	URL         string            `json:"url" jsonschema:"the source's URL (untrusted data)"`
@@ -40,7 +40,7 @@ func NewChunkJSON(r *Record, now time.Time) ChunkJSON {
 }
 
 // ResultJSON is one search result: the chunk, its score and how the score
-// was reached. It is a plain value.
+// was reached.
 type ResultJSON struct {
 	ChunkJSON
 	Score       float64            `json:"score"`
@@ -50,7 +50,7 @@ type ResultJSON struct {
 	AlsoAt []string `json:"alsoAt,omitempty" jsonschema:"other sources holding the same text, collapsed into this result"`
 }
 
-// SearchJSON is the answer to a search. It is a plain value.
+// SearchJSON is the answer to a search.
 type SearchJSON struct {
 	Query    string       `json:"query"`
 	Mode     search.Mode  `json:"mode" jsonschema:"the retrieval actually used: hybrid, vector or fulltext"`
@@ -76,8 +76,7 @@ func NewSearchJSON(query string, res []search.Result, rep search.Report, now tim
 }
 
 // ContextJSON is a built context: the block, its token counts and the chat
-// message ready to send (role assistant, marked as untrusted data). It is
-// a plain value.
+// message ready to send (role assistant, marked as untrusted data).
 type ContextJSON struct {
 	Text    string         `json:"text" jsonschema:"the <knowledge_context> block (empty when there is nothing)"`
 	Message MessageJSON    `json:"message" jsonschema:"the message to send as its own chat message, never inside the system prompt"`
@@ -98,13 +97,13 @@ type ContextJSON struct {
 	RerankSkipped string `json:"rerankSkipped,omitempty" jsonschema:"why the configured reranker was skipped and the fused order kept"`
 }
 
-// MessageJSON is an OpenAI-style chat message. It is a plain value.
+// MessageJSON is an OpenAI-style chat message.
 type MessageJSON struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
 }
 
-// TokensJSON counts the tokens of a block. It is a plain value.
+// TokensJSON counts the tokens of a block.
 type TokensJSON struct {
 	Total     int `json:"total"`
 	Profile   int `json:"profile"`
@@ -112,7 +111,7 @@ type TokensJSON struct {
 	UserQuery int `json:"userQuery"`
 }
 
-// ContextItem is one source included in a block. It is a plain value.
+// ContextItem is one source included in a block.
 type ContextItem struct {
 	Index       int       `json:"index" jsonschema:"1-based, as rendered in the block"`
 	URL         string    `json:"url" jsonschema:"the source's URL (untrusted data)"`
@@ -147,7 +146,7 @@ func NewContextJSON(c *Context) ContextJSON {
 	return out
 }
 
-// SourceJSON summarises one source. It is a plain value.
+// SourceJSON summarises one source.
 type SourceJSON struct {
 	URL       string    `json:"url" jsonschema:"the source's URL (untrusted data)"`
 	Title     string    `json:"title" jsonschema:"the source's title (untrusted data)"`
@@ -166,7 +165,7 @@ func NewSourceJSON(s *SourceInfo, now time.Time) SourceJSON {
 		CreatedAt: s.CreatedAt.UTC(), Age: RelativeTime(s.CreatedAt, now), ContentHash: s.ContentHash}
 }
 
-// SourcesJSON is a page of sources. It is a plain value.
+// SourcesJSON is a page of sources.
 type SourcesJSON struct {
 	Total   int          `json:"total" jsonschema:"sources matching, before paging"`
 	Offset  int          `json:"offset"`

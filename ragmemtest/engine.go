@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/embed"
-	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/rag"
 )
 

@@ -45,8 +45,8 @@ import (
 	"strings"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/extract"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/extract"
 )
 
 var (

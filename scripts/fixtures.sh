@@ -9,4 +9,4 @@ cd "$(dirname "$0")/../testdata/documents"
 pandoc guide.md -o guide.docx
 pandoc guide.md --epub-chapter-level=1 -o guide.epub
 cd ../..
-go test ./extract -run TestFixtures -update-documents
+go test ./internal/extract -run TestFixtures -update-documents

@@ -49,5 +49,5 @@ run "fusion: scores normalised upside down" search/fuse.go '	return (s - c.lo) /
 run "P10: \"I work as\" is not a statement" prefs/detect.go '		if asComparison.MatchString(g["x"]) {
 			return "" // "I work as fast as I can"' '		if true {
 			return "" // "I work as fast as I can"'
-run "query cache: the key ignores the last byte of the query" embed/querycache.go '	key := e.Identity() + "\x00" + text' '	key := e.Identity() + "\x00" + text[:len(text)-1]'
+run "query cache: the key ignores the last byte of the query" internal/embed/querycache.go '	key := e.Identity() + "\x00" + text' '	key := e.Identity() + "\x00" + text[:len(text)-1]'
 exit $status

@@ -16,8 +16,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
 // Calibration of the vector weight.
@@ -82,8 +82,7 @@ var calibrationGrid = []float64{DefaultAlpha, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7
 // MinCalibrationChunks chunks of every document type asked for.
 var ErrTooSmall = errors.New("search: store too small to calibrate")
 
-// Calibration is a store's measured vector weights, by document type. It is
-// a plain value.
+// Calibration is a store's measured vector weights, by document type.
 type Calibration struct {
 	Version  int       `json:"v"`
 	Embedder string    `json:"embedder"` // the embedder measured, for reference

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
 // hiddenLexical embeds as the lexical embedder does but does not say that it

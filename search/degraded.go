@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
-// Report says how a search was answered. It is a plain value.
+// Report says how a search was answered.
 type Report struct {
 	// Mode is the retrieval actually used: the mode asked for, or
 	// FullText when the embedder was unavailable.

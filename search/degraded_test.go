@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
 // errOutage is what the index returns when the embedder is down.

@@ -6,7 +6,7 @@ import (
 	"unicode"
 
 	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/search/when"
+	"github.com/ragmem/ragmem/internal/when"
 )
 
 // Ranking signals of conversation memories.

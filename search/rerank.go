@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
 // Reranker scores documents against a query with a model that reads both

@@ -7,8 +7,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
 type fakeRetriever struct {

@@ -35,9 +35,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ragmem/ragmem/internal/server"
+	"github.com/ragmem/ragmem/internal/server/loadtest"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/server"
-	"github.com/ragmem/ragmem/server/loadtest"
 )
 
 func main() {

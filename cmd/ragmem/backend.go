@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/ragmem/ragmem/index/weaviate"
+	"github.com/ragmem/ragmem/internal/index/weaviate"
 	"github.com/ragmem/ragmem/rag"
 )
 

@@ -20,9 +20,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/ragmem/ragmem/mcpserver"
-	"github.com/ragmem/ragmem/owner"
-	"github.com/ragmem/ragmem/server"
+	"github.com/ragmem/ragmem/internal/mcpserver"
+	"github.com/ragmem/ragmem/internal/owner"
+	"github.com/ragmem/ragmem/internal/server"
 )
 
 // The MCP bridge: `ragmem mcp` serves MCP on its stdin and stdout by

@@ -17,11 +17,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/local"
+	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/internal/wal"
-	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/rag"
 )
 

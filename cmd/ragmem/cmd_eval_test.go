@@ -18,7 +18,7 @@ import (
 	"unicode"
 )
 
-const tinyBEIR = "../../eval/testdata/tiny"
+const tinyBEIR = "../../internal/eval/testdata/tiny"
 
 func copyDir(t *testing.T, src, dst string) {
 	t.Helper()
@@ -122,7 +122,7 @@ func TestCLIEvalOpenAICompatible(t *testing.T) {
 // TestCLIModelPull pulls the float32 fixture model from a fake hub and uses
 // it by name.
 func TestCLIModelPull(t *testing.T) {
-	src := "../../embed/testdata/model2vec"
+	src := "../../internal/embed/testdata/model2vec"
 	files := map[string][]byte{}
 	for name, path := range map[string]string{
 		"config.json": "float32/config.json", "model.safetensors": "float32/model.safetensors", "tokenizer.json": "tokenizer.json",

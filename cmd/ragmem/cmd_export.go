@@ -14,12 +14,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/export"
+	"github.com/ragmem/ragmem/internal/export"
+	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/internal/perm"
+	"github.com/ragmem/ragmem/internal/server"
 	"github.com/ragmem/ragmem/internal/wal"
-	"github.com/ragmem/ragmem/owner"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/server"
 )
 
 // keyEnv names the environment variable that holds an export key.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/rag"
 )
 

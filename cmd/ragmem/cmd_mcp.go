@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/mcpserver"
-	"github.com/ragmem/ragmem/memory"
-	"github.com/ragmem/ragmem/memory/memmcp"
-	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/internal/mcpserver"
+	"github.com/ragmem/ragmem/internal/memory"
+	"github.com/ragmem/ragmem/internal/memory/memmcp"
+	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/rag"
 )
 

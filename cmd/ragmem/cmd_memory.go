@@ -15,10 +15,10 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/memory"
-	"github.com/ragmem/ragmem/memory/extraction"
-	"github.com/ragmem/ragmem/memory/memhttp"
-	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/internal/memory"
+	"github.com/ragmem/ragmem/internal/memory/extraction"
+	"github.com/ragmem/ragmem/internal/memory/memhttp"
+	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/rag"
 )
 

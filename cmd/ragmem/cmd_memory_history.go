@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/ragmem/ragmem/memory"
-	"github.com/ragmem/ragmem/memory/memhttp"
-	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/internal/memory"
+	"github.com/ragmem/ragmem/internal/memory/memhttp"
+	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/rag"
 )
 

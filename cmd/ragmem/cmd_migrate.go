@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/index/local"
-	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/internal/index/local"
+	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/rag"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
 func newModelCmd(g *globals) *cobra.Command {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/internal/memory"
 	"github.com/ragmem/ragmem/internal/reserved"
-	"github.com/ragmem/ragmem/memory"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/ragmem/ragmem/search"
 )

@@ -17,12 +17,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/embed"
-	"github.com/ragmem/ragmem/extract"
+	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/extract"
+	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/internal/perm"
-	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/internal/server"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/server"
 )
 
 // serveFlags are the flags of ragmem serve.

@@ -21,7 +21,7 @@ import (
 // commit's time.
 var buildDate string
 
-// versionInfo is what `ragmem version --json` prints. It is a plain value.
+// versionInfo is what `ragmem version --json` prints.
 type versionInfo struct {
 	// Version is the module version: a release (v1.2.0), a pseudo-version
 	// for a commit between releases (what Go 1.24 and later stamp on a

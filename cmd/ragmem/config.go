@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
-	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/internal/perm"
 )
 

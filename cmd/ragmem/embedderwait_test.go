@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragmem/ragmem/embed"
-	"github.com/ragmem/ragmem/embed/embedtest"
-	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/embed/embedtest"
+	"github.com/ragmem/ragmem/internal/index/local"
 )
 
 // TestStoreWaitsForTheRightEmbedder is issue 25's check from the command

@@ -31,7 +31,7 @@ const (
 	maxPatternBytes = 4096
 )
 
-// folderSettings is folders.json. It is a plain value.
+// folderSettings is folders.json.
 type folderSettings struct {
 	Version int                      `json:"v"`
 	Folders map[string]folderSetting `json:"folders"` // by absolute path

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/docread"
-	"github.com/ragmem/ragmem/extract"
+	"github.com/ragmem/ragmem/internal/extract"
 	"github.com/ragmem/ragmem/rag"
 )
 

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/embed"
-	"github.com/ragmem/ragmem/embed/embedtest"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/embed/embedtest"
 )
 
 // deadLetters queues pages the worker gives up on (too many chunks for

@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/internal/memory"
 	"github.com/ragmem/ragmem/rag"
 )
 

@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/ragmem/ragmem/memory"
-	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/internal/memory"
+	"github.com/ragmem/ragmem/internal/owner"
+	"github.com/ragmem/ragmem/internal/server"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/server"
 )
 
 // Namespaces on the command line. A namespace is its own store in
@@ -135,8 +135,7 @@ func (s *ownedStore) releaseNamespace() {
 // counts.
 const namespacesPath = "/v1/owner/namespaces"
 
-// NamespaceInfo is one namespace as `ragmem namespaces` lists it. It is a
-// plain value.
+// NamespaceInfo is one namespace as `ragmem namespaces` lists it.
 type NamespaceInfo struct {
 	Name        string `json:"name"` // "" for the default namespace
 	Dir         string `json:"dir"`

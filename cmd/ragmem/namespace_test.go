@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragmem/ragmem/internal/server"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/server"
 )
 
 // searchURLs runs search --json with args and returns the result URLs.

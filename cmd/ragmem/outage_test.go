@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragmem/ragmem/embed/embedtest"
+	"github.com/ragmem/ragmem/internal/embed/embedtest"
 	"github.com/ragmem/ragmem/rag"
 )
 

@@ -16,12 +16,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ragmem/ragmem/embed"
-	"github.com/ragmem/ragmem/memory"
-	"github.com/ragmem/ragmem/memory/memhttp"
-	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/memory"
+	"github.com/ragmem/ragmem/internal/memory/memhttp"
+	"github.com/ragmem/ragmem/internal/owner"
+	"github.com/ragmem/ragmem/internal/server"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/server"
 )
 
 // defaultOwnerGrace is how long a background owner stays without clients

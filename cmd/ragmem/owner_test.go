@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/internal/owner"
 )
 
 // processGone reports whether pid has exited (a zombie counts as gone).

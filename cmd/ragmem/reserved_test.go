@@ -23,8 +23,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/owner"
-	"github.com/ragmem/ragmem/server"
+	"github.com/ragmem/ragmem/internal/owner"
+	"github.com/ragmem/ragmem/internal/server"
 )
 
 // Reserved records on every route (issue 25, item 3). The owner runs in

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/rag"
 )
 

@@ -27,7 +27,7 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evalData, err := filepath.Abs("../../eval/testdata")
+	evalData, err := filepath.Abs("../../internal/eval/testdata")
 	if err != nil {
 		t.Fatal(err)
 	}

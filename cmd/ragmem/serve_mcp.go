@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ragmem/ragmem/memory"
+	"github.com/ragmem/ragmem/internal/memory"
+	"github.com/ragmem/ragmem/internal/server"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/server"
 )
 
 // mcpMount serves MCP over streamable HTTP at /mcp: on the owner's socket

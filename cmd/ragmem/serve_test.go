@@ -20,7 +20,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/ragmem/ragmem/internal/sandbox"
-	"github.com/ragmem/ragmem/server"
+	"github.com/ragmem/ragmem/internal/server"
 )
 
 // TestMain lets the test binary act as the ragmem binary, so that the

@@ -20,8 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/owner"
-	"github.com/ragmem/ragmem/server"
+	"github.com/ragmem/ragmem/internal/owner"
+	"github.com/ragmem/ragmem/internal/server"
 )
 
 // mcpProc is a `ragmem mcp` process with a go-sdk client session over its

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ragmem/ragmem/embed"
-	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 )

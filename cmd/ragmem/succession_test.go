@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragmem/ragmem/index/local"
-	"github.com/ragmem/ragmem/owner"
+	"github.com/ragmem/ragmem/internal/index/local"
+	"github.com/ragmem/ragmem/internal/owner"
 )
 
 // commandLoops runs `ragmem index` of a folder it changes before each run

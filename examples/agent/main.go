@@ -36,7 +36,7 @@ import (
 
 	"github.com/ragmem/ragmem/agent"
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/rag"
 )
 

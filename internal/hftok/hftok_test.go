@@ -10,8 +10,8 @@ import (
 )
 
 const (
-	potionTokenizer    = "../../embed/testdata/model2vec/tokenizer.json"
-	quantizedTokenizer = "../../embed/testdata/model2vec/vocab-quantized/tokenizer.json"
+	potionTokenizer    = "../embed/testdata/model2vec/tokenizer.json"
+	quantizedTokenizer = "../embed/testdata/model2vec/vocab-quantized/tokenizer.json"
 )
 
 // wordPieceVocab reads the vocabulary straight from the file, independently

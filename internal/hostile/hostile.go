@@ -19,7 +19,7 @@ import (
 )
 
 // File is one hostile file: its name (the extension says its format),
-// what it does, and its bytes. It is a plain value.
+// what it does, and its bytes.
 type File struct {
 	Name string
 	Does string

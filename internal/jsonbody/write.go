@@ -34,14 +34,14 @@ const (
 )
 
 // ErrorBody is the JSON body of every error response:
-// {"error": {"code", "message", "requestId"}}. It is a plain value.
+// {"error": {"code", "message", "requestId"}}.
 type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }
 
 // ErrorDetail describes an error: a stable machine-readable code, a message
 // for people, and the request id to quote in a bug report (when the handler
-// has one). It is a plain value.
+// has one).
 type ErrorDetail struct {
 	Code      string `json:"code"`
 	Message   string `json:"message"`

@@ -65,7 +65,7 @@ const (
 )
 
 // Limits bound one run of a function in a child. The zero value means all
-// defaults. It is a plain value.
+// defaults.
 type Limits struct {
 	// Wall is the longest the child may run, from its start to its
 	// result; the parent then kills it. Default 30 s.
@@ -107,7 +107,6 @@ func (l *Limits) withDefaults() Limits {
 // LimitError says which limit stopped a child. Reason reads after "the
 // child" or a name for it: "exceeded 30s", "ran out of memory (limit 512
 // MiB)", "used more than 30s of CPU time", "answered more than 256 MiB".
-// It is a plain value.
 type LimitError struct {
 	Reason string
 }
@@ -117,7 +116,6 @@ func (e *LimitError) Unwrap() error { return ErrLimit }
 
 // CrashError says how a child ended without a result. Reason reads after
 // "the child" or a name for it: "crashed (fatal error: stack overflow)".
-// It is a plain value.
 type CrashError struct {
 	Reason string
 }
@@ -126,7 +124,7 @@ func (e *CrashError) Error() string { return "sandbox: the child process " + e.R
 func (e *CrashError) Unwrap() error { return ErrCrashed }
 
 // JobError is an error the function returned in the child, carried to the
-// parent as its message. It is a plain value.
+// parent as its message.
 type JobError struct {
 	Msg string
 }
@@ -134,8 +132,7 @@ type JobError struct {
 func (e *JobError) Error() string { return e.Msg }
 
 // Usage is what a child used: its wall time, CPU time (user and system)
-// and peak resident memory (0 where the system does not say). It is a
-// plain value.
+// and peak resident memory (0 where the system does not say).
 type Usage struct {
 	Wall   time.Duration
 	CPU    time.Duration
@@ -171,7 +168,7 @@ func lookup(name string) Func {
 }
 
 // request is the header the parent writes to the child's stdin, before the
-// input. It is a plain value.
+// input.
 type request struct {
 	Func     string          `json:"func"`
 	Params   json.RawMessage `json:"params,omitempty"`

@@ -84,7 +84,6 @@ func (OS) SyncDir(dir string) error {
 }
 
 // WriteOptions configure WriteFile. A nil *WriteOptions means the defaults.
-// It is a plain value.
 type WriteOptions struct {
 	// Perm is the new file's permission bits. Default 0600.
 	Perm os.FileMode

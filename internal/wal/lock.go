@@ -34,7 +34,7 @@ func WaitLock(ctx context.Context, path string) (*Lock, error) {
 	}
 }
 
-// LockedError says which process holds a lock. It is a plain value.
+// LockedError says which process holds a lock.
 type LockedError struct {
 	Path string // the lock file
 	PID  string // the holder's process id, or "unknown"

@@ -22,7 +22,7 @@ var ErrTooLarge = errors.New("wal: file too large")
 
 // FileError is a file that OpenRegular or ReadRegular refused. It names
 // the file by its base name only, so that callers may show it to clients
-// that must not learn the directory. It is a plain value.
+// that must not learn the directory.
 type FileError struct {
 	Name    string // the file's base name
 	Problem string // why, as a predicate: "is a named pipe"

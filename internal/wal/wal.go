@@ -97,7 +97,7 @@ func ReadFrame(r io.Reader, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-// ScanResult describes a log read by Scan. It is a plain value.
+// ScanResult describes a log read by Scan.
 type ScanResult struct {
 	// ValidEnd is the offset just after the last good frame (the header's
 	// length when there is none).

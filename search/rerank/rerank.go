@@ -32,7 +32,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
 // The protocols (Options.API).
@@ -66,7 +66,7 @@ var (
 	ErrBadOptions = errors.New("rerank: invalid options")
 )
 
-// Options configure New. It is a plain value.
+// Options configure New.
 type Options struct {
 	// URL is the rerank endpoint: "http://localhost:8080/rerank" (TEI,
 	// llama.cpp, vLLM), "https://api.cohere.com/v2/rerank",

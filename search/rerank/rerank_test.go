@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/search"
 )
 

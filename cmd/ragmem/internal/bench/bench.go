@@ -25,9 +25,9 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/benchdata"
+	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/search"
 )
 

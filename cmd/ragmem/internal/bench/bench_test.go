@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/search"
 )
 

@@ -9,10 +9,10 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/index/local"
 	"github.com/ragmem/ragmem/internal/benchdata"
+	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/search"
 )
 

@@ -20,8 +20,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/embed"
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/internal/embed"
 )
 
 // The embedders of `ragmem bench`: each entry of --embedders is an embedder

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/ragmem/ragmem/extract"
+	"github.com/ragmem/ragmem/internal/extract"
 )
 
 // BenchmarkRead reads the guide fixtures in process (extract.Document) and

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ragmem/ragmem/extract"
+	"github.com/ragmem/ragmem/internal/extract"
 	"github.com/ragmem/ragmem/internal/sandbox"
 )
 
@@ -29,8 +29,7 @@ const (
 	DefaultMemory  = 512 << 20
 )
 
-// Options bound one read. A nil *Options means all defaults. It is a
-// plain value.
+// Options bound one read. A nil *Options means all defaults.
 type Options struct {
 	// Timeout is the longest the child may take to read one document
 	// (its CPU time is bounded alike); it is then killed. Default 30 s.
@@ -50,14 +49,13 @@ const name = "docread"
 
 func init() { sandbox.Register(name, child) }
 
-// request is what the parent sends with the file. It is a plain value.
+// request is what the parent sends with the file.
 type request struct {
 	Name     string                  `json:"name"`
 	Document extract.DocumentOptions `json:"document"`
 }
 
 // response is what the child sends back: a page, or why there is none.
-// It is a plain value.
 type response struct {
 	Page  extract.Page `json:"page"`
 	Kind  string       `json:"kind,omitempty"` // the extract error: see kinds

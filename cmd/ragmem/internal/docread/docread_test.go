@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragmem/ragmem/extract"
+	"github.com/ragmem/ragmem/internal/extract"
 	"github.com/ragmem/ragmem/internal/hostile"
 	"github.com/ragmem/ragmem/internal/sandbox"
 )

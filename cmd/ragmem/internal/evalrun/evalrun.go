@@ -14,9 +14,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ragmem/ragmem/embed"
-	"github.com/ragmem/ragmem/eval"
-	"github.com/ragmem/ragmem/index/local"
+	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/eval"
+	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/search"
 )
 

@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/ragmem/ragmem/embed"
+	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/search"
 )
 
-const tinyBEIR = "../../../../eval/testdata/tiny"
+const tinyBEIR = "../../../../internal/eval/testdata/tiny"
 
 // runEval runs an evaluation as ragmem eval does with these flags (the
 // command's flag set, the lexical embedder) and returns what it prints on
@@ -178,7 +178,7 @@ func TestEvalSeveral(t *testing.T) {
 // --locomo writes conversations as memories and reports each question
 // category; a folder stands for its .json files.
 func TestEvalLoCoMo(t *testing.T) {
-	const tiny = "../../../../eval/testdata/locomo/tiny.json"
+	const tiny = "../../../../internal/eval/testdata/locomo/tiny.json"
 	out, errOut, err := runEval(t, "--locomo", tiny, "--modes", "fulltext,hybrid", "--tmp", t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/ragmem/ragmem/eval"
+	"github.com/ragmem/ragmem/internal/eval"
 )
 
 // JSON is what --json prints: the report of a single data set, or every
