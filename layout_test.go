@@ -53,7 +53,7 @@ const module = "github.com/ragmem/ragmem"
 var behindTheDoor = map[string]string{
 	"embed": "embed", "memory": "memory", "owner": "owner", "server": "server", "mcpserver": "mcpserver",
 	"extract": "extract", "export": "export", "eval": "eval", "index/local": "index/local",
-	"index/vecindex": "index/vecindex", "index/weaviate": "index/weaviate", "when": "search/when",
+	"index/vecindex": "index/vecindex", "index/weaviate": "index/weaviate", "when": "search/when", "rerank": "search/rerank",
 }
 
 // logical returns the data-flow name of a module-relative package path:

@@ -32,13 +32,13 @@ type Config struct {
 	Fusion              search.Fusion // default search.DefaultFusion (relative)
 	Model               string        // model whose tokenizer counts tokens; default cl100k_base
 	// Rerank is the optional rerank stage: a /rerank endpoint that reorders
-	// the fused top results before the token budget (search/rerank). Its
+	// the fused top results before the token budget (internal/rerank). Its
 	// zero value is none; a Config without a reranker URL searches with the
 	// engine's.
 	Rerank RerankConfig
 }
 
-// RerankConfig configures the rerank stage (see search/rerank). It is a
+// RerankConfig configures the rerank stage (see internal/rerank). It is a
 // plain, comparable value: the engine keeps one client, and so one circuit
 // breaker, per distinct RerankConfig.
 type RerankConfig struct {

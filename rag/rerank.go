@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ragmem/ragmem/internal/rerank"
 	"github.com/ragmem/ragmem/search"
-	"github.com/ragmem/ragmem/search/rerank"
 )
 
 // options turns the configuration into the client's options.

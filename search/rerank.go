@@ -13,7 +13,7 @@ import (
 )
 
 // Reranker scores documents against a query with a model that reads both
-// together (a cross-encoder), which fusion cannot: search/rerank's Client
+// together (a cross-encoder), which fusion cannot: internal/rerank's Client
 // speaks the /rerank protocol of Cohere, Jina, Hugging Face TEI, llama.cpp
 // and vLLM. Implementations are safe for concurrent use.
 type Reranker interface {

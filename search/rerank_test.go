@@ -12,7 +12,7 @@ import (
 )
 
 // fakeReranker is a search.Reranker in memory, to test the stage alone
-// (search/rerank and rag test it over HTTP): it scores with score, or
+// (internal/rerank and rag test it over HTTP): it scores with score, or
 // fails with err, and counts its calls.
 type fakeReranker struct {
 	score func(i int) float64

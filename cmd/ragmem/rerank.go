@@ -9,7 +9,7 @@ import (
 )
 
 // rerankFlags are the global flags of the optional rerank stage
-// (rag.RerankConfig, search/rerank): off unless --reranker names a
+// (rag.RerankConfig, internal/rerank): off unless --reranker names a
 // /rerank endpoint. Each is also a config key (globalKeys).
 type rerankFlags struct {
 	url     string

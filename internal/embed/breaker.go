@@ -106,7 +106,7 @@ type Breaker struct {
 
 // Circuit is the state machine of a circuit breaker, shared by the
 // embedder's [Breaker] and the other model servers a search calls (the
-// reranker of search/rerank), so that every server is given up on and
+// reranker of internal/rerank), so that every server is given up on and
 // tried again the same way. After Failures outage failures in a row it
 // opens: Admit fails at once with an *UnavailableError until OpenFor has
 // passed. Then it admits one call (half-open): success closes it, failure
