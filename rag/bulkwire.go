@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/jsonbody"
 )
 
@@ -77,11 +76,11 @@ func (e *Engine) DeleteSources(ctx context.Context, req DeleteSourcesRequest) (*
 		}
 	}
 	if where == nil && !req.All {
-		return nil, &Error{Code: jsonbody.CodeBadRequest, Message: "filter is empty, which matches every source: send \"all\": true to remove them all", Err: ErrMatchesAll}
+		return nil, &Error{Code: jsonbody.CodeMatchesAll, Message: "filter is empty, which matches every source: send \"all\": true to remove them all", Err: ErrMatchesAll}
 	}
 	res, err := e.RemoveWhere(ctx, where, req.All, req.DryRun)
 	if errors.Is(err, ErrMatchesAll) {
-		return nil, &Error{Code: jsonbody.CodeBadRequest, Message: "the filter matches every source: send \"all\": true to remove them all", Err: err}
+		return nil, &Error{Code: jsonbody.CodeMatchesAll, Message: "the filter matches every source: send \"all\": true to remove them all", Err: err}
 	}
 	if err != nil {
 		return nil, apiError(err)
@@ -110,7 +109,7 @@ func (e *Engine) SetSourceAttrs(ctx context.Context, sourceURL string, req SetAt
 	set, unset := SplitAttrsPatch(req.Attrs)
 	n, err := e.SetAttrs(ctx, u, set, unset)
 	switch {
-	case errors.Is(err, index.ErrNotFound), errors.Is(err, ErrNotFound):
+	case errors.Is(err, ErrNotFound):
 		return nil, notFound("no source %s in the memory", clipURL(u))
 	case errors.Is(err, ErrBadAttrs):
 		return nil, badRequest("attrs: %s", ClientMessage(err, ErrBadAttrs))

@@ -70,6 +70,7 @@ var codeSentinel = map[string]error{
 	jsonbody.CodeQuotaExceeded: ErrQuotaExceeded,
 	jsonbody.CodeNoContent:     ErrEmptyDocument,
 	jsonbody.CodeQueueFull:     ErrQueueFull,
+	jsonbody.CodeMatchesAll:    ErrMatchesAll,
 	jsonbody.CodeUnavailable:   ErrUnavailable,
 }
 
@@ -83,6 +84,8 @@ func ErrorCode(err error) string {
 		return ""
 	case errors.As(err, &e) && e.Code != "":
 		return e.Code
+	case errors.Is(err, ErrMatchesAll):
+		return jsonbody.CodeMatchesAll
 	case errors.Is(err, ErrReserved):
 		return jsonbody.CodeReserved
 	case errors.Is(err, ErrNoJob), errors.Is(err, ErrNotFound), errors.Is(err, ErrNoPage):

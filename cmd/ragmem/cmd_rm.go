@@ -82,7 +82,7 @@ func runRmFilter(ctx context.Context, g *globals, rf *rmFilterFlags) error {
 	}
 	return g.withStore(ctx, func(m rag.Memory) error {
 		r, err := m.DeleteSources(ctx, req)
-		if errors.Is(err, rag.ErrMatchesAll) || (err != nil && !rf.all && strings.Contains(err.Error(), "\"all\": true")) {
+		if errors.Is(err, rag.ErrMatchesAll) {
 			return errors.New("the filter matches every knowledge source: add --all to remove them all")
 		}
 		if err != nil {

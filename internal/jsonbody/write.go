@@ -29,6 +29,7 @@ const (
 	CodeReserved         = "reserved" // what belongs to the memory or preference store, written only through their APIs
 	CodeRateLimited      = "rate_limited"
 	CodeQueueFull        = "queue_full"
+	CodeMatchesAll       = "matches_all" // a removal by filter that would take every source, without all
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
 )

@@ -67,6 +67,7 @@ var codeStatus = map[string]int{
 	CodeTooLarge:      http.StatusRequestEntityTooLarge,
 	CodeQuotaExceeded: http.StatusInsufficientStorage,
 	CodeQueueFull:     http.StatusServiceUnavailable,
+	CodeMatchesAll:    http.StatusBadRequest,
 }
 
 // Fail writes the response for an error of the engine (or of

@@ -46,6 +46,7 @@ const (
 	CodeReserved         = jsonbody.CodeReserved
 	CodeRateLimited      = jsonbody.CodeRateLimited
 	CodeQueueFull        = jsonbody.CodeQueueFull
+	CodeMatchesAll       = jsonbody.CodeMatchesAll
 	CodeUnavailable      = jsonbody.CodeUnavailable
 	CodeInternal         = jsonbody.CodeInternal
 )
