@@ -298,42 +298,13 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 	if len(src) > maxFrontmatterBytes {
 		return fm, perr(opener, "the frontmatter is larger than %d bytes", maxFrontmatterBytes)
 	}
-	var doc yaml.Node
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				err = perr(opener+1, "the frontmatter is not valid YAML")
-			}
-		}()
-		if e := yaml.Unmarshal([]byte(src), &doc); e != nil {
-			ln := opener + 1
-			if n := firstFailingLine(src); n > 0 {
-				ln = opener + n
-			} else if m := yamlLine().FindStringSubmatch(e.Error()); m != nil {
-				if n, convErr := strconv.Atoi(m[1]); convErr == nil && n > 0 {
-					ln = opener + n
-				}
-			}
-			msg := strings.TrimPrefix(e.Error(), "yaml: ")
-			msg = yamlLine().ReplaceAllString(msg, "")
-			msg = strings.TrimLeft(msg, ": ")
-			err = perr(ln, "invalid YAML in the frontmatter: %s", clean.Clip(msg, 200))
-		}
-	}()
+	root, err := decodeFrontmatterYAML(src, opener)
 	if err != nil {
 		return fm, err
-	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return fm, perr(opener, "the frontmatter is empty; it needs at least title and whenToUse")
-	}
-	root := deref(doc.Content[0])
-	if root.Kind != yaml.MappingNode {
-		return fm, perr(opener+max(root.Line, 1), "the frontmatter must be a mapping of fields (title: ..., whenToUse: ...)")
 	}
 	at := func(n *yaml.Node) int { return opener + max(n.Line, 1) }
 	seen := map[string]bool{}
 	fm.Importance = Medium
-	hasImportance := false
 	for p := 0; p+1 < len(root.Content); p += 2 {
 		kn, vn := deref(root.Content[p]), deref(root.Content[p+1])
 		if kn.Kind != yaml.ScalarNode {
@@ -344,157 +315,233 @@ func parseFrontmatter(src string, opener int) (fm Frontmatter, err error) {
 			return fm, perr(at(kn), "field %q appears twice", clean.Clip(key, 40))
 		}
 		seen[key] = true
-		switch key {
-		case "title":
-			s, e := scalar(vn, "title")
-			if e != nil {
+		// Unknown fields are allowed (other tools may add their own).
+		if read, ok := frontmatterFields[key]; ok {
+			if e := read(&fm, key, vn); e != nil {
 				return fm, perr(at(vn), "%s", e)
 			}
-			fm.Title = clean.Line(s)
-		case "whenToUse":
-			l, e := stringList(vn, "whenToUse", false)
-			if e != nil {
-				return fm, perr(at(vn), "%s", e)
+		}
+	}
+	return fm, checkRequired(&fm, opener)
+}
+
+// decodeFrontmatterYAML parses src as YAML and returns its root mapping.
+// A YAML error is reported at the first line where src stops parsing;
+// yaml.v3 panics on some hostile input, which is reported as invalid YAML
+// too.
+func decodeFrontmatterYAML(src string, opener int) (root *yaml.Node, err error) {
+	var doc yaml.Node
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err = perr(opener+1, "the frontmatter is not valid YAML")
 			}
-			fm.WhenToUse = l
-			if len(l) > MaxPatterns {
-				return fm, perr(at(vn), "whenToUse has %d patterns; at most %d are allowed", len(l), MaxPatterns)
-			}
-			for _, pat := range l {
-				if len(pat) > maxPatternLen {
-					return fm, perr(at(vn), "a whenToUse pattern is longer than %d bytes", maxPatternLen)
-				}
-			}
-		case "tags":
-			l, e := stringList(vn, "tags", true)
-			if e != nil {
-				return fm, perr(at(vn), "%s", e)
-			}
-			if len(l) > maxTags {
-				return fm, perr(at(vn), "tags has %d entries; at most %d are allowed", len(l), maxTags)
-			}
-			fm.Tags = l
-		case "importance":
-			s, e := scalar(vn, "importance")
-			if e != nil {
-				return fm, perr(at(vn), "%s", e)
-			}
-			imp, e := ParseImportance(s)
-			if e != nil {
-				return fm, perr(at(vn), "importance is %q; use low, medium, high or critical", clean.Clip(s, 40))
-			}
-			fm.Importance, hasImportance = imp, true
-		case "discoveredAt":
-			s, e := scalar(vn, "discoveredAt")
-			if e != nil {
-				return fm, perr(at(vn), "%s", e)
-			}
-			t, e := ParseTime(s)
-			if e != nil {
-				return fm, perr(at(vn), "discoveredAt %q is not an ISO 8601 time (e.g. 2026-01-23T10:30:00Z)", clean.Clip(s, 60))
-			}
-			fm.DiscoveredAt = t
-		case "discoveredBy", "discoveredIn", "source":
-			s, e := scalar(vn, key)
-			if e != nil {
-				return fm, perr(at(vn), "%s", e)
-			}
-			s = clean.Line(s)
-			switch key {
-			case "discoveredBy":
-				fm.DiscoveredBy = s
-			case "discoveredIn":
-				fm.DiscoveredIn = s
-			default:
-				fm.Source = s
-			}
-		case "relatedMemories":
-			l, e := stringList(vn, "relatedMemories", true)
-			if e != nil {
-				return fm, perr(at(vn), "%s", e)
-			}
-			if len(l) > maxTags {
-				return fm, perr(at(vn), "relatedMemories has %d entries; at most %d are allowed", len(l), maxTags)
-			}
-			fm.RelatedMemories = l
-		case "occurredAt":
-			s, e := scalar(vn, "occurredAt")
-			if e != nil {
-				return fm, perr(at(vn), "%s", e)
-			}
-			t, e := ParseTime(s)
-			if e != nil {
-				return fm, perr(at(vn), "occurredAt %q is not an ISO 8601 time (e.g. 2026-01-23T10:30:00Z)", clean.Clip(s, 60))
-			}
-			fm.OccurredAt = t
-		case "negative", "merged":
-			s, e := scalar(vn, key)
-			if e != nil {
-				return fm, perr(at(vn), "%s", e)
-			}
-			b, e := strconv.ParseBool(strings.TrimSpace(s))
-			if e != nil {
-				return fm, perr(at(vn), "%s is %q; use true or false", key, clean.Clip(s, 40))
-			}
-			if key == "negative" {
-				fm.Negative = b
-			} else {
-				fm.Merged = b
-			}
-		case "supersedes", "conflicts":
-			l, e := stringList(vn, key, true)
-			if e != nil {
-				return fm, perr(at(vn), "%s", e)
-			}
-			if len(l) > maxTags {
-				return fm, perr(at(vn), "%s has %d entries; at most %d are allowed", key, len(l), maxTags)
-			}
+		}()
+		if e := yaml.Unmarshal([]byte(src), &doc); e != nil {
+			err = yamlError(src, opener, e)
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, perr(opener, "the frontmatter is empty; it needs at least title and whenToUse")
+	}
+	root = deref(doc.Content[0])
+	if root.Kind != yaml.MappingNode {
+		return nil, perr(opener+max(root.Line, 1), "the frontmatter must be a mapping of fields (title: ..., whenToUse: ...)")
+	}
+	return root, nil
+}
+
+// yamlError turns yaml.v3's error into a ParseError at the file's line:
+// the first failing line when it can be told, else the line the error
+// names, else the first line of the frontmatter.
+func yamlError(src string, opener int, e error) *ParseError {
+	ln := opener + 1
+	if n := firstFailingLine(src); n > 0 {
+		ln = opener + n
+	} else if m := yamlLine().FindStringSubmatch(e.Error()); m != nil {
+		if n, convErr := strconv.Atoi(m[1]); convErr == nil && n > 0 {
+			ln = opener + n
+		}
+	}
+	msg := strings.TrimPrefix(e.Error(), "yaml: ")
+	msg = yamlLine().ReplaceAllString(msg, "")
+	msg = strings.TrimLeft(msg, ": ")
+	return perr(ln, "invalid YAML in the frontmatter: %s", clean.Clip(msg, 200))
+}
+
+// checkRequired reports a frontmatter without the fields every entry
+// needs, at the opening line (the field may be missing altogether).
+func checkRequired(fm *Frontmatter, opener int) error {
+	if fm.Title == "" {
+		return perr(opener, "title is missing or empty")
+	}
+	if len(fm.Title) > MaxTitleLen {
+		return perr(opener, "title is longer than %d bytes", MaxTitleLen)
+	}
+	if len(fm.WhenToUse) == 0 {
+		return perr(opener, "whenToUse is missing or empty: say when this memory should be used (e.g. \"auth|login\" or \"When implementing security features\")")
+	}
+	return nil
+}
+
+// fieldReader reads the value of one frontmatter field (named key) into
+// fm. Its error is the message; parseFrontmatter adds the value's line.
+type fieldReader func(fm *Frontmatter, key string, vn *yaml.Node) error
+
+// frontmatterFields maps each known field to its reader, by the kind of
+// value it holds: a line of text, a time, a yes/no, a list, or one of a
+// few words.
+var frontmatterFields = map[string]fieldReader{
+	"title":        lineField(func(fm *Frontmatter) *string { return &fm.Title }),
+	"discoveredBy": lineField(func(fm *Frontmatter) *string { return &fm.DiscoveredBy }),
+	"discoveredIn": lineField(func(fm *Frontmatter) *string { return &fm.DiscoveredIn }),
+	"source":       lineField(func(fm *Frontmatter) *string { return &fm.Source }),
+	"provenance":   readProvenance,
+	"extractedHash": func(fm *Frontmatter, key string, vn *yaml.Node) error {
+		s, err := scalar(vn, key)
+		if err != nil {
+			return err
+		}
+		fm.extractedHash = strings.TrimSpace(s)
+		return nil
+	},
+	"discoveredAt":    timeField(func(fm *Frontmatter) *time.Time { return &fm.DiscoveredAt }),
+	"occurredAt":      timeField(func(fm *Frontmatter) *time.Time { return &fm.OccurredAt }),
+	"negative":        boolField(func(fm *Frontmatter) *bool { return &fm.Negative }),
+	"merged":          boolField(func(fm *Frontmatter) *bool { return &fm.Merged }),
+	"whenToUse":       readWhenToUse,
+	"tags":            listField(func(fm *Frontmatter) *[]string { return &fm.Tags }, false),
+	"relatedMemories": listField(func(fm *Frontmatter) *[]string { return &fm.RelatedMemories }, false),
+	"supersedes":      listField(func(fm *Frontmatter) *[]string { return &fm.Supersedes }, true),
+	"conflicts":       listField(func(fm *Frontmatter) *[]string { return &fm.Conflicts }, true),
+	"importance":      readImportance,
+	"author":          readAuthor,
+}
+
+// lineField reads a single value as one line of text.
+func lineField(field func(*Frontmatter) *string) fieldReader {
+	return func(fm *Frontmatter, key string, vn *yaml.Node) error {
+		s, err := scalar(vn, key)
+		if err != nil {
+			return err
+		}
+		*field(fm) = clean.Line(s)
+		return nil
+	}
+}
+
+// timeField reads a single value as an ISO 8601 time (ParseTime).
+func timeField(field func(*Frontmatter) *time.Time) fieldReader {
+	return func(fm *Frontmatter, key string, vn *yaml.Node) error {
+		s, err := scalar(vn, key)
+		if err != nil {
+			return err
+		}
+		t, err := ParseTime(s)
+		if err != nil {
+			return fmt.Errorf("%s %q is not an ISO 8601 time (e.g. 2026-01-23T10:30:00Z)", key, clean.Clip(s, 60))
+		}
+		*field(fm) = t
+		return nil
+	}
+}
+
+// boolField reads a single value as true or false.
+func boolField(field func(*Frontmatter) *bool) fieldReader {
+	return func(fm *Frontmatter, key string, vn *yaml.Node) error {
+		s, err := scalar(vn, key)
+		if err != nil {
+			return err
+		}
+		b, err := strconv.ParseBool(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("%s is %q; use true or false", key, clean.Clip(s, 40))
+		}
+		*field(fm) = b
+		return nil
+	}
+}
+
+// listField reads a string, split on commas, or a list of strings, of at
+// most maxTags entries; names drops a ".md" from each (the entries name
+// memories by slug).
+func listField(field func(*Frontmatter) *[]string, names bool) fieldReader {
+	return func(fm *Frontmatter, key string, vn *yaml.Node) error {
+		l, err := stringList(vn, key, true)
+		if err != nil {
+			return err
+		}
+		if len(l) > maxTags {
+			return fmt.Errorf("%s has %d entries; at most %d are allowed", key, len(l), maxTags)
+		}
+		if names {
 			for i := range l {
 				l[i] = strings.TrimSuffix(l[i], ".md")
 			}
-			if key == "supersedes" {
-				fm.Supersedes = l
-			} else {
-				fm.Conflicts = l
-			}
-		case "provenance":
-			s, e := scalar(vn, key)
-			if e != nil {
-				return fm, perr(at(vn), "%s", e)
-			}
-			fm.Provenance = clean.Clip(clean.Line(s), 2*maxPatternLen)
-		case "extractedHash":
-			s, e := scalar(vn, key)
-			if e != nil {
-				return fm, perr(at(vn), "%s", e)
-			}
-			fm.extractedHash = strings.TrimSpace(s)
-		case "author":
-			s, e := scalar(vn, key)
-			if e != nil {
-				return fm, perr(at(vn), "%s", e)
-			}
-			switch a := strings.ToLower(strings.TrimSpace(s)); a {
-			case AuthorUser, AuthorExtraction:
-				fm.Author = a
-			default:
-				return fm, perr(at(vn), "author is %q; use %s or %s", clean.Clip(s, 40), AuthorUser, AuthorExtraction)
-			}
-		default:
-			// Unknown fields are allowed (other tools may add their own).
+		}
+		*field(fm) = l
+		return nil
+	}
+}
+
+// readWhenToUse reads the patterns: one string (commas are part of a
+// pattern) or a list, within MaxPatterns patterns of maxPatternLen bytes.
+func readWhenToUse(fm *Frontmatter, key string, vn *yaml.Node) error {
+	l, err := stringList(vn, key, false)
+	if err != nil {
+		return err
+	}
+	if len(l) > MaxPatterns {
+		return fmt.Errorf("whenToUse has %d patterns; at most %d are allowed", len(l), MaxPatterns)
+	}
+	for _, pat := range l {
+		if len(pat) > maxPatternLen {
+			return fmt.Errorf("a whenToUse pattern is longer than %d bytes", maxPatternLen)
 		}
 	}
-	_ = hasImportance
-	if fm.Title == "" {
-		return fm, perr(opener, "title is missing or empty")
+	fm.WhenToUse = l
+	return nil
+}
+
+// readProvenance reads one line, clipped as validateFrontmatter clips it.
+func readProvenance(fm *Frontmatter, key string, vn *yaml.Node) error {
+	s, err := scalar(vn, key)
+	if err != nil {
+		return err
 	}
-	if len(fm.Title) > MaxTitleLen {
-		return fm, perr(opener, "title is longer than %d bytes", MaxTitleLen)
+	fm.Provenance = clean.Clip(clean.Line(s), 2*maxPatternLen)
+	return nil
+}
+
+// readImportance reads low, medium, high or critical (ParseImportance).
+func readImportance(fm *Frontmatter, key string, vn *yaml.Node) error {
+	s, err := scalar(vn, key)
+	if err != nil {
+		return err
 	}
-	if len(fm.WhenToUse) == 0 {
-		return fm, perr(opener, "whenToUse is missing or empty: say when this memory should be used (e.g. \"auth|login\" or \"When implementing security features\")")
+	imp, err := ParseImportance(s)
+	if err != nil {
+		return fmt.Errorf("importance is %q; use low, medium, high or critical", clean.Clip(s, 40))
 	}
-	return fm, nil
+	fm.Importance = imp
+	return nil
+}
+
+// readAuthor reads AuthorUser or AuthorExtraction, in any case.
+func readAuthor(fm *Frontmatter, key string, vn *yaml.Node) error {
+	s, err := scalar(vn, key)
+	if err != nil {
+		return err
+	}
+	switch a := strings.ToLower(strings.TrimSpace(s)); a {
+	case AuthorUser, AuthorExtraction:
+		fm.Author = a
+		return nil
+	}
+	return fmt.Errorf("author is %q; use %s or %s", clean.Clip(s, 40), AuthorUser, AuthorExtraction)
 }
 
 // firstFailingLine returns the first line of src at which its YAML stops

@@ -186,3 +186,100 @@ func TestPreview(t *testing.T) {
 		t.Errorf("heading preview %q", p)
 	}
 }
+
+// Each frontmatter field reads its kind of value and reports a bad one at
+// the value's line with its own message.
+func TestParseFrontmatterFieldKinds(t *testing.T) {
+	manyNames := func(n int) string {
+		var b strings.Builder
+		b.WriteString("[")
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("m" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strings.Repeat("y", i/26))
+		}
+		return b.String() + "]"
+	}
+	bad := []struct {
+		name, field string
+		line        int
+		msg         string
+	}{
+		{"title list", "title: [a, b]", 2, "title must be a single value"},
+		{"whenToUse too many", "whenToUse: " + manyNames(MaxPatterns+1), 3, "whenToUse has 51 patterns; at most 50 are allowed"},
+		{"whenToUse too long", "whenToUse: " + strings.Repeat("p", maxPatternLen+1), 3, "a whenToUse pattern is longer than"},
+		{"tags mapping", "tags: {a: b}", 4, "tags must be a string or a list of strings"},
+		{"tags too many", "tags: " + manyNames(maxTags+1), 4, "tags has 51 entries; at most 50 are allowed"},
+		{"importance list", "importance: [high]", 4, "importance must be a single value"},
+		{"discoveredAt list", "discoveredAt: [1]", 4, "discoveredAt must be a single value"},
+		{"discoveredBy list", "discoveredBy: [a]", 4, "discoveredBy must be a single value"},
+		{"discoveredIn list", "discoveredIn: {a: b}", 4, "discoveredIn must be a single value"},
+		{"source list", "source: [a]", 4, "source must be a single value"},
+		{"relatedMemories too many", "relatedMemories: " + manyNames(maxTags+1), 4, "relatedMemories has 51 entries"},
+		{"relatedMemories mapping", "relatedMemories: {a: b}", 4, "relatedMemories must be a string or a list"},
+		{"occurredAt bad", "occurredAt: soon", 4, `occurredAt "soon" is not an ISO 8601 time`},
+		{"occurredAt list", "occurredAt: [1]", 4, "occurredAt must be a single value"},
+		{"negative bad", "negative: maybe", 4, `negative is "maybe"; use true or false`},
+		{"merged bad", "merged: often", 4, `merged is "often"; use true or false`},
+		{"merged list", "merged: [true]", 4, "merged must be a single value"},
+		{"supersedes too many", "supersedes: " + manyNames(maxTags+1), 4, "supersedes has 51 entries"},
+		{"conflicts mapping", "conflicts: {a: b}", 4, "conflicts must be a string or a list"},
+		{"provenance list", "provenance: [a]", 4, "provenance must be a single value"},
+		{"extractedHash list", "extractedHash: [a]", 4, "extractedHash must be a single value"},
+		{"author bad", "author: robot", 4, `author is "robot"; use user or extraction`},
+		{"author list", "author: [user]", 4, "author must be a single value"},
+		{"key not a word", "[a]: b", 4, "field names must be plain words"},
+		{"too large", "source: " + strings.Repeat("s", maxFrontmatterBytes), 1, "larger than"},
+		{"empty", "", 1, "the frontmatter is empty"},
+		{"title too long", "", 1, "title is longer than 200 bytes"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			var src string
+			switch {
+			case strings.HasPrefix(c.field, "title:"):
+				src = "---\n" + c.field + "\nwhenToUse: a\n---\n"
+			case strings.HasPrefix(c.field, "whenToUse:"):
+				src = "---\ntitle: x\n" + c.field + "\n---\n"
+			case c.name == "empty":
+				src = "---\n---\n"
+			case c.name == "title too long":
+				src = "---\ntitle: " + strings.Repeat("t", MaxTitleLen+1) + "\nwhenToUse: a\n---\n"
+			default:
+				src = "---\ntitle: x\nwhenToUse: a\n" + c.field + "\n---\n"
+			}
+			_, err := ParseFile([]byte(src))
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("err %v, want a *ParseError", err)
+			}
+			if pe.Line != c.line || !strings.Contains(pe.Msg, c.msg) {
+				t.Errorf("line %d %q, want line %d containing %q", pe.Line, pe.Msg, c.line, c.msg)
+			}
+		})
+	}
+
+	src := "---\ntitle: \" Spaced\\ttitle \"\nwhenToUse: \"a, b\"\ntags: \"x, y, x\"\nimportance: critical\n" +
+		"discoveredAt: 2026-01-02\noccurredAt: 2025-12-31T08:00\ndiscoveredBy: \" dev \"\ndiscoveredIn: task\nsource: doc.md\n" +
+		"relatedMemories: [one.md, two]\nnegative: true\nmerged: \"false\"\nsupersedes: old.md, older\nconflicts: [rival.md]\n" +
+		"provenance: " + strings.Repeat("p", 3*maxPatternLen) + "\nauthor: \" User \"\nextractedHash: \" 00ff \"\nextra: [kept, out]\n---\nbody\n"
+	es, err := ParseFile([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fm := es[0].Frontmatter
+	want := Frontmatter{
+		Title: "Spaced title", WhenToUse: []string{"a, b"}, Tags: []string{"x", "y"}, Importance: Critical,
+		DiscoveredAt: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC), OccurredAt: time.Date(2025, 12, 31, 8, 0, 0, 0, time.UTC),
+		DiscoveredBy: "dev", DiscoveredIn: "task", Source: "doc.md", RelatedMemories: []string{"one.md", "two"},
+		Negative: true, Supersedes: []string{"old", "older"}, Conflicts: []string{"rival"},
+		Provenance: fm.Provenance, Author: AuthorUser,
+	}
+	if !reflect.DeepEqual(fm, want) {
+		t.Errorf("frontmatter\n got %+v\nwant %+v", fm, want)
+	}
+	if len(fm.Provenance) >= 3*maxPatternLen || !strings.HasPrefix(fm.Provenance, "ppp") {
+		t.Errorf("provenance is %d bytes, want it clipped", len(fm.Provenance))
+	}
+}
