@@ -1,12 +1,14 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -424,14 +426,10 @@ func (s *Store) maybeRefresh(ctx context.Context) error {
 
 // refreshLocked checks the directory; auto marks a refresh made for a read.
 func (s *Store) refreshLocked(ctx context.Context, auto bool) (RefreshReport, error) {
-	var rep RefreshReport
 	scanStart := time.Now()
 	s.mu.RLock()
 	prevScan := s.lastScan
-	prev := make(map[string]*fileState, len(s.files))
-	for k, v := range s.files {
-		prev[k] = v
-	}
+	prev := maps.Clone(s.files)
 	s.mu.RUnlock()
 
 	ents, err := os.ReadDir(s.abs)
@@ -440,8 +438,38 @@ func (s *Store) refreshLocked(ctx context.Context, auto bool) (RefreshReport, er
 		s.mu.Lock()
 		s.dirErr = err
 		s.mu.Unlock()
-		return rep, err
+		return RefreshReport{}, err
 	}
+	next, rep := s.scanEntries(ents, prev, prevScan)
+
+	s.mu.Lock()
+	s.files = next
+	s.lastScan = scanStart
+	s.lastRefresh = time.Now()
+	s.dirErr = nil
+	s.mu.Unlock()
+	if rep.changed() {
+		s.gen.Add(1)
+	}
+	err = s.reindexAfterScan(ctx, auto, &rep)
+	return rep, err
+}
+
+// fileChange is how a file compares with the previous scan.
+type fileChange int
+
+const (
+	fileUnchanged fileChange = iota
+	fileAdded
+	fileChanged
+)
+
+// scanEntries reads the directory's memory files against the previous
+// scan (prev, made at prevScan): the new state of each file, and the
+// report of what was added, changed, removed and left as it was, sorted,
+// with the invalid files' problems.
+func (s *Store) scanEntries(ents []os.DirEntry, prev map[string]*fileState, prevScan time.Time) (map[string]*fileState, RefreshReport) {
+	var rep RefreshReport
 	next := make(map[string]*fileState, len(ents))
 	for _, e := range ents {
 		name := e.Name()
@@ -449,50 +477,18 @@ func (s *Store) refreshLocked(ctx context.Context, auto bool) (RefreshReport, er
 		if !strings.HasSuffix(name, ".md") || !validName(slug) {
 			continue
 		}
-		if e.Type()&os.ModeSymlink != 0 {
-			next[slug] = &fileState{hash: "symlink", problem: &ParseError{File: name, Msg: "symbolic links are not followed; copy the file into the memory directory"}}
-			if prev[slug] == nil || prev[slug].hash != "symlink" {
-				rep.Added = append(rep.Added, slug)
-			} else {
-				rep.Unchanged = append(rep.Unchanged, slug)
-			}
-			continue
-		}
-		if !e.Type().IsRegular() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue // removed while we read the directory
-		}
-		old := prev[slug]
-		if old != nil && old.size == info.Size() && old.mtime.Equal(info.ModTime()) &&
-			info.ModTime().Before(prevScan.Add(-racyWindow)) {
-			next[slug] = old
-			rep.Unchanged = append(rep.Unchanged, slug)
-			continue
-		}
-		st := s.readFile(slug, info)
-		if old != nil && old.hash == st.hash && st.hash != "" {
-			cp := *old
-			cp.size, cp.mtime = st.size, st.mtime
-			if cp.mem != nil {
-				m := *cp.mem
-				m.Size, m.ModTime = st.size, st.mtime
-				cp.mem = &m
-			}
-			next[slug] = &cp
-			rep.Unchanged = append(rep.Unchanged, slug)
+		st, change := s.scanEntry(e, prev[slug], prevScan)
+		if st == nil {
 			continue
 		}
 		next[slug] = st
-		if old == nil {
+		switch change {
+		case fileAdded:
 			rep.Added = append(rep.Added, slug)
-		} else {
+		case fileChanged:
 			rep.Changed = append(rep.Changed, slug)
-		}
-		if st.problem != nil {
-			s.o.Logger.Warn("memory: skipping invalid memory file", "problem", st.problem.Error())
+		default:
+			rep.Unchanged = append(rep.Unchanged, slug)
 		}
 	}
 	for slug := range prev {
@@ -510,37 +506,79 @@ func (s *Store) refreshLocked(ctx context.Context, auto bool) (RefreshReport, er
 		}
 	}
 	sortProblems(rep.Problems)
+	return next, rep
+}
 
-	s.mu.Lock()
-	s.files = next
-	s.lastScan = scanStart
-	s.lastRefresh = time.Now()
-	s.dirErr = nil
-	s.mu.Unlock()
-	if rep.changed() {
-		s.gen.Add(1)
+// scanEntry reads one directory entry named like a memory file, given its
+// state at the previous scan (old, nil for a new file). A symbolic link is
+// an invalid file (never followed); anything else that is not a regular
+// file, or is gone, is nil. A file whose size and time did not change
+// since a scan made after it was written is not read again, and one read
+// again with the same content keeps its parsed memory.
+func (s *Store) scanEntry(e os.DirEntry, old *fileState, prevScan time.Time) (*fileState, fileChange) {
+	name := e.Name()
+	if e.Type()&os.ModeSymlink != 0 {
+		st := &fileState{hash: "symlink", problem: &ParseError{File: name, Msg: "symbolic links are not followed; copy the file into the memory directory"}}
+		if old == nil || old.hash != "symlink" {
+			return st, fileAdded
+		}
+		return st, fileUnchanged
 	}
+	if !e.Type().IsRegular() {
+		return nil, fileUnchanged
+	}
+	info, err := e.Info()
+	if err != nil {
+		return nil, fileUnchanged // removed while we read the directory
+	}
+	if old != nil && old.size == info.Size() && old.mtime.Equal(info.ModTime()) &&
+		info.ModTime().Before(prevScan.Add(-racyWindow)) {
+		return old, fileUnchanged
+	}
+	st := s.readFile(strings.TrimSuffix(name, ".md"), info)
+	if old != nil && old.hash == st.hash && st.hash != "" {
+		cp := *old
+		cp.size, cp.mtime = st.size, st.mtime
+		if cp.mem != nil {
+			m := *cp.mem
+			m.Size, m.ModTime = st.size, st.mtime
+			cp.mem = &m
+		}
+		return &cp, fileUnchanged
+	}
+	if st.problem != nil {
+		s.o.Logger.Warn("memory: skipping invalid memory file", "problem", st.problem.Error())
+	}
+	if old == nil {
+		return st, fileAdded
+	}
+	return st, fileChanged
+}
+
+// reindexAfterScan brings the index in line with the scanned files and
+// counts the memories it (re)indexed in rep. After the embedder failed,
+// automatic refreshes wait indexRetryDelay before trying again rather
+// than on every read; Refresh retries at once.
+func (s *Store) reindexAfterScan(ctx context.Context, auto bool, rep *RefreshReport) error {
 	if s.ix == nil {
-		return rep, nil
+		return nil
 	}
 	s.mu.RLock()
 	wait := auto && time.Now().Before(s.retryIndex)
 	s.mu.RUnlock()
 	if wait {
-		return rep, nil
+		return nil
 	}
 	n, err := s.reconcile(ctx, rep.Removed)
 	rep.Reindexed = n
 	s.mu.Lock()
 	if err != nil && errors.Is(err, index.ErrEmbedding) {
-		// The embedder is down: automatic refreshes retry in a while
-		// rather than on every read; Refresh retries at once.
 		s.retryIndex = time.Now().Add(indexRetryDelay)
 	} else {
 		s.retryIndex = time.Time{}
 	}
 	s.mu.Unlock()
-	return rep, err
+	return err
 }
 
 // indexRetryDelay is how long automatic refreshes wait before indexing
@@ -620,110 +658,134 @@ func fileURL(path string) string {
 	return (&url.URL{Scheme: "file", Path: p}).String()
 }
 
-// mergeEntries builds a memory's metadata from its entries.
+// mergeEntries builds a memory's metadata from its entries: the lists
+// are the union of the entries' (mergeLists), the single values come from
+// the entries in order (mergeValues), and the patterns and search fields
+// are derived from the result (prepareMerged).
 func mergeEntries(es []Entry) (*Memory, error) {
 	if len(es) == 0 {
 		return nil, fmt.Errorf("%w: no entries", ErrInvalid)
 	}
 	m := &Memory{Entries: len(es)}
 	m.Title = es[0].Title
-	seenW, seenT, seenR, seenD := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
-	seenS, seenC := map[string]bool{}, map[string]bool{}
+	lists := newEntryLists()
 	for _, e := range es {
-		for _, w := range e.WhenToUse {
-			if !seenW[w] {
-				seenW[w] = true
-				m.WhenToUse = append(m.WhenToUse, w)
-			}
-		}
-		for _, t := range e.Tags {
-			if !seenT[strings.ToLower(t)] {
-				seenT[strings.ToLower(t)] = true
-				m.Tags = append(m.Tags, t)
-			}
-		}
-		for _, r := range e.RelatedMemories {
-			if !seenR[r] {
-				seenR[r] = true
-				m.RelatedMemories = append(m.RelatedMemories, r)
-			}
-		}
-		for _, r := range e.Supersedes {
-			if !seenS[r] && r != "" {
-				seenS[r] = true
-				m.Supersedes = append(m.Supersedes, r)
-			}
-		}
-		for _, r := range e.Conflicts {
-			if !seenC[r] && r != "" {
-				seenC[r] = true
-				m.Conflicts = append(m.Conflicts, r)
-			}
-		}
-		m.Negative = m.Negative || e.Negative
-		if e.Merged {
-			if len(e.Supersedes) == 0 {
-				m.Confirmations++ // a restatement; an entry that only links (Store.Supersede) is not one
-			} else {
-				m.links++
-			}
-		} else {
-			if !e.OccurredAt.IsZero() {
-				m.OccurredAt = e.OccurredAt
-			}
-			if e.Provenance != "" {
-				m.Provenance = e.Provenance
-			}
-		}
-		if m.firstAt.IsZero() {
-			m.firstAt = e.DiscoveredAt
-		}
-		if e.Importance > m.Importance {
-			m.Importance = e.Importance
-		}
-		if e.DiscoveredBy != "" && !seenD[strings.ToLower(e.DiscoveredBy)] {
-			seenD[strings.ToLower(e.DiscoveredBy)] = true
-			m.Discoverers = append(m.Discoverers, e.DiscoveredBy)
-		}
-		if !e.DiscoveredAt.IsZero() && !e.DiscoveredAt.Before(m.DiscoveredAt) {
-			m.DiscoveredAt = e.DiscoveredAt
-		}
-		if e.DiscoveredBy != "" {
-			m.DiscoveredBy = e.DiscoveredBy
-		}
-		if e.DiscoveredIn != "" {
-			m.DiscoveredIn = e.DiscoveredIn
-		}
-		if e.Source != "" {
-			m.Source = e.Source
-		}
-		if e.Author != AuthorExtraction {
-			m.Author = AuthorUser // the user wrote (or edited) an entry: the memory is theirs
-		}
+		lists.merge(m, e)
+		mergeValues(m, e)
 	}
 	if m.Author == "" {
 		m.Author = AuthorExtraction // every entry was extracted
 	}
+	if err := prepareMerged(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// entryLists holds what a memory's lists have seen so far, so that each
+// value is kept once, in the order first seen. Tags and discoverers are
+// told apart without case; empty supersedes, conflicts and discoverers
+// are never kept.
+type entryLists struct {
+	when, tags, related, supersedes, conflicts, discoverers map[string]bool
+}
+
+func newEntryLists() *entryLists {
+	return &entryLists{
+		when: map[string]bool{}, tags: map[string]bool{}, related: map[string]bool{},
+		supersedes: map[string]bool{"": true}, conflicts: map[string]bool{"": true}, discoverers: map[string]bool{"": true},
+	}
+}
+
+// merge adds entry e's list values to m's lists.
+func (l *entryLists) merge(m *Memory, e Entry) {
+	m.WhenToUse = unionInto(m.WhenToUse, l.when, false, e.WhenToUse...)
+	m.Tags = unionInto(m.Tags, l.tags, true, e.Tags...)
+	m.RelatedMemories = unionInto(m.RelatedMemories, l.related, false, e.RelatedMemories...)
+	m.Supersedes = unionInto(m.Supersedes, l.supersedes, false, e.Supersedes...)
+	m.Conflicts = unionInto(m.Conflicts, l.conflicts, false, e.Conflicts...)
+	m.Discoverers = unionInto(m.Discoverers, l.discoverers, true, e.DiscoveredBy)
+}
+
+// unionInto appends to dst each of vals not seen yet, marking it seen;
+// with fold, values are compared lower-cased.
+func unionInto(dst []string, seen map[string]bool, fold bool, vals ...string) []string {
+	for _, v := range vals {
+		k := v
+		if fold {
+			k = strings.ToLower(v)
+		}
+		if !seen[k] {
+			seen[k] = true
+			dst = append(dst, v)
+		}
+	}
+	return dst
+}
+
+// mergeValues folds entry e's single values into m: the highest
+// importance, the latest discovery, the last non-empty by/in/source, the
+// first entry's time as firstAt; an entry that restates (merged) counts as
+// a confirmation and does not change what the memory says happened.
+func mergeValues(m *Memory, e Entry) {
+	m.Negative = m.Negative || e.Negative
+	switch {
+	case e.Merged && len(e.Supersedes) == 0:
+		m.Confirmations++ // a restatement; an entry that only links (Store.Supersede) is not one
+	case e.Merged:
+		m.links++
+	default:
+		if !e.OccurredAt.IsZero() {
+			m.OccurredAt = e.OccurredAt
+		}
+		if e.Provenance != "" {
+			m.Provenance = e.Provenance
+		}
+	}
+	if m.firstAt.IsZero() {
+		m.firstAt = e.DiscoveredAt
+	}
+	m.Importance = max(m.Importance, e.Importance)
+	if !e.DiscoveredAt.IsZero() && !e.DiscoveredAt.Before(m.DiscoveredAt) {
+		m.DiscoveredAt = e.DiscoveredAt
+	}
+	m.DiscoveredBy = cmp.Or(e.DiscoveredBy, m.DiscoveredBy)
+	m.DiscoveredIn = cmp.Or(e.DiscoveredIn, m.DiscoveredIn)
+	m.Source = cmp.Or(e.Source, m.Source)
+	if e.Author != AuthorExtraction {
+		m.Author = AuthorUser // the user wrote (or edited) an entry: the memory is theirs
+	}
+}
+
+// prepareMerged compiles a merged memory's patterns (at most MaxPatterns)
+// and derives its search fields and the time it is valid from: when it
+// happened, else its first entry's discovery, else its latest.
+func prepareMerged(m *Memory) error {
 	if len(m.WhenToUse) > MaxPatterns {
 		m.WhenToUse = m.WhenToUse[:MaxPatterns]
 	}
 	for _, w := range m.WhenToUse {
 		p, err := compilePattern(w)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		m.patterns = append(m.patterns, p)
 	}
 	m.kwText = m.keywordText()
 	m.tagSet = normTags(m.Tags)
-	m.ValidFrom = m.OccurredAt
-	if m.ValidFrom.IsZero() {
-		m.ValidFrom = m.firstAt
+	m.ValidFrom = firstTime(m.OccurredAt, m.firstAt, m.DiscoveredAt)
+	return nil
+}
+
+// firstTime returns the first of ts that is not zero (IsZero), or the zero
+// time.
+func firstTime(ts ...time.Time) time.Time {
+	for _, t := range ts {
+		if !t.IsZero() {
+			return t
+		}
 	}
-	if m.ValidFrom.IsZero() {
-		m.ValidFrom = m.DiscoveredAt
-	}
-	return m, nil
+	return time.Time{}
 }
 
 // List returns the valid memories, by slug, superseded and decayed ones
@@ -850,49 +912,84 @@ func (s *Store) invalidate() {
 // atomic batches (contents, new patterns, stale records). Callers hold
 // refreshMu.
 func (s *Store) reconcile(ctx context.Context, removed []string) (int, error) {
+	w, swept := s.indexWork(removed)
+	if swept && len(w.todo) == 0 && len(w.gone) == 0 {
+		return 0, nil
+	}
+	have, err := s.heldRecords(ctx)
+	if err != nil {
+		return 0, err
+	}
+	b, err := s.indexBatches(w, have)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.applyBatches(ctx, w, &b); err != nil {
+		return 0, err
+	}
+	s.markIndexed(w, b.counts)
+	return len(w.todo), nil
+}
+
+// indexWork is what reconcile has to do: the memories to (re)index, by
+// slug, the slugs whose records must go (removed files and files that
+// became invalid), and the slugs of the valid memories.
+type indexWork struct {
+	todo        []*fileState
+	gone, valid map[string]bool
+}
+
+// indexWork reads what the last scan left to index; swept tells whether
+// a reconcile has already swept the index once (until then, records of
+// memories removed while no store was open may remain).
+func (s *Store) indexWork(removed []string) (w indexWork, swept bool) {
+	w.gone, w.valid = map[string]bool{}, map[string]bool{}
 	s.mu.RLock()
-	swept := s.swept
-	var todo []*fileState
-	gone := map[string]bool{}
-	valid := map[string]bool{}
+	swept = s.swept
 	for slug, st := range s.files {
 		if st.mem == nil {
 			if st.indexed != "-" {
-				gone[slug] = true
+				w.gone[slug] = true
 			}
 			continue
 		}
-		valid[slug] = true
+		w.valid[slug] = true
 		if st.indexed != st.hash {
-			todo = append(todo, st)
+			w.todo = append(w.todo, st)
 		}
 	}
 	s.mu.RUnlock()
 	for _, slug := range removed {
-		if !valid[slug] {
-			gone[slug] = true
+		if !w.valid[slug] {
+			w.gone[slug] = true
 		}
 	}
-	if swept && len(todo) == 0 && len(gone) == 0 {
-		return 0, nil
-	}
+	sort.Slice(w.todo, func(i, j int) bool { return w.todo[i].mem.Slug < w.todo[j].mem.Slug })
+	return w, swept
+}
+
+// heldMemory is what the index holds of one memory: its pattern records,
+// with the hash of their set, and its content records.
+type heldMemory struct {
+	patternHash string
+	patternIDs  []string
+	contentIDs  []string
+}
+
+// heldRecords reads what the index holds of this directory's memories,
+// per slug.
+func (s *Store) heldRecords(ctx context.Context) (map[string]*heldMemory, error) {
 	recs, err := s.ix.Records(ctx, index.Filter{DocTypes: []string{index.DocMemory, docPattern}, Attrs: map[string]string{AttrDir: s.abs}})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	// What the index holds, per slug.
-	type held struct {
-		patternHash string
-		patternIDs  []string
-		contentIDs  []string
-	}
-	have := map[string]*held{}
+	have := map[string]*heldMemory{}
 	for i := range recs {
 		r := &recs[i]
 		slug := r.Attrs[attrSlug]
 		h := have[slug]
 		if h == nil {
-			h = &held{}
+			h = &heldMemory{}
 			have[slug] = h
 		}
 		if r.Attrs[attrKind] == recordPattern {
@@ -902,67 +999,92 @@ func (s *Store) reconcile(ctx context.Context, removed []string) (int, error) {
 			h.contentIDs = append(h.contentIDs, r.ID)
 		}
 	}
-	var del []string
+	return have, nil
+}
+
+// indexBatches are reconcile's three batches: the contents to add, the
+// pattern records to put and the record IDs to delete; counts[i] is the
+// number of records of todo[i], patterns first (contents are added to it
+// once indexed).
+type indexBatches struct {
+	docs   []index.Document
+	put    []index.Record
+	del    []string
+	counts []int
+}
+
+// indexBatches builds the batches: the records of gone and invalid
+// memories are deleted, and a memory's patterns are rewritten only when
+// their set changed.
+func (s *Store) indexBatches(w indexWork, have map[string]*heldMemory) (indexBatches, error) {
+	var b indexBatches
 	for slug, h := range have {
-		if gone[slug] || !valid[slug] {
-			del = append(del, h.contentIDs...)
-			del = append(del, h.patternIDs...)
+		if w.gone[slug] || !w.valid[slug] {
+			b.del = append(b.del, h.contentIDs...)
+			b.del = append(b.del, h.patternIDs...)
 		}
 	}
-	sort.Slice(todo, func(i, j int) bool { return todo[i].mem.Slug < todo[j].mem.Slug })
-	var docs []index.Document
-	var put []index.Record
-	counts := make([]int, len(todo))
-	for i, st := range todo {
+	b.counts = make([]int, len(w.todo))
+	for i, st := range w.todo {
 		doc, pats, hash, err := s.memoryRecords(st.mem)
 		if err != nil {
-			return 0, fmt.Errorf("memory: index %s: %w", st.mem.Slug, err)
+			return b, fmt.Errorf("memory: index %s: %w", st.mem.Slug, err)
 		}
-		docs = append(docs, doc)
-		counts[i] = len(pats)
+		b.docs = append(b.docs, doc)
+		b.counts[i] = len(pats)
 		if h := have[st.mem.Slug]; h == nil || h.patternHash != hash || len(h.patternIDs) != len(pats) {
 			if h != nil {
-				del = append(del, h.patternIDs...)
+				b.del = append(b.del, h.patternIDs...)
 			}
-			put = append(put, pats...)
+			b.put = append(b.put, pats...)
 		}
 	}
-	if len(docs) > 0 {
-		res, err := s.ix.AddMany(ctx, docs)
+	return b, nil
+}
+
+// applyBatches writes the batches to the index (contents, patterns, then
+// deletions) and counts each memory's content records.
+func (s *Store) applyBatches(ctx context.Context, w indexWork, b *indexBatches) error {
+	if len(b.docs) > 0 {
+		res, err := s.ix.AddMany(ctx, b.docs)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		for i, r := range res {
 			if r.Err != nil {
-				return 0, fmt.Errorf("memory: index %s: %w", todo[i].mem.Slug, r.Err)
+				return fmt.Errorf("memory: index %s: %w", w.todo[i].mem.Slug, r.Err)
 			}
-			counts[i] += r.Chunks
+			b.counts[i] += r.Chunks
 		}
 	}
-	if len(put) > 0 {
-		if err := s.ix.Put(ctx, put); err != nil {
-			return 0, err
+	if len(b.put) > 0 {
+		if err := s.ix.Put(ctx, b.put); err != nil {
+			return err
 		}
 	}
-	if len(del) > 0 {
-		if err := s.ix.Delete(ctx, del); err != nil {
-			return 0, err
-		}
+	if len(b.del) > 0 {
+		return s.ix.Delete(ctx, b.del)
 	}
+	return nil
+}
+
+// markIndexed records what reconcile indexed: each memory's hash and
+// record count, unless its file changed meanwhile, and "-" for a gone
+// memory whose records left the index.
+func (s *Store) markIndexed(w indexWork, counts []int) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.swept = true
-	for i, st := range todo {
+	for i, st := range w.todo {
 		if cur := s.files[st.mem.Slug]; cur != nil && cur.hash == st.hash {
 			cur.indexed, cur.records = st.hash, counts[i]
 		}
 	}
-	for slug := range gone {
+	for slug := range w.gone {
 		if st := s.files[slug]; st != nil && st.mem == nil {
 			st.indexed = "-"
 		}
 	}
-	s.mu.Unlock()
-	return len(todo), nil
 }
 
 const patternFragment = "#whenToUse"

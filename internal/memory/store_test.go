@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -485,4 +486,55 @@ func TestSymlinksAreReported(t *testing.T) {
 	if ms, _ := s.List(bg); len(ms) != 2 {
 		t.Errorf("%d memories", len(ms))
 	}
+}
+
+// mergeEntries: lists are unions in first-seen order (tags and
+// discoverers without case), single values come from the entries in
+// order, and a merged entry confirms without changing what happened.
+func TestMergeEntriesFolds(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2026, 1, d, 0, 0, 0, 0, time.UTC) }
+	es := []Entry{
+		{Frontmatter: Frontmatter{Title: "First", WhenToUse: []string{"a", "b"}, Tags: []string{"Auth"}, Importance: Low,
+			DiscoveredAt: day(2), DiscoveredBy: "Dev", Source: "s1", Author: AuthorExtraction, Supersedes: []string{"old"}}},
+		{Frontmatter: Frontmatter{Title: "Second", WhenToUse: []string{"b", "c"}, Tags: []string{"auth", "DB"}, Importance: High,
+			DiscoveredAt: day(5), DiscoveredBy: "dev", OccurredAt: day(4), Provenance: "user", Author: AuthorExtraction,
+			Supersedes: []string{"old", "older"}, Conflicts: []string{"rival"}}},
+		{Frontmatter: Frontmatter{Title: "Third", WhenToUse: []string{"a"}, Importance: Medium, Merged: true,
+			DiscoveredAt: day(3), DiscoveredBy: "ops", OccurredAt: day(9), Provenance: "similarity 0.9", Author: AuthorExtraction}},
+		{Frontmatter: Frontmatter{Title: "Link", WhenToUse: []string{"a"}, Merged: true, Supersedes: []string{"oldest"}, Author: AuthorExtraction}},
+	}
+	m, err := mergeEntries(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, got, want any) {
+		t.Helper()
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	check("Title", m.Title, "First")
+	check("WhenToUse", m.WhenToUse, []string{"a", "b", "c"})
+	check("Tags", m.Tags, []string{"Auth", "DB"})
+	check("Discoverers", m.Discoverers, []string{"Dev", "ops"})
+	check("Supersedes", m.Supersedes, []string{"old", "older", "oldest"})
+	check("Conflicts", m.Conflicts, []string{"rival"})
+	check("Importance", m.Importance, High)
+	check("DiscoveredAt", m.DiscoveredAt, day(5))
+	check("DiscoveredBy", m.DiscoveredBy, "ops")
+	check("Source", m.Source, "s1")
+	check("OccurredAt", m.OccurredAt, day(4))
+	check("ValidFrom", m.ValidFrom, day(4))
+	check("Provenance", m.Provenance, "user")
+	check("Confirmations", m.Confirmations, 1)
+	check("links", m.links, 1)
+	check("Author", m.Author, AuthorExtraction)
+	check("Entries", m.Entries, 4)
+
+	es[1].Author, es[1].OccurredAt = "", time.Time{}
+	if m, err = mergeEntries(es); err != nil {
+		t.Fatal(err)
+	}
+	check("Author with a user's entry", m.Author, AuthorUser)
+	check("ValidFrom without OccurredAt", m.ValidFrom, day(2))
 }
