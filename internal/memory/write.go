@@ -89,26 +89,13 @@ func (nm *NewMemory) Validate() error {
 // index failure is logged and retried by the next refresh, and does not fail
 // the write.
 func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
-	if err := nm.Validate(); err != nil {
+	fm, body, err := s.prepareNew(nm)
+	if err != nil {
 		return AddResult{}, err
-	}
-	fm, body := nm.Frontmatter, clean.Text(nm.Content)
-	if len(body) > s.o.MaxContentBytes {
-		return AddResult{}, fmt.Errorf("%w: content is %d bytes; the limit is %d", ErrTooLarge, len(body), s.o.MaxContentBytes)
-	}
-	if fm.DiscoveredAt.IsZero() {
-		fm.DiscoveredAt = s.o.Now().UTC().Truncate(time.Second)
-	}
-	if !fm.Negative && negativeTitle(fm.Title) {
-		fm.Negative = true
 	}
 	if err := ctx.Err(); err != nil {
 		return AddResult{}, err
 	}
-	if fm.Author == "" {
-		fm.Author = AuthorUser
-	}
-	var res AddResult
 	slug := Slugify(fm.Title)
 	if err := s.maybeRefresh(ctx); err != nil && !errors.Is(err, index.ErrEmbedding) {
 		return AddResult{}, err
@@ -119,87 +106,129 @@ func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
 	s.mu.RLock()
 	exists := s.files[slug] != nil
 	s.mu.RUnlock()
-	if guard && exists && s.userWrote(slug) {
+	var res AddResult
+	switch {
+	case guard && exists && s.userWrote(slug):
 		// The same title as a memory of the user's: appended, it would
 		// become that memory's text. It is written beside it instead.
-		s.mu.RLock()
-		title := slug
-		if st := s.files[slug]; st.mem != nil {
-			title = st.mem.Title
-		}
-		s.mu.RUnlock()
-		res.Conflicts = append(res.Conflicts, protectedLink(Link{Slug: slug, Title: title, Similarity: 1, By: "title", Reason: "the same title"}))
+		res.Conflicts = append(res.Conflicts, protectedLink(Link{Slug: slug, Title: s.memoryTitle(slug), Similarity: 1, By: "title", Reason: "the same title"}))
 		fm.Conflicts = append(fm.Conflicts, slug)
 		slug = s.besideSlug(slug)
-		return s.write(ctx, slug, fm, body, res)
-	}
-	switch {
 	case len(fm.Supersedes) > 0:
-		if fm.Provenance == "" {
-			fm.Provenance = "user"
-		}
-		if guard {
-			kept := fm.Supersedes[:0:0]
-			for _, o := range fm.Supersedes {
-				if s.userWrote(o) {
-					s.mu.RLock()
-					l := Link{Slug: o, Title: o, By: "user", Reason: fm.Provenance}
-					if st := s.files[o]; st != nil && st.mem != nil {
-						l.Title = st.mem.Title
-					}
-					s.mu.RUnlock()
-					res.Conflicts = append(res.Conflicts, protectedLink(l))
-					fm.Conflicts = append(fm.Conflicts, o)
-					continue
-				}
-				kept = append(kept, o)
-			}
-			fm.Supersedes = kept
-		}
-		for _, o := range fm.Supersedes {
-			s.mu.RLock()
-			st := s.files[o]
-			s.mu.RUnlock()
-			if st == nil || st.mem == nil || o == slug {
-				return AddResult{}, fmt.Errorf("%w: supersedes names %q, which is not another memory of the directory", ErrInvalid, clean.Clip(o, 80))
-			}
-			res.Superseded = append(res.Superseded, Link{Slug: o, Title: st.mem.Title, By: "user", Reason: fm.Provenance})
+		if err := s.applySupersedes(&fm, slug, guard, &res); err != nil {
+			return AddResult{}, err
 		}
 	case !exists && !nm.Separate:
-		d, err := s.decide(ctx, NewMemory{Frontmatter: fm, Content: body}, slug)
-		if err != nil {
-			s.o.Logger.Warn("memory: could not compare the new memory with the existing ones; it is written as new", "title", fm.Title, "err", err)
-		}
-		if guard {
-			d = s.protect(d)
-		}
-		switch {
-		case d.mergeInto != nil:
-			slug = d.mergeInto.Slug
-			fm.Merged = true
-			fm.Provenance = fmt.Sprintf("restates %s (%s)", slug, d.mergeInto.Reason)
-			if d.mergeInto.By == "model" {
-				fm.Provenance = fmt.Sprintf("model %s: restates %s: %s", s.o.LLM.Model, slug, d.mergeInto.Reason)
-			}
-			res.Consolidated = d.mergeInto
-		case len(d.supersede) > 0 || len(d.conflicts) > 0:
-			if len(d.supersede) > 0 {
-				var reasons []string
-				for _, l := range d.supersede {
-					fm.Supersedes = append(fm.Supersedes, l.Slug)
-					reasons = append(reasons, l.Slug+": "+l.Reason)
-				}
-				fm.Provenance = fmt.Sprintf("model %s: %s", s.o.LLM.Model, strings.Join(reasons, "; "))
-				res.Superseded = d.supersede
-			}
-			for _, l := range d.conflicts {
-				fm.Conflicts = append(fm.Conflicts, l.Slug)
-			}
-			res.Conflicts = append(res.Conflicts, d.conflicts...)
-		}
-		fm.Provenance = clean.Clip(fm.Provenance, 2*maxPatternLen)
+		slug = s.consolidateNew(ctx, &fm, body, slug, guard, &res)
 	}
 	return s.write(ctx, slug, fm, body, res)
+}
+
+// prepareNew validates nm and fills the defaults Add writes: the
+// discovery time (now, to the second), negative for a title that says
+// what not to do, and the user as author. It returns the frontmatter and
+// the cleaned body.
+func (s *Store) prepareNew(nm NewMemory) (Frontmatter, string, error) {
+	if err := nm.Validate(); err != nil {
+		return Frontmatter{}, "", err
+	}
+	fm, body := nm.Frontmatter, clean.Text(nm.Content)
+	if len(body) > s.o.MaxContentBytes {
+		return Frontmatter{}, "", fmt.Errorf("%w: content is %d bytes; the limit is %d", ErrTooLarge, len(body), s.o.MaxContentBytes)
+	}
+	if fm.DiscoveredAt.IsZero() {
+		fm.DiscoveredAt = s.o.Now().UTC().Truncate(time.Second)
+	}
+	fm.Negative = fm.Negative || negativeTitle(fm.Title)
+	if fm.Author == "" {
+		fm.Author = AuthorUser
+	}
+	return fm, body, nil
+}
+
+// memoryTitle is the title of the memory slug, or the slug when it has
+// none (no such memory, or an invalid file).
+func (s *Store) memoryTitle(slug string) string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if st := s.files[slug]; st != nil && st.mem != nil {
+		return st.mem.Title
+	}
+	return slug
+}
+
+// applySupersedes checks the memories the caller says fm supersedes
+// (provenance "user" unless given) and lists them in res. With guard (an
+// extracted memory), a memory of the user's is flagged as a conflict
+// instead of superseded. Any other name that is not another memory of the
+// directory is an error.
+func (s *Store) applySupersedes(fm *Frontmatter, slug string, guard bool, res *AddResult) error {
+	if fm.Provenance == "" {
+		fm.Provenance = "user"
+	}
+	if guard {
+		kept := fm.Supersedes[:0:0]
+		for _, o := range fm.Supersedes {
+			if !s.userWrote(o) {
+				kept = append(kept, o)
+				continue
+			}
+			res.Conflicts = append(res.Conflicts, protectedLink(Link{Slug: o, Title: s.memoryTitle(o), By: "user", Reason: fm.Provenance}))
+			fm.Conflicts = append(fm.Conflicts, o)
+		}
+		fm.Supersedes = kept
+	}
+	for _, o := range fm.Supersedes {
+		s.mu.RLock()
+		st := s.files[o]
+		s.mu.RUnlock()
+		if st == nil || st.mem == nil || o == slug {
+			return fmt.Errorf("%w: supersedes names %q, which is not another memory of the directory", ErrInvalid, clean.Clip(o, 80))
+		}
+		res.Superseded = append(res.Superseded, Link{Slug: o, Title: st.mem.Title, By: "user", Reason: fm.Provenance})
+	}
+	return nil
+}
+
+// consolidateNew compares a new memory with the directory's (decide) and
+// applies the decision to fm and res: it restates a memory (merged into
+// that memory's file, whose slug it returns), supersedes some, or may
+// contradict some. With guard, memories of the user's are only flagged
+// (protect). When the comparison fails, the memory is written as new.
+func (s *Store) consolidateNew(ctx context.Context, fm *Frontmatter, body, slug string, guard bool, res *AddResult) string {
+	d, err := s.decide(ctx, NewMemory{Frontmatter: *fm, Content: body}, slug)
+	if err != nil {
+		s.o.Logger.Warn("memory: could not compare the new memory with the existing ones; it is written as new", "title", fm.Title, "err", err)
+	}
+	if guard {
+		d = s.protect(d)
+	}
+	switch {
+	case d.mergeInto != nil:
+		slug = d.mergeInto.Slug
+		fm.Merged = true
+		fm.Provenance = fmt.Sprintf("restates %s (%s)", slug, d.mergeInto.Reason)
+		if d.mergeInto.By == "model" {
+			fm.Provenance = fmt.Sprintf("model %s: restates %s: %s", s.o.LLM.Model, slug, d.mergeInto.Reason)
+		}
+		res.Consolidated = d.mergeInto
+	case len(d.supersede) > 0 || len(d.conflicts) > 0:
+		if len(d.supersede) > 0 {
+			var reasons []string
+			for _, l := range d.supersede {
+				fm.Supersedes = append(fm.Supersedes, l.Slug)
+				reasons = append(reasons, l.Slug+": "+l.Reason)
+			}
+			fm.Provenance = fmt.Sprintf("model %s: %s", s.o.LLM.Model, strings.Join(reasons, "; "))
+			res.Superseded = d.supersede
+		}
+		for _, l := range d.conflicts {
+			fm.Conflicts = append(fm.Conflicts, l.Slug)
+		}
+		res.Conflicts = append(res.Conflicts, d.conflicts...)
+	}
+	fm.Provenance = clean.Clip(fm.Provenance, 2*maxPatternLen)
+	return slug
 }
 
 // userWrote reports whether the memory slug is the user's: a memory with
