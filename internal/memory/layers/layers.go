@@ -971,16 +971,7 @@ func (m *Manager) Compact(ctx context.Context, layer Layer, opts *CompactOptions
 	if _, err := Parse(string(layer)); err != nil {
 		return rep, err
 	}
-	keep := 10
-	summarize := true
-	if opts != nil {
-		if opts.KeepLast > 0 {
-			keep = opts.KeepLast
-		}
-		if opts.SummarizeOlder != nil {
-			summarize = *opts.SummarizeOlder
-		}
-	}
+	keep, summarize := opts.resolve()
 	m.mu.Lock()
 	if err := m.checkOpen(); err != nil {
 		m.mu.Unlock()
@@ -993,19 +984,8 @@ func (m *Manager) Compact(ctx context.Context, layer Layer, opts *CompactOptions
 		m.mu.Unlock()
 		return rep, nil
 	case Procedural:
-		rep.Before = len(m.rules)
-		if len(m.rules) > keep {
-			next := append([]Rule(nil), m.rules[len(m.rules)-keep:]...)
-			if err := writeJSON(m.path(proceduralFile), next); err != nil {
-				m.mu.Unlock()
-				return rep, err
-			}
-			m.rules = next
-			m.gen.Add(1)
-		}
-		rep.After = len(m.rules)
-		m.mu.Unlock()
-		return rep, nil
+		defer m.mu.Unlock()
+		return rep, m.compactRulesLocked(keep, &rep)
 	case Working:
 		list = append(list, m.working...)
 	case Episodic:
@@ -1021,13 +1001,8 @@ func (m *Manager) Compact(ctx context.Context, layer Layer, opts *CompactOptions
 	next := append([]Entry(nil), newer...)
 	if summarize {
 		// Summarising may call a model: done without holding the lock.
-		text, name, fb := m.summarize(ctx, older)
-		rep.Summarizer, rep.Fallback = name, fb
-		last := older[len(older)-1].Timestamp
-		sum := Entry{ID: newID(), Timestamp: last, Content: text,
-			Metadata: map[string]any{"summaryOf": len(older), "compactedAt": m.o.Now().UTC().Format(time.RFC3339), "summarizer": name}}
+		sum := m.summaryEntry(ctx, older, &rep)
 		next = append([]Entry{sum}, next...)
-		rep.Summarized = len(older)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -1055,27 +1030,79 @@ func (m *Manager) Compact(ctx context.Context, layer Layer, opts *CompactOptions
 		rep.After = len(next)
 		return rep, nil
 	}
+	if err := m.replaceEpisodicLocked(ctx, next); err != nil {
+		return rep, err
+	}
+	rep.After = len(next)
+	return rep, nil
+}
+
+// resolve returns the options with their defaults: how many of the newest
+// entries to keep, and whether the older ones are summarised.
+func (o *CompactOptions) resolve() (keep int, summarize bool) {
+	keep, summarize = 10, true
+	if o != nil {
+		if o.KeepLast > 0 {
+			keep = o.KeepLast
+		}
+		if o.SummarizeOlder != nil {
+			summarize = *o.SummarizeOlder
+		}
+	}
+	return keep, summarize
+}
+
+// compactRulesLocked keeps the newest keep procedural rules (they are
+// never summarised) and writes them. Callers hold m.mu.
+func (m *Manager) compactRulesLocked(keep int, rep *CompactReport) error {
+	rep.Before = len(m.rules)
+	if len(m.rules) > keep {
+		next := append([]Rule(nil), m.rules[len(m.rules)-keep:]...)
+		if err := writeJSON(m.path(proceduralFile), next); err != nil {
+			return err
+		}
+		m.rules = next
+		m.gen.Add(1)
+	}
+	rep.After = len(m.rules)
+	return nil
+}
+
+// summaryEntry is the entry that replaces the older entries: their
+// summary, at the time of the last of them, saying how many it stands for
+// and which summariser wrote it (also in rep).
+func (m *Manager) summaryEntry(ctx context.Context, older []Entry, rep *CompactReport) Entry {
+	text, name, fb := m.summarize(ctx, older)
+	rep.Summarizer, rep.Fallback = name, fb
+	rep.Summarized = len(older)
+	return Entry{ID: newID(), Timestamp: older[len(older)-1].Timestamp, Content: text,
+		Metadata: map[string]any{"summaryOf": len(older), "compactedAt": m.o.Now().UTC().Format(time.RFC3339), "summarizer": name}}
+}
+
+// replaceEpisodicLocked replaces the episodic file by next, atomically,
+// and re-indexes it; an index failure is logged (the next open redoes
+// it). Callers hold m.mu.
+func (m *Manager) replaceEpisodicLocked(ctx context.Context, next []Entry) error {
 	var b bytes.Buffer
 	for _, e := range next {
 		line, err := json.Marshal(e)
 		if err != nil {
-			return rep, fmt.Errorf("layers: encode entry: %w", err)
+			return fmt.Errorf("layers: encode entry: %w", err)
 		}
 		b.Write(line)
 		b.WriteByte('\n')
 	}
 	if err := files.Write(wal.OS{}, m.path(episodicFile), b.Bytes(), 0o600); err != nil {
-		return rep, err
+		return err
 	}
 	m.episodic = next
 	m.gen.Add(1)
-	rep.After = len(next)
 	if m.ix != nil {
 		if err := m.reconcile(ctx); err != nil {
 			m.o.Logger.Warn("layers: re-indexing episodic memory after compaction failed; it is redone on the next open", "err", err)
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 func hasPrefix(cur, list []Entry) bool {
