@@ -36,6 +36,7 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -227,89 +228,84 @@ const (
 	autoAny
 )
 
+// withDefaults returns a copy of the options (the zero Options for nil)
+// with every zero field set to its default, as each field's comment says,
+// and the negative values that turn a feature off made 0 (-1 for
+// MaxPerSource: no cap).
 func (o *Options) withDefaults() Options {
 	var r Options
 	if o != nil {
 		r = *o
 	}
-	if r.Mode == "" {
-		r.Mode = Hybrid
-	}
+	r.Mode = cmp.Or(r.Mode, Hybrid)
+	r.Fusion = cmp.Or(r.Fusion, DefaultFusion)
 	if r.TopK <= 0 {
 		r.TopK = DefaultTopK
 	}
 	if r.SimilarityThreshold == 0 {
 		r.SimilarityThreshold = DefaultThreshold
 	}
-	if r.Fusion == "" {
-		r.Fusion = DefaultFusion
-	}
 	if r.RRFK <= 0 {
 		r.RRFK = DefaultRRFK
 	}
-	switch {
-	case r.Alpha == 0 && r.Fusion == RRF:
-		r.Alpha = DefaultRRFAlpha
-	case r.Alpha == 0 || r.Alpha == AlphaAuto || math.IsNaN(r.Alpha):
-		r.auto = autoAny
-	}
-	if r.auto != autoNone && r.weightedBy == "" {
-		// Search resolves it from the retriever; Fuse alone cannot.
-		r.Alpha, r.weightedBy = DefaultAlpha, WeightDefault
-	}
-	if r.weightedBy == "" {
-		r.Alpha = math.Max(0, math.Min(1, r.Alpha))
-	}
+	r.resolveAlpha()
 	r.Agreement = math.Max(0, r.Agreement)
 	if math.IsNaN(r.Agreement) {
 		r.Agreement = 0
 	}
-	switch {
-	case r.Feedback == 0:
-		r.Feedback = DefaultFeedback
-	case r.Feedback < 0:
-		r.Feedback = 0
-	}
+	r.Feedback = orDefault(r.Feedback, DefaultFeedback, 0)
 	if r.CandidatePool <= 0 {
 		r.CandidatePool = max(10*r.TopK, MinCandidatePool)
 	}
-	if r.CandidatePool < r.TopK {
-		r.CandidatePool = r.TopK
-	}
+	r.CandidatePool = max(r.CandidatePool, r.TopK)
 	if len(r.DocTypes) == 0 {
 		r.DocTypes = []string{index.DocKnowledge}
 	}
-	switch {
-	case r.MaxPerSource == 0:
-		r.MaxPerSource = DefaultMaxPerSource
-	case r.MaxPerSource < 0:
-		r.MaxPerSource = -1
-	}
-	switch {
-	case r.SpeakerWeight == 0 || math.IsNaN(r.SpeakerWeight):
-		r.SpeakerWeight = DefaultSpeakerWeight
-	case r.SpeakerWeight < 0:
-		r.SpeakerWeight = 0
-	}
-	switch {
-	case r.TimeWeight == 0 || math.IsNaN(r.TimeWeight):
-		r.TimeWeight = DefaultTimeWeight
-	case r.TimeWeight < 0:
-		r.TimeWeight = 0
-	}
-	switch {
-	case r.QuestionWeight == 0 || math.IsNaN(r.QuestionWeight):
-		r.QuestionWeight = DefaultQuestionWeight
-	case r.QuestionWeight < 0:
-		r.QuestionWeight = 0
-	}
-	switch {
-	case r.TimeSlack == 0:
-		r.TimeSlack = DefaultTimeSlack
-	case r.TimeSlack < 0:
-		r.TimeSlack = 0
-	}
+	r.MaxPerSource = orDefault(r.MaxPerSource, DefaultMaxPerSource, -1)
+	r.SpeakerWeight = weightOrDefault(r.SpeakerWeight, DefaultSpeakerWeight)
+	r.TimeWeight = weightOrDefault(r.TimeWeight, DefaultTimeWeight)
+	r.QuestionWeight = weightOrDefault(r.QuestionWeight, DefaultQuestionWeight)
+	r.TimeSlack = orDefault(r.TimeSlack, DefaultTimeSlack, 0)
 	return r
+}
+
+// resolveAlpha sets the weight of the vector ranking: plain RRF's 0.5 for
+// RRF without one; for no weight, AlphaAuto or NaN otherwise, the
+// automatic weight, DefaultAlpha until Search resolves it from the
+// retriever (Fuse alone cannot); a weight given is clamped to [0, 1].
+func (o *Options) resolveAlpha() {
+	switch {
+	case o.Alpha == 0 && o.Fusion == RRF:
+		o.Alpha = DefaultRRFAlpha
+	case o.Alpha == 0 || o.Alpha == AlphaAuto || math.IsNaN(o.Alpha):
+		o.auto = autoAny
+	}
+	if o.auto != autoNone && o.weightedBy == "" {
+		o.Alpha, o.weightedBy = DefaultAlpha, WeightDefault
+	}
+	if o.weightedBy == "" {
+		o.Alpha = math.Max(0, math.Min(1, o.Alpha))
+	}
+}
+
+// orDefault is v, def when v is zero, or off when v is negative.
+func orDefault[T int | float64 | time.Duration](v, def, off T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return off
+	}
+	return v
+}
+
+// weightOrDefault is a signal's weight w: def when w is zero or NaN, 0
+// (off) when it is negative.
+func weightOrDefault(w, def float64) float64 {
+	if math.IsNaN(w) {
+		return def
+	}
+	return orDefault(w, def, 0)
 }
 
 // Explanation says how a result was scored. Ranks are 1-based; 0 means the

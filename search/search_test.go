@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
@@ -414,5 +415,48 @@ func TestSingleModeEdges(t *testing.T) {
 	opts.SimilarityThreshold = -1
 	if rs, _ := Search(context.Background(), &fakeRetriever{text: zero}, "q", opts); len(rs) != 2 {
 		t.Errorf("no threshold: %v", ids(rs))
+	}
+}
+
+// Each option's default, and what a negative value (off) or NaN becomes.
+func TestDefaultsPerField(t *testing.T) {
+	nan := math.NaN()
+	cases := []struct {
+		name  string
+		in    Options
+		check func(o Options) bool
+	}{
+		{"feedback default", Options{}, func(o Options) bool { return o.Feedback == DefaultFeedback }},
+		{"feedback off", Options{Feedback: -2}, func(o Options) bool { return o.Feedback == 0 }},
+		{"feedback kept", Options{Feedback: 7}, func(o Options) bool { return o.Feedback == 7 }},
+		{"per source default", Options{}, func(o Options) bool { return o.MaxPerSource == DefaultMaxPerSource }},
+		{"per source off", Options{MaxPerSource: -5}, func(o Options) bool { return o.MaxPerSource == -1 }},
+		{"per source kept", Options{MaxPerSource: 2}, func(o Options) bool { return o.MaxPerSource == 2 }},
+		{"speaker NaN", Options{SpeakerWeight: nan}, func(o Options) bool { return o.SpeakerWeight == DefaultSpeakerWeight }},
+		{"speaker off", Options{SpeakerWeight: -1}, func(o Options) bool { return o.SpeakerWeight == 0 }},
+		{"speaker kept", Options{SpeakerWeight: 0.7}, func(o Options) bool { return o.SpeakerWeight == 0.7 }},
+		{"time default", Options{}, func(o Options) bool { return o.TimeWeight == DefaultTimeWeight }},
+		{"time off", Options{TimeWeight: -0.1}, func(o Options) bool { return o.TimeWeight == 0 }},
+		{"question NaN", Options{QuestionWeight: nan}, func(o Options) bool { return o.QuestionWeight == DefaultQuestionWeight }},
+		{"question kept", Options{QuestionWeight: 3}, func(o Options) bool { return o.QuestionWeight == 3 }},
+		{"slack default", Options{}, func(o Options) bool { return o.TimeSlack == DefaultTimeSlack }},
+		{"slack none", Options{TimeSlack: -time.Hour}, func(o Options) bool { return o.TimeSlack == 0 }},
+		{"slack kept", Options{TimeSlack: time.Hour}, func(o Options) bool { return o.TimeSlack == time.Hour }},
+		{"pool at least topK", Options{TopK: 50, CandidatePool: 20}, func(o Options) bool { return o.CandidatePool == 50 }},
+		{"pool kept", Options{TopK: 5, CandidatePool: 20}, func(o Options) bool { return o.CandidatePool == 20 }},
+		{"alpha clamped", Options{Alpha: 1.5}, func(o Options) bool { return o.Alpha == 1 && o.auto == autoNone }},
+		{"alpha NaN is auto", Options{Alpha: nan}, func(o Options) bool { return o.auto == autoAny && o.Alpha == DefaultAlpha }},
+		{"alpha with RRF", Options{Fusion: RRF, Alpha: 0.3}, func(o Options) bool { return o.Alpha == 0.3 && o.weightedBy == "" }},
+		{"agreement negative", Options{Agreement: -1}, func(o Options) bool { return o.Agreement == 0 }},
+		{"agreement NaN", Options{Agreement: nan}, func(o Options) bool { return o.Agreement == 0 }},
+		{"threshold kept", Options{SimilarityThreshold: -1}, func(o Options) bool { return o.SimilarityThreshold == -1 }},
+		{"threshold default", Options{}, func(o Options) bool { return o.SimilarityThreshold == DefaultThreshold }},
+		{"doc types default", Options{}, func(o Options) bool { return len(o.DocTypes) == 1 && o.DocTypes[0] == index.DocKnowledge }},
+		{"mode kept", Options{Mode: FullText}, func(o Options) bool { return o.Mode == FullText }},
+	}
+	for _, c := range cases {
+		if o := c.in.withDefaults(); !c.check(o) {
+			t.Errorf("%s: %+v", c.name, o)
+		}
 	}
 }
