@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,7 +90,7 @@ type Result struct {
 // background indexing (fire-and-forget, whatever the model answered) unless
 // the context was cancelled, cfg.DisableAutoIndex is set or there is no
 // memory.
-func Run(ctx context.Context, goal string, cfg Config) (res *Result, err error) {
+func Run(ctx context.Context, goal string, cfg Config) (*Result, error) {
 	if err := checkLLM(cfg.LLM); err != nil {
 		return nil, err
 	}
@@ -97,137 +98,198 @@ func Run(ctx context.Context, goal string, cfg Config) (res *Result, err error) 
 	if goal == "" {
 		return nil, ErrEmptyGoal
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	model := cfg.LLM.Model
-	c := budget.CounterForModel(model)
-	res = &Result{ModelContextLimit: cfg.ModelContextLimit, ResponseReserve: cfg.ResponseReserve}
-	if res.ModelContextLimit <= 0 {
-		res.ModelContextLimit = rag.ContextLimitForModel(model)
-	}
-	if res.ResponseReserve <= 0 {
-		res.ResponseReserve = DefaultResponseReserve
-	}
+	r := newRun(cfg)
+	defer func() {
+		if ctx.Err() == nil {
+			r.res.IndexJob = autoIndex(cfg, r.res, r.log)
+		}
+	}()
+	sys := systemMessage(cfg.SystemPrompt)
 	maxPage := cfg.MaxPageTokens
 	if maxPage <= 0 {
 		maxPage = DefaultMaxPageTokens
 	}
-	defer func() {
-		if ctx.Err() == nil {
-			res.IndexJob = autoIndex(cfg, res, log)
-		}
-	}()
-
-	sys := cfg.SystemPrompt
-	if strings.TrimSpace(sys) == "" {
-		sys = DefaultSystemPrompt
-	}
-	sys = strings.TrimSpace(sys) + "\n\n" + rag.ReferenceRule
-	user := userMessage(goal, cfg.Page, maxPage, c)
-	res.SystemPromptTokens = c.Count(sys)
-	res.UserMessageTokens = c.Count(user)
+	user := userMessage(goal, cfg.Page, maxPage, r.c)
+	r.res.SystemPromptTokens = r.c.Count(sys)
+	r.res.UserMessageTokens = r.c.Count(user)
 
 	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: sys}}
-	if cfg.Memory == nil {
-		log.Warn("agent: memory unavailable; answering without knowledge context", "err", cfg.MemoryErr)
-		res.Warnings = append(res.Warnings, withErr("memory unavailable", cfg.MemoryErr))
-		res.Budgets = budget.CalculateTokenBudgets(res.ModelContextLimit, res.SystemPromptTokens, res.UserMessageTokens, res.ResponseReserve,
-			budget.Config{PreferenceBudget: -1})
-	} else {
-		rc := cfg.Memory.Config()
-		if cfg.RAG != nil {
-			rc = *cfg.RAG
-		}
-		rc.Model = model
-		// BuildContext deducts the goal's tokens; the rest of the user
-		// message (the page) is deducted with the system prompt, so that the
-		// budgets are those of the messages as sent.
-		extra := max(0, res.UserMessageTokens-c.Count(goal))
-		bc, err := cfg.Memory.ContextFor(ctx, goal, rag.ContextOptions{
-			Model: model, ModelContextLimit: res.ModelContextLimit, SystemPromptTokens: res.SystemPromptTokens + extra,
-			ResponseReserve: res.ResponseReserve, Config: &rc,
-		})
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return res, ctx.Err()
-		case err != nil:
-			log.Error("agent: building the knowledge context failed; answering without it", "err", err)
-			res.Warnings = append(res.Warnings, withErr("knowledge context unavailable", err))
-			res.Budgets = budget.CalculateTokenBudgets(res.ModelContextLimit, res.SystemPromptTokens, res.UserMessageTokens, res.ResponseReserve,
-				budget.Config{PreferenceBudget: -1})
-		default:
-			res.Context = bc
-			res.Budgets = bc.Budgets
-			if !bc.Block.Empty() {
-				msgs = append(msgs, bc.Message)
-			}
-		}
+	kc, err := r.knowledge(ctx, goal)
+	if err != nil {
+		return r.res, err
+	}
+	if kc != nil {
+		msgs = append(msgs, *kc)
 	}
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user})
+	return r.res, r.converse(ctx, msgs)
+}
 
-	tk := newToolkit(cfg, log, c)
-	maxRounds := cfg.MaxToolRounds
-	if maxRounds == 0 {
-		maxRounds = DefaultMaxToolRounds
+// run is the state of one Run: its configuration with the defaults
+// applied, the model's token counter, the tools offered, and the result
+// being built.
+type run struct {
+	cfg       Config
+	log       *slog.Logger
+	c         budget.Counter
+	tk        *toolkit
+	maxRounds int
+	res       *Result
+}
+
+func newRun(cfg Config) *run {
+	r := &run{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), c: budget.CounterForModel(cfg.LLM.Model)}
+	r.res = &Result{ModelContextLimit: cfg.ModelContextLimit, ResponseReserve: cfg.ResponseReserve}
+	if r.res.ModelContextLimit <= 0 {
+		r.res.ModelContextLimit = rag.ContextLimitForModel(cfg.LLM.Model)
 	}
-	if maxRounds < 0 {
-		tk.tools = nil
+	if r.res.ResponseReserve <= 0 {
+		r.res.ResponseReserve = DefaultResponseReserve
 	}
+	r.tk = newToolkit(cfg, r.log, r.c)
+	r.maxRounds = cmp.Or(cfg.MaxToolRounds, DefaultMaxToolRounds)
+	if r.maxRounds < 0 {
+		r.tk.tools = nil
+	}
+	return r
+}
+
+// systemMessage is the agent's prompt (DefaultSystemPrompt when blank)
+// followed by the standing reference rule, and nothing else (property P2).
+func systemMessage(prompt string) string {
+	if strings.TrimSpace(prompt) == "" {
+		prompt = DefaultSystemPrompt
+	}
+	return strings.TrimSpace(prompt) + "\n\n" + rag.ReferenceRule
+}
+
+// knowledge builds the knowledge context for the goal and sets the
+// budgets in the result. It returns the context message, or nil when the
+// context is empty or could not be built: without the memory, or when
+// building it failed, the run answers without knowledge (a warning says
+// why) and the budgets leave no room for preferences. It fails only when
+// ctx is done.
+func (r *run) knowledge(ctx context.Context, goal string) (*openai.ChatCompletionMessage, error) {
+	res, cfg := r.res, r.cfg
+	if cfg.Memory == nil {
+		r.log.Warn("agent: memory unavailable; answering without knowledge context", "err", cfg.MemoryErr)
+		r.answerWithout(withErr("memory unavailable", cfg.MemoryErr))
+		return nil, nil
+	}
+	rc := cfg.Memory.Config()
+	if cfg.RAG != nil {
+		rc = *cfg.RAG
+	}
+	rc.Model = cfg.LLM.Model
+	// BuildContext deducts the goal's tokens; the rest of the user message
+	// (the page) is deducted with the system prompt, so that the budgets
+	// are those of the messages as sent.
+	extra := max(0, res.UserMessageTokens-r.c.Count(goal))
+	bc, err := cfg.Memory.ContextFor(ctx, goal, rag.ContextOptions{
+		Model: cfg.LLM.Model, ModelContextLimit: res.ModelContextLimit, SystemPromptTokens: res.SystemPromptTokens + extra,
+		ResponseReserve: res.ResponseReserve, Config: &rc,
+	})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		r.log.Error("agent: building the knowledge context failed; answering without it", "err", err)
+		r.answerWithout(withErr("knowledge context unavailable", err))
+		return nil, nil
+	}
+	res.Context = bc
+	res.Budgets = bc.Budgets
+	if bc.Block.Empty() {
+		return nil, nil
+	}
+	return &bc.Message, nil
+}
+
+// answerWithout records that the run answers without knowledge: the
+// warning, and budgets computed without a preference budget.
+func (r *run) answerWithout(warning string) {
+	res := r.res
+	res.Warnings = append(res.Warnings, warning)
+	res.Budgets = budget.CalculateTokenBudgets(res.ModelContextLimit, res.SystemPromptTokens, res.UserMessageTokens, res.ResponseReserve,
+		budget.Config{PreferenceBudget: -1})
+}
+
+// converse asks the model until it answers: each round streams one
+// answer; its tool calls are run and sent back, until the last allowed
+// round, where tools are refused (tool_choice "none").
+func (r *run) converse(ctx context.Context, msgs []openai.ChatCompletionMessage) error {
+	res := r.res
 	for round := 0; ; round++ {
-		req := cfg.LLM.Request(msgs)
-		req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
-		last := len(tk.tools) == 0 || round >= maxRounds
-		if len(tk.tools) > 0 {
-			req.Tools = tk.tools
-			if last {
-				req.ToolChoice = "none"
-			}
-		}
-		msg, finish, usage, err := streamOnce(ctx, cfg.LLM.Client, req, cfg.OnToken, round)
-		res.Rounds++
-		if usage != nil {
-			res.Usage.PromptTokens += usage.PromptTokens
-			res.Usage.CompletionTokens += usage.CompletionTokens
-			res.Usage.TotalTokens += usage.TotalTokens
-		}
+		last := len(r.tk.tools) == 0 || round >= r.maxRounds
+		msg, finish, err := r.ask(ctx, msgs, round, last)
 		if err != nil {
 			res.Messages = msgs
 			res.Answer = msg.Content
 			if ctx.Err() != nil {
-				return res, ctx.Err()
+				return ctx.Err()
 			}
-			return res, fmt.Errorf("%w: %w", ErrModel, err)
+			return fmt.Errorf("%w: %w", ErrModel, err)
 		}
 		if len(msg.ToolCalls) == 0 || last {
 			res.Answer, res.FinishReason = msg.Content, finish
 			res.Messages = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: msg.Content})
 			if len(msg.ToolCalls) > 0 && strings.TrimSpace(msg.Content) == "" {
-				return res, fmt.Errorf("%w (%d rounds)", ErrToolRounds, maxRounds)
+				return fmt.Errorf("%w (%d rounds)", ErrToolRounds, r.maxRounds)
 			}
-			return res, nil
+			return nil
 		}
 		msgs = append(msgs, msg)
-		for i, tc := range msg.ToolCalls {
-			var rec ToolCall
-			if i >= maxToolCallsPerRound {
-				rec = ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments,
-					Result: fmt.Sprintf("error: not executed: at most %d tool calls per answer", maxToolCallsPerRound)}
-			} else {
-				if cfg.OnToolCall != nil {
-					cfg.OnToolCall(tc.Function.Name, tc.Function.Arguments)
-				}
-				rec = tk.call(ctx, tc, res)
-			}
-			if ctx.Err() != nil {
-				res.Messages = msgs
-				return res, ctx.Err()
-			}
-			res.ToolCalls = append(res.ToolCalls, rec)
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: rec.Result, ToolCallID: tc.ID})
+		if msgs, err = r.runTools(ctx, msgs, msg.ToolCalls); err != nil {
+			res.Messages = msgs
+			return err
 		}
 	}
+}
+
+// ask sends one streamed request with the tools (refused on the last
+// round) and adds the round and its usage to the result.
+func (r *run) ask(ctx context.Context, msgs []openai.ChatCompletionMessage, round int, last bool) (openai.ChatCompletionMessage, openai.FinishReason, error) {
+	req := r.cfg.LLM.Request(msgs)
+	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	if len(r.tk.tools) > 0 {
+		req.Tools = r.tk.tools
+		if last {
+			req.ToolChoice = "none"
+		}
+	}
+	msg, finish, usage, err := streamOnce(ctx, r.cfg.LLM.Client, req, r.cfg.OnToken, round)
+	r.res.Rounds++
+	if usage != nil {
+		r.res.Usage.PromptTokens += usage.PromptTokens
+		r.res.Usage.CompletionTokens += usage.CompletionTokens
+		r.res.Usage.TotalTokens += usage.TotalTokens
+	}
+	return msg, finish, err
+}
+
+// runTools runs the tool calls of one answer, at most
+// maxToolCallsPerRound (the others get an error result), records them and
+// appends their results to msgs. It stops when ctx is done, returning the
+// messages so far.
+func (r *run) runTools(ctx context.Context, msgs []openai.ChatCompletionMessage, calls []openai.ToolCall) ([]openai.ChatCompletionMessage, error) {
+	for i, tc := range calls {
+		var rec ToolCall
+		if i >= maxToolCallsPerRound {
+			rec = ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments,
+				Result: fmt.Sprintf("error: not executed: at most %d tool calls per answer", maxToolCallsPerRound)}
+		} else {
+			if r.cfg.OnToolCall != nil {
+				r.cfg.OnToolCall(tc.Function.Name, tc.Function.Arguments)
+			}
+			rec = r.tk.call(ctx, tc, r.res)
+		}
+		if ctx.Err() != nil {
+			return msgs, ctx.Err()
+		}
+		r.res.ToolCalls = append(r.res.ToolCalls, rec)
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: rec.Result, ToolCallID: tc.ID})
+	}
+	return msgs, nil
 }
 
 func withErr(msg string, err error) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -514,5 +515,41 @@ func TestRunCapsHugePage(t *testing.T) {
 	overhead := c.Count("Summarise\n\n" + pageNotice + "\n<page url=\"https://big.example\" title=\"\">\n\n</page>")
 	if res.UserMessageTokens > overhead+100 || res.UserMessageTokens < overhead+80 {
 		t.Errorf("user message %d tokens, want the page cut to about 100 (+%d overhead)", res.UserMessageTokens, overhead)
+	}
+}
+
+// An answer with more tool calls than maxToolCallsPerRound: the first ones
+// run, every later one gets an error result without running, and the
+// model is still sent a result for each call.
+func TestRunCapsToolCallsPerAnswer(t *testing.T) {
+	eng := seeded(t)
+	n := maxToolCallsPerRound + 2
+	f := newFakeLLM(t, func(round int, req capturedRequest) reply {
+		if round == 0 {
+			var calls []toolReply
+			for i := range n {
+				calls = append(calls, toolReply{fmt.Sprintf("call_%d", i), toolSearchMemory, `{"query":"goroutines"}`})
+			}
+			return reply{toolCalls: calls}
+		}
+		return reply{content: "Done."}
+	})
+	ran := 0
+	res, err := Run(bg, "Tell me about goroutines", Config{LLM: f.llm("gpt-4o-mini"), Memory: eng, Logger: quiet(),
+		OnToolCall: func(string, string) { ran++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran != maxToolCallsPerRound || len(res.ToolCalls) != n {
+		t.Fatalf("%d calls ran and %d recorded, want %d and %d", ran, len(res.ToolCalls), maxToolCallsPerRound, n)
+	}
+	for i, tc := range res.ToolCalls {
+		refused := strings.HasPrefix(tc.Result, "error: not executed")
+		if refused != (i >= maxToolCallsPerRound) {
+			t.Errorf("call %d: result %.60q", i, tc.Result)
+		}
+	}
+	if ms := f.requests()[1].messages(); len(ms) != 3+1+n {
+		t.Errorf("second request has %d messages, want %d", len(ms), 3+1+n)
 	}
 }
