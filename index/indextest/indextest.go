@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -729,13 +730,32 @@ func testClosed(t *testing.T, open Opener) {
 func testFilterExpressions(t *testing.T, open Opener) {
 	b := open(t, "filterexpr")
 	defer closeB(t, b)
-	var put []driver.Record
-	day := 24 * time.Hour
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	put := filterRecords(t0)
+	apply(t, b, driver.Batch{Put: put})
+	for name, e := range filterExprs(t0) {
+		f := driver.Filter{Where: e}
+		var match []driver.Record
+		for i := range put {
+			if f.Match(&put[i]) {
+				match = append(match, put[i])
+			}
+		}
+		checkFilteredVector(t, b, name, f, match)
+		checkFilteredText(t, b, name, f, len(match))
+		checkFilteredListings(t, b, name, f, match)
+	}
+}
+
+// filterRecords are the records testFilterExpressions filters: 40 pages
+// of three sites, a day apart from t0, in four languages, some with a team
+// and some memories, all holding the word "widgets".
+func filterRecords(t0 time.Time) []driver.Record {
+	var put []driver.Record
 	for i := 0; i < 40; i++ {
 		site := []string{"https://docs.example/", "https://blog.example/", "https://docs.example.org/"}[i%3]
 		r := Rec(fmt.Sprintf("%sp%d", site, i), 0, fmt.Sprintf("shared words about widgets number %d", i), uint64(7000+i))
-		r.CreatedAt = t0.Add(time.Duration(i) * day)
+		r.CreatedAt = t0.Add(time.Duration(i) * 24 * time.Hour)
 		r.Attrs = map[string]string{"lang": []string{"en", "de", "fr", "en"}[i%4]}
 		if i%5 == 0 {
 			r.Attrs["team"] = []string{"search", "infra"}[i/5%2]
@@ -745,9 +765,15 @@ func testFilterExpressions(t *testing.T, open Opener) {
 		}
 		put = append(put, r)
 	}
-	apply(t, b, driver.Batch{Put: put})
+	return put
+}
+
+// filterExprs are one expression per operator and field kind, plus
+// combinations and one that matches nothing.
+func filterExprs(t0 time.Time) map[string]*driver.Expr {
+	day := 24 * time.Hour
 	eq := func(f, v string) *driver.Expr { return &driver.Expr{Op: driver.OpEq, Field: f, Values: []string{v}} }
-	exprs := map[string]*driver.Expr{
+	return map[string]*driver.Expr{
 		"eq":     eq("lang", "fr"),
 		"ne":     {Op: driver.OpNe, Field: "team", Values: []string{"search"}},
 		"in":     {Op: driver.OpIn, Field: "team", Values: []string{"search", "infra"}},
@@ -768,75 +794,85 @@ func testFilterExpressions(t *testing.T, open Opener) {
 		"none": eq("lang", "xx"),
 		"attr": eq(driver.AttrField("lang"), "de"),
 	}
-	for name, e := range exprs {
-		f := driver.Filter{Where: e}
-		var match []driver.Record
-		for i := range put {
-			if f.Match(&put[i]) {
-				match = append(match, put[i])
-			}
+}
+
+// checkFilteredVector: a filtered vector search gives exactly the best 3
+// of the matching records, in order.
+func checkFilteredVector(t *testing.T, b driver.Backend, name string, f driver.Filter, match []driver.Record) {
+	t.Helper()
+	qv := Vec(4242)
+	match = slices.Clone(match)
+	sort.Slice(match, func(i, j int) bool { return dot(qv, match[i].Vector) > dot(qv, match[j].Vector) })
+	hits, err := b.SearchVector(ctx, qv, 3, f)
+	if err != nil {
+		t.Fatalf("%s: SearchVector: %v", name, err)
+	}
+	if len(hits) != min(3, len(match)) {
+		t.Errorf("%s: SearchVector gave %d hits, want %d", name, len(hits), min(3, len(match)))
+	}
+	for i, h := range hits {
+		if i < len(match) && h.Record.ID != match[i].ID {
+			t.Errorf("%s: SearchVector rank %d is %s, want %s", name, i, h.Record.ID, match[i].ID)
 		}
-		// Vector search: exactly the best 3 of the matching records.
-		qv := Vec(4242)
-		sort.Slice(match, func(i, j int) bool { return dot(qv, match[i].Vector) > dot(qv, match[j].Vector) })
-		hits, err := b.SearchVector(ctx, qv, 3, f)
-		if err != nil {
-			t.Fatalf("%s: SearchVector: %v", name, err)
+	}
+}
+
+// checkFilteredText: every record holds the words, so a filtered full-text
+// search (and a native hybrid one) gives only matching records, as many as
+// match up to k.
+func checkFilteredText(t *testing.T, b driver.Backend, name string, f driver.Filter, matching int) {
+	t.Helper()
+	th, err := b.SearchText(ctx, "widgets", 5, f)
+	if err != nil {
+		t.Fatalf("%s: SearchText: %v", name, err)
+	}
+	if len(th) != min(5, matching) {
+		t.Errorf("%s: SearchText gave %d hits, want %d", name, len(th), min(5, matching))
+	}
+	for _, h := range th {
+		if !f.Match(&h.Record) {
+			t.Errorf("%s: SearchText let through %s", name, h.Record.ID)
 		}
-		if len(hits) != min(3, len(match)) {
-			t.Errorf("%s: SearchVector gave %d hits, want %d", name, len(hits), min(3, len(match)))
+	}
+	hs, ok := b.(driver.HybridSearcher)
+	if !ok {
+		return
+	}
+	hh, err := hs.SearchHybrid(ctx, driver.HybridQuery{Text: "widgets", Vector: Vec(4242), K: 4, Alpha: 0.5, Filter: f})
+	if err != nil {
+		t.Fatalf("%s: SearchHybrid: %v", name, err)
+	}
+	if len(hh) != min(4, matching) {
+		t.Errorf("%s: SearchHybrid gave %d hits, want %d", name, len(hh), min(4, matching))
+	}
+	for _, h := range hh {
+		if !f.Match(&h.Record) {
+			t.Errorf("%s: SearchHybrid let through %s", name, h.Record.ID)
 		}
-		for i, h := range hits {
-			if i < len(match) && h.Record.ID != match[i].ID {
-				t.Errorf("%s: SearchVector rank %d is %s, want %s", name, i, h.Record.ID, match[i].ID)
-			}
-		}
-		// Full text: every record holds the words; all hits match, and as
-		// many as match (up to k).
-		th, err := b.SearchText(ctx, "widgets", 5, f)
-		if err != nil {
-			t.Fatalf("%s: SearchText: %v", name, err)
-		}
-		if len(th) != min(5, len(match)) {
-			t.Errorf("%s: SearchText gave %d hits, want %d", name, len(th), min(5, len(match)))
-		}
-		for _, h := range th {
-			if !f.Match(&h.Record) {
-				t.Errorf("%s: SearchText let through %s", name, h.Record.ID)
-			}
-		}
-		if hs, ok := b.(driver.HybridSearcher); ok {
-			hh, err := hs.SearchHybrid(ctx, driver.HybridQuery{Text: "widgets", Vector: qv, K: 4, Alpha: 0.5, Filter: f})
-			if err != nil {
-				t.Fatalf("%s: SearchHybrid: %v", name, err)
-			}
-			if len(hh) != min(4, len(match)) {
-				t.Errorf("%s: SearchHybrid gave %d hits, want %d", name, len(hh), min(4, len(match)))
-			}
-			for _, h := range hh {
-				if !f.Match(&h.Record) {
-					t.Errorf("%s: SearchHybrid let through %s", name, h.Record.ID)
-				}
-			}
-		}
-		recs, err := b.Records(ctx, f)
-		if err != nil {
-			t.Fatalf("%s: Records: %v", name, err)
-		}
-		want := ids(match)
-		sort.Strings(want)
-		got := ids(recs)
-		sort.Strings(got)
-		if !equalStrings(got, want) {
-			t.Errorf("%s: Records = %v, want %v", name, got, want)
-		}
-		srcs, total, err := b.Sources(ctx, f, 0, 0)
-		if err != nil {
-			t.Fatalf("%s: Sources: %v", name, err)
-		}
-		if total != len(match) || len(srcs) != len(match) {
-			t.Errorf("%s: Sources total %d (%d listed), want %d", name, total, len(srcs), len(match))
-		}
+	}
+}
+
+// checkFilteredListings: Records lists exactly the matching records and
+// Sources counts them (each record is its own source).
+func checkFilteredListings(t *testing.T, b driver.Backend, name string, f driver.Filter, match []driver.Record) {
+	t.Helper()
+	recs, err := b.Records(ctx, f)
+	if err != nil {
+		t.Fatalf("%s: Records: %v", name, err)
+	}
+	want := ids(match)
+	sort.Strings(want)
+	got := ids(recs)
+	sort.Strings(got)
+	if !equalStrings(got, want) {
+		t.Errorf("%s: Records = %v, want %v", name, got, want)
+	}
+	srcs, total, err := b.Sources(ctx, f, 0, 0)
+	if err != nil {
+		t.Fatalf("%s: Sources: %v", name, err)
+	}
+	if total != len(match) || len(srcs) != len(match) {
+		t.Errorf("%s: Sources total %d (%d listed), want %d", name, total, len(srcs), len(match))
 	}
 }
 
