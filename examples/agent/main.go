@@ -69,86 +69,81 @@ func defaultDir() string {
 	return "ragmem-data"
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// flags are the command's flags.
+type flags struct {
+	baseURL, apiKey, model, dir, embedder, system string
+	contextLimit, rounds                          int
+	pagePath, pageURL, searxng, braveKey          string
+	verbose                                       bool
+}
+
+// parseFlags reads the flags and the goal (the other arguments).
+func parseFlags(args []string, stderr io.Writer) (*flags, string, error) {
+	var f flags
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	baseURL := fs.String("base-url", env("OPENAI_BASE_URL", "https://api.openai.com/v1"), "OpenAI-compatible API root")
-	apiKey := fs.String("api-key", os.Getenv("OPENAI_API_KEY"), "API key (may be empty for local servers)")
-	model := fs.String("model", env("OPENAI_MODEL", "gpt-4o-mini"), "chat model")
-	dir := fs.String("dir", defaultDir(), "ragmem data directory")
-	embedder := fs.String("embedder", env("RAGMEM_EMBEDDER", "lexical"), "embedder the memory was built with")
-	system := fs.String("system", "", "system prompt (default: agent.DefaultSystemPrompt)")
-	contextLimit := fs.Int("context-limit", 0, "model context window in tokens (default: known for the model, else 8192)")
-	pagePath := fs.String("page", "", "a file (text, Markdown or HTML) the goal is about; it is indexed after the answer")
-	pageURL := fs.String("page-url", "", "the page's URL (default: its file:// URL)")
-	searxng := fs.String("searxng", os.Getenv("SEARXNG_URL"), "SearXNG instance for the web search tool")
-	braveKey := fs.String("brave-key", os.Getenv("BRAVE_API_KEY"), "Brave Search API key for the web search tool")
-	rounds := fs.Int("max-tool-rounds", 0, "tool-call rounds (default 4; -1 disables tools)")
-	verbose := fs.Bool("v", false, "log debug information")
+	fs.StringVar(&f.baseURL, "base-url", env("OPENAI_BASE_URL", "https://api.openai.com/v1"), "OpenAI-compatible API root")
+	fs.StringVar(&f.apiKey, "api-key", os.Getenv("OPENAI_API_KEY"), "API key (may be empty for local servers)")
+	fs.StringVar(&f.model, "model", env("OPENAI_MODEL", "gpt-4o-mini"), "chat model")
+	fs.StringVar(&f.dir, "dir", defaultDir(), "ragmem data directory")
+	fs.StringVar(&f.embedder, "embedder", env("RAGMEM_EMBEDDER", "lexical"), "embedder the memory was built with")
+	fs.StringVar(&f.system, "system", "", "system prompt (default: agent.DefaultSystemPrompt)")
+	fs.IntVar(&f.contextLimit, "context-limit", 0, "model context window in tokens (default: known for the model, else 8192)")
+	fs.StringVar(&f.pagePath, "page", "", "a file (text, Markdown or HTML) the goal is about; it is indexed after the answer")
+	fs.StringVar(&f.pageURL, "page-url", "", "the page's URL (default: its file:// URL)")
+	fs.StringVar(&f.searxng, "searxng", os.Getenv("SEARXNG_URL"), "SearXNG instance for the web search tool")
+	fs.StringVar(&f.braveKey, "brave-key", os.Getenv("BRAVE_API_KEY"), "Brave Search API key for the web search tool")
+	fs.IntVar(&f.rounds, "max-tool-rounds", 0, "tool-call rounds (default 4; -1 disables tools)")
+	fs.BoolVar(&f.verbose, "v", false, "log debug information")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: agent [flags] GOAL")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, "", err
 	}
 	goal := strings.TrimSpace(strings.Join(fs.Args(), " "))
 	if goal == "" {
 		fs.Usage()
-		return errors.New("no goal given")
+		return nil, "", errors.New("no goal given")
+	}
+	return &f, goal, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f, goal, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
 	}
 	level := slog.LevelWarn
-	if *verbose {
+	if f.verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	oc := openai.DefaultConfig(*apiKey)
-	oc.BaseURL = strings.TrimRight(*baseURL, "/")
+	oc := openai.DefaultConfig(f.apiKey)
+	oc.BaseURL = strings.TrimRight(f.baseURL, "/")
 	cfg := agent.Config{
-		LLM:               agent.LLM{Client: openai.NewClientWithConfig(oc), Model: *model},
-		SystemPrompt:      *system,
-		ModelContextLimit: *contextLimit,
-		MaxToolRounds:     *rounds,
+		LLM:               agent.LLM{Client: openai.NewClientWithConfig(oc), Model: f.model},
+		SystemPrompt:      f.system,
+		ModelContextLimit: f.contextLimit,
+		MaxToolRounds:     f.rounds,
 		Logger:            log,
 		OnToken:           func(s string) { io.WriteString(stdout, s) },
 		OnToolCall:        func(name, args string) { fmt.Fprintf(stderr, "[tool] %s %s\n", name, args) },
 	}
-
-	switch {
-	case *searxng != "":
-		ws, err := agent.NewSearXNG(*searxng, nil)
-		if err != nil {
-			return err
-		}
-		cfg.WebSearcher = ws
-	case *braveKey != "":
-		ws, err := agent.NewBrave(*braveKey, nil)
-		if err != nil {
-			return err
-		}
-		cfg.WebSearcher = ws
+	if cfg.WebSearcher, err = webSearcher(f); err != nil {
+		return err
 	}
-
-	if *pagePath != "" {
-		b, err := os.ReadFile(*pagePath)
-		if err != nil {
-			return err
-		}
-		f, _ := chunk.FormatForPath(*pagePath)
-		u := *pageURL
-		if u == "" {
-			abs, _ := filepath.Abs(*pagePath)
-			u = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
-		}
-		cfg.Page = &agent.Page{URL: u, Content: string(b), Format: f}
+	if cfg.Page, err = readPage(f.pagePath, f.pageURL); err != nil {
+		return err
 	}
 
 	// The memory is optional: if it cannot be opened, answer without it.
-	emb, err := embed.Parse(*embedder)
+	emb, err := embed.Parse(f.embedder)
 	if err == nil {
 		var eng *rag.Engine
-		eng, err = rag.Open(ctx, *dir, &rag.Options{Embedder: emb, Logger: log})
+		eng, err = rag.Open(ctx, f.dir, &rag.Options{Embedder: emb, Logger: log})
 		if err == nil {
 			defer eng.Close() // waits for the page being indexed
 			cfg.Memory = eng
@@ -159,21 +154,58 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	res, err := agent.Run(ctx, goal, cfg)
 	fmt.Fprintln(stdout)
 	if res != nil {
-		for _, s := range res.Searches {
-			if s.ConflictDisclaimer != "" {
-				fmt.Fprintln(stdout, "\n"+s.ConflictDisclaimer)
-			}
-			if len(s.Citations) > 0 {
-				fmt.Fprintln(stdout, "\nSources:\n"+agent.FormatCitations(s.Citations))
-			}
-		}
-		if *verbose {
-			fmt.Fprintf(stderr, "[budget] window %d, system %d, user %d, knowledge budget %d; %d model calls\n",
-				res.ModelContextLimit, res.SystemPromptTokens, res.UserMessageTokens, res.Budgets.KnowledgeBudget, res.Rounds)
-		}
-		if res.IndexJob != "" {
-			fmt.Fprintf(stderr, "[memory] page queued for indexing (job %s)\n", res.IndexJob)
-		}
+		report(res, f.verbose, stdout, stderr)
 	}
 	return err
+}
+
+// webSearcher is the web search the flags name: SearXNG, else Brave, else
+// none (nil: no web tool).
+func webSearcher(f *flags) (agent.WebSearcher, error) {
+	switch {
+	case f.searxng != "":
+		return agent.NewSearXNG(f.searxng, nil)
+	case f.braveKey != "":
+		return agent.NewBrave(f.braveKey, nil)
+	}
+	return nil, nil
+}
+
+// readPage reads the page the goal is about (nil when path is empty); its
+// URL defaults to the file's file:// URL.
+func readPage(path, pageURL string) (*agent.Page, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, _ := chunk.FormatForPath(path)
+	if pageURL == "" {
+		abs, _ := filepath.Abs(path)
+		pageURL = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
+	}
+	return &agent.Page{URL: pageURL, Content: string(b), Format: f}, nil
+}
+
+// report prints what follows the answer: the web searches' disclaimers and
+// citations on stdout, and with verbose the budgets, then the indexing job
+// on stderr.
+func report(res *agent.Result, verbose bool, stdout, stderr io.Writer) {
+	for _, s := range res.Searches {
+		if s.ConflictDisclaimer != "" {
+			fmt.Fprintln(stdout, "\n"+s.ConflictDisclaimer)
+		}
+		if len(s.Citations) > 0 {
+			fmt.Fprintln(stdout, "\nSources:\n"+agent.FormatCitations(s.Citations))
+		}
+	}
+	if verbose {
+		fmt.Fprintf(stderr, "[budget] window %d, system %d, user %d, knowledge budget %d; %d model calls\n",
+			res.ModelContextLimit, res.SystemPromptTokens, res.UserMessageTokens, res.Budgets.KnowledgeBudget, res.Rounds)
+	}
+	if res.IndexJob != "" {
+		fmt.Fprintf(stderr, "[memory] page queued for indexing (job %s)\n", res.IndexJob)
+	}
 }
