@@ -826,14 +826,7 @@ func checkFilteredText(t *testing.T, b driver.Backend, name string, f driver.Fil
 	if err != nil {
 		t.Fatalf("%s: SearchText: %v", name, err)
 	}
-	if len(th) != min(5, matching) {
-		t.Errorf("%s: SearchText gave %d hits, want %d", name, len(th), min(5, matching))
-	}
-	for _, h := range th {
-		if !f.Match(&h.Record) {
-			t.Errorf("%s: SearchText let through %s", name, h.Record.ID)
-		}
-	}
+	checkOnlyMatching(t, name+": SearchText", th, func(h driver.Hit) *driver.Record { return &h.Record }, f, min(5, matching))
 	hs, ok := b.(driver.HybridSearcher)
 	if !ok {
 		return
@@ -842,12 +835,19 @@ func checkFilteredText(t *testing.T, b driver.Backend, name string, f driver.Fil
 	if err != nil {
 		t.Fatalf("%s: SearchHybrid: %v", name, err)
 	}
-	if len(hh) != min(4, matching) {
-		t.Errorf("%s: SearchHybrid gave %d hits, want %d", name, len(hh), min(4, matching))
+	checkOnlyMatching(t, name+": SearchHybrid", hh, func(h driver.HybridHit) *driver.Record { return &h.Record }, f, min(4, matching))
+}
+
+// checkOnlyMatching: the hits of a filtered search (rec is a hit's record)
+// are want records that all match the filter.
+func checkOnlyMatching[H any](t *testing.T, what string, hits []H, rec func(H) *driver.Record, f driver.Filter, want int) {
+	t.Helper()
+	if len(hits) != want {
+		t.Errorf("%s gave %d hits, want %d", what, len(hits), want)
 	}
-	for _, h := range hh {
-		if !f.Match(&h.Record) {
-			t.Errorf("%s: SearchHybrid let through %s", name, h.Record.ID)
+	for _, h := range hits {
+		if r := rec(h); !f.Match(r) {
+			t.Errorf("%s let through %s", what, r.ID)
 		}
 	}
 }

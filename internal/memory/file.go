@@ -399,15 +399,15 @@ var frontmatterFields = map[string]fieldReader{
 	"discoveredBy": lineField(func(fm *Frontmatter) *string { return &fm.DiscoveredBy }),
 	"discoveredIn": lineField(func(fm *Frontmatter) *string { return &fm.DiscoveredIn }),
 	"source":       lineField(func(fm *Frontmatter) *string { return &fm.Source }),
-	"provenance":   readProvenance,
-	"extractedHash": func(fm *Frontmatter, key string, vn *yaml.Node) error {
-		s, err := scalar(vn, key)
-		if err != nil {
-			return err
-		}
+	// Clipped as validateFrontmatter clips it.
+	"provenance": scalarField(func(fm *Frontmatter, _, s string) error {
+		fm.Provenance = clean.Clip(clean.Line(s), 2*maxPatternLen)
+		return nil
+	}),
+	"extractedHash": scalarField(func(fm *Frontmatter, _, s string) error {
 		fm.extractedHash = strings.TrimSpace(s)
 		return nil
-	},
+	}),
 	"discoveredAt":    timeField(func(fm *Frontmatter) *time.Time { return &fm.DiscoveredAt }),
 	"occurredAt":      timeField(func(fm *Frontmatter) *time.Time { return &fm.OccurredAt }),
 	"negative":        boolField(func(fm *Frontmatter) *bool { return &fm.Negative }),
@@ -417,52 +417,52 @@ var frontmatterFields = map[string]fieldReader{
 	"relatedMemories": listField(func(fm *Frontmatter) *[]string { return &fm.RelatedMemories }, false),
 	"supersedes":      listField(func(fm *Frontmatter) *[]string { return &fm.Supersedes }, true),
 	"conflicts":       listField(func(fm *Frontmatter) *[]string { return &fm.Conflicts }, true),
-	"importance":      readImportance,
-	"author":          readAuthor,
+	"importance":      scalarField(setImportance),
+	"author":          scalarField(setAuthor),
+}
+
+// scalarField reads a single value (a list or a mapping is an error) and
+// gives its text to set.
+func scalarField(set func(fm *Frontmatter, key, s string) error) fieldReader {
+	return func(fm *Frontmatter, key string, vn *yaml.Node) error {
+		s, err := scalar(vn, key)
+		if err != nil {
+			return err
+		}
+		return set(fm, key, s)
+	}
 }
 
 // lineField reads a single value as one line of text.
 func lineField(field func(*Frontmatter) *string) fieldReader {
-	return func(fm *Frontmatter, key string, vn *yaml.Node) error {
-		s, err := scalar(vn, key)
-		if err != nil {
-			return err
-		}
+	return scalarField(func(fm *Frontmatter, _, s string) error {
 		*field(fm) = clean.Line(s)
 		return nil
-	}
+	})
 }
 
 // timeField reads a single value as an ISO 8601 time (ParseTime).
 func timeField(field func(*Frontmatter) *time.Time) fieldReader {
-	return func(fm *Frontmatter, key string, vn *yaml.Node) error {
-		s, err := scalar(vn, key)
-		if err != nil {
-			return err
-		}
+	return scalarField(func(fm *Frontmatter, key, s string) error {
 		t, err := ParseTime(s)
 		if err != nil {
 			return fmt.Errorf("%s %q is not an ISO 8601 time (e.g. 2026-01-23T10:30:00Z)", key, clean.Clip(s, 60))
 		}
 		*field(fm) = t
 		return nil
-	}
+	})
 }
 
 // boolField reads a single value as true or false.
 func boolField(field func(*Frontmatter) *bool) fieldReader {
-	return func(fm *Frontmatter, key string, vn *yaml.Node) error {
-		s, err := scalar(vn, key)
-		if err != nil {
-			return err
-		}
+	return scalarField(func(fm *Frontmatter, key, s string) error {
 		b, err := strconv.ParseBool(strings.TrimSpace(s))
 		if err != nil {
 			return fmt.Errorf("%s is %q; use true or false", key, clean.Clip(s, 40))
 		}
 		*field(fm) = b
 		return nil
-	}
+	})
 }
 
 // listField reads a string, split on commas, or a list of strings, of at
@@ -506,22 +506,8 @@ func readWhenToUse(fm *Frontmatter, key string, vn *yaml.Node) error {
 	return nil
 }
 
-// readProvenance reads one line, clipped as validateFrontmatter clips it.
-func readProvenance(fm *Frontmatter, key string, vn *yaml.Node) error {
-	s, err := scalar(vn, key)
-	if err != nil {
-		return err
-	}
-	fm.Provenance = clean.Clip(clean.Line(s), 2*maxPatternLen)
-	return nil
-}
-
-// readImportance reads low, medium, high or critical (ParseImportance).
-func readImportance(fm *Frontmatter, key string, vn *yaml.Node) error {
-	s, err := scalar(vn, key)
-	if err != nil {
-		return err
-	}
+// setImportance reads low, medium, high or critical (ParseImportance).
+func setImportance(fm *Frontmatter, _, s string) error {
 	imp, err := ParseImportance(s)
 	if err != nil {
 		return fmt.Errorf("importance is %q; use low, medium, high or critical", clean.Clip(s, 40))
@@ -530,12 +516,8 @@ func readImportance(fm *Frontmatter, key string, vn *yaml.Node) error {
 	return nil
 }
 
-// readAuthor reads AuthorUser or AuthorExtraction, in any case.
-func readAuthor(fm *Frontmatter, key string, vn *yaml.Node) error {
-	s, err := scalar(vn, key)
-	if err != nil {
-		return err
-	}
+// setAuthor reads AuthorUser or AuthorExtraction, in any case.
+func setAuthor(fm *Frontmatter, _, s string) error {
 	switch a := strings.ToLower(strings.TrimSpace(s)); a {
 	case AuthorUser, AuthorExtraction:
 		fm.Author = a
