@@ -38,61 +38,79 @@ func ParseFusionSpec(spec string) (Options, error) {
 		return Options{}, err
 	}
 	o := Options{Fusion: f}
+	if err := eachSetting(params, ErrBadFusion, fmt.Sprintf(" in %q", spec), func(k, v string) error { return o.setFusionParam(k, v, spec) }); err != nil {
+		return Options{}, err
+	}
+	return o, nil
+}
+
+// setFusionParam sets the fusion parameter k of ParseFusionSpec to v, for
+// the method o.Fusion; spec is quoted in an error.
+func (o *Options) setFusionParam(k, v, spec string) error {
+	switch k {
+	case "alpha":
+		if strings.EqualFold(v, "auto") || strings.EqualFold(v, "calibrated") {
+			o.Alpha = AlphaAuto
+			return nil
+		}
+		a, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(a) || a <= 0 || a > 1 {
+			return fmt.Errorf("%w: alpha %q is not auto, calibrated or a number in (0, 1]", ErrBadFusion, v)
+		}
+		o.Alpha = a
+	case "k":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			return fmt.Errorf("%w: k %q is not an integer in 1..10000", ErrBadFusion, v)
+		}
+		if o.Fusion != RRF {
+			return fmt.Errorf("%w: k applies to rrf only, not %s", ErrBadFusion, o.Fusion)
+		}
+		o.RRFK = n
+	case "agree", "agreement":
+		w, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(w) || w < 0 || w > 1 {
+			return fmt.Errorf("%w: agree %q is not a number in [0, 1]", ErrBadFusion, v)
+		}
+		o.Agreement = w
+	case "feedback":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxFeedback {
+			return fmt.Errorf("%w: feedback %q is not an integer in 0..%d", ErrBadFusion, v, maxFeedback)
+		}
+		o.Feedback = n
+		if n == 0 {
+			o.Feedback = -1
+		}
+	default:
+		return fmt.Errorf("%w: unknown parameter %q in %q (want alpha, k, agree or feedback)", ErrBadFusion, k, spec)
+	}
+	return nil
+}
+
+// eachSetting calls set for each key=value of a comma-separated list, keys
+// lower-cased and blank items skipped. An item that is not key=value, or
+// a key given twice, is an error wrapping bad, its message ending with in.
+func eachSetting(list string, bad error, in string, set func(k, v string) error) error {
 	seen := map[string]bool{}
-	for _, kv := range strings.Split(params, ",") {
+	for _, kv := range strings.Split(list, ",") {
 		if strings.TrimSpace(kv) == "" {
 			continue
 		}
 		k, v, ok := strings.Cut(kv, "=")
 		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
 		if !ok || k == "" || v == "" {
-			return Options{}, fmt.Errorf("%w: %q is not key=value in %q", ErrBadFusion, kv, spec)
+			return fmt.Errorf("%w: %q is not key=value%s", bad, kv, in)
 		}
 		if seen[k] {
-			return Options{}, fmt.Errorf("%w: %q given twice in %q", ErrBadFusion, k, spec)
+			return fmt.Errorf("%w: %q given twice%s", bad, k, in)
 		}
 		seen[k] = true
-		switch k {
-		case "alpha":
-			switch {
-			case strings.EqualFold(v, "auto"), strings.EqualFold(v, "calibrated"):
-				o.Alpha = AlphaAuto
-			default:
-				a, err := strconv.ParseFloat(v, 64)
-				if err != nil || math.IsNaN(a) || a <= 0 || a > 1 {
-					return Options{}, fmt.Errorf("%w: alpha %q is not auto, calibrated or a number in (0, 1]", ErrBadFusion, v)
-				}
-				o.Alpha = a
-			}
-		case "k":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 10000 {
-				return Options{}, fmt.Errorf("%w: k %q is not an integer in 1..10000", ErrBadFusion, v)
-			}
-			if f != RRF {
-				return Options{}, fmt.Errorf("%w: k applies to rrf only, not %s", ErrBadFusion, f)
-			}
-			o.RRFK = n
-		case "agree", "agreement":
-			w, err := strconv.ParseFloat(v, 64)
-			if err != nil || math.IsNaN(w) || w < 0 || w > 1 {
-				return Options{}, fmt.Errorf("%w: agree %q is not a number in [0, 1]", ErrBadFusion, v)
-			}
-			o.Agreement = w
-		case "feedback":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > maxFeedback {
-				return Options{}, fmt.Errorf("%w: feedback %q is not an integer in 0..%d", ErrBadFusion, v, maxFeedback)
-			}
-			o.Feedback = n
-			if n == 0 {
-				o.Feedback = -1
-			}
-		default:
-			return Options{}, fmt.Errorf("%w: unknown parameter %q in %q (want alpha, k, agree or feedback)", ErrBadFusion, k, spec)
+		if err := set(k, v); err != nil {
+			return err
 		}
 	}
-	return o, nil
+	return nil
 }
 
 // ErrBadSignals is returned by ParseSignals.
@@ -113,51 +131,44 @@ func ParseSignals(spec string) (Options, error) {
 	if len(spec) > maxSpec {
 		return o, fmt.Errorf("%w: spec longer than %d bytes", ErrBadSignals, maxSpec)
 	}
-	seen := map[string]bool{}
-	for _, kv := range strings.Split(spec, ",") {
-		if strings.TrimSpace(kv) == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, "=")
-		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
-		if !ok || k == "" || v == "" {
-			return Options{}, fmt.Errorf("%w: %q is not key=value", ErrBadSignals, kv)
-		}
-		if seen[k] {
-			return Options{}, fmt.Errorf("%w: %q given twice", ErrBadSignals, k)
-		}
-		seen[k] = true
-		switch k {
-		case "speaker", "time", "question":
-			w, err := strconv.ParseFloat(v, 64)
-			if err != nil || math.IsNaN(w) || w < 0 || w > 100 {
-				return Options{}, fmt.Errorf("%w: %s=%q is not a number in [0, 100]", ErrBadSignals, k, v)
-			}
-			if w == 0 {
-				w = -1
-			}
-			switch k {
-			case "speaker":
-				o.SpeakerWeight = w
-			case "time":
-				o.TimeWeight = w
-			default:
-				o.QuestionWeight = w
-			}
-		case "slack":
-			d, err := parseDays(v)
-			if err != nil || d < 0 || d > 3650*24*time.Hour {
-				return Options{}, fmt.Errorf("%w: slack=%q is not a duration (72h) or a number of days (7d) up to ten years", ErrBadSignals, v)
-			}
-			if d == 0 {
-				d = -1
-			}
-			o.TimeSlack = d
-		default:
-			return Options{}, fmt.Errorf("%w: unknown key %q (want speaker, time, question or slack)", ErrBadSignals, k)
-		}
+	if err := eachSetting(spec, ErrBadSignals, "", o.setSignal); err != nil {
+		return Options{}, err
 	}
 	return o, nil
+}
+
+// setSignal sets the signal setting k of ParseSignals to v.
+func (o *Options) setSignal(k, v string) error {
+	switch k {
+	case "speaker", "time", "question":
+		w, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(w) || w < 0 || w > 100 {
+			return fmt.Errorf("%w: %s=%q is not a number in [0, 100]", ErrBadSignals, k, v)
+		}
+		if w == 0 {
+			w = -1
+		}
+		switch k {
+		case "speaker":
+			o.SpeakerWeight = w
+		case "time":
+			o.TimeWeight = w
+		default:
+			o.QuestionWeight = w
+		}
+	case "slack":
+		d, err := parseDays(v)
+		if err != nil || d < 0 || d > 3650*24*time.Hour {
+			return fmt.Errorf("%w: slack=%q is not a duration (72h) or a number of days (7d) up to ten years", ErrBadSignals, v)
+		}
+		if d == 0 {
+			d = -1
+		}
+		o.TimeSlack = d
+	default:
+		return fmt.Errorf("%w: unknown key %q (want speaker, time, question or slack)", ErrBadSignals, k)
+	}
+	return nil
 }
 
 // parseDays reads "7d", "7" (days) or a Go duration.

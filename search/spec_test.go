@@ -69,3 +69,27 @@ func FuzzParseFusionSpec(f *testing.F) {
 		_ = Fuse(nil, nil, &o)
 	})
 }
+
+// The two settings parsers share their key=value reading; each keeps its
+// own messages, the fusion spec's naming the spec.
+func TestSettingsMessages(t *testing.T) {
+	cases := []struct {
+		spec string
+		err  func(string) (Options, error)
+		want string
+	}{
+		{"rrf:k=5,alpha", ParseFusionSpec, `search: unknown fusion: "alpha" is not key=value in "rrf:k=5,alpha"`},
+		{"rrf:K=5,k=6", ParseFusionSpec, `search: unknown fusion: "k" given twice in "rrf:K=5,k=6"`},
+		{"relative:k=5", ParseFusionSpec, `search: unknown fusion: k applies to rrf only, not relative`},
+		{"relative:beta=1", ParseFusionSpec, `search: unknown fusion: unknown parameter "beta" in "relative:beta=1" (want alpha, k, agree or feedback)`},
+		{"speaker=", ParseSignals, `search: bad memory signals: "speaker=" is not key=value`},
+		{"time=1, Time=2", ParseSignals, `search: bad memory signals: "time" given twice`},
+		{"slack=-1d", ParseSignals, `search: bad memory signals: slack="-1d" is not a duration (72h) or a number of days (7d) up to ten years`},
+		{"mood=1", ParseSignals, `search: bad memory signals: unknown key "mood" (want speaker, time, question or slack)`},
+	}
+	for _, c := range cases {
+		if _, err := c.err(c.spec); err == nil || err.Error() != c.want {
+			t.Errorf("%q: error %v, want %s", c.spec, err, c.want)
+		}
+	}
+}
