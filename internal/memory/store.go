@@ -263,6 +263,31 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
+	o.setDefaults()
+	s := &Store{dir: dir, abs: abs, o: o, ix: o.Index, files: map[string]*fileState{}, lock: newDirLock(filepath.Join(abs, ".lock")), fs: wal.OS{},
+		feedback: &feedbackFile{path: feedbackPath(abs), logger: o.Logger}}
+	s.setThresholds()
+	if _, err := os.Stat(abs); err == nil {
+		// Memory files go into agents' prompts as the user's own: the
+		// directory must be the user's (internal/perm: ssh's rule).
+		note, err := perm.Dir(abs)
+		if err != nil {
+			return nil, fmt.Errorf("memory: the memory directory: %w", err)
+		}
+		if note != "" {
+			o.Logger.Info(note)
+		}
+	}
+	wal.RemoveStaleTemps(abs, staleTempAge)
+	if _, err := s.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// setDefaults gives each zero option its default (Options says which);
+// a negative weight turns its signal off.
+func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -284,16 +309,13 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	if o.MinCoverage <= 0 || o.MinCoverage > 1 {
 		o.MinCoverage = pattern.MinCoverage
 	}
-	if o.RelevanceWeight == 0 {
-		o.RelevanceWeight = defaultRelevanceWeight
-	}
-	if o.RelevanceWeight < 0 {
-		o.RelevanceWeight = 0
+	if o.RecencyHalfLife <= 0 {
+		o.RecencyHalfLife = defaultRecencyHalfLife
 	}
 	for _, w := range []struct {
 		p   *float64
 		def float64
-	}{{&o.FeedbackWeight, defaultFeedbackWeight}, {&o.DecayWeight, defaultDecayWeight}, {&o.RecencyWeight, defaultRecencyWeight}} {
+	}{{&o.RelevanceWeight, defaultRelevanceWeight}, {&o.FeedbackWeight, defaultFeedbackWeight}, {&o.DecayWeight, defaultDecayWeight}, {&o.RecencyWeight, defaultRecencyWeight}} {
 		if *w.p == 0 {
 			*w.p = w.def
 		}
@@ -301,45 +323,31 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 			*w.p = 0
 		}
 	}
-	if o.RecencyHalfLife <= 0 {
-		o.RecencyHalfLife = defaultRecencyHalfLife
-	}
-	s := &Store{dir: dir, abs: abs, o: o, ix: o.Index, files: map[string]*fileState{}, lock: newDirLock(filepath.Join(abs, ".lock")), fs: wal.OS{},
-		feedback: &feedbackFile{path: feedbackPath(abs), logger: o.Logger}}
+}
+
+// setThresholds sets the similarity thresholds of pattern matching,
+// duplicates and conflicts: the options', else the defaults for the
+// index's embedder (lexical ones for a lexical embedder or no index).
+func (s *Store) setThresholds() {
 	s.lexical = pattern.Lexical(s.ix)
-	s.thresh = o.SemanticThreshold
+	s.thresh = s.o.SemanticThreshold
 	if s.thresh <= 0 {
 		s.thresh = pattern.Threshold(s.ix)
 	}
-	s.dupThresh, s.conflictThresh = o.DuplicateThreshold, o.ConflictThreshold
+	s.dupThresh, s.conflictThresh = s.o.DuplicateThreshold, s.o.ConflictThreshold
+	lexical := s.lexical || s.ix == nil
 	if s.dupThresh <= 0 {
 		s.dupThresh = denseDuplicateThreshold
-		if s.lexical || s.ix == nil {
+		if lexical {
 			s.dupThresh = lexicalDuplicateThreshold
 		}
 	}
 	if s.conflictThresh <= 0 {
 		s.conflictThresh = denseConflictThreshold
-		if s.lexical || s.ix == nil {
+		if lexical {
 			s.conflictThresh = lexicalConflictThreshold
 		}
 	}
-	if _, err := os.Stat(abs); err == nil {
-		// Memory files go into agents' prompts as the user's own: the
-		// directory must be the user's (internal/perm: ssh's rule).
-		note, err := perm.Dir(abs)
-		if err != nil {
-			return nil, fmt.Errorf("memory: the memory directory: %w", err)
-		}
-		if note != "" {
-			o.Logger.Info(note)
-		}
-	}
-	wal.RemoveStaleTemps(abs, staleTempAge)
-	if _, err := s.Refresh(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 // Dir returns the memory directory as given to Open.
