@@ -553,3 +553,22 @@ func TestRunCapsToolCallsPerAnswer(t *testing.T) {
 		t.Errorf("second request has %d messages, want %d", len(ms), 3+1+n)
 	}
 }
+
+// A memory with nothing to say (no profile, no matching knowledge) sends
+// no knowledge message: the model gets the system prompt and the user's
+// message only, and the result still carries the (empty) context.
+func TestRunEmptyContextSendsNoMessage(t *testing.T) {
+	eng := openEngine(t, nil)
+	f := newFakeLLM(t, answer("Nothing stored about it."))
+	res, err := Run(bg, "What is reciprocal rank fusion?", Config{LLM: f.llm("gpt-4o"), Memory: eng, Logger: quiet(), MaxToolRounds: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Context == nil || !res.Context.Block.Empty() {
+		t.Fatalf("context %+v, want an empty block", res.Context)
+	}
+	ms := f.requests()[0].messages()
+	if len(ms) != 2 || str(ms[0], "role") != "system" || str(ms[1], "role") != "user" {
+		t.Fatalf("%d messages (%v), want system and user only", len(ms), ms)
+	}
+}
