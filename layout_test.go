@@ -37,7 +37,7 @@ var stages = [][]string{
 	{"memory/layers", "memory/extraction"}, // the four layers (library); extraction of memories by a chat model
 	{"memory/inject"},                      // the injector (library): memory files, rules and episodes in one message
 	{"memory/memhttp", "memory/memmcp"},    // agent memory over HTTP and MCP
-	{"agent", "mcpserver"},                 // adapters over rag.Engine
+	{"agent", "mcpserver"},                 // bindings of rag.Memory
 	{"server"},
 	{"owner"}, // one owner per data directory, its socket, its clients (over the server's API)
 	{"cmd", "examples", "clients"},
@@ -197,7 +197,6 @@ var facadeImports = map[string]map[string]string{
 	},
 	"agent": {
 		"rag":              "the facade",
-		"search":           "the search options and results the loop asks for",
 		"prefs":            "the preference tool",
 		"chunk":            "the formats of pages the loop reads, and HTML extraction of fetched pages",
 		"budget":           "the loop sizes its own prompt to the model's window",

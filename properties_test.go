@@ -152,7 +152,10 @@ func (m *sseModel) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // message, and no other message carries a knowledge block.
 func TestProperty2SystemPromptCarriesNoKnowledge(t *testing.T) {
 	params := ragmemtest.Parameters(t)
-	e, _ := corpusEngine(t, params.Seed(), 30, nil)
+	// A fixed clock: the ages in a block are the same when the test builds
+	// it again.
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	e, _ := corpusEngine(t, params.Seed(), 30, &ragmemtest.EngineOptions{Now: func() time.Time { return now }})
 	model := &sseModel{}
 	srv := httptest.NewServer(model)
 	defer srv.Close()
@@ -186,7 +189,19 @@ func TestProperty2SystemPromptCarriesNoKnowledge(t *testing.T) {
 			if res.Context == nil {
 				return "no knowledge context was built"
 			}
-			block := res.Context.Block
+			// The agent holds the memory's wire answer (rag.ContextJSON);
+			// the test, which holds the engine, builds the same call's
+			// context again to check the message against the block's
+			// inputs.
+			built, err := e.ContextFor(bg, goal, rag.ContextOptions{Model: llm.Model, ModelContextLimit: res.ModelContextLimit,
+				SystemPromptTokens: res.SystemPromptTokens, ResponseReserve: res.ResponseReserve})
+			if err != nil {
+				return err.Error()
+			}
+			if built.Message.Content != res.Context.Message.Content || built.Block.Empty() != res.Context.Empty {
+				return "the agent's context is not the one the engine builds for the same call"
+			}
+			block := built.Block
 			if block.Empty() {
 				if len(msgs) != 2 {
 					return fmt.Sprintf("%d messages for an empty knowledge context", len(msgs))
@@ -1314,7 +1329,7 @@ func TestProperty12DualSourceCitation(t *testing.T) {
 			for i, s := range res.Sources {
 				wantKind, wantURL := agent.MemorySource, ""
 				if i < len(res.MemoryResults) {
-					wantURL = res.MemoryResults[i].Record.SourceURL
+					wantURL = res.MemoryResults[i].URL
 				} else {
 					wantKind, wantURL = agent.WebSource, web.results[i-len(res.MemoryResults)].URL
 				}

@@ -1,6 +1,6 @@
 // Package agent is ragmem's agent integration:
 // an agent loop over any OpenAI-compatible chat-completions API that gets its
-// knowledge from a rag.Engine, and memory-enhanced web search with labelled
+// knowledge from any rag.Memory, and memory-enhanced web search with labelled
 // citations.
 //
 // Run sends [system, knowledge context, user]: the system prompt carries one
@@ -55,10 +55,13 @@ type Page struct {
 type Config struct {
 	// LLM is the chat model. Required.
 	LLM LLM
-	// Memory is the RAG memory. Nil means the memory is unavailable (for
-	// example the store failed to open): Run answers without knowledge
-	// context and without the memory tools.
-	Memory *rag.Engine
+	// Memory is the RAG memory: any rag.Memory, the engine in process
+	// (*rag.Engine) or a client of one (*rag.Client). Nil means the memory
+	// is unavailable (for example the store failed to open): Run answers
+	// without knowledge context and without the memory tools. Leave it nil
+	// then, not a nil *rag.Engine (an interface holding a nil pointer is not
+	// nil).
+	Memory rag.Memory
 	// MemoryErr says why Memory is nil; it is logged. Default nil.
 	MemoryErr error
 	// SystemPrompt is the agent's instructions; rag.ReferenceRule is appended.
@@ -70,9 +73,6 @@ type Config struct {
 	// ResponseReserve is the number of tokens kept free for the answer.
 	// Default 1024.
 	ResponseReserve int
-	// RAG overrides the memory's RAG configuration (topK, threshold,
-	// budgets, search mode). Default Memory.Config().
-	RAG *rag.Config
 	// Page is the page the goal is about. It is included in the user message
 	// (cut to MaxPageTokens at a sentence boundary) and, unless
 	// DisableAutoIndex, indexed in the background after the answer. Default
@@ -81,7 +81,7 @@ type Config struct {
 	// MaxPageTokens caps the page text in the user message. Default 4000.
 	MaxPageTokens int
 	// DisableAutoIndex stops Run from indexing Page. Default false: Page is
-	// indexed fire-and-forget through rag.Engine.IndexPageAsync.
+	// queued for background indexing through Memory.IndexPage.
 	DisableAutoIndex bool
 	// OnToken receives the answer as it streams, one content delta per call,
 	// from Run's goroutine. Default nil: nothing is called.

@@ -21,7 +21,6 @@ import (
 	"github.com/ragmem/ragmem/internal/clean"
 	"github.com/ragmem/ragmem/internal/llmchat"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/search"
 )
 
 // LLM is the chat model configuration (rag.LLM), shared with agent-memory
@@ -81,9 +80,9 @@ type Citation struct {
 
 // EnhancedResult is the outcome of EnhancedSearch.
 type EnhancedResult struct {
-	Query         string          `json:"query"`
-	WebResults    []WebResult     `json:"webResults"`
-	MemoryResults []search.Result `json:"memoryResults"`
+	Query         string           `json:"query"`
+	WebResults    []WebResult      `json:"webResults"`
+	MemoryResults []rag.ResultJSON `json:"memoryResults"`
 	// Sources is the numbered list the model saw: memory first, then web.
 	Sources []Source `json:"sources"`
 	// Answer is the synthesised answer with [n] markers; markers that named
@@ -109,8 +108,9 @@ type EnhancedResult struct {
 // EnhanceOptions configure EnhancedSearch. A nil *EnhanceOptions means all
 // defaults.
 type EnhanceOptions struct {
-	// Memory is searched for related knowledge. Default nil: web only.
-	Memory *rag.Engine
+	// Memory is searched for related knowledge: any rag.Memory, the engine
+	// in process or a client of one. Default nil: web only.
+	Memory rag.Memory
 	// MemoryTopK is the number of memory chunks retrieved. Default 5.
 	MemoryTopK int
 	// WebLimit is the number of web results asked for. Default 5.
@@ -196,7 +196,7 @@ func EnhancedSearch(ctx context.Context, query string, web WebSearcher, llm LLM,
 		wg.Go(func() { res.WebResults, webErr = web.SearchWeb(ctx, query, o.WebLimit) })
 	}
 	if o.Memory != nil {
-		wg.Go(func() { res.MemoryResults, memErr = o.Memory.Retrieve(ctx, query, &search.Options{TopK: o.MemoryTopK}) })
+		wg.Go(func() { res.MemoryResults, memErr = searchMemory(ctx, o.Memory, query, o.MemoryTopK) })
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -245,6 +245,16 @@ func EnhancedSearch(ctx context.Context, query string, web WebSearcher, llm LLM,
 	return res, nil
 }
 
+// searchMemory searches mem for the topK passages (0: the memory's
+// default) best matching query.
+func searchMemory(ctx context.Context, mem rag.Memory, query string, topK int) ([]rag.ResultJSON, error) {
+	out, err := mem.Search(ctx, rag.SearchRequest{Query: query, TopK: topK})
+	if err != nil {
+		return nil, err
+	}
+	return out.Results, nil
+}
+
 func hasKind(srcs []Source, k SourceKind) bool {
 	return slices.ContainsFunc(srcs, func(s Source) bool { return s.Kind == k })
 }
@@ -262,7 +272,7 @@ func conflictDisclaimer(desc string) string {
 
 // numberSources numbers memory chunks first, then web results, each text cut
 // to maxTokens at a sentence boundary.
-func numberSources(mem []search.Result, web []WebResult, maxTokens int, c budget.Counter) []Source {
+func numberSources(mem []rag.ResultJSON, web []WebResult, maxTokens int, c budget.Counter) []Source {
 	var out []Source
 	add := func(s Source) {
 		s.Index = len(out) + 1
@@ -270,7 +280,7 @@ func numberSources(mem []search.Result, web []WebResult, maxTokens int, c budget
 		out = append(out, s)
 	}
 	for _, r := range mem {
-		add(Source{Kind: MemorySource, URL: r.Record.SourceURL, Title: r.Record.Title, Text: r.Record.Content, Date: r.Record.CreatedAt})
+		add(Source{Kind: MemorySource, URL: r.URL, Title: r.Title, Text: r.Content, Date: r.CreatedAt})
 	}
 	for _, w := range web {
 		add(Source{Kind: WebSource, URL: w.URL, Title: w.Title, Text: w.Snippet, Date: w.Published})

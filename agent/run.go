@@ -44,9 +44,9 @@ type Result struct {
 	// Messages is the conversation: what was sent in the last request,
 	// followed by the final answer.
 	Messages []openai.ChatCompletionMessage `json:"messages"`
-	// Context is the knowledge context that was built; nil when the memory
-	// was unavailable.
-	Context *rag.Context `json:"context,omitempty"`
+	// Context is the knowledge context that was built, as the memory
+	// answered BuildContext; nil when the memory was unavailable.
+	Context *rag.ContextJSON `json:"context,omitempty"`
 	// Budgets split the model's window (Property 4), computed from
 	// ModelContextLimit, SystemPromptTokens, UserMessageTokens and the
 	// response reserve.
@@ -73,7 +73,7 @@ type Result struct {
 //
 // It builds [system, knowledge context, user]: the system message is
 // cfg.SystemPrompt followed by rag.ReferenceRule; the knowledge context is
-// the separate untrusted-data message of rag.Engine.BuildContext, omitted
+// the separate untrusted-data message of Memory.BuildContext, omitted
 // when empty; the user message is the goal, followed by the page (if any)
 // under pageNotice. The budgets are computed from the model's context limit,
 // the token counts of the system and user messages as sent, and the response
@@ -101,7 +101,7 @@ func Run(ctx context.Context, goal string, cfg Config) (*Result, error) {
 	r := newRun(cfg)
 	defer func() {
 		if ctx.Err() == nil {
-			r.res.IndexJob = autoIndex(cfg, r.res, r.log)
+			r.res.IndexJob = autoIndex(ctx, cfg, r.res, r.log)
 		}
 	}()
 	sys := systemMessage(cfg.SystemPrompt)
@@ -176,18 +176,14 @@ func (r *run) knowledge(ctx context.Context, goal string) (*openai.ChatCompletio
 		r.answerWithout(withErr("memory unavailable", cfg.MemoryErr))
 		return nil, nil
 	}
-	rc := cfg.Memory.Config()
-	if cfg.RAG != nil {
-		rc = *cfg.RAG
-	}
-	rc.Model = cfg.LLM.Model
 	// BuildContext deducts the goal's tokens; the rest of the user message
 	// (the page) is deducted with the system prompt, so that the budgets
-	// are those of the messages as sent.
+	// are those of the messages as sent. What the request leaves zero
+	// (top k, mode, knowledge budget) the memory decides.
 	extra := max(0, res.UserMessageTokens-r.c.Count(goal))
-	bc, err := cfg.Memory.ContextFor(ctx, goal, rag.ContextOptions{
-		Model: cfg.LLM.Model, ModelContextLimit: res.ModelContextLimit, SystemPromptTokens: res.SystemPromptTokens + extra,
-		ResponseReserve: res.ResponseReserve, Config: &rc,
+	kc, err := cfg.Memory.BuildContext(ctx, rag.ContextRequest{
+		Query: goal, Model: cfg.LLM.Model, ModelContextLimit: res.ModelContextLimit,
+		SystemPromptTokens: res.SystemPromptTokens + extra, ResponseReserve: res.ResponseReserve,
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -197,12 +193,12 @@ func (r *run) knowledge(ctx context.Context, goal string) (*openai.ChatCompletio
 		r.answerWithout(withErr("knowledge context unavailable", err))
 		return nil, nil
 	}
-	res.Context = bc
-	res.Budgets = bc.Budgets
-	if bc.Block.Empty() {
+	res.Context = kc
+	res.Budgets = kc.Budgets
+	if kc.Empty {
 		return nil, nil
 	}
-	return &bc.Message, nil
+	return &openai.ChatCompletionMessage{Role: kc.Message.Role, Content: kc.Message.Content}, nil
 }
 
 // answerWithout records that the run answers without knowledge: the
@@ -327,8 +323,10 @@ func userMessage(goal string, p *Page, maxPage int, c budget.Counter) string {
 	return b.String()
 }
 
-// autoIndex queues cfg.Page for background indexing and returns the job id.
-func autoIndex(cfg Config, res *Result, log *slog.Logger) string {
+// autoIndex queues cfg.Page for background indexing (Memory.IndexPage: an
+// HTML page is reduced to its main content first) and returns the job id,
+// "" when the page is already stored unchanged.
+func autoIndex(ctx context.Context, cfg Config, res *Result, log *slog.Logger) string {
 	p := cfg.Page
 	if p == nil || cfg.DisableAutoIndex || cfg.Memory == nil || strings.TrimSpace(p.Content) == "" {
 		return ""
@@ -337,13 +335,20 @@ func autoIndex(cfg Config, res *Result, log *slog.Logger) string {
 		res.Warnings = append(res.Warnings, "page not indexed: it has no URL")
 		return ""
 	}
-	id, err := cfg.Memory.IndexPageAsync(rag.Document{SourceURL: p.URL, Title: p.Title, Content: p.Content, Format: p.Format})
+	req := rag.PageRequest{URL: p.URL, Title: p.Title}
+	switch p.Format {
+	case chunk.HTML:
+		req.HTML = p.Content
+	default:
+		req.Text, req.Format = p.Content, p.Format.String()
+	}
+	acc, err := cfg.Memory.IndexPage(ctx, req)
 	if err != nil {
 		res.Warnings = append(res.Warnings, "page not indexed: "+err.Error())
 		return ""
 	}
-	log.Debug("agent: page queued for indexing", "url", p.URL, "job", id)
-	return id
+	log.Debug("agent: page queued for indexing", "url", p.URL, "status", acc.Status, "job", acc.JobID)
+	return acc.JobID
 }
 
 // streamOnce sends one streamed request and collects the answer and tool

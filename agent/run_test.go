@@ -145,11 +145,11 @@ func TestRunBudgetsMatchTokenCounts(t *testing.T) {
 	if want := limit - sysTokens - userTokens - reserve; b.TotalAvailable != want {
 		t.Errorf("TotalAvailable %d, want %d = %d − %d − %d − %d", b.TotalAvailable, want, limit, sysTokens, userTokens, reserve)
 	}
-	block := res.Context.Block
-	if block.ProfileTokens == 0 {
+	tokens := res.Context.Tokens
+	if tokens.Profile == 0 {
 		t.Fatal("no profile in the block")
 	}
-	want := budget.CalculateKnowledgeBudget(b.TotalAvailable, block.ProfileTokens, eng.Config().KnowledgeBudget)
+	want := budget.CalculateKnowledgeBudget(b.TotalAvailable, tokens.Profile, eng.Config().KnowledgeBudget)
 	if b.KnowledgeBudget != want || want >= eng.Config().KnowledgeBudget {
 		t.Errorf("KnowledgeBudget %d, want %d (below the base budget, so the window is what limits it)", b.KnowledgeBudget, want)
 	}
@@ -157,8 +157,8 @@ func TestRunBudgetsMatchTokenCounts(t *testing.T) {
 		t.Fatalf("no context message")
 	}
 	kc := strings.TrimPrefix(str(ms[1], "content"), rag.UntrustedPrefix+"\n")
-	if got := c.Count(kc); got != block.TotalTokens || block.KnowledgeTokens > b.KnowledgeBudget {
-		t.Errorf("context message has %d tokens (block says %d; knowledge %d of budget %d)", got, block.TotalTokens, block.KnowledgeTokens, b.KnowledgeBudget)
+	if got := c.Count(kc); got != tokens.Total || tokens.Knowledge > b.KnowledgeBudget {
+		t.Errorf("context message has %d tokens (block says %d; knowledge %d of budget %d)", got, tokens.Total, tokens.Knowledge, b.KnowledgeBudget)
 	}
 }
 
@@ -564,7 +564,7 @@ func TestRunEmptyContextSendsNoMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Context == nil || !res.Context.Block.Empty() {
+	if res.Context == nil || !res.Context.Empty {
 		t.Fatalf("context %+v, want an empty block", res.Context)
 	}
 	ms := f.requests()[0].messages()

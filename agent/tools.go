@@ -14,7 +14,6 @@ import (
 	"github.com/ragmem/ragmem/internal/clean"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
-	"github.com/ragmem/ragmem/search"
 )
 
 // Tool names offered to the model.
@@ -134,12 +133,8 @@ func (t *toolkit) searchMemory(ctx context.Context, raw string) (string, error) 
 	if q == "" {
 		return "", fmt.Errorf("query is empty")
 	}
-	k := a.TopK
-	if k <= 0 {
-		k = t.cfg.Memory.Config().TopK
-	}
-	k = min(k, maxToolTopK)
-	results, err := t.cfg.Memory.Retrieve(ctx, q, &search.Options{TopK: k})
+	// A topK of 0 asks for the memory's default.
+	results, err := searchMemory(ctx, t.cfg.Memory, q, min(max(a.TopK, 0), maxToolTopK))
 	if err != nil {
 		return "", fmt.Errorf("memory search failed: %w", err)
 	}
@@ -153,11 +148,11 @@ func (t *toolkit) searchMemory(ctx context.Context, raw string) (string, error) 
 // <knowledge_context> text (rag's format), within maxTokens: the last results
 // are left out first, and a single result that does not fit is cut at a
 // sentence boundary.
-func formatResults(results []search.Result, maxTokens int, c budget.Counter, now time.Time) string {
+func formatResults(results []rag.ResultJSON, maxTokens int, c budget.Counter, now time.Time) string {
 	srcs := make([]rag.Source, len(results))
 	for i, r := range results {
-		srcs[i] = rag.Source{Index: i + 1, URL: r.Record.SourceURL, Title: r.Record.Title, HeadingPath: r.Record.HeadingPath,
-			Retrieved: r.Record.CreatedAt, Age: rag.RelativeTime(r.Record.CreatedAt, now), Content: r.Record.Content, Score: r.Score}
+		srcs[i] = rag.Source{Index: i + 1, URL: r.URL, Title: r.Title, HeadingPath: r.HeadingPath,
+			Retrieved: r.CreatedAt, Age: rag.RelativeTime(r.CreatedAt, now), Content: r.Content, Score: r.Score}
 	}
 	render := func() string {
 		return rag.BuildRAGContextMessage(rag.Block{Sources: srcs, TotalFound: len(results)}).Content
@@ -191,7 +186,7 @@ func (t *toolkit) rememberPreference(ctx context.Context, raw string) (string, e
 	if err != nil {
 		return "", err
 	}
-	p, err := t.cfg.Memory.PreferenceStore().Add(ctx, typ, a.Content)
+	p, err := t.cfg.Memory.AddPreference(ctx, rag.PreferenceRequest{Type: string(typ), Content: a.Content})
 	if err != nil {
 		return "", err
 	}
