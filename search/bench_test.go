@@ -139,3 +139,15 @@ func BenchmarkQuery(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCalibrate measures one calibration of a store of 10k chunks
+// (200 pseudo-questions, both rankings, the weight grid and the feedback
+// pass), which the store runs once and again when it has grown by a quarter.
+func BenchmarkCalibrate(b *testing.B) {
+	ix := store(b, 10000)
+	for b.Loop() {
+		if _, err := search.Calibrate(bctx, ix, &search.CalibrateOptions{DocTypes: []string{index.DocKnowledge}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

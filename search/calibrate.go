@@ -43,7 +43,13 @@ import (
 // to find highest (mean reciprocal rank at 10) over a grid from
 // DefaultAlpha (0.1) to 0.9, the smallest of those within one question's
 // worth of the best (a difference of less than one question found at rank
-// 1 is chance). No constant is fitted to a collection: the
+// 1 is chance). In a chat, whose turns say their role (index.AttrRole), the
+// questions are drawn from the user's turns instead: what a user asks their
+// assistant's memory is what they said, often in passing in a short turn,
+// not the long answers around it (and the chat's own questions, which the
+// assistant answered, are not asked). At the weight chosen, the same
+// questions decide whether pseudo-relevance feedback (feedback.go) stays
+// on. No constant is fitted to a collection: the
 // store's text decides, and the calibration is measured again as the store
 // grows ([Calibrator]).
 
@@ -59,7 +65,7 @@ const (
 	// document type.
 	DefaultCalibrationSamples = 200
 
-	calibrationVersion = 2
+	calibrationVersion = 3
 	calibrationDepth   = 10  // MRR@10
 	calibrationPool    = 100 // candidates of each ranking fused
 	calibrationTimeout = 2 * time.Minute
@@ -70,6 +76,9 @@ const (
 const (
 	FromChunks        = "chunks"
 	FromConversations = "conversations"
+	// FromUserTurns: pseudo-questions drawn from a chat's user turns (see
+	// questionFilter).
+	FromUserTurns = "user turns"
 )
 
 // calibrationGrid are the weights tried, in increasing order.
@@ -107,6 +116,10 @@ type TypeCalibration struct {
 	MRRVector   float64 `json:"mrrVector"`
 	MRRFused    float64 `json:"mrrFused"`
 	Alpha       float64 `json:"alpha"`
+	// Feedback is how many results refine the vector query when a search
+	// does not say (Options.Feedback): DefaultFeedback, or 0 where the
+	// questions were found better without feedback.
+	Feedback int `json:"feedback,omitempty"`
 }
 
 // CalibrateOptions tune Calibrate. A nil *CalibrateOptions means all
@@ -183,12 +196,21 @@ func Calibrate(ctx context.Context, ix *index.Index, opts *CalibrateOptions) (Ca
 // calibrateType measures one document type.
 func calibrateType(ctx context.Context, ix *index.Index, docType string, n int, seed uint64) (TypeCalibration, error) {
 	f := index.Filter{DocTypes: []string{docType}}
-	qs, chunks, err := pseudoQuestions(ctx, ix, f, n, seed)
+	asked, chat, err := questionFilter(ctx, ix, f, seed)
+	if err != nil {
+		return TypeCalibration{}, err
+	}
+	qs, chunks, err := pseudoQuestions(ctx, ix, asked, n, seed)
 	if err != nil {
 		return TypeCalibration{}, err
 	}
 	from := FromChunks
-	if mined, err := storeQuestions(ctx, ix, f, n, seed); err != nil {
+	if chat {
+		from = FromUserTurns
+		if _, chunks, err = sampleChunks(ctx, ix, f, 0, seed); err != nil { // all the type's chunks
+			return TypeCalibration{}, err
+		}
+	} else if mined, err := storeQuestions(ctx, ix, f, n, seed); err != nil {
 		return TypeCalibration{}, err
 	} else if len(mined) >= minAsked {
 		qs, from = mined, FromConversations
@@ -203,6 +225,8 @@ func calibrateType(ctx context.Context, ix *index.Index, docType string, n int, 
 	}
 	tc := TypeCalibration{Chunks: chunks, Samples: len(qs), From: from}
 	fused := make([]float64, len(calibrationGrid))
+	lists := make([][2][]index.Hit, len(qs)) // each question's BM25 and vector rankings
+	var cands []candidate
 	for i, q := range qs {
 		text, err := ix.FullText(ctx, q.text, calibrationPool, f)
 		if err != nil {
@@ -213,18 +237,122 @@ func calibrateType(ctx context.Context, ix *index.Index, docType string, n int, 
 			return TypeCalibration{}, fmt.Errorf("search: calibrate: %w", err)
 		}
 		text, vec = without(text, q.self), without(vec, q.self)
+		lists[i] = [2][]index.Hit{text, vec}
 		tc.MRRFullText += reciprocalRank(hitSources(text), q.source)
 		tc.MRRVector += reciprocalRank(hitSources(vec), q.source)
+		cands = candidates(cands[:0], text, vec)
 		for j, a := range calibrationGrid {
-			rs := Fuse(text, vec, &Options{Alpha: a, TopK: 3 * calibrationDepth, SimilarityThreshold: -1})
-			fused[j] += reciprocalRank(resultSources(rs), q.source)
+			fused[j] += fusedReciprocalRank(cands, a, q.source)
 		}
 	}
 	best := pickWeight(fused)
+	tc.Alpha = calibrationGrid[best]
+	// Feedback (feedback.go) at that weight: kept unless the questions are
+	// found better without it by more than one question's worth. It helps
+	// where the first results are a good picture of what is asked, and
+	// misleads where they are long texts that match the words but not the
+	// question.
+	fedBack := 0.0
+	for i, q := range qs {
+		o := &Options{Alpha: tc.Alpha, TopK: 3 * calibrationDepth, SimilarityThreshold: -1, Feedback: DefaultFeedback}
+		fedBack += reciprocalRank(resultSources(refine(ctx, ix, q.text, vecs[i], lists[i][0], lists[i][1], o)), q.source)
+	}
 	k := float64(len(qs))
 	tc.MRRFullText, tc.MRRVector, tc.MRRFused = tc.MRRFullText/k, tc.MRRVector/k, fused[best]/k
-	tc.Alpha = calibrationGrid[best]
+	if fedBack >= fused[best]-1 {
+		tc.Feedback, tc.MRRFused = DefaultFeedback, fedBack/k
+	}
 	return tc, nil
+}
+
+// questionFilter returns the filter of the chunks pseudo-questions are
+// drawn from: in a chat (a store whose turns of docType say their role,
+// index.AttrRole), the user's turns, as what a user asks their assistant's
+// memory is what they told it (a fact said in passing in a short turn, not
+// the long answers around it); elsewhere f. chat says which.
+func questionFilter(ctx context.Context, ix *index.Index, f index.Filter, seed uint64) (index.Filter, bool, error) {
+	u := f
+	u.Attrs = map[string]string{index.AttrRole: "user"}
+	recs, _, err := sampleChunks(ctx, ix, u, 1, seed)
+	switch {
+	case errors.Is(err, ErrTooSmall):
+		return f, false, nil
+	case err != nil:
+		return f, false, err
+	}
+	return u, len(recs) > 0, nil
+}
+
+// candidate is a record of a question's two rankings as relative fusion
+// scores it: its sort key (Fuse's order) with the score left to fill, its
+// source, and its min-max normalised score in each ranking it is in.
+type candidate struct {
+	key           sortKey
+	source        string
+	text, vec     float64
+	inText, inVec bool
+}
+
+// candidates appends to cs the records of text and vec, each once.
+func candidates(cs []candidate, text, vec []index.Hit) []candidate {
+	ts, vs := minMax(text), minMax(vec)
+	at := make(map[string]int, len(text)+len(vec))
+	get := func(h index.Hit) *candidate {
+		i, ok := at[h.Record.ID]
+		if !ok {
+			i = len(cs)
+			at[h.Record.ID] = i
+			cs = append(cs, candidate{key: sortKey{rank: math.MaxInt, id: h.Record.ID, at: i}, source: h.Record.SourceURL})
+		}
+		return &cs[i]
+	}
+	for i, h := range text {
+		c := get(h)
+		c.text, c.inText, c.key.rank = ts.of(h.Score), true, min(c.key.rank, i+1)
+	}
+	for i, h := range vec {
+		c := get(h)
+		c.vec, c.inVec, c.key.rank = vs.of(h.Score), true, min(c.key.rank, i+1)
+	}
+	return cs
+}
+
+// fusedReciprocalRank is reciprocalRank(resultSources(Fuse(text, vec,
+// &Options{Alpha: alpha, TopK: 3·calibrationDepth, SimilarityThreshold: -1})),
+// source) for the candidates of text and vec, without building the results:
+// the rank of source's best record among the distinct sources ranked before
+// it, or 0 when that record is past the fused list's end. It is what the
+// calibration grid asks of every question at every weight.
+func fusedReciprocalRank(cs []candidate, alpha float64, source string) float64 {
+	best := -1
+	for i := range cs {
+		c := &cs[i]
+		s := 0.0
+		if c.inText {
+			s += (1 - alpha) * c.text
+		}
+		if c.inVec {
+			s += alpha * c.vec
+		}
+		c.key.score = s
+		if c.source == source && (best < 0 || c.key.before(cs[best].key)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return 0
+	}
+	ahead, sources := 0, map[string]bool{}
+	for i := range cs {
+		if i != best && cs[i].key.before(cs[best].key) {
+			ahead++
+			sources[cs[i].source] = true
+		}
+	}
+	if ahead >= 3*calibrationDepth || len(sources) >= calibrationDepth {
+		return 0
+	}
+	return 1 / float64(len(sources)+1)
 }
 
 // pickWeight returns the index of the weight to use given the summed

@@ -15,8 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leanovate/gopter"
+	"github.com/leanovate/gopter/gen"
+	"github.com/leanovate/gopter/prop"
+
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/proptest"
 )
 
 // hiddenLexical embeds as the lexical embedder does but does not say that it
@@ -137,11 +142,11 @@ func TestCalibrate(t *testing.T) {
 		if tc.MRRFused < tc.MRRFullText-1.0/80 {
 			t.Errorf("%s: fused %v below BM25's %v by more than a question", c.name, tc.MRRFused, tc.MRRFullText)
 		}
-		if w, src := Weight(ctx, ix, nil); w != tc.Alpha || src != WeightCalibrated {
+		if w, src := weight(ctx, ix, nil); w != tc.Alpha || src != WeightCalibrated {
 			t.Errorf("%s: Weight = %v %v, want %v calibrated", c.name, w, src, tc.Alpha)
 		}
 		// Memories were not measured: their searches get the default.
-		if w, src := Weight(ctx, ix, []string{index.DocMemory}); w != DefaultAlpha || src != WeightDefault {
+		if w, src := weight(ctx, ix, []string{index.DocMemory}); w != DefaultAlpha || src != WeightDefault {
 			t.Errorf("%s: memories' Weight = %v %v", c.name, w, src)
 		}
 		// The same store content gives the same questions.
@@ -202,10 +207,10 @@ func TestCalibrateByType(t *testing.T) {
 	if _, kn := cal.Types[index.DocKnowledge]; kn || !ok || tc.Chunks != 70 || tc.Samples != 70 {
 		t.Fatalf("%+v", cal)
 	}
-	if w, src := Weight(ctx, ix, nil); w != DefaultAlpha || src != WeightDefault {
+	if w, src := weight(ctx, ix, nil); w != DefaultAlpha || src != WeightDefault {
 		t.Errorf("knowledge: %v %v", w, src)
 	}
-	if w, src := Weight(ctx, ix, []string{index.DocKnowledge, index.DocMemory}); w != tc.Alpha || src != WeightCalibrated {
+	if w, src := weight(ctx, ix, []string{index.DocKnowledge, index.DocMemory}); w != tc.Alpha || src != WeightCalibrated {
 		t.Errorf("knowledge and memories: %v %v", w, src)
 	}
 	// A type asked for alone.
@@ -241,7 +246,7 @@ func TestCalibrateTooSmall(t *testing.T) {
 	if _, err := Calibrate(context.Background(), empty, nil); !errors.Is(err, ErrTooSmall) {
 		t.Errorf("empty store: %v", err)
 	}
-	if w, src := Weight(context.Background(), empty, nil); w != DefaultAlpha || src != WeightDefault {
+	if w, src := weight(context.Background(), empty, nil); w != DefaultAlpha || src != WeightDefault {
 		t.Errorf("empty store: %v %v", w, src)
 	}
 }
@@ -608,6 +613,168 @@ func TestCalibratorNothingChangedIsQuiet(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the due check still waits after 30 s of changes of nothing")
+		}
+	}
+}
+
+// calibrationCase is a question's two rankings over 60 records (30 in five
+// sources of six, so that the fused list's end can come before its tenth
+// source, and 30 sources of one), with scores drawn from a few values so
+// that ties are common, and the source to find.
+type calibrationCase struct {
+	text, vec []index.Hit
+	source    string
+	alpha     float64
+}
+
+func genCalibrationCase() gopter.Gen {
+	return gopter.CombineGens(
+		gen.SliceOfN(60, gen.IntRange(-1, 3)),
+		gen.SliceOfN(60, gen.IntRange(-1, 3)),
+		gen.IntRange(0, 36),
+		gen.OneConstOf(0.1, 0.15, 0.3, 0.5, 0.9, 1.0), // the grid's weights and 1 (0 is Fuse's automatic weight)
+	).Map(func(v []any) calibrationCase {
+		rec := func(i int) index.Record {
+			src := i / 6
+			if i >= 30 {
+				src = i - 25
+			}
+			return index.Record{ID: fmt.Sprintf("r%02d", i), SourceURL: fmt.Sprintf("s%d", src)}
+		}
+		var c calibrationCase
+		for i, s := range v[0].([]int) {
+			if s >= 0 { // -1 leaves the record out of the ranking
+				c.text = append(c.text, index.Hit{Record: rec(i), Score: float64(s)})
+			}
+		}
+		for i, s := range v[1].([]int) {
+			if s >= 0 {
+				c.vec = append(c.vec, index.Hit{Record: rec(i), Score: float64(s) / 3})
+			}
+		}
+		sortHits(c.text)
+		sortHits(c.vec)
+		c.source, c.alpha = fmt.Sprintf("s%d", v[2].(int)), v[3].(float64)
+		return c
+	})
+}
+
+// The calibration grid ranks each question without building results
+// (fusedReciprocalRank); it must find the source exactly where Fuse's
+// ranking does, ties, truncation and all. A mutant that drops the
+// truncation (the 3·calibrationDepth records Fuse returns) or the id
+// tie-break fails it.
+func TestFusedReciprocalRankIsFuses(t *testing.T) {
+	ps := gopter.NewProperties(proptest.Params(t, 500))
+	ps.Property("fusedReciprocalRank = reciprocalRank of Fuse", prop.ForAll(
+		func(c calibrationCase) bool {
+			want := reciprocalRank(resultSources(Fuse(c.text, c.vec, &Options{Alpha: c.alpha, TopK: 3 * calibrationDepth, SimilarityThreshold: -1})), c.source)
+			got := fusedReciprocalRank(candidates(nil, c.text, c.vec), c.alpha, c.source)
+			if got != want {
+				t.Logf("alpha %.2f source %s: got %v, Fuse gives %v", c.alpha, c.source, got, want)
+			}
+			return got == want
+		},
+		genCalibrationCase(),
+	))
+	ps.TestingRun(t)
+}
+
+// Two cases the property above rarely draws: the fused list ends (at
+// 3·calibrationDepth records) before the source's record, though fewer than
+// calibrationDepth sources come before it; and a tie in fused score broken
+// by each record's best rank in either list.
+func TestFusedReciprocalRankEdges(t *testing.T) {
+	rec := func(id, src string, score float64) index.Hit {
+		return index.Hit{Record: index.Record{ID: id, SourceURL: src}, Score: score}
+	}
+	var long []index.Hit // 30 records of five sources, then the one to find
+	for i := range 30 {
+		long = append(long, rec(fmt.Sprintf("r%02d", i), fmt.Sprintf("s%d", i/6), 10))
+	}
+	long = append(long, rec("t", "target", 5))
+	// x and y tie at 0.625 with alpha 0.5; x is first in BM25's list, y
+	// second in both.
+	text := []index.Hit{rec("x", "target", 8), rec("y", "other", 4), rec("z", "z", 0)}
+	vec := []index.Hit{rec("w", "w", 1), rec("y", "other", 0.75), rec("x", "target", 0.25), rec("z", "z", 0)}
+	for _, c := range []struct {
+		name      string
+		text, vec []index.Hit
+		alpha     float64
+		want      float64
+	}{
+		{"past the fused list's end", long, nil, 0.1, 0},
+		{"tie broken by best rank", text, vec, 0.5, 1},
+	} {
+		want := reciprocalRank(resultSources(Fuse(c.text, c.vec, &Options{Alpha: c.alpha, TopK: 3 * calibrationDepth, SimilarityThreshold: -1})), "target")
+		got := fusedReciprocalRank(candidates(nil, c.text, c.vec), c.alpha, "target")
+		if want != c.want || got != c.want {
+			t.Errorf("%s: fusedReciprocalRank %v, Fuse's %v, want %v", c.name, got, want, c.want)
+		}
+	}
+}
+
+// weight is the automatic vector weight search gives a hybrid search of
+// docTypes, and where it came from.
+func weight(ctx context.Context, r Retriever, docTypes []string) (float64, WeightSource) {
+	if tc, ok := calibrationOf(ctx, r, docTypes); ok {
+		return tc.Alpha, WeightCalibrated
+	}
+	return DefaultAlpha, WeightDefault
+}
+
+// In a chat (turns that say their role), the questions are drawn from the
+// user's turns, not asked by the chat; the calibration still counts all the
+// type's chunks, which its Calibrator compares with the store's to decide
+// when to measure again.
+func TestCalibrateChatAsksOfTheUsersTurns(t *testing.T) {
+	ctx := context.Background()
+	docs := conversation(10, 12)
+	for i := range docs {
+		docs[i].Attrs[index.AttrRole] = map[string]string{"Ann": "user", "Bob": "assistant"}[docs[i].Attrs[index.AttrSpeaker]]
+	}
+	ix := openStore(t, t.TempDir(), noise{}, docs)
+	defer ix.Close()
+	cal, err := Calibrate(ctx, ix, &CalibrateOptions{DocTypes: []string{index.DocMemory}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 60 user turns, found by BM25 near the top (a question's words are its
+	// own turn's, and the answer's after it).
+	if tc := cal.Types[index.DocMemory]; tc.From != FromUserTurns || tc.Chunks != 120 || tc.Samples != 60 || tc.MRRFullText < 0.9 {
+		t.Errorf("%+v", tc)
+	}
+}
+
+// Search follows the feedback the calibration chose when it uses the
+// calibrated weight and is not told otherwise; a caller's Feedback, or a
+// weight of the caller's, leaves the default.
+func TestCalibratedFeedback(t *testing.T) {
+	ctx := context.Background()
+	ix := openStore(t, t.TempDir(), hiddenLexical{embed.NewLexical(nil)}, corpus(60, 3))
+	defer ix.Close()
+	query := strings.Join(strings.Fields(corpus(60, 3)[7].Content)[:6], " ")
+	for _, c := range []struct {
+		stored int
+		opts   Options
+		want   string
+	}{
+		{0, Options{}, "relative(alpha=0.30, calibrated)"},
+		{DefaultFeedback, Options{}, "relative(alpha=0.30, calibrated, feedback=3)"},
+		{0, Options{Feedback: 2}, "relative(alpha=0.30, calibrated, feedback=2)"},
+		{0, Options{Alpha: 0.5}, "relative(alpha=0.50, feedback=3)"},
+	} {
+		b, _ := json.Marshal(Calibration{Version: calibrationVersion, Types: map[string]TypeCalibration{
+			index.DocKnowledge: {Chunks: 60, Alpha: 0.3, Feedback: c.stored}}})
+		if err := ix.SetSetting(ctx, CalibrationKey, string(b)); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := Search(ctx, ix, query, &c.opts)
+		if err != nil || len(rs) == 0 {
+			t.Fatalf("%+v: %v %v", c, rs, err)
+		}
+		if got := rs[0].Explanation.Method; got != c.want {
+			t.Errorf("stored feedback %d, %+v: method %q, want %q", c.stored, c.opts, got, c.want)
 		}
 	}
 }

@@ -12,7 +12,7 @@ const agreementDepth = 10
 
 // Fuse merges a BM25 ranking and a vector ranking under o (defaults applied
 // for zero fields; an automatic Alpha is DefaultAlpha here, as Fuse does not
-// know the store: Search resolves it with [Weight] first), applies the
+// know the store: Search resolves it from the store's calibration first), applies the
 // threshold and returns the top results.
 //
 // With every method a result first in both lists is ranked first. With a

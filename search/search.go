@@ -9,7 +9,7 @@
 // and distribution-based score fusion (DBSF: each list scaled between its
 // mean minus and plus three standard deviations) are the alternatives.
 //
-// The vector weight alpha is automatic unless the caller gives one ([Weight]):
+// The vector weight alpha is automatic unless the caller gives one:
 // each store measures it for its embedder on its own content, per document
 // type ([Calibrate]: pseudo-questions drawn from the store's chunks, whose
 // source is known, answered by both rankings; the weight whose fusion ranks
@@ -20,7 +20,9 @@
 // Hybrid search then refines its vector side by pseudo-relevance feedback
 // (Options.Feedback, feedback.go): the query's vector moves toward the
 // centroid of the first three fused results, every candidate of either list
-// is scored again against it, and the lists are fused again.
+// is scored again against it, and the lists are fused again. The store's
+// calibration also measures whether feedback helps its questions at its
+// weight, and turns it off where it does not (TypeCalibration.Feedback).
 //
 // The methods were chosen on the development sets (SciFact's training
 // queries, Cranfield, LoCoMo's and BEAM's development conversations) with the
@@ -113,7 +115,7 @@ const (
 // Special values of Options.Alpha.
 const (
 	// AlphaAuto asks for the automatic vector weight with any fusion
-	// method (see [Weight]).
+	// method (see [Calibrate]).
 	AlphaAuto = -1.0
 )
 
@@ -138,7 +140,7 @@ type Options struct {
 	// Alpha is the weight of the vector ranking against BM25's (1−alpha),
 	// in (0, 1]; for BM25 alone use Mode FullText. Default (0) with
 	// relative fusion and DBSF, and always with AlphaAuto: automatic, see
-	// [Weight]; default with RRF: 0.5, plain RRF.
+	// [Calibrate]; default with RRF: 0.5, plain RRF.
 	Alpha float64
 	// Agreement turns on per-query weighting, an experiment that is off by
 	// default (0): each query's alpha grows by Agreement × the share of
@@ -219,6 +221,9 @@ type Options struct {
 	// fedBack is how many results refined the vector list being fused
 	// (set by refine, for the explanation).
 	fedBack int
+	// feedbackAuto: Feedback was not given; with a calibrated weight, the
+	// store's calibration decides it (TypeCalibration.Feedback).
+	feedbackAuto bool
 }
 
 type autoWeight int
@@ -253,6 +258,7 @@ func (o *Options) withDefaults() Options {
 	if math.IsNaN(r.Agreement) {
 		r.Agreement = 0
 	}
+	r.feedbackAuto = r.Feedback == 0 // the store's calibration decides
 	r.Feedback = orDefault(r.Feedback, DefaultFeedback, 0)
 	if r.CandidatePool <= 0 {
 		r.CandidatePool = max(10*r.TopK, MinCandidatePool)
@@ -373,7 +379,13 @@ func Search(ctx context.Context, r Retriever, query string, opts *Options) ([]Re
 func search(ctx context.Context, r Retriever, query string, opts *Options, rr *reranking) (res []Result, degraded, err error) {
 	o := opts.withDefaults()
 	if o.auto != autoNone && o.Mode == Hybrid {
-		o.Alpha, o.weightedBy = Weight(ctx, r, o.DocTypes)
+		o.Alpha, o.weightedBy = DefaultAlpha, WeightDefault
+		if tc, ok := calibrationOf(ctx, r, o.DocTypes); ok {
+			o.Alpha, o.weightedBy = tc.Alpha, WeightCalibrated
+			if o.feedbackAuto { // measured at that weight
+				o.Feedback = tc.Feedback
+			}
+		}
 	}
 	switch o.Mode {
 	case Hybrid, Vector, FullText:

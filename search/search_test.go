@@ -211,7 +211,7 @@ func TestAutomaticWeight(t *testing.T) {
 	if rs[0].Record.ID != "a" || math.Abs(rs[0].Score-0.88) > 1e-12 || math.Abs(rs[1].Score-0.12) > 1e-12 {
 		t.Errorf("calibrated: %v", rs)
 	}
-	if w, src := Weight(context.Background(), sem(calibrated(0.5, 0.2)), []string{index.DocMemory, index.DocKnowledge}); w != 0.2 || src != WeightCalibrated {
+	if w, src := weight(context.Background(), sem(calibrated(0.5, 0.2)), []string{index.DocMemory, index.DocKnowledge}); w != 0.2 || src != WeightCalibrated {
 		t.Errorf("Weight = %v %v", w, src)
 	}
 }

@@ -28,21 +28,18 @@ const (
 // hybrid search is hybrid.
 const DefaultAlpha = 0.1
 
-// Weight returns the automatic vector weight for hybrid searches of r over
-// docTypes (nil: knowledge) and where it came from: the store's calibrated
-// weight of the first of docTypes that has one (see Calibrate), else
-// DefaultAlpha. It never fails: a calibration that cannot be read counts as
-// none.
-func Weight(ctx context.Context, r Retriever, docTypes []string) (float64, WeightSource) {
+// calibrationOf returns the store's calibration of the first of docTypes
+// (nil: knowledge) that has one.
+func calibrationOf(ctx context.Context, r Retriever, docTypes []string) (TypeCalibration, bool) {
 	if len(docTypes) == 0 {
 		docTypes = []string{index.DocKnowledge}
 	}
 	if c, ok := StoredCalibration(ctx, r); ok {
 		for _, dt := range docTypes {
 			if tc, ok := c.Types[dt]; ok {
-				return tc.Alpha, WeightCalibrated
+				return tc, true
 			}
 		}
 	}
-	return DefaultAlpha, WeightDefault
+	return TypeCalibration{}, false
 }
