@@ -85,7 +85,7 @@ func (g *globals) addMemory(ctx context.Context, mf *memoryFlags, nm memory.NewM
 	if err == nil || ran || !errors.Is(err, rag.ErrLocked) {
 		return res, err
 	}
-	fmt.Fprintln(g.stderr, "note: the store is in use by another process; similar memories are compared by title only")
+	fmt.Fprintln(g.Stderr, "note: the store is in use by another process; similar memories are compared by title only")
 	st, err := g.openMemories(ctx, mf)
 	if err != nil {
 		return res, err
@@ -272,7 +272,7 @@ func newMemoryCiteCmd(g *globals, mf *memoryFlags) *cobra.Command {
 			}
 			fmt.Fprintf(g.stdout, "cited: %s\n", strings.Join(res.Cited, ", "))
 			if len(res.Unknown) > 0 {
-				fmt.Fprintf(g.stderr, "not counted (unknown or not injected): %s\n", strings.Join(res.Unknown, ", "))
+				fmt.Fprintf(g.Stderr, "not counted (unknown or not injected): %s\n", strings.Join(res.Unknown, ", "))
 			}
 			return nil
 		},

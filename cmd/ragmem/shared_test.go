@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ragmem/ragmem/rag"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ingest"
+	"github.com/ragmem/ragmem/rag"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -204,7 +206,7 @@ func TestOutsideScenario(t *testing.T) {
 			return code == 0 && strings.Contains(out, url)
 		}
 	}
-	fileURL := fileURL(file)
+	fileURL := ingest.FileURL(file)
 	limit := time.Second
 	visibleWithin(t, "the CLI's file to MCP", limit, mcpFinds("cloves", fileURL))
 	visibleWithin(t, "the CLI's file to the HTTP API", limit, apiFinds("cloves", fileURL))
@@ -326,7 +328,7 @@ func TestMixedWorkload(t *testing.T) {
 		if code != 0 {
 			return fmt.Errorf("index: %s %s", out, stderr)
 		}
-		ack(fileURL(f))
+		ack(ingest.FileURL(f))
 		if out, stderr, code := runAsMain(t, "", "--dir", dir, "search", "egret"); code != 0 {
 			return fmt.Errorf("search: %s %s", out, stderr)
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ragmem/ragmem/internal/embed"
-	"github.com/ragmem/ragmem/search"
 )
 
 const tinyBEIR = "../../../../internal/eval/testdata/tiny"
@@ -25,20 +24,8 @@ func runEval(t *testing.T, args ...string) (string, string, error) {
 	o := Options{NewEmbedder: func() (embed.Embedder, error) { return embed.Default(), nil }}
 	var asJSON bool
 	f := pflag.NewFlagSet("eval", pflag.ContinueOnError)
-	f.StringSliceVar(&o.Datasets, "dataset", nil, "")
-	f.StringSliceVar(&o.LoCoMo, "locomo", nil, "")
-	f.StringVar(&o.Turns, "turns", "", "")
-	f.StringVar(&o.Unit, "unit", "", "")
-	f.StringVar(&o.Signals, "signals", "", "")
-	f.StringVar(&o.Split, "split", "test", "")
-	f.StringSliceVar(&o.Modes, "modes", []string{"fulltext", "vector", "hybrid"}, "")
-	f.StringArrayVar(&o.Fusion, "fusion", nil, "")
-	f.StringVar(&o.BM25, "bm25", "", "")
-	f.IntVar(&o.Depth, "depth", DefaultDepth, "")
-	f.StringVar(&o.Tmp, "tmp", "", "")
+	o.AddFlags(f)
 	f.BoolVar(&asJSON, "json", false, "")
-	f.BoolVar(&o.PerQuery, "per-query", false, "")
-	f.IntVar(&o.MaxPerSource, "max-per-source", search.DefaultMaxPerSource, "")
 	if err := f.Parse(args); err != nil {
 		return "", "", err
 	}
