@@ -64,6 +64,17 @@ func exportKey(keyFile string) ([]byte, error) {
 	return nil, fmt.Errorf("%s: not a %d-byte key (raw, 64 hex digits or base64)", from, export.KeySize)
 }
 
+// keyAndPath is the key --key-file or $RAGMEM_EXPORT_KEY gives (nil:
+// none) and the absolute path of the file arg names.
+func keyAndPath(keyFile, arg string) ([]byte, string, error) {
+	key, err := exportKey(keyFile)
+	if err != nil {
+		return nil, "", err
+	}
+	path, err := filepath.Abs(arg)
+	return key, path, err
+}
+
 func newExportCmd(g *globals) *cobra.Command {
 	var keyFile string
 	var noCompress bool
@@ -80,11 +91,7 @@ func newExportCmd(g *globals) *cobra.Command {
 			"  head -c 32 /dev/urandom | base64 > ragmem.key && ragmem export --key-file ragmem.key backup.ragmem",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := exportKey(keyFile)
-			if err != nil {
-				return err
-			}
-			path, err := filepath.Abs(args[0])
+			key, path, err := keyAndPath(keyFile, args[0])
 			if err != nil {
 				return err
 			}
@@ -143,11 +150,7 @@ func newImportCmd(g *globals) *cobra.Command {
 			if merge && replace {
 				return errors.New("--merge and --replace exclude each other")
 			}
-			key, err := exportKey(keyFile)
-			if err != nil {
-				return err
-			}
-			path, err := filepath.Abs(args[0])
+			key, path, err := keyAndPath(keyFile, args[0])
 			if err != nil {
 				return err
 			}

@@ -315,19 +315,23 @@ func printMatches(g *globals, ms []memory.Match, message string, prompt, asJSON 
 		fmt.Fprintln(g.stdout, message)
 		return nil
 	}
+	return printList(g, asJSON, "matches", ms, "no memories selected", func(w io.Writer, i int, m memory.Match) { printMatch(w, i+1, m) })
+}
+
+// printList prints items: as JSON ({"KEY": [...]}, never null) with
+// asJSON, else each with line, or none when there are none.
+func printList[T any](g *globals, asJSON bool, key string, items []T, none string, line func(w io.Writer, i int, item T)) error {
 	if asJSON {
-		if ms == nil {
-			ms = []memory.Match{}
+		if items == nil {
+			items = []T{}
 		}
-		return writeJSON(g.stdout, struct {
-			Matches []memory.Match `json:"matches"`
-		}{ms})
+		return writeJSON(g.stdout, map[string]any{key: items})
 	}
-	if len(ms) == 0 {
-		fmt.Fprintln(g.stdout, "no memories selected")
+	if len(items) == 0 {
+		fmt.Fprintln(g.stdout, none)
 	}
-	for i, m := range ms {
-		printMatch(g.stdout, i+1, m)
+	for i, it := range items {
+		line(g.stdout, i, it)
 	}
 	return nil
 }

@@ -179,31 +179,17 @@ func newMemorySearchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			{
-				if asJSON {
-					if res == nil {
-						res = []memory.Found{}
-					}
-					return writeJSON(g.stdout, struct {
-						Results []memory.Found `json:"results"`
-					}{res})
+			return printList(g, asJSON, "results", res, "no memories found", func(w io.Writer, i int, f memory.Found) {
+				fmt.Fprintf(w, "%d. %s  rank %.3f (relevance %.3f, recency %.3f)  since %s\n", i+1, f.Memory.Slug, f.Rank, f.Relevance, f.Recency,
+					f.Memory.ValidFrom.UTC().Format(time.DateOnly))
+				fmt.Fprintf(w, "   %s\n", f.Memory.Title)
+				if s := memoryState(f.Memory); s != "" {
+					fmt.Fprintf(w, "   %s\n", s)
 				}
-				if len(res) == 0 {
-					fmt.Fprintln(g.stdout, "no memories found")
+				if f.Snippet != "" {
+					fmt.Fprintf(w, "   %s\n", f.Snippet)
 				}
-				for i, f := range res {
-					fmt.Fprintf(g.stdout, "%d. %s  rank %.3f (relevance %.3f, recency %.3f)  since %s\n", i+1, f.Memory.Slug, f.Rank, f.Relevance, f.Recency,
-						f.Memory.ValidFrom.UTC().Format(time.DateOnly))
-					fmt.Fprintf(g.stdout, "   %s\n", f.Memory.Title)
-					if s := memoryState(f.Memory); s != "" {
-						fmt.Fprintf(g.stdout, "   %s\n", s)
-					}
-					if f.Snippet != "" {
-						fmt.Fprintf(g.stdout, "   %s\n", f.Snippet)
-					}
-				}
-			}
-			return nil
+			})
 		},
 	}
 	tf.register(cmd.Flags())

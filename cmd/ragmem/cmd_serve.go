@@ -327,15 +327,7 @@ func newTokenCmd(g *globals) *cobra.Command {
 		Use:   "show",
 		Short: "Print the API token (or a namespace's token)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := g.DataDir()
-			if err != nil {
-				return err
-			}
-			toks, err := server.Tokens(dir)
-			if err != nil {
-				return err
-			}
+		RunE: g.onTokens(func(dir string, toks []server.Token) error {
 			for _, t := range toks {
 				if t.Namespace == showNS {
 					fmt.Fprintln(g.stdout, t.Secret)
@@ -346,22 +338,14 @@ func newTokenCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("no token for namespace %q; create one with ragmem token rotate --namespace %s", showNS, showNS)
 			}
 			return fmt.Errorf("no API token in %s yet; start ragmem serve once or run ragmem token rotate", dir)
-		},
+		}),
 	}
 	show.Flags().StringVar(&showNS, "namespace", "", "print the token bound to this namespace")
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the tokens: namespace, creation time and fingerprint (as in the server's logs), not the secrets",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := g.DataDir()
-			if err != nil {
-				return err
-			}
-			toks, err := server.Tokens(dir)
-			if err != nil {
-				return err
-			}
+		RunE: g.onTokens(func(_ string, toks []server.Token) error {
 			if len(toks) == 0 {
 				fmt.Fprintln(g.stdout, "no tokens")
 				return nil
@@ -374,8 +358,24 @@ func newTokenCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "%-28s %s  %s\n", ns, t.Created.Format(time.RFC3339), t.Fingerprint())
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.AddCommand(rotate, show, list)
 	return cmd
+}
+
+// onTokens is a token command's RunE: fn gets the data directory and its
+// tokens.
+func (g *globals) onTokens(fn func(dir string, toks []server.Token) error) func(*cobra.Command, []string) error {
+	return func(*cobra.Command, []string) error {
+		dir, err := g.DataDir()
+		if err != nil {
+			return err
+		}
+		toks, err := server.Tokens(dir)
+		if err != nil {
+			return err
+		}
+		return fn(dir, toks)
+	}
 }

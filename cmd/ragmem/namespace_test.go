@@ -104,11 +104,7 @@ func TestNamespacesCLI(t *testing.T) {
 // token; rm --filter, attrs set, check and namespaces work there too; and
 // `ragmem mcp --namespace` serves that namespace only.
 func TestNamespacesThroughOwner(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	dir := t.TempDir()
-	stopOwnerAtEnd(t, dir)
+	dir := processTestDir(t, false)
 	// Tokens made before the server starts (it re-reads the file at most
 	// once a second).
 	alice := strings.TrimSpace(mustRun(t, "--dir", dir, "token", "rotate", "--namespace", "alice"))

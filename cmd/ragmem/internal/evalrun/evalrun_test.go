@@ -102,7 +102,9 @@ func TestEvalSeveral(t *testing.T) {
 	// A folder of data sets stands for each of them.
 	parent := t.TempDir()
 	for _, name := range []string{"one", "two"} {
-		copyDir(t, tinyBEIR, filepath.Join(parent, name))
+		if err := os.CopyFS(filepath.Join(parent, name), os.DirFS(tinyBEIR)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.Mkdir(filepath.Join(parent, "raw"), 0o755); err != nil {
 		t.Fatal(err)
@@ -206,26 +208,5 @@ func TestEvalLoCoMo(t *testing.T) {
 		if _, _, err := runEval(t, args[1:]...); err == nil {
 			t.Errorf("ragmem %s: no error", strings.Join(args, " "))
 		}
-	}
-}
-
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
