@@ -43,6 +43,18 @@ func (g *globals) openMemories(ctx context.Context, mf *memoryFlags) (*memory.St
 	return memory.Open(ctx, dir, &memory.Options{Logger: slog.Default()})
 }
 
+// onMemories is a memory command's RunE that runs fn on the memory
+// directory opened without the index (see openMemories).
+func (g *globals) onMemories(mf *memoryFlags, fn func(ctx context.Context, st *memory.Store, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		st, err := g.openMemories(cmd.Context(), mf)
+		if err != nil {
+			return err
+		}
+		return fn(cmd.Context(), st, args)
+	}
+}
+
 // withMemories runs a memory command that needs the index (match,
 // extract). When this process owns the store, local gets the memory store
 // over its index (the one its owner API serves too). When another process
@@ -218,12 +230,8 @@ func newMemoryListCmd(g *globals, mf *memoryFlags) *cobra.Command {
 		Use:   "list",
 		Short: "List memories (invalid files are reported on stderr)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := g.openMemories(cmd.Context(), mf)
-			if err != nil {
-				return err
-			}
-			all, err := st.List(cmd.Context())
+		RunE: g.onMemories(mf, func(ctx context.Context, st *memory.Store, args []string) error {
+			all, err := st.List(ctx)
 			if err != nil {
 				return err
 			}
@@ -259,7 +267,7 @@ func newMemoryListCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				}
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&decayed, "decayed", false, "only the memories that decayed (strength below 0.25: see docs/memory.md)")
@@ -273,17 +281,13 @@ func newMemoryShowCmd(g *globals, mf *memoryFlags) *cobra.Command {
 		Use:   "show NAME",
 		Short: "Print a memory file (NAME is its slug or file name)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := g.openMemories(cmd.Context(), mf)
-			if err != nil {
-				return err
-			}
+		RunE: g.onMemories(mf, func(ctx context.Context, st *memory.Store, args []string) error {
 			if asJSON {
-				m, err := st.Get(cmd.Context(), args[0])
+				m, err := st.Get(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				es, err := st.Entries(cmd.Context(), args[0])
+				es, err := st.Entries(ctx, args[0])
 				if err != nil {
 					return err
 				}
@@ -292,13 +296,13 @@ func newMemoryShowCmd(g *globals, mf *memoryFlags) *cobra.Command {
 					Entries []memory.Entry `json:"entries"`
 				}{m, es})
 			}
-			raw, err := st.Raw(cmd.Context(), args[0])
+			raw, err := st.Raw(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			_, err = g.stdout.Write(raw)
 			return err
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the metadata and the entries as JSON")
 	return cmd

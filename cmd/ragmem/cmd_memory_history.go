@@ -273,12 +273,8 @@ func newMemoryStatsCmd(g *globals, mf *memoryFlags) *cobra.Command {
 		Use:   "stats",
 		Short: "The feedback loop: injections, citations, cite rate, strength after decay, supersession",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := g.openMemories(cmd.Context(), mf)
-			if err != nil {
-				return err
-			}
-			rep, err := st.Stats(cmd.Context())
+		RunE: g.onMemories(mf, func(ctx context.Context, st *memory.Store, args []string) error {
+			rep, err := st.Stats(ctx)
 			if err != nil {
 				return err
 			}
@@ -309,7 +305,7 @@ func newMemoryStatsCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				fmt.Fprintf(g.stdout, "%-40s %8d %6d %9s %8.3f  %s\n", it.Slug, it.Feedback.Injected, it.Feedback.Cited, rate, it.Strength, strings.Join(state, "; "))
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd

@@ -149,8 +149,7 @@ func (r *Run) Server() *server.Server { return r.srv }
 // Engine is the default namespace's engine.
 func (r *Run) Engine() *rag.Engine { return r.eng }
 
-// Token is the main API token; TokenCreated says whether this start
-// created it.
+// Token is the main API token, and whether this start created it.
 func (r *Run) Token() (token string, created bool) { return r.token, r.tokenCreated }
 
 // SocketPath is the owner socket's path.
