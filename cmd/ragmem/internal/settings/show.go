@@ -78,7 +78,7 @@ func (s *Settings) Effective(cmd *cobra.Command, dir, mem string, rec *rag.Embed
 		}
 	}
 
-	// Every other key: flags of this command (the globals), else the
+	// Every other key: flags of this command (the persistent ones), else the
 	// environment, the config file, the flag's default.
 	for _, k := range s.Schema.Keys() {
 		if EmbedderKeys[k.Name] || k.Name == "dir" || k.Name == "memories" || strings.HasPrefix(k.Name, "openai.") {
