@@ -229,7 +229,6 @@ var facadeImports = map[string]map[string]string{
 		"rag":               "the facade",
 		"search":            "search options and modes of ragmem search",
 		"prefs":             "ragmem prefs",
-		"chunk":             "the formats of the files ragmem index reads",
 		"embed":             "choosing and building the embedder (configuration, ragmem model)",
 		"extract":           "HTML files are extracted before indexing",
 		"export":            "ragmem export and import",
@@ -238,29 +237,80 @@ var facadeImports = map[string]map[string]string{
 		"mcpserver":         "ragmem mcp",
 		"memory":            "ragmem memory",
 		"memory/extraction": "ragmem memory extract",
-		"memory/memhttp":    "the memory API mounted on ragmem serve",
-		"memory/memmcp":     "the memory tools mounted on ragmem mcp",
-		"internal/folder":   "ragmem index and watch walk folders",
+		"memory/memhttp":    "ragmem memory extract asks the owner to refresh its memories",
 		"internal/sample":   "ragmem demo indexes the sample corpus built into the binary",
 		"internal/wal":      "configuration and export files are written atomically",
 		"internal/perm":     "the config file, an export key and a new data directory are the user's (ssh's rule)",
 		"internal/reserved": "ragmem search says who wrote a memory and what it may contradict (the memory store's attributes)",
 		"internal/sandbox":  "a child process reading one document runs in main (sandbox.Main)",
 
+		"cmd/ragmem/internal/docread":   "PDF, DOCX and EPUB files are read in a sandboxed child process",
+		"cmd/ragmem/internal/bench":     "ragmem bench",
+		"cmd/ragmem/internal/evalrun":   "ragmem eval",
+		"cmd/ragmem/internal/settings":  "the flags, config file and environment every command resolves",
+		"cmd/ragmem/internal/ownerd":    "the commands' memory: this process as the data directory's owner or its client",
+		"cmd/ragmem/internal/mcpbridge": "ragmem mcp",
+		"cmd/ragmem/internal/units":     "sizes in bytes, read from flags and printed",
+		"cmd/ragmem/internal/interrupt": "Ctrl-C and SIGTERM stop a command",
+		"cmd/ragmem/internal/ingest":    "ragmem index and demo read files and folders into the memory",
+	},
+	// ragmem index: files and folders read into documents and indexed
+	// through the contract.
+	"cmd/ragmem/internal/ingest": {
+		"rag":                         "the facade: documents are indexed through rag.Memory",
+		"chunk":                       "the formats of the files it reads",
+		"extract":                     "PDF, DOCX and EPUB readers' errors and limits",
+		"internal/folder":             "folders are walked as git does (ignore files, excludes)",
+		"internal/wal":                "a folder's remembered excludes are written atomically",
 		"cmd/ragmem/internal/docread": "PDF, DOCX and EPUB files are read in a sandboxed child process",
-		"cmd/ragmem/internal/bench":   "ragmem bench",
-		"cmd/ragmem/internal/evalrun": "ragmem eval",
+	},
+	// Signals; it imports nothing of the module.
+	"cmd/ragmem/internal/interrupt": {},
+	// Sizes in bytes; it imports nothing of the module.
+	"cmd/ragmem/internal/units": {},
+	// The configuration of every command: flags, the config file, the
+	// environment and what the store records, and the engine opened with
+	// them.
+	"cmd/ragmem/internal/settings": {
+		"rag":           "the facade: the engine opened with the settings",
+		"embed":         "choosing and building the embedder",
+		"owner":         "the options of the owner's client for the command's namespace",
+		"server":        "namespace names and directories, as over HTTP",
+		"internal/perm": "the config file and a new data directory are the user's (ssh's rule)",
+	},
+	// This process as the owner of the data directory (serve, the
+	// background owner, a command that finds no owner) or as its client.
+	"cmd/ragmem/internal/ownerd": {
+		"rag":                          "the facade: the commands hold a rag.Memory",
+		"prefs":                        "the preferences of the contract the owned store forwards",
+		"embed":                        "the store's embedder, in the owner's status; one query cache for a server's stores",
+		"export":                       "the owner's export and import routes",
+		"owner":                        "the owner's claim, socket and client",
+		"server":                       "the owner serves the HTTP API on its socket (and TCP for serve)",
+		"mcpserver":                    "MCP at /mcp on the owner",
+		"memory":                       "the agent memories the owner serves",
+		"memory/memhttp":               "the memory API mounted on the owner",
+		"memory/memmcp":                "the memory tools mounted on MCP",
+		"cmd/ragmem/internal/settings": "the settings the owner opens stores with",
+	},
+	"cmd/ragmem/internal/mcpbridge": {
+		"owner":                        "it finds, starts and follows the owner of the data directory",
+		"server":                       "the namespace header on the owner's MCP endpoint",
+		"mcpserver":                    "the stdio transport that answers malformed lines",
+		"cmd/ragmem/internal/settings": "the settings a background owner is started with",
+		"cmd/ragmem/internal/ownerd":   "what the owner says of itself, and how long a handover may take",
 	},
 	// ragmem bench measures the index and its backends directly, beneath
 	// the facade.
 	"cmd/ragmem/internal/bench": {
-		"chunk":              "the chunking the index does, for embedding every chunk beforehand",
-		"embed":              "the embedders under benchmark, and a loopback OpenAI-compatible server for one",
-		"index":              "the benchmarks measure the index directly",
-		"index/local":        "the local backend under benchmark",
-		"index/driver":       "the text a record is embedded by",
-		"search":             "queries in each mode, as the CLI runs them",
-		"internal/benchdata": "the benchmarks' corpora",
+		"chunk":                     "the chunking the index does, for embedding every chunk beforehand",
+		"embed":                     "the embedders under benchmark, and a loopback OpenAI-compatible server for one",
+		"index":                     "the benchmarks measure the index directly",
+		"index/local":               "the local backend under benchmark",
+		"index/driver":              "the text a record is embedded by",
+		"search":                    "queries in each mode, as the CLI runs them",
+		"internal/benchdata":        "the benchmarks' corpora",
+		"cmd/ragmem/internal/units": "sizes printed as ragmem stats prints them",
 	},
 	// ragmem eval runs the eval package on BEIR data sets and LoCoMo
 	// conversations.
@@ -289,17 +339,18 @@ var facadeImports = map[string]map[string]string{
 
 // storeAllowed are the adapters that may call rag.Engine.Store, which hands
 // out the index: the composition root, which gives agent memory the
-// engine's store (memory.Options.Index) and whose admin commands check it.
-var storeAllowed = map[string]bool{"cmd/ragmem": true}
+// engine's store (memory.Options.Index) and whose admin commands check it,
+// and its owner (ownerd), which does the same for the stores it serves.
+var storeAllowed = map[string]bool{"cmd/ragmem": true, "cmd/ragmem/internal/ownerd": true}
 
 // facadeFileImports lets files of cmd/ragmem, matched by path.Match, import
 // more: the admin commands that work on a store beneath the facade.
 var facadeFileImports = map[string]map[string]string{
-	"cmd/ragmem/backend.go": {
+	"cmd/ragmem/internal/settings/backend.go": {
 		"index/weaviate": "--backend weaviate: the composition root picks the backend",
 	},
-	"cmd/ragmem/cmd_check.go": {
-		"index":       "ragmem check verifies the store's files and queue, with no engine open",
+	"cmd/ragmem/internal/ownerd/check.go": {
+		"index":       "ragmem check verifies the store's files and queue, with no engine open, or the owner's live store",
 		"index/local": "the local backend's own consistency check",
 	},
 	"cmd/ragmem/cmd_config.go": {

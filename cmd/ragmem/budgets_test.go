@@ -17,11 +17,7 @@ import (
 // `ragmem context --json`, on one store. Each surface passes what its
 // caller gave and leaves the rest zero; none picks a model of its own.
 func TestContextDefaultsAreTheEngines(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	dir := t.TempDir()
-	stopOwnerAtEnd(t, dir)
+	dir := processTestDir(t, false)
 	file := filepath.Join(t.TempDir(), "basalt.md")
 	writeFile(t, file, "# Basalt\n\nBasalt columns form as a thick lava flow cools and contracts.\n")
 	if out, stderr, code := runAsMain(t, "", "--dir", dir, "index", file); code != 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ownerd"
 )
 
 // TestMain lets tests run this binary's main in a child process.
@@ -84,7 +85,7 @@ func TestCheckCommand(t *testing.T) {
 	f.Write([]byte{100, 0, 0, 0, 1, 2, 3, 4, 5})
 	f.Close()
 	out, _, err = runCLI(t, "--dir", dir, "check", "--json")
-	var rep checkReport
+	var rep ownerd.CheckReport
 	json.Unmarshal([]byte(out), &rep)
 	if exitCode(err) != 0 || len(rep.Pending) != 1 || rep.Pending[0].Kind != "journal-tail" || len(rep.Problems) != 0 || !rep.Consistent {
 		t.Fatalf("torn tail: status %d\n%s", exitCode(err), out)

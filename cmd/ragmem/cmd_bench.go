@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/bench"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/settings"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -49,25 +50,25 @@ peers of bench/run.sh.`,
 				}
 				o.Fusion = fo
 			}
-			o.Log = g.stderr
-			c, err := g.resolveEmbedder(nil)
+			o.Log = g.Stderr
+			c, err := g.ResolveEmbedder(nil)
 			if err != nil {
 				return err
 			}
-			if o.Embedders, err = bench.ParseEmbedders(embedders, &c.build); err != nil {
+			if o.Embedders, err = bench.ParseEmbedders(embedders, &c.Build); err != nil {
 				return err
 			}
 			defer bench.CloseEmbedders(o.Embedders)
-			if len(o.Embedders) == 0 && c.from != srcDefault {
+			if len(o.Embedders) == 0 && c.From != settings.SrcDefault {
 				// The embedder --embedder, $RAGMEM_EMBEDDER or the config
 				// file names.
-				emb, err := g.buildEmbedder(c)
+				emb, err := g.BuildEmbedder(c)
 				if err != nil {
 					return err
 				}
-				o.Embedders = []bench.Embedder{{Name: c.spec.String(), Embedder: emb}}
+				o.Embedders = []bench.Embedder{{Name: c.Spec.String(), Embedder: emb}}
 			} else if len(o.Embedders) == 0 {
-				if o.Embedders, err = bench.ParseEmbedders(strings.Join(bench.DefaultEmbedders, ","), &c.build); err != nil {
+				if o.Embedders, err = bench.ParseEmbedders(strings.Join(bench.DefaultEmbedders, ","), &c.Build); err != nil {
 					return err
 				}
 				defer bench.CloseEmbedders(o.Embedders)

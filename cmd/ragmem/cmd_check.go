@@ -5,17 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/index"
-	"github.com/ragmem/ragmem/internal/index/local"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ownerd"
 	"github.com/ragmem/ragmem/internal/owner"
-	"github.com/ragmem/ragmem/internal/server"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -50,34 +47,14 @@ func newCheckCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// checkReport is what check prints with --json.
-type checkReport struct {
-	Dir         string          `json:"dir"`
-	Records     int             `json:"records"`
-	Sources     int             `json:"sources"`
-	Sequence    uint64          `json:"sequence"`
-	Embedder    string          `json:"embedder,omitempty"`
-	QueuedPages int             `json:"queuedPages"`           // background pages waiting; the next open indexes them
-	Interrupted int             `json:"interruptedPages"`      // of those, pages whose indexing the end of a process interrupted
-	DeadLetters []rag.Job       `json:"deadLetters,omitempty"` // pages given up on (ragmem jobs list, retry, drop): not an inconsistency
-	Recovered   []string        `json:"recovered,omitempty"`   // what opening the store did (--repair)
-	Repaired    []local.Problem `json:"repaired,omitempty"`
-	Pending     []local.Problem `json:"recoveryPending,omitempty"` // what the next open applies by itself, losing nothing: not inconsistencies
-	Problems    []local.Problem `json:"problems"`
-	Consistent  bool            `json:"consistent"`
-}
-
-// checkPath is the owner's route for a read-only check of its live store.
-const checkPath = "/v1/owner/check"
-
 func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
-	dir, err := g.dataDir()
+	dir, err := g.DataDir()
 	if err != nil {
 		return exitError{2, err.Error()}
 	}
 	// The store of the command's namespace; the ownership is the data
 	// directory's.
-	store := g.storeDir(dir)
+	store := g.StoreDir(dir)
 	if _, err := os.Stat(store); errors.Is(err, fs.ErrNotExist) {
 		return exitError{2, fmt.Sprintf("no store at %s (set --dir or $RAGMEM_DIR)", store)}
 	}
@@ -96,97 +73,29 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 	if claim == nil {
 		if repair {
 			return exitError{2, fmt.Sprintf("check --repair needs the store to itself, and pid %d (%s) is using it; stop it first (a check without --repair goes through it)",
-				info.PID, describeKind(info.Kind, info.Command))}
+				info.PID, ownerd.DescribeKind(info.Kind, info.Command))}
 		}
-		c, err := owner.NewClient(dir, info, g.clientOptions())
+		c, err := owner.NewClient(dir, info, g.ClientOptions())
 		if err != nil {
 			return exitError{2, err.Error()}
 		}
 		defer c.Close()
-		var rep checkReport
-		if err := c.Do(ctx, http.MethodGet, checkPath, nil, &rep, rag.DefaultWriteTimeout); err != nil {
+		var rep ownerd.CheckReport
+		if err := c.Do(ctx, http.MethodGet, ownerd.CheckPath, nil, &rep, rag.DefaultWriteTimeout); err != nil {
 			return exitError{2, err.Error()}
 		}
 		return reportCheck(g, &rep, repair, asJSON)
 	}
 	defer claim.Release()
-	be, err := local.Open(ctx, store, &local.Options{Logger: slog.Default(), ReadOnly: !repair})
+	rep, err := ownerd.Check(ctx, store, repair, g.EmbedderFor)
 	if err != nil {
 		return exitError{2, err.Error()}
 	}
-	defer be.Close()
-	rec, ok, err := index.ReadEmbedderRecord(ctx, be)
-	if err != nil {
-		return exitError{2, err.Error()}
-	}
-	if !ok {
-		rec = nil
-	}
-	emb, err := g.embedderFor(ctx, rec)
-	if err != nil {
-		return exitError{2, err.Error()}
-	}
-	rep := checkReport{Dir: store, Sequence: be.Sequence(), Problems: []local.Problem{}}
-	if repair {
-		rep.Recovered = be.Recovery().Problems
-	}
-	if v, ok, _ := be.Meta(ctx, "embedder"); ok {
-		rep.Embedder = v
-	}
-	var embProblem *local.Problem
-	if err := index.VerifyEmbedder(ctx, be, emb); err != nil {
-		embProblem = &local.Problem{Kind: "embedder", Msg: err.Error()}
-	}
-	if repair {
-		fixed, remaining, err := be.Repair(ctx)
-		if err != nil {
-			return exitError{2, "repair: " + err.Error()}
-		}
-		rep.Repaired = fixed
-		rep.Problems = append(rep.Problems, remaining...)
-	} else {
-		probs, err := be.Check(ctx)
-		if err != nil {
-			return exitError{2, err.Error()}
-		}
-		rep.Problems = append(rep.Problems, probs...)
-	}
-	if embProblem != nil {
-		rep.Problems = append(rep.Problems, *embProblem)
-	}
-	qc, err := rag.CheckQueue(ctx, store, repair)
-	if err != nil {
-		return exitError{2, err.Error()}
-	}
-	rep.QueuedPages, rep.Interrupted, rep.DeadLetters = qc.Pending, qc.Interrupted, qc.Dead
-	rep.Recovered = append(rep.Recovered, qc.Repaired...)
-	for _, p := range qc.Problems {
-		rep.Problems = append(rep.Problems, local.Problem{Kind: "queue", Msg: p})
-	}
-	for _, p := range qc.Recovery {
-		rep.Problems = append(rep.Problems, local.Problem{Kind: "queue-tail", Msg: p})
-	}
-	// A store a crash left with work for its next open (an unfinished
-	// write to cut, journal operations to apply to the full-text index)
-	// has lost nothing: that is recovery pending, not an inconsistency.
-	kept := rep.Problems[:0]
-	for _, p := range rep.Problems {
-		if p.Pending() || p.Kind == "queue-tail" {
-			rep.Pending = append(rep.Pending, p)
-		} else {
-			kept = append(kept, p)
-		}
-	}
-	rep.Problems = kept
-	if st, err := be.Stats(ctx); err == nil {
-		rep.Records, rep.Sources = st.Records, st.Sources
-	}
-	rep.Consistent = len(rep.Problems) == 0
 	return reportCheck(g, &rep, repair, asJSON)
 }
 
 // reportCheck prints a check's report and returns its exit status.
-func reportCheck(g *globals, rep *checkReport, repair, asJSON bool) error {
+func reportCheck(g *globals, rep *ownerd.CheckReport, repair, asJSON bool) error {
 	if asJSON {
 		if err := writeJSON(g.stdout, rep); err != nil {
 			return err
@@ -204,7 +113,7 @@ func reportCheck(g *globals, rep *checkReport, repair, asJSON bool) error {
 	return nil
 }
 
-func printCheck(g *globals, rep *checkReport) {
+func printCheck(g *globals, rep *ownerd.CheckReport) {
 	w := g.stdout
 	fmt.Fprintf(w, "store      %s\n", rep.Dir)
 	fmt.Fprintf(w, "contents   %d chunks in %d sources, journal at sequence %d\n", rep.Records, rep.Sources, rep.Sequence)
@@ -241,49 +150,4 @@ func printCheck(g *globals, rep *checkReport) {
 	case rep.Consistent:
 		fmt.Fprintln(w, "consistent")
 	}
-}
-
-// liveCheck checks the store an owner has open, without changing it: the
-// same checks as a read-only open, on the live indexes (mutations wait
-// while it runs). The queue is reported from memory.
-func liveCheck(ctx context.Context, dir string, eng *rag.Engine) (checkReport, error) {
-	rep := checkReport{Dir: dir, Problems: []local.Problem{}}
-	be, ok := eng.Store().Backend().(*local.Backend)
-	if !ok {
-		return rep, errors.New("check verifies the local store; this owner uses another backend")
-	}
-	probs, err := be.Check(ctx)
-	if err != nil {
-		return rep, err
-	}
-	rep.Sequence = be.Sequence()
-	if v, ok, _ := be.Meta(ctx, "embedder"); ok {
-		rep.Embedder = v
-	}
-	rep.Problems = append(rep.Problems, probs...)
-	if err := index.VerifyEmbedder(ctx, be, eng.Store().Embedder()); err != nil {
-		rep.Problems = append(rep.Problems, local.Problem{Kind: "embedder", Msg: err.Error()})
-	}
-	rep.QueuedPages = eng.QueueStats().Depth
-	if st, err := be.Stats(ctx); err == nil {
-		rep.Records, rep.Sources = st.Records, st.Sources
-	}
-	rep.Consistent = len(rep.Problems) == 0
-	return rep, nil
-}
-
-// serveCheck answers GET /v1/owner/check on the owner's socket.
-func (r *ownerRun) serveCheck(w http.ResponseWriter, req *http.Request) {
-	eng, err := r.srv.Engine(req)
-	if err != nil {
-		server.WriteError(w, req, http.StatusServiceUnavailable, server.CodeUnavailable, err.Error())
-		return
-	}
-	rep, err := liveCheck(req.Context(), server.NamespaceDir(r.dir, server.Namespace(req)), eng)
-	if err != nil {
-		server.WriteError(w, req, http.StatusInternalServerError, server.CodeInternal, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	_ = writeJSON(w, rep)
 }

@@ -7,16 +7,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ownerd"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/settings"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/internal/index/local"
@@ -90,10 +90,10 @@ func newConfigCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return writeJSON(g.stdout, map[string]any{"configFile": g.configFileInfo(), "settings": rows})
+				return writeJSON(g.stdout, map[string]any{"configFile": g.FileInfo(), "settings": rows})
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "config file\t%s\t%s\n", g.configFileInfo()["path"], g.configFileInfo()["status"])
+			fmt.Fprintf(tw, "config file\t%s\t%s\n", g.FileInfo()["path"], g.FileInfo()["status"])
 			for _, r := range rows {
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Key, r.Value, r.Source)
 			}
@@ -105,7 +105,7 @@ func newConfigCmd(g *globals) *cobra.Command {
 		Use:         "path",
 		Short:       "Print the path of the config file in use",
 		Args:        cobra.NoArgs,
-		Annotations: map[string]string{annotConfigOptional: "1"},
+		Annotations: map[string]string{settings.AnnotConfigOptional: "1"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := g.configFilePath()
 			if err != nil {
@@ -122,7 +122,7 @@ func newConfigCmd(g *globals) *cobra.Command {
 		Long: "Write a config file with every key commented out (mode 0600), where --config or $RAGMEM_CONFIG\n" +
 			"names it, else at the default location ($XDG_CONFIG_HOME/ragmem/config.yaml or ~/.config/ragmem/config.yaml).",
 		Args:        cobra.NoArgs,
-		Annotations: map[string]string{annotConfigOptional: configCreates},
+		Annotations: map[string]string{settings.AnnotConfigOptional: settings.ConfigCreates},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := g.configFilePath()
 			if err != nil {
@@ -152,133 +152,31 @@ func newConfigCmd(g *globals) *cobra.Command {
 
 // configFilePath is the config file's location (whether or not it exists).
 func (g *globals) configFilePath() (string, error) {
-	p, _, _ := locateConfig(g.configPath)
+	p, _, _ := settings.Locate(g.ConfigPath)
 	if p == "" {
 		return "", errors.New("no config file location: no home directory; use --config or $RAGMEM_CONFIG")
 	}
 	return p, nil
 }
 
-func (g *globals) configFileInfo() map[string]string {
-	info := map[string]string{"path": "(none)", "source": "", "status": "not found"}
-	if g.cfg == nil {
-		return info
-	}
-	info["path"], info["source"] = g.cfg.path, g.cfg.source
-	if g.cfg.found {
-		info["status"] = "found (" + g.cfg.source + ")"
-	} else {
-		info["status"] = "not found (" + g.cfg.source + ")"
-	}
-	return info
-}
-
-// settingRow is one line of `config show`.
-type settingRow struct {
-	Key    string `json:"key"`
-	Value  string `json:"value"`
-	Source string `json:"source"`
-}
-
-const redacted = "[redacted]"
-
 // effectiveSettings lists every setting with its value and source.
-func (g *globals) effectiveSettings(ctx context.Context, cmd *cobra.Command) ([]settingRow, error) {
-	var rows []settingRow
-	dir, err := g.dataDir()
+func (g *globals) effectiveSettings(ctx context.Context, cmd *cobra.Command) ([]settings.Row, error) {
+	dir, err := g.DataDir()
 	if err != nil {
 		return nil, err
 	}
-	dirSrc := g.sources["dir"]
-	if g.dir != "" && dirSrc == srcDefault {
-		dirSrc = "--dir"
-	}
-	rows = append(rows, settingRow{"dir", dir, dirSrc})
-	mem, err := g.memoriesDir("")
+	mem, err := g.MemoriesDir("")
 	if err != nil {
 		return nil, err
 	}
-	rows = append(rows, settingRow{"memories", mem, g.sources["memories"]})
-
-	// The store, and the embedder resolved with it.
 	rec, storeNote := g.readStoreRecord(ctx, dir)
-	rows = append(rows, settingRow{"store", storeNote, dir})
-	c, err := g.resolveEmbedder(rec)
-	if err != nil {
-		return nil, err
-	}
-	rows = append(rows, settingRow{"embedder", c.spec.String(), c.from})
-	for _, k := range slices.Sorted(maps.Keys(c.spec.Options)) {
-		rows = append(rows, settingRow{"embedder." + k, c.spec.Options[k], c.optionFrom[k]})
-	}
-	if c.spec.Kind == "openai" {
-		base := c.spec.BaseURL
-		if base == "" {
-			base = "https://api.openai.com/v1"
-		}
-		pub, _ := c.spec.Public()
-		if pub.BaseURL != "" {
-			base = pub.BaseURL
-		}
-		rows = append(rows, settingRow{"openai.base_url", base, c.baseFrom})
-		rows = append(rows, settingRow{"openai.api_key_env", c.keyEnv, c.keyEnvFrom})
-		key, keyFrom := "(not set)", srcDefault
-		if c.build.APIKey != "" {
-			key, keyFrom = redacted, c.keyFrom
-		}
-		rows = append(rows, settingRow{"openai.api_key", key, keyFrom})
-		for _, h := range slices.Sorted(maps.Keys(c.build.Headers)) {
-			rows = append(rows, settingRow{"openai.headers." + h, redacted, c.headersFrom})
-		}
-	}
-
-	// Every other key: flags of this command (the globals), else the
-	// environment, the config file, the flag's default.
-	for _, k := range allKeys() {
-		if embedderKeys[k.name] || k.name == "dir" || k.name == "memories" || strings.HasPrefix(k.name, "openai.") {
-			continue
-		}
-		val, src := g.describe(cmd, k)
-		if k.secret && val != "" {
-			val = redacted
-		}
-		rows = append(rows, settingRow{k.name, val, src})
-	}
-	return rows, nil
-}
-
-// describe returns a non-embedder key's effective value and its source.
-func (g *globals) describe(cmd *cobra.Command, k configKey) (string, string) {
-	sec, _, _ := strings.Cut(k.name, ".")
-	if sectionCommands[sec] == nil && k.flag != "" {
-		if f := cmd.Flags().Lookup(k.flag); f != nil {
-			return f.Value.String(), g.sources[k.name] // applySettings resolved it
-		}
-	}
-	if name, v, ok := firstEnv(k.env); ok {
-		return v, "$" + name
-	}
-	if v, ok := g.cfg.get(k.name); ok {
-		if k.kind == listValue {
-			return strings.Join(v.list, ","), g.cfg.where(v)
-		}
-		if k.kind == mapValue {
-			return strings.Join(slices.Sorted(maps.Keys(v.m)), ","), g.cfg.where(v)
-		}
-		return v.scalar, g.cfg.where(v)
-	}
-	if k.flag != "" {
-		if f := scratchFlags(k).Lookup(k.flag); f != nil {
-			return f.DefValue, srcDefault
-		}
-	}
-	return "", srcDefault
+	return g.Effective(cmd, dir, mem, rec, storeNote)
 }
 
 // readStoreRecord reads what the local store in dir records about its
 // embedder, without changing anything; the note says what was found.
 func (g *globals) readStoreRecord(ctx context.Context, dir string) (*rag.EmbedderRecord, string) {
-	if b := strings.ToLower(strings.TrimSpace(g.store.backend)); b != "" && b != "local" {
+	if b := strings.ToLower(strings.TrimSpace(g.Backend.Name)); b != "" && b != "local" {
 		return nil, "(not read: backend " + b + ")"
 	}
 	journals, _ := filepath.Glob(filepath.Join(dir, "journal-*.rgj"))
@@ -326,9 +224,9 @@ func (g *globals) ownerStoreRecord(ctx context.Context, dir string, info owner.I
 	if err != nil {
 		return nil, "(not read: " + oneLine(err) + ")"
 	}
-	var ex ownerExtra
+	var ex ownerd.Extra
 	_ = json.Unmarshal(st.Extra, &ex)
-	by := fmt.Sprintf(" (asked pid %d, %s, which has it open)", st.Owner.PID, describeKind(st.Owner.Kind, st.Owner.Command))
+	by := fmt.Sprintf(" (asked pid %d, %s, which has it open)", st.Owner.PID, ownerd.DescribeKind(st.Owner.Kind, st.Owner.Command))
 	if ex.EmbedderSpec == "" {
 		if ex.Embedder == "" {
 			return nil, "records no embedder" + by

@@ -52,7 +52,7 @@ func newContextCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if c.Degraded != "" {
-					fmt.Fprintf(g.stderr, "ragmem: knowledge retrieved by %s search: %s\n", c.Mode, c.Degraded)
+					fmt.Fprintf(g.Stderr, "ragmem: knowledge retrieved by %s search: %s\n", c.Mode, c.Degraded)
 				}
 				if asJSON {
 					msgs := []rag.MessageJSON{{Role: openai.ChatMessageRoleSystem, Content: sys}}
@@ -66,11 +66,11 @@ func newContextCmd(g *globals) *cobra.Command {
 					}{c, msgs})
 				}
 				if c.Empty {
-					fmt.Fprintln(g.stderr, "ragmem: no preferences and nothing relevant in the memory for this query")
+					fmt.Fprintln(g.Stderr, "ragmem: no preferences and nothing relevant in the memory for this query")
 					return nil
 				}
 				fmt.Fprintln(g.stdout, c.Message.Content)
-				fmt.Fprintf(g.stderr, "\n# role=%s; %s; %d tokens (profile %d, knowledge %d) of a %d-token knowledge budget\n",
+				fmt.Fprintf(g.Stderr, "\n# role=%s; %s; %d tokens (profile %d, knowledge %d) of a %d-token knowledge budget\n",
 					c.Message.Role, c.Summary, c.Tokens.Total, c.Tokens.Profile, c.Tokens.Knowledge, c.Budgets.KnowledgeBudget)
 				return nil
 			})

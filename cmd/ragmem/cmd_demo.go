@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ingest"
 	"github.com/ragmem/ragmem/internal/sample"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
@@ -24,33 +25,33 @@ func newDemoCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if g.dir == "" && os.Getenv("RAGMEM_DIR") == "" {
+			if g.Dir == "" && os.Getenv("RAGMEM_DIR") == "" {
 				tmp, err := os.MkdirTemp("", "ragmem-demo-")
 				if err != nil {
 					return err
 				}
 				defer os.RemoveAll(tmp)
-				g.dir = tmp
+				g.Dir = tmp
 			}
 			files, from, err := demoFiles(g, corpus)
 			if err != nil {
 				return err
 			}
 			return g.withStore(ctx, func(m rag.Memory) error {
-				sum := indexSummary{}
-				if _, err := indexFiles(ctx, g, m, files, &indexOptions{docType: rag.DocKnowledge}, &sum); err != nil {
+				sum := ingest.Summary{}
+				if _, err := ingest.Files(ctx, ingest.Output{Stdout: g.stdout, Stderr: g.Stderr}, m, files, &ingest.Options{DocType: rag.DocKnowledge}, &sum); err != nil {
 					return err
 				}
 				if _, err := m.AddPreference(ctx, rag.PreferenceRequest{Type: string(prefs.Expertise), Content: "User is a backend developer who knows Go well"}); err != nil {
 					return err
 				}
-				fmt.Fprintf(g.stderr, "# %s from %s; question: %q\n\n", sum.String(), from, question)
+				fmt.Fprintf(g.Stderr, "# %s from %s; question: %q\n\n", sum.String(), from, question)
 				c, err := m.BuildContext(ctx, rag.ContextRequest{Query: question, Model: model, SystemPrompt: defaultSystemPrompt + "\n\n" + rag.ReferenceRule})
 				if err != nil {
 					return err
 				}
 				fmt.Fprintln(g.stdout, c.Message.Content)
-				fmt.Fprintf(g.stderr, "\n# role=%s; %s; %d tokens of a %d-token knowledge budget (model %s)\n",
+				fmt.Fprintf(g.Stderr, "\n# role=%s; %s; %d tokens of a %d-token knowledge budget (model %s)\n",
 					c.Message.Role, c.Summary, c.Tokens.Total, c.Budgets.KnowledgeBudget, model)
 				return nil
 			})
@@ -69,16 +70,16 @@ func newDemoCmd(g *globals) *cobra.Command {
 // records are real files (a temporary data directory takes them with it).
 func demoFiles(g *globals, corpus string) (files []string, from string, err error) {
 	if corpus != "" {
-		t, err := newTarget(corpus, nil, g.stderr)
+		t, err := ingest.NewTarget(corpus, nil, g.Stderr)
 		if err == nil {
-			files, err = t.files()
+			files, err = t.Files()
 		}
 		if err != nil {
 			return nil, "", fmt.Errorf("corpus: %w", err)
 		}
 		return files, corpus, nil
 	}
-	dir, err := g.dataDir()
+	dir, err := g.DataDir()
 	if err != nil {
 		return nil, "", err
 	}

@@ -4,13 +4,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/evalrun"
-	"github.com/ragmem/ragmem/search"
 )
 
 // newEvalCmd is `ragmem eval`: its flags become evalrun.Options, the run
 // is internal/evalrun's, and the reports are printed as tables or JSON.
 func newEvalCmd(g *globals) *cobra.Command {
-	o := evalrun.Options{NewEmbedder: g.newEmbedder}
+	o := evalrun.Options{NewEmbedder: g.NewEmbedder}
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "eval (--dataset DIR | --locomo FILE.json) [...] [flags]",
@@ -39,7 +38,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 			"  ragmem eval --dataset ../shared/eval/scifact --embedder openai:nomic-embed-text --base-url http://localhost:11434/v1",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Log = g.stderr
+			o.Log = g.Stderr
 			reps, err := evalrun.Run(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -51,25 +50,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringSliceVar(&o.Datasets, "dataset", nil, "BEIR-format data set folder; repeat or comma-separate for several; a folder of data sets stands for each")
-	f.StringSliceVar(&o.LoCoMo, "locomo", nil, "LoCoMo conversation file (.json); repeat or comma-separate for several; a folder stands for its .json files")
-	f.StringVar(&o.Turns, "turns", "", "how --locomo writes turns as memories: title=speaker|date|speaker+date|session|none, prefix=0|1, context=N (turns before), next=N (turns after), attrs=0|1 (default: title=speaker+date,context=2,next=1)")
-	f.StringVar(&o.Unit, "unit", "", "what a conversation's result is: turn, round (a user's turn with its replies) or session; a unit's turns count in the ranking in the order of their own scores (default turn)")
-	f.StringVar(&o.Signals, "signals", "", "memory ranking signals: speaker=W, time=W, question=W (0: off), slack=DAYS (default: the search defaults)")
-	f.StringVar(&o.Split, "split", "test", "qrels split to evaluate: qrels/SPLIT.tsv (tune on train, report test)")
-	f.StringSliceVar(&o.Modes, "modes", []string{"fulltext", "vector", "hybrid"}, "search modes to evaluate")
-	f.StringArrayVar(&o.Fusion, "fusion", nil, "hybrid fusion METHOD[:alpha=A|auto|calibrated,k=K,scale=C,agree=W], METHOD relative, rrf or dbsf; repeat to compare (default relative)")
-	f.IntVar(&o.RRFK, "rrf-k", 0, "k of reciprocal rank fusion, for --fusion values that do not set it (default: the search default)")
-	f.Float64Var(&o.Alpha, "alpha", 0, "vector weight, for --fusion values that do not set it (default: automatic, see docs/evaluation.md)")
-	f.IntVar(&o.Pool, "pool", 0, "candidates per side before fusion (default: the search default for the depth asked)")
-	f.StringVar(&o.BM25, "bm25", "", "full-text options, e.g. k1=0.9,b=0.4,stem=porter,stop=lucene (default: the store defaults)")
-	f.IntVar(&o.Depth, "depth", evalrun.DefaultDepth, "documents ranked per query (at least 100 for Recall@100)")
-	f.StringVar(&o.Tmp, "tmp", "", "where to create the temporary store (default the system temp directory)")
-	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	f.BoolVar(&o.PerQuery, "per-query", false, "also give each query's metrics and ranking (--depth documents)")
-	f.BoolVar(&o.AsReturned, "as-returned", false, "rank the documents of the first --depth results as returned (a document's later results count as irrelevant), not each document once by its best result")
-	f.IntVar(&o.MaxPerSource, "max-per-source", search.DefaultMaxPerSource, "most results per source (0: no cap)")
-	f.BoolVar(&o.KeepDuplicates, "keep-duplicates", false, "keep identical and near-identical chunks of other sources")
+	o.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }

@@ -186,7 +186,7 @@ func jobError(id string, err error) error {
 // first, then its dead letters), else from the queue's log, read while
 // this process holds the ownership.
 func (g *globals) queueJobs(ctx context.Context) (rag.QueueCheck, error) {
-	dir, err := g.dataDir()
+	dir, err := g.DataDir()
 	if err != nil {
 		return rag.QueueCheck{}, err
 	}
@@ -196,10 +196,10 @@ func (g *globals) queueJobs(ctx context.Context) (rag.QueueCheck, error) {
 	}
 	if claim != nil {
 		defer claim.Release()
-		qc, err := rag.CheckQueue(ctx, g.storeDir(dir), false)
+		qc, err := rag.CheckQueue(ctx, g.StoreDir(dir), false)
 		return qc, queueError(err)
 	}
-	c, err := owner.NewClient(dir, info, g.clientOptions())
+	c, err := owner.NewClient(dir, info, g.ClientOptions())
 	if err != nil {
 		return rag.QueueCheck{}, err
 	}

@@ -1,37 +1,20 @@
 package main
 
 import (
-	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/mcpbridge"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ownerd"
 	"github.com/ragmem/ragmem/internal/mcpserver"
 	"github.com/ragmem/ragmem/internal/memory"
-	"github.com/ragmem/ragmem/internal/memory/memmcp"
 	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/rag"
 )
-
-// newMCPServer builds the MCP server over eng. Commands serving MCP (stdio
-// here, streamable HTTP in `serve --mcp`) all build it here, so a tool set
-// registered below is served everywhere: add more tools with
-// mcp.AddTool(srv.MCP(), ...). With mem, the agent-memory tools remember and
-// recall_memories are served too, and extract_memory with llm.
-func newMCPServer(eng *rag.Engine, readOnly bool, mem *memory.Store, llm *rag.LLM) *mcpserver.Server {
-	return buildMCPServer(eng, readOnly, mem, llm, slog.Default())
-}
-
-// buildMCPServer is newMCPServer logging to log.
-func buildMCPServer(eng *rag.Engine, readOnly bool, mem *memory.Store, llm *rag.LLM, log *slog.Logger) *mcpserver.Server {
-	srv := mcpserver.New(eng, &mcpserver.Options{ReadOnly: readOnly, Logger: log})
-	if mem != nil {
-		memmcp.Register(srv.MCP(), mem, &memmcp.Options{ReadOnly: readOnly, LLM: llm, Logger: log})
-	}
-	return srv
-}
 
 func newMCPCmd(g *globals) *cobra.Command {
 	var readOnly bool
@@ -58,8 +41,8 @@ func newMCPCmd(g *globals) *cobra.Command {
 			memories := ""
 			// A namespace's memories are its own (memoriesDir refuses
 			// --memories with --namespace).
-			if mf.dir != "" || (os.Getenv("RAGMEM_MEMORIES") != "" && g.namespace == "") {
-				d, err := g.memoriesDir(mf.dir)
+			if mf.dir != "" || (os.Getenv("RAGMEM_MEMORIES") != "" && g.Namespace == "") {
+				d, err := g.MemoriesDir(mf.dir)
 				if err != nil {
 					return err
 				}
@@ -68,11 +51,11 @@ func newMCPCmd(g *globals) *cobra.Command {
 				}
 			}
 			if owner.Supported() {
-				return runMCPBridge(cmd.Context(), g, readOnly, memories, grace)
+				return mcpbridge.Run(cmd.Context(), g.Settings, readOnly, memories, grace)
 			}
 			// No owner sockets on this platform: serve in this process.
 			return g.withIndexedMemories(cmd.Context(), mf, func(eng *rag.Engine, mem *memory.Store) error {
-				err := newMCPServer(eng, readOnly, mem, g.chatLLM()).Run(cmd.Context(), &mcpserver.StdioTransport{})
+				err := ownerd.NewMCPServer(eng, readOnly, mem, g.ChatLLM()).Run(cmd.Context(), &mcpserver.StdioTransport{})
 				if cmd.Context().Err() != nil {
 					return nil // interrupted: a normal way to stop
 				}
@@ -83,6 +66,20 @@ func newMCPCmd(g *globals) *cobra.Command {
 	withToolsHelp(cmd)
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "offer only the tools that read the memory")
 	cmd.Flags().StringVar(&mf.dir, "memories", "", "agent-memory directory (default $RAGMEM_MEMORIES, else <data dir>/memories)")
-	cmd.Flags().DurationVar(&grace, "owner-grace", defaultOwnerGrace, "how long a background owner this command starts stays without clients before it exits")
+	cmd.Flags().DurationVar(&grace, "owner-grace", ownerd.DefaultGrace, "how long a background owner this command starts stays without clients before it exits")
 	return cmd
 }
+
+// withToolsHelp makes cmd's help list the MCP tools, filling toolsMarker
+// in its Long text when the help is shown (and only then: building the
+// list costs a few milliseconds).
+func withToolsHelp(cmd *cobra.Command) {
+	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+		c.Long = strings.Replace(c.Long, toolsMarker, ownerd.ToolsHelp(c.Context()), 1)
+		c.SetHelpFunc(nil)
+		c.Root().HelpFunc()(c, args)
+	})
+}
+
+// toolsMarker stands in the mcp command's Long text for the tool list.
+const toolsMarker = "{{tools}}"

@@ -15,6 +15,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ownerd"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/settings"
 	"github.com/ragmem/ragmem/internal/memory"
 	"github.com/ragmem/ragmem/internal/memory/extraction"
 	"github.com/ragmem/ragmem/internal/memory/memhttp"
@@ -30,51 +32,27 @@ type memoryFlags struct {
 	dir string
 }
 
-// memoriesDir resolves the memory directory: --memories, else
-// $RAGMEM_MEMORIES, else the config file's, else <data dir>/memories. A
-// namespace's memories are always in its store's directory, as its owner
-// serves them (<data dir>/namespaces/NAME/memories).
-func (g *globals) memoriesDir(flag string) (string, error) {
-	if g.namespace != "" {
-		if flag != "" {
-			return "", fmt.Errorf("--memories: the memories of namespace %s are in its own directory; drop --memories or --namespace", g.namespace)
-		}
-		dir, err := g.dataDir()
-		if err != nil {
-			return "", err
-		}
-		return filepath.Join(g.storeDir(dir), "memories"), nil
-	}
-	return g.defaultMemoriesDir(flag)
-}
-
-// defaultMemoriesDir is memoriesDir for the default namespace.
-func (g *globals) defaultMemoriesDir(flag string) (string, error) {
-	if flag != "" {
-		return flag, nil
-	}
-	if d := os.Getenv("RAGMEM_MEMORIES"); d != "" {
-		return d, nil
-	}
-	if v, ok := g.cfg.get("memories"); ok && v.scalar != "" {
-		return v.scalar, nil
-	}
-	dir, err := g.dataDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "memories"), nil
-}
-
 // openMemories opens the memory directory without the index (add, list,
 // show): these never take the store's lock, so they work while `ragmem mcp`
 // runs; the index catches up when the memories are next opened with it.
 func (g *globals) openMemories(ctx context.Context, mf *memoryFlags) (*memory.Store, error) {
-	dir, err := g.memoriesDir(mf.dir)
+	dir, err := g.MemoriesDir(mf.dir)
 	if err != nil {
 		return nil, err
 	}
 	return memory.Open(ctx, dir, &memory.Options{Logger: slog.Default()})
+}
+
+// onMemories is a memory command's RunE that runs fn on the memory
+// directory opened without the index (see openMemories).
+func (g *globals) onMemories(mf *memoryFlags, fn func(ctx context.Context, st *memory.Store, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		st, err := g.openMemories(cmd.Context(), mf)
+		if err != nil {
+			return err
+		}
+		return fn(cmd.Context(), st, args)
+	}
 }
 
 // withMemories runs a memory command that needs the index (match,
@@ -83,35 +61,35 @@ func (g *globals) openMemories(ctx context.Context, mf *memoryFlags) (*memory.St
 // owns it, remote gets that owner's client: the owner's memories must be
 // the ones asked for.
 func (g *globals) withMemories(ctx context.Context, mf *memoryFlags, local func(*memory.Store) error, remote func(*owner.Client) error) error {
-	dir, err := g.memoriesDir(mf.dir)
+	dir, err := g.MemoriesDir(mf.dir)
 	if err != nil {
 		return err
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
 		return err
 	}
-	if g.namespace == "" {
+	if g.Namespace == "" {
 		g.memoriesFlag = dir
 	}
 	return g.withStore(ctx, func(m rag.Memory) error {
-		s := m.(*ownedStore)
-		if run := s.owning(); run != nil {
-			st, err := run.namespaceMemories(ctx, g.namespace, s.local())
+		s := m.(*ownerd.Store)
+		if run := s.Owning(); run != nil {
+			st, err := run.NamespaceMemories(ctx, g.Namespace, s.Local())
 			if err != nil {
 				return err
 			}
 			return local(st)
 		}
-		c := s.ownerClient()
+		c := s.Client()
 		st, err := c.Status(ctx)
 		if err != nil {
 			return err
 		}
-		var ex ownerExtra
+		var ex ownerd.Extra
 		_ = json.Unmarshal(st.Extra, &ex)
-		if g.namespace == "" && ex.Memories != "" && filepath.Clean(ex.Memories) != filepath.Clean(dir) {
+		if g.Namespace == "" && ex.Memories != "" && filepath.Clean(ex.Memories) != filepath.Clean(dir) {
 			return fmt.Errorf("the memories %s: the store is owned by pid %d (%s), which serves the agent memories in %s; stop it to use other memories with this store",
-				dir, st.Owner.PID, describeKind(st.Owner.Kind, st.Owner.Command), ex.Memories)
+				dir, st.Owner.PID, ownerd.DescribeKind(st.Owner.Kind, st.Owner.Command), ex.Memories)
 		}
 		return remote(c)
 	})
@@ -120,12 +98,12 @@ func (g *globals) withMemories(ctx context.Context, mf *memoryFlags, local func(
 // withIndexedMemories opens the engine and the memory directory over its
 // index, in this process (where owner sockets are not supported).
 func (g *globals) withIndexedMemories(ctx context.Context, mf *memoryFlags, fn func(*rag.Engine, *memory.Store) error) error {
-	dir, err := g.memoriesDir(mf.dir)
+	dir, err := g.MemoriesDir(mf.dir)
 	if err != nil {
 		return err
 	}
-	return g.withEngine(ctx, func(eng *rag.Engine) error {
-		st, err := memory.Open(ctx, dir, &memory.Options{Index: eng.Store(), Logger: slog.Default(), LLM: g.chatLLM()})
+	return g.WithEngine(ctx, func(eng *rag.Engine) error {
+		st, err := memory.Open(ctx, dir, &memory.Options{Index: eng.Store(), Logger: slog.Default(), LLM: g.ChatLLM()})
 		if err != nil {
 			return err
 		}
@@ -135,7 +113,7 @@ func (g *globals) withIndexedMemories(ctx context.Context, mf *memoryFlags, fn f
 
 func (g *globals) warnProblems(st *memory.Store) {
 	for _, p := range st.Problems() {
-		fmt.Fprintf(g.stderr, "warning: skipped %s\n", p)
+		fmt.Fprintf(g.Stderr, "warning: skipped %s\n", p)
 	}
 }
 
@@ -221,7 +199,7 @@ func newMemoryAddCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				fmt.Fprintf(g.stdout, "may contradict %s (%s); both stay current until: ragmem memory supersede %s %s\n", l.Slug, l.Reason, res.Memory.Slug, l.Slug)
 			}
 			if res.Problem != nil {
-				fmt.Fprintf(g.stderr, "warning: the file does not parse, so the memory is not used until it is fixed: %s\n", res.Problem)
+				fmt.Fprintf(g.Stderr, "warning: the file does not parse, so the memory is not used until it is fixed: %s\n", res.Problem)
 			}
 			return nil
 		},
@@ -252,12 +230,8 @@ func newMemoryListCmd(g *globals, mf *memoryFlags) *cobra.Command {
 		Use:   "list",
 		Short: "List memories (invalid files are reported on stderr)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := g.openMemories(cmd.Context(), mf)
-			if err != nil {
-				return err
-			}
-			all, err := st.List(cmd.Context())
+		RunE: g.onMemories(mf, func(ctx context.Context, st *memory.Store, args []string) error {
+			all, err := st.List(ctx)
 			if err != nil {
 				return err
 			}
@@ -293,7 +267,7 @@ func newMemoryListCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				}
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&decayed, "decayed", false, "only the memories that decayed (strength below 0.25: see docs/memory.md)")
@@ -307,17 +281,13 @@ func newMemoryShowCmd(g *globals, mf *memoryFlags) *cobra.Command {
 		Use:   "show NAME",
 		Short: "Print a memory file (NAME is its slug or file name)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := g.openMemories(cmd.Context(), mf)
-			if err != nil {
-				return err
-			}
+		RunE: g.onMemories(mf, func(ctx context.Context, st *memory.Store, args []string) error {
 			if asJSON {
-				m, err := st.Get(cmd.Context(), args[0])
+				m, err := st.Get(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				es, err := st.Entries(cmd.Context(), args[0])
+				es, err := st.Entries(ctx, args[0])
 				if err != nil {
 					return err
 				}
@@ -326,16 +296,48 @@ func newMemoryShowCmd(g *globals, mf *memoryFlags) *cobra.Command {
 					Entries []memory.Entry `json:"entries"`
 				}{m, es})
 			}
-			raw, err := st.Raw(cmd.Context(), args[0])
+			raw, err := st.Raw(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			_, err = g.stdout.Write(raw)
 			return err
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the metadata and the entries as JSON")
 	return cmd
+}
+
+// printMatches prints what memory match selected: the context message
+// with prompt, else the matches (as JSON with asJSON).
+func printMatches(g *globals, ms []memory.Match, message string, prompt, asJSON bool) error {
+	if prompt {
+		if message == "" {
+			fmt.Fprintln(g.Stderr, "no memories selected")
+			return nil
+		}
+		fmt.Fprintln(g.stdout, message)
+		return nil
+	}
+	return printList(g, asJSON, "matches", ms, "no memories selected", func(w io.Writer, i int, m memory.Match) { printMatch(w, i+1, m) })
+}
+
+// printList prints items: as JSON ({"KEY": [...]}, never null) with
+// asJSON, else each with line, or none when there are none.
+func printList[T any](g *globals, asJSON bool, key string, items []T, none string, line func(w io.Writer, i int, item T)) error {
+	if asJSON {
+		if items == nil {
+			items = []T{}
+		}
+		return writeJSON(g.stdout, map[string]any{key: items})
+	}
+	if len(items) == 0 {
+		fmt.Fprintln(g.stdout, none)
+	}
+	for i, it := range items {
+		line(g.stdout, i, it)
+	}
+	return nil
 }
 
 func newMemoryMatchCmd(g *globals, mf *memoryFlags) *cobra.Command {
@@ -404,29 +406,7 @@ func newMemoryMatchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if prompt {
-				if message == "" {
-					fmt.Fprintln(g.stderr, "no memories selected")
-					return nil
-				}
-				fmt.Fprintln(g.stdout, message)
-				return nil
-			}
-			if asJSON {
-				if ms == nil {
-					ms = []memory.Match{}
-				}
-				return writeJSON(g.stdout, struct {
-					Matches []memory.Match `json:"matches"`
-				}{ms})
-			}
-			if len(ms) == 0 {
-				fmt.Fprintln(g.stdout, "no memories selected")
-			}
-			for i, m := range ms {
-				printMatch(g.stdout, i+1, m)
-			}
-			return nil
+			return printMatches(g, ms, message, prompt, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -460,6 +440,51 @@ func printMatch(w io.Writer, n int, m memory.Match) {
 	}
 }
 
+// readAgentOutput reads the agent output memory extract is given: the file
+// args names, else stdin.
+func readAgentOutput(stdin io.Reader, args []string) (string, error) {
+	r := stdin
+	if len(args) == 1 && args[0] != "-" {
+		f, err := os.Open(args[0])
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxStdinBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read the agent output: %w", err)
+	}
+	if len(b) > maxStdinBytes {
+		return "", fmt.Errorf("the agent output is larger than %d bytes", maxStdinBytes)
+	}
+	return string(b), nil
+}
+
+// printExtraction says what memory extract decided and did.
+func printExtraction(w io.Writer, out extraction.Output) {
+	switch {
+	case !out.ShouldCreateMemory && out.Duplicate != nil:
+		fmt.Fprintf(w, "nothing new: already in %s (%s)\n", out.Duplicate.Slug, out.Reasoning)
+	case !out.ShouldCreateMemory:
+		fmt.Fprintf(w, "nothing worth remembering: %s\n", out.Reasoning)
+	case out.Duplicate != nil:
+		fmt.Fprintf(w, "not written: %q nearly duplicates %s (%s, similarity %.2f)\n", out.Memory.Title, out.Duplicate.Slug, out.Duplicate.By, out.Duplicate.Similarity)
+	case out.Written == nil:
+		fmt.Fprintf(w, "would write %q (dry run): %s\n", out.Memory.Title, out.Reasoning)
+	default:
+		verb := "wrote"
+		if out.Written.Appended {
+			verb = "appended to"
+		}
+		fmt.Fprintf(w, "%s %s: %s\n", verb, out.Written.Memory.Path, out.Reasoning)
+		for _, l := range out.Written.Conflicts {
+			fmt.Fprintf(w, "  may contradict %s (%s)\n", l.Slug, l.Reason)
+		}
+	}
+}
+
 func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
 	var in extraction.Input
 	var model string
@@ -478,29 +503,16 @@ func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if model == "" {
-				model = os.Getenv(llmModelEnv)
+				model = os.Getenv(settings.LLMModelEnv)
 			}
 			if model == "" {
 				return errors.New("no model: give --model (or set $RAGMEM_LLM_MODEL)")
 			}
-			var r io.Reader = g.stdin
-			if len(args) == 1 && args[0] != "-" {
-				f, err := os.Open(args[0])
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				r = f
+			var err error
+			if in.AgentOutput, err = readAgentOutput(g.stdin, args); err != nil {
+				return err
 			}
-			b, err := io.ReadAll(io.LimitReader(r, maxStdinBytes+1))
-			if err != nil {
-				return fmt.Errorf("read the agent output: %w", err)
-			}
-			if len(b) > maxStdinBytes {
-				return fmt.Errorf("the agent output is larger than %d bytes", maxStdinBytes)
-			}
-			in.AgentOutput = string(b)
-			llm := rag.LLM{Client: openai.NewClientWithConfig(g.openAIConfig()), Model: model}
+			llm := rag.LLM{Client: openai.NewClientWithConfig(g.OpenAIConfig()), Model: model}
 			var out extraction.Output
 			extract := func(st *memory.Store) error {
 				x, err := extraction.New(llm, st, &extraction.Options{DryRun: dryRun, SupersedeUser: supersedeUser, Logger: slog.Default()})
@@ -532,25 +544,7 @@ func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
 			if asJSON {
 				return writeJSON(g.stdout, out)
 			}
-			switch {
-			case !out.ShouldCreateMemory && out.Duplicate != nil:
-				fmt.Fprintf(g.stdout, "nothing new: already in %s (%s)\n", out.Duplicate.Slug, out.Reasoning)
-			case !out.ShouldCreateMemory:
-				fmt.Fprintf(g.stdout, "nothing worth remembering: %s\n", out.Reasoning)
-			case out.Duplicate != nil:
-				fmt.Fprintf(g.stdout, "not written: %q nearly duplicates %s (%s, similarity %.2f)\n", out.Memory.Title, out.Duplicate.Slug, out.Duplicate.By, out.Duplicate.Similarity)
-			case out.Written == nil:
-				fmt.Fprintf(g.stdout, "would write %q (dry run): %s\n", out.Memory.Title, out.Reasoning)
-			default:
-				verb := "wrote"
-				if out.Written.Appended {
-					verb = "appended to"
-				}
-				fmt.Fprintf(g.stdout, "%s %s: %s\n", verb, out.Written.Memory.Path, out.Reasoning)
-				for _, l := range out.Written.Conflicts {
-					fmt.Fprintf(g.stdout, "  may contradict %s (%s)\n", l.Slug, l.Reason)
-				}
-			}
+			printExtraction(g.stdout, out)
 			return nil
 		},
 	}
@@ -566,31 +560,4 @@ func newMemoryExtractCmd(g *globals, mf *memoryFlags) *cobra.Command {
 	_ = cmd.MarkFlagRequired("agent")
 	_ = cmd.MarkFlagRequired("task")
 	return cmd
-}
-
-// llmModelEnv names the chat model of memory extraction: the default of
-// `memory extract --model`, and what turns extraction on in `serve`
-// (POST /v1/memories/extract) and `mcp` (the tool extract_memory).
-const llmModelEnv = "RAGMEM_LLM_MODEL"
-
-// chatLLM is the chat model of $RAGMEM_LLM_MODEL on the chat server of
-// openAIConfig, or nil when the variable is not set.
-func (g *globals) chatLLM() *rag.LLM {
-	model := strings.TrimSpace(os.Getenv(llmModelEnv))
-	if model == "" {
-		return nil
-	}
-	return &rag.LLM{Client: openai.NewClientWithConfig(g.openAIConfig()), Model: model}
-}
-
-// openAIConfig is the chat client configuration: --base-url, else
-// $OPENAI_BASE_URL, else the config file's openai.base_url, else OpenAI;
-// the API key as for embedders.
-func (g *globals) openAIConfig() openai.ClientConfig {
-	base, key := g.chatConfig()
-	cfg := openai.DefaultConfig(key)
-	if base != "" {
-		cfg.BaseURL = base
-	}
-	return cfg
 }

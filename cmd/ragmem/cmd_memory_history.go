@@ -85,7 +85,7 @@ func (g *globals) addMemory(ctx context.Context, mf *memoryFlags, nm memory.NewM
 	if err == nil || ran || !errors.Is(err, rag.ErrLocked) {
 		return res, err
 	}
-	fmt.Fprintln(g.stderr, "note: the store is in use by another process; similar memories are compared by title only")
+	fmt.Fprintln(g.Stderr, "note: the store is in use by another process; similar memories are compared by title only")
 	st, err := g.openMemories(ctx, mf)
 	if err != nil {
 		return res, err
@@ -179,31 +179,17 @@ func newMemorySearchCmd(g *globals, mf *memoryFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			{
-				if asJSON {
-					if res == nil {
-						res = []memory.Found{}
-					}
-					return writeJSON(g.stdout, struct {
-						Results []memory.Found `json:"results"`
-					}{res})
+			return printList(g, asJSON, "results", res, "no memories found", func(w io.Writer, i int, f memory.Found) {
+				fmt.Fprintf(w, "%d. %s  rank %.3f (relevance %.3f, recency %.3f)  since %s\n", i+1, f.Memory.Slug, f.Rank, f.Relevance, f.Recency,
+					f.Memory.ValidFrom.UTC().Format(time.DateOnly))
+				fmt.Fprintf(w, "   %s\n", f.Memory.Title)
+				if s := memoryState(f.Memory); s != "" {
+					fmt.Fprintf(w, "   %s\n", s)
 				}
-				if len(res) == 0 {
-					fmt.Fprintln(g.stdout, "no memories found")
+				if f.Snippet != "" {
+					fmt.Fprintf(w, "   %s\n", f.Snippet)
 				}
-				for i, f := range res {
-					fmt.Fprintf(g.stdout, "%d. %s  rank %.3f (relevance %.3f, recency %.3f)  since %s\n", i+1, f.Memory.Slug, f.Rank, f.Relevance, f.Recency,
-						f.Memory.ValidFrom.UTC().Format(time.DateOnly))
-					fmt.Fprintf(g.stdout, "   %s\n", f.Memory.Title)
-					if s := memoryState(f.Memory); s != "" {
-						fmt.Fprintf(g.stdout, "   %s\n", s)
-					}
-					if f.Snippet != "" {
-						fmt.Fprintf(g.stdout, "   %s\n", f.Snippet)
-					}
-				}
-			}
-			return nil
+			})
 		},
 	}
 	tf.register(cmd.Flags())
@@ -272,7 +258,7 @@ func newMemoryCiteCmd(g *globals, mf *memoryFlags) *cobra.Command {
 			}
 			fmt.Fprintf(g.stdout, "cited: %s\n", strings.Join(res.Cited, ", "))
 			if len(res.Unknown) > 0 {
-				fmt.Fprintf(g.stderr, "not counted (unknown or not injected): %s\n", strings.Join(res.Unknown, ", "))
+				fmt.Fprintf(g.Stderr, "not counted (unknown or not injected): %s\n", strings.Join(res.Unknown, ", "))
 			}
 			return nil
 		},
@@ -287,12 +273,8 @@ func newMemoryStatsCmd(g *globals, mf *memoryFlags) *cobra.Command {
 		Use:   "stats",
 		Short: "The feedback loop: injections, citations, cite rate, strength after decay, supersession",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := g.openMemories(cmd.Context(), mf)
-			if err != nil {
-				return err
-			}
-			rep, err := st.Stats(cmd.Context())
+		RunE: g.onMemories(mf, func(ctx context.Context, st *memory.Store, args []string) error {
+			rep, err := st.Stats(ctx)
 			if err != nil {
 				return err
 			}
@@ -323,7 +305,7 @@ func newMemoryStatsCmd(g *globals, mf *memoryFlags) *cobra.Command {
 				fmt.Fprintf(g.stdout, "%-40s %8d %6d %9s %8.3f  %s\n", it.Slug, it.Feedback.Injected, it.Feedback.Cited, rate, it.Strength, strings.Join(state, "; "))
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd

@@ -33,7 +33,7 @@ func newMigrateCmd(g *globals) *cobra.Command {
 			if strings.ToLower(to) != "weaviate" {
 				return fmt.Errorf("--to %q: the only destination is weaviate", to)
 			}
-			dir, err := g.dataDir()
+			dir, err := g.DataDir()
 			if err != nil {
 				return err
 			}
@@ -60,14 +60,14 @@ func newMigrateCmd(g *globals) *cobra.Command {
 			if _, ok, _ := src.Meta(ctx, index.MetaKeys[0]); !ok && st.Records == 0 {
 				return fmt.Errorf("no local store in %s (nothing indexed there)", dir)
 			}
-			dst, err := g.store.openWeaviate(ctx)
+			dst, err := g.Backend.OpenWeaviate(ctx)
 			if err != nil {
 				return err
 			}
 			defer dst.Close()
 			rep, err := index.Copy(ctx, dst, src, &index.CopyOptions{Progress: func(done, total int) {
-				if g.verbose {
-					fmt.Fprintf(g.stderr, "copied %d of %d records\n", done, total)
+				if g.Verbose {
+					fmt.Fprintf(g.Stderr, "copied %d of %d records\n", done, total)
 				}
 			}})
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/units"
 	"github.com/ragmem/ragmem/internal/embed"
 )
 
@@ -37,7 +38,7 @@ func newModelPullCmd(g *globals) *cobra.Command {
 			opts := &embed.PullOptions{Endpoint: endpoint, Revision: revision, Force: force}
 			var bar *progressbar.ProgressBar
 			cur := ""
-			if f, ok := g.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			if f, ok := g.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 				opts.Progress = func(file string, done, total int64) {
 					if file != cur || bar == nil {
 						if bar != nil {
@@ -61,7 +62,7 @@ func newModelPullCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "%s is up to date (revision %s) in %s\n", res.Repo, short(res.Revision), res.Dir)
 			} else {
 				fmt.Fprintf(g.stdout, "pulled %s (revision %s): %d files, %s, verified, in %s\n",
-					res.Repo, short(res.Revision), len(res.Files), humanBytes(res.Bytes), res.Dir)
+					res.Repo, short(res.Revision), len(res.Files), units.Bytes(res.Bytes), res.Dir)
 			}
 			fmt.Fprintf(g.stdout, "use it with --embedder model2vec:%s\n", res.Repo)
 			return nil
@@ -91,7 +92,7 @@ func newModelListCmd(g *globals) *cobra.Command {
 			tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "model\trevision\tsize\tdirectory")
 			for _, m := range ms {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Repo, short(m.Revision), humanBytes(m.Bytes), m.Dir)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Repo, short(m.Revision), units.Bytes(m.Bytes), m.Dir)
 			}
 			return tw.Flush()
 		},

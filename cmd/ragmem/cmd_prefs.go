@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,32 +17,39 @@ func newPrefsCmd(g *globals) *cobra.Command {
 		Use:   "prefs",
 		Short: "Manage the user's preferences (the profile included in every context)",
 	}
+	cmd.AddCommand(newPrefsListCmd(g), newPrefsAddCmd(g), newPrefsRmCmd(g), newPrefsClearCmd(g), newPrefsDetectCmd(g))
+	return cmd
+}
+
+func newPrefsListCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List preferences",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd.Context(), func(m rag.Memory) error {
-				ps, err := m.Preferences(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(g.stdout, ps)
-				}
-				if len(ps) == 0 {
-					fmt.Fprintln(g.stdout, "no preferences")
-				}
-				for _, p := range ps {
-					fmt.Fprintf(g.stdout, "%s  %-9s  %s\n", p.ID, p.Type, p.Content)
-				}
-				return nil
-			})
-		},
+		RunE: g.onStore(func(ctx context.Context, m rag.Memory, _ []string) error {
+			ps, err := m.Preferences(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(g.stdout, ps)
+			}
+			if len(ps) == 0 {
+				fmt.Fprintln(g.stdout, "no preferences")
+			}
+			for _, p := range ps {
+				fmt.Fprintf(g.stdout, "%s  %-9s  %s\n", p.ID, p.Type, p.Content)
+			}
+			return nil
+		}),
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	add := &cobra.Command{
+	return list
+}
+
+func newPrefsAddCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:     "add TYPE TEXT...",
 		Short:   "Add a preference; TYPE is expertise, style, domain or custom",
 		Example: "  ragmem prefs add expertise \"Senior Go developer, 10 years\"\n  ragmem prefs add style \"Concise answers with code\"",
@@ -61,39 +69,44 @@ func newPrefsCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	rm := &cobra.Command{
+}
+
+func newPrefsRmCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:   "rm ID",
 		Short: "Remove a preference",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd.Context(), func(m rag.Memory) error {
-				err := m.RemovePreference(cmd.Context(), args[0])
-				if errors.Is(err, rag.ErrNotFound) {
-					return fmt.Errorf("no preference with id %q (see ragmem prefs list)", args[0])
-				}
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(g.stdout, "removed", args[0])
-				return nil
-			})
-		},
+		RunE: g.onStore(func(ctx context.Context, m rag.Memory, args []string) error {
+			err := m.RemovePreference(ctx, args[0])
+			if errors.Is(err, rag.ErrNotFound) {
+				return fmt.Errorf("no preference with id %q (see ragmem prefs list)", args[0])
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(g.stdout, "removed", args[0])
+			return nil
+		}),
 	}
-	clear := &cobra.Command{
+}
+
+func newPrefsClearCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:   "clear",
 		Short: "Remove every preference",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd.Context(), func(m rag.Memory) error {
-				n, err := m.ClearPreferences(cmd.Context())
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(g.stdout, "removed %d preferences\n", n)
-				return nil
-			})
-		},
+		RunE: g.onStore(func(ctx context.Context, m rag.Memory, _ []string) error {
+			n, err := m.ClearPreferences(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "removed %d preferences\n", n)
+			return nil
+		}),
 	}
+}
+
+func newPrefsDetectCmd(g *globals) *cobra.Command {
 	var save bool
 	detect := &cobra.Command{
 		Use:     "detect MESSAGE...",
@@ -126,6 +139,5 @@ func newPrefsCmd(g *globals) *cobra.Command {
 		},
 	}
 	detect.Flags().BoolVar(&save, "save", false, "store the detected preference")
-	cmd.AddCommand(list, add, rm, clear, detect)
-	return cmd
+	return detect
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ingest"
 	"github.com/ragmem/ragmem/internal/memory"
 	"github.com/ragmem/ragmem/internal/reserved"
 	"github.com/ragmem/ragmem/rag"
@@ -84,10 +85,10 @@ func newSearchCmd(g *globals) *cobra.Command {
 					return writeJSON(g.stdout, out)
 				}
 				if out.Degraded != "" {
-					fmt.Fprintf(g.stderr, "ragmem: answered by %s search: %s\n", out.Mode, out.Degraded)
+					fmt.Fprintf(g.Stderr, "ragmem: answered by %s search: %s\n", out.Mode, out.Degraded)
 				}
 				if out.RerankSkipped != "" {
-					fmt.Fprintf(g.stderr, "ragmem: results in fused order: %s\n", out.RerankSkipped)
+					fmt.Fprintf(g.Stderr, "ragmem: results in fused order: %s\n", out.RerankSkipped)
 				}
 				printResults(g.stdout, out.Results, group)
 				return nil
@@ -206,7 +207,7 @@ func searchFilter(filter, source string) (*rag.Expr, error) {
 		if dir {
 			p := u
 			if strings.HasPrefix(u, "file:") {
-				p = underURL(u)
+				p = ingest.UnderURL(u)
 			}
 			e = rag.SourceUnder(p)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ownerd"
 	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -27,7 +28,7 @@ type statusReport struct {
 	Clients     []owner.Attached `json:"clients,omitempty"`
 	Connections int              `json:"connections,omitempty"`
 	Refused     int              `json:"refused,omitempty"`
-	Store       *ownerExtra      `json:"store,omitempty"`
+	Store       *ownerd.Extra    `json:"store,omitempty"`
 	PID         int              `json:"pid,omitempty"` // the process holding the lock, for starting
 	Note        string           `json:"note"`
 }
@@ -59,7 +60,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 }
 
 func (g *globals) ownerStatus(ctx context.Context) (*statusReport, error) {
-	dir, err := g.dataDir()
+	dir, err := g.DataDir()
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +78,7 @@ func (g *globals) ownerStatus(ctx context.Context) (*statusReport, error) {
 		}
 		rep.State, rep.Owner, rep.Clients, rep.Connections, rep.Refused = "running", &st.Owner, st.Clients, st.Connections, st.Refused
 		if len(st.Extra) > 0 {
-			var ex ownerExtra
+			var ex ownerd.Extra
 			if json.Unmarshal(st.Extra, &ex) == nil {
 				rep.Store = &ex
 			}
@@ -134,7 +135,7 @@ func alive(pid int) bool {
 // describeHolder names the process that owns dir, for error messages.
 func describeHolder(dir string) string {
 	if in, err := owner.ReadInfo(dir); err == nil {
-		return fmt.Sprintf("pid %d (%s)", in.PID, describeKind(in.Kind, in.Command))
+		return fmt.Sprintf("pid %d (%s)", in.PID, ownerd.DescribeKind(in.Kind, in.Command))
 	}
 	if pid := owner.LockHolder(dir); pid > 0 {
 		return fmt.Sprintf("pid %d", pid)
@@ -148,7 +149,7 @@ func printStatus(g *globals, rep *statusReport) {
 	switch rep.State {
 	case "running":
 		in := rep.Owner
-		fmt.Fprintf(w, "owner           pid %d: %s, since %s (%s), version %s\n", in.PID, describeKind(in.Kind, in.Command),
+		fmt.Fprintf(w, "owner           pid %d: %s, since %s (%s), version %s\n", in.PID, ownerd.DescribeKind(in.Kind, in.Command),
 			in.Since.Local().Format("2006-01-02 15:04:05"), rag.RelativeTime(in.Since, time.Now()), in.Version)
 		fmt.Fprintf(w, "socket          %s\n", in.Socket)
 		if in.HTTP != "" {
@@ -172,7 +173,7 @@ func printStatus(g *globals, rep *statusReport) {
 		}
 	case "stale", "starting":
 		if rep.Owner != nil {
-			fmt.Fprintf(w, "owner           pid %d: %s, since %s\n", rep.Owner.PID, describeKind(rep.Owner.Kind, rep.Owner.Command), rep.Owner.Since.Local().Format("2006-01-02 15:04:05"))
+			fmt.Fprintf(w, "owner           pid %d: %s, since %s\n", rep.Owner.PID, ownerd.DescribeKind(rep.Owner.Kind, rep.Owner.Command), rep.Owner.Since.Local().Format("2006-01-02 15:04:05"))
 		}
 	}
 	fmt.Fprintf(w, "state           %s: %s\n", rep.State, rep.Note)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ingest"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/units"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -34,7 +36,7 @@ func newRmCmd(g *globals) *cobra.Command {
 				if dir {
 					// Knowledge only: the memory files of a folder belong to
 					// the memory store (rag.ErrReserved).
-					srcs, err := allSources(ctx, m, []string{rag.DocKnowledge}, rag.SourceUnder(underURL(u)))
+					srcs, err := ingest.AllSources(ctx, m, []string{rag.DocKnowledge}, rag.SourceUnder(ingest.UnderURL(u)))
 					if err != nil {
 						return err
 					}
@@ -80,9 +82,9 @@ func sourceArg(arg string) (string, bool) {
 		}
 		// A path that no longer exists: a file, or a folder when it ends
 		// with a separator.
-		return fileURL(arg), strings.HasSuffix(arg, "/") || strings.HasSuffix(arg, string(filepath.Separator))
+		return ingest.FileURL(arg), strings.HasSuffix(arg, "/") || strings.HasSuffix(arg, string(filepath.Separator))
 	}
-	return fileURL(arg), st.IsDir()
+	return ingest.FileURL(arg), st.IsDir()
 }
 
 func newStatsCmd(g *globals) *cobra.Command {
@@ -100,13 +102,13 @@ func newStatsCmd(g *globals) *cobra.Command {
 				if asJSON {
 					return writeJSON(g.stdout, st)
 				}
-				dir, _ := g.dataDir()
+				dir, _ := g.DataDir()
 				fmt.Fprintf(g.stdout, "data directory       %s\n", dir)
 				fmt.Fprintf(g.stdout, "documents            %d\n", st.DocumentCount)
 				fmt.Fprintf(g.stdout, "chunks               %d\n", st.ChunkCount)
 				fmt.Fprintf(g.stdout, "preferences          %d\n", st.PreferenceCount)
 				fmt.Fprintf(g.stdout, "memories             %d\n", st.MemoryCount)
-				fmt.Fprintf(g.stdout, "index size           %s\n", humanBytes(st.IndexSizeBytes))
+				fmt.Fprintf(g.stdout, "index size           %s\n", units.Bytes(st.IndexSizeBytes))
 				last := "never (in this process)"
 				if !st.LastSyncTime.IsZero() {
 					last = st.LastSyncTime.Format(time.RFC3339)
@@ -136,7 +138,7 @@ func newSourcesCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(cmd.Context(), func(m rag.Memory) error {
-				srcs, total, err := listSources(cmd.Context(), m, types, nil, offset, limit)
+				srcs, total, err := ingest.ListSources(cmd.Context(), m, types, nil, offset, limit)
 				if err != nil {
 					return err
 				}
@@ -160,17 +162,4 @@ func newSourcesCmd(g *globals) *cobra.Command {
 	f.IntVar(&limit, "limit", 100, "list at most this many sources (0: all)")
 	f.StringSliceVar(&types, "types", []string{rag.DocKnowledge}, "document types: knowledge, memory, preference")
 	return cmd
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

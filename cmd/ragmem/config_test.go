@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/settings"
 	"github.com/ragmem/ragmem/index"
 )
 
@@ -47,15 +48,15 @@ func TestParseConfigErrors(t *testing.T) {
 		{"openai:\n  headers: [a]\n", `:2: openai.headers: want a mapping of names to values`},
 	}
 	for _, c := range cases {
-		_, _, err := parseConfig([]byte(c.yaml))
+		_, _, err := configSchema.Parse([]byte(c.yaml))
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
-			t.Errorf("parseConfig(%q) = %v, want an error starting %q", c.yaml, err, c.want)
+			t.Errorf("Parse(%q) = %v, want an error starting %q", c.yaml, err, c.want)
 		}
 	}
 }
 
 func TestParseConfigValues(t *testing.T) {
-	vals, _, err := parseConfig([]byte(`
+	vals, _, err := configSchema.Parse([]byte(`
 # comment
 dir: ~/mem
 embedder: openai:nomic-embed-text,dim=768
@@ -81,21 +82,21 @@ memories: null
 		t.Fatal(err)
 	}
 	home, _ := os.UserHomeDir()
-	if v := vals["dir"]; v.scalar != filepath.Join(home, "mem") || v.line != 3 {
+	if v := vals["dir"]; v.Scalar != filepath.Join(home, "mem") || v.Line != 3 {
 		t.Errorf("dir %+v", v)
 	}
-	if v := vals["serve.allow_origin"]; len(v.list) != 2 || v.list[1] != "moz-extension://def" || v.line != 16 {
+	if v := vals["serve.allow_origin"]; len(v.List) != 2 || v.List[1] != "moz-extension://def" || v.Line != 16 {
 		t.Errorf("allow_origin %+v", v)
 	}
-	if v := vals["openai.headers"]; v.m["X-Org"] != "team" {
+	if v := vals["openai.headers"]; v.Map["X-Org"] != "team" {
 		t.Errorf("headers %+v", v)
 	}
 	if _, ok := vals["memories"]; ok {
 		t.Errorf("null value kept")
 	}
 	for _, empty := range []string{"", "# only a comment\n", "---\n"} {
-		if vals, _, err := parseConfig([]byte(empty)); err != nil || len(vals) != 0 {
-			t.Errorf("parseConfig(%q) = %v, %v", empty, vals, err)
+		if vals, _, err := configSchema.Parse([]byte(empty)); err != nil || len(vals) != 0 {
+			t.Errorf("Parse(%q) = %v, %v", empty, vals, err)
 		}
 	}
 }
@@ -103,7 +104,7 @@ memories: null
 // TestConfigTemplateAndREADMEExample parse what `config init` writes and the
 // example file of docs/configuration.md.
 func TestConfigTemplateAndREADMEExample(t *testing.T) {
-	if _, _, err := parseConfig([]byte(configTemplate)); err != nil {
+	if _, _, err := configSchema.Parse([]byte(configTemplate)); err != nil {
 		t.Errorf("template: %v", err)
 	}
 	// Uncommented, the template's settings are valid too.
@@ -114,7 +115,7 @@ func TestConfigTemplateAndREADMEExample(t *testing.T) {
 		}
 		b.WriteString(line + "\n")
 	}
-	vals, _, err := parseConfig([]byte(b.String()))
+	vals, _, err := configSchema.Parse([]byte(b.String()))
 	if err != nil {
 		t.Errorf("uncommented template: %v\n%s", err, b.String())
 	} else if len(vals) < 20 {
@@ -128,7 +129,7 @@ func TestConfigTemplateAndREADMEExample(t *testing.T) {
 	if m == nil {
 		t.Fatal("docs/configuration.md has no example config file (a yaml block starting with # ~/.config/ragmem/config.yaml)")
 	}
-	if vals, _, err := parseConfig(m[1]); err != nil || len(vals) == 0 {
+	if vals, _, err := configSchema.Parse(m[1]); err != nil || len(vals) == 0 {
 		t.Errorf("docs/configuration.md example: %v, %d settings", err, len(vals))
 	}
 }
@@ -139,9 +140,9 @@ func TestConfigKeysDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range allKeys() {
-		if !strings.Contains(string(doc), "`"+k.name+"`") {
-			t.Errorf("docs/configuration.md does not list the config key %s", k.name)
+	for _, k := range configSchema.Keys() {
+		if !strings.Contains(string(doc), "`"+k.Name+"`") {
+			t.Errorf("docs/configuration.md does not list the config key %s", k.Name)
 		}
 	}
 }
@@ -164,7 +165,7 @@ func showSettings(t *testing.T, args ...string) map[string][2]string {
 	out := mustRun(t, append(args, "config", "show", "--json")...)
 	var res struct {
 		ConfigFile map[string]string `json:"configFile"`
-		Settings   []settingRow      `json:"settings"`
+		Settings   []settings.Row    `json:"settings"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -193,11 +194,11 @@ func TestConfigPrecedence(t *testing.T) {
 	mustRun(t, "--dir", store, "--embedder", "openai:m,concurrency=2", "--base-url", srv.URL+"/v1", "index", docs)
 
 	s := showSettings(t, "--dir", store)
-	if s["embedder"] != [2]string{"openai:m,concurrency=2,dim=64,base=" + srv.URL + "/v1", srcStore} ||
-		s["embedder.concurrency"] != [2]string{"2", srcStore} || s["openai.base_url"] != [2]string{srv.URL + "/v1", srcStore} {
+	if s["embedder"] != [2]string{"openai:m,concurrency=2,dim=64,base=" + srv.URL + "/v1", settings.SrcStore} ||
+		s["embedder.concurrency"] != [2]string{"2", settings.SrcStore} || s["openai.base_url"] != [2]string{srv.URL + "/v1", settings.SrcStore} {
 		t.Errorf("store level: %v %v %v", s["embedder"], s["embedder.concurrency"], s["openai.base_url"])
 	}
-	if s["openai.api_key"] != [2]string{"(not set)", srcDefault} || s["backend"] != [2]string{"local", srcDefault} {
+	if s["openai.api_key"] != [2]string{"(not set)", settings.SrcDefault} || s["backend"] != [2]string{"local", settings.SrcDefault} {
 		t.Errorf("defaults: %v %v", s["openai.api_key"], s["backend"])
 	}
 
@@ -215,8 +216,8 @@ serve:
 `, 0o600)
 	s = showSettings(t, "--config", cfg, "--dir", store, "--backend", "local")
 	if s["embedder.concurrency"] != [2]string{"3", cfg + ":8"} || s["openai.base_url"] != [2]string{"http://config.example/v1", cfg + ":5"} ||
-		s["openai.api_key"] != [2]string{redacted, cfg + ":7"} || s["embedder"][1] != cfg+":3" || s["embedder.retries"] != [2]string{"2", cfg + ":3"} ||
-		s["embedder.dim"] != [2]string{"64", srcStore} {
+		s["openai.api_key"] != [2]string{"[redacted]", cfg + ":7"} || s["embedder"][1] != cfg+":3" || s["embedder.retries"] != [2]string{"2", cfg + ":3"} ||
+		s["embedder.dim"] != [2]string{"64", settings.SrcStore} {
 		t.Errorf("config over store: %v %v %v %v %v", s["embedder"], s["embedder.concurrency"], s["openai.base_url"], s["openai.api_key"], s["embedder.retries"])
 	}
 	if s["dir"] != [2]string{store, "--dir"} || s["backend"] != [2]string{"local", "--backend"} {
@@ -236,7 +237,7 @@ serve:
 		t.Errorf("environment over config: %v", s)
 	}
 	// The store's own options still complete a spec that names its model.
-	if s["embedder.dim"] != [2]string{"64", srcStore} {
+	if s["embedder.dim"] != [2]string{"64", settings.SrcStore} {
 		t.Errorf("dim %v", s["embedder.dim"])
 	}
 
@@ -245,7 +246,7 @@ serve:
 	}
 	s = showSettings(t, "--config", cfg, "--dir", store, "--embedder", "openai:m,concurrency=7,retries=4", "--base-url", "http://flag.example/v1", "--api-key", "sk-flag-2222")
 	if s["embedder.concurrency"] != [2]string{"7", "--embedder"} || s["openai.base_url"] != [2]string{"http://flag.example/v1", "--base-url"} ||
-		s["openai.api_key"] != [2]string{redacted, "--api-key"} || s["embedder.retries"] != [2]string{"4", "--embedder"} {
+		s["openai.api_key"] != [2]string{"[redacted]", "--api-key"} || s["embedder.retries"] != [2]string{"4", "--embedder"} {
 		t.Errorf("flags over environment: %v %v %v", s["embedder.concurrency"], s["openai.base_url"], s["openai.api_key"])
 	}
 	out := mustRun(t, "--config", cfg, "--dir", store, "--api-key", "sk-flag-2222", "config", "show")
@@ -398,11 +399,11 @@ func FuzzParseConfig(f *testing.F) {
 			select {
 			case <-done:
 			case <-time.After(5 * time.Second):
-				panic(fmt.Sprintf("parseConfig(%q) takes more than 5 s", data))
+				panic(fmt.Sprintf("Parse(%q) takes more than 5 s", data))
 			}
 		}()
 		defer close(done)
-		vals, keys, err := parseConfig([]byte(data))
+		vals, keys, err := configSchema.Parse([]byte(data))
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), ":") {
 				t.Fatalf("error %q does not start with ':' (file:line: ...)", err)
@@ -414,7 +415,7 @@ func FuzzParseConfig(f *testing.F) {
 				t.Fatalf("unknown key %q accepted", name)
 			}
 		}
-		again, _, err := parseConfig([]byte(data))
+		again, _, err := configSchema.Parse([]byte(data))
 		if err != nil || len(again) != len(vals) {
 			t.Fatalf("not deterministic: %v", err)
 		}

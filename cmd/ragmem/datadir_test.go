@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/settings"
 	"github.com/spf13/cobra"
 )
 
@@ -19,9 +20,9 @@ func TestEveryCommandHasADirPolicy(t *testing.T) {
 		if c.Runnable() && c.HasParent() {
 			p := c.CommandPath()
 			seen[p] = true
-			_, listed := dirPolicies[p]
-			if listed == dirNoPolicy[p] {
-				t.Errorf("%s: listed in dirPolicies %v and in dirNoPolicy %v; want exactly one", p, listed, dirNoPolicy[p])
+			_, listed := settings.DirPolicies[p]
+			if listed == settings.DirNoPolicy[p] {
+				t.Errorf("%s: listed in settings.DirPolicies %v and in settings.DirNoPolicy %v; want exactly one", p, listed, settings.DirNoPolicy[p])
 			}
 		}
 		for _, s := range c.Commands() {
@@ -29,14 +30,14 @@ func TestEveryCommandHasADirPolicy(t *testing.T) {
 		}
 	}
 	walk(newRootCmd())
-	for p := range dirPolicies {
+	for p := range settings.DirPolicies {
 		if !seen[p] {
-			t.Errorf("dirPolicies names %q, which is no command", p)
+			t.Errorf("settings.DirPolicies names %q, which is no command", p)
 		}
 	}
-	for p := range dirNoPolicy {
+	for p := range settings.DirNoPolicy {
 		if !seen[p] {
-			t.Errorf("dirNoPolicy names %q, which is no command", p)
+			t.Errorf("settings.DirNoPolicy names %q, which is no command", p)
 		}
 	}
 }
@@ -50,7 +51,7 @@ func TestRemoteBackendNeedsNoLocalStore(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", home)
 	t.Setenv("RAGMEM_DIR", "")
 	_, stderr, err := runCLI(t, "--backend", "weaviate", "--weaviate-url", "http://127.0.0.1:1", "stats")
-	if err == nil || errors.Is(err, errNoStore) || strings.Contains(err.Error()+stderr, "no store") {
+	if err == nil || errors.Is(err, settings.ErrNoStore) || strings.Contains(err.Error()+stderr, "no store") {
 		t.Fatalf("stats on weaviate: %v\n%s", err, stderr)
 	}
 	if fi, err := os.Stat(filepath.Join(home, "ragmem")); err != nil || !fi.IsDir() {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ingest"
 	"github.com/ragmem/ragmem/index"
 )
 
@@ -82,7 +83,7 @@ func TestIndexFolderSync(t *testing.T) {
 	}
 	// PDF, DOCX and EPUB: their titles, and their structure as heading paths.
 	for _, name := range []string{"guide.pdf", "guide.docx", "guide.epub"} {
-		if s := srcs[fileURL(filepath.Join(docs, "books", name))]; s.Title != "The Otter Field Guide" {
+		if s := srcs[ingest.FileURL(filepath.Join(docs, "books", name))]; s.Title != "The Otter Field Guide" {
 			t.Errorf("%s title %q", name, s.Title)
 		}
 		out := mustRun(t, "--dir", dir, "search", "--json", "--source", filepath.Join(docs, "books", name), "holts dens")
@@ -91,11 +92,11 @@ func TestIndexFolderSync(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"ignored.log.md", "drafts/wip.md", "build/out.md", "ls.txt", "empty.md"} {
-		if _, ok := srcs[fileURL(filepath.Join(docs, name))]; ok {
+		if _, ok := srcs[ingest.FileURL(filepath.Join(docs, name))]; ok {
 			t.Errorf("%s was indexed", name)
 		}
 	}
-	if s := srcs[fileURL(filepath.Join(docs, "bom.md"))]; s.Title != "Byte Order" {
+	if s := srcs[ingest.FileURL(filepath.Join(docs, "bom.md"))]; s.Title != "Byte Order" {
 		t.Errorf("BOM file title %q", s.Title)
 	}
 	// The BOM file's chunk has its heading path.
@@ -136,7 +137,7 @@ func TestIndexFolderSync(t *testing.T) {
 		t.Fatalf("second run %q\n%s", out, stderr)
 	}
 	srcs = sourcesOf(t, dir)
-	if _, ok := srcs[fileURL(filepath.Join(docs, "gone.md"))]; ok || len(srcs) != 6 {
+	if _, ok := srcs[ingest.FileURL(filepath.Join(docs, "gone.md"))]; ok || len(srcs) != 6 {
 		t.Fatalf("after sync: %v", keys(srcs))
 	}
 	// --keep-missing keeps them.
@@ -147,7 +148,7 @@ func TestIndexFolderSync(t *testing.T) {
 	if strings.Contains(out, "removed") {
 		t.Fatalf("--keep-missing removed: %q", out)
 	}
-	if _, ok := sourcesOf(t, dir)[fileURL(filepath.Join(docs, "later.md"))]; !ok {
+	if _, ok := sourcesOf(t, dir)[ingest.FileURL(filepath.Join(docs, "later.md"))]; !ok {
 		t.Fatalf("--keep-missing lost later.md")
 	}
 	// rm takes a path, relative or absolute, and a folder.
@@ -286,7 +287,7 @@ func testIndexWatch(t *testing.T, served bool) {
 	if len(srcs) != 1 {
 		t.Fatalf("after watching: %v\nout:\n%s", keys(srcs), out.String())
 	}
-	if _, ok := srcs[fileURL(filepath.Join(docs, "b.md"))]; !ok {
+	if _, ok := srcs[ingest.FileURL(filepath.Join(docs, "b.md"))]; !ok {
 		t.Fatalf("b.md missing: %v", keys(srcs))
 	}
 }

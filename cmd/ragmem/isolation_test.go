@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ingest"
 	"github.com/ragmem/ragmem/internal/hostile"
 )
 
@@ -189,7 +188,7 @@ func TestWatchSurvivesAHostileFile(t *testing.T) {
 	if code, took := p.wait(t, 10*time.Second); code != 0 || took > 2*time.Second {
 		t.Errorf("watch stopped with %d after %s on SIGTERM\n%s", code, took, p.errOut())
 	}
-	if _, ok := sourcesOf(t, dir)[fileURL(filepath.Join(docs, "after.md"))]; !ok {
+	if _, ok := sourcesOf(t, dir)[ingest.FileURL(filepath.Join(docs, "after.md"))]; !ok {
 		t.Errorf("after.md not indexed")
 	}
 }
@@ -241,57 +240,6 @@ func TestInterruptStopsIndex(t *testing.T) {
 	}
 }
 
-// TestInterruptible: the first signal cancels the command's context; a
-// command that does not return within the grace is ended, as it is at a
-// second signal.
-func TestInterruptible(t *testing.T) {
-	old := time.Duration(interruptGrace.Load())
-	defer setInterruptGrace(old)
-	setInterruptGrace(300 * time.Millisecond)
-	for _, twice := range []bool{false, true} {
-		var stderr bytes.Buffer
-		var mu sync.Mutex
-		exited := make(chan int, 1)
-		ctx, stop := interruptible(context.Background(), &lockedWriter{mu: &mu, w: &stderr}, func(code int) { exited <- code })
-		if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(5 * time.Second):
-			t.Fatal("SIGTERM did not cancel the context")
-		}
-		if !errors.Is(context.Cause(ctx), errInterrupted) || interrupted(ctx) == nil || interrupted(ctx).name != "SIGTERM" {
-			t.Errorf("cause %v, signal %+v", context.Cause(ctx), interrupted(ctx))
-		}
-		start := time.Now()
-		if twice {
-			if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-				t.Fatal(err)
-			}
-		}
-		select {
-		case code := <-exited:
-			took := time.Since(start)
-			mu.Lock()
-			msg := stderr.String()
-			mu.Unlock()
-			if code != 143 {
-				t.Errorf("exit %d", code)
-			}
-			if twice && (took > 200*time.Millisecond || !strings.Contains(msg, "interrupted again (SIGINT); exiting now")) {
-				t.Errorf("second signal: exit after %s: %q", took, msg)
-			}
-			if !twice && (took < 250*time.Millisecond || !strings.Contains(msg, "interrupted (SIGTERM); not stopped after 300ms, exiting now")) {
-				t.Errorf("grace: exit after %s: %q", took, msg)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("no exit after the grace")
-		}
-		stop()
-	}
-}
-
 // childProcesses lists the child processes of pid (Linux).
 func childProcesses(pid int) []int {
 	var out []int
@@ -322,14 +270,14 @@ func TestStoppedReaderKeepsTheIndexedVersion(t *testing.T) {
 	writeFile(t, path, string(guide))
 	notes(t, docs, 1)
 	mustRun(t, "--dir", dir, "index", docs)
-	if _, ok := sourcesOf(t, dir)[fileURL(path)]; !ok {
+	if _, ok := sourcesOf(t, dir)[ingest.FileURL(path)]; !ok {
 		t.Fatal("guide.pdf not indexed")
 	}
 	out, stderr, err := runCLI(t, "--dir", dir, "index", "--document-timeout", "1ns", docs)
 	if err != nil || !strings.Contains(stderr, "guide.pdf: skipped: the PDF parser exceeded 1ns") || strings.Contains(out, "removed") {
 		t.Fatalf("stopped: %v\n%s\n%s", err, out, stderr)
 	}
-	if _, ok := sourcesOf(t, dir)[fileURL(path)]; !ok {
+	if _, ok := sourcesOf(t, dir)[ingest.FileURL(path)]; !ok {
 		t.Fatal("guide.pdf removed after its reader was stopped")
 	}
 	writeFile(t, path, "%PDF-1.4\nnot a PDF any more")
@@ -337,7 +285,7 @@ func TestStoppedReaderKeepsTheIndexedVersion(t *testing.T) {
 	if err != nil || !strings.Contains(stderr, "guide.pdf: skipped: the document is damaged") || !strings.Contains(out, "1 removed") {
 		t.Fatalf("damaged: %v\n%s\n%s", err, out, stderr)
 	}
-	if _, ok := sourcesOf(t, dir)[fileURL(path)]; ok {
+	if _, ok := sourcesOf(t, dir)[ingest.FileURL(path)]; ok {
 		t.Fatal("the damaged guide.pdf's old version kept")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/interrupt"
 	"github.com/ragmem/ragmem/internal/sandbox"
 )
 
@@ -24,18 +25,18 @@ func main() {
 	// A child process reading one document (internal/docread) runs that
 	// and exits here, before anything else.
 	sandbox.Main()
-	ctx, stop := interruptible(context.Background(), os.Stderr, os.Exit)
+	ctx, stop := interrupt.Notify(context.Background(), os.Stderr, os.Exit)
 	defer stop()
 	root := newRootCmd()
 	err := root.ExecuteContext(ctx)
-	if sig := interrupted(ctx); sig != nil && (errors.Is(err, context.Canceled) || errors.Is(err, errInterrupted)) {
+	if sig := interrupt.Caught(ctx); sig != nil && (errors.Is(err, context.Canceled) || errors.Is(err, interrupt.ErrInterrupted)) {
 		// Ctrl-C or SIGTERM cut the command short: what was acknowledged
 		// is written; say so and exit as a program stopped by that signal
 		// does. (A command that stops on a signal as its way to end, such
 		// as serve or index --watch, returns nil and exits 0.)
-		fmt.Fprintf(os.Stderr, "ragmem: interrupted (%s)\n", sig.name)
+		fmt.Fprintf(os.Stderr, "ragmem: interrupted (%s)\n", sig.Name)
 		stop()
-		os.Exit(128 + sig.number)
+		os.Exit(128 + sig.Number)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ragmem: "+oneLine(err))

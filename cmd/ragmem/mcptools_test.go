@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ownerd"
 )
 
 // toolTable reads the MCP tool tables of a Markdown file: rows "| `name` |
@@ -67,13 +68,13 @@ func properties(t *testing.T, tool *mcp.Tool) []string {
 // lists exactly them, and every input it and docs/memory.md name is one
 // the tool takes.
 func TestMCPToolsListedEverywhere(t *testing.T) {
-	set, err := registeredMCPTools(context.Background())
+	set, err := ownerd.RegisteredMCPTools(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := set.all()
-	if len(all) < 14 || len(set.readOnly) == 0 || len(set.writes) == 0 || len(set.withLLM) != 1 {
-		t.Fatalf("tools: %d read-only, %d writes, %d with a chat model", len(set.readOnly), len(set.writes), len(set.withLLM))
+	all := set.All()
+	if len(all) < 14 || len(set.ReadOnly) == 0 || len(set.Writes) == 0 || len(set.WithLLM) != 1 {
+		t.Fatalf("tools: %d read-only, %d writes, %d with a chat model", len(set.ReadOnly), len(set.Writes), len(set.WithLLM))
 	}
 	byName := map[string]*mcp.Tool{}
 	for _, tool := range all {

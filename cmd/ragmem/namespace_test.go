@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ingest"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ownerd"
 	"github.com/ragmem/ragmem/internal/server"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -42,7 +44,7 @@ func TestNamespacesCLI(t *testing.T) {
 	writeFile(t, plain, "# Herons\n\nHerons wade in shallow water.\n")
 	mustRun(t, "--dir", dir, "index", plain)
 	mustRun(t, "--dir", dir, "--namespace", "alice", "index", secret)
-	secretURL := fileURL(secret)
+	secretURL := ingest.FileURL(secret)
 
 	if got := searchURLs(t, "--dir", dir, "--namespace", "alice", "search", "quartz key flowerpot"); !slices.Contains(got, secretURL) {
 		t.Fatalf("alice cannot find her note: %v", got)
@@ -58,11 +60,11 @@ func TestNamespacesCLI(t *testing.T) {
 	}
 	t.Setenv("RAGMEM_NAMESPACE", "")
 
-	var list []NamespaceInfo
+	var list []ownerd.NamespaceInfo
 	if err := json.Unmarshal([]byte(mustRun(t, "--dir", dir, "namespaces", "--json")), &list); err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]NamespaceInfo{}
+	byName := map[string]ownerd.NamespaceInfo{}
 	for _, n := range list {
 		byName[n.Name] = n
 	}
@@ -102,11 +104,7 @@ func TestNamespacesCLI(t *testing.T) {
 // token; rm --filter, attrs set, check and namespaces work there too; and
 // `ragmem mcp --namespace` serves that namespace only.
 func TestNamespacesThroughOwner(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	dir := t.TempDir()
-	stopOwnerAtEnd(t, dir)
+	dir := processTestDir(t, false)
 	// Tokens made before the server starts (it re-reads the file at most
 	// once a second).
 	alice := strings.TrimSpace(mustRun(t, "--dir", dir, "token", "rotate", "--namespace", "alice"))
@@ -181,16 +179,16 @@ func TestNamespacesThroughOwner(t *testing.T) {
 		}
 		return us
 	}
-	if !d.DryRun || d.Removed != 3 || !slices.Equal(urls(d), urls(r)) || slices.Contains(urls(r), fileURL(n1)) {
+	if !d.DryRun || d.Removed != 3 || !slices.Equal(urls(d), urls(r)) || slices.Contains(urls(r), ingest.FileURL(n1)) {
 		t.Fatalf("dry run %+v, removal %+v", d, r)
 	}
-	if got := search(alice); !slices.Equal(got, []string{fileURL(n1)}) {
+	if got := search(alice); !slices.Equal(got, []string{ingest.FileURL(n1)}) {
 		t.Fatalf("after rm --filter alice finds %v", got)
 	}
 	if out := cli("--namespace", "alice", "check", "--json"); !strings.Contains(out, `"consistent": true`) {
 		t.Fatalf("check: %s", out)
 	}
-	var list []NamespaceInfo
+	var list []ownerd.NamespaceInfo
 	if err := json.Unmarshal([]byte(cli("namespaces", "--json")), &list); err != nil {
 		t.Fatal(err)
 	}

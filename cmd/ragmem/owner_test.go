@@ -32,6 +32,22 @@ func processGone(pid int) bool {
 	return len(f) > 0 && f[0] == "Z"
 }
 
+// processTestDir starts a test that starts ragmem processes (skipped with
+// -short; run in parallel when parallel says so): a data directory whose
+// owner is stopped when the test ends.
+func processTestDir(t *testing.T, parallel bool) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	if parallel {
+		t.Parallel()
+	}
+	dir := t.TempDir()
+	stopOwnerAtEnd(t, dir)
+	return dir
+}
+
 // stopOwnerAtEnd stops, when the test ends and before its directories go,
 // whatever process owns dir then (a background owner the test started,
 // even one still starting), and waits for it to exit. Register it after

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ragmem/ragmem/rag"
 	"io"
 	"log/slog"
 	"net"
@@ -18,6 +17,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ownerd"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/settings"
+	"github.com/ragmem/ragmem/rag"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -71,8 +74,8 @@ var httpRoutes = map[string]string{
 	"DELETE /ui/session":          noRecords,
 	"POST " + owner.HandoverPath:  noRecords,
 	"PUT " + rag.URLRulesPath:     noRecords,
-	"POST " + exportPath:          noRecords,
-	"POST " + importPath:          restore,
+	"POST " + ownerd.ExportPath:   noRecords,
+	"POST " + ownerd.ImportPath:   restore,
 }
 
 // mcpTools classifies the MCP tools that are not marked read-only.
@@ -126,7 +129,7 @@ func TestReservedRecordsOnEveryRoute(t *testing.T) {
 
 	// The owner, in this process.
 	ctx := context.Background()
-	g := &globals{dir: dir, stdout: io.Discard, stderr: io.Discard, stdin: strings.NewReader(""), cfg: &config{values: map[string]configValue{}}}
+	g := &globals{Settings: &settings.Settings{Dir: dir, Stderr: io.Discard, Cfg: &settings.File{}}, stdout: io.Discard, stdin: strings.NewReader("")}
 	claim, err := owner.TryClaim(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -136,12 +139,12 @@ func TestReservedRecordsOnEveryRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	run, err := g.startOwner(ctx, claim, ownerConfig{kind: owner.KindServe, command: "test", log: quiet, tcp: ln, mcpTCP: true, memories: memDir,
-		server: &server.Options{RateLimit: -1, Logger: quiet}})
+	run, err := ownerd.Start(ctx, g.Settings, claim, ownerd.Config{Kind: owner.KindServe, Command: "test", Log: quiet, TCP: ln, MCPTCP: true, Memories: memDir,
+		Server: &server.Options{RateLimit: -1, Logger: quiet}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer run.stop()
+	defer run.Stop()
 	base := "http://" + ln.Addr().String()
 	toks, err := server.Tokens(dir)
 	if err != nil || len(toks) == 0 {
@@ -150,12 +153,12 @@ func TestReservedRecordsOnEveryRoute(t *testing.T) {
 	token := toks[0].Secret
 	// The memory store indexes the memory file as the owner opens it.
 	waitUntil(t, func() bool {
-		recs, _ := run.eng.Store().Source(ctx, memURL)
+		recs, _ := run.Engine().Store().Source(ctx, memURL)
 		return len(recs) > 0
 	})
 
 	snapshot := func() string {
-		recs, err := run.eng.Store().Records(ctx, index.Filter{})
+		recs, err := run.Engine().Store().Records(ctx, index.Filter{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +217,7 @@ func TestReservedRecordsOnEveryRoute(t *testing.T) {
 
 	// HTTP: every route of the router is classified.
 	seen := map[string]bool{}
-	for _, p := range run.srv.Routes() {
+	for _, p := range run.Server().Routes() {
 		method, _, hasMethod := strings.Cut(p, " ")
 		if hasMethod && (method == http.MethodGet || method == http.MethodHead) {
 			continue

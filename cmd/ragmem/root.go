@@ -8,51 +8,41 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"runtime"
-	"sync"
 	"time"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/interrupt"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ownerd"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/settings"
+	"github.com/ragmem/ragmem/rag"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/ragmem/ragmem/internal/embed"
-	"github.com/ragmem/ragmem/rag"
 )
 
-// globals are the persistent flags shared by every command, and the
-// settings resolved from them, the environment and the config file.
+// globals are the settings every command shares (the persistent flags,
+// the config file, the environment: internal/settings) and the command's
+// streams.
 type globals struct {
-	dir        string
-	embedder   string
-	baseURL    string
-	apiKey     string
-	configPath string
-	verbose    bool
-	namespace  string // --namespace, else $RAGMEM_NAMESPACE (see namespace.go)
-	maxChunk   int
-	store      backendFlags
-	rerank     rerankFlags
-	stdout     io.Writer
-	stderr     io.Writer
-	stdin      io.Reader
-
-	cfg     *config           // the loaded config file (found false: none)
-	sources map[string]string // config key -> where its value came from, for `config show`
+	*settings.Settings
+	stdout io.Writer
+	stdin  io.Reader
 
 	memoriesFlag string // the agent-memory directory a memory command asked for, served by a cli owner
+}
 
-	// newStoreEmbedder is the embedder a store that records none yet takes
-	// when this process opens it (import: the embedder of the file's
-	// vectors); nil: the flags' or the default.
-	newStoreEmbedder *rag.EmbedderRecord
+// configSchema is the config file's keys: the global ones and the sections
+// of serve's and mcp's flags.
+var configSchema = settings.Schema{Sections: map[string]func() *pflag.FlagSet{
+	"serve": func() *pflag.FlagSet { return newServeCmd(&globals{Settings: &settings.Settings{}}).Flags() },
+	"mcp":   func() *pflag.FlagSet { return newMCPCmd(&globals{Settings: &settings.Settings{}}).Flags() },
+}}
 
-	embMu     sync.Mutex
-	embedders map[string]embed.Embedder // built embedders by spec and secrets, shared by a server's stores
+// newGlobals returns the globals of a command run on the process's streams.
+func newGlobals() *globals {
+	return &globals{Settings: &settings.Settings{Stderr: os.Stderr, Schema: configSchema}, stdout: os.Stdout, stdin: os.Stdin}
 }
 
 func newRootCmd() *cobra.Command {
-	g := &globals{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin}
+	g := newGlobals()
 	root := &cobra.Command{
 		Use:           "ragmem",
 		Short:         "RAG vector memory with hybrid search for agents and browser extensions",
@@ -60,42 +50,42 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			g.stdout, g.stderr, g.stdin = cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin()
+			g.stdout, g.Stderr, g.stdin = cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin()
 			if f := cmd.Flags().Lookup("shutdown-timeout"); f != nil {
 				// serve drains what is in flight for as long as its
-				// --shutdown-timeout says (see interrupt.go).
+				// --shutdown-timeout says (see internal/interrupt).
 				if d, err := time.ParseDuration(f.Value.String()); err == nil {
-					setInterruptGrace(d + time.Second)
+					interrupt.SetGrace(d + time.Second)
 				}
 			}
 			level := slog.LevelWarn
-			if g.verbose {
+			if g.Verbose {
 				level = slog.LevelDebug
 			}
-			slog.SetDefault(slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level})))
-			cfg, err := loadConfig(g.configPath, g.stderr)
+			slog.SetDefault(slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level})))
+			cfg, err := g.Schema.Load(g.ConfigPath, g.Stderr)
 			if err != nil {
-				if cmd.Annotations[annotConfigOptional] != "" {
+				if cmd.Annotations[settings.AnnotConfigOptional] != "" {
 					// config init creates the file --config names: its
 					// absence is no news.
-					if cmd.Annotations[annotConfigOptional] != configCreates || !errors.Is(err, fs.ErrNotExist) {
-						fmt.Fprintf(g.stderr, "ragmem: %v\n", err)
+					if cmd.Annotations[settings.AnnotConfigOptional] != settings.ConfigCreates || !errors.Is(err, fs.ErrNotExist) {
+						fmt.Fprintf(g.Stderr, "ragmem: %v\n", err)
 					}
 					return nil
 				}
 				return err
 			}
-			g.cfg = cfg
-			if err := g.applySettings(cmd); err != nil {
+			g.Cfg = cfg
+			if err := g.Apply(cmd); err != nil {
 				return err
 			}
-			if err := g.resolveNamespace(cmd); err != nil {
+			if err := g.ResolveNamespace(cmd); err != nil {
 				return err
 			}
-			return g.checkDataDir(cmd)
+			return g.CheckDataDir(cmd)
 		},
 	}
-	addGlobalFlags(root.PersistentFlags(), g)
+	g.AddFlags(root.PersistentFlags())
 	root.AddCommand(
 		newIndexCmd(g), newSearchCmd(g), newContextCmd(g), newPrefsCmd(g),
 		newRmCmd(g), newStatsCmd(g), newSourcesCmd(g), newDemoCmd(g),
@@ -108,132 +98,31 @@ func newRootCmd() *cobra.Command {
 	return root
 }
 
-// addGlobalFlags defines the persistent flags of the root command on pf.
-func addGlobalFlags(pf *pflag.FlagSet, g *globals) {
-	pf.StringVar(&g.configPath, "config", "", "config file (default $RAGMEM_CONFIG, else $XDG_CONFIG_HOME/ragmem/config.yaml or ~/.config/ragmem/config.yaml)")
-	pf.StringVar(&g.dir, "dir", "", "data directory (default $RAGMEM_DIR, else the config file's dir, else the user data directory)")
-	pf.StringVar(&g.embedder, "embedder", "", "embedder: lexical (offline default), randproj[:dim=N] (dense test embedder), model2vec:DIR_OR_OWNER/NAME or openai:MODEL[,k=v...] "+
-		"(default $RAGMEM_EMBEDDER, else the config file's, else the one the store records, else lexical)")
-	pf.StringVar(&g.baseURL, "base-url", "", "base URL of an OpenAI-compatible API for openai:MODEL (default $OPENAI_BASE_URL, else the config file's, else the one the store records, else OpenAI)")
-	pf.StringVar(&g.apiKey, "api-key", "", "API key for openai:MODEL (default $OPENAI_API_KEY, or the variable the config file's openai.api_key_env names; else its openai.api_key)")
-	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug information to stderr")
-	pf.IntVar(&g.maxChunk, "max-chunks-per-doc", rag.DefaultMaxChunksPerDocument, "most chunks one document may make; larger ones are refused (0: no limit)")
-	addBackendFlags(pf, &g.store)
-	addRerankFlags(pf, &g.rerank)
-	addNamespaceFlag(pf, g)
+// connect finds the owner of the data directory or becomes it.
+func (g *globals) connect(ctx context.Context) (*ownerd.Store, error) {
+	return ownerd.Connect(ctx, g.Settings, g.memoriesFlag)
 }
 
-// dataDir resolves the data directory: --dir, else $RAGMEM_DIR, else the
-// config file's, else the user data directory.
-func (g *globals) dataDir() (string, error) {
-	if g.dir != "" {
-		return g.dir, nil
-	}
-	if d := os.Getenv("RAGMEM_DIR"); d != "" {
-		return d, nil
-	}
-	if v, ok := g.cfg.get("dir"); ok && v.scalar != "" {
-		return v.scalar, nil
-	}
-	return defaultDataDir()
-}
-
-func defaultDataDir() (string, error) {
-	if x := os.Getenv("XDG_DATA_HOME"); x != "" && runtime.GOOS != "windows" && runtime.GOOS != "darwin" {
-		return filepath.Join(x, "ragmem"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("no data directory: set --dir or $RAGMEM_DIR (%v)", err)
-	}
-	switch runtime.GOOS {
-	case "darwin":
-		return filepath.Join(home, "Library", "Application Support", "ragmem"), nil
-	case "windows":
-		if a := os.Getenv("LocalAppData"); a != "" {
-			return filepath.Join(a, "ragmem"), nil
-		}
-	}
-	return filepath.Join(home, ".local", "share", "ragmem"), nil
-}
-
-// newEmbedder builds the embedder the flags, the environment and the config
-// file name, for commands without a store (bench, eval).
-func (g *globals) newEmbedder() (embed.Embedder, error) {
-	return g.embedderFor(context.Background(), nil)
-}
-
-// open opens the engine in the data directory. The embedder is the one the
-// flags, the environment or the config file name, else the one the store
-// records, else the lexical default.
-func (g *globals) open(ctx context.Context) (*rag.Engine, error) {
-	return g.openWith(ctx, g.newStoreEmbedder)
-}
-
-// openWith is open where a store that records no embedder yet is taken to
-// record fallback (import: the embedder of the file's vectors).
-func (g *globals) openWith(ctx context.Context, fallback *rag.EmbedderRecord) (*rag.Engine, error) {
-	dir, err := g.dataDir()
-	if err != nil {
-		return nil, err
-	}
-	return g.openDir(ctx, dir, fallback, nil, slog.Default(), 0, 0)
-}
-
-// openDir opens the engine of the data directory dir with the backend the
-// flags select, taking a store that records no embedder to record fallback
-// (nil: the flags' or the default), sharing queryCache (nil: the store's
-// own), logging to log, with the quotas of chunks and bytes (0: the
-// defaults; negative: none).
-func (g *globals) openDir(ctx context.Context, dir string, fallback *rag.EmbedderRecord, queryCache *embed.QueryCache, log *slog.Logger, quotaChunks int, quotaBytes int64) (*rag.Engine, error) {
-	be, err := g.store.open(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var choice *embedderChoice
-	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: log, QueryCache: queryCache, MaxChunksPerDocument: g.maxChunksOption(), Config: g.ragConfig(),
-		QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0),
-		EmbedderFor: func(ctx context.Context, rec *rag.EmbedderRecord) (embed.Embedder, error) {
-			if rec == nil {
-				rec = fallback
-			}
-			c, err := g.resolveEmbedder(rec)
-			if err != nil {
-				return nil, err
-			}
-			choice = c
-			return g.buildEmbedder(c)
-		}})
-	if err != nil && choice != nil && errors.Is(err, rag.ErrEmbedderMismatch) {
-		return nil, choice.explainMismatch(err)
-	}
-	return eng, err
-}
-
-// maxChunksOption turns --max-chunks-per-doc into the option: 0 on the
-// command line means no limit.
-func (g *globals) maxChunksOption() int {
-	if g.maxChunk <= 0 {
-		return -1
-	}
-	return g.maxChunk
-}
-
-// withEngine opens the engine of the command's namespace, runs fn and
-// closes the engine, reporting a close error only when fn succeeded.
-func (g *globals) withEngine(ctx context.Context, fn func(*rag.Engine) error) (err error) {
-	dir, err := g.dataDir()
-	if err != nil {
-		return err
-	}
-	eng, err := g.openDir(ctx, g.storeDir(dir), g.newStoreEmbedder, nil, slog.Default(), 0, 0)
+// withStore runs fn on the memory: this process's own store, or the
+// owner's API when another process owns it.
+func (g *globals) withStore(ctx context.Context, fn func(rag.Memory) error) (err error) {
+	s, err := g.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := eng.Close(); err == nil {
+		if cerr := s.Close(); err == nil {
 			err = cerr
 		}
 	}()
-	return fn(eng)
+	return fn(s)
+}
+
+// onStore is a command's RunE that runs fn on the memory (see withStore)
+// with the command's context and arguments.
+func (g *globals) onStore(fn func(ctx context.Context, m rag.Memory, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		return g.withStore(ctx, func(m rag.Memory) error { return fn(ctx, m, args) })
+	}
 }

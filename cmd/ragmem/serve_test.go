@@ -422,19 +422,6 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 	}
 }
 
-func TestParseBytes(t *testing.T) {
-	for in, want := range map[string]int64{"10MiB": 10 << 20, "512KiB": 512 << 10, "1GiB": 1 << 30, "2048": 2048, " 3 MB ": 3e6} {
-		if got, err := parseBytes("--max-body", in); err != nil || got != want {
-			t.Errorf("%q: %d %v", in, got, err)
-		}
-	}
-	for _, bad := range []string{"", "-1", "0", "ten", "1.5MiB", "99999999999GiB"} {
-		if _, err := parseBytes("--max-body", bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
-
 func TestTokenCommands(t *testing.T) {
 	dir := t.TempDir()
 	if _, _, err := runCLI(t, "--dir", dir, "token", "show"); err == nil {

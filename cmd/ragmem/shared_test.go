@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ragmem/ragmem/rag"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ingest"
+	"github.com/ragmem/ragmem/rag"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -123,12 +125,7 @@ func visibleWithin(t *testing.T, what string, limit time.Duration, found func() 
 // write is visible to every other client (the CLI, MCP, the HTTP API of
 // the extension) within a second.
 func TestOutsideScenario(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	t.Parallel()
-	dir := t.TempDir()
-	stopOwnerAtEnd(t, dir)
+	dir := processTestDir(t, true)
 	s := startServe(t, dir)
 	defer s.stop()
 	files := t.TempDir()
@@ -204,7 +201,7 @@ func TestOutsideScenario(t *testing.T) {
 			return code == 0 && strings.Contains(out, url)
 		}
 	}
-	fileURL := fileURL(file)
+	fileURL := ingest.FileURL(file)
 	limit := time.Second
 	visibleWithin(t, "the CLI's file to MCP", limit, mcpFinds("cloves", fileURL))
 	visibleWithin(t, "the CLI's file to the HTTP API", limit, apiFinds("cloves", fileURL))
@@ -242,12 +239,7 @@ func TestOutsideScenario(t *testing.T) {
 // server and checks the store: consistent, and every acknowledged write in
 // it.
 func TestMixedWorkload(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	t.Parallel()
-	dir := t.TempDir()
-	stopOwnerAtEnd(t, dir)
+	dir := processTestDir(t, true)
 	s := startServe(t, dir)
 	m1, m2 := startMCP(t, dir), startMCP(t, dir)
 	files := t.TempDir()
@@ -326,7 +318,7 @@ func TestMixedWorkload(t *testing.T) {
 		if code != 0 {
 			return fmt.Errorf("index: %s %s", out, stderr)
 		}
-		ack(fileURL(f))
+		ack(ingest.FileURL(f))
 		if out, stderr, code := runAsMain(t, "", "--dir", dir, "search", "egret"); code != 0 {
 			return fmt.Errorf("search: %s %s", out, stderr)
 		}
@@ -397,12 +389,7 @@ func TestMixedWorkload(t *testing.T) {
 // with an error or are retried (never hang); the next command takes over
 // the store; nothing acknowledged is lost.
 func TestKillOwnerMidWrite(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	t.Parallel()
-	dir := t.TempDir()
-	stopOwnerAtEnd(t, dir)
+	dir := processTestDir(t, true)
 	s := startServe(t, dir)
 	in := waitOwner(t, dir, owner.KindServe)
 	m := startMCP(t, dir)
@@ -594,12 +581,7 @@ func TestStaleOwnerCLI(t *testing.T) {
 // owner finishes and exits), and the MCP client goes on through the server
 // without noticing. Then a command that owns the store hands it over too.
 func TestServeTakesOver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	t.Parallel()
-	dir := t.TempDir()
-	stopOwnerAtEnd(t, dir)
+	dir := processTestDir(t, true)
 	m := startMCP(t, dir)
 	m.mustCall("index_text", map[string]any{"text": "Pangolins are covered in scales.", "url": "https://zoo.example/pangolin"})
 	daemon := waitOwner(t, dir, owner.KindDaemon)
@@ -677,12 +659,7 @@ func TestServeTakesOverFromCommand(t *testing.T) {
 // starts exits after its grace period once no client is left, and removes
 // its owner file and socket.
 func TestBackgroundOwnerExitsWhenIdle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	t.Parallel()
-	dir := t.TempDir()
-	stopOwnerAtEnd(t, dir)
+	dir := processTestDir(t, true)
 	m := startMCP(t, dir, "--owner-grace", "500ms")
 	m.mustCall("list_sources", nil)
 	daemon := waitOwner(t, dir, owner.KindDaemon)
@@ -708,12 +685,7 @@ func TestBackgroundOwnerExitsWhenIdle(t *testing.T) {
 // directory nobody owns: each starts a background owner, one wins, the
 // other steps aside, and both clients share the winner's memory.
 func TestTwoMCPClientsStartOneOwner(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	t.Parallel()
-	dir := t.TempDir()
-	stopOwnerAtEnd(t, dir)
+	dir := processTestDir(t, true)
 	var wg sync.WaitGroup
 	ms := make([]*mcpProc, 2)
 	for i := range ms {

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/units"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/benchdata"
 	"github.com/ragmem/ragmem/internal/embed"
@@ -326,6 +327,6 @@ func (r *corpusRun) coldOpen(ctx context.Context) error {
 		res.ColdCodesLoaded = !lb.Recovery().VectorIndexRebuilt
 	}
 	res.RSSAfterOpenBytes, res.HeapAfterOpenBytes = memUsage()
-	r.o.logf("%s: cold open %.2fs, first query %.1f ms (vector codes loaded: %v); disk %s", c.name, res.ColdOpenSeconds, res.ColdFirstQueryMs, res.ColdCodesLoaded, humanBytes(res.DiskBytes))
+	r.o.logf("%s: cold open %.2fs, first query %.1f ms (vector codes loaded: %v); disk %s", c.name, res.ColdOpenSeconds, res.ColdFirstQueryMs, res.ColdCodesLoaded, units.Bytes(res.DiskBytes))
 	return ix.Close()
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"io"
+
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/units"
 )
 
 // Print writes the results as tables: each corpus and embedder, then
@@ -30,8 +32,8 @@ func Print(w io.Writer, rs []Result) {
 		}
 		fmt.Fprintf(w, "  cold open                %.2f s (first query %.1f ms; vector codes loaded, not rebuilt: %v)\n", r.ColdOpenSeconds, r.ColdFirstQueryMs, r.ColdCodesLoaded)
 		fmt.Fprintf(w, "  memory                   RSS %s, heap %s after indexing; RSS %s, heap %s after cold open\n",
-			humanBytes(r.RSSAfterIndexBytes), humanBytes(r.HeapAfterIndexBytes), humanBytes(r.RSSAfterOpenBytes), humanBytes(r.HeapAfterOpenBytes))
-		fmt.Fprintf(w, "  disk                     %s (bleve %s)\n", humanBytes(r.DiskBytes), humanBytes(r.DiskBleveBytes))
+			units.Bytes(r.RSSAfterIndexBytes), units.Bytes(r.HeapAfterIndexBytes), units.Bytes(r.RSSAfterOpenBytes), units.Bytes(r.HeapAfterOpenBytes))
+		fmt.Fprintf(w, "  disk                     %s (bleve %s)\n", units.Bytes(r.DiskBytes), units.Bytes(r.DiskBleveBytes))
 		for _, p := range r.Peers {
 			fmt.Fprintf(w, "  peer %-20s index %.1f s (%.0f chunks/s), query p50/p95/p99 ms %s, nDCG@10 %.4f\n", p.Name, p.IndexSeconds, p.PerSecond, ms(p.Query), p.NDCG10)
 		}
@@ -86,20 +88,7 @@ func printSideBySide(w io.Writer, rs []Result) {
 		row("nDCG@10 hybrid", func(r Result) string { return fmt.Sprintf("%.4f", r.NDCG10["hybrid"]) })
 		row("cold open s", func(r Result) string { return fmt.Sprintf("%.2f", r.ColdOpenSeconds) })
 		row("first query after open ms", func(r Result) string { return fmt.Sprintf("%.1f", r.ColdFirstQueryMs) })
-		row("RSS after cold open", func(r Result) string { return humanBytes(r.RSSAfterOpenBytes) })
-		row("disk", func(r Result) string { return humanBytes(r.DiskBytes) })
+		row("RSS after cold open", func(r Result) string { return units.Bytes(r.RSSAfterOpenBytes) })
+		row("disk", func(r Result) string { return units.Bytes(r.DiskBytes) })
 	}
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ragmem/ragmem/internal/embed"
-	"github.com/ragmem/ragmem/search"
 )
 
 const tinyBEIR = "../../../../internal/eval/testdata/tiny"
@@ -25,20 +24,8 @@ func runEval(t *testing.T, args ...string) (string, string, error) {
 	o := Options{NewEmbedder: func() (embed.Embedder, error) { return embed.Default(), nil }}
 	var asJSON bool
 	f := pflag.NewFlagSet("eval", pflag.ContinueOnError)
-	f.StringSliceVar(&o.Datasets, "dataset", nil, "")
-	f.StringSliceVar(&o.LoCoMo, "locomo", nil, "")
-	f.StringVar(&o.Turns, "turns", "", "")
-	f.StringVar(&o.Unit, "unit", "", "")
-	f.StringVar(&o.Signals, "signals", "", "")
-	f.StringVar(&o.Split, "split", "test", "")
-	f.StringSliceVar(&o.Modes, "modes", []string{"fulltext", "vector", "hybrid"}, "")
-	f.StringArrayVar(&o.Fusion, "fusion", nil, "")
-	f.StringVar(&o.BM25, "bm25", "", "")
-	f.IntVar(&o.Depth, "depth", DefaultDepth, "")
-	f.StringVar(&o.Tmp, "tmp", "", "")
+	o.AddFlags(f)
 	f.BoolVar(&asJSON, "json", false, "")
-	f.BoolVar(&o.PerQuery, "per-query", false, "")
-	f.IntVar(&o.MaxPerSource, "max-per-source", search.DefaultMaxPerSource, "")
 	if err := f.Parse(args); err != nil {
 		return "", "", err
 	}
@@ -115,7 +102,9 @@ func TestEvalSeveral(t *testing.T) {
 	// A folder of data sets stands for each of them.
 	parent := t.TempDir()
 	for _, name := range []string{"one", "two"} {
-		copyDir(t, tinyBEIR, filepath.Join(parent, name))
+		if err := os.CopyFS(filepath.Join(parent, name), os.DirFS(tinyBEIR)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.Mkdir(filepath.Join(parent, "raw"), 0o755); err != nil {
 		t.Fatal(err)
@@ -219,26 +208,5 @@ func TestEvalLoCoMo(t *testing.T) {
 		if _, _, err := runEval(t, args[1:]...); err == nil {
 			t.Errorf("ragmem %s: no error", strings.Join(args, " "))
 		}
-	}
-}
-
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,11 +1,14 @@
-package main
+package ownerd
 
 import (
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/ragmem/ragmem/internal/mcpserver"
 	"github.com/ragmem/ragmem/internal/memory"
+	"github.com/ragmem/ragmem/internal/memory/memmcp"
 	"github.com/ragmem/ragmem/internal/server"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -51,7 +54,7 @@ func (m *mcpMount) handler(eng *rag.Engine, readOnly bool, mem *memory.Store) ht
 	if h, ok := m.handlers[k]; ok {
 		return h
 	}
-	h := newMCPServer(eng, readOnly, mem, m.llm).HTTPHandler(nil)
+	h := NewMCPServer(eng, readOnly, mem, m.llm).HTTPHandler(nil)
 	m.handlers[k] = h
 	m.order = append(m.order, k)
 	if len(m.order) > maxMCPHandlers {
@@ -84,4 +87,22 @@ func (m *mcpMount) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	}
 	m.handler(eng, readOnly, mem).ServeHTTP(w, r)
+}
+
+// NewMCPServer builds the MCP server over eng. Commands serving MCP (stdio
+// here, streamable HTTP in `serve --mcp`) all build it here, so a tool set
+// registered below is served everywhere: add more tools with
+// mcp.AddTool(srv.MCP(), ...). With mem, the agent-memory tools remember and
+// recall_memories are served too, and extract_memory with llm.
+func NewMCPServer(eng *rag.Engine, readOnly bool, mem *memory.Store, llm *rag.LLM) *mcpserver.Server {
+	return BuildMCPServer(eng, readOnly, mem, llm, slog.Default())
+}
+
+// BuildMCPServer is NewMCPServer logging to log.
+func BuildMCPServer(eng *rag.Engine, readOnly bool, mem *memory.Store, llm *rag.LLM, log *slog.Logger) *mcpserver.Server {
+	srv := mcpserver.New(eng, &mcpserver.Options{ReadOnly: readOnly, Logger: log})
+	if mem != nil {
+		memmcp.Register(srv.MCP(), mem, &memmcp.Options{ReadOnly: readOnly, LLM: llm, Logger: log})
+	}
+	return srv
 }

@@ -1,4 +1,9 @@
-package main
+// Package ownerd is this process as the owner of a data directory, or as
+// its client: ragmem's commands hold a Store (the engine when this process
+// owns the directory, the owner's client otherwise), serve and the
+// background owner become the owner (Serve), and the owner serves the
+// HTTP API, the agent memories, MCP and its own routes on its socket.
+package ownerd
 
 import (
 	"context"
@@ -7,15 +12,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/settings"
 	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/internal/memory"
 	"github.com/ragmem/ragmem/internal/memory/memhttp"
@@ -24,42 +32,42 @@ import (
 	"github.com/ragmem/ragmem/rag"
 )
 
-// defaultOwnerGrace is how long a background owner stays without clients
+// DefaultGrace is how long a background owner stays without clients
 // before it exits: long enough that the next command, or an MCP client
 // restarted, finds the store open; short enough not to hold its memory
 // for nothing.
-const defaultOwnerGrace = 2 * time.Minute
+const DefaultGrace = 2 * time.Minute
 
-// ownerConfig describes the owner this process becomes.
-type ownerConfig struct {
-	kind    owner.Kind
-	command string       // a cli owner's command line, for status
-	log     *slog.Logger // default slog.Default()
-	// server configures the HTTP server (serve's flags); nil: defaults,
-	// with Open from open below.
-	server *server.Options
-	// open opens a namespace's store; default g.open for the data
-	// directory and rag.Open with the resolved embedder for namespaces.
-	open server.OpenFunc
-	// tcp, if set, is `ragmem serve`'s HTTP listener, served next to the
+// Config describes the owner this process becomes.
+type Config struct {
+	Kind    owner.Kind
+	Command string       // a cli owner's command line, for status
+	Log     *slog.Logger // default slog.Default()
+	// Server configures the HTTP server (serve's flags); nil: defaults,
+	// with Open from Open below.
+	Server *server.Options
+	// Open opens a namespace's store; default the settings' Open for the
+	// data directory and rag.Open with the resolved embedder for namespaces.
+	Open server.OpenFunc
+	// TCP, if set, is `ragmem serve`'s HTTP listener, served next to the
 	// socket.
-	tcp       net.Listener
-	tlsConfig *tls.Config
-	// mcpTCP serves MCP at /mcp on tcp too (serve --mcp), read-only with
-	// mcpReadOnly. On the socket /mcp is always served (read-only when the
+	TCP       net.Listener
+	TLSConfig *tls.Config
+	// MCPTCP serves MCP at /mcp on TCP too (serve --mcp), read-only with
+	// MCPReadOnly. On the socket /mcp is always served (read-only when the
 	// request says readOnly=1).
-	mcpTCP, mcpReadOnly bool
-	// memories is the default namespace's agent-memory directory.
-	memories string
-	// handover is called when a client asks this owner to hand over; nil
+	MCPTCP, MCPReadOnly bool
+	// Memories is the default namespace's agent-memory directory.
+	Memories string
+	// Handover is called when a client asks this owner to hand over; nil
 	// refuses (serve).
-	handover func()
+	Handover func()
 }
 
-// ownerRun is this process acting as the owner of its data directory: the
+// Run is this process acting as the owner of its data directory: the
 // HTTP API over the store, on the owner's socket (and, for serve, on TCP).
 // It is safe for concurrent use.
-type ownerRun struct {
+type Run struct {
 	kind  owner.Kind
 	dir   string
 	claim *owner.Claim
@@ -86,13 +94,13 @@ type ownerRun struct {
 	stopErr  error
 }
 
-// startOwner makes this process the owner of the data directory it has
+// Start makes this process the owner of the data directory it has
 // claimed: it opens the store, mounts the API, the agent memories, MCP and
 // the owner's routes, listens on the socket (announcing itself in the owner
-// file) and serves until stop. On error the claim is left to the caller.
-func (g *globals) startOwner(ctx context.Context, claim *owner.Claim, cfg ownerConfig) (*ownerRun, error) {
+// file) and serves until Stop. On error the claim is left to the caller.
+func Start(ctx context.Context, s *settings.Settings, claim *owner.Claim, cfg Config) (*Run, error) {
 	dir := claim.Dir()
-	log := cfg.log
+	log := cfg.Log
 	if log == nil {
 		log = slog.Default()
 	}
@@ -104,19 +112,19 @@ func (g *globals) startOwner(ctx context.Context, claim *owner.Claim, cfg ownerC
 		return nil, err
 	}
 	var so server.Options
-	if cfg.server != nil {
-		so = *cfg.server
+	if cfg.Server != nil {
+		so = *cfg.Server
 	}
 	if so.Logger == nil {
 		so.Logger = log
 	}
-	open := cfg.open
+	open := cfg.Open
 	if open == nil {
 		open = func(ctx context.Context, d string) (*rag.Engine, error) {
 			if d == dir {
-				return g.open(ctx)
+				return s.Open(ctx)
 			}
-			return rag.Open(ctx, d, &rag.Options{EmbedderFor: g.embedderFor, Logger: log, Config: g.ragConfig()})
+			return rag.Open(ctx, d, &rag.Options{EmbedderFor: s.EmbedderFor, Logger: log, Config: s.RagConfig()})
 		}
 	}
 	var (
@@ -136,82 +144,27 @@ func (g *globals) startOwner(ctx context.Context, claim *owner.Claim, cfg ownerC
 	if err != nil {
 		return nil, err
 	}
-	r := &ownerRun{kind: cfg.kind, dir: dir, claim: claim, srv: srv, log: log, handover: cfg.handover, token: token, tokenCreated: created, memories: cfg.memories}
+	r := &Run{kind: cfg.Kind, dir: dir, claim: claim, srv: srv, log: log, handover: cfg.Handover, token: token, tokenCreated: created, memories: cfg.Memories}
 	mu.Lock()
 	r.eng = defEng
 	mu.Unlock()
-	fail := func(err error) (*ownerRun, error) {
+	fail := func(err error) (*Run, error) {
 		_ = claim.Withdraw()
 		_ = srv.Close()
 		return nil, err
 	}
 
-	// Agent memories live in each namespace's directory, under memories/;
-	// the default namespace's are the configured ones.
-	stores := memory.NewStores(&memory.Options{Logger: log, LLM: g.chatLLM()}) // the chat model also judges restatements and contradictions
-	r.stores = stores
-	memoriesOf := func(r *http.Request, eng *rag.Engine) (*memory.Store, error) {
-		d := filepath.Join(server.NamespaceDir(dir, server.Namespace(r)), "memories")
-		if server.Namespace(r) == "" && cfg.memories != "" {
-			d = cfg.memories
-		}
-		return stores.Get(r.Context(), d, eng.Store())
+	if err := r.mountMemories(s, cfg); err != nil {
+		return fail(err)
 	}
-	mem := memhttp.New(func(r *http.Request) (*memory.Store, error) {
-		eng, err := srv.Engine(r)
-		if err != nil {
-			return nil, err
-		}
-		return memoriesOf(r, eng)
-	}, &memhttp.Options{WriteError: server.WriteError, Fail: srv.Fail, ShowPaths: server.IsLocal, Logger: log, LLM: g.chatLLM()})
-	for _, p := range []string{memhttp.DefaultPrefix, memhttp.DefaultPrefix + "/"} {
-		if err := srv.Handle(p, mem); err != nil {
-			return fail(err)
-		}
-	}
-	if err := srv.Handle("/mcp", newMCPMount(srv, cfg.mcpTCP, cfg.mcpReadOnly, g.chatLLM(), memoriesOf)); err != nil {
+	if err := r.listen(cfg); err != nil {
 		return fail(err)
 	}
 
-	info := owner.Info{Kind: cfg.kind, Command: cfg.command}
-	if cfg.tcp != nil {
-		info.HTTP = "http://" + displayAddr(cfg.tcp.Addr())
-		if cfg.tlsConfig != nil {
-			info.HTTP = "https://" + displayAddr(cfg.tcp.Addr())
-		}
-	}
-	ln, err := claim.Listen(info)
-	if err != nil {
-		return fail(err)
-	}
-	ln.OnRefuse(func(uid int) {
-		log.Warn("refused a connection on the owner socket from another user's process", "uid", uid)
-	})
-	r.ln = ln
-	r.pres = owner.NewPresence(ln)
-	ownerAPI := r.pres.Handler(r.status, r.requestHandover)
-	for _, p := range []string{"GET " + owner.StatusPath, "GET " + owner.AttachPath, "POST " + owner.HandoverPath} {
-		if err := srv.HandleLocal(p, ownerAPI); err != nil {
-			return fail(err)
-		}
-	}
-	if err := srv.HandleLocal("GET "+checkPath, http.HandlerFunc(r.serveCheck)); err != nil {
-		return fail(err)
-	}
-	if err := srv.HandleLocal("GET "+namespacesPath, http.HandlerFunc(r.serveNamespaces)); err != nil {
-		return fail(err)
-	}
-	if err := srv.HandleLocal("POST "+exportPath, http.HandlerFunc(r.serveExport)); err != nil {
-		return fail(err)
-	}
-	if err := srv.HandleLocal("POST "+importPath, http.HandlerFunc(r.serveImport)); err != nil {
-		return fail(err)
-	}
-
-	listeners := []server.Listener{{Listener: ln, Local: true}}
-	if cfg.tcp != nil {
-		l := server.Listener{Listener: cfg.tcp}
-		l.TLS = cfg.tlsConfig
+	listeners := []server.Listener{{Listener: r.ln, Local: true}}
+	if cfg.TCP != nil {
+		l := server.Listener{Listener: cfg.TCP}
+		l.TLS = cfg.TLSConfig
 		listeners = append(listeners, l)
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -224,11 +177,73 @@ func (g *globals) startOwner(ctx context.Context, claim *owner.Claim, cfg ownerC
 	return r, nil
 }
 
-// stop stops owning: attached clients are told, the owner file and the
+// mountMemories mounts the agent memories' API and MCP. Agent memories
+// live in each namespace's directory, under memories/; the default
+// namespace's are the configured ones.
+func (r *Run) mountMemories(s *settings.Settings, cfg Config) error {
+	srv, dir := r.srv, r.dir
+	stores := memory.NewStores(&memory.Options{Logger: r.log, LLM: s.ChatLLM()}) // the chat model also judges restatements and contradictions
+	r.stores = stores
+	memoriesOf := func(r *http.Request, eng *rag.Engine) (*memory.Store, error) {
+		d := filepath.Join(server.NamespaceDir(dir, server.Namespace(r)), "memories")
+		if server.Namespace(r) == "" && cfg.Memories != "" {
+			d = cfg.Memories
+		}
+		return stores.Get(r.Context(), d, eng.Store())
+	}
+	mem := memhttp.New(func(r *http.Request) (*memory.Store, error) {
+		eng, err := srv.Engine(r)
+		if err != nil {
+			return nil, err
+		}
+		return memoriesOf(r, eng)
+	}, &memhttp.Options{WriteError: server.WriteError, Fail: srv.Fail, ShowPaths: server.IsLocal, Logger: r.log, LLM: s.ChatLLM()})
+	for _, p := range []string{memhttp.DefaultPrefix, memhttp.DefaultPrefix + "/"} {
+		if err := srv.Handle(p, mem); err != nil {
+			return err
+		}
+	}
+	return srv.Handle("/mcp", newMCPMount(srv, cfg.MCPTCP, cfg.MCPReadOnly, s.ChatLLM(), memoriesOf))
+}
+
+// listen listens on the owner socket, announcing this owner in the owner
+// file, and mounts the owner's own routes (local listeners only).
+func (r *Run) listen(cfg Config) error {
+	info := owner.Info{Kind: cfg.Kind, Command: cfg.Command}
+	if cfg.TCP != nil {
+		info.HTTP = "http://" + displayAddr(cfg.TCP.Addr())
+		if cfg.TLSConfig != nil {
+			info.HTTP = "https://" + displayAddr(cfg.TCP.Addr())
+		}
+	}
+	ln, err := r.claim.Listen(info)
+	if err != nil {
+		return err
+	}
+	ln.OnRefuse(func(uid int) {
+		r.log.Warn("refused a connection on the owner socket from another user's process", "uid", uid)
+	})
+	r.ln = ln
+	r.pres = owner.NewPresence(ln)
+	ownerAPI := r.pres.Handler(r.status, r.requestHandover)
+	routes := map[string]http.Handler{
+		"GET " + owner.StatusPath: ownerAPI, "GET " + owner.AttachPath: ownerAPI, "POST " + owner.HandoverPath: ownerAPI,
+		"GET " + CheckPath: http.HandlerFunc(r.serveCheck), "GET " + NamespacesPath: http.HandlerFunc(r.serveNamespaces),
+		"POST " + ExportPath: http.HandlerFunc(r.serveExport), "POST " + ImportPath: http.HandlerFunc(r.serveImport),
+	}
+	for _, p := range slices.Sorted(maps.Keys(routes)) {
+		if err := r.srv.HandleLocal(p, routes[p]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop stops owning: attached clients are told, the owner file and the
 // socket are removed (new clients wait for the lock), requests in flight
 // and queued indexing finish, the stores close and the lock is released.
 // It is safe to call more than once.
-func (r *ownerRun) stop() error {
+func (r *Run) Stop() error {
 	r.stopOnce.Do(func() {
 		if r.pres != nil {
 			r.pres.Leave(r.handingOver.Load())
@@ -241,13 +256,13 @@ func (r *ownerRun) stop() error {
 	return r.stopErr
 }
 
-// done is closed when serving has ended (stop, or a listener failed).
-func (r *ownerRun) done() <-chan struct{} { return r.finished }
+// Done is closed when serving has ended (stop, or a listener failed).
+func (r *Run) Done() <-chan struct{} { return r.finished }
 
 // requestHandover answers POST /v1/owner/handover.
-func (r *ownerRun) requestHandover() error {
+func (r *Run) requestHandover() error {
 	if r.handover == nil {
-		return fmt.Errorf("%w: %s (pid %d) keeps the data directory until it is stopped", owner.ErrHandoverRefused, describeKind(r.kind, r.claim.Info().Command), os.Getpid())
+		return fmt.Errorf("%w: %s (pid %d) keeps the data directory until it is stopped", owner.ErrHandoverRefused, DescribeKind(r.kind, r.claim.Info().Command), os.Getpid())
 	}
 	r.log.Info("handing the data directory over at a client's request")
 	r.handingOver.Store(true)
@@ -255,19 +270,19 @@ func (r *ownerRun) requestHandover() error {
 	return nil
 }
 
-// ownerExtra is what an owner adds to its status: what a client must agree
+// Extra is what an owner adds to its status: what a client must agree
 // with.
-type ownerExtra struct {
+type Extra struct {
 	Embedder     string `json:"embedder"`               // the store's embedder identity
 	EmbedderSpec string `json:"embedderSpec,omitempty"` // its recorded configuration
 	Backend      string `json:"backend"`                // local or weaviate
 	Memories     string `json:"memories,omitempty"`     // the default namespace's agent-memory directory
 }
 
-func (r *ownerRun) status(req *http.Request) owner.Status {
+func (r *Run) status(req *http.Request) owner.Status {
 	st := owner.Status{Owner: r.claim.Info(), Dir: r.dir}
 	if r.eng != nil {
-		ex := ownerExtra{Backend: "local", Embedder: r.eng.Store().Embedder().Identity(), Memories: r.memories}
+		ex := Extra{Backend: "local", Embedder: r.eng.Store().Embedder().Identity(), Memories: r.memories}
 		if ex.Memories == "" {
 			ex.Memories = filepath.Join(r.dir, "memories")
 		}
@@ -293,8 +308,8 @@ func (r *ownerRun) status(req *http.Request) owner.Status {
 	return st
 }
 
-// describeKind names an owner for people.
-func describeKind(k owner.Kind, command string) string {
+// DescribeKind names an owner for people.
+func DescribeKind(k owner.Kind, command string) string {
 	switch k {
 	case owner.KindServe:
 		return "ragmem serve"
@@ -309,8 +324,8 @@ func describeKind(k owner.Kind, command string) string {
 	return string(k)
 }
 
-// commandLine is this process's command line, for a cli owner's status.
-func commandLine() string {
+// CommandLine is this process's command line, for a cli owner's status.
+func CommandLine() string {
 	args := make([]string, 0, len(os.Args))
 	args = append(args, "ragmem")
 	for _, a := range os.Args[1:] {
@@ -326,9 +341,9 @@ func commandLine() string {
 	return s
 }
 
-// memoryStore returns the default namespace's agent memories over the
+// MemoryStore returns the default namespace's agent memories over the
 // store's index: the same memory.Store the owner's API serves.
-func (r *ownerRun) memoryStore(ctx context.Context) (*memory.Store, error) {
+func (r *Run) MemoryStore(ctx context.Context) (*memory.Store, error) {
 	d := r.memories
 	if d == "" {
 		d = filepath.Join(r.dir, "memories")

@@ -1,4 +1,4 @@
-package main
+package ownerd
 
 import (
 	"context"
@@ -10,32 +10,31 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/internal/memory"
 	"github.com/ragmem/ragmem/rag"
 )
 
-// mcpToolSet is the tools `ragmem mcp` serves, as newMCPServer registers
+// ToolSet is the tools `ragmem mcp` serves, as NewMCPServer registers
 // them: those of a read-only session, those it adds without --read-only,
 // and the one it adds with a chat model.
-type mcpToolSet struct {
-	readOnly, writes, withLLM []*mcp.Tool
+type ToolSet struct {
+	ReadOnly, Writes, WithLLM []*mcp.Tool
 }
 
-// all returns every tool.
-func (s mcpToolSet) all() []*mcp.Tool {
-	return slices.Concat(s.readOnly, s.writes, s.withLLM)
+// All returns every tool.
+func (s ToolSet) All() []*mcp.Tool {
+	return slices.Concat(s.ReadOnly, s.Writes, s.WithLLM)
 }
 
-// registeredMCPTools asks servers built as newMCPServer builds them (over
+// RegisteredMCPTools asks servers built as NewMCPServer builds them (over
 // no store: registering tools reads none) for their tools, over an
 // in-memory session, so that what the help and docs/mcp.md say is what is
 // served.
-func registeredMCPTools(ctx context.Context) (mcpToolSet, error) {
+func RegisteredMCPTools(ctx context.Context) (ToolSet, error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	list := func(readOnly bool, llm *rag.LLM) ([]*mcp.Tool, error) {
-		srv := buildMCPServer(nil, readOnly, new(memory.Store), llm, quiet).MCP()
+		srv := BuildMCPServer(nil, readOnly, new(memory.Store), llm, quiet).MCP()
 		ct, st := mcp.NewInMemoryTransports()
 		ss, err := srv.Connect(ctx, st, nil)
 		if err != nil {
@@ -58,25 +57,25 @@ func registeredMCPTools(ctx context.Context) (mcpToolSet, error) {
 	}
 	ro, err := list(true, nil)
 	if err != nil {
-		return mcpToolSet{}, err
+		return ToolSet{}, err
 	}
 	rw, err := list(false, nil)
 	if err != nil {
-		return mcpToolSet{}, err
+		return ToolSet{}, err
 	}
 	full, err := list(false, &rag.LLM{Model: "help"})
 	if err != nil {
-		return mcpToolSet{}, err
+		return ToolSet{}, err
 	}
 	minus := func(a, b []*mcp.Tool) []*mcp.Tool {
 		return slices.DeleteFunc(slices.Clone(a), func(t *mcp.Tool) bool {
 			return slices.ContainsFunc(b, func(u *mcp.Tool) bool { return u.Name == t.Name })
 		})
 	}
-	return mcpToolSet{readOnly: ro, writes: minus(rw, ro), withLLM: minus(full, rw)}, nil
+	return ToolSet{ReadOnly: ro, Writes: minus(rw, ro), WithLLM: minus(full, rw)}, nil
 }
 
-// names joins the tools' names: "a, b and c".
+// toolNames joins the tools' names: "a, b and c".
 func toolNames(ts []*mcp.Tool) string {
 	ns := make([]string, len(ts))
 	for i, t := range ts {
@@ -88,17 +87,17 @@ func toolNames(ts []*mcp.Tool) string {
 	return strings.Join(ns[:len(ns)-1], ", ") + " and " + ns[len(ns)-1]
 }
 
-// mcpToolsHelp says which tools `ragmem mcp` serves, from the tools
+// ToolsHelp says which tools `ragmem mcp` serves, from the tools
 // registered.
-func mcpToolsHelp(ctx context.Context) string {
+func ToolsHelp(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	s, err := registeredMCPTools(ctx)
+	s, err := RegisteredMCPTools(ctx)
 	if err != nil {
 		return fmt.Sprintf("Tools: (cannot be listed: %v)", err)
 	}
 	return wrap(fmt.Sprintf("Tools (%d): %s; unless --read-only also %s; and %s when $RAGMEM_LLM_MODEL names a chat model (on --base-url, with --api-key).",
-		len(s.all()), toolNames(s.readOnly), toolNames(s.writes), toolNames(s.withLLM)), 100)
+		len(s.All()), toolNames(s.ReadOnly), toolNames(s.Writes), toolNames(s.WithLLM)), 100)
 }
 
 // wrap breaks s into lines of at most width bytes at spaces.
@@ -120,17 +119,3 @@ func wrap(s string, width int) string {
 	}
 	return b.String()
 }
-
-// withToolsHelp makes cmd's help list the MCP tools, filling toolsMarker
-// in its Long text when the help is shown (and only then: building the
-// list costs a few milliseconds).
-func withToolsHelp(cmd *cobra.Command) {
-	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
-		c.Long = strings.Replace(c.Long, toolsMarker, mcpToolsHelp(c.Context()), 1)
-		c.SetHelpFunc(nil)
-		c.Root().HelpFunc()(c, args)
-	})
-}
-
-// toolsMarker stands in the mcp command's Long text for the tool list.
-const toolsMarker = "{{tools}}"

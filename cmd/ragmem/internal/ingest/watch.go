@@ -1,4 +1,4 @@
-package main
+package ingest
 
 import (
 	"context"
@@ -22,10 +22,10 @@ import (
 // changed files are indexed: an editor's save is several events.
 const watchSettle = 300 * time.Millisecond
 
-// watch keeps targets in sync until ctx is done: changed and new files are
+// Watch keeps targets in sync until ctx is done: changed and new files are
 // indexed, deleted (or newly excluded) ones removed, and a changed ignore
 // file syncs its whole folder again.
-func watch(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, targets []target) error {
+func Watch(ctx context.Context, g Output, m rag.Memory, o *Options, targets []Target) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
@@ -46,7 +46,7 @@ func watch(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, targe
 		}
 		folders += n
 	}
-	fmt.Fprintf(g.stderr, "ragmem: watching %d folders for changes; interrupt (Ctrl-C) to stop\n", folders+countFiles(targets))
+	fmt.Fprintf(g.Stderr, "ragmem: watching %d folders for changes; interrupt (Ctrl-C) to stop\n", folders+countFiles(targets))
 	pending := map[string]bool{}
 	settle := time.NewTimer(time.Hour)
 	settle.Stop()
@@ -58,7 +58,7 @@ func watch(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, targe
 			if !ok {
 				return nil
 			}
-			fmt.Fprintf(g.stderr, "ragmem: watch: %v\n", err)
+			fmt.Fprintf(g.Stderr, "ragmem: watch: %v\n", err)
 		case ev, ok := <-w.Events:
 			if !ok {
 				return nil
@@ -70,7 +70,7 @@ func watch(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, targe
 			if ev.Has(fsnotify.Create) && t.dir {
 				if st, err := os.Stat(ev.Name); err == nil && st.IsDir() && !t.walker.Excluded(ev.Name, true) {
 					if _, err := watchTree(w, t, ev.Name); err != nil {
-						fmt.Fprintf(g.stderr, "ragmem: watch: %v\n", err)
+						fmt.Fprintf(g.Stderr, "ragmem: watch: %v\n", err)
 					}
 				}
 			}
@@ -93,7 +93,7 @@ func watch(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, targe
 	}
 }
 
-func countFiles(ts []target) int {
+func countFiles(ts []Target) int {
 	n := 0
 	for _, t := range ts {
 		if !t.dir {
@@ -105,7 +105,7 @@ func countFiles(ts []target) int {
 
 // watchTree watches dir and the folders below it that t does not exclude,
 // and returns how many it added.
-func watchTree(w *fsnotify.Watcher, t target, dir string) (int, error) {
+func watchTree(w *fsnotify.Watcher, t Target, dir string) (int, error) {
 	n := 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -129,23 +129,23 @@ func watchTree(w *fsnotify.Watcher, t target, dir string) (int, error) {
 	return n, err
 }
 
-// targetOf returns the target a changed path belongs to.
-func targetOf(targets []target, p string) (target, bool) {
+// targetOf returns the Target a changed path belongs to.
+func targetOf(targets []Target, p string) (Target, bool) {
 	for _, t := range targets {
 		if t.dir && (p == t.path || strings.HasPrefix(p, t.path+string(filepath.Separator))) || !t.dir && p == t.path {
 			return t, true
 		}
 	}
-	return target{}, false
+	return Target{}, false
 }
 
 // isIgnoreFile reports whether a path is an ignore file.
 func isIgnoreFile(p string) bool { return slices.Contains(folder.DefaultIgnoreFiles, filepath.Base(p)) }
 
 // applyChanges brings the store in line with the changed paths.
-func applyChanges(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, targets []target, paths []string) error {
+func applyChanges(ctx context.Context, g Output, m rag.Memory, o *Options, targets []Target, paths []string) error {
 	var files []string
-	resync := map[string]target{}
+	resync := map[string]Target{}
 	for _, p := range paths {
 		t, ok := targetOf(targets, p)
 		if !ok {
@@ -160,10 +160,10 @@ func applyChanges(ctx context.Context, g *globals, m rag.Memory, o *indexOptions
 		case err == nil && st.IsDir():
 			if !t.walker.Excluded(p, true) {
 				// A new or moved-in folder: everything in it.
-				sub := target{path: t.path, dir: true, walker: t.walker, unlisted: t.unlisted}
+				sub := Target{path: t.path, dir: true, walker: t.walker, unlisted: t.unlisted}
 				fs, err := sub.filesUnder(p)
 				if err != nil {
-					fmt.Fprintf(g.stderr, "ragmem: watch: %v\n", err)
+					fmt.Fprintf(g.Stderr, "ragmem: watch: %v\n", err)
 				}
 				files = append(files, fs...)
 				continue
@@ -193,27 +193,27 @@ func applyChanges(ctx context.Context, g *globals, m rag.Memory, o *indexOptions
 		}
 	}
 	if len(files) > 0 {
-		sum := indexSummary{}
-		if _, err := indexFiles(ctx, g, m, files, o, &sum); err != nil {
+		sum := Summary{}
+		if _, err := Files(ctx, g, m, files, o, &sum); err != nil {
 			return err
 		}
-		if sum.indexed+sum.failed+sum.skipped > 0 {
-			fmt.Fprintf(g.stdout, "%s %s\n", time.Now().Format("15:04:05"), sum.String())
+		if sum.Indexed+sum.Failed+sum.Skipped > 0 {
+			fmt.Fprintf(g.Stdout, "%s %s\n", time.Now().Format("15:04:05"), sum.String())
 		}
 	}
 	for _, t := range resync {
-		sum := indexSummary{}
-		if err := syncTarget(ctx, g, m, o, t, &sum); err != nil {
+		sum := Summary{}
+		if err := Sync(ctx, g, m, o, t, &sum); err != nil {
 			return err
 		}
-		fmt.Fprintf(g.stdout, "%s %s: ignore rules changed; %s\n", time.Now().Format("15:04:05"), t.path, sum.String())
+		fmt.Fprintf(g.Stdout, "%s %s: ignore rules changed; %s\n", time.Now().Format("15:04:05"), t.path, sum.String())
 	}
 	return nil
 }
 
 // filesUnder lists the indexable files under dir, a folder inside t.
-func (t target) filesUnder(dir string) ([]string, error) {
-	all, err := t.files()
+func (t Target) filesUnder(dir string) ([]string, error) {
+	all, err := t.Files()
 	if err != nil {
 		return nil, err
 	}
@@ -228,25 +228,25 @@ func (t target) filesUnder(dir string) ([]string, error) {
 }
 
 // removeFile removes the source of a file that is gone or excluded.
-func removeFile(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, p string) error {
-	if o.keepMissing {
+func removeFile(ctx context.Context, g Output, m rag.Memory, o *Options, p string) error {
+	if o.KeepMissing {
 		return nil
 	}
-	n, err := m.Remove(ctx, fileURL(p))
+	n, err := m.Remove(ctx, FileURL(p))
 	if errors.Is(err, rag.ErrReserved) {
 		return nil // a memory file: its store follows it
 	}
 	if err == nil && n > 0 {
-		fmt.Fprintf(g.stdout, "%s removed %s (%d chunks)\n", time.Now().Format("15:04:05"), p, n)
+		fmt.Fprintf(g.Stdout, "%s removed %s (%d chunks)\n", time.Now().Format("15:04:05"), p, n)
 	}
 	return err
 }
 
 // removeUnder removes the sources of the files under a folder that is gone
 // or excluded.
-func removeUnder(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, dir string) error {
-	if o.keepMissing {
+func removeUnder(ctx context.Context, g Output, m rag.Memory, o *Options, dir string) error {
+	if o.KeepMissing {
 		return nil
 	}
-	return prune(ctx, g, m, o, dir, nil, nil, &indexSummary{})
+	return prune(ctx, g, m, o, dir, nil, nil, &Summary{})
 }

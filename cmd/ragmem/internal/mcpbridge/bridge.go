@@ -1,4 +1,6 @@
-package main
+// Package mcpbridge is `ragmem mcp`: MCP on stdin and stdout, forwarded to
+// the MCP endpoint of the data directory's owner over its socket.
+package mcpbridge
 
 import (
 	"context"
@@ -20,6 +22,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/ownerd"
+	"github.com/ragmem/ragmem/cmd/ragmem/internal/settings"
 	"github.com/ragmem/ragmem/internal/mcpserver"
 	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/internal/server"
@@ -50,7 +54,7 @@ const bridgeCallTimeout = 10 * time.Minute
 const bridgeConnectWait = 2 * time.Minute
 
 type bridge struct {
-	g        *globals
+	g        *settings.Settings
 	dir      string
 	readOnly bool
 	memories string // the agent-memory directory the user asked for ("" : the owner's)
@@ -95,8 +99,12 @@ type upEvent struct {
 	id  *jsonrpc.ID
 }
 
-func runMCPBridge(ctx context.Context, g *globals, readOnly bool, memories string, grace time.Duration) error {
-	dir, err := g.dataDir()
+// Run serves MCP on the process's stdin and stdout until the client
+// closes stdin or ctx ends: read-only when readOnly says so, on the agent
+// memories in memories ("": the owner's), starting a background owner that
+// exits after grace without clients when none answers.
+func Run(ctx context.Context, g *settings.Settings, readOnly bool, memories string, grace time.Duration) error {
+	dir, err := g.DataDir()
 	if err != nil {
 		return err
 	}
@@ -189,7 +197,7 @@ func (b *bridge) connect(ctx context.Context, handover bool) error {
 	deadline := time.Now().Add(bridgeConnectWait)
 	patience := time.Time{}
 	if handover {
-		patience = time.Now().Add(handoverPatience)
+		patience = time.Now().Add(ownerd.HandoverPatience)
 	}
 	delay := 10 * time.Millisecond
 	for {
@@ -263,43 +271,43 @@ func (b *bridge) startDaemon() error {
 	g := b.g
 	args := []string{"--dir", b.dir}
 	env := []string{}
-	if g.configPath != "" {
-		if p, err := filepath.Abs(g.configPath); err == nil {
+	if g.ConfigPath != "" {
+		if p, err := filepath.Abs(g.ConfigPath); err == nil {
 			args = append(args, "--config", p)
 		}
 	}
-	if g.embedder != "" {
-		args = append(args, "--embedder", g.embedder)
+	if g.Embedder != "" {
+		args = append(args, "--embedder", g.Embedder)
 	}
-	if g.baseURL != "" {
-		args = append(args, "--base-url", g.baseURL)
+	if g.BaseURL != "" {
+		args = append(args, "--base-url", g.BaseURL)
 	}
-	if g.apiKey != "" {
+	if g.APIKey != "" {
 		keyEnv := "OPENAI_API_KEY"
-		if v, ok := g.cfg.get("openai.api_key_env"); ok && v.scalar != "" {
-			keyEnv = v.scalar
+		if v, ok := g.Cfg.Get("openai.api_key_env"); ok && v.Scalar != "" {
+			keyEnv = v.Scalar
 		}
-		env = append(env, keyEnv+"="+g.apiKey)
+		env = append(env, keyEnv+"="+g.APIKey)
 	}
 	for _, fl := range []struct {
 		key, flag, val string
 	}{
-		{"backend", "--backend", g.store.backend}, {"weaviate.url", "--weaviate-url", g.store.url},
-		{"weaviate.namespace", "--weaviate-namespace", g.store.namespace}, {"weaviate.consistency", "--weaviate-consistency", g.store.consistency},
-		{"reranker", "--reranker", g.rerank.url}, {"reranker_api", "--reranker-api", g.rerank.api}, {"reranker_model", "--reranker-model", g.rerank.model},
-		{"reranker_top", "--reranker-top", strconv.Itoa(g.rerank.top)}, {"reranker_timeout", "--reranker-timeout", g.rerank.timeout.String()},
+		{"backend", "--backend", g.Backend.Name}, {"weaviate.url", "--weaviate-url", g.Backend.URL},
+		{"weaviate.namespace", "--weaviate-namespace", g.Backend.Namespace}, {"weaviate.consistency", "--weaviate-consistency", g.Backend.Consistency},
+		{"reranker", "--reranker", g.Rerank.URL}, {"reranker_api", "--reranker-api", g.Rerank.API}, {"reranker_model", "--reranker-model", g.Rerank.Model},
+		{"reranker_top", "--reranker-top", strconv.Itoa(g.Rerank.Top)}, {"reranker_timeout", "--reranker-timeout", g.Rerank.Timeout.String()},
 	} {
-		if g.sources[fl.key] == fl.flag {
+		if g.Sources[fl.key] == fl.flag {
 			args = append(args, fl.flag, fl.val)
 		}
 	}
-	if g.sources["weaviate.api_key"] == "--weaviate-api-key" {
-		env = append(env, "WEAVIATE_API_KEY="+g.store.apiKey)
+	if g.Sources["weaviate.api_key"] == "--weaviate-api-key" {
+		env = append(env, "WEAVIATE_API_KEY="+g.Backend.APIKey)
 	}
-	if g.sources["reranker_api_key"] == "--reranker-api-key" {
-		env = append(env, "RAGMEM_RERANKER_API_KEY="+g.rerank.apiKey)
+	if g.Sources["reranker_api_key"] == "--reranker-api-key" {
+		env = append(env, "RAGMEM_RERANKER_API_KEY="+g.Rerank.APIKey)
 	}
-	if g.verbose {
+	if g.Verbose {
 		args = append(args, "--verbose")
 	}
 	args = append(args, "serve", "--background", "--idle-exit", b.grace.String())
@@ -334,7 +342,7 @@ func logTail(dir string) string {
 // replayed (initialize, initialized, log level) and the calls in flight
 // sent again or answered.
 func (b *bridge) open(ctx context.Context, info owner.Info) error {
-	c, err := owner.NewClient(b.dir, info, b.g.clientOptions())
+	c, err := owner.NewClient(b.dir, info, b.g.ClientOptions())
 	if err != nil {
 		return err
 	}
@@ -408,11 +416,11 @@ func (b *bridge) checkMemories(ctx context.Context, c *owner.Client) error {
 	if err != nil {
 		return err
 	}
-	var ex ownerExtra
+	var ex ownerd.Extra
 	_ = json.Unmarshal(st.Extra, &ex)
 	if ex.Memories != "" && filepath.Clean(ex.Memories) != filepath.Clean(b.memories) {
 		return fmt.Errorf("--memories %s: the store in %s is owned by pid %d (%s), which serves the agent memories in %s; stop it, or drop --memories",
-			b.memories, b.dir, st.Owner.PID, describeKind(st.Owner.Kind, st.Owner.Command), ex.Memories)
+			b.memories, b.dir, st.Owner.PID, ownerd.DescribeKind(st.Owner.Kind, st.Owner.Command), ex.Memories)
 	}
 	return nil
 }

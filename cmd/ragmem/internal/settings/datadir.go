@@ -1,16 +1,15 @@
-package main
+package settings
 
 import (
 	"errors"
 	"fmt"
-	"github.com/ragmem/ragmem/internal/perm"
 	"io/fs"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/internal/owner"
+	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -32,9 +31,9 @@ const (
 	dirStore
 )
 
-// dirPolicies gives each command's policy by its path; a command not
+// DirPolicies gives each command's policy by its path; a command not
 // listed is dirNone. TestEveryCommandHasADirPolicy keeps the list whole.
-var dirPolicies = map[string]dirPolicy{
+var DirPolicies = map[string]dirPolicy{
 	"ragmem index": dirCreate, "ragmem import": dirCreate, "ragmem serve": dirCreate, "ragmem mcp": dirCreate,
 
 	"ragmem search": dirStore, "ragmem context": dirStore, "ragmem sources": dirStore, "ragmem stats": dirStore,
@@ -57,39 +56,39 @@ var dirPolicies = map[string]dirPolicy{
 	"ragmem check": dirExists,
 }
 
-// dirNoPolicy lists the commands that do not use the data directory, or
+// DirNoPolicy lists the commands that do not use the data directory, or
 // choose their own (demo: a temporary one unless --dir is given).
-var dirNoPolicy = map[string]bool{
+var DirNoPolicy = map[string]bool{
 	"ragmem bench": true, "ragmem eval": true, "ragmem demo": true, "ragmem prefs detect": true,
 	"ragmem config show": true, "ragmem config path": true, "ragmem config init": true,
 	"ragmem model pull": true, "ragmem model list": true, "ragmem version": true,
 }
 
-// errNoDataDir: the data directory named does not exist.
-var errNoDataDir = errors.New("no such data directory")
+// ErrNoDataDir: the data directory named does not exist.
+var ErrNoDataDir = errors.New("no such data directory")
 
-// errNoStore: the data directory holds no store yet.
-var errNoStore = errors.New("no store")
+// ErrNoStore: the data directory holds no store yet.
+var ErrNoStore = errors.New("no store")
 
 // dataDirSource says where the data directory was named: "--dir",
 // "$RAGMEM_DIR", the config file, or "" for the default.
-func (g *globals) dataDirSource() string {
-	if src := g.sources["dir"]; src != "" && src != srcDefault {
+func (s *Settings) dataDirSource() string {
+	if src := s.Sources["dir"]; src != "" && src != SrcDefault {
 		return src
 	}
-	if g.dir != "" {
+	if s.Dir != "" {
 		return "--dir"
 	}
 	return ""
 }
 
-// checkDataDir applies cmd's dirPolicy before it runs.
-func (g *globals) checkDataDir(cmd *cobra.Command) error {
-	pol := dirPolicies[cmd.CommandPath()]
+// CheckDataDir applies cmd's dirPolicy before it runs.
+func (s *Settings) CheckDataDir(cmd *cobra.Command) error {
+	pol := DirPolicies[cmd.CommandPath()]
 	if pol == dirNone {
 		return nil
 	}
-	dir, err := g.dataDir()
+	dir, err := s.DataDir()
 	if err != nil {
 		return err
 	}
@@ -112,7 +111,7 @@ func (g *globals) checkDataDir(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	where := g.dataDirSource()
+	where := s.dataDirSource()
 	named := where != ""
 	switch pol {
 	case dirCreate:
@@ -120,17 +119,17 @@ func (g *globals) checkDataDir(cmd *cobra.Command) error {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return fmt.Errorf("create data directory: %w", err)
 			}
-			fmt.Fprintf(g.stderr, "ragmem: created the data directory %s\n", dir)
+			fmt.Fprintf(s.Stderr, "ragmem: created the data directory %s\n", dir)
 		}
 	case dirExists:
 		if missing && named {
-			return fmt.Errorf("%w %s (from %s): check the path; ragmem index, import, serve and mcp create it", errNoDataDir, dir, where)
+			return fmt.Errorf("%w %s (from %s): check the path; ragmem index, import, serve and mcp create it", ErrNoDataDir, dir, where)
 		}
 	case dirStore:
 		if missing && named {
-			return fmt.Errorf("%w %s (from %s): check the path; ragmem index, import, serve and mcp create it", errNoDataDir, dir, where)
+			return fmt.Errorf("%w %s (from %s): check the path; ragmem index, import, serve and mcp create it", ErrNoDataDir, dir, where)
 		}
-		if !g.localBackend() {
+		if !s.LocalBackend() {
 			// The store is the remote backend's; the data directory holds
 			// only this machine's owner files, made on first use.
 			if missing {
@@ -141,16 +140,10 @@ func (g *globals) checkDataDir(cmd *cobra.Command) error {
 			return nil
 		}
 		if missing || (!rag.StoreExists(dir) && !ownerAnnounced(dir)) {
-			return fmt.Errorf("%w in %s: nothing was indexed there yet (ragmem index creates it)", errNoStore, dir)
+			return fmt.Errorf("%w in %s: nothing was indexed there yet (ragmem index creates it)", ErrNoStore, dir)
 		}
 	}
 	return nil
-}
-
-// localBackend reports whether the store is the data directory's own.
-func (g *globals) localBackend() bool {
-	b := strings.ToLower(strings.TrimSpace(g.store.backend))
-	return b == "" || b == "local"
 }
 
 // ownerAnnounced reports whether a process announces itself as the owner of

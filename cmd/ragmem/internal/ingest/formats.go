@@ -1,4 +1,4 @@
-package main
+package ingest
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // kind is a kind of file `ragmem index` reads.
 type kind struct {
 	exts []string
-	read func(ctx context.Context, o *indexOptions, d rag.Document, path string, data []byte) (rag.Document, string, error)
+	read func(ctx context.Context, o *Options, d rag.Document, path string, data []byte) (rag.Document, string, error)
 }
 
 // kinds are the files `ragmem index` reads, by extension.
@@ -41,8 +41,8 @@ func fileKind(path string) (kind, bool) {
 	return kind{}, false
 }
 
-// extList lists the extensions of kinds, for messages.
-func extList() string {
+// Exts lists the extensions of kinds, for messages.
+func Exts() string {
 	var es []string
 	for _, k := range kinds {
 		es = append(es, k.exts...)
@@ -51,8 +51,8 @@ func extList() string {
 }
 
 // readText reads a text, Markdown or HTML file.
-func readText(f chunk.Format) func(context.Context, *indexOptions, rag.Document, string, []byte) (rag.Document, string, error) {
-	return func(_ context.Context, _ *indexOptions, d rag.Document, path string, data []byte) (rag.Document, string, error) {
+func readText(f chunk.Format) func(context.Context, *Options, rag.Document, string, []byte) (rag.Document, string, error) {
+	return func(_ context.Context, _ *Options, d rag.Document, path string, data []byte) (rag.Document, string, error) {
 		s := string(data)
 		if chunk.Binary(s) {
 			return d, "binary data, not text", nil
@@ -71,8 +71,8 @@ func readText(f chunk.Format) func(context.Context, *indexOptions, rag.Document,
 // password, has no text layer, is damaged or past a limit) or that makes
 // the process pass a limit or crash is skipped with that reason (see
 // skipKeep), and the rest of the folder is indexed.
-func readDocumentFile(ctx context.Context, o *indexOptions, d rag.Document, path string, data []byte) (rag.Document, string, error) {
-	p, err := docread.Read(ctx, path, data, &docread.Options{Timeout: o.docTimeout, Memory: o.docMemory})
+func readDocumentFile(ctx context.Context, o *Options, d rag.Document, path string, data []byte) (rag.Document, string, error) {
+	p, err := docread.Read(ctx, path, data, &docread.Options{Timeout: o.DocTimeout, Memory: o.DocMemory})
 	switch {
 	case ctx.Err() != nil:
 		return d, "", ctx.Err()

@@ -1,4 +1,4 @@
-package main
+package ingest
 
 import (
 	"context"
@@ -131,14 +131,11 @@ func rememberExcludes(ctx context.Context, dir, folder string, exclude []string)
 	})
 }
 
-// folderExcludes resolves the exclude patterns of the folder path for this
-// run: the ones --exclude gives (remembered for the next run; only empty
-// ones forget), else the ones remembered, which it says it applies.
-func (g *globals) folderExcludes(ctx context.Context, path string, given []string, changed bool) ([]string, error) {
-	dir, err := g.dataDir()
-	if err != nil {
-		return nil, err
-	}
+// FolderExcludes resolves the exclude patterns of the folder path for this
+// run, remembered in the data directory dir: the ones --exclude gives
+// (remembered for the next run; only empty ones forget), else the ones
+// remembered, which it says on warn that it applies.
+func FolderExcludes(ctx context.Context, dir, path string, given []string, changed bool, warn io.Writer) ([]string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -173,7 +170,7 @@ func (g *globals) folderExcludes(ctx context.Context, path string, given []strin
 		for i, p := range pats {
 			q[i] = fmt.Sprintf("%q", p)
 		}
-		fmt.Fprintf(g.stderr, "ragmem: %s: excluding %s, as the last --exclude said (--exclude '' forgets)\n", abs, strings.Join(q, " "))
+		fmt.Fprintf(warn, "ragmem: %s: excluding %s, as the last --exclude said (--exclude '' forgets)\n", abs, strings.Join(q, " "))
 	}
 	return pats, nil
 }

@@ -1,4 +1,4 @@
-package main
+package settings
 
 import (
 	"bytes"
@@ -32,64 +32,65 @@ import (
 // maxConfigBytes bounds the config file.
 const maxConfigBytes = 1 << 20
 
-// errConfig marks a config file that cannot be used.
-var errConfig = errors.New("config")
+// ErrConfig marks a config file that cannot be used.
+var ErrConfig = errors.New("config")
 
-// valueKind is the YAML shape a key takes.
-type valueKind int
+// ValueKind is the YAML shape a key takes.
+type ValueKind int
 
 const (
-	scalarValue valueKind = iota // a string, number or boolean
-	listValue                    // a sequence of scalars (or one scalar)
-	mapValue                     // a mapping of names to scalars
+	ScalarValue ValueKind = iota // a string, number or boolean
+	ListValue                    // a sequence of scalars (or one scalar)
+	MapValue                     // a mapping of names to scalars
 )
 
-// configKey describes one key of the config file.
-type configKey struct {
-	name   string    // "dir", "openai.base_url", "serve.addr"
-	kind   valueKind //
-	flag   string    // the flag it sets, on the root command (globals) or on its section's command
-	env    []string  // environment variables that take precedence over it, first set wins
-	secret bool      // never printed; the file must not be readable by others
-	path   bool      // "~/" is expanded to the home directory
-	help   string    // one line, for `config show` and the docs
+// Key describes one key of the config file.
+type Key struct {
+	Name   string    // "dir", "openai.base_url", "serve.addr"
+	Kind   ValueKind //
+	Flag   string    // the flag it sets, on the root command (Settings) or on its section's command
+	Env    []string  // environment variables that take precedence over it, first set wins
+	Secret bool      // never printed; the file must not be readable by others
+	Path   bool      // "~/" is expanded to the home directory
+	Help   string    // one line, for `config show` and the docs
 }
 
 // Keys of the openai section that are options of an openai embedder spec.
 var openAIRuntimeOptions = []string{"batch", "concurrency", "request_tokens", "retries", "timeout"}
 
 // globalKeys are the top-level keys and the openai section.
-var globalKeys = []configKey{
-	{name: "dir", flag: "dir", env: []string{"RAGMEM_DIR"}, path: true, help: "data directory"},
-	{name: "embedder", flag: "embedder", env: []string{"RAGMEM_EMBEDDER"}, help: "embedder spec (a store built with another refuses it)"},
-	{name: "memories", env: []string{"RAGMEM_MEMORIES"}, path: true, help: "agent-memory directory (default <data dir>/memories)"},
-	{name: "backend", flag: "backend", env: []string{"RAGMEM_BACKEND"}, help: "storage backend: local or weaviate"},
-	{name: "weaviate.url", flag: "weaviate-url", env: []string{"RAGMEM_WEAVIATE_URL"}, help: "Weaviate server URL"},
-	{name: "weaviate.namespace", flag: "weaviate-namespace", env: []string{"RAGMEM_WEAVIATE_NAMESPACE"}, help: "Weaviate namespace"},
-	{name: "weaviate.consistency", flag: "weaviate-consistency", help: "Weaviate consistency level"},
-	{name: "weaviate.api_key", flag: "weaviate-api-key", env: []string{"WEAVIATE_API_KEY"}, secret: true, help: "Weaviate API key"},
-	{name: "reranker", flag: "reranker", env: []string{"RAGMEM_RERANKER"}, help: "URL of a /rerank endpoint that reorders the fused top results (default none)"},
-	{name: "reranker_api", flag: "reranker-api", help: "the reranker's request shape: cohere or tei (default by the URL)"},
-	{name: "reranker_model", flag: "reranker-model", help: "the reranker's model name"},
-	{name: "reranker_api_key", flag: "reranker-api-key", env: []string{"RAGMEM_RERANKER_API_KEY"}, secret: true, help: "API key sent to the reranker"},
-	{name: "reranker_top", flag: "reranker-top", help: "fused results the reranker reorders (default 50)"},
-	{name: "reranker_timeout", flag: "reranker-timeout", help: "timeout of one rerank call (default 3s)"},
-	{name: "openai.base_url", flag: "base-url", env: []string{"OPENAI_BASE_URL"}, help: "API root of OpenAI-compatible embedders (and chat models)"},
-	{name: "openai.api_key_env", help: "environment variable holding the API key (default OPENAI_API_KEY)"},
-	{name: "openai.api_key", flag: "api-key", secret: true, help: "API key, if not in the environment"},
-	{name: "openai.headers", kind: mapValue, secret: true, help: "extra HTTP headers for the embedding server"},
-	{name: "openai.batch", help: "texts per embeddings request (default 64, at most 2048)"},
-	{name: "openai.concurrency", help: "embeddings requests in flight (default 4)"},
-	{name: "openai.request_tokens", help: "estimated tokens per embeddings request (default 300000)"},
-	{name: "openai.retries", help: "retries after 429, 5xx or network errors (default 5; 0: none)"},
-	{name: "openai.timeout", help: "timeout of one embeddings request (default 60s)"},
+var globalKeys = []Key{
+	{Name: "dir", Flag: "dir", Env: []string{"RAGMEM_DIR"}, Path: true, Help: "data directory"},
+	{Name: "embedder", Flag: "embedder", Env: []string{"RAGMEM_EMBEDDER"}, Help: "embedder spec (a store built with another refuses it)"},
+	{Name: "memories", Env: []string{"RAGMEM_MEMORIES"}, Path: true, Help: "agent-memory directory (default <data dir>/memories)"},
+	{Name: "backend", Flag: "backend", Env: []string{"RAGMEM_BACKEND"}, Help: "storage backend: local or weaviate"},
+	{Name: "weaviate.url", Flag: "weaviate-url", Env: []string{"RAGMEM_WEAVIATE_URL"}, Help: "Weaviate server URL"},
+	{Name: "weaviate.namespace", Flag: "weaviate-namespace", Env: []string{"RAGMEM_WEAVIATE_NAMESPACE"}, Help: "Weaviate namespace"},
+	{Name: "weaviate.consistency", Flag: "weaviate-consistency", Help: "Weaviate consistency level"},
+	{Name: "weaviate.api_key", Flag: "weaviate-api-key", Env: []string{"WEAVIATE_API_KEY"}, Secret: true, Help: "Weaviate API key"},
+	{Name: "reranker", Flag: "reranker", Env: []string{"RAGMEM_RERANKER"}, Help: "URL of a /rerank endpoint that reorders the fused top results (default none)"},
+	{Name: "reranker_api", Flag: "reranker-api", Help: "the reranker's request shape: cohere or tei (default by the URL)"},
+	{Name: "reranker_model", Flag: "reranker-model", Help: "the reranker's model name"},
+	{Name: "reranker_api_key", Flag: "reranker-api-key", Env: []string{"RAGMEM_RERANKER_API_KEY"}, Secret: true, Help: "API key sent to the reranker"},
+	{Name: "reranker_top", Flag: "reranker-top", Help: "fused results the reranker reorders (default 50)"},
+	{Name: "reranker_timeout", Flag: "reranker-timeout", Help: "timeout of one rerank call (default 3s)"},
+	{Name: "openai.base_url", Flag: "base-url", Env: []string{"OPENAI_BASE_URL"}, Help: "API root of OpenAI-compatible embedders (and chat models)"},
+	{Name: "openai.api_key_env", Help: "environment variable holding the API key (default OPENAI_API_KEY)"},
+	{Name: "openai.api_key", Flag: "api-key", Secret: true, Help: "API key, if not in the environment"},
+	{Name: "openai.headers", Kind: MapValue, Secret: true, Help: "extra HTTP headers for the embedding server"},
+	{Name: "openai.batch", Help: "texts per embeddings request (default 64, at most 2048)"},
+	{Name: "openai.concurrency", Help: "embeddings requests in flight (default 4)"},
+	{Name: "openai.request_tokens", Help: "estimated tokens per embeddings request (default 300000)"},
+	{Name: "openai.retries", Help: "retries after 429, 5xx or network errors (default 5; 0: none)"},
+	{Name: "openai.timeout", Help: "timeout of one embeddings request (default 60s)"},
 }
 
-// sectionCommands are the commands whose flags a config section sets; keys
-// are the flag names with '_' for '-'.
-var sectionCommands = map[string]func() *pflag.FlagSet{
-	"serve": func() *pflag.FlagSet { return newServeCmd(&globals{}).Flags() },
-	"mcp":   func() *pflag.FlagSet { return newMCPCmd(&globals{}).Flags() },
+// Schema is the set of keys a config file may hold: the global ones and,
+// for each command of Sections, a section of that command's flags (keys are
+// the flag names with '_' for '-'). Sections builds a fresh flag set of the
+// command for each call (main gives serve's and mcp's).
+type Schema struct {
+	Sections map[string]func() *pflag.FlagSet
 }
 
 // sectionSkips are command flags that are not config keys.
@@ -98,23 +99,23 @@ var sectionSkips = map[string]bool{"mcp.memories": true, "serve.memories": true}
 // pathFlags are command flags whose values are paths.
 var pathFlags = map[string]bool{"serve.tls_cert": true, "serve.tls_key": true}
 
-// allKeys returns every config key, top-level and section, sorted by name.
-func allKeys() []configKey {
+// Keys returns every config key, top-level and section, sorted by name.
+func (sc Schema) Keys() []Key {
 	keys := slices.Clone(globalKeys)
-	for sec, flags := range sectionCommands {
+	for sec, flags := range sc.Sections {
 		flags().VisitAll(func(f *pflag.Flag) {
 			name := sec + "." + strings.ReplaceAll(f.Name, "-", "_")
 			if sectionSkips[name] || f.Name == "help" || f.Hidden {
 				return
 			}
-			k := configKey{name: name, flag: f.Name, path: pathFlags[name], help: firstLine(f.Usage)}
+			k := Key{Name: name, Flag: f.Name, Path: pathFlags[name], Help: firstLine(f.Usage)}
 			if strings.HasSuffix(f.Value.Type(), "Array") || strings.HasSuffix(f.Value.Type(), "Slice") {
-				k.kind = listValue
+				k.Kind = ListValue
 			}
 			keys = append(keys, k)
 		})
 	}
-	slices.SortFunc(keys, func(a, b configKey) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(keys, func(a, b Key) int { return strings.Compare(a.Name, b.Name) })
 	return keys
 }
 
@@ -123,34 +124,35 @@ func firstLine(s string) string {
 	return s
 }
 
-// configValue is one value read from the file.
-type configValue struct {
-	line   int
-	scalar string
-	list   []string
-	m      map[string]string
+// Value is one value read from the file.
+type Value struct {
+	Line   int
+	Scalar string
+	List   []string
+	Map    map[string]string
 }
 
-// config is the loaded config file (found false: there is none).
-type config struct {
-	path   string
-	source string // where the path came from: "--config", "$RAGMEM_CONFIG" or "default location"
-	found  bool
-	values map[string]configValue
-	keys   map[string]configKey
+// File is the loaded config file (Found false: there is none).
+type File struct {
+	Path   string
+	Source string // where the path came from: "--config", "$RAGMEM_CONFIG" or "default location"
+	Found  bool
+	values map[string]Value
+	keys   map[string]Key
 }
 
-func (c *config) get(name string) (configValue, bool) {
+// Get returns the value of the key name, if the file sets it.
+func (c *File) Get(name string) (Value, bool) {
 	if c == nil {
-		return configValue{}, false
+		return Value{}, false
 	}
 	v, ok := c.values[name]
 	return v, ok
 }
 
-// where names a value's place in the file, "path:line".
-func (c *config) where(v configValue) string {
-	return c.path + ":" + strconv.Itoa(v.line)
+// Where names a value's place in the file, "path:line".
+func (c *File) Where(v Value) string {
+	return c.Path + ":" + strconv.Itoa(v.Line)
 }
 
 // defaultConfigPath is $XDG_CONFIG_HOME/ragmem/config.yaml, else
@@ -179,15 +181,15 @@ func defaultConfigPath() (string, error) {
 	return filepath.Join(dir, "ragmem", "config.yaml"), nil
 }
 
-// locateConfig returns the config path and where it came from; explicit is
+// Locate returns the config path and where it came from; explicit is
 // true when the user named it (then it must exist). The path is "" when
 // there is no home directory to look in.
-func locateConfig(flag string) (path, source string, explicit bool) {
+func Locate(flag string) (path, source string, explicit bool) {
 	if flag != "" {
-		return expandHome(flag), "--config", true
+		return ExpandHome(flag), "--config", true
 	}
 	if p := os.Getenv("RAGMEM_CONFIG"); p != "" {
-		return expandHome(p), "$RAGMEM_CONFIG", true
+		return ExpandHome(p), "$RAGMEM_CONFIG", true
 	}
 	p, err := defaultConfigPath()
 	if err != nil {
@@ -196,49 +198,49 @@ func locateConfig(flag string) (path, source string, explicit bool) {
 	return p, "default location", false
 }
 
-// loadConfig reads the config file the flag, the environment or the
-// default location names. warn receives a warning about its permissions.
-func loadConfig(flag string, warn io.Writer) (*config, error) {
-	path, source, explicit := locateConfig(flag)
-	c := &config{path: path, source: source, values: map[string]configValue{}}
+// Load reads the config file the flag, the environment or the default
+// location names. warn receives a warning about its permissions.
+func (sc Schema) Load(flag string, warn io.Writer) (*File, error) {
+	path, source, explicit := Locate(flag)
+	c := &File{Path: path, Source: source, values: map[string]Value{}}
 	if path == "" {
 		return c, nil
 	}
 	// It names the embedder's endpoint and may hold its key: read only a
 	// file of the user's that no one else may write (internal/perm).
 	if err := perm.CheckTarget(path); err != nil {
-		return nil, fmt.Errorf("%w file %s (from %s): %w", errConfig, path, source, err)
+		return nil, fmt.Errorf("%w file %s (from %s): %w", ErrConfig, path, source, err)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !explicit {
 			return c, nil
 		}
-		return nil, fmt.Errorf("%w file %s (from %s): %w", errConfig, path, source, err)
+		return nil, fmt.Errorf("%w file %s (from %s): %w", ErrConfig, path, source, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%w file %s: %w", errConfig, path, err)
+		return nil, fmt.Errorf("%w file %s: %w", ErrConfig, path, err)
 	}
 	if st.IsDir() {
-		return nil, fmt.Errorf("%w file %s (from %s) is a directory", errConfig, path, source)
+		return nil, fmt.Errorf("%w file %s (from %s) is a directory", ErrConfig, path, source)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w file %s: %w", errConfig, path, err)
+		return nil, fmt.Errorf("%w file %s: %w", ErrConfig, path, err)
 	}
 	if len(data) > maxConfigBytes {
-		return nil, fmt.Errorf("%w file %s is larger than %d bytes", errConfig, path, maxConfigBytes)
+		return nil, fmt.Errorf("%w file %s is larger than %d bytes", ErrConfig, path, maxConfigBytes)
 	}
-	c.found = true
-	if c.values, c.keys, err = parseConfig(data); err != nil {
-		return nil, fmt.Errorf("%w file %s%w", errConfig, path, err)
+	c.Found = true
+	if c.values, c.keys, err = sc.Parse(data); err != nil {
+		return nil, fmt.Errorf("%w file %s%w", ErrConfig, path, err)
 	}
 	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
 		var secrets []string
 		for name, v := range c.values {
-			if c.keys[name].secret && (v.scalar != "" || len(v.m) > 0) {
+			if c.keys[name].Secret && (v.Scalar != "" || len(v.Map) > 0) {
 				secrets = append(secrets, name)
 			}
 		}
@@ -263,15 +265,15 @@ func atLine(line int, format string, args ...any) error {
 	return &lineError{line: line, msg: fmt.Sprintf(format, args...)}
 }
 
-// parseConfig reads a config file: a YAML mapping of known keys (sections
+// Parse reads a config file: a YAML mapping of known keys (sections
 // are nested mappings). Unknown keys, duplicates, anchors, aliases, values
 // of the wrong shape and invalid values are errors with their line.
-func parseConfig(data []byte) (map[string]configValue, map[string]configKey, error) {
-	keys := map[string]configKey{}
-	for _, k := range allKeys() {
-		keys[k.name] = k
+func (sc Schema) Parse(data []byte) (map[string]Value, map[string]Key, error) {
+	keys := map[string]Key{}
+	for _, k := range sc.Keys() {
+		keys[k.Name] = k
 	}
-	values := map[string]configValue{}
+	values := map[string]Value{}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
@@ -295,8 +297,8 @@ func parseConfig(data []byte) (map[string]configValue, map[string]configKey, err
 		return nil, nil, err
 	}
 	for name, v := range values {
-		if err := checkValue(keys[name], v); err != nil {
-			return nil, nil, atLine(v.line, "%s: %v", name, err)
+		if err := sc.checkValue(keys[name], v); err != nil {
+			return nil, nil, atLine(v.Line, "%s: %v", name, err)
 		}
 	}
 	return values, keys, nil
@@ -314,7 +316,7 @@ func yamlError(err error) error {
 }
 
 // walkConfig reads a mapping node whose keys are prefixed with prefix.
-func walkConfig(n *yaml.Node, prefix string, keys map[string]configKey, values map[string]configValue) error {
+func walkConfig(n *yaml.Node, prefix string, keys map[string]Key, values map[string]Value) error {
 	if err := plain(n); err != nil {
 		return err
 	}
@@ -369,7 +371,7 @@ func plain(n *yaml.Node) error {
 	return nil
 }
 
-func isSection(name string, keys map[string]configKey) bool {
+func isSection(name string, keys map[string]Key) bool {
 	for k := range keys {
 		if strings.HasPrefix(k, name+".") {
 			return true
@@ -379,7 +381,7 @@ func isSection(name string, keys map[string]configKey) bool {
 }
 
 // suggest names a known key close to an unknown one.
-func suggest(name string, keys map[string]configKey) string {
+func suggest(name string, keys map[string]Key) string {
 	norm := func(s string) string { return strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(s)) }
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		if norm(name) == k || strings.HasSuffix(k, "."+norm(name)) {
@@ -390,11 +392,11 @@ func suggest(name string, keys map[string]configKey) string {
 }
 
 // readValue reads a key's value node; nil for an explicit null (unset).
-func readValue(k configKey, n *yaml.Node) (*configValue, error) {
+func readValue(k Key, n *yaml.Node) (*Value, error) {
 	if err := plain(n); err != nil {
 		return nil, err
 	}
-	v := &configValue{line: n.Line}
+	v := &Value{Line: n.Line}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil, nil
 	}
@@ -403,37 +405,37 @@ func readValue(k configKey, n *yaml.Node) (*configValue, error) {
 			return "", err
 		}
 		if n.Kind != yaml.ScalarNode {
-			return "", atLine(n.Line, "%s: want a single value", k.name)
+			return "", atLine(n.Line, "%s: want a single value", k.Name)
 		}
 		return n.Value, nil
 	}
-	switch k.kind {
-	case scalarValue:
+	switch k.Kind {
+	case ScalarValue:
 		s, err := scalar(n)
 		if err != nil {
 			return nil, err
 		}
-		v.scalar = s
-	case listValue:
+		v.Scalar = s
+	case ListValue:
 		switch n.Kind {
 		case yaml.ScalarNode:
-			v.list = []string{n.Value}
+			v.List = []string{n.Value}
 		case yaml.SequenceNode:
 			for _, c := range n.Content {
 				s, err := scalar(c)
 				if err != nil {
 					return nil, err
 				}
-				v.list = append(v.list, s)
+				v.List = append(v.List, s)
 			}
 		default:
-			return nil, atLine(n.Line, "%s: want a list of values", k.name)
+			return nil, atLine(n.Line, "%s: want a list of values", k.Name)
 		}
-	case mapValue:
+	case MapValue:
 		if n.Kind != yaml.MappingNode {
-			return nil, atLine(n.Line, "%s: want a mapping of names to values", k.name)
+			return nil, atLine(n.Line, "%s: want a mapping of names to values", k.Name)
 		}
-		v.m = map[string]string{}
+		v.Map = map[string]string{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			name, err := scalar(n.Content[i])
 			if err != nil {
@@ -443,14 +445,14 @@ func readValue(k configKey, n *yaml.Node) (*configValue, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, dup := v.m[name]; dup {
-				return nil, atLine(n.Content[i].Line, "%s: %q is given twice", k.name, truncate(name, 64))
+			if _, dup := v.Map[name]; dup {
+				return nil, atLine(n.Content[i].Line, "%s: %q is given twice", k.Name, truncate(name, 64))
 			}
-			v.m[name] = val
+			v.Map[name] = val
 		}
 	}
-	if k.path {
-		v.scalar = expandHome(v.scalar)
+	if k.Path {
+		v.Scalar = ExpandHome(v.Scalar)
 	}
 	return v, nil
 }
@@ -458,31 +460,31 @@ func readValue(k configKey, n *yaml.Node) (*configValue, error) {
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // checkValue validates a value the way its flag or embedder option would.
-func checkValue(k configKey, v configValue) error {
+func (sc Schema) checkValue(k Key, v Value) error {
 	switch {
-	case k.name == "embedder":
-		_, err := embed.ParseSpec(v.scalar)
+	case k.Name == "embedder":
+		_, err := embed.ParseSpec(v.Scalar)
 		return err
-	case k.name == "openai.base_url":
-		return embed.Spec{Kind: embed.KindOpenAI, Model: "m", BaseURL: v.scalar}.Validate()
-	case k.name == "openai.api_key_env":
-		if !envName.MatchString(v.scalar) {
-			return fmt.Errorf("%q is not an environment variable name", truncate(v.scalar, 64))
+	case k.Name == "openai.base_url":
+		return embed.Spec{Kind: embed.KindOpenAI, Model: "m", BaseURL: v.Scalar}.Validate()
+	case k.Name == "openai.api_key_env":
+		if !envName.MatchString(v.Scalar) {
+			return fmt.Errorf("%q is not an environment variable name", truncate(v.Scalar, 64))
 		}
 		return nil
-	case k.name == "openai.headers":
-		_, err := embed.NewOpenAI(embed.OpenAIOptions{Model: "m", BaseURL: "http://localhost/v1", Headers: v.m})
+	case k.Name == "openai.headers":
+		_, err := embed.NewOpenAI(embed.OpenAIOptions{Model: "m", BaseURL: "http://localhost/v1", Headers: v.Map})
 		return err
-	case strings.HasPrefix(k.name, "openai.") && slices.Contains(openAIRuntimeOptions, strings.TrimPrefix(k.name, "openai.")):
-		return embed.Spec{Kind: embed.KindOpenAI, Model: "m", Options: map[string]string{strings.TrimPrefix(k.name, "openai."): v.scalar}}.Validate()
-	case k.flag != "":
-		f := scratchFlags(k).Lookup(k.flag)
+	case strings.HasPrefix(k.Name, "openai.") && slices.Contains(openAIRuntimeOptions, strings.TrimPrefix(k.Name, "openai.")):
+		return embed.Spec{Kind: embed.KindOpenAI, Model: "m", Options: map[string]string{strings.TrimPrefix(k.Name, "openai."): v.Scalar}}.Validate()
+	case k.Flag != "":
+		f := sc.ScratchFlags(k).Lookup(k.Flag)
 		if f == nil {
 			return nil
 		}
-		vals := v.list
-		if k.kind == scalarValue {
-			vals = []string{v.scalar}
+		vals := v.List
+		if k.Kind == ScalarValue {
+			vals = []string{v.Scalar}
 		}
 		for _, s := range vals {
 			if err := f.Value.Set(s); err != nil {
@@ -493,20 +495,21 @@ func checkValue(k configKey, v configValue) error {
 	return nil
 }
 
-// scratchFlags returns a fresh flag set holding k's flag, to validate values.
-func scratchFlags(k configKey) *pflag.FlagSet {
-	if sec, _, ok := strings.Cut(k.name, "."); ok {
-		if mk, ok := sectionCommands[sec]; ok {
+// ScratchFlags returns a fresh flag set holding k's flag, to validate
+// values and read defaults.
+func (sc Schema) ScratchFlags(k Key) *pflag.FlagSet {
+	if sec, _, ok := strings.Cut(k.Name, "."); ok {
+		if mk, ok := sc.Sections[sec]; ok {
 			return mk()
 		}
 	}
 	fs := pflag.NewFlagSet("scratch", pflag.ContinueOnError)
-	addGlobalFlags(fs, &globals{})
+	(&Settings{}).AddFlags(fs)
 	return fs
 }
 
-// expandHome replaces a leading "~/" with the home directory.
-func expandHome(p string) string {
+// ExpandHome replaces a leading "~/" with the home directory.
+func ExpandHome(p string) string {
 	if p == "~" || strings.HasPrefix(p, "~/") || strings.HasPrefix(p, `~\`) {
 		if home, err := os.UserHomeDir(); err == nil {
 			return filepath.Join(home, p[1:])
