@@ -13,34 +13,83 @@ import (
 	"unicode/utf8"
 
 	"github.com/ragmem/ragmem/internal/memory"
+	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 )
 
+// apiRoutes registers the /v1 API. Every route but POST /v1/pages is a
+// binding of one rag.Memory operation made by bind: how it reads its
+// request, and the call of the contract with what the answer leaves out
+// for a remote client.
 func (s *Server) apiRoutes() {
 	for _, rt := range []struct {
 		pattern string
 		h       http.HandlerFunc
 	}{
 		{"POST /v1/pages", s.postPage},
-		{"GET /v1/pages", s.getPage},
-		{"DELETE /v1/pages", s.deletePage},
-		{"GET /v1/jobs", s.listJobs},
-		{"GET /v1/jobs/{id}", s.getJob},
+		{"GET /v1/pages", bind(s, http.StatusOK, noBody, getPage)},
+		{"DELETE /v1/pages", bind(s, http.StatusOK, noBody, deletePage)},
+		{"GET /v1/jobs", bind(s, http.StatusOK, jobsQuery, listJobs)},
+		{"GET /v1/jobs/{id}", bind(s, http.StatusOK, noBody, getJob)},
 		{"POST /v1/jobs/{id}/retry", s.retryJob},
-		{"DELETE /v1/jobs/{id}", s.dropJob},
-		{"GET /v1/sources", s.listSources},
-		{"POST /v1/search", s.search},
-		{"POST /v1/context", s.context},
-		{"GET /v1/preferences", s.listPreferences},
-		{"POST /v1/preferences", s.addPreference},
-		{"DELETE /v1/preferences", s.deletePreferences},
-		{"POST /v1/preferences/detect", s.detectPreference},
-		{"GET /v1/stats", s.stats},
+		{"DELETE /v1/jobs/{id}", bind(s, http.StatusOK, noBody, dropJob)},
+		{"GET /v1/sources", bind(s, http.StatusOK, sourcesQuery, listSources)},
+		{"DELETE /v1/sources", bind(s, http.StatusOK, sourceURL, deleteSource)},
+		{"PATCH /v1/sources", bind(s, http.StatusOK, body[rag.SetAttrsRequest], patchSource)},
+		{"POST /v1/sources:delete", bind(s, http.StatusOK, body[rag.DeleteSourcesRequest], deleteSources)},
+		{"POST /v1/documents", bind(s, http.StatusOK, body[rag.DocumentsRequest], postDocuments)},
+		{"POST /v1/search", bind(s, http.StatusOK, searchBody, search)},
+		{"POST /v1/context", bind(s, http.StatusOK, contextBody, buildContext)},
+		{"GET /v1/preferences", bind(s, http.StatusOK, noBody, listPreferences)},
+		{"POST /v1/preferences", bind(s, http.StatusCreated, body[rag.PreferenceRequest], addPreference)},
+		{"DELETE /v1/preferences", bind(s, http.StatusOK, prefsQuery, deletePreferences)},
+		{"POST /v1/preferences/detect", bind(s, http.StatusOK, body[rag.DetectRequest], detectPreferences)},
+		{"GET /v1/stats", bind(s, http.StatusOK, noBody, s.stats)},
 		{"GET /v1/openapi.json", s.openapi},
 	} {
 		s.mustHandle(rt.pattern, rt.h, true)
 	}
 }
+
+// bind makes the handler of one /v1 route, the shape every route of the
+// API shares: read turns the HTTP request into the contract's request (a
+// bad one is answered with its *apiError before a namespace is opened),
+// call runs the contract on the request's namespace, and its answer is
+// written as JSON with status (204: no body). An error of call is mapped
+// to its response by fail.
+func bind[In, Out any](s *Server, status int, read func(*http.Request) (In, *apiError), call func(*http.Request, rag.Memory, In) (Out, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		in, e := read(r)
+		if e != nil {
+			writeAPIError(w, r, e)
+			return
+		}
+		mem := s.memory(w, r)
+		if mem == nil {
+			return
+		}
+		out, err := call(r, mem, in)
+		switch {
+		case err != nil:
+			s.fail(w, r, err)
+		case status == http.StatusNoContent:
+			w.WriteHeader(status)
+		default:
+			writeJSON(w, status, out)
+		}
+	}
+}
+
+// body reads the request's JSON body as a T (decodeJSON).
+func body[T any](r *http.Request) (T, *apiError) {
+	var v T
+	e := decodeJSON(r, &v)
+	return v, e
+}
+
+// noBody is the read of a route whose request is its path and query,
+// which its call reads.
+func noBody(*http.Request) (struct{}, *apiError) { return struct{}{}, nil }
 
 // memory returns the request's memory (its namespace's) or writes the
 // error. Every handler of the API is a binding of rag.Memory: it decodes
@@ -166,8 +215,8 @@ func publicJob(r *http.Request, j *rag.JobJSON) {
 }
 
 func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
-	var req rag.PageRequest
-	if e := decodeJSON(r, &req); e != nil {
+	req, e := body[rag.PageRequest](r)
+	if e != nil {
 		writeAPIError(w, r, e)
 		return
 	}
@@ -200,77 +249,54 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, resp)
 }
 
-func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
+func getJob(r *http.Request, mem rag.Memory, _ struct{}) (*rag.JobJSON, error) {
 	j, err := mem.Job(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	publicJob(r, j)
-	writeJSON(w, http.StatusOK, j)
+	return j, err
 }
 
-// listJobs lists the namespace's jobs, most recent first: all remembered
-// ones, or those in the states of ?state= (queued, running, done, failed,
-// dead, cancelled; comma-separated), at most ?limit= (default 100, at most 10,000).
-func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+// jobsQuery reads GET /v1/jobs: the states of ?state= (queued, running,
+// done, failed, dead, cancelled; comma-separated; none: all remembered
+// jobs), at most ?limit= (default 100, at most 10,000).
+func jobsQuery(r *http.Request) (rag.JobsRequest, *apiError) {
 	limit, e := intParam(r, "limit", 100, 1, 10000)
-	if e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
 	req := rag.JobsRequest{Limit: limit}
 	if v := r.URL.Query().Get("state"); v != "" {
 		req.States = strings.Split(v, ",")
 	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
+	return req, e
+}
+
+// listJobs lists the namespace's jobs, most recent first.
+func listJobs(r *http.Request, mem rag.Memory, req rag.JobsRequest) (*rag.JobsJSON, error) {
 	out, err := mem.Jobs(r.Context(), req)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	for i := range out.Jobs {
 		publicJob(r, &out.Jobs[i])
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
-// retryJob queues a dead letter's page again.
+// retryJob queues a dead letter's page again; the answer's Location is
+// the job's.
 func (s *Server) retryJob(w http.ResponseWriter, r *http.Request) {
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
 	id := r.PathValue("id")
-	j, err := mem.RetryJob(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	publicJob(r, j)
-	w.Header().Set("Location", "/v1/jobs/"+url.PathEscape(id))
-	writeJSON(w, http.StatusAccepted, j)
+	bind(s, http.StatusAccepted, noBody, func(r *http.Request, mem rag.Memory, _ struct{}) (*rag.JobJSON, error) {
+		j, err := mem.RetryJob(r.Context(), id)
+		if err == nil {
+			publicJob(r, j)
+			w.Header().Set("Location", "/v1/jobs/"+url.PathEscape(id))
+		}
+		return j, err
+	})(w, r)
 }
 
 // dropJob deletes a dead letter and its page.
-func (s *Server) dropJob(w http.ResponseWriter, r *http.Request) {
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
+func dropJob(r *http.Request, mem rag.Memory, _ struct{}) (map[string]any, error) {
 	id := r.PathValue("id")
-	if err := mem.DropJob(r.Context(), id); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "dropped": true})
+	return map[string]any{"id": id, "dropped": true}, mem.DropJob(r.Context(), id)
 }
 
 // clip shortens s to at most n bytes at a rune boundary.
@@ -284,35 +310,21 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-func (s *Server) getPage(w http.ResponseWriter, r *http.Request) {
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
+func getPage(r *http.Request, mem rag.Memory, _ struct{}) (*rag.PageJSON, error) {
 	p, err := mem.Page(r.Context(), r.URL.Query().Get("url"))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	for i := range p.Chunks {
 		public(&p.Chunks[i], IsLocal(r))
 	}
-	writeJSON(w, http.StatusOK, p)
+	return p, nil
 }
 
-func (s *Server) deletePage(w http.ResponseWriter, r *http.Request) {
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	// The page's queued jobs are cancelled: once this answer is sent, the
-	// page is gone and stays gone (see rag.Engine.Forget).
-	out, err := mem.ForgetPage(r.Context(), r.URL.Query().Get("url"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+// deletePage forgets a page. Its queued jobs are cancelled: once this
+// answer is sent, the page is gone and stays gone (see rag.Engine.Forget).
+func deletePage(r *http.Request, mem rag.Memory, _ struct{}) (*rag.ForgetJSON, error) {
+	return mem.ForgetPage(r.Context(), r.URL.Query().Get("url"))
 }
 
 func intParam(r *http.Request, name string, def, lo, hi int) (int, *apiError) {
@@ -327,34 +339,30 @@ func intParam(r *http.Request, name string, def, lo, hi int) (int, *apiError) {
 	return n, nil
 }
 
-func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
+// sourcesQuery reads GET /v1/sources: ?offset=, ?limit=, ?filter= and the
+// comma-separated ?type=.
+func sourcesQuery(r *http.Request) (rag.SourcesRequest, *apiError) {
 	offset, e := intParam(r, "offset", 0, 0, 1<<30)
 	if e != nil {
-		writeAPIError(w, r, e)
-		return
+		return rag.SourcesRequest{}, e
 	}
 	limit, e := intParam(r, "limit", rag.DefaultListLimit, 1, rag.MaxListLimit)
-	if e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
 	req := rag.SourcesRequest{Offset: offset, Limit: limit, Filter: r.URL.Query().Get("filter")}
 	if t := r.URL.Query().Get("type"); t != "" {
 		req.Types = strings.Split(t, ",")
 	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
+	return req, e
+}
+
+func listSources(r *http.Request, mem rag.Memory, req rag.SourcesRequest) (*rag.SourcesJSON, error) {
 	out, err := mem.Sources(r.Context(), req)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	for i := range out.Sources {
 		out.Sources[i].URL = publicURL(out.Sources[i].URL, out.Sources[i].DocType, IsLocal(r))
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // remoteBound refuses a topK or maxPerSource past what a remote client
@@ -373,129 +381,75 @@ func remoteBound(r *http.Request, topK int, maxPerSource *int) *apiError {
 	return nil
 }
 
-func (s *Server) search(w http.ResponseWriter, r *http.Request) {
-	var req rag.SearchRequest
-	if e := decodeJSON(r, &req); e != nil {
-		writeAPIError(w, r, e)
-		return
+// searchBody reads POST /v1/search within a remote client's bounds.
+func searchBody(r *http.Request) (rag.SearchRequest, *apiError) {
+	req, e := body[rag.SearchRequest](r)
+	if e == nil {
+		e = remoteBound(r, req.TopK, req.MaxPerSource)
 	}
-	if e := remoteBound(r, req.TopK, req.MaxPerSource); e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
+	return req, e
+}
+
+func search(r *http.Request, mem rag.Memory, req rag.SearchRequest) (*rag.SearchJSON, error) {
 	out, err := mem.Search(r.Context(), req)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	for i := range out.Results {
 		public(&out.Results[i].ChunkJSON, IsLocal(r))
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
-func (s *Server) context(w http.ResponseWriter, r *http.Request) {
-	var req rag.ContextRequest
-	if e := decodeJSON(r, &req); e != nil {
-		writeAPIError(w, r, e)
-		return
+// contextBody reads POST /v1/context within a remote client's bounds.
+func contextBody(r *http.Request) (rag.ContextRequest, *apiError) {
+	req, e := body[rag.ContextRequest](r)
+	if e == nil {
+		e = remoteBound(r, req.TopK, nil)
 	}
-	if e := remoteBound(r, req.TopK, nil); e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	// What the request leaves zero, the engine decides (rag.Engine.
-	// BuildContext): the same budgets as on every other surface.
-	out, err := mem.BuildContext(r.Context(), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	return req, e
 }
 
-func (s *Server) listPreferences(w http.ResponseWriter, r *http.Request) {
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
+// buildContext answers POST /v1/context. What the request leaves zero,
+// the engine decides (rag.Engine.BuildContext): the same budgets as on
+// every other surface.
+func buildContext(r *http.Request, mem rag.Memory, req rag.ContextRequest) (*rag.ContextJSON, error) {
+	return mem.BuildContext(r.Context(), req)
+}
+
+func listPreferences(r *http.Request, mem rag.Memory, _ struct{}) (map[string]any, error) {
 	ps, err := mem.Preferences(r.Context())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"preferences": ps})
+	return map[string]any{"preferences": ps}, err
 }
 
-func (s *Server) addPreference(w http.ResponseWriter, r *http.Request) {
-	var req rag.PreferenceRequest
-	if e := decodeJSON(r, &req); e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
+func addPreference(r *http.Request, mem rag.Memory, req rag.PreferenceRequest) (map[string]*prefs.Preference, error) {
 	p, err := mem.AddPreference(r.Context(), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, map[string]any{"preference": p})
+	return map[string]*prefs.Preference{"preference": p}, err
 }
 
-func (s *Server) deletePreferences(w http.ResponseWriter, r *http.Request) {
+// prefsQuery reads DELETE /v1/preferences: ?id= names the one preference
+// to remove; ?all=true (and no id) removes them all.
+func prefsQuery(r *http.Request) (string, *apiError) {
 	q := r.URL.Query()
 	id, all := q.Get("id"), q.Get("all")
 	if (id == "") == (all != "true") {
-		writeAPIError(w, r, badRequest("give id=<preference id> to remove one preference, or all=true to remove them all"))
-		return
+		return "", badRequest("give id=<preference id> to remove one preference, or all=true to remove them all")
 	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	if all == "true" {
-		n, err := mem.ClearPreferences(r.Context())
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"removed": n})
-		return
-	}
-	if err := mem.RemovePreference(r.Context(), id); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"removed": 1})
+	return id, nil
 }
 
-func (s *Server) detectPreference(w http.ResponseWriter, r *http.Request) {
-	var req rag.DetectRequest
-	if e := decodeJSON(r, &req); e != nil {
-		writeAPIError(w, r, e)
-		return
+// deletePreferences removes the preference id, or all of them when id is
+// "" (prefsQuery).
+func deletePreferences(r *http.Request, mem rag.Memory, id string) (map[string]int, error) {
+	if id == "" {
+		n, err := mem.ClearPreferences(r.Context())
+		return map[string]int{"removed": n}, err
 	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	out, err := mem.DetectPreferences(r.Context(), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	return map[string]int{"removed": 1}, mem.RemovePreference(r.Context(), id)
+}
+
+func detectPreferences(r *http.Request, mem rag.Memory, req rag.DetectRequest) (*rag.DetectJSON, error) {
+	return mem.DetectPreferences(r.Context(), req)
 }
 
 // StatsJSON answers GET /v1/stats.
@@ -508,38 +462,20 @@ type StatsJSON struct {
 	} `json:"server"`
 }
 
-func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
+func (s *Server) stats(r *http.Request, mem rag.Memory, _ struct{}) (*StatsJSON, error) {
 	st, err := mem.Stats(r.Context())
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
-	out := StatsJSON{Namespace: Namespace(r), Store: st}
+	out := &StatsJSON{Namespace: Namespace(r), Store: st}
 	out.Server.UptimeSeconds = s.o.Now().Sub(s.started).Seconds()
 	out.Server.NamespacesOpen = s.pool.openCount()
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
-// putURLRules sets the store's URL rules (rag.Memory.SetURLRules): a
+// setURLRules sets the store's URL rules (rag.Memory.SetURLRules): a
 // route of local listeners only (`ragmem index --keep-params` run as a
-// client of the owner sets them here).
-func (s *Server) putURLRules(w http.ResponseWriter, r *http.Request) {
-	var rules rag.URLRules
-	if e := decodeJSON(r, &rules); e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	if err := mem.SetURLRules(r.Context(), rules); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+// client of the owner sets them here); the answer is 204.
+func setURLRules(r *http.Request, mem rag.Memory, rules rag.URLRules) (struct{}, error) {
+	return struct{}{}, mem.SetURLRules(r.Context(), rules)
 }
