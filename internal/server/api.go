@@ -19,32 +19,33 @@ import (
 
 // apiRoutes registers the /v1 API. Every route but POST /v1/pages is a
 // binding of one rag.Memory operation made by bind: how it reads its
-// request, and the call of the contract with what the answer leaves out
-// for a remote client.
+// request, and which operation it calls.
 func (s *Server) apiRoutes() {
 	for _, rt := range []struct {
 		pattern string
 		h       http.HandlerFunc
 	}{
 		{"POST /v1/pages", s.postPage},
-		{"GET /v1/pages", bind(s, http.StatusOK, noBody, getPage)},
-		{"DELETE /v1/pages", bind(s, http.StatusOK, noBody, deletePage)},
-		{"GET /v1/jobs", bind(s, http.StatusOK, jobsQuery, listJobs)},
-		{"GET /v1/jobs/{id}", bind(s, http.StatusOK, noBody, getJob)},
+		{"GET /v1/pages", bind(s, http.StatusOK, urlParam, rag.Memory.Page)},
+		{"DELETE /v1/pages", bind(s, http.StatusOK, urlParam, rag.Memory.ForgetPage)},
+		{"GET /v1/jobs", bind(s, http.StatusOK, jobsQuery, rag.Memory.Jobs)},
+		{"GET /v1/jobs/{id}", bind(s, http.StatusOK, pathID, rag.Memory.Job)},
 		{"POST /v1/jobs/{id}/retry", s.retryJob},
-		{"DELETE /v1/jobs/{id}", bind(s, http.StatusOK, noBody, dropJob)},
-		{"GET /v1/sources", bind(s, http.StatusOK, sourcesQuery, listSources)},
-		{"DELETE /v1/sources", bind(s, http.StatusOK, sourceURL, deleteSource)},
-		{"PATCH /v1/sources", bind(s, http.StatusOK, body[rag.SetAttrsRequest], patchSource)},
-		{"POST /v1/sources:delete", bind(s, http.StatusOK, body[rag.DeleteSourcesRequest], deleteSources)},
-		{"POST /v1/documents", bind(s, http.StatusOK, body[rag.DocumentsRequest], postDocuments)},
-		{"POST /v1/search", bind(s, http.StatusOK, searchBody, search)},
-		{"POST /v1/context", bind(s, http.StatusOK, contextBody, buildContext)},
-		{"GET /v1/preferences", bind(s, http.StatusOK, noBody, listPreferences)},
+		{"DELETE /v1/jobs/{id}", bind(s, http.StatusOK, pathID, dropJob)},
+		{"GET /v1/sources", bind(s, http.StatusOK, sourcesQuery, rag.Memory.Sources)},
+		{"DELETE /v1/sources", bind(s, http.StatusOK, sourceURL, removeSource)},
+		{"PATCH /v1/sources", bind(s, http.StatusOK, readAttrsPatch, setSourceAttrs)},
+		{"POST /v1/sources:delete", bind(s, http.StatusOK, body[rag.DeleteSourcesRequest], rag.Memory.DeleteSources)},
+		{"POST /v1/documents", bind(s, http.StatusOK, body[rag.DocumentsRequest], rag.Memory.Index)},
+		{"POST /v1/search", bind(s, http.StatusOK, searchBody, rag.Memory.Search)},
+		// What the request leaves zero, the engine decides
+		// (rag.Engine.BuildContext): the same budgets as on every surface.
+		{"POST /v1/context", bind(s, http.StatusOK, contextBody, rag.Memory.BuildContext)},
+		{"GET /v1/preferences", bind(s, http.StatusOK, noInput, listPreferences)},
 		{"POST /v1/preferences", bind(s, http.StatusCreated, body[rag.PreferenceRequest], addPreference)},
 		{"DELETE /v1/preferences", bind(s, http.StatusOK, prefsQuery, deletePreferences)},
-		{"POST /v1/preferences/detect", bind(s, http.StatusOK, body[rag.DetectRequest], detectPreferences)},
-		{"GET /v1/stats", bind(s, http.StatusOK, noBody, s.stats)},
+		{"POST /v1/preferences/detect", bind(s, http.StatusOK, body[rag.DetectRequest], rag.Memory.DetectPreferences)},
+		{"GET /v1/stats", bind(s, http.StatusOK, namespaceName, s.stats)},
 		{"GET /v1/openapi.json", s.openapi},
 	} {
 		s.mustHandle(rt.pattern, rt.h, true)
@@ -54,10 +55,10 @@ func (s *Server) apiRoutes() {
 // bind makes the handler of one /v1 route, the shape every route of the
 // API shares: read turns the HTTP request into the contract's request (a
 // bad one is answered with its *apiError before a namespace is opened),
-// call runs the contract on the request's namespace, and its answer is
-// written as JSON with status (204: no body). An error of call is mapped
-// to its response by fail.
-func bind[In, Out any](s *Server, status int, read func(*http.Request) (In, *apiError), call func(*http.Request, rag.Memory, In) (Out, error)) http.HandlerFunc {
+// call runs the contract on the request's namespace, and its answer, as
+// the client may see it (publicAnswer), is written as JSON with status
+// (204: no body). An error of call is mapped to its response by fail.
+func bind[In, Out any](s *Server, status int, read func(*http.Request) (In, *apiError), call func(rag.Memory, context.Context, In) (Out, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		in, e := read(r)
 		if e != nil {
@@ -68,13 +69,14 @@ func bind[In, Out any](s *Server, status int, read func(*http.Request) (In, *api
 		if mem == nil {
 			return
 		}
-		out, err := call(r, mem, in)
+		out, err := call(mem, r.Context(), in)
 		switch {
 		case err != nil:
 			s.fail(w, r, err)
 		case status == http.StatusNoContent:
 			w.WriteHeader(status)
 		default:
+			publicAnswer(r, out)
 			writeJSON(w, status, out)
 		}
 	}
@@ -87,9 +89,17 @@ func body[T any](r *http.Request) (T, *apiError) {
 	return v, e
 }
 
-// noBody is the read of a route whose request is its path and query,
-// which its call reads.
-func noBody(*http.Request) (struct{}, *apiError) { return struct{}{}, nil }
+// noInput is the read of a route whose call needs nothing of the request.
+func noInput(*http.Request) (struct{}, *apiError) { return struct{}{}, nil }
+
+// urlParam reads the request's ?url= (the contract checks it).
+func urlParam(r *http.Request) (string, *apiError) { return r.URL.Query().Get("url"), nil }
+
+// namespaceName reads the request's namespace (Namespace).
+func namespaceName(r *http.Request) (string, *apiError) { return Namespace(r), nil }
+
+// pathID reads the {id} of the route's path.
+func pathID(r *http.Request) (string, *apiError) { return r.PathValue("id"), nil }
 
 // memory returns the request's memory (its namespace's) or writes the
 // error. Every handler of the API is a binding of rag.Memory: it decodes
@@ -214,6 +224,46 @@ func publicJob(r *http.Request, j *rag.JobJSON) {
 	}
 }
 
+// publicAnswer rewrites an answer of the contract as the client of r may
+// see it, the one place that says what each answer hides from a remote
+// client: a memory's source is named by its file name (public,
+// publicURL), and errors in it name no file of the server
+// (publicMessage). The user's own processes on a local listener see it
+// whole.
+func publicAnswer(r *http.Request, answer any) {
+	local := IsLocal(r)
+	switch a := answer.(type) {
+	case *rag.PageAccepted:
+		publicJob(r, a.Job)
+	case *rag.JobJSON:
+		publicJob(r, a)
+	case *rag.JobsJSON:
+		for i := range a.Jobs {
+			publicJob(r, &a.Jobs[i])
+		}
+	case *rag.PageJSON:
+		for i := range a.Chunks {
+			public(&a.Chunks[i], local)
+		}
+	case *rag.SearchJSON:
+		for i := range a.Results {
+			public(&a.Results[i].ChunkJSON, local)
+		}
+	case *rag.SourcesJSON:
+		for i := range a.Sources {
+			a.Sources[i].URL = publicURL(a.Sources[i].URL, a.Sources[i].DocType, local)
+		}
+	case *rag.DeleteSourcesJSON:
+		for i := range a.KeptSources {
+			a.KeptSources[i].URL = publicURL(a.KeptSources[i].URL, a.KeptSources[i].DocType, local)
+		}
+	case *rag.DocumentsJSON:
+		for i := range a.Results {
+			a.Results[i].Error = publicMessage(r, a.Results[i].Error)
+		}
+	}
+}
+
 func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 	req, e := body[rag.PageRequest](r)
 	if e != nil {
@@ -240,24 +290,19 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	publicAnswer(r, resp)
 	if resp.Status == "unchanged" {
 		writeJSON(w, http.StatusOK, resp)
 		return
 	}
-	publicJob(r, resp.Job)
 	w.Header().Set("Location", "/v1/jobs/"+url.PathEscape(resp.JobID))
 	writeJSON(w, http.StatusAccepted, resp)
 }
 
-func getJob(r *http.Request, mem rag.Memory, _ struct{}) (*rag.JobJSON, error) {
-	j, err := mem.Job(r.Context(), r.PathValue("id"))
-	publicJob(r, j)
-	return j, err
-}
-
 // jobsQuery reads GET /v1/jobs: the states of ?state= (queued, running,
 // done, failed, dead, cancelled; comma-separated; none: all remembered
-// jobs), at most ?limit= (default 100, at most 10,000).
+// jobs), at most ?limit= (default 100, at most 10,000). The jobs are
+// listed most recent first.
 func jobsQuery(r *http.Request) (rag.JobsRequest, *apiError) {
 	limit, e := intParam(r, "limit", 100, 1, 10000)
 	req := rag.JobsRequest{Limit: limit}
@@ -267,26 +312,12 @@ func jobsQuery(r *http.Request) (rag.JobsRequest, *apiError) {
 	return req, e
 }
 
-// listJobs lists the namespace's jobs, most recent first.
-func listJobs(r *http.Request, mem rag.Memory, req rag.JobsRequest) (*rag.JobsJSON, error) {
-	out, err := mem.Jobs(r.Context(), req)
-	if err != nil {
-		return nil, err
-	}
-	for i := range out.Jobs {
-		publicJob(r, &out.Jobs[i])
-	}
-	return out, nil
-}
-
 // retryJob queues a dead letter's page again; the answer's Location is
 // the job's.
 func (s *Server) retryJob(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	bind(s, http.StatusAccepted, noBody, func(r *http.Request, mem rag.Memory, _ struct{}) (*rag.JobJSON, error) {
-		j, err := mem.RetryJob(r.Context(), id)
+	bind(s, http.StatusAccepted, pathID, func(mem rag.Memory, ctx context.Context, id string) (*rag.JobJSON, error) {
+		j, err := mem.RetryJob(ctx, id)
 		if err == nil {
-			publicJob(r, j)
 			w.Header().Set("Location", "/v1/jobs/"+url.PathEscape(id))
 		}
 		return j, err
@@ -294,9 +325,8 @@ func (s *Server) retryJob(w http.ResponseWriter, r *http.Request) {
 }
 
 // dropJob deletes a dead letter and its page.
-func dropJob(r *http.Request, mem rag.Memory, _ struct{}) (map[string]any, error) {
-	id := r.PathValue("id")
-	return map[string]any{"id": id, "dropped": true}, mem.DropJob(r.Context(), id)
+func dropJob(mem rag.Memory, ctx context.Context, id string) (map[string]any, error) {
+	return map[string]any{"id": id, "dropped": true}, mem.DropJob(ctx, id)
 }
 
 // clip shortens s to at most n bytes at a rune boundary.
@@ -308,23 +338,6 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
-}
-
-func getPage(r *http.Request, mem rag.Memory, _ struct{}) (*rag.PageJSON, error) {
-	p, err := mem.Page(r.Context(), r.URL.Query().Get("url"))
-	if err != nil {
-		return nil, err
-	}
-	for i := range p.Chunks {
-		public(&p.Chunks[i], IsLocal(r))
-	}
-	return p, nil
-}
-
-// deletePage forgets a page. Its queued jobs are cancelled: once this
-// answer is sent, the page is gone and stays gone (see rag.Engine.Forget).
-func deletePage(r *http.Request, mem rag.Memory, _ struct{}) (*rag.ForgetJSON, error) {
-	return mem.ForgetPage(r.Context(), r.URL.Query().Get("url"))
 }
 
 func intParam(r *http.Request, name string, def, lo, hi int) (int, *apiError) {
@@ -354,17 +367,6 @@ func sourcesQuery(r *http.Request) (rag.SourcesRequest, *apiError) {
 	return req, e
 }
 
-func listSources(r *http.Request, mem rag.Memory, req rag.SourcesRequest) (*rag.SourcesJSON, error) {
-	out, err := mem.Sources(r.Context(), req)
-	if err != nil {
-		return nil, err
-	}
-	for i := range out.Sources {
-		out.Sources[i].URL = publicURL(out.Sources[i].URL, out.Sources[i].DocType, IsLocal(r))
-	}
-	return out, nil
-}
-
 // remoteBound refuses a topK or maxPerSource past what a remote client
 // may ask for (maxTopK); the user's own processes on a local listener may
 // ask what a local engine answers (ragmem search --top-k 500).
@@ -390,17 +392,6 @@ func searchBody(r *http.Request) (rag.SearchRequest, *apiError) {
 	return req, e
 }
 
-func search(r *http.Request, mem rag.Memory, req rag.SearchRequest) (*rag.SearchJSON, error) {
-	out, err := mem.Search(r.Context(), req)
-	if err != nil {
-		return nil, err
-	}
-	for i := range out.Results {
-		public(&out.Results[i].ChunkJSON, IsLocal(r))
-	}
-	return out, nil
-}
-
 // contextBody reads POST /v1/context within a remote client's bounds.
 func contextBody(r *http.Request) (rag.ContextRequest, *apiError) {
 	req, e := body[rag.ContextRequest](r)
@@ -410,20 +401,13 @@ func contextBody(r *http.Request) (rag.ContextRequest, *apiError) {
 	return req, e
 }
 
-// buildContext answers POST /v1/context. What the request leaves zero,
-// the engine decides (rag.Engine.BuildContext): the same budgets as on
-// every other surface.
-func buildContext(r *http.Request, mem rag.Memory, req rag.ContextRequest) (*rag.ContextJSON, error) {
-	return mem.BuildContext(r.Context(), req)
-}
-
-func listPreferences(r *http.Request, mem rag.Memory, _ struct{}) (map[string]any, error) {
-	ps, err := mem.Preferences(r.Context())
+func listPreferences(mem rag.Memory, ctx context.Context, _ struct{}) (map[string]any, error) {
+	ps, err := mem.Preferences(ctx)
 	return map[string]any{"preferences": ps}, err
 }
 
-func addPreference(r *http.Request, mem rag.Memory, req rag.PreferenceRequest) (map[string]*prefs.Preference, error) {
-	p, err := mem.AddPreference(r.Context(), req)
+func addPreference(mem rag.Memory, ctx context.Context, req rag.PreferenceRequest) (map[string]*prefs.Preference, error) {
+	p, err := mem.AddPreference(ctx, req)
 	return map[string]*prefs.Preference{"preference": p}, err
 }
 
@@ -440,16 +424,12 @@ func prefsQuery(r *http.Request) (string, *apiError) {
 
 // deletePreferences removes the preference id, or all of them when id is
 // "" (prefsQuery).
-func deletePreferences(r *http.Request, mem rag.Memory, id string) (map[string]int, error) {
+func deletePreferences(mem rag.Memory, ctx context.Context, id string) (map[string]int, error) {
 	if id == "" {
-		n, err := mem.ClearPreferences(r.Context())
+		n, err := mem.ClearPreferences(ctx)
 		return map[string]int{"removed": n}, err
 	}
-	return map[string]int{"removed": 1}, mem.RemovePreference(r.Context(), id)
-}
-
-func detectPreferences(r *http.Request, mem rag.Memory, req rag.DetectRequest) (*rag.DetectJSON, error) {
-	return mem.DetectPreferences(r.Context(), req)
+	return map[string]int{"removed": 1}, mem.RemovePreference(ctx, id)
 }
 
 // StatsJSON answers GET /v1/stats.
@@ -462,12 +442,13 @@ type StatsJSON struct {
 	} `json:"server"`
 }
 
-func (s *Server) stats(r *http.Request, mem rag.Memory, _ struct{}) (*StatsJSON, error) {
-	st, err := mem.Stats(r.Context())
+// stats answers GET /v1/stats: the store's and the server's figures.
+func (s *Server) stats(mem rag.Memory, ctx context.Context, ns string) (*StatsJSON, error) {
+	st, err := mem.Stats(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := &StatsJSON{Namespace: Namespace(r), Store: st}
+	out := &StatsJSON{Namespace: ns, Store: st}
 	out.Server.UptimeSeconds = s.o.Now().Sub(s.started).Seconds()
 	out.Server.NamespacesOpen = s.pool.openCount()
 	return out, nil
@@ -476,6 +457,6 @@ func (s *Server) stats(r *http.Request, mem rag.Memory, _ struct{}) (*StatsJSON,
 // setURLRules sets the store's URL rules (rag.Memory.SetURLRules): a
 // route of local listeners only (`ragmem index --keep-params` run as a
 // client of the owner sets them here); the answer is 204.
-func setURLRules(r *http.Request, mem rag.Memory, rules rag.URLRules) (struct{}, error) {
-	return struct{}{}, mem.SetURLRules(r.Context(), rules)
+func setURLRules(mem rag.Memory, ctx context.Context, rules rag.URLRules) (struct{}, error) {
+	return struct{}{}, mem.SetURLRules(ctx, rules)
 }

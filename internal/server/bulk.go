@@ -8,23 +8,23 @@ import (
 	"github.com/ragmem/ragmem/rag"
 )
 
-// deleteSources answers POST /v1/sources:delete.
-func deleteSources(r *http.Request, mem rag.Memory, req rag.DeleteSourcesRequest) (*rag.DeleteSourcesJSON, error) {
-	out, err := mem.DeleteSources(r.Context(), req)
-	if err != nil {
-		return nil, err
-	}
-	for i := range out.KeptSources {
-		si := &out.KeptSources[i]
-		si.URL = publicURL(si.URL, si.DocType, IsLocal(r))
-	}
-	return out, nil
+// attrsPatch is the request of PATCH /v1/sources?url=: the source and the
+// JSON merge patch of its attributes.
+type attrsPatch struct {
+	url string
+	req rag.SetAttrsRequest
 }
 
-// patchSource answers PATCH /v1/sources?url=: it changes a source's
-// attributes without embedding it again.
-func patchSource(r *http.Request, mem rag.Memory, req rag.SetAttrsRequest) (*rag.SetAttrsJSON, error) {
-	return mem.SetSourceAttrs(r.Context(), r.URL.Query().Get("url"), req)
+// readAttrsPatch reads PATCH /v1/sources?url=.
+func readAttrsPatch(r *http.Request) (attrsPatch, *apiError) {
+	req, e := body[rag.SetAttrsRequest](r)
+	return attrsPatch{url: r.URL.Query().Get("url"), req: req}, e
+}
+
+// setSourceAttrs changes a source's attributes without embedding it
+// again.
+func setSourceAttrs(mem rag.Memory, ctx context.Context, p attrsPatch) (*rag.SetAttrsJSON, error) {
+	return mem.SetSourceAttrs(ctx, p.url, p.req)
 }
 
 // AcquireNamespace returns the engine of namespace ns ("" the default

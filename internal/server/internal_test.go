@@ -1,11 +1,15 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/rag"
 )
 
 // TestRoutesAreDocumented checks the other direction of TestOpenAPI: every
@@ -66,6 +70,48 @@ func TestOptionDefaults(t *testing.T) {
 	} {
 		if got := withDefaults(c.in); !c.want(got) {
 			t.Errorf("%s: got %+v", c.name, got)
+		}
+	}
+}
+
+// TestPublicAnswerHidesTheServersFiles checks publicAnswer, the one place
+// that says what each answer hides from a remote client: for every answer
+// type that can hold one, a memory's file URL or an error naming a file of
+// the server reaches a remote client without the server's path, and the
+// user's own process on a local listener sees it whole.
+func TestPublicAnswerHidesTheServersFiles(t *testing.T) {
+	dir := t.TempDir()
+	file := "file://" + dir + "/notes.md"
+	failure := "open " + dir + "/queue.log: permission denied"
+	chunk := rag.ChunkJSON{URL: file, DocType: rag.DocMemory}
+	source := rag.SourceJSON{URL: file, DocType: rag.DocMemory}
+	job := rag.JobJSON{ID: "j1", Error: failure}
+	answers := map[string]func() any{
+		"PageAccepted":      func() any { j := job; return &rag.PageAccepted{Job: &j} },
+		"JobJSON":           func() any { j := job; return &j },
+		"JobsJSON":          func() any { return &rag.JobsJSON{Jobs: []rag.JobJSON{job}} },
+		"PageJSON":          func() any { return &rag.PageJSON{Chunks: []rag.ChunkJSON{chunk}} },
+		"SearchJSON":        func() any { return &rag.SearchJSON{Results: []rag.ResultJSON{{ChunkJSON: chunk}}} },
+		"SourcesJSON":       func() any { return &rag.SourcesJSON{Sources: []rag.SourceJSON{source}} },
+		"DeleteSourcesJSON": func() any { return &rag.DeleteSourcesJSON{KeptSources: []rag.SourceJSON{source}} },
+		"DocumentsJSON":     func() any { return &rag.DocumentsJSON{Results: []rag.DocumentResult{{Error: failure}}} },
+	}
+	remote := httptest.NewRequest(http.MethodGet, "/v1/x", nil)
+	local := remote.WithContext(context.WithValue(remote.Context(), localKey{}, true))
+	for name, answer := range answers {
+		for _, c := range []struct {
+			r         *http.Request
+			showsPath bool
+		}{{remote, false}, {local, true}} {
+			a := answer()
+			publicAnswer(c.r, a)
+			out, err := json.Marshal(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(string(out), dir); got != c.showsPath {
+				t.Errorf("%s (local %v): the answer names the server's directory: %v, want %v: %s", name, c.showsPath, got, c.showsPath, out)
+			}
 		}
 	}
 }
