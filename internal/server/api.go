@@ -60,12 +60,7 @@ func (s *Server) apiRoutes() {
 // (204: no body). An error of call is mapped to its response by fail.
 func bind[In, Out any](s *Server, status int, read func(*http.Request) (In, *apiError), call func(rag.Memory, context.Context, In) (Out, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		in, e := read(r)
-		if e != nil {
-			writeAPIError(w, r, e)
-			return
-		}
-		mem := s.memory(w, r)
+		in, mem := prepare(s, w, r, read)
 		if mem == nil {
 			return
 		}
@@ -80,6 +75,23 @@ func bind[In, Out any](s *Server, status int, read func(*http.Request) (In, *api
 			writeJSON(w, status, out)
 		}
 	}
+}
+
+// prepare reads the request with read and returns it with the memory of
+// the request's namespace (Server.Engine); a bad request or a namespace
+// that cannot be had is answered here, and the memory is nil.
+func prepare[In any](s *Server, w http.ResponseWriter, r *http.Request, read func(*http.Request) (In, *apiError)) (In, rag.Memory) {
+	in, e := read(r)
+	if e != nil {
+		writeAPIError(w, r, e)
+		return in, nil
+	}
+	eng, err := s.Engine(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return in, nil
+	}
+	return in, eng
 }
 
 // body reads the request's JSON body as a T (decodeJSON).
@@ -100,19 +112,6 @@ func namespaceName(r *http.Request) (string, *apiError) { return Namespace(r), n
 
 // pathID reads the {id} of the route's path.
 func pathID(r *http.Request) (string, *apiError) { return r.PathValue("id"), nil }
-
-// memory returns the request's memory (its namespace's) or writes the
-// error. Every handler of the API is a binding of rag.Memory: it decodes
-// the wire request, adds the bounds of a remote client, calls the contract
-// and writes its answer.
-func (s *Server) memory(w http.ResponseWriter, r *http.Request) rag.Memory {
-	eng, err := s.Engine(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return nil
-	}
-	return eng
-}
 
 // codeStatus is the HTTP status of a contract error's code.
 var codeStatus = map[string]int{
@@ -265,12 +264,7 @@ func publicAnswer(r *http.Request, answer any) {
 }
 
 func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
-	req, e := body[rag.PageRequest](r)
-	if e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
-	mem := s.memory(w, r)
+	req, mem := prepare(s, w, r, body[rag.PageRequest])
 	if mem == nil {
 		return
 	}

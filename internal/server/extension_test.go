@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/ragmem/ragmem/rag"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/rag"
 
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
