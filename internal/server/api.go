@@ -166,31 +166,49 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		s.log.Error("disk full", "requestId", stateOf(r).id, "namespace", Namespace(r), "err", err)
 		WriteError(w, r, http.StatusInsufficientStorage, CodeDiskFull, "the disk of the server's data directory is full; nothing was changed")
-	case errors.Is(err, rag.ErrQuotaExceeded):
-		WriteError(w, r, http.StatusInsufficientStorage, CodeQuotaExceeded, clientMessage(err, rag.ErrQuotaExceeded))
-	case errors.Is(err, rag.ErrTooManyChunks):
-		WriteError(w, r, http.StatusUnprocessableEntity, CodeTooManyChunks, clientMessage(err, rag.ErrTooManyChunks))
 	case errors.Is(err, rag.ErrEmptyDocument):
 		WriteError(w, r, http.StatusUnprocessableEntity, CodeNoContent, "the page has no text to index")
 	case errors.Is(err, rag.ErrBinaryContent):
 		WriteError(w, r, http.StatusUnprocessableEntity, CodeNoContent, "the page's text is binary data (NUL or control bytes), not text")
-	case errors.Is(err, rag.ErrReserved):
-		WriteError(w, r, http.StatusForbidden, CodeReserved, clientMessage(err, rag.ErrReserved))
-	case errors.Is(err, rag.ErrBadURL):
-		WriteError(w, r, http.StatusBadRequest, CodeBadRequest, clientMessage(err, rag.ErrBadURL))
 	case errors.Is(err, context.DeadlineExceeded):
 		WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, fmt.Sprintf("the request took longer than %s", s.o.RequestTimeout))
 	case errors.Is(err, context.Canceled):
 		WriteError(w, r, 499, "canceled", "the client went away")
+	case clientError(err) != nil:
+		c := clientError(err)
+		WriteError(w, r, c.status, c.code, rag.ClientMessage(err, c.sentinel))
 	default:
 		s.log.Error("request failed", "requestId", stateOf(r).id, "namespace", Namespace(r), "err", err)
 		WriteError(w, r, http.StatusInternalServerError, CodeInternal, "internal error; the server's log has the details under this request id")
 	}
 }
 
-// clientMessage is the message of an error whose text from its sentinel
-// on was written for the client (rag.ClientMessage).
-func clientMessage(err, sentinel error) string { return rag.ClientMessage(err, sentinel) }
+// clientErrors are the engine's errors whose text from the sentinel on is
+// written for the client (rag.ClientMessage), with their status and code.
+var clientErrors = []clientErr{
+	{rag.ErrQuotaExceeded, http.StatusInsufficientStorage, CodeQuotaExceeded},
+	{rag.ErrTooManyChunks, http.StatusUnprocessableEntity, CodeTooManyChunks},
+	{rag.ErrReserved, http.StatusForbidden, CodeReserved},
+	{rag.ErrBadURL, http.StatusBadRequest, CodeBadRequest},
+}
+
+// clientErr is an engine error's sentinel with its response's status
+// and code.
+type clientErr struct {
+	sentinel error
+	status   int
+	code     string
+}
+
+// clientError is the entry of clientErrors err matches, or nil.
+func clientError(err error) *clientErr {
+	for i := range clientErrors {
+		if errors.Is(err, clientErrors[i].sentinel) {
+			return &clientErrors[i]
+		}
+	}
+	return nil
+}
 
 // public rewrites a chunk as answers show it: a memory's source is named
 // by its file name, never by the server's path, and the directory

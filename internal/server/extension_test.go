@@ -12,12 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragmem/ragmem/rag"
-
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/ragmem/ragmem/internal/server"
+	"github.com/ragmem/ragmem/rag"
 )
 
 // extensionID is the id Chromium gives an unpacked extension: the first

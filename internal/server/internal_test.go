@@ -3,6 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -112,6 +116,37 @@ func TestPublicAnswerHidesTheServersFiles(t *testing.T) {
 			if got := strings.Contains(string(out), dir); got != c.showsPath {
 				t.Errorf("%s (local %v): the answer names the server's directory: %v, want %v: %s", name, c.showsPath, got, c.showsPath, out)
 			}
+		}
+	}
+}
+
+// TestFailMapsEngineErrors checks fail on the engine's own errors, as a
+// handler mounted with Handle passes them (Server.Fail): each gets its
+// status and code, and the client reads the message from the sentinel on,
+// never what wraps it.
+func TestFailMapsEngineErrors(t *testing.T) {
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, c := range []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{fmt.Errorf("adding page 7: %w: 10 chunks", rag.ErrQuotaExceeded), http.StatusInsufficientStorage, CodeQuotaExceeded},
+		{fmt.Errorf("adding page 7: %w: 5000 of 4096", rag.ErrTooManyChunks), http.StatusUnprocessableEntity, CodeTooManyChunks},
+		{fmt.Errorf("adding page 7: %w: ragmem://x", rag.ErrReserved), http.StatusForbidden, CodeReserved},
+		{fmt.Errorf("adding page 7: %w: no host", rag.ErrBadURL), http.StatusBadRequest, CodeBadRequest},
+		{fmt.Errorf("adding page 7: %w", rag.ErrEmptyDocument), http.StatusUnprocessableEntity, CodeNoContent},
+		{fmt.Errorf("adding page 7: %w", errors.New("boom")), http.StatusInternalServerError, CodeInternal},
+	} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, "/v1/x", nil)
+		s.fail(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, &reqState{id: "r1"})), c.err)
+		var body ErrorBody
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			t.Fatal(err)
+		}
+		if w.Code != c.status || body.Error.Code != c.code || strings.Contains(body.Error.Message, "adding page") {
+			t.Errorf("%v: %d %+v, want %d %s and no wrapping text", c.err, w.Code, body.Error, c.status, c.code)
 		}
 	}
 }
