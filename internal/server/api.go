@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/ragmem/ragmem/internal/memory"
-	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -418,9 +417,9 @@ func listPreferences(mem rag.Memory, ctx context.Context, _ struct{}) (map[strin
 	return map[string]any{"preferences": ps}, err
 }
 
-func addPreference(mem rag.Memory, ctx context.Context, req rag.PreferenceRequest) (map[string]*prefs.Preference, error) {
+func addPreference(mem rag.Memory, ctx context.Context, req rag.PreferenceRequest) (map[string]any, error) {
 	p, err := mem.AddPreference(ctx, req)
-	return map[string]*prefs.Preference{"preference": p}, err
+	return map[string]any{"preference": p}, err
 }
 
 // prefsQuery reads DELETE /v1/preferences: ?id= names the one preference
