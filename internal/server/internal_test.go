@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -125,7 +124,7 @@ func TestPublicAnswerHidesTheServersFiles(t *testing.T) {
 // status and code, and the client reads the message from the sentinel on,
 // never what wraps it.
 func TestFailMapsEngineErrors(t *testing.T) {
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s := &Server{log: slog.New(slog.DiscardHandler)}
 	for _, c := range []struct {
 		err    error
 		status int
