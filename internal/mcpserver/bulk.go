@@ -23,7 +23,7 @@ const (
 
 // forgetSourcesInput is the input of forget_sources.
 type forgetSourcesInput struct {
-	Filter string `json:"filter,omitempty" jsonschema:"A filter expression: FIELD = v, FIELD != v, FIELD IN [a, b], FIELD STARTS WITH v, FIELD EXISTS, created < TIME, combined with AND, OR, NOT and parentheses; FIELD is source, title, type, created or an attribute. Every stored text or page with a passage that matches is removed."`
+	Filter string `json:"filter,omitempty"`
 	All    bool   `json:"all,omitempty" jsonschema:"Allow removing every stored text and page: with no filter, or a filter that matches them all. Default false."`
 	DryRun bool   `json:"dryRun,omitempty" jsonschema:"List what would be removed and remove nothing. Default false; call with dryRun true first."`
 }
@@ -58,6 +58,9 @@ func (s *Server) registerBulk() {
 		Description: "Remove every stored text or page with a passage that matches a filter expression (as search_memory's filter). " +
 			"Call it with dryRun true first to see what would go. Memories and preferences are never removed here. A filter that matches every stored text and page (an empty one does) needs all: true.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true), IdempotentHint: true, OpenWorldHint: new(false)},
+		InputSchema: mcpschema.For[forgetSourcesInput](func(p map[string]*jsonschema.Schema) {
+			p["filter"].Description = filterSyntax + ". Every stored text or page with a passage that matches is removed."
+		}),
 	}, s.forgetSources)
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:  toolSetSourceAttrs,

@@ -28,7 +28,14 @@ const (
 )
 
 // The tools' input and output types below are plain values; their JSON
-// schemas are inferred from the json and jsonschema tags.
+// schemas are inferred from the json and jsonschema tags, and a filter's
+// description is filterSyntax, set when the tool is registered.
+
+// filterSyntax describes the filter expressions of search_memory,
+// get_context and forget_sources (rag's filter language).
+const filterSyntax = "A filter expression: FIELD = v, FIELD != v, FIELD IN [a, b], FIELD STARTS WITH v, FIELD EXISTS, " +
+	"created < | <= | > | >= TIME (2025-01-31, now-7d), combined with AND, OR, NOT and parentheses; " +
+	"FIELD is source, title, type, created or an attribute key. Example: team = search AND created > now-30d"
 
 // searchInput is the input of search_memory.
 type searchInput struct {
@@ -37,7 +44,7 @@ type searchInput struct {
 	Mode      string   `json:"mode,omitempty" jsonschema:"hybrid (BM25 and vectors fused; the default), vector (meaning) or fulltext (exact words, BM25)."`
 	SourceURL string   `json:"sourceUrl,omitempty" jsonschema:"Search only this source (as listed by list_sources)."`
 	Types     []string `json:"types,omitempty" jsonschema:"Document types to search: knowledge (the default), memory, preference."`
-	Filter    string   `json:"filter,omitempty" jsonschema:"A filter expression: FIELD = v, FIELD != v, FIELD IN [a, b], FIELD STARTS WITH v, FIELD EXISTS, created < | <= | > | >= TIME (2025-01-31, now-7d), combined with AND, OR, NOT and parentheses; FIELD is source, title, type, created or an attribute key. Example: team = search AND created > now-30d"`
+	Filter    string   `json:"filter,omitempty"`
 }
 
 // searchOutput is search_memory's structured output: the wire format every
@@ -51,7 +58,7 @@ type contextInput struct {
 	ModelContextLimit  int    `json:"modelContextLimit,omitempty" jsonschema:"The model's context window in tokens. Default: known for the model, else 8192."`
 	SystemPromptTokens int    `json:"systemPromptTokens,omitempty" jsonschema:"Tokens already used by your system prompt."`
 	ResponseReserve    int    `json:"responseReserve,omitempty" jsonschema:"Tokens to keep free for the answer. Default 1024."`
-	Filter             string `json:"filter,omitempty" jsonschema:"Use only passages that match this filter. A filter expression: FIELD = v, FIELD != v, FIELD IN [a, b], FIELD STARTS WITH v, FIELD EXISTS, created < | <= | > | >= TIME (2025-01-31, now-7d), combined with AND, OR, NOT and parentheses; FIELD is source, title, type, created or an attribute key. Example: team = search AND created > now-30d"`
+	Filter             string `json:"filter,omitempty"`
 }
 
 // contextOutput is the output of get_context.
@@ -135,6 +142,7 @@ func (s *Server) register() {
 			p["topK"].Minimum, p["topK"].Maximum = new(1.0), new(float64(maxTopK))
 			p["mode"].Enum = []any{"hybrid", "vector", "fulltext"}
 			p["types"].Items.Enum = docTypes
+			p["filter"].Description = filterSyntax
 		}),
 	}, s.searchMemory)
 	mcp.AddTool(s.mcp, &mcp.Tool{
@@ -148,6 +156,7 @@ func (s *Server) register() {
 			for _, k := range []string{"modelContextLimit", "systemPromptTokens", "responseReserve"} {
 				p[k].Minimum = new(0.0)
 			}
+			p["filter"].Description = "Use only passages that match this filter. " + filterSyntax
 		}),
 	}, s.getContext)
 	mcp.AddTool(s.mcp, &mcp.Tool{
