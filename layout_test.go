@@ -190,10 +190,11 @@ var facadeImports = map[string]map[string]string{
 		"internal/perm":     "the data directory and the token file are the user's (ssh's rule)",
 	},
 	"mcpserver": {
-		"rag":               "the facade: every tool is a binding of rag.Memory",
-		"prefs":             "the preference tools",
-		"chunk":             "the formats of documents the tools accept",
-		"internal/pathless": "no tool error names a file of the server",
+		"rag":                "the facade: every tool is a binding of rag.Memory",
+		"prefs":              "the preference tools",
+		"chunk":              "the formats of documents the tools accept",
+		"internal/pathless":  "no tool error names a file of the server",
+		"internal/mcpschema": "the tools' input schemas, inferred as memmcp's are",
 	},
 	"agent": {
 		"rag":              "the facade",
@@ -217,9 +218,10 @@ var facadeImports = map[string]map[string]string{
 		"internal/jsonbody": "bounded JSON request bodies",
 	},
 	"memory/memmcp": {
-		"rag":               "the facade",
-		"memory":            "the memory store it serves",
-		"memory/extraction": "extraction of memories from a conversation",
+		"rag":                "the facade",
+		"memory":             "the memory store it serves",
+		"memory/extraction":  "extraction of memories from a conversation",
+		"internal/mcpschema": "the tools' input schemas, inferred as mcpserver's are",
 	},
 	// The composition root and admin tool. Its everyday commands (index,
 	// search, sources, rm, jobs, prefs, context) go through rag (or the

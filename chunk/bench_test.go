@@ -99,43 +99,28 @@ func benchDoc(f Format, size int) string {
 }
 
 func benchSplit(b *testing.B, f Format) {
-	src := benchDoc(f, 100<<10)
 	tokens.Default() // load the BPE tables outside the timing
-	b.SetBytes(int64(len(src)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		Split(src, f, nil)
-	}
+	benchOver(b, f, func(src string) { Split(src, f, nil) })
 }
 
 func BenchmarkSplitMarkdown(b *testing.B) { benchSplit(b, Markdown) }
 func BenchmarkSplitText(b *testing.B)     { benchSplit(b, Text) }
 func BenchmarkSplitHTML(b *testing.B)     { benchSplit(b, HTML) }
 
-func BenchmarkSentences(b *testing.B) {
-	src := benchDoc(Text, 100<<10)
+func BenchmarkSentences(b *testing.B)   { benchOver(b, Text, func(src string) { Sentences(src) }) }
+func BenchmarkExtractHTML(b *testing.B) { benchOver(b, HTML, func(src string) { ExtractHTML(src) }) }
+
+// benchOver measures f over a 100 KiB document of the format.
+func benchOver(b *testing.B, format Format, f func(string)) {
+	src := benchDoc(format, 100<<10)
 	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		Sentences(src)
+		f(src)
 	}
 }
 
-func BenchmarkExtractHTML(b *testing.B) {
-	src := benchDoc(HTML, 100<<10)
-	b.SetBytes(int64(len(src)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		ExtractHTML(src)
-	}
-}
-
-// TestSplitMegabyteMarkdown checks that chunking is linear: 1 MB of
-// Markdown must split well under a second even on a busy machine (the limit
-// asserted is generous; the measured time is logged).
 // TestSplitMegabyteMarkdown checks the invariants on a 1 MiB document; its
 // speed is measured by BenchmarkSplitMarkdown.
 func TestSplitMegabyteMarkdown(t *testing.T) {

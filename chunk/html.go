@@ -523,23 +523,29 @@ const maxOpen = 1024
 func (x *extractor) push(e openElem) {
 	x.stack = append(x.stack, e)
 	x.counts[e.name]++
+	x.count(e, 1)
+}
+
+// count adds d to the counters of the open elements of e's kinds (skip,
+// head, headerOnly, container, pre, raw): 1 as e opens, -1 as it closes.
+func (x *extractor) count(e openElem, d int) {
 	if e.skip {
-		x.skip++
+		x.skip += d
 	}
 	if e.head {
-		x.head++
+		x.head += d
 	}
 	if e.headerOnly {
-		x.headerOnly++
+		x.headerOnly += d
 	}
 	if e.container {
-		x.container++
+		x.container += d
 	}
 	if e.pre {
-		x.pre++
+		x.pre += d
 	}
 	if e.raw {
-		x.raw++
+		x.raw += d
 	}
 }
 
@@ -555,26 +561,9 @@ func (x *extractor) popTo(i int) {
 		if x.counts[e.name]--; x.counts[e.name] <= 0 {
 			delete(x.counts, e.name) // keep the map as small as the stack
 		}
-		if e.skip {
-			x.skip--
-		}
-		if e.head {
-			x.head--
-		}
-		if e.headerOnly {
-			x.headerOnly--
-		}
-		if e.container {
-			x.container--
-		}
-		if e.pre {
-			x.pre--
-			if x.skip == 0 {
-				x.breakBlock()
-			}
-		}
-		if e.raw {
-			x.raw--
+		x.count(e, -1)
+		if e.pre && x.skip == 0 {
+			x.breakBlock()
 		}
 		if e.heading > 0 && x.heading > 0 && len(x.stack) == x.headingStack {
 			x.finishHeading()

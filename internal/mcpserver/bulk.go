@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ragmem/ragmem/internal/mcpschema"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -22,7 +23,7 @@ const (
 
 // forgetSourcesInput is the input of forget_sources.
 type forgetSourcesInput struct {
-	Filter string `json:"filter,omitempty" jsonschema:"A filter expression: FIELD = v, FIELD != v, FIELD IN [a, b], FIELD STARTS WITH v, FIELD EXISTS, created < TIME, combined with AND, OR, NOT and parentheses; FIELD is source, title, type, created or an attribute. Every stored text or page with a passage that matches is removed."`
+	Filter string `json:"filter,omitempty"`
 	All    bool   `json:"all,omitempty" jsonschema:"Allow removing every stored text and page: with no filter, or a filter that matches them all. Default false."`
 	DryRun bool   `json:"dryRun,omitempty" jsonschema:"List what would be removed and remove nothing. Default false; call with dryRun true first."`
 }
@@ -56,16 +57,19 @@ func (s *Server) registerBulk() {
 		Title: "Forget the sources a filter matches",
 		Description: "Remove every stored text or page with a passage that matches a filter expression (as search_memory's filter). " +
 			"Call it with dryRun true first to see what would go. Memories and preferences are never removed here. A filter that matches every stored text and page (an empty one does) needs all: true.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true), IdempotentHint: true, OpenWorldHint: new(false)},
+		InputSchema: mcpschema.For[forgetSourcesInput](func(p map[string]*jsonschema.Schema) {
+			p["filter"].Description = filterSyntax + ". Every stored text or page with a passage that matches is removed."
+		}),
 	}, s.forgetSources)
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:  toolSetSourceAttrs,
 		Title: "Set a source's attributes",
 		Description: "Add, replace or remove attributes on every passage of a stored text or page, without indexing it again, " +
 			"so that filters (search_memory's filter, forget_sources) see them.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
-		InputSchema: schemaFor[setSourceAttrsInput](func(p map[string]*jsonschema.Schema) {
-			p["url"].MinLength = ptr(1)
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), IdempotentHint: true, OpenWorldHint: new(false)},
+		InputSchema: mcpschema.For[setSourceAttrsInput](func(p map[string]*jsonschema.Schema) {
+			p["url"].MinLength = new(1)
 		}),
 	}, s.setSourceAttrs)
 }

@@ -82,6 +82,11 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 		if tool.Description == "" || tool.InputSchema == nil {
 			t.Errorf("tool %s lacks a description or input schema", tool.Name)
 		}
+		// Every filter argument is described by the one filterSyntax.
+		b, _ := json.Marshal(tool.InputSchema)
+		if strings.Contains(string(b), `"filter"`) && !strings.Contains(string(b), "TIME (2025-01-31, now-7d), combined with AND, OR, NOT") {
+			t.Errorf("tool %s: its filter is not described by filterSyntax: %s", tool.Name, b)
+		}
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)

@@ -16,44 +16,101 @@ import (
 	"github.com/ragmem/ragmem/rag"
 )
 
+// apiRoutes registers the /v1 API. Every route but POST /v1/pages is a
+// binding of one rag.Memory operation made by bind: how it reads its
+// request, and which operation it calls.
 func (s *Server) apiRoutes() {
 	for _, rt := range []struct {
 		pattern string
 		h       http.HandlerFunc
 	}{
 		{"POST /v1/pages", s.postPage},
-		{"GET /v1/pages", s.getPage},
-		{"DELETE /v1/pages", s.deletePage},
-		{"GET /v1/jobs", s.listJobs},
-		{"GET /v1/jobs/{id}", s.getJob},
+		{"GET /v1/pages", bind(s, http.StatusOK, urlParam, rag.Memory.Page)},
+		{"DELETE /v1/pages", bind(s, http.StatusOK, urlParam, rag.Memory.ForgetPage)},
+		{"GET /v1/jobs", bind(s, http.StatusOK, jobsQuery, rag.Memory.Jobs)},
+		{"GET /v1/jobs/{id}", bind(s, http.StatusOK, pathID, rag.Memory.Job)},
 		{"POST /v1/jobs/{id}/retry", s.retryJob},
-		{"DELETE /v1/jobs/{id}", s.dropJob},
-		{"GET /v1/sources", s.listSources},
-		{"POST /v1/search", s.search},
-		{"POST /v1/context", s.context},
-		{"GET /v1/preferences", s.listPreferences},
-		{"POST /v1/preferences", s.addPreference},
-		{"DELETE /v1/preferences", s.deletePreferences},
-		{"POST /v1/preferences/detect", s.detectPreference},
-		{"GET /v1/stats", s.stats},
+		{"DELETE /v1/jobs/{id}", bind(s, http.StatusOK, pathID, dropJob)},
+		{"GET /v1/sources", bind(s, http.StatusOK, sourcesQuery, rag.Memory.Sources)},
+		{"DELETE /v1/sources", bind(s, http.StatusOK, sourceURL, removeSource)},
+		{"PATCH /v1/sources", bind(s, http.StatusOK, readAttrsPatch, setSourceAttrs)},
+		{"POST /v1/sources:delete", bind(s, http.StatusOK, body[rag.DeleteSourcesRequest], rag.Memory.DeleteSources)},
+		{"POST /v1/documents", bind(s, http.StatusOK, body[rag.DocumentsRequest], rag.Memory.Index)},
+		{"POST /v1/search", bind(s, http.StatusOK, searchBody, rag.Memory.Search)},
+		// What the request leaves zero, the engine decides
+		// (rag.Engine.BuildContext): the same budgets as on every surface.
+		{"POST /v1/context", bind(s, http.StatusOK, contextBody, rag.Memory.BuildContext)},
+		{"GET /v1/preferences", bind(s, http.StatusOK, noInput, listPreferences)},
+		{"POST /v1/preferences", bind(s, http.StatusCreated, body[rag.PreferenceRequest], addPreference)},
+		{"DELETE /v1/preferences", bind(s, http.StatusOK, prefsQuery, deletePreferences)},
+		{"POST /v1/preferences/detect", bind(s, http.StatusOK, body[rag.DetectRequest], rag.Memory.DetectPreferences)},
+		{"GET /v1/stats", bind(s, http.StatusOK, namespaceName, s.stats)},
 		{"GET /v1/openapi.json", s.openapi},
 	} {
 		s.mustHandle(rt.pattern, rt.h, true)
 	}
 }
 
-// memory returns the request's memory (its namespace's) or writes the
-// error. Every handler of the API is a binding of rag.Memory: it decodes
-// the wire request, adds the bounds of a remote client, calls the contract
-// and writes its answer.
-func (s *Server) memory(w http.ResponseWriter, r *http.Request) rag.Memory {
+// bind makes the handler of one /v1 route, the shape every route of the
+// API shares: read turns the HTTP request into the contract's request (a
+// bad one is answered with its *apiError before a namespace is opened),
+// call runs the contract on the request's namespace, and its answer, as
+// the client may see it (publicAnswer), is written as JSON with status
+// (204: no body). An error of call is mapped to its response by fail.
+func bind[In, Out any](s *Server, status int, read func(*http.Request) (In, *apiError), call func(rag.Memory, context.Context, In) (Out, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		in, mem := prepare(s, w, r, read)
+		if mem == nil {
+			return
+		}
+		out, err := call(mem, r.Context(), in)
+		switch {
+		case err != nil:
+			s.fail(w, r, err)
+		case status == http.StatusNoContent:
+			w.WriteHeader(status)
+		default:
+			publicAnswer(r, out)
+			writeJSON(w, status, out)
+		}
+	}
+}
+
+// prepare reads the request with read and returns it with the memory of
+// the request's namespace (Server.Engine); a bad request or a namespace
+// that cannot be had is answered here, and the memory is nil.
+func prepare[In any](s *Server, w http.ResponseWriter, r *http.Request, read func(*http.Request) (In, *apiError)) (In, rag.Memory) {
+	in, e := read(r)
+	if e != nil {
+		writeAPIError(w, r, e)
+		return in, nil
+	}
 	eng, err := s.Engine(r)
 	if err != nil {
 		s.fail(w, r, err)
-		return nil
+		return in, nil
 	}
-	return eng
+	return in, eng
 }
+
+// body reads the request's JSON body as a T (decodeJSON).
+func body[T any](r *http.Request) (T, *apiError) {
+	var v T
+	e := decodeJSON(r, &v)
+	return v, e
+}
+
+// noInput is the read of a route whose call needs nothing of the request.
+func noInput(*http.Request) (struct{}, *apiError) { return struct{}{}, nil }
+
+// urlParam reads the request's ?url= (the contract checks it).
+func urlParam(r *http.Request) (string, *apiError) { return r.URL.Query().Get("url"), nil }
+
+// namespaceName reads the request's namespace (Namespace).
+func namespaceName(r *http.Request) (string, *apiError) { return Namespace(r), nil }
+
+// pathID reads the {id} of the route's path.
+func pathID(r *http.Request) (string, *apiError) { return r.PathValue("id"), nil }
 
 // codeStatus is the HTTP status of a contract error's code.
 var codeStatus = map[string]int{
@@ -108,31 +165,49 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		s.log.Error("disk full", "requestId", stateOf(r).id, "namespace", Namespace(r), "err", err)
 		WriteError(w, r, http.StatusInsufficientStorage, CodeDiskFull, "the disk of the server's data directory is full; nothing was changed")
-	case errors.Is(err, rag.ErrQuotaExceeded):
-		WriteError(w, r, http.StatusInsufficientStorage, CodeQuotaExceeded, clientMessage(err, rag.ErrQuotaExceeded))
-	case errors.Is(err, rag.ErrTooManyChunks):
-		WriteError(w, r, http.StatusUnprocessableEntity, CodeTooManyChunks, clientMessage(err, rag.ErrTooManyChunks))
 	case errors.Is(err, rag.ErrEmptyDocument):
 		WriteError(w, r, http.StatusUnprocessableEntity, CodeNoContent, "the page has no text to index")
 	case errors.Is(err, rag.ErrBinaryContent):
 		WriteError(w, r, http.StatusUnprocessableEntity, CodeNoContent, "the page's text is binary data (NUL or control bytes), not text")
-	case errors.Is(err, rag.ErrReserved):
-		WriteError(w, r, http.StatusForbidden, CodeReserved, clientMessage(err, rag.ErrReserved))
-	case errors.Is(err, rag.ErrBadURL):
-		WriteError(w, r, http.StatusBadRequest, CodeBadRequest, clientMessage(err, rag.ErrBadURL))
 	case errors.Is(err, context.DeadlineExceeded):
 		WriteError(w, r, http.StatusServiceUnavailable, CodeUnavailable, fmt.Sprintf("the request took longer than %s", s.o.RequestTimeout))
 	case errors.Is(err, context.Canceled):
 		WriteError(w, r, 499, "canceled", "the client went away")
+	case clientError(err) != nil:
+		c := clientError(err)
+		WriteError(w, r, c.status, c.code, rag.ClientMessage(err, c.sentinel))
 	default:
 		s.log.Error("request failed", "requestId", stateOf(r).id, "namespace", Namespace(r), "err", err)
 		WriteError(w, r, http.StatusInternalServerError, CodeInternal, "internal error; the server's log has the details under this request id")
 	}
 }
 
-// clientMessage is the message of an error whose text from its sentinel
-// on was written for the client (rag.ClientMessage).
-func clientMessage(err, sentinel error) string { return rag.ClientMessage(err, sentinel) }
+// clientErrors are the engine's errors whose text from the sentinel on is
+// written for the client (rag.ClientMessage), with their status and code.
+var clientErrors = []clientErr{
+	{rag.ErrQuotaExceeded, http.StatusInsufficientStorage, CodeQuotaExceeded},
+	{rag.ErrTooManyChunks, http.StatusUnprocessableEntity, CodeTooManyChunks},
+	{rag.ErrReserved, http.StatusForbidden, CodeReserved},
+	{rag.ErrBadURL, http.StatusBadRequest, CodeBadRequest},
+}
+
+// clientErr is an engine error's sentinel with its response's status
+// and code.
+type clientErr struct {
+	sentinel error
+	status   int
+	code     string
+}
+
+// clientError is the entry of clientErrors err matches, or nil.
+func clientError(err error) *clientErr {
+	for i := range clientErrors {
+		if errors.Is(err, clientErrors[i].sentinel) {
+			return &clientErrors[i]
+		}
+	}
+	return nil
+}
 
 // public rewrites a chunk as answers show it: a memory's source is named
 // by its file name, never by the server's path, and the directory
@@ -165,13 +240,48 @@ func publicJob(r *http.Request, j *rag.JobJSON) {
 	}
 }
 
-func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
-	var req rag.PageRequest
-	if e := decodeJSON(r, &req); e != nil {
-		writeAPIError(w, r, e)
-		return
+// publicAnswer rewrites an answer of the contract as the client of r may
+// see it, the one place that says what each answer hides from a remote
+// client: a memory's source is named by its file name (public,
+// publicURL), and errors in it name no file of the server
+// (publicMessage). The user's own processes on a local listener see it
+// whole.
+func publicAnswer(r *http.Request, answer any) {
+	local := IsLocal(r)
+	switch a := answer.(type) {
+	case *rag.PageAccepted:
+		publicJob(r, a.Job)
+	case *rag.JobJSON:
+		publicJob(r, a)
+	case *rag.JobsJSON:
+		for i := range a.Jobs {
+			publicJob(r, &a.Jobs[i])
+		}
+	case *rag.PageJSON:
+		for i := range a.Chunks {
+			public(&a.Chunks[i], local)
+		}
+	case *rag.SearchJSON:
+		for i := range a.Results {
+			public(&a.Results[i].ChunkJSON, local)
+		}
+	case *rag.SourcesJSON:
+		for i := range a.Sources {
+			a.Sources[i].URL = publicURL(a.Sources[i].URL, a.Sources[i].DocType, local)
+		}
+	case *rag.DeleteSourcesJSON:
+		for i := range a.KeptSources {
+			a.KeptSources[i].URL = publicURL(a.KeptSources[i].URL, a.KeptSources[i].DocType, local)
+		}
+	case *rag.DocumentsJSON:
+		for i := range a.Results {
+			a.Results[i].Error = publicMessage(r, a.Results[i].Error)
+		}
 	}
-	mem := s.memory(w, r)
+}
+
+func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
+	req, mem := prepare(s, w, r, body[rag.PageRequest])
 	if mem == nil {
 		return
 	}
@@ -191,86 +301,43 @@ func (s *Server) postPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	publicAnswer(r, resp)
 	if resp.Status == "unchanged" {
 		writeJSON(w, http.StatusOK, resp)
 		return
 	}
-	publicJob(r, resp.Job)
 	w.Header().Set("Location", "/v1/jobs/"+url.PathEscape(resp.JobID))
 	writeJSON(w, http.StatusAccepted, resp)
 }
 
-func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	j, err := mem.Job(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	publicJob(r, j)
-	writeJSON(w, http.StatusOK, j)
-}
-
-// listJobs lists the namespace's jobs, most recent first: all remembered
-// ones, or those in the states of ?state= (queued, running, done, failed,
-// dead, cancelled; comma-separated), at most ?limit= (default 100, at most 10,000).
-func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+// jobsQuery reads GET /v1/jobs: the states of ?state= (queued, running,
+// done, failed, dead, cancelled; comma-separated; none: all remembered
+// jobs), at most ?limit= (default 100, at most 10,000). The jobs are
+// listed most recent first.
+func jobsQuery(r *http.Request) (rag.JobsRequest, *apiError) {
 	limit, e := intParam(r, "limit", 100, 1, 10000)
-	if e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
 	req := rag.JobsRequest{Limit: limit}
 	if v := r.URL.Query().Get("state"); v != "" {
 		req.States = strings.Split(v, ",")
 	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	out, err := mem.Jobs(r.Context(), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	for i := range out.Jobs {
-		publicJob(r, &out.Jobs[i])
-	}
-	writeJSON(w, http.StatusOK, out)
+	return req, e
 }
 
-// retryJob queues a dead letter's page again.
+// retryJob queues a dead letter's page again; the answer's Location is
+// the job's.
 func (s *Server) retryJob(w http.ResponseWriter, r *http.Request) {
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	id := r.PathValue("id")
-	j, err := mem.RetryJob(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	publicJob(r, j)
-	w.Header().Set("Location", "/v1/jobs/"+url.PathEscape(id))
-	writeJSON(w, http.StatusAccepted, j)
+	bind(s, http.StatusAccepted, pathID, func(mem rag.Memory, ctx context.Context, id string) (*rag.JobJSON, error) {
+		j, err := mem.RetryJob(ctx, id)
+		if err == nil {
+			w.Header().Set("Location", "/v1/jobs/"+url.PathEscape(id))
+		}
+		return j, err
+	})(w, r)
 }
 
 // dropJob deletes a dead letter and its page.
-func (s *Server) dropJob(w http.ResponseWriter, r *http.Request) {
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	id := r.PathValue("id")
-	if err := mem.DropJob(r.Context(), id); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "dropped": true})
+func dropJob(mem rag.Memory, ctx context.Context, id string) (map[string]any, error) {
+	return map[string]any{"id": id, "dropped": true}, mem.DropJob(ctx, id)
 }
 
 // clip shortens s to at most n bytes at a rune boundary.
@@ -282,37 +349,6 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
-}
-
-func (s *Server) getPage(w http.ResponseWriter, r *http.Request) {
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	p, err := mem.Page(r.Context(), r.URL.Query().Get("url"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	for i := range p.Chunks {
-		public(&p.Chunks[i], IsLocal(r))
-	}
-	writeJSON(w, http.StatusOK, p)
-}
-
-func (s *Server) deletePage(w http.ResponseWriter, r *http.Request) {
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	// The page's queued jobs are cancelled: once this answer is sent, the
-	// page is gone and stays gone (see rag.Engine.Forget).
-	out, err := mem.ForgetPage(r.Context(), r.URL.Query().Get("url"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 func intParam(r *http.Request, name string, def, lo, hi int) (int, *apiError) {
@@ -327,34 +363,19 @@ func intParam(r *http.Request, name string, def, lo, hi int) (int, *apiError) {
 	return n, nil
 }
 
-func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
+// sourcesQuery reads GET /v1/sources: ?offset=, ?limit=, ?filter= and the
+// comma-separated ?type=.
+func sourcesQuery(r *http.Request) (rag.SourcesRequest, *apiError) {
 	offset, e := intParam(r, "offset", 0, 0, 1<<30)
 	if e != nil {
-		writeAPIError(w, r, e)
-		return
+		return rag.SourcesRequest{}, e
 	}
 	limit, e := intParam(r, "limit", rag.DefaultListLimit, 1, rag.MaxListLimit)
-	if e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
 	req := rag.SourcesRequest{Offset: offset, Limit: limit, Filter: r.URL.Query().Get("filter")}
 	if t := r.URL.Query().Get("type"); t != "" {
 		req.Types = strings.Split(t, ",")
 	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	out, err := mem.Sources(r.Context(), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	for i := range out.Sources {
-		out.Sources[i].URL = publicURL(out.Sources[i].URL, out.Sources[i].DocType, IsLocal(r))
-	}
-	writeJSON(w, http.StatusOK, out)
+	return req, e
 }
 
 // remoteBound refuses a topK or maxPerSource past what a remote client
@@ -373,129 +394,53 @@ func remoteBound(r *http.Request, topK int, maxPerSource *int) *apiError {
 	return nil
 }
 
-func (s *Server) search(w http.ResponseWriter, r *http.Request) {
-	var req rag.SearchRequest
-	if e := decodeJSON(r, &req); e != nil {
-		writeAPIError(w, r, e)
-		return
+// searchBody reads POST /v1/search within a remote client's bounds.
+func searchBody(r *http.Request) (rag.SearchRequest, *apiError) {
+	req, e := body[rag.SearchRequest](r)
+	if e == nil {
+		e = remoteBound(r, req.TopK, req.MaxPerSource)
 	}
-	if e := remoteBound(r, req.TopK, req.MaxPerSource); e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	out, err := mem.Search(r.Context(), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	for i := range out.Results {
-		public(&out.Results[i].ChunkJSON, IsLocal(r))
-	}
-	writeJSON(w, http.StatusOK, out)
+	return req, e
 }
 
-func (s *Server) context(w http.ResponseWriter, r *http.Request) {
-	var req rag.ContextRequest
-	if e := decodeJSON(r, &req); e != nil {
-		writeAPIError(w, r, e)
-		return
+// contextBody reads POST /v1/context within a remote client's bounds.
+func contextBody(r *http.Request) (rag.ContextRequest, *apiError) {
+	req, e := body[rag.ContextRequest](r)
+	if e == nil {
+		e = remoteBound(r, req.TopK, nil)
 	}
-	if e := remoteBound(r, req.TopK, nil); e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	// What the request leaves zero, the engine decides (rag.Engine.
-	// BuildContext): the same budgets as on every other surface.
-	out, err := mem.BuildContext(r.Context(), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	return req, e
 }
 
-func (s *Server) listPreferences(w http.ResponseWriter, r *http.Request) {
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	ps, err := mem.Preferences(r.Context())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"preferences": ps})
+func listPreferences(mem rag.Memory, ctx context.Context, _ struct{}) (map[string]any, error) {
+	ps, err := mem.Preferences(ctx)
+	return map[string]any{"preferences": ps}, err
 }
 
-func (s *Server) addPreference(w http.ResponseWriter, r *http.Request) {
-	var req rag.PreferenceRequest
-	if e := decodeJSON(r, &req); e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	p, err := mem.AddPreference(r.Context(), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, map[string]any{"preference": p})
+func addPreference(mem rag.Memory, ctx context.Context, req rag.PreferenceRequest) (map[string]any, error) {
+	p, err := mem.AddPreference(ctx, req)
+	return map[string]any{"preference": p}, err
 }
 
-func (s *Server) deletePreferences(w http.ResponseWriter, r *http.Request) {
+// prefsQuery reads DELETE /v1/preferences: ?id= names the one preference
+// to remove; ?all=true (and no id) removes them all.
+func prefsQuery(r *http.Request) (string, *apiError) {
 	q := r.URL.Query()
 	id, all := q.Get("id"), q.Get("all")
 	if (id == "") == (all != "true") {
-		writeAPIError(w, r, badRequest("give id=<preference id> to remove one preference, or all=true to remove them all"))
-		return
+		return "", badRequest("give id=<preference id> to remove one preference, or all=true to remove them all")
 	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	if all == "true" {
-		n, err := mem.ClearPreferences(r.Context())
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"removed": n})
-		return
-	}
-	if err := mem.RemovePreference(r.Context(), id); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"removed": 1})
+	return id, nil
 }
 
-func (s *Server) detectPreference(w http.ResponseWriter, r *http.Request) {
-	var req rag.DetectRequest
-	if e := decodeJSON(r, &req); e != nil {
-		writeAPIError(w, r, e)
-		return
+// deletePreferences removes the preference id, or all of them when id is
+// "" (prefsQuery).
+func deletePreferences(mem rag.Memory, ctx context.Context, id string) (map[string]int, error) {
+	if id == "" {
+		n, err := mem.ClearPreferences(ctx)
+		return map[string]int{"removed": n}, err
 	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	out, err := mem.DetectPreferences(r.Context(), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	return map[string]int{"removed": 1}, mem.RemovePreference(ctx, id)
 }
 
 // StatsJSON answers GET /v1/stats.
@@ -508,38 +453,21 @@ type StatsJSON struct {
 	} `json:"server"`
 }
 
-func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	st, err := mem.Stats(r.Context())
+// stats answers GET /v1/stats: the store's and the server's figures.
+func (s *Server) stats(mem rag.Memory, ctx context.Context, ns string) (*StatsJSON, error) {
+	st, err := mem.Stats(ctx)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
-	out := StatsJSON{Namespace: Namespace(r), Store: st}
+	out := &StatsJSON{Namespace: ns, Store: st}
 	out.Server.UptimeSeconds = s.o.Now().Sub(s.started).Seconds()
 	out.Server.NamespacesOpen = s.pool.openCount()
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
-// putURLRules sets the store's URL rules (rag.Memory.SetURLRules): a
+// setURLRules sets the store's URL rules (rag.Memory.SetURLRules): a
 // route of local listeners only (`ragmem index --keep-params` run as a
-// client of the owner sets them here).
-func (s *Server) putURLRules(w http.ResponseWriter, r *http.Request) {
-	var rules rag.URLRules
-	if e := decodeJSON(r, &rules); e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	if err := mem.SetURLRules(r.Context(), rules); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+// client of the owner sets them here); the answer is 204.
+func setURLRules(mem rag.Memory, ctx context.Context, rules rag.URLRules) (struct{}, error) {
+	return struct{}{}, mem.SetURLRules(ctx, rules)
 }

@@ -8,52 +8,23 @@ import (
 	"github.com/ragmem/ragmem/rag"
 )
 
-func (s *Server) bulkRoutes() {
-	s.mustHandle("POST /v1/sources:delete", s.deleteSources, true)
-	s.mustHandle("PATCH /v1/sources", s.patchSource, true)
+// attrsPatch is the request of PATCH /v1/sources?url=: the source and the
+// JSON merge patch of its attributes.
+type attrsPatch struct {
+	url string
+	req rag.SetAttrsRequest
 }
 
-// deleteSources answers POST /v1/sources:delete.
-func (s *Server) deleteSources(w http.ResponseWriter, r *http.Request) {
-	var req rag.DeleteSourcesRequest
-	if e := decodeJSON(r, &req); e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	out, err := mem.DeleteSources(r.Context(), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	for i := range out.KeptSources {
-		si := &out.KeptSources[i]
-		si.URL = publicURL(si.URL, si.DocType, IsLocal(r))
-	}
-	writeJSON(w, http.StatusOK, out)
+// readAttrsPatch reads PATCH /v1/sources?url=.
+func readAttrsPatch(r *http.Request) (attrsPatch, *apiError) {
+	req, e := body[rag.SetAttrsRequest](r)
+	return attrsPatch{url: r.URL.Query().Get("url"), req: req}, e
 }
 
-// patchSource answers PATCH /v1/sources?url=: it changes a source's
-// attributes without embedding it again.
-func (s *Server) patchSource(w http.ResponseWriter, r *http.Request) {
-	var req rag.SetAttrsRequest
-	if e := decodeJSON(r, &req); e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	out, err := mem.SetSourceAttrs(r.Context(), r.URL.Query().Get("url"), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+// setSourceAttrs changes a source's attributes without embedding it
+// again.
+func setSourceAttrs(mem rag.Memory, ctx context.Context, p attrsPatch) (*rag.SetAttrsJSON, error) {
+	return mem.SetSourceAttrs(ctx, p.url, p.req)
 }
 
 // AcquireNamespace returns the engine of namespace ns ("" the default

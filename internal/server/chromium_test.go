@@ -187,6 +187,23 @@ func (b browser) search(q string) {
 	)
 }
 
+// signIn opens the link the server prints (Server.LoginURL), which signs
+// the browser in once, and waits until the UI's status line names its
+// chunks. It returns the link, used up.
+func (b browser) signIn(ts *testServer) string {
+	b.t.Helper()
+	link, err := ts.srv.LoginURL(ts.url, 0)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.do("sign in with the printed link",
+		chromedp.Navigate(link),
+		chromedp.WaitVisible(chromedp.ID("search-input")),
+		until(`document.getElementById('status').textContent.includes('chunk')`),
+	)
+	return link
+}
+
 // TestWebUIInChromium drives the web UI end to end in headless Chromium:
 // a page indexed through the API is searched in the UI, shown with its
 // source, score and age, deleted in the UI and gone from the memory; a
@@ -217,15 +234,7 @@ func TestWebUIInChromium(t *testing.T) {
 
 	// The printed link logs the browser in once (TestTokenNeverInBrowser
 	// checks what the browser keeps).
-	link, err := ts.srv.LoginURL(ts.url, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.do("open the UI",
-		chromedp.Navigate(link),
-		chromedp.WaitVisible(chromedp.ID("search-input")),
-		until(`document.getElementById('status').textContent.includes('chunks')`),
-	)
+	b.signIn(ts)
 	if st := b.text("#status"); !strings.Contains(st, "2 pages") {
 		t.Errorf("status %q", st)
 	}

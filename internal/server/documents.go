@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -8,62 +9,31 @@ import (
 	"github.com/ragmem/ragmem/rag"
 )
 
-func (s *Server) documentRoutes() {
-	s.mustHandle("POST /v1/documents", s.postDocuments, true)
-	s.mustHandle("DELETE /v1/sources", s.deleteSource, true)
-}
-
-// postDocuments indexes a batch of documents synchronously, in one atomic
-// write: when it answers 200, every document's result is final and durable.
-func (s *Server) postDocuments(w http.ResponseWriter, r *http.Request) {
-	var req rag.DocumentsRequest
-	if e := decodeJSON(r, &req); e != nil {
-		writeAPIError(w, r, e)
-		return
-	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	out, err := mem.Index(r.Context(), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	for i := range out.Results {
-		out.Results[i].Error = publicMessage(r, out.Results[i].Error)
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// deleteSource removes every chunk of a source of any type (DELETE
-// /v1/pages removes only pages).
-func (s *Server) deleteSource(w http.ResponseWriter, r *http.Request) {
+// sourceURL reads DELETE /v1/sources: the source's ?url=, required, valid
+// UTF-8 of at most maxURLBytes and without control characters.
+func sourceURL(r *http.Request) (string, *apiError) {
 	u := r.URL.Query().Get("url")
 	if strings.TrimSpace(u) == "" {
-		writeAPIError(w, r, badRequest("url is required"))
-		return
+		return "", badRequest("url is required")
 	}
 	if e := checkText("url", u, maxURLBytes); e != nil {
-		writeAPIError(w, r, e)
-		return
+		return "", e
 	}
 	if strings.ContainsAny(u, "\x00\r\n") {
-		writeAPIError(w, r, badRequest("url contains control characters"))
-		return
+		return "", badRequest("url contains control characters")
 	}
-	mem := s.memory(w, r)
-	if mem == nil {
-		return
-	}
-	n, err := mem.Remove(r.Context(), u)
+	return u, nil
+}
+
+// removeSource removes every chunk of a source of any type (DELETE
+// /v1/pages removes only pages); a source the memory does not hold is 404.
+func removeSource(mem rag.Memory, ctx context.Context, u string) (map[string]any, error) {
+	n, err := mem.Remove(ctx, u)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	if n == 0 {
-		WriteError(w, r, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no source %s in the memory", u))
-		return
+		return nil, errorf(http.StatusNotFound, CodeNotFound, fmt.Sprintf("no source %s in the memory", u))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"url": u, "removed": n})
+	return map[string]any{"url": u, "removed": n}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/ragmem/ragmem/rag"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ragmem/ragmem/internal/server"
+	"github.com/ragmem/ragmem/rag"
 )
 
 // extensionID is the id Chromium gives an unpacked extension: the first

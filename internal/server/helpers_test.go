@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -55,6 +56,41 @@ func newTestServer(t *testing.T, opts *server.Options) *testServer {
 		}
 	})
 	return ts
+}
+
+// runServer runs a server on dir with opts through Server.Run on a
+// loopback listener, as `ragmem serve` does, for the tests of Run's own
+// behaviour (timeouts, graceful shutdown); stop cancels Run's context and
+// returns what Run returned, failing the test if it does not within a
+// minute.
+func runServer(t *testing.T, dir string, opts *server.Options) (ts *testServer, addr string, stop func() error) {
+	t.Helper()
+	tok, _, err := server.EnsureToken(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(context.Background(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, ln, nil) }()
+	stop = func() error {
+		cancel() // as SIGTERM does
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(60 * time.Second):
+			t.Fatal("Run did not return")
+			return nil
+		}
+	}
+	return &testServer{t: t, dir: dir, token: tok, url: "http://" + ln.Addr().String()}, ln.Addr().String(), stop
 }
 
 // response is a decoded answer.

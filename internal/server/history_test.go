@@ -33,19 +33,11 @@ func TestTokenNeverInBrowser(t *testing.T) {
 	rand.Read(m[:])
 	marker := "canary" + hex.EncodeToString(m[:])
 
-	link, err := ts.srv.LoginURL(ts.url, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	b.do("visit a marked URL (the control)",
 		chromedp.Navigate(ts.url+"/?mark="+marker),
 		chromedp.WaitVisible(chromedp.ID("token-input")), // not signed in yet
 	)
-	b.do("sign in with the printed link",
-		chromedp.Navigate(link),
-		chromedp.WaitVisible(chromedp.ID("search-input")),
-		until(`document.getElementById('status').textContent.includes('chunk')`),
-	)
+	link := b.signIn(ts)
 	b.search("flightless bird nostrils")
 	if n := eval[int](b, `document.querySelectorAll('#results li.result').length`); n != 1 {
 		t.Fatalf("search after signing in with the link: %d results", n)

@@ -195,101 +195,15 @@ func (o *Options) ExtractOptions() *extract.Options {
 // New opens the default namespace's store in dir and prepares the server.
 // The token file must exist (EnsureToken creates it).
 func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	switch {
-	case o.QuotaChunks == 0:
-		o.QuotaChunks = DefaultQuotaChunks
-	case o.QuotaChunks < 0:
-		o.QuotaChunks = 0
-	}
-	switch {
-	case o.QuotaBytes == 0:
-		o.QuotaBytes = DefaultQuotaBytes
-	case o.QuotaBytes < 0:
-		o.QuotaBytes = 0
-	}
-	if o.Open == nil {
-		lg := o.Logger
-		ro := rag.Options{Logger: lg, MaxChunksPerDocument: o.MaxChunksPerDocument, QuotaChunks: o.QuotaChunks, QuotaBytes: o.QuotaBytes}
-		o.Open = func(ctx context.Context, d string) (*rag.Engine, error) {
-			ro := ro
-			ro.Extract = o.ExtractOptions() // o's limits once defaulted below
-			return rag.Open(ctx, d, &ro)
-		}
-	}
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	switch {
-	case o.MaxBodyInflight == 0:
-		o.MaxBodyInflight = DefaultMaxBodyInflight
-	case o.MaxBodyInflight < 0:
-		o.MaxBodyInflight = 0
-	}
-	if o.MaxBodyInflight > 0 && o.MaxBodyInflight < o.MaxBodyBytes {
-		o.MaxBodyInflight = o.MaxBodyBytes // every body the limit allows can be read
-	}
-	if o.RateLimit == 0 {
-		o.RateLimit = DefaultRateLimit
-	}
-	if o.RateBurst <= 0 {
-		o.RateBurst = DefaultRateBurst
-	}
-	if o.MaxNamespaces <= 0 {
-		o.MaxNamespaces = DefaultMaxNamespaces
-	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.ReadHeaderTimeout <= 0 {
-		o.ReadHeaderTimeout = 10 * time.Second
-	}
-	if o.ReadTimeout <= 0 {
-		o.ReadTimeout = 2 * time.Minute
-	}
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = 2 * time.Minute
-	}
-	if o.ShutdownTimeout <= 0 {
-		o.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if o.LocalMaxBodyBytes <= 0 {
-		o.LocalMaxBodyBytes = DefaultLocalMaxBodyBytes
-	}
-	if o.LocalRequestTimeout <= 0 {
-		o.LocalRequestTimeout = DefaultLocalRequestTimeout
-	}
-	if o.ExtractConcurrency <= 0 {
-		o.ExtractConcurrency = max(2, runtime.GOMAXPROCS(0))
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o := withDefaults(opts)
 	if dir == "" {
 		return nil, errors.New("server: no data directory given")
 	}
-	origins := map[string]bool{}
-	for _, or := range o.AllowOrigins {
-		n, err := normalizeOrigin(or)
-		if err != nil {
-			return nil, err
-		}
-		origins[n] = true
+	origins, err := originSet(o.AllowOrigins)
+	if err != nil {
+		return nil, err
 	}
-	hosts := map[string]bool{}
-	anyHost := false
-	for _, h := range o.AllowedHosts {
-		if h == "*" {
-			anyHost = true
-		}
-		hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
-	}
+	hosts, anyHost := hostSet(o.AllowedHosts)
 	// The data directory is the user's (internal/perm: ssh's rule): one
 	// another user owns or may write is refused, with the fix.
 	note, err := perm.Dir(dir)
@@ -331,6 +245,96 @@ func New(ctx context.Context, dir string, opts *Options) (*Server, error) {
 	release()
 	s.routes()
 	return s, nil
+}
+
+// withDefaults is *opts (nil: the zero Options) with every zero field
+// given its default, as the fields' comments say.
+func withDefaults(opts *Options) Options {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	o.QuotaChunks = orDefault(o.QuotaChunks, DefaultQuotaChunks)
+	o.QuotaBytes = orDefault(o.QuotaBytes, DefaultQuotaBytes)
+	if o.Open == nil {
+		ro := rag.Options{Logger: o.Logger, MaxChunksPerDocument: o.MaxChunksPerDocument, QuotaChunks: o.QuotaChunks, QuotaBytes: o.QuotaBytes}
+		o.Open = func(ctx context.Context, d string) (*rag.Engine, error) {
+			ro := ro
+			ro.Extract = o.ExtractOptions() // o's limits once defaulted below
+			return rag.Open(ctx, d, &ro)
+		}
+	}
+	positive(&o.MaxBodyBytes, DefaultMaxBodyBytes)
+	o.MaxBodyInflight = orDefault(o.MaxBodyInflight, DefaultMaxBodyInflight)
+	if o.MaxBodyInflight > 0 && o.MaxBodyInflight < o.MaxBodyBytes {
+		o.MaxBodyInflight = o.MaxBodyBytes // every body the limit allows can be read
+	}
+	if o.RateLimit == 0 {
+		o.RateLimit = DefaultRateLimit
+	}
+	positive(&o.RateBurst, DefaultRateBurst)
+	positive(&o.MaxNamespaces, DefaultMaxNamespaces)
+	positive(&o.RequestTimeout, DefaultRequestTimeout)
+	positive(&o.ReadHeaderTimeout, 10*time.Second)
+	positive(&o.ReadTimeout, 2*time.Minute)
+	positive(&o.IdleTimeout, 2*time.Minute)
+	positive(&o.ShutdownTimeout, DefaultShutdownTimeout)
+	positive(&o.LocalMaxBodyBytes, DefaultLocalMaxBodyBytes)
+	positive(&o.LocalRequestTimeout, DefaultLocalRequestTimeout)
+	positive(&o.ExtractConcurrency, max(2, runtime.GOMAXPROCS(0)))
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// positive sets *v to def unless it is above zero.
+func positive[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// orDefault is v for a bound where zero means the default and a negative
+// value means none: def for 0, 0 (none) for v < 0.
+func orDefault[T int | int64](v, def T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+// originSet is the set of --allow-origin values, normalized
+// (normalizeOrigin); a malformed one is an error.
+func originSet(allow []string) (map[string]bool, error) {
+	origins := map[string]bool{}
+	for _, or := range allow {
+		n, err := normalizeOrigin(or)
+		if err != nil {
+			return nil, err
+		}
+		origins[n] = true
+	}
+	return origins, nil
+}
+
+// hostSet is the set of allowed Host names, lower case and without an
+// IPv6 address's brackets; anyHost says "*" is among them.
+func hostSet(allowed []string) (hosts map[string]bool, anyHost bool) {
+	hosts = map[string]bool{}
+	for _, h := range allowed {
+		if h == "*" {
+			anyHost = true
+		}
+		hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
+	}
+	return hosts, anyHost
 }
 
 // normalizeOrigin checks an --allow-origin value: scheme://host[:port],
@@ -1008,10 +1012,7 @@ func (s *Server) routes() {
 	s.mustHandle("GET /metrics", prom.ServeHTTP, !s.o.MetricsPublic)
 	s.uiRoutes()
 	s.apiRoutes()
-	s.documentRoutes()
-	if err := s.HandleLocal("PUT "+rag.URLRulesPath, http.HandlerFunc(s.putURLRules)); err != nil {
+	if err := s.HandleLocal("PUT "+rag.URLRulesPath, bind(s, http.StatusNoContent, body[rag.URLRules], setURLRules)); err != nil {
 		panic(err) // our own routes never conflict
 	}
-
-	s.bulkRoutes()
 }

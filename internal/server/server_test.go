@@ -490,36 +490,15 @@ func TestOpenAPI(t *testing.T) {
 
 func TestGracefulShutdownFinishesQueuedIndexing(t *testing.T) {
 	dir := t.TempDir()
-	tok, _, err := server.EnsureToken(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(context.Background(), dir, &server.Options{Logger: quietLogger(), RateLimit: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, ln, nil) }()
-	ts := &testServer{t: t, dir: dir, token: tok, url: "http://" + ln.Addr().String()}
+	ts, _, stop := runServer(t, dir, &server.Options{Logger: quietLogger(), RateLimit: -1})
 	const pages = 40
 	for i := 0; i < pages; i++ {
 		ts.must(http.StatusAccepted, "POST", "/v1/pages", map[string]any{
 			"url": "https://shutdown.example/" + itoa(i), "text": strings.Repeat("Page number "+itoa(i)+" talks about graceful shutdown. ", 200),
 		})
 	}
-	cancel() // as SIGTERM does
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("Run did not return")
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 	if _, err := http.Get(ts.url + "/healthz"); err == nil {
 		t.Error("still serving after shutdown")
@@ -576,32 +555,15 @@ func TestHandleMountsBehindMiddleware(t *testing.T) {
 }
 
 func TestSlowClientsAreCut(t *testing.T) {
-	dir := t.TempDir()
-	tok, _, err := server.EnsureToken(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(context.Background(), dir, &server.Options{Logger: quietLogger(), ReadHeaderTimeout: 300 * time.Millisecond, ReadTimeout: 600 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, ln, nil) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	ts, addr, stop := runServer(t, t.TempDir(), &server.Options{Logger: quietLogger(), ReadHeaderTimeout: 300 * time.Millisecond, ReadTimeout: 600 * time.Millisecond})
+	defer func() { _ = stop() }()
+	tok := ts.token
 	for name, partial := range map[string]string{
 		"headers": "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n", // never ends its headers
 		"body": "POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + tok +
 			"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"query\":\"slow", // never ends its body
 	} {
-		c, err := net.Dial("tcp", ln.Addr().String())
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,15 +15,7 @@ func TestWebUIFailedSearchLeavesNothingStale(t *testing.T) {
 	ts := newTestServer(t, nil)
 	ts.indexPage(map[string]any{"url": "https://wildlife.example/quokka", "text": "The quokka is a small marsupial that looks as if it were always smiling."})
 	b := browser{t: t, ctx: newBrowser(t)}
-	link, err := ts.srv.LoginURL(ts.url, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.do("open the UI",
-		chromedp.Navigate(link),
-		chromedp.WaitVisible(chromedp.ID("search-input")),
-		until(`document.getElementById('status').textContent.includes('chunk')`),
-	)
+	b.signIn(ts)
 	status := b.text("#status")
 	b.search("smiling marsupial")
 	if n := eval[int](b, `document.querySelectorAll('#results li.result').length`); n != 1 {

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
@@ -62,13 +61,8 @@ func storeMapping(ft *fullText) (mapping.IndexMapping, error) {
 	if !ok || impl.DefaultMapping == nil {
 		return im, nil
 	}
-	chk := bleve.NewTextFieldMapping()
-	chk.Analyzer = keyword.Name
-	chk.Index = false
-	chk.Store = true
-	chk.IncludeTermVectors = false
-	chk.IncludeInAll = false
-	chk.DocValues = false
+	chk := keywordField()
+	chk.Index, chk.Store = false, true // stored only: read back, never searched
 	impl.DefaultMapping.AddFieldMappingsAt(fieldCheck, chk)
 	return impl, nil
 }

@@ -110,26 +110,19 @@ func (d *decoder) fail(format string, args ...any) {
 	}
 }
 
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.buf)
-	if n <= 0 {
-		d.fail("bad uvarint")
-		return 0
-	}
-	d.buf = d.buf[n:]
-	return v
-}
+func (d *decoder) uvarint() uint64 { return readVarint(d, binary.Uvarint, "bad uvarint") }
 
-func (d *decoder) varint() int64 {
+func (d *decoder) varint() int64 { return readVarint(d, binary.Varint, "bad varint") }
+
+// readVarint decodes one varint of d's buffer with read (binary.Uvarint
+// or binary.Varint); a bad one fails d with bad.
+func readVarint[T uint64 | int64](d *decoder, read func([]byte) (T, int), bad string) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.buf)
+	v, n := read(d.buf)
 	if n <= 0 {
-		d.fail("bad varint")
+		d.fail("%s", bad)
 		return 0
 	}
 	d.buf = d.buf[n:]

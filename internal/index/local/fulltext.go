@@ -365,12 +365,7 @@ func (ft *fullText) mapping() (mapping.IndexMapping, error) {
 		f.DocValues = false
 		return f
 	}
-	kw := bleve.NewTextFieldMapping()
-	kw.Analyzer = keyword.Name
-	kw.Store = false
-	kw.IncludeTermVectors = false
-	kw.IncludeInAll = false
-	kw.DocValues = false
+	kw := keywordField()
 
 	doc := bleve.NewDocumentStaticMapping()
 	doc.AddFieldMappingsAt(fieldBody, text())
@@ -641,4 +636,18 @@ func clipSpec(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// keywordField is the mapping of a field indexed whole (the keyword
+// analyzer), neither stored nor in the composite field, without term
+// vectors or doc values: what the full-text index keeps of a record's
+// exact-match fields.
+func keywordField() *mapping.FieldMapping {
+	f := bleve.NewTextFieldMapping()
+	f.Analyzer = keyword.Name
+	f.Store = false
+	f.IncludeTermVectors = false
+	f.IncludeInAll = false
+	f.DocValues = false
+	return f
 }

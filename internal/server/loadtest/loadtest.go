@@ -8,16 +8,15 @@
 // pseudo-words under headings, so that BM25 and vector search do real work.
 //
 // Seed fills a store up to a number of chunks through the API; Run then
-// measures. cmd/ragmem-load is the command-line front end.
+// measures. Both talk to the server as any program does, through the
+// contract's HTTP client (rag.Dial). cmd/ragmem-load is the command-line
+// front end.
 package loadtest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -27,6 +26,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ragmem/ragmem/rag"
 )
 
 // ErrNotLoopback is returned for a target that is not a loopback address.
@@ -54,6 +55,8 @@ type Config struct {
 	Seed uint64
 	// Client is the HTTP client. Default one with a connection per client.
 	Client *http.Client
+
+	mem *rag.Client // the server's memory over Client
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -83,8 +86,16 @@ func (c *Config) withDefaults() (Config, error) {
 	if r.Client == nil {
 		r.Client = newClient(r.Clients)
 	}
+	m, err := rag.Dial(r.BaseURL, r.Token, &rag.ClientOptions{HTTPClient: r.Client, Timeout: requestTimeout, WriteTimeout: requestTimeout, Namespace: r.Namespace})
+	if err != nil {
+		return r, err
+	}
+	r.mem = m
 	return r, nil
 }
+
+// requestTimeout bounds each request of a run.
+const requestTimeout = 60 * time.Second
 
 func newClient(conns int) *http.Client {
 	tr := &http.Transport{
@@ -94,7 +105,7 @@ func newClient(conns int) *http.Client {
 		IdleConnTimeout:     30 * time.Second,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 	}
-	return &http.Client{Transport: tr, Timeout: 60 * time.Second}
+	return &http.Client{Transport: tr, Timeout: requestTimeout}
 }
 
 // CheckLoopback returns ErrNotLoopback unless base is an http(s) URL whose
@@ -196,7 +207,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	before, err := stats(ctx, &c)
+	before, err := c.mem.Stats(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -237,23 +248,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					}
 				}
 				var op string
-				var body any
+				var send func() error
 				switch {
 				case k < c.Mix[0]:
 					op = OpIndex
-					p := corpus.Page(rng, fmt.Sprintf("https://load.example/run/%d/%d/%d", c.Seed, i, seq), 3)
-					body = map[string]any{"url": p.URL, "title": p.Title, "text": p.Text, "format": "markdown"}
+					req := pageRequest(corpus.Page(rng, fmt.Sprintf("https://load.example/run/%d/%d/%d", c.Seed, i, seq), 3))
+					send = func() error { _, err := c.mem.IndexPage(ctx, req); return err }
 				case k < c.Mix[0]+c.Mix[1]:
 					op = OpSearch
-					body = map[string]any{"query": corpus.Query(rng), "topK": 5}
+					req := rag.SearchRequest{Query: corpus.Query(rng), TopK: 5}
+					send = func() error { _, err := c.mem.Search(ctx, req); return err }
 				default:
 					op = OpContext
-					body = map[string]any{"query": corpus.Query(rng), "model": "gpt-4o"}
+					req := rag.ContextRequest{Query: corpus.Query(rng), Model: "gpt-4o"}
+					send = func() error { _, err := c.mem.BuildContext(ctx, req); return err }
 				}
 				// A request started before the end of the run is let finish
 				// (within the client's timeout) and counted.
 				t0 := time.Now()
-				err := post(ctx, &c, opPath(op), body, nil)
+				err := send()
 				rec.add(op, time.Since(t0), err)
 			}
 		}(i)
@@ -261,7 +274,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	wg.Wait()
 	elapsed := time.Since(start)
 
-	rep := &Report{Clients: c.Clients, Duration: elapsed, ChunksBefore: before.Store.ChunkCount}
+	rep := &Report{Clients: c.Clients, Duration: elapsed, ChunksBefore: before.ChunkCount}
 	for _, op := range []string{OpIndex, OpSearch, OpContext} {
 		lat := rec.lat[op]
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
@@ -285,53 +298,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return rep, err
 	}
 	rep.DrainSeconds = time.Since(drainStart).Seconds()
-	rep.ChunksAfter = after.Store.ChunkCount
-	rep.JobsFailed = (after.Store.Queue.Failed + after.Store.Queue.Dropped) - (before.Store.Queue.Failed + before.Store.Queue.Dropped)
+	rep.ChunksAfter = after.ChunkCount
+	rep.JobsFailed = (after.Queue.Failed + after.Queue.Dropped) - (before.Queue.Failed + before.Queue.Dropped)
 	if rep.JobsFailed > 0 {
 		rep.Errors += int(rep.JobsFailed)
 	}
 	return rep, nil
 }
 
-func opPath(op string) string {
-	switch op {
-	case OpIndex:
-		return "/v1/pages"
-	case OpSearch:
-		return "/v1/search"
-	}
-	return "/v1/context"
+// pageRequest is the request that indexes p.
+func pageRequest(p Page) rag.PageRequest {
+	return rag.PageRequest{URL: p.URL, Title: p.Title, Text: p.Text, Format: "markdown"}
 }
 
-// statsJSON is the part of /v1/stats the load test reads.
-type statsJSON struct {
-	Store struct {
-		ChunkCount    int `json:"chunkCount"`
-		DocumentCount int `json:"documentCount"`
-		Queue         struct {
-			Depth    int   `json:"depth"`
-			Enqueued int64 `json:"enqueued"`
-			Done     int64 `json:"done"`
-			Failed   int64 `json:"failed"`
-			Dropped  int64 `json:"dropped"`
-		} `json:"queue"`
-	} `json:"store"`
-}
-
-func stats(ctx context.Context, c *Config) (statsJSON, error) {
-	var s statsJSON
-	err := call(ctx, c, "GET", "/v1/stats", nil, &s)
-	return s, err
-}
-
-// waitDrained polls /v1/stats until the indexing queue is empty.
-func waitDrained(ctx context.Context, c *Config) (statsJSON, error) {
+// waitDrained polls the server's stats until the indexing queue is empty.
+func waitDrained(ctx context.Context, c *Config) (rag.Stats, error) {
 	for {
-		s, err := stats(ctx, c)
+		s, err := c.mem.Stats(ctx)
 		if err != nil {
 			return s, err
 		}
-		q := s.Store.Queue
+		q := s.Queue
 		if q.Depth == 0 && q.Done+q.Failed >= q.Enqueued {
 			return s, nil
 		}
@@ -341,56 +328,6 @@ func waitDrained(ctx context.Context, c *Config) (statsJSON, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// statusError is a non-2xx answer.
-type statusError struct {
-	status int
-	body   string
-}
-
-func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.status, e.body) }
-
-func post(ctx context.Context, c *Config, path string, body, out any) error {
-	return call(ctx, c, "POST", path, body, out)
-}
-
-func call(ctx context.Context, c *Config, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.Namespace != "" {
-		req.Header.Set("X-Ragmem-Namespace", c.Namespace)
-	}
-	res, err := c.Client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if res.StatusCode/100 != 2 {
-		return &statusError{status: res.StatusCode, body: strings.TrimSpace(string(b[:min(len(b), 300)]))}
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
 }
 
 // Seed posts synthetic pages through the API until the store holds at least
@@ -408,11 +345,11 @@ func Seed(ctx context.Context, cfg Config, chunks, pageChunks, parallel int) (in
 	if parallel <= 0 {
 		parallel = 4
 	}
-	s, err := stats(ctx, &c)
+	s, err := c.mem.Stats(ctx)
 	if err != nil {
 		return 0, err
 	}
-	have := s.Store.ChunkCount
+	have := s.ChunkCount
 	if have >= chunks {
 		return have, nil
 	}
@@ -427,10 +364,10 @@ func Seed(ctx context.Context, cfg Config, chunks, pageChunks, parallel int) (in
 		if err != nil {
 			return have, err
 		}
-		if s.Store.Queue.Failed+s.Store.Queue.Dropped > 0 {
-			return s.Store.ChunkCount, fmt.Errorf("loadtest: %d seed pages failed to index", s.Store.Queue.Failed+s.Store.Queue.Dropped)
+		if s.Queue.Failed+s.Queue.Dropped > 0 {
+			return s.ChunkCount, fmt.Errorf("loadtest: %d seed pages failed to index", s.Queue.Failed+s.Queue.Dropped)
 		}
-		have = s.Store.ChunkCount
+		have = s.ChunkCount
 	}
 	if have < chunks {
 		return have, fmt.Errorf("loadtest: store has %d chunks, wanted %d", have, chunks)
@@ -449,11 +386,10 @@ func postPages(ctx context.Context, c *Config, corpus *Corpus, offset, n, pageCh
 			rng := rand.New(rand.NewPCG(c.Seed^0x5eed, uint64(offset+w)))
 			for i := range jobs {
 				p := corpus.Page(rng, fmt.Sprintf("https://load.example/seed/%d/%d", c.Seed, offset+i), pageChunks)
-				body := map[string]any{"url": p.URL, "title": p.Title, "text": p.Text, "format": "markdown"}
 				for attempt := 0; ; attempt++ {
-					err := post(ctx, c, "/v1/pages", body, nil)
-					var se *statusError
-					if errors.As(err, &se) && (se.status == http.StatusServiceUnavailable || se.status == http.StatusTooManyRequests) && attempt < 600 {
+					_, err := c.mem.IndexPage(ctx, pageRequest(p))
+					var re *rag.Error
+					if errors.As(err, &re) && (re.Status == http.StatusServiceUnavailable || re.Status == http.StatusTooManyRequests) && attempt < 600 {
 						time.Sleep(100 * time.Millisecond) // queue full: let the indexer catch up
 						continue
 					}
