@@ -53,7 +53,7 @@ const module = "github.com/ragmem/ragmem"
 var behindTheDoor = map[string]string{
 	"embed": "embed", "memory": "memory", "owner": "owner", "server": "server", "mcpserver": "mcpserver",
 	"extract": "extract", "export": "export", "eval": "eval", "index/local": "index/local",
-	"index/vecindex": "index/vecindex", "index/weaviate": "index/weaviate", "when": "search/when", "rerank": "search/rerank",
+	"index/vecindex": "index/vecindex", "index/weaviate": "index/weaviate", "index/engine": "index/engine", "when": "search/when", "rerank": "search/rerank",
 }
 
 // logical returns the data-flow name of a module-relative package path:
@@ -257,7 +257,8 @@ var facadeImports = map[string]map[string]string{
 	"cmd/ragmem/internal/bench": {
 		"chunk":              "the chunking the index does, for embedding every chunk beforehand",
 		"embed":              "the embedders under benchmark, and a loopback OpenAI-compatible server for one",
-		"index":              "the benchmarks measure the index directly",
+		"index":              "the documents and records the benchmarks index",
+		"index/engine":       "the benchmarks measure the engine directly",
 		"index/local":        "the local backend under benchmark",
 		"index/driver":       "the text a record is embedded by",
 		"search":             "queries in each mode, as the CLI runs them",
@@ -300,16 +301,16 @@ var facadeFileImports = map[string]map[string]string{
 		"index/weaviate": "--backend weaviate: the composition root picks the backend",
 	},
 	"cmd/ragmem/cmd_check.go": {
-		"index":       "ragmem check verifies the store's files and queue, with no engine open",
-		"index/local": "the local backend's own consistency check",
+		"index/engine": "ragmem check verifies the store's files and queue, with no engine open",
+		"index/local":  "the local backend's own consistency check",
 	},
 	"cmd/ragmem/cmd_config.go": {
-		"index":       "reads the embedder a closed store records",
-		"index/local": "opens a closed store read-only to read it",
+		"index/engine": "reads the embedder a closed store records",
+		"index/local":  "opens a closed store read-only to read it",
 	},
 	"cmd/ragmem/cmd_migrate.go": {
-		"index":       "ragmem migrate copies one backend into another",
-		"index/local": "the local backend it copies from or to",
+		"index/engine": "ragmem migrate copies one backend into another",
+		"index/local":  "the local backend it copies from or to",
 	},
 }
 

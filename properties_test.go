@@ -46,6 +46,7 @@ import (
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
@@ -509,14 +510,14 @@ func TestProperty6Idempotence(t *testing.T) {
 				return fmt.Sprintf("a changed document took %d writes, want one atomic batch", w-w0)
 			}
 			changed.DocType = index.DocKnowledge
-			hash := index.ContentHash(&changed)
+			hash := engine.ContentHash(&changed)
 			want := chunk.Split(changed.Content, changed.Format, nil)
 			recs, _ := e.Store().Source(bg, d.SourceURL)
 			if res.Unchanged || res.ContentHash != hash || res.Chunks != len(want) || res.Removed != len(first) || len(recs) != len(want) {
 				return fmt.Sprintf("changed document: %+v, %d chunks stored, want %d replacing %d", res, len(recs), len(want), len(first))
 			}
 			for i, r := range recs {
-				if r.ID != index.ChunkID(d.SourceURL, hash, i) || r.Content != want[i].Text || r.ContentHash != hash || r.Position != i {
+				if r.ID != engine.ChunkID(d.SourceURL, hash, i) || r.Content != want[i].Text || r.ContentHash != hash || r.Position != i {
 					return fmt.Sprintf("chunk %d is %s %q, want chunk %d of the new version", i, r.ID, r.Content, i)
 				}
 			}
@@ -1004,7 +1005,7 @@ func TestPropertyPreferenceRecordsRead(t *testing.T) {
 			if err != nil {
 				return err.Error()
 			}
-			ix, err := index.Open(bg, "", &index.Options{Backend: lb, Logger: quietLogger()})
+			ix, err := engine.Open(bg, "", &engine.Options{Backend: lb, Logger: quietLogger()})
 			if err != nil {
 				_ = lb.Close()
 				return err.Error()

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/reserved"
 )
 
@@ -29,7 +30,7 @@ var ErrMatchesAll = errors.New("rag: the filter matches every source; say all to
 // does) is refused with ErrMatchesAll unless all is set. With dryRun
 // nothing is removed and the answer lists what would be; a dry run is
 // refused exactly when the removal would be. Each source is removed whole
-// or not at all, durably (index.Index.RemoveWhere).
+// or not at all, durably (engine.Index.RemoveWhere).
 func (e *Engine) RemoveWhere(ctx context.Context, where *Expr, all, dryRun bool) (WhereRemoval, error) {
 	if where == nil && !all {
 		return WhereRemoval{}, ErrMatchesAll
@@ -49,7 +50,7 @@ func (e *Engine) RemoveWhere(ctx context.Context, where *Expr, all, dryRun bool)
 		}
 		n := 0
 		for i := range every {
-			if !index.ReservedInfo(&every[i]) {
+			if !engine.ReservedInfo(&every[i]) {
 				n++
 			}
 		}
@@ -66,7 +67,7 @@ func (e *Engine) RemoveWhere(ctx context.Context, where *Expr, all, dryRun bool)
 }
 
 // SetAttrs changes a knowledge source's attributes without embedding it
-// again (index.Index.SetSourceAttrs): set adds or replaces keys, unset
+// again (engine.Index.SetSourceAttrs): set adds or replaces keys, unset
 // removes them. It returns how many chunks changed. A source of the memory
 // or preference store, or a key of theirs, is refused with ErrReserved; an
 // unknown source with ErrNotFound; bad attributes with ErrBadAttrs.
@@ -84,7 +85,7 @@ func (e *Engine) SetAttrs(ctx context.Context, sourceURL string, set map[string]
 		return 0, err
 	}
 	n, err := e.ix.SetSourceAttrs(ctx, sourceURL, set, unset)
-	if errors.Is(err, index.ErrNotFound) {
+	if errors.Is(err, engine.ErrNotFound) {
 		err = fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return n, err

@@ -27,10 +27,10 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/internal/extract"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/search"
 )
@@ -45,18 +45,18 @@ type Options struct {
 	Config    Config         // zero fields: DefaultConfig
 	Logger    *slog.Logger   // default slog.Default()
 	QueueSize int            // IndexPageAsync queue bound; default 1024
-	QueueDir  string         // where IndexPageAsync persists queued pages; default dir (see index.Options.QueueDir)
+	QueueDir  string         // where IndexPageAsync persists queued pages; default dir (see engine.Options.QueueDir)
 	Now       func() time.Time
 
 	// EmbedderFor builds the embedder from what the store records when
-	// Embedder is nil (see index.Options.EmbedderFor).
+	// Embedder is nil (see engine.Options.EmbedderFor).
 	EmbedderFor func(ctx context.Context, rec *EmbedderRecord) (embed.Embedder, error)
 	// QueryCache caches query embeddings; default a cache of the store's own
-	// (see index.Options.QueryCache).
+	// (see engine.Options.QueryCache).
 	QueryCache           *embed.QueryCache
-	MaxChunksPerDocument int                   // see index.Options; default index.DefaultMaxChunksPerDocument
-	QuotaChunks          int                   // see index.Options; default 0, no quota
-	QuotaBytes           int64                 // see index.Options; default 0, no quota
+	MaxChunksPerDocument int                   // see engine.Options; default engine.DefaultMaxChunksPerDocument
+	QuotaChunks          int                   // see engine.Options; default 0, no quota
+	QuotaBytes           int64                 // see engine.Options; default 0, no quota
 	Breaker              *embed.BreakerOptions // the embedder's circuit breaker; default embed defaults
 	// Extract bounds the extraction of a page's HTML (IndexPage); default
 	// package extract's limits.
@@ -83,7 +83,7 @@ type Engine struct {
 	rerankLog   atomic.Int64 // when a skipped rerank was last logged (Unix ns)
 	rerankers   sync.Map     // RerankConfig -> search.Reranker (rerank.go)
 
-	ix      *index.Index
+	ix      *engine.Index
 	cal     *search.Calibrator // keeps the hybrid fusion weight measured on the store
 	prefs   *prefs.Store
 	cfg     Config
@@ -98,7 +98,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
 	if err := o.Config.Rerank.check(); err != nil {
 		return nil, err
 	}
-	ix, err := index.Open(ctx, dir, &index.Options{
+	ix, err := engine.Open(ctx, dir, &engine.Options{
 		Embedder: o.Embedder, EmbedderFor: o.EmbedderFor, QueryCache: o.QueryCache, Backend: o.Backend, Chunking: o.Chunking,
 		Logger: o.Logger, QueueSize: o.QueueSize, QueueDir: o.QueueDir, Now: o.Now,
 		MaxChunksPerDocument: o.MaxChunksPerDocument, QuotaChunks: o.QuotaChunks, QuotaBytes: o.QuotaBytes, Breaker: o.Breaker,
@@ -113,7 +113,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
 // semantic embedder the engine keeps the store's hybrid fusion weight
 // calibrated in the background (search.Calibrator): at open when the store
 // has no calibration, and again as it grows.
-func New(ix *index.Index, opts *Options) *Engine {
+func New(ix *engine.Index, opts *Options) *Engine {
 	o := opts.withDefaults()
 	e := &Engine{ix: ix, cal: search.NewCalibrator(ix, o.Logger), prefs: prefs.NewStore(ix), cfg: o.Config.withDefaults(), log: o.Logger, now: o.Now}
 	if o.Extract != nil {
@@ -137,7 +137,7 @@ func (e *Engine) changed(rs ...Result) {
 // tools (wiring agent memory over the same store, checking its files).
 // Adapters use the engine's own methods; the store's vocabulary is in
 // types.go.
-func (e *Engine) Store() *index.Index { return e.ix }
+func (e *Engine) Store() *engine.Index { return e.ix }
 
 // PreferenceStore returns the preference store.
 func (e *Engine) PreferenceStore() *prefs.Store { return e.prefs }
@@ -176,7 +176,7 @@ func (e *Engine) IndexDocuments(ctx context.Context, docs []Document) ([]Result,
 }
 
 // IndexPageAsync queues a page for background indexing and returns its job
-// id at once (fire-and-forget; see index.Index.IndexPageAsync). What Index
+// id at once (fire-and-forget; see engine.Index.IndexPageAsync). What Index
 // refuses with ErrReserved is refused here, and not queued.
 func (e *Engine) IndexPageAsync(d Document) (string, error) {
 	if err := checkWritable(&d); err != nil {

@@ -127,7 +127,7 @@ func (e *Engine) pageSource(ctx context.Context, u string) (SourceInfo, bool, er
 }
 
 // PageUnchanged reports whether indexing d would change nothing (see
-// index.Index.Unchanged), with what the store holds under its URL; it fails
+// engine.Index.Unchanged), with what the store holds under its URL; it fails
 // with ErrReserved when d or that source is not a page's (reserved.go).
 func (e *Engine) PageUnchanged(ctx context.Context, d Document) (SourceInfo, bool, error) {
 	d.DocType = DocKnowledge
@@ -160,7 +160,7 @@ func (e *Engine) IndexPageNow(ctx context.Context, d Document) (Result, error) {
 
 // Forget removes a page and cancels its background indexing: after it
 // returns, the page is gone and no job queued before the call brings it
-// back (see index.Index.RemoveSource). It reports the chunks deleted and
+// back (see engine.Index.RemoveSource). It reports the chunks deleted and
 // the jobs cancelled, and fails with ErrNoPage when there is neither a page
 // with that URL nor a queued one, and with ErrReserved for a preference or
 // a memory (removed through their own stores).

@@ -22,7 +22,7 @@ import (
 // MCP tools, the Go adapters, the CLI, a running owner's clients) refuses
 // them by the same code. The index adds the one rule that needs the store's
 // state at write time: a document of another type never replaces a
-// reserved source (index.ErrReserved).
+// reserved source (engine.ErrReserved).
 
 // checkWritable refuses a document the engine does not write: a type other
 // than knowledge, an attribute of the memory store, or a reserved URL

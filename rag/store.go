@@ -7,7 +7,7 @@ import (
 )
 
 // What the adapters ask of the store, through the engine. Each method is
-// the index's own (see index.Index); it is here so that an adapter needs
+// the index's own (see engine.Index); it is here so that an adapter needs
 // nothing but the engine.
 
 // ListSources lists the sources that pass f, ordered by URL, from offset on (at

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 )
 
@@ -77,12 +78,12 @@ func CanonicalURL(raw string) string { return index.CanonicalURL(raw) }
 
 // SourceIs is the expression "the source URL is u".
 func SourceIs(u string) *Expr {
-	return &Expr{Op: driver.OpEq, Field: driver.FieldSource, Values: []string{u}}
+	return &Expr{Op: index.OpEq, Field: index.FieldSource, Values: []string{u}}
 }
 
 // SourceUnder is the expression "the source URL starts with prefix".
 func SourceUnder(prefix string) *Expr {
-	return &Expr{Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{prefix}}
+	return &Expr{Op: index.OpPrefix, Field: index.FieldSource, Values: []string{prefix}}
 }
 
 // AllOf is the conjunction of parts, nil ones left out: nil when none is
@@ -95,7 +96,7 @@ func AllOf(parts ...*Expr) *Expr {
 	case 1:
 		return parts[0]
 	}
-	return &Expr{Op: driver.OpAnd, Args: parts}
+	return &Expr{Op: index.OpAnd, Args: parts}
 }
 
 // Background indexing (IndexPageAsync).
@@ -107,7 +108,7 @@ type (
 	// QueueStats counts the auto-indexer's work.
 	QueueStats = index.QueueStats
 	// QueueCheck is what CheckQueue found in a store's queue.
-	QueueCheck = index.QueueCheck
+	QueueCheck = engine.QueueCheck
 )
 
 // The states of a job.
@@ -121,28 +122,28 @@ const (
 )
 
 // DefaultMaxChunksPerDocument is the default of Options.MaxChunksPerDocument.
-const DefaultMaxChunksPerDocument = index.DefaultMaxChunksPerDocument
+const DefaultMaxChunksPerDocument = engine.DefaultMaxChunksPerDocument
 
 // Errors of the store, for errors.Is.
 var (
-	ErrClosed           = index.ErrClosed           // the engine is closed
-	ErrLocked           = local.ErrLocked           // another process holds the store
-	ErrQueueLocked      = index.ErrQueueLocked      // another process holds the store's indexing queue
-	ErrEmptyDocument    = index.ErrEmptyDocument    // a document with no text to index
-	ErrBinaryContent    = index.ErrBinaryContent    // a document that is binary data
-	ErrTooManyChunks    = index.ErrTooManyChunks    // a document past Options.MaxChunksPerDocument
-	ErrQuotaExceeded    = index.ErrQuotaExceeded    // the store's chunk or byte quota is full
-	ErrBadAttrs         = index.ErrBadAttrs         // invalid document attributes
-	ErrBadFilter        = index.ErrBadFilter        // an invalid filter expression
-	ErrNoJob            = index.ErrNoJob            // no such dead letter (RetryJob, DropJob)
-	ErrEmbedderMismatch = index.ErrEmbedderMismatch // the embedder is not the one the store was built with
-	ErrReserved         = index.ErrReserved         // what belongs to the memory or preference store (see reserved.go)
+	ErrClosed           = engine.ErrClosed           // the engine is closed
+	ErrLocked           = local.ErrLocked            // another process holds the store
+	ErrQueueLocked      = engine.ErrQueueLocked      // another process holds the store's indexing queue
+	ErrEmptyDocument    = engine.ErrEmptyDocument    // a document with no text to index
+	ErrBinaryContent    = engine.ErrBinaryContent    // a document that is binary data
+	ErrTooManyChunks    = engine.ErrTooManyChunks    // a document past Options.MaxChunksPerDocument
+	ErrQuotaExceeded    = engine.ErrQuotaExceeded    // the store's chunk or byte quota is full
+	ErrBadAttrs         = index.ErrBadAttrs          // invalid document attributes
+	ErrBadFilter        = index.ErrBadFilter         // an invalid filter expression
+	ErrNoJob            = engine.ErrNoJob            // no such dead letter (RetryJob, DropJob)
+	ErrEmbedderMismatch = engine.ErrEmbedderMismatch // the embedder is not the one the store was built with
+	ErrReserved         = engine.ErrReserved         // what belongs to the memory or preference store (see reserved.go)
 )
 
 // CheckQueue inspects the indexing queue persisted in dir without changing
 // it, or with repair mends it as opening the store would (see
-// index.CheckQueue). It fails with ErrQueueLocked while a process has the
+// engine.CheckQueue). It fails with ErrQueueLocked while a process has the
 // store open.
 func CheckQueue(ctx context.Context, dir string, repair bool) (QueueCheck, error) {
-	return index.CheckQueue(ctx, dir, repair)
+	return engine.CheckQueue(ctx, dir, repair)
 }

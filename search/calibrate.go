@@ -17,7 +17,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 )
 
 // Calibration of the vector weight.
@@ -132,7 +134,7 @@ type CalibrateOptions struct {
 // searches per question; the store is not changed otherwise. It returns
 // ErrTooSmall when no type could be measured (the store's calibration is
 // then left as it was).
-func Calibrate(ctx context.Context, ix *index.Index, opts *CalibrateOptions) (Calibration, error) {
+func Calibrate(ctx context.Context, ix *engine.Index, opts *CalibrateOptions) (Calibration, error) {
 	var o CalibrateOptions
 	if opts != nil {
 		o = *opts
@@ -181,7 +183,7 @@ func Calibrate(ctx context.Context, ix *index.Index, opts *CalibrateOptions) (Ca
 }
 
 // calibrateType measures one document type.
-func calibrateType(ctx context.Context, ix *index.Index, docType string, n int, seed uint64) (TypeCalibration, error) {
+func calibrateType(ctx context.Context, ix *engine.Index, docType string, n int, seed uint64) (TypeCalibration, error) {
 	f := index.Filter{DocTypes: []string{docType}}
 	qs, chunks, err := pseudoQuestions(ctx, ix, f, n, seed)
 	if err != nil {
@@ -199,7 +201,7 @@ func calibrateType(ctx context.Context, ix *index.Index, docType string, n int, 
 	}
 	vecs, err := embedQueries(ctx, ix.Embedder(), texts)
 	if err != nil {
-		return TypeCalibration{}, fmt.Errorf("search: calibrate: %w: %w", index.ErrEmbedding, err)
+		return TypeCalibration{}, fmt.Errorf("search: calibrate: %w: %w", engine.ErrEmbedding, err)
 	}
 	tc := TypeCalibration{Chunks: chunks, Samples: len(qs), From: from}
 	fused := make([]float64, len(calibrationGrid))
@@ -251,7 +253,7 @@ const minAsked = 20
 // question mark and has minQuestionWords words or more), and the next turn
 // of its session (index.AttrSession, AttrTurn), said by another speaker.
 // They are drawn from 20·n chunks sampled as pseudoQuestions draws its.
-func storeQuestions(ctx context.Context, ix *index.Index, f index.Filter, n int, seed uint64) ([]question, error) {
+func storeQuestions(ctx context.Context, ix *engine.Index, f index.Filter, n int, seed uint64) ([]question, error) {
 	recs, _, err := sampleChunks(ctx, ix, f, 20*n, seed)
 	if err != nil {
 		return nil, err
@@ -287,7 +289,7 @@ func storeQuestions(ctx context.Context, ix *index.Index, f index.Filter, n int,
 // asks a question of each (see the comment above), with the number of
 // chunks matching f. The rarity of a word is measured on four times as many
 // chunks, drawn the same way.
-func pseudoQuestions(ctx context.Context, ix *index.Index, f index.Filter, n int, seed uint64) ([]question, int, error) {
+func pseudoQuestions(ctx context.Context, ix *engine.Index, f index.Filter, n int, seed uint64) ([]question, int, error) {
 	recs, total, err := sampleChunks(ctx, ix, f, 4*n, seed)
 	if err != nil {
 		return nil, total, err
@@ -405,7 +407,7 @@ var functionWords = func() map[string]bool {
 
 // sampleChunks draws up to n distinct chunks matching f uniformly, in store
 // order, with the number of chunks matching f.
-func sampleChunks(ctx context.Context, ix *index.Index, f index.Filter, n int, seed uint64) ([]index.Record, int, error) {
+func sampleChunks(ctx context.Context, ix *engine.Index, f index.Filter, n int, seed uint64) ([]index.Record, int, error) {
 	srcs, _, err := ix.Sources(ctx, f, 0, 0)
 	if err != nil {
 		return nil, 0, fmt.Errorf("search: calibrate: %w", err)
@@ -466,14 +468,14 @@ func embedQueries(ctx context.Context, emb embed.Embedder, texts []string) ([][]
 }
 
 // without drops the hits of source src ("" drops nothing).
-func without(hs []index.Hit, src string) []index.Hit {
+func without(hs []driver.Hit, src string) []driver.Hit {
 	if src == "" {
 		return hs
 	}
-	return slices.DeleteFunc(slices.Clone(hs), func(h index.Hit) bool { return h.Record.SourceURL == src })
+	return slices.DeleteFunc(slices.Clone(hs), func(h driver.Hit) bool { return h.Record.SourceURL == src })
 }
 
-func hitSources(hs []index.Hit) []string {
+func hitSources(hs []driver.Hit) []string {
 	out := make([]string, len(hs))
 	for i, h := range hs {
 		out[i] = h.Record.SourceURL
@@ -509,7 +511,7 @@ func reciprocalRank(sources []string, source string) float64 {
 }
 
 // settingsOf is implemented by retrievers that keep store settings, as
-// *index.Index does.
+// *engine.Index does.
 type settingsOf interface {
 	Setting(ctx context.Context, key string) (string, bool, error)
 }
@@ -547,7 +549,7 @@ func StoredCalibration(ctx context.Context, r Retriever) (Calibration, bool) {
 // still due. rag.Engine runs one per open store. A Calibrator is safe for
 // concurrent use.
 type Calibrator struct {
-	ix    *index.Index
+	ix    *engine.Index
 	log   *slog.Logger
 	quiet time.Duration
 
@@ -567,7 +569,7 @@ type Calibrator struct {
 const calibrationQuiet = 2 * time.Second
 
 // NewCalibrator starts keeping ix calibrated; a nil log means slog.Default().
-func NewCalibrator(ix *index.Index, log *slog.Logger) *Calibrator {
+func NewCalibrator(ix *engine.Index, log *slog.Logger) *Calibrator {
 	if log == nil {
 		log = slog.Default()
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 )
 
 // hiddenLexical embeds as the lexical embedder does but does not say that it
@@ -77,9 +78,9 @@ func corpus(n, seed int) []index.Document {
 	return docs
 }
 
-func openStore(t *testing.T, dir string, emb embed.Embedder, docs []index.Document) *index.Index {
+func openStore(t *testing.T, dir string, emb embed.Embedder, docs []index.Document) *engine.Index {
 	t.Helper()
-	ix, err := index.Open(context.Background(), dir, &index.Options{Embedder: emb, Logger: quietLog()})
+	ix, err := engine.Open(context.Background(), dir, &engine.Options{Embedder: emb, Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +550,7 @@ func TestCalibrateWrongVectorCount(t *testing.T) {
 	defer ix.Close()
 	on = true
 	_, err := Calibrate(context.Background(), ix, nil)
-	if !errors.Is(err, index.ErrEmbedding) || !errors.Is(err, embed.ErrBadResponse) {
+	if !errors.Is(err, engine.ErrEmbedding) || !errors.Is(err, embed.ErrBadResponse) {
 		t.Errorf("err = %v, want ErrEmbedding and ErrBadResponse", err)
 	}
 	if _, ok := StoredCalibration(context.Background(), ix); ok {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/internal/server"
@@ -115,7 +115,7 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 		return exitError{2, err.Error()}
 	}
 	defer be.Close()
-	rec, ok, err := index.ReadEmbedderRecord(ctx, be)
+	rec, ok, err := engine.ReadEmbedderRecord(ctx, be)
 	if err != nil {
 		return exitError{2, err.Error()}
 	}
@@ -134,7 +134,7 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 		rep.Embedder = v
 	}
 	var embProblem *local.Problem
-	if err := index.VerifyEmbedder(ctx, be, emb); err != nil {
+	if err := engine.VerifyEmbedder(ctx, be, emb); err != nil {
 		embProblem = &local.Problem{Kind: "embedder", Msg: err.Error()}
 	}
 	if repair {
@@ -261,7 +261,7 @@ func liveCheck(ctx context.Context, dir string, eng *rag.Engine) (checkReport, e
 		rep.Embedder = v
 	}
 	rep.Problems = append(rep.Problems, probs...)
-	if err := index.VerifyEmbedder(ctx, be, eng.Store().Embedder()); err != nil {
+	if err := engine.VerifyEmbedder(ctx, be, eng.Store().Embedder()); err != nil {
 		rep.Problems = append(rep.Problems, local.Problem{Kind: "embedder", Msg: err.Error()})
 	}
 	rep.QueuedPages = eng.QueueStats().Depth

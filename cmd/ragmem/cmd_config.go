@@ -17,8 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/internal/wal"
@@ -301,7 +301,7 @@ func (g *globals) readStoreRecord(ctx context.Context, dir string) (*rag.Embedde
 		return nil, "(not read: " + oneLine(err) + ")"
 	}
 	defer be.Close()
-	rec, ok, err := index.ReadEmbedderRecord(ctx, be)
+	rec, ok, err := engine.ReadEmbedderRecord(ctx, be)
 	switch {
 	case err != nil:
 		return nil, "(not read: " + oneLine(err) + ")"

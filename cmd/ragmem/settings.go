@@ -262,7 +262,7 @@ func (g *globals) buildEmbedder(c *embedderChoice) (embed.Embedder, error) {
 }
 
 // embedderFor resolves and builds the embedder of a store that records rec
-// (nil: a new store, or none at all); it is index.Options.EmbedderFor.
+// (nil: a new store, or none at all); it is engine.Options.EmbedderFor.
 func (g *globals) embedderFor(_ context.Context, rec *rag.EmbedderRecord) (embed.Embedder, error) {
 	c, err := g.resolveEmbedder(rec)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/memory/internal/files"
 	"github.com/ragmem/ragmem/internal/memory/internal/pattern"
 	"github.com/ragmem/ragmem/internal/perm"
@@ -75,7 +76,7 @@ type Options struct {
 	// with docType "memory-pattern". Default nil: no
 	// index, so natural-language patterns match by their words only,
 	// relevance is 0 and there are no weak matches.
-	Index *index.Index
+	Index *engine.Index
 	// Logger receives index problems and skipped files. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -220,7 +221,7 @@ type Store struct {
 	dir     string
 	abs     string
 	o       Options
-	ix      *index.Index
+	ix      *engine.Index
 	thresh  float64
 	lexical bool // the index's embedder is the lexical one
 
@@ -344,7 +345,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 func (s *Store) Dir() string { return s.dir }
 
 // Index returns the index the store uses (nil when none).
-func (s *Store) Index() *index.Index { return s.ix }
+func (s *Store) Index() *engine.Index { return s.ix }
 
 // Generation increases whenever the store sees a memory change (an Add, or
 // a file added, changed or removed on disk); the directory is checked first
@@ -532,7 +533,7 @@ func (s *Store) refreshLocked(ctx context.Context, auto bool) (RefreshReport, er
 	n, err := s.reconcile(ctx, rep.Removed)
 	rep.Reindexed = n
 	s.mu.Lock()
-	if err != nil && errors.Is(err, index.ErrEmbedding) {
+	if err != nil && errors.Is(err, engine.ErrEmbedding) {
 		// The embedder is down: automatic refreshes retry in a while
 		// rather than on every read; Refresh retries at once.
 		s.retryIndex = time.Now().Add(indexRetryDelay)
@@ -1033,7 +1034,7 @@ func (s *Store) memoryRecords(m *Memory) (index.Document, []index.Record, string
 	counter := budget.CounterForModel("")
 	for i, np := range parts {
 		recs[i] = index.Record{
-			ID:          index.ChunkID(src, hash, i),
+			ID:          engine.ChunkID(src, hash, i),
 			SourceURL:   src,
 			Content:     np.Text,
 			DocType:     docPattern,
