@@ -168,20 +168,23 @@ func TestStageOf(t *testing.T) {
 
 // facadeImports says what each adapter may import from the module, in its
 // non-test files: the facade (rag) and a short list, each entry with its
-// reason. The adapters reach the store through rag.Engine and speak its
-// vocabulary (rag.Document, rag.Filter, rag.ErrTooManyChunks: aliases of
-// the index's, in rag/types.go); none imports index or a backend, so that
-// what an adapter may do with the store is what the engine offers.
+// reason. The adapters reach the store through rag.Engine (or rag.Memory)
+// and speak its vocabulary: the data model of package index (index.Document,
+// index.Filter, index.Job), rag's errors (rag.ErrTooManyChunks); none
+// imports the engine (internal/index/engine) or a backend, so that what an
+// adapter may do with the store is what rag offers.
 //
-// search, prefs and chunk are on the lists rather than aliased: the
-// engine's own methods take and return their types (Engine.Search takes a
-// *search.Options, Engine.Preferences is a *prefs.Store, a rag.Document's
-// Format is a chunk.Format), and a second name for each would be noise, not
-// a boundary. Every entry must be used (a stale entry fails), and every
+// index, search, prefs and chunk are on the lists rather than aliased: the
+// engine's own methods take and return their types (Engine.IndexDocument
+// takes an index.Document, Engine.Search takes a *search.Options,
+// Engine.Preferences is a *prefs.Store, an index.Document's Format is a
+// chunk.Format), and a second name for each would be noise, not a
+// boundary. Every entry must be used (a stale entry fails), and every
 // package under cmd/ must be listed.
 var facadeImports = map[string]map[string]string{
 	"server": {
 		"rag":               "the facade: every handler of the API is a binding of rag.Memory",
+		"index":             "the data model: rag's methods take and return its types",
 		"extract":           "the server's limits on a page's extraction (rag.Options.Extract)",
 		"memory":            "memory.AttrDir: a memory's directory is hidden from remote clients",
 		"internal/jsonbody": "bounded JSON request bodies",
@@ -191,12 +194,14 @@ var facadeImports = map[string]map[string]string{
 	},
 	"mcpserver": {
 		"rag":               "the facade: every tool is a binding of rag.Memory",
+		"index":             "the data model: rag's methods take and return its types",
 		"prefs":             "the preference tools",
 		"chunk":             "the formats of documents the tools accept",
 		"internal/pathless": "no tool error names a file of the server",
 	},
 	"agent": {
 		"rag":              "the facade",
+		"index":            "the data model: rag's methods take and return its types",
 		"search":           "the search options and results the loop asks for",
 		"prefs":            "the preference tool",
 		"chunk":            "the formats of pages the loop reads, and HTML extraction of fetched pages",
@@ -228,6 +233,7 @@ var facadeImports = map[string]map[string]string{
 	// beneath the facade is confined to the files in facadeFileImports.
 	"cmd/ragmem": {
 		"rag":               "the facade",
+		"index":             "the data model: rag's methods take and return its types",
 		"search":            "search options and modes of ragmem search",
 		"prefs":             "ragmem prefs",
 		"chunk":             "the formats of the files ragmem index reads",
@@ -298,11 +304,15 @@ var storeAllowed = map[string]bool{"cmd/ragmem": true}
 // more: the admin commands that work on a store beneath the facade.
 var facadeFileImports = map[string]map[string]string{
 	"cmd/ragmem/backend.go": {
+		"index/driver":   "the backend it builds is rag.Options.Backend, a driver.Backend",
 		"index/weaviate": "--backend weaviate: the composition root picks the backend",
 	},
 	"cmd/ragmem/cmd_check.go": {
 		"index/engine": "ragmem check verifies the store's files and queue, with no engine open",
 		"index/local":  "the local backend's own consistency check",
+	},
+	"cmd/ragmem/cmd_jobs.go": {
+		"index/engine": "ragmem jobs lists a closed store's queue, with no engine open",
 	},
 	"cmd/ragmem/cmd_config.go": {
 		"index/engine": "reads the embedder a closed store records",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -275,7 +276,7 @@ func autoIndex(cfg Config, res *Result, log *slog.Logger) string {
 		res.Warnings = append(res.Warnings, "page not indexed: it has no URL")
 		return ""
 	}
-	id, err := cfg.Memory.IndexPageAsync(rag.Document{SourceURL: p.URL, Title: p.Title, Content: p.Content, Format: p.Format})
+	id, err := cfg.Memory.IndexPageAsync(index.Document{SourceURL: p.URL, Title: p.Title, Content: p.Content, Format: p.Format})
 	if err != nil {
 		res.Warnings = append(res.Warnings, "page not indexed: "+err.Error())
 		return ""

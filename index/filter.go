@@ -3,6 +3,7 @@ package index
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -494,4 +495,27 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 		return s[len(prefix):], true
 	}
 	return s, false
+}
+
+// SourceIs is the expression "the source URL is u".
+func SourceIs(u string) *Expr {
+	return &Expr{Op: OpEq, Field: FieldSource, Values: []string{u}}
+}
+
+// SourceUnder is the expression "the source URL starts with prefix".
+func SourceUnder(prefix string) *Expr {
+	return &Expr{Op: OpPrefix, Field: FieldSource, Values: []string{prefix}}
+}
+
+// AllOf is the conjunction of parts, nil ones left out: nil when none is
+// left, the one part when one is.
+func AllOf(parts ...*Expr) *Expr {
+	parts = slices.DeleteFunc(slices.Clone(parts), func(e *Expr) bool { return e == nil })
+	switch len(parts) {
+	case 0:
+		return nil
+	case 1:
+		return parts[0]
+	}
+	return &Expr{Op: OpAnd, Args: parts}
 }

@@ -13,10 +13,6 @@ import (
 	"github.com/ragmem/ragmem/internal/reserved"
 )
 
-// WhereRemoval reports what RemoveWhere removed or, in a dry run, would
-// remove (see index.WhereRemoval).
-type WhereRemoval = index.WhereRemoval
-
 // ErrMatchesAll is returned by RemoveWhere for a filter that matches every
 // knowledge source in the store (a nil one among them) when the caller did
 // not say all: removing everything must be asked for by name.
@@ -31,11 +27,11 @@ var ErrMatchesAll = errors.New("rag: the filter matches every source; say all to
 // nothing is removed and the answer lists what would be; a dry run is
 // refused exactly when the removal would be. Each source is removed whole
 // or not at all, durably (engine.Index.RemoveWhere).
-func (e *Engine) RemoveWhere(ctx context.Context, where *Expr, all, dryRun bool) (WhereRemoval, error) {
+func (e *Engine) RemoveWhere(ctx context.Context, where *index.Expr, all, dryRun bool) (index.WhereRemoval, error) {
 	if where == nil && !all {
-		return WhereRemoval{}, ErrMatchesAll
+		return index.WhereRemoval{}, ErrMatchesAll
 	}
-	guard := func(remove, kept []SourceInfo) error {
+	guard := func(remove, kept []index.SourceInfo) error {
 		if len(remove) == 0 && len(kept) > 0 {
 			k := kept[0]
 			return fmt.Errorf("%w: the filter matches only sources of the memory or preference store (%d, e.g. %s, a %s source); they belong to %s",
@@ -44,7 +40,7 @@ func (e *Engine) RemoveWhere(ctx context.Context, where *Expr, all, dryRun bool)
 		if all || len(remove) == 0 {
 			return nil
 		}
-		every, _, err := e.ix.Sources(ctx, Filter{}, 0, 0)
+		every, _, err := e.ix.Sources(ctx, index.Filter{}, 0, 0)
 		if err != nil {
 			return err
 		}
@@ -59,7 +55,7 @@ func (e *Engine) RemoveWhere(ctx context.Context, where *Expr, all, dryRun bool)
 		}
 		return nil
 	}
-	r, err := e.ix.RemoveWhere(ctx, Filter{Where: where}, dryRun, guard)
+	r, err := e.ix.RemoveWhere(ctx, index.Filter{Where: where}, dryRun, guard)
 	if !dryRun {
 		e.cal.Changed(r.Chunks)
 	}

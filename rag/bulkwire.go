@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ragmem/ragmem/index"
+
 	"github.com/ragmem/ragmem/internal/jsonbody"
 )
 
@@ -68,11 +70,11 @@ func SplitAttrsPatch(p map[string]*string) (set map[string]string, unset []strin
 // DeleteSources removes every knowledge source a filter matches (see
 // Memory).
 func (e *Engine) DeleteSources(ctx context.Context, req DeleteSourcesRequest) (*DeleteSourcesJSON, error) {
-	var where *Expr
+	var where *index.Expr
 	if strings.TrimSpace(req.Filter) != "" {
 		var err error
-		if where, err = ParseFilter(req.Filter); err != nil {
-			return nil, badRequest("filter: %s", ClientMessage(err, ErrBadFilter))
+		if where, err = index.ParseFilter(req.Filter); err != nil {
+			return nil, badRequest("filter: %s", ClientMessage(err, index.ErrBadFilter))
 		}
 	}
 	if where == nil && !req.All {
@@ -111,8 +113,8 @@ func (e *Engine) SetSourceAttrs(ctx context.Context, sourceURL string, req SetAt
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil, notFound("no source %s in the memory", clipURL(u))
-	case errors.Is(err, ErrBadAttrs):
-		return nil, badRequest("attrs: %s", ClientMessage(err, ErrBadAttrs))
+	case errors.Is(err, index.ErrBadAttrs):
+		return nil, badRequest("attrs: %s", ClientMessage(err, index.ErrBadAttrs))
 	case err != nil:
 		return nil, apiError(err)
 	}

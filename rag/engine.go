@@ -7,10 +7,11 @@
 // Memory (memory.go) is the contract every surface binds: the HTTP API,
 // the MCP tools and the CLI call it, with its wire types. *Engine
 // implements it in process; *Client implements it over the /v1 API of a
-// `ragmem serve` or of a data directory's owner. The types, values and
-// errors of the store the engine's own methods need are re-exported here
-// (rag.Document, rag.Filter, rag.ErrTooManyChunks, ...), and
-// layout_test.go keeps the bindings from importing the index.
+// `ragmem serve` or of a data directory's owner. The engine's own methods
+// take and return the data model of package index (index.Document,
+// index.Filter, index.Job, ...); the store's errors are rag's
+// (rag.ErrTooManyChunks, ...), and layout_test.go keeps the bindings from
+// importing the engine beneath (internal/index/engine).
 //
 //	mem, err := rag.Open(ctx, dir, nil) // or rag.Dial("http://127.0.0.1:7070", token, nil)
 //	...
@@ -25,6 +26,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ragmem/ragmem/index"
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index/driver"
@@ -50,7 +53,7 @@ type Options struct {
 
 	// EmbedderFor builds the embedder from what the store records when
 	// Embedder is nil (see engine.Options.EmbedderFor).
-	EmbedderFor func(ctx context.Context, rec *EmbedderRecord) (embed.Embedder, error)
+	EmbedderFor func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error)
 	// QueryCache caches query embeddings; default a cache of the store's own
 	// (see engine.Options.QueryCache).
 	QueryCache           *embed.QueryCache
@@ -123,7 +126,7 @@ func New(ix *engine.Index, opts *Options) *Engine {
 }
 
 // changed tells the calibrator what indexing did.
-func (e *Engine) changed(rs ...Result) {
+func (e *Engine) changed(rs ...index.Result) {
 	n := 0
 	for _, r := range rs {
 		if r.Err == nil && !r.Unchanged {
@@ -149,9 +152,9 @@ func (e *Engine) Config() Config { return e.cfg }
 // and doing nothing when its content is unchanged (Property 6). It writes
 // knowledge: a memory, a preference or what belongs to them is refused
 // with ErrReserved (reserved.go).
-func (e *Engine) IndexDocument(ctx context.Context, d Document) (Result, error) {
+func (e *Engine) IndexDocument(ctx context.Context, d index.Document) (index.Result, error) {
 	if err := checkWritable(&d); err != nil {
-		return Result{SourceURL: d.SourceURL}, err
+		return index.Result{SourceURL: d.SourceURL}, err
 	}
 	r, err := e.ix.Add(ctx, d)
 	if err == nil {
@@ -164,7 +167,7 @@ func (e *Engine) IndexDocument(ctx context.Context, d Document) (Result, error) 
 // holds a document Index refuses with ErrReserved is refused whole, before
 // anything is written; a document that would replace a memory or a
 // preference gets ErrReserved as its own Result.Err.
-func (e *Engine) IndexDocuments(ctx context.Context, docs []Document) ([]Result, error) {
+func (e *Engine) IndexDocuments(ctx context.Context, docs []index.Document) ([]index.Result, error) {
 	for i := range docs {
 		if err := checkWritable(&docs[i]); err != nil {
 			return nil, err
@@ -178,7 +181,7 @@ func (e *Engine) IndexDocuments(ctx context.Context, docs []Document) ([]Result,
 // IndexPageAsync queues a page for background indexing and returns its job
 // id at once (fire-and-forget; see engine.Index.IndexPageAsync). What Index
 // refuses with ErrReserved is refused here, and not queued.
-func (e *Engine) IndexPageAsync(d Document) (string, error) {
+func (e *Engine) IndexPageAsync(d index.Document) (string, error) {
 	if err := checkWritable(&d); err != nil {
 		return "", err
 	}
@@ -188,7 +191,7 @@ func (e *Engine) IndexPageAsync(d Document) (string, error) {
 }
 
 // LookupJob reports an IndexPageAsync job.
-func (e *Engine) LookupJob(id string) (Job, bool) { return e.ix.Job(id) }
+func (e *Engine) LookupJob(id string) (index.Job, bool) { return e.ix.Job(id) }
 
 // Remove deletes every chunk of a source. A source of the memory or
 // preference store is refused with ErrReserved: preferences are removed
@@ -247,7 +250,7 @@ func (e *Engine) RetrieveReport(ctx context.Context, query string, opts *search.
 }
 
 // Stats returns the store's statistics.
-func (e *Engine) Stats(ctx context.Context) (Stats, error) { return e.ix.Stats(ctx) }
+func (e *Engine) Stats(ctx context.Context) (index.Stats, error) { return e.ix.Stats(ctx) }
 
 // Flush waits for queued background indexing.
 func (e *Engine) Flush(ctx context.Context) error { return e.ix.Flush(ctx) }

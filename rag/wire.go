@@ -3,6 +3,8 @@ package rag
 import (
 	"time"
 
+	"github.com/ragmem/ragmem/index"
+
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/search"
 )
@@ -31,7 +33,7 @@ type ChunkJSON struct {
 }
 
 // NewChunkJSON is r as the wire shows it, aged relative to now.
-func NewChunkJSON(r *Record, now time.Time) ChunkJSON {
+func NewChunkJSON(r *index.Record, now time.Time) ChunkJSON {
 	return ChunkJSON{
 		ID: r.ID, URL: r.SourceURL, Title: r.Title, HeadingPath: r.HeadingPath, Content: r.Content,
 		Position: r.Position, Tokens: r.Tokens, DocType: r.DocType, CreatedAt: r.CreatedAt.UTC(),
@@ -160,7 +162,7 @@ type SourceJSON struct {
 }
 
 // NewSourceJSON is s for the wire, aged relative to now.
-func NewSourceJSON(s *SourceInfo, now time.Time) SourceJSON {
+func NewSourceJSON(s *index.SourceInfo, now time.Time) SourceJSON {
 	return SourceJSON{URL: s.SourceURL, Title: s.Title, DocType: s.DocType, Chunks: s.Chunks, Tokens: s.Tokens,
 		CreatedAt: s.CreatedAt.UTC(), Age: RelativeTime(s.CreatedAt, now), ContentHash: s.ContentHash}
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/index/weaviate"
-	"github.com/ragmem/ragmem/rag"
 )
 
 // backendFlags select the storage backend.
@@ -31,7 +31,7 @@ func addBackendFlags(pf *pflag.FlagSet, b *backendFlags) {
 
 // open returns the backend the flags select; nil means the local store in
 // the data directory.
-func (b *backendFlags) open(ctx context.Context) (rag.Backend, error) {
+func (b *backendFlags) open(ctx context.Context) (driver.Backend, error) {
 	switch strings.ToLower(strings.TrimSpace(b.backend)) {
 	case "", "local":
 		return nil, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/internal/owner"
@@ -59,7 +60,7 @@ type checkReport struct {
 	Embedder    string          `json:"embedder,omitempty"`
 	QueuedPages int             `json:"queuedPages"`           // background pages waiting; the next open indexes them
 	Interrupted int             `json:"interruptedPages"`      // of those, pages whose indexing the end of a process interrupted
-	DeadLetters []rag.Job       `json:"deadLetters,omitempty"` // pages given up on (ragmem jobs list, retry, drop): not an inconsistency
+	DeadLetters []index.Job     `json:"deadLetters,omitempty"` // pages given up on (ragmem jobs list, retry, drop): not an inconsistency
 	Recovered   []string        `json:"recovered,omitempty"`   // what opening the store did (--repair)
 	Repaired    []local.Problem `json:"repaired,omitempty"`
 	Pending     []local.Problem `json:"recoveryPending,omitempty"` // what the next open applies by itself, losing nothing: not inconsistencies
@@ -154,7 +155,7 @@ func runCheck(ctx context.Context, g *globals, repair, asJSON bool) error {
 	if embProblem != nil {
 		rep.Problems = append(rep.Problems, *embProblem)
 	}
-	qc, err := rag.CheckQueue(ctx, store, repair)
+	qc, err := engine.CheckQueue(ctx, store, repair)
 	if err != nil {
 		return exitError{2, err.Error()}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/sample"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
@@ -38,7 +39,7 @@ func newDemoCmd(g *globals) *cobra.Command {
 			}
 			return g.withStore(ctx, func(m rag.Memory) error {
 				sum := indexSummary{}
-				if _, err := indexFiles(ctx, g, m, files, &indexOptions{docType: rag.DocKnowledge}, &sum); err != nil {
+				if _, err := indexFiles(ctx, g, m, files, &indexOptions{docType: index.DocKnowledge}, &sum); err != nil {
 					return err
 				}
 				if _, err := m.AddPreference(ctx, rag.PreferenceRequest{Type: string(prefs.Expertise), Content: "User is a backend developer who knows Go well"}); err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/docread"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/folder"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -61,10 +62,10 @@ func newIndexCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			var err error
-			if o.attrs, err = rag.ParseAttrs(attrs); err != nil {
+			if o.attrs, err = index.ParseAttrs(attrs); err != nil {
 				return err
 			}
-			if o.docType != rag.DocKnowledge {
+			if o.docType != index.DocKnowledge {
 				// Memories and preferences belong to their stores
 				// (rag.ErrReserved): index writes knowledge only.
 				return fmt.Errorf("--type %s: index writes knowledge only; write memories with `ragmem memory add` and preferences with `ragmem prefs add`", o.docType)
@@ -108,7 +109,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 			}
 			return g.withStore(ctx, func(m rag.Memory) error {
 				if cmd.Flags().Changed("keep-params") {
-					if err := m.SetURLRules(ctx, rag.URLRules{KeepParams: keepParams}); err != nil {
+					if err := m.SetURLRules(ctx, index.URLRules{KeepParams: keepParams}); err != nil {
 						return err
 					}
 				}
@@ -138,7 +139,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.srcURL, "url", "", "source URL of the document read from stdin")
 	f.StringVar(&o.title, "title", "", "title of the document read from stdin")
 	f.StringVar(&o.format, "format", "", "format of stdin: text, markdown or html (default text)")
-	f.StringVar(&o.docType, "type", rag.DocKnowledge, "document type: knowledge, the only one index writes (memories: ragmem memory add)")
+	f.StringVar(&o.docType, "type", index.DocKnowledge, "document type: knowledge, the only one index writes (memories: ragmem memory add)")
 	f.IntVar(&o.batch, "batch", 64, "files written per atomic batch")
 	f.StringArrayVar(&attrs, "attr", nil, "attribute key=value stored on every chunk (repeatable); filter on it with --filter")
 	f.StringArrayVar(&o.exclude, "exclude", nil, "skip paths matching this gitignore-style pattern, relative to the folder (repeatable): '*.log', 'drafts/', '**/gen/**'; remembered for the folder, '' forgets")
@@ -168,7 +169,7 @@ func indexStdin(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, 
 	if f != chunk.HTML && chunk.Binary(content) {
 		return rag.ErrBinaryContent // judged on the bytes read, before validText
 	}
-	res, err := indexDocs(ctx, m, []rag.Document{{SourceURL: o.srcURL, Title: o.title, Content: validText(content), Format: f, DocType: o.docType, Attrs: o.attrs}})
+	res, err := indexDocs(ctx, m, []index.Document{{SourceURL: o.srcURL, Title: o.title, Content: validText(content), Format: f, DocType: o.docType, Attrs: o.attrs}})
 	if err != nil {
 		return err
 	}
@@ -265,7 +266,7 @@ func syncTarget(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, 
 // sparing those under the folders of spare (folders that could not be
 // read: their files may be there).
 func prune(ctx context.Context, g *globals, m rag.Memory, o *indexOptions, dir string, present map[string]bool, spare []string, sum *indexSummary) error {
-	under := rag.SourceUnder(folderPrefix(dir))
+	under := index.SourceUnder(folderPrefix(dir))
 	srcs, err := allSources(ctx, m, []string{o.docType}, under)
 	if err != nil {
 		return err
@@ -329,7 +330,7 @@ type indexSummary struct {
 	total, indexed, unchanged, failed, skipped, removed, chunks, replaced int
 }
 
-func (s *indexSummary) add(r rag.Result) {
+func (s *indexSummary) add(r index.Result) {
 	s.total++
 	switch {
 	case r.Err != nil:
@@ -381,7 +382,7 @@ func indexFiles(ctx context.Context, g *globals, m rag.Memory, files []string, o
 			return nil, err
 		}
 		group := files[lo:min(lo+batch, len(files))]
-		docs := make([]rag.Document, 0, len(group))
+		docs := make([]index.Document, 0, len(group))
 		for _, p := range group {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -393,7 +394,7 @@ func indexFiles(ctx context.Context, g *globals, m rag.Memory, files []string, o
 				return nil, ctx.Err()
 			case errors.As(err, &keep):
 				sum.skipped++
-				present[rag.CanonicalURL(fileURL(p))] = true // what was indexed of it stays
+				present[index.CanonicalURL(fileURL(p))] = true // what was indexed of it stays
 				fmt.Fprintf(g.stderr, "ragmem: %s: skipped: %s\n", p, keep.reason)
 			case skip != "":
 				sum.skipped++
@@ -401,7 +402,7 @@ func indexFiles(ctx context.Context, g *globals, m rag.Memory, files []string, o
 			case err != nil:
 				sum.total++
 				sum.failed++
-				present[rag.CanonicalURL(fileURL(p))] = true // unreadable now, not gone
+				present[index.CanonicalURL(fileURL(p))] = true // unreadable now, not gone
 				fmt.Fprintf(g.stderr, "ragmem: %s: %v\n", p, err)
 			default:
 				docs = append(docs, d)
@@ -412,7 +413,7 @@ func indexFiles(ctx context.Context, g *globals, m rag.Memory, files []string, o
 			return nil, err
 		}
 		for i, r := range results {
-			src := rag.CanonicalURL(docs[i].SourceURL)
+			src := index.CanonicalURL(docs[i].SourceURL)
 			switch {
 			case errors.Is(r.Err, rag.ErrEmptyDocument), errors.Is(r.Err, rag.ErrBinaryContent):
 				sum.skipped++
@@ -443,7 +444,7 @@ func pathOf(u string) string {
 
 // indexDocs indexes documents through the contract (Memory.Index) and
 // says what became of each, as the engine's own IndexDocuments does.
-func indexDocs(ctx context.Context, m rag.Memory, docs []rag.Document) ([]rag.Result, error) {
+func indexDocs(ctx context.Context, m rag.Memory, docs []index.Document) ([]index.Result, error) {
 	if len(docs) == 0 {
 		return nil, nil
 	}
@@ -455,15 +456,15 @@ func indexDocs(ctx context.Context, m rag.Memory, docs []rag.Document) ([]rag.Re
 	if err != nil {
 		return nil, err
 	}
-	rs := make([]rag.Result, len(out.Results))
+	rs := make([]index.Result, len(out.Results))
 	for i, r := range out.Results {
-		rs[i] = rag.Result{SourceURL: r.URL, ContentHash: r.ContentHash, Chunks: r.Chunks, Removed: r.Removed, Unchanged: r.Unchanged, Superseded: r.Superseded, Err: r.Err()}
+		rs[i] = index.Result{SourceURL: r.URL, ContentHash: r.ContentHash, Chunks: r.Chunks, Removed: r.Removed, Unchanged: r.Unchanged, Superseded: r.Superseded, Err: r.Err()}
 	}
 	return rs, nil
 }
 
 // allSources lists every source of the types that matches where.
-func allSources(ctx context.Context, m rag.Memory, types []string, where *rag.Expr) ([]rag.SourceJSON, error) {
+func allSources(ctx context.Context, m rag.Memory, types []string, where *index.Expr) ([]rag.SourceJSON, error) {
 	srcs, _, err := listSources(ctx, m, types, where, 0, 0)
 	return srcs, err
 }
@@ -472,7 +473,7 @@ func allSources(ctx context.Context, m rag.Memory, types []string, where *rag.Ex
 // offset on, at most limit of them (0: all), with how many match in all:
 // page by page, Memory.Sources returning at most rag.MaxListLimit at a
 // time.
-func listSources(ctx context.Context, m rag.Memory, types []string, where *rag.Expr, offset, limit int) ([]rag.SourceJSON, int, error) {
+func listSources(ctx context.Context, m rag.Memory, types []string, where *index.Expr, offset, limit int) ([]rag.SourceJSON, int, error) {
 	var out []rag.SourceJSON
 	for {
 		n := rag.MaxListLimit
@@ -499,7 +500,7 @@ func skipReason(err error) string {
 
 // readDocument reads a file into a document. A file that is skipped (empty,
 // binary, too large) returns the reason why in skip.
-func readDocument(ctx context.Context, path string, o *indexOptions) (d rag.Document, skip string, err error) {
+func readDocument(ctx context.Context, path string, o *indexOptions) (d index.Document, skip string, err error) {
 	kind, _ := fileKind(path)
 	st, err := os.Stat(path)
 	if err != nil {
@@ -518,7 +519,7 @@ func readDocument(ctx context.Context, path string, o *indexOptions) (d rag.Docu
 	if err != nil {
 		return d, "", err
 	}
-	d = rag.Document{SourceURL: fileURL(path), DocType: o.docType, Attrs: o.attrs}
+	d = index.Document{SourceURL: fileURL(path), DocType: o.docType, Attrs: o.attrs}
 	if d, skip, err = kind.read(ctx, o, d, path, data); skip != "" || err != nil {
 		return d, skip, err
 	}

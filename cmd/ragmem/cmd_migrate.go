@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/internal/owner"
-	"github.com/ragmem/ragmem/rag"
 )
 
 func newMigrateCmd(g *globals) *cobra.Command {
@@ -77,7 +77,7 @@ func newMigrateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "copied %d records from %s to %s (collection %s)\n", rep.Records, dir, dst.URL(), dst.Class())
-			for _, t := range []string{rag.DocKnowledge, rag.DocPreference, rag.DocMemory} {
+			for _, t := range []string{index.DocKnowledge, index.DocPreference, index.DocMemory} {
 				fmt.Fprintf(g.stdout, "  %-11s %d sources, %d chunks\n", t, rep.Sources[t], rep.Chunks[t])
 			}
 			if e, ok := rep.Meta[engine.MetaKeys[0]]; ok {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -34,7 +35,7 @@ func newRmCmd(g *globals) *cobra.Command {
 				if dir {
 					// Knowledge only: the memory files of a folder belong to
 					// the memory store (rag.ErrReserved).
-					srcs, err := allSources(ctx, m, []string{rag.DocKnowledge}, rag.SourceUnder(underURL(u)))
+					srcs, err := allSources(ctx, m, []string{index.DocKnowledge}, index.SourceUnder(underURL(u)))
 					if err != nil {
 						return err
 					}
@@ -158,7 +159,7 @@ func newSourcesCmd(g *globals) *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.IntVar(&offset, "offset", 0, "skip this many sources")
 	f.IntVar(&limit, "limit", 100, "list at most this many sources (0: all)")
-	f.StringSliceVar(&types, "types", []string{rag.DocKnowledge}, "document types: knowledge, memory, preference")
+	f.StringSliceVar(&types, "types", []string{index.DocKnowledge}, "document types: knowledge, memory, preference")
 	return cmd
 }
 

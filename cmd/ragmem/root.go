@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -45,7 +46,7 @@ type globals struct {
 	// newStoreEmbedder is the embedder a store that records none yet takes
 	// when this process opens it (import: the embedder of the file's
 	// vectors); nil: the flags' or the default.
-	newStoreEmbedder *rag.EmbedderRecord
+	newStoreEmbedder *index.EmbedderRecord
 
 	embMu     sync.Mutex
 	embedders map[string]embed.Embedder // built embedders by spec and secrets, shared by a server's stores
@@ -172,7 +173,7 @@ func (g *globals) open(ctx context.Context) (*rag.Engine, error) {
 
 // openWith is open where a store that records no embedder yet is taken to
 // record fallback (import: the embedder of the file's vectors).
-func (g *globals) openWith(ctx context.Context, fallback *rag.EmbedderRecord) (*rag.Engine, error) {
+func (g *globals) openWith(ctx context.Context, fallback *index.EmbedderRecord) (*rag.Engine, error) {
 	dir, err := g.dataDir()
 	if err != nil {
 		return nil, err
@@ -185,7 +186,7 @@ func (g *globals) openWith(ctx context.Context, fallback *rag.EmbedderRecord) (*
 // (nil: the flags' or the default), sharing queryCache (nil: the store's
 // own), logging to log, with the quotas of chunks and bytes (0: the
 // defaults; negative: none).
-func (g *globals) openDir(ctx context.Context, dir string, fallback *rag.EmbedderRecord, queryCache *embed.QueryCache, log *slog.Logger, quotaChunks int, quotaBytes int64) (*rag.Engine, error) {
+func (g *globals) openDir(ctx context.Context, dir string, fallback *index.EmbedderRecord, queryCache *embed.QueryCache, log *slog.Logger, quotaChunks int, quotaBytes int64) (*rag.Engine, error) {
 	be, err := g.store.open(ctx)
 	if err != nil {
 		return nil, err
@@ -193,7 +194,7 @@ func (g *globals) openDir(ctx context.Context, dir string, fallback *rag.Embedde
 	var choice *embedderChoice
 	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: log, QueryCache: queryCache, MaxChunksPerDocument: g.maxChunksOption(), Config: g.ragConfig(),
 		QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0),
-		EmbedderFor: func(ctx context.Context, rec *rag.EmbedderRecord) (embed.Embedder, error) {
+		EmbedderFor: func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error) {
 			if rec == nil {
 				rec = fallback
 			}

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
-	"github.com/ragmem/ragmem/rag"
 )
 
 // Sources of a setting, as `config show` prints them.
@@ -111,7 +111,7 @@ type embedderChoice struct {
 	keyEnv      string // the variable the key is read from
 	keyEnvFrom  string
 	headersFrom string
-	recorded    *rag.EmbedderRecord // what the store records, if anything
+	recorded    *index.EmbedderRecord // what the store records, if anything
 }
 
 // layer is one level of the embedder's settings.
@@ -126,7 +126,7 @@ type layer struct {
 // that names an embedder; each option, the base URL and the API key come
 // from the highest level that sets them (levels that name another model do
 // not count).
-func (g *globals) resolveEmbedder(rec *rag.EmbedderRecord) (*embedderChoice, error) {
+func (g *globals) resolveEmbedder(rec *index.EmbedderRecord) (*embedderChoice, error) {
 	var storeL, cfgL, envL, flagL *layer
 	if rec != nil && rec.Spec != nil {
 		s := rec.Spec.Clone()
@@ -263,7 +263,7 @@ func (g *globals) buildEmbedder(c *embedderChoice) (embed.Embedder, error) {
 
 // embedderFor resolves and builds the embedder of a store that records rec
 // (nil: a new store, or none at all); it is engine.Options.EmbedderFor.
-func (g *globals) embedderFor(_ context.Context, rec *rag.EmbedderRecord) (embed.Embedder, error) {
+func (g *globals) embedderFor(_ context.Context, rec *index.EmbedderRecord) (embed.Embedder, error) {
 	c, err := g.resolveEmbedder(rec)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/prefs"
@@ -325,12 +326,12 @@ func (s *ownedStore) DetectPreferences(ctx context.Context, req rag.DetectReques
 	return out, err
 }
 
-func (s *ownedStore) Stats(ctx context.Context) (st rag.Stats, err error) {
+func (s *ownedStore) Stats(ctx context.Context) (st index.Stats, err error) {
 	err = s.call(ctx, true, "", func(m rag.Memory) (err error) { st, err = m.Stats(ctx); return err })
 	return st, err
 }
 
-func (s *ownedStore) SetURLRules(ctx context.Context, r rag.URLRules) error {
+func (s *ownedStore) SetURLRules(ctx context.Context, r index.URLRules) error {
 	// Setting the same rules twice is setting them once.
 	return s.call(ctx, true, "", func(m rag.Memory) error { return m.SetURLRules(ctx, r) })
 }
@@ -391,7 +392,7 @@ func (g *globals) agreeWithOwner(ctx context.Context, c *owner.Client) error {
 		if err != nil {
 			return nil // a spec this binary does not know: the owner's store decides
 		}
-		choice, err := g.resolveEmbedder(&rag.EmbedderRecord{Spec: &ownerSpec})
+		choice, err := g.resolveEmbedder(&index.EmbedderRecord{Spec: &ownerSpec})
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -135,7 +136,7 @@ func schemaFor[T any](edit func(props map[string]*jsonschema.Schema)) *jsonschem
 	return s
 }
 
-var docTypes = []any{rag.DocKnowledge, rag.DocMemory, rag.DocPreference}
+var docTypes = []any{index.DocKnowledge, index.DocMemory, index.DocPreference}
 
 func (s *Server) register() {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
@@ -229,7 +230,7 @@ func text(s string) *mcp.CallToolResult {
 func checkTypes(ts []string) error {
 	for _, t := range ts {
 		switch t {
-		case rag.DocKnowledge, rag.DocMemory, rag.DocPreference:
+		case index.DocKnowledge, index.DocMemory, index.DocPreference:
 		default:
 			return fmt.Errorf("%w: unknown document type %q (knowledge, memory or preference)", errBadInput, t)
 		}
@@ -334,7 +335,7 @@ func (s *Server) indexText(ctx context.Context, _ *mcp.CallToolRequest, in index
 			return nil, indexOutput{}, fmt.Errorf("%w: %w", errBadInput, err)
 		}
 	}
-	if err := rag.CheckAttrs(in.Attrs); err != nil {
+	if err := index.CheckAttrs(in.Attrs); err != nil {
 		return nil, indexOutput{}, fmt.Errorf("%w: %w", errBadInput, err)
 	}
 	res, err := s.mem.Index(ctx, rag.DocumentsRequest{Documents: []rag.DocumentRequest{{
@@ -436,11 +437,11 @@ func (s *Server) removePreference(ctx context.Context, _ *mcp.CallToolRequest, i
 }
 
 // toolFilter parses a tool's filter expression (nil when none).
-func toolFilter(s string) (*rag.Expr, error) {
+func toolFilter(s string) (*index.Expr, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	e, err := rag.ParseFilter(s)
+	e, err := index.ParseFilter(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: filter: %w", errBadInput, err)
 	}

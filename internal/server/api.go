@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/memory"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -150,7 +151,7 @@ func public(c *rag.ChunkJSON, local bool) {
 // "memory:<file name>", never by the server's path, except to the user's
 // own processes on a local listener (local).
 func publicURL(u, docType string, local bool) string {
-	if local || docType == rag.DocKnowledge || docType == rag.DocPreference || !strings.HasPrefix(u, "file://") {
+	if local || docType == index.DocKnowledge || docType == index.DocPreference || !strings.HasPrefix(u, "file://") {
 		return u
 	}
 	name := u[strings.LastIndexByte(u, '/')+1:]
@@ -500,8 +501,8 @@ func (s *Server) detectPreference(w http.ResponseWriter, r *http.Request) {
 
 // StatsJSON answers GET /v1/stats.
 type StatsJSON struct {
-	Namespace string    `json:"namespace"`
-	Store     rag.Stats `json:"store"`
+	Namespace string      `json:"namespace"`
+	Store     index.Stats `json:"store"`
 	Server    struct {
 		UptimeSeconds  float64 `json:"uptimeSeconds"`
 		NamespacesOpen int     `json:"namespacesOpen"`
@@ -528,7 +529,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 // route of local listeners only (`ragmem index --keep-params` run as a
 // client of the owner sets them here).
 func (s *Server) putURLRules(w http.ResponseWriter, r *http.Request) {
-	var rules rag.URLRules
+	var rules index.URLRules
 	if e := decodeJSON(r, &rules); e != nil {
 		writeAPIError(w, r, e)
 		return
