@@ -391,7 +391,7 @@ func TestAdaptersImportOnlyTheFacade(t *testing.T) {
 					usedFile[pat] = true
 					continue
 				}
-				t.Errorf("%s imports %s: adapters go through rag (add what is missing to rag/types.go or an Engine method), or list it with its reason in layout_test.go", file, to)
+				t.Errorf("%s imports %s: adapters go through rag (add an Engine method if one is missing), or list it with its reason in layout_test.go", file, to)
 			}
 		}
 		for imp := range allowed {

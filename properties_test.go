@@ -159,7 +159,7 @@ func TestProperty2SystemPromptCarriesNoKnowledge(t *testing.T) {
 	defer srv.Close()
 	oc := openai.DefaultConfig("k")
 	oc.BaseURL = srv.URL + "/v1"
-	llm := agent.LLM{Client: openai.NewClientWithConfig(oc), Model: "gpt-4o"}
+	llm := rag.LLM{Client: openai.NewClientWithConfig(oc), Model: "gpt-4o"}
 	withKnowledge := 0
 	check(t, params, "the system prompt carries the rule, never the knowledge", prop.ForAll(
 		func(sys, goal string) string {
@@ -1288,7 +1288,7 @@ func TestProperty12DualSourceCitation(t *testing.T) {
 	defer srv.Close()
 	oc := openai.DefaultConfig("k")
 	oc.BaseURL = srv.URL + "/v1"
-	llm := agent.LLM{Client: openai.NewClientWithConfig(oc), Model: "gpt-4o"}
+	llm := rag.LLM{Client: openai.NewClientWithConfig(oc), Model: "gpt-4o"}
 	both := 0
 	check(t, params, "citations distinguish Web Source from Knowledge Base", prop.ForAll(
 		func(c p12Case) string {

@@ -54,7 +54,7 @@ type Page struct {
 // concurrent Runs when its callback is safe for concurrent use.
 type Config struct {
 	// LLM is the chat model. Required.
-	LLM LLM
+	LLM rag.LLM
 	// Memory is the RAG memory. Nil means the memory is unavailable (for
 	// example the store failed to open): Run answers without knowledge
 	// context and without the memory tools.

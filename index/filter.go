@@ -365,7 +365,7 @@ func (p *filterParser) comparison() (*Expr, error) {
 		}
 		return &Expr{Op: OpExists, Field: field}, nil
 	}
-	return nil, p.errAt(ot, "expected an operator (=, !=, IN, STARTS WITH, EXISTS, <, <=, >, >=) after %s, found %s", QuoteField(field), ot.desc())
+	return nil, p.errAt(ot, "expected an operator (=, !=, IN, STARTS WITH, EXISTS, <, <=, >, >=) after %s, found %s", quoteField(field), ot.desc())
 }
 
 // fieldName checks that token ft names a field (a word that is not a

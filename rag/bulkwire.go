@@ -51,9 +51,9 @@ type SetAttrsJSON struct {
 	Changed int    `json:"changed"` // chunks whose attributes changed
 }
 
-// SplitAttrsPatch turns a merge patch of attributes into the keys to set
+// splitAttrsPatch turns a merge patch of attributes into the keys to set
 // and those to remove (sorted), for Engine.SetAttrs.
-func SplitAttrsPatch(p map[string]*string) (set map[string]string, unset []string) {
+func splitAttrsPatch(p map[string]*string) (set map[string]string, unset []string) {
 	for _, k := range slices.Sorted(maps.Keys(p)) {
 		if p[k] == nil {
 			unset = append(unset, k)
@@ -90,10 +90,10 @@ func (e *Engine) DeleteSources(ctx context.Context, req DeleteSourcesRequest) (*
 	now := e.now()
 	out := &DeleteSourcesJSON{DryRun: req.DryRun, Removed: len(res.Sources), Chunks: res.Chunks, Kept: len(res.Kept), Sources: make([]SourceJSON, 0, len(res.Sources))}
 	for i := range res.Sources {
-		out.Sources = append(out.Sources, NewSourceJSON(&res.Sources[i], now))
+		out.Sources = append(out.Sources, newSourceJSON(&res.Sources[i], now))
 	}
 	for i := range res.Kept {
-		out.KeptSources = append(out.KeptSources, NewSourceJSON(&res.Kept[i], now))
+		out.KeptSources = append(out.KeptSources, newSourceJSON(&res.Kept[i], now))
 	}
 	return out, nil
 }
@@ -108,7 +108,7 @@ func (e *Engine) SetSourceAttrs(ctx context.Context, sourceURL string, req SetAt
 		return nil, badRequest("attrs is empty: give the attributes to set (a string) or remove (null)")
 	}
 	u := strings.TrimSpace(sourceURL)
-	set, unset := SplitAttrsPatch(req.Attrs)
+	set, unset := splitAttrsPatch(req.Attrs)
 	n, err := e.SetAttrs(ctx, u, set, unset)
 	switch {
 	case errors.Is(err, ErrNotFound):

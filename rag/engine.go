@@ -109,14 +109,14 @@ func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(ix, &o), nil
+	return newEngine(ix, &o), nil
 }
 
-// New wraps an open index. The engine owns it: Close closes it. With a
+// newEngine wraps an open index. The engine owns it: Close closes it. With a
 // semantic embedder the engine keeps the store's hybrid fusion weight
 // calibrated in the background (search.Calibrator): at open when the store
 // has no calibration, and again as it grows.
-func New(ix *engine.Index, opts *Options) *Engine {
+func newEngine(ix *engine.Index, opts *Options) *Engine {
 	o := opts.withDefaults()
 	e := &Engine{ix: ix, cal: search.NewCalibrator(ix, o.Logger), prefs: prefs.NewStore(ix), cfg: o.Config.withDefaults(), log: o.Logger, now: o.Now}
 	if o.Extract != nil {
@@ -136,10 +136,10 @@ func (e *Engine) changed(rs ...index.Result) {
 	e.cal.Changed(n)
 }
 
-// Store returns the underlying index, for the composition root and admin
-// tools (wiring agent memory over the same store, checking its files).
-// Adapters use the engine's own methods; the store's vocabulary is in
-// types.go.
+// Store returns the underlying index (the engine behind the door,
+// internal/index/engine), for the composition root and admin tools (wiring
+// agent memory over the same store, checking its files). Adapters use the
+// engine's own methods, which speak the data model of package index.
 func (e *Engine) Store() *engine.Index { return e.ix }
 
 // PreferenceStore returns the preference store.

@@ -205,8 +205,8 @@ type JobJSON struct {
 	RetryAt   time.Time `json:"retryAt,omitzero"`
 }
 
-// NewJobJSON is j for the wire.
-func NewJobJSON(j *index.Job) JobJSON {
+// newJobJSON is j for the wire.
+func newJobJSON(j *index.Job) JobJSON {
 	return JobJSON{ID: j.ID, URL: j.SourceURL, State: string(j.State), Chunks: j.Chunks, Unchanged: j.Unchanged, Error: j.Error,
 		Attempts: j.Attempts, Queued: j.Queued, Finished: j.Finished, RetryAt: j.RetryAt}
 }

@@ -328,7 +328,7 @@ func (e *Engine) IndexPage(ctx context.Context, req PageRequest) (*PageAccepted,
 	if job.State == index.JobFailed {
 		return nil, &Error{Code: jsonbody.CodeQueueFull, Message: "the page was not queued: " + job.Error, Err: ErrQueueFull}
 	}
-	jj := NewJobJSON(&job)
+	jj := newJobJSON(&job)
 	resp.Status, resp.JobID, resp.Job = "queued", id, &jj
 	return resp, nil
 }
@@ -339,7 +339,7 @@ func (e *Engine) Job(_ context.Context, id string) (*JobJSON, error) {
 	if !ok {
 		return nil, notFound("no job %q", clipURL(id))
 	}
-	jj := NewJobJSON(&j)
+	jj := newJobJSON(&j)
 	return &jj, nil
 }
 
@@ -367,7 +367,7 @@ func (e *Engine) Jobs(_ context.Context, req JobsRequest) (*JobsJSON, error) {
 	}
 	out := &JobsJSON{Jobs: make([]JobJSON, 0, len(jobs)), Queue: e.QueueStats()}
 	for i := range jobs {
-		out.Jobs = append(out.Jobs, NewJobJSON(&jobs[i]))
+		out.Jobs = append(out.Jobs, newJobJSON(&jobs[i]))
 	}
 	return out, nil
 }
@@ -381,7 +381,7 @@ func (e *Engine) RetryJob(ctx context.Context, id string) (*JobJSON, error) {
 	if err != nil {
 		return nil, apiError(err)
 	}
-	jj := NewJobJSON(&j)
+	jj := newJobJSON(&j)
 	return &jj, nil
 }
 
@@ -450,7 +450,7 @@ func (q *SearchRequest) options() (search.Options, error) {
 	}
 	if f := q.Filters; f != nil {
 		if f.URL != "" {
-			u, err := CheckURL(f.URL)
+			u, err := checkURL(f.URL)
 			if err != nil {
 				return o, badRequest("filters.url: %s", ClientMessage(err, ErrBadURL))
 			}
@@ -499,7 +499,7 @@ func (e *Engine) Search(ctx context.Context, req SearchRequest) (*SearchJSON, er
 	if err != nil {
 		return nil, apiError(err)
 	}
-	out := NewSearchJSON(req.Query, res, rep, e.now(), time.Since(start))
+	out := newSearchJSON(req.Query, res, rep, e.now(), time.Since(start))
 	return &out, nil
 }
 
@@ -564,7 +564,7 @@ func (e *Engine) BuildContext(ctx context.Context, req ContextRequest) (*Context
 	if err != nil {
 		return nil, apiError(err)
 	}
-	out := NewContextJSON(c)
+	out := newContextJSON(c)
 	return &out, nil
 }
 
@@ -597,14 +597,14 @@ func (e *Engine) Sources(ctx context.Context, req SourcesRequest) (*SourcesJSON,
 	now := e.now()
 	out := &SourcesJSON{Total: total, Offset: req.Offset, Limit: limit, Sources: make([]SourceJSON, 0, len(srcs))}
 	for i := range srcs {
-		out.Sources = append(out.Sources, NewSourceJSON(&srcs[i], now))
+		out.Sources = append(out.Sources, newSourceJSON(&srcs[i], now))
 	}
 	return out, nil
 }
 
 // Page returns a stored page's chunks (see Memory).
 func (e *Engine) Page(ctx context.Context, raw string) (*PageJSON, error) {
-	u, err := CheckURL(raw)
+	u, err := checkURL(raw)
 	if err != nil {
 		return nil, badRequest("url: %s", ClientMessage(err, ErrBadURL))
 	}
@@ -619,7 +619,7 @@ func (e *Engine) Page(ctx context.Context, raw string) (*PageJSON, error) {
 			continue
 		}
 		out.Title = recs[i].Title
-		out.Chunks = append(out.Chunks, NewChunkJSON(&recs[i], now))
+		out.Chunks = append(out.Chunks, newChunkJSON(&recs[i], now))
 	}
 	if len(out.Chunks) == 0 {
 		return nil, notFound("no page %s in the memory", clipURL(u))
@@ -629,7 +629,7 @@ func (e *Engine) Page(ctx context.Context, raw string) (*PageJSON, error) {
 
 // ForgetPage removes a page (see Memory).
 func (e *Engine) ForgetPage(ctx context.Context, raw string) (*ForgetJSON, error) {
-	if _, err := CheckURL(raw); err != nil {
+	if _, err := checkURL(raw); err != nil {
 		return nil, badRequest("url: %s", ClientMessage(err, ErrBadURL))
 	}
 	u := strings.TrimSpace(raw)

@@ -32,11 +32,11 @@ var (
 // maxURLBytes is the longest page URL accepted.
 const maxURLBytes = 8 << 10
 
-// CheckURL trims raw and checks it as the URL of a source to read or
+// checkURL trims raw and checks it as the URL of a source to read or
 // forget: not empty, valid UTF-8, at most maxURLBytes, no control
 // characters, absolute (with a scheme). The error wraps ErrBadURL and says
 // what is wrong in words a client can act on.
-func CheckURL(raw string) (string, error) {
+func checkURL(raw string) (string, error) {
 	u := strings.TrimSpace(raw)
 	switch {
 	case u == "":
@@ -58,7 +58,7 @@ func CheckURL(raw string) (string, error) {
 	return u, nil
 }
 
-// CheckPageURL is CheckURL for the URL of a page to store: the schemes of
+// CheckPageURL is checkURL for the URL of a page to store: the schemes of
 // preferences and memories (preference:, memory:, memory-layer:) are
 // reserved (ErrReserved); a URL with
 // an authority ("scheme://…", file: aside) must name a host, and its port
@@ -66,7 +66,7 @@ func CheckURL(raw string) (string, error) {
 // ("user:password@"): credentials are never stored (index.URLRules.Canonical
 // drops them too, for every other way a page reaches the index).
 func CheckPageURL(raw string) (string, error) {
-	u, err := CheckURL(raw)
+	u, err := checkURL(raw)
 	if err != nil {
 		return "", err
 	}
@@ -74,7 +74,7 @@ func CheckPageURL(raw string) (string, error) {
 		return "", err
 	}
 	p, err := url.Parse(u)
-	if err != nil { // CheckURL parsed it
+	if err != nil { // checkURL parsed it
 		return "", fmt.Errorf("%w: %q is not a valid URL", ErrBadURL, clipURL(u))
 	}
 	_, rest, _ := strings.Cut(u, ":")
@@ -167,7 +167,7 @@ func (e *Engine) IndexPageNow(ctx context.Context, d index.Document) (index.Resu
 // with that URL nor a queued one, and with ErrReserved for a preference or
 // a memory (removed through their own stores).
 func (e *Engine) Forget(ctx context.Context, raw string) (index.Removal, error) {
-	u, err := CheckURL(raw)
+	u, err := checkURL(raw)
 	if err != nil {
 		return index.Removal{}, err
 	}

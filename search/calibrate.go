@@ -57,9 +57,9 @@ const (
 	// are calibrated; a type with fewer uses DefaultAlpha (a store that
 	// small ranks a handful of candidates, whatever the weight).
 	MinCalibrationChunks = 50
-	// DefaultCalibrationSamples is the number of pseudo-questions per
+	// defaultCalibrationSamples is the number of pseudo-questions per
 	// document type.
-	DefaultCalibrationSamples = 200
+	defaultCalibrationSamples = 200
 
 	calibrationVersion = 2
 	calibrationDepth   = 10  // MRR@10
@@ -140,7 +140,7 @@ func Calibrate(ctx context.Context, ix *engine.Index, opts *CalibrateOptions) (C
 		o = *opts
 	}
 	if o.Samples <= 0 {
-		o.Samples = DefaultCalibrationSamples
+		o.Samples = defaultCalibrationSamples
 	}
 	if o.Seed == 0 {
 		o.Seed = 1

@@ -33,9 +33,9 @@ import (
 // is within ±0.002.
 
 const (
-	// DefaultFeedback is how many fused results refine the vector query
+	// defaultFeedback is how many fused results refine the vector query
 	// (Options.Feedback).
-	DefaultFeedback = 3
+	defaultFeedback = 3
 	// FeedbackWeight is the weight of the results' centroid against the
 	// query's own vector (both of unit length) in the refined query.
 	FeedbackWeight = 1.0

@@ -136,9 +136,9 @@ func TestFeedbackRefinesTheVectorSide(t *testing.T) {
 	off := opts
 	off.Feedback = -1
 	first := off
-	first.TopK = DefaultFeedback
+	first.TopK = defaultFeedback
 	top, err := Search(ctx, ix, "apple orchard", &first)
-	if err != nil || len(top) != DefaultFeedback {
+	if err != nil || len(top) != defaultFeedback {
 		t.Fatalf("first results %v %v", ids(top), err)
 	}
 	fv, err := ix.Vectors(ctx, ids(top))

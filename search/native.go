@@ -7,11 +7,11 @@ import (
 	"github.com/ragmem/ragmem/index/driver"
 )
 
-// NativeHybridRetriever is a Retriever whose store can fuse a hybrid query
+// nativeHybridRetriever is a Retriever whose store can fuse a hybrid query
 // itself in one request (for example a Weaviate backend); *engine.Index
 // implements it. Search uses it for hybrid queries when NativeHybrid reports
 // true and the options can be expressed natively.
-type NativeHybridRetriever interface {
+type nativeHybridRetriever interface {
 	Retriever
 	NativeHybrid() bool
 	Hybrid(ctx context.Context, query string, q driver.HybridQuery) ([]driver.HybridHit, error)
@@ -39,7 +39,7 @@ const nativeRRFK = 60
 // threshold no similarity is asked for (it costs fetching vectors), and
 // results carry only what the store's fusion reports.
 func searchNative(ctx context.Context, r Retriever, query string, f index.Filter, o *Options, rc *recall) ([]Result, bool, error) {
-	nr, ok := r.(NativeHybridRetriever)
+	nr, ok := r.(nativeHybridRetriever)
 	if !ok || o.Mode != Hybrid || !nr.NativeHybrid() || o.Fusion == DBSF || o.Agreement > 0 || (o.Fusion == RRF && o.RRFK != nativeRRFK) {
 		return nil, false, nil
 	}

@@ -149,7 +149,7 @@ type Options struct {
 	// side of a hybrid search (pseudo-relevance feedback, see feedback.go):
 	// the query's vector is moved toward their centroid and every
 	// candidate of either list is scored again against it before the
-	// final fusion. Default 0: DefaultFeedback (3); negative: off. A store
+	// final fusion. Default 0: defaultFeedback (3); negative: off. A store
 	// that fuses natively (Weaviate) does not refine.
 	Feedback int
 	// CandidatePool is how many candidates each side of a hybrid search
@@ -267,7 +267,7 @@ func (o *Options) withDefaults() Options {
 	}
 	switch {
 	case r.Feedback == 0:
-		r.Feedback = DefaultFeedback
+		r.Feedback = defaultFeedback
 	case r.Feedback < 0:
 		r.Feedback = 0
 	}

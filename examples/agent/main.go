@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	oc := openai.DefaultConfig(*apiKey)
 	oc.BaseURL = strings.TrimRight(*baseURL, "/")
 	cfg := agent.Config{
-		LLM:               agent.LLM{Client: openai.NewClientWithConfig(oc), Model: *model},
+		LLM:               rag.LLM{Client: openai.NewClientWithConfig(oc), Model: *model},
 		SystemPrompt:      *system,
 		ModelContextLimit: *contextLimit,
 		MaxToolRounds:     *rounds,
