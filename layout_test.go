@@ -143,6 +143,7 @@ func TestStageOf(t *testing.T) {
 		module + "/internal/tokens":         -1,
 		module + "/internal/server":         14,
 		module + "/internal/index/local":    3,
+		module + "/internal/index/engine":   3,
 		module + "/internal/when":           4,
 		module + "/internal/memory/memhttp": 12,
 		module + "/ragmemtest":              8,
