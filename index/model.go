@@ -63,7 +63,7 @@ type EmbedderRecord struct {
 	Omitted []string
 }
 
-// Removal reports what RemoveSource did.
+// Removal reports what removing one source did (rag.Engine.Forget).
 type Removal struct {
 	Chunks    int      // chunks deleted
 	Cancelled []string // ids of the source's background jobs that were cancelled
@@ -116,7 +116,7 @@ type Job struct {
 	Replayed  bool      `json:"replayed,omitempty"` // queued before the last restart and indexed after it
 }
 
-// QueueStats counts IndexPageAsync work since Open.
+// QueueStats counts IndexPageAsync work since the store was opened.
 type QueueStats struct {
 	Depth     int   `json:"depth"`     // jobs waiting, Waiting included
 	Waiting   int   `json:"waiting"`   // of Depth, jobs waiting to be tried again after a failure (an embedder outage, ...)
@@ -133,7 +133,7 @@ type QueueStats struct {
 	Durable   bool  `json:"durable"`   // queued pages survive a crash (a queue directory is in use)
 }
 
-// WhereRemoval reports what RemoveWhere removed (or, in a dry run, would
+// WhereRemoval reports what rag.Engine.RemoveWhere removed (or, in a dry run, would
 // remove).
 type WhereRemoval struct {
 	// Sources are the sources removed, ordered by URL.
