@@ -46,6 +46,7 @@ import (
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
@@ -166,7 +167,7 @@ func (m *recordingMemory) BuildContext(ctx context.Context, req rag.ContextReque
 	m.mu.Lock()
 	m.last = c
 	m.mu.Unlock()
-	out := rag.NewContextJSON(c)
+	out := c.JSON()
 	return &out, nil
 }
 
@@ -189,7 +190,7 @@ func TestProperty2SystemPromptCarriesNoKnowledge(t *testing.T) {
 	defer srv.Close()
 	oc := openai.DefaultConfig("k")
 	oc.BaseURL = srv.URL + "/v1"
-	llm := agent.LLM{Client: openai.NewClientWithConfig(oc), Model: "gpt-4o"}
+	llm := rag.LLM{Client: openai.NewClientWithConfig(oc), Model: "gpt-4o"}
 	withKnowledge := 0
 	check(t, params, "the system prompt carries the rule, never the knowledge", prop.ForAll(
 		func(sys, goal string) string {
@@ -544,14 +545,14 @@ func TestProperty6Idempotence(t *testing.T) {
 				return fmt.Sprintf("a changed document took %d writes, want one atomic batch", w-w0)
 			}
 			changed.DocType = index.DocKnowledge
-			hash := index.ContentHash(&changed)
+			hash := engine.ContentHash(&changed)
 			want := chunk.Split(changed.Content, changed.Format, nil)
 			recs, _ := e.Store().Source(bg, d.SourceURL)
 			if res.Unchanged || res.ContentHash != hash || res.Chunks != len(want) || res.Removed != len(first) || len(recs) != len(want) {
 				return fmt.Sprintf("changed document: %+v, %d chunks stored, want %d replacing %d", res, len(recs), len(want), len(first))
 			}
 			for i, r := range recs {
-				if r.ID != index.ChunkID(d.SourceURL, hash, i) || r.Content != want[i].Text || r.ContentHash != hash || r.Position != i {
+				if r.ID != engine.ChunkID(d.SourceURL, hash, i) || r.Content != want[i].Text || r.ContentHash != hash || r.Position != i {
 					return fmt.Sprintf("chunk %d is %s %q, want chunk %d of the new version", i, r.ID, r.Content, i)
 				}
 			}
@@ -1039,7 +1040,7 @@ func TestPropertyPreferenceRecordsRead(t *testing.T) {
 			if err != nil {
 				return err.Error()
 			}
-			ix, err := index.Open(bg, "", &index.Options{Backend: lb, Logger: quietLogger()})
+			ix, err := engine.Open(bg, "", &engine.Options{Backend: lb, Logger: quietLogger()})
 			if err != nil {
 				_ = lb.Close()
 				return err.Error()
@@ -1322,7 +1323,7 @@ func TestProperty12DualSourceCitation(t *testing.T) {
 	defer srv.Close()
 	oc := openai.DefaultConfig("k")
 	oc.BaseURL = srv.URL + "/v1"
-	llm := agent.LLM{Client: openai.NewClientWithConfig(oc), Model: "gpt-4o"}
+	llm := rag.LLM{Client: openai.NewClientWithConfig(oc), Model: "gpt-4o"}
 	both := 0
 	check(t, params, "citations distinguish Web Source from Knowledge Base", prop.ForAll(
 		func(c p12Case) string {

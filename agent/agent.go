@@ -54,7 +54,7 @@ type Page struct {
 // concurrent Runs when its callback is safe for concurrent use.
 type Config struct {
 	// LLM is the chat model. Required.
-	LLM LLM
+	LLM rag.LLM
 	// Memory is the RAG memory: any rag.Memory, the engine in process
 	// (*rag.Engine) or a client of one (*rag.Client). Nil means the memory
 	// is unavailable (for example the store failed to open): Run answers

@@ -23,13 +23,8 @@ import (
 	"github.com/ragmem/ragmem/rag"
 )
 
-// LLM is the chat model configuration (rag.LLM), shared with agent-memory
-// extraction: one value serves both. It is a plain value; the go-openai
-// client it holds is safe for concurrent use.
-type LLM = rag.LLM
-
 // checkLLM wraps a missing client or model in ErrConfig.
-func checkLLM(l LLM) error {
+func checkLLM(l rag.LLM) error {
 	if err := l.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
@@ -161,7 +156,7 @@ var synthesisSchema = json.RawMessage(`{"type":"object","properties":{"answer":{
 // web search or memory search is logged and listed in Warnings; when nothing
 // at all was found the result comes back with an error wrapping ErrNoSources
 // and no model call is made. A model failure wraps ErrModel.
-func EnhancedSearch(ctx context.Context, query string, web WebSearcher, llm LLM, opts *EnhanceOptions) (*EnhancedResult, error) {
+func EnhancedSearch(ctx context.Context, query string, web WebSearcher, llm rag.LLM, opts *EnhanceOptions) (*EnhancedResult, error) {
 	var o EnhanceOptions
 	if opts != nil {
 		o = *opts
@@ -335,7 +330,7 @@ func sourcesBlock(srcs []Source, now time.Time) string {
 }
 
 // synthesize asks the model; it reports whether structured output was asked.
-func synthesize(ctx context.Context, llm LLM, query string, srcs []Source, now time.Time) (string, bool, error) {
+func synthesize(ctx context.Context, llm rag.LLM, query string, srcs []Source, now time.Time) (string, bool, error) {
 	req := llm.Request([]openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: synthesisPrompt},
 		{Role: openai.ChatMessageRoleAssistant, Content: sourcesBlock(srcs, now)},

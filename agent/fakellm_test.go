@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/rag"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -53,10 +54,10 @@ func newFakeLLM(t *testing.T, script func(n int, req capturedRequest) reply) *fa
 	return f
 }
 
-func (f *fakeLLM) llm(model string) LLM {
+func (f *fakeLLM) llm(model string) rag.LLM {
 	cfg := openai.DefaultConfig("test-key")
 	cfg.BaseURL = f.srv.URL + "/v1"
-	return LLM{Client: openai.NewClientWithConfig(cfg), Model: model}
+	return rag.LLM{Client: openai.NewClientWithConfig(cfg), Model: model}
 }
 
 func (f *fakeLLM) requests() []capturedRequest {

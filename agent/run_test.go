@@ -438,7 +438,7 @@ func TestRunModelErrors(t *testing.T) {
 	if _, err := Run(bg, "  ", Config{LLM: f.llm("gpt-4o")}); !errors.Is(err, ErrEmptyGoal) {
 		t.Errorf("empty goal: %v", err)
 	}
-	if _, err := Run(bg, "hi", Config{LLM: LLM{Model: "x"}}); !errors.Is(err, ErrConfig) {
+	if _, err := Run(bg, "hi", Config{LLM: rag.LLM{Model: "x"}}); !errors.Is(err, ErrConfig) {
 		t.Errorf("no client: %v", err)
 	}
 }

@@ -3,17 +3,13 @@ package index
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/ragmem/ragmem/index/driver"
 )
-
-// Expr is a parsed filter expression (see ParseFilter).
-type Expr = driver.Expr
 
 // ErrBadFilter is returned by ParseFilter for an expression it cannot read;
 // the message says where and what was expected.
@@ -265,15 +261,15 @@ func (p *filterParser) node(t token) error {
 
 // or := and (OR and)*
 func (p *filterParser) or(depth int) (*Expr, error) {
-	return p.chain(depth, "OR", driver.OpOr, p.and)
+	return p.chain(depth, "OR", OpOr, p.and)
 }
 
 // and := unary (AND unary)*
 func (p *filterParser) and(depth int) (*Expr, error) {
-	return p.chain(depth, "AND", driver.OpAnd, p.unary)
+	return p.chain(depth, "AND", OpAnd, p.unary)
 }
 
-func (p *filterParser) chain(depth int, kw string, op driver.Op, sub func(int) (*Expr, error)) (*Expr, error) {
+func (p *filterParser) chain(depth int, kw string, op Op, sub func(int) (*Expr, error)) (*Expr, error) {
 	e, err := sub(depth)
 	if err != nil {
 		return nil, err
@@ -315,7 +311,7 @@ func (p *filterParser) unary(depth int) (*Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Expr{Op: driver.OpNot, Args: []*Expr{e}}, nil
+		return &Expr{Op: OpNot, Args: []*Expr{e}}, nil
 	case t.kind == tLParen:
 		p.next()
 		e, err := p.or(depth + 1)
@@ -343,33 +339,33 @@ func (p *filterParser) comparison() (*Expr, error) {
 	case ot.kind == tOp:
 		return p.opComparison(field, ot)
 	case ot.keyword("IN"):
-		if field == driver.FieldCreated {
+		if field == FieldCreated {
 			return nil, p.errAt(ot, "created takes <, <=, > or >= (a time range), not IN")
 		}
 		vs, err := p.valueSet(ot)
 		if err != nil {
 			return nil, err
 		}
-		return &Expr{Op: driver.OpIn, Field: field, Values: vs}, nil
+		return &Expr{Op: OpIn, Field: field, Values: vs}, nil
 	case ot.keyword("STARTS"):
 		if w := p.next(); !w.keyword("WITH") {
 			return nil, p.errAt(w, "expected WITH after STARTS, found %s", w.desc())
 		}
-		if field == driver.FieldCreated {
+		if field == FieldCreated {
 			return nil, p.errAt(ot, "created takes <, <=, > or >= (a time range), not STARTS WITH")
 		}
 		v, err := p.value()
 		if err != nil {
 			return nil, err
 		}
-		return &Expr{Op: driver.OpPrefix, Field: field, Values: []string{v}}, nil
+		return &Expr{Op: OpPrefix, Field: field, Values: []string{v}}, nil
 	case ot.keyword("EXISTS"):
-		if field == driver.FieldCreated {
+		if field == FieldCreated {
 			return nil, p.errAt(ot, "every chunk has a created time; EXISTS does not apply to it")
 		}
-		return &Expr{Op: driver.OpExists, Field: field}, nil
+		return &Expr{Op: OpExists, Field: field}, nil
 	}
-	return nil, p.errAt(ot, "expected an operator (=, !=, IN, STARTS WITH, EXISTS, <, <=, >, >=) after %s, found %s", driver.QuoteField(field), ot.desc())
+	return nil, p.errAt(ot, "expected an operator (=, !=, IN, STARTS WITH, EXISTS, <, <=, >, >=) after %s, found %s", quoteField(field), ot.desc())
 }
 
 // fieldName checks that token ft names a field (a word that is not a
@@ -398,7 +394,7 @@ func (p *filterParser) fieldName(ft token) (string, error) {
 // opComparison reads the value of field compared by operator ot: a time
 // for created (a range only), a value for = and != on any other field.
 func (p *filterParser) opComparison(field string, ot token) (*Expr, error) {
-	if field == driver.FieldCreated {
+	if field == FieldCreated {
 		if ot.text == "=" || ot.text == "!=" {
 			return nil, p.errAt(ot, "created takes <, <=, > or >= (a time range), not %s", ot.text)
 		}
@@ -406,7 +402,7 @@ func (p *filterParser) opComparison(field string, ot token) (*Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Expr{Op: driver.Op(ot.text), Field: field, Time: tm}, nil
+		return &Expr{Op: Op(ot.text), Field: field, Time: tm}, nil
 	}
 	if ot.text != "=" && ot.text != "!=" {
 		return nil, p.errAt(ot, "%s compares times and only works on created; %s takes =, !=, IN, STARTS WITH or EXISTS", ot.text, field)
@@ -415,7 +411,7 @@ func (p *filterParser) opComparison(field string, ot token) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Expr{Op: driver.Op(ot.text), Field: field, Values: []string{v}}, nil
+	return &Expr{Op: Op(ot.text), Field: field, Values: []string{v}}, nil
 }
 
 // valueSet reads the set [a, b, c] after IN (token in): at least one and
@@ -499,4 +495,27 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 		return s[len(prefix):], true
 	}
 	return s, false
+}
+
+// SourceIs is the expression "the source URL is u".
+func SourceIs(u string) *Expr {
+	return &Expr{Op: OpEq, Field: FieldSource, Values: []string{u}}
+}
+
+// SourceUnder is the expression "the source URL starts with prefix".
+func SourceUnder(prefix string) *Expr {
+	return &Expr{Op: OpPrefix, Field: FieldSource, Values: []string{prefix}}
+}
+
+// AllOf is the conjunction of parts, nil ones left out: nil when none is
+// left, the one part when one is.
+func AllOf(parts ...*Expr) *Expr {
+	parts = slices.DeleteFunc(slices.Clone(parts), func(e *Expr) bool { return e == nil })
+	switch len(parts) {
+	case 0:
+		return nil
+	case 1:
+		return parts[0]
+	}
+	return &Expr{Op: OpAnd, Args: parts}
 }

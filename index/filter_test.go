@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ragmem/ragmem/index/driver"
 )
 
 var filterNow = time.Date(2025, 6, 15, 12, 0, 0, 0, time.UTC)
@@ -18,31 +16,31 @@ func TestParseFilter(t *testing.T) {
 		in   string
 		want *Expr
 	}{
-		{`lang = en`, &Expr{Op: driver.OpEq, Field: "lang", Values: []string{"en"}}},
-		{`lang == "en"`, &Expr{Op: driver.OpEq, Field: "lang", Values: []string{"en"}}},
-		{`lang != 'e\'n'`, &Expr{Op: driver.OpNe, Field: "lang", Values: []string{"e'n"}}},
-		{`team IN [search, "infra ops"]`, &Expr{Op: driver.OpIn, Field: "team", Values: []string{"search", "infra ops"}}},
-		{`source starts with https://docs.rs/`, &Expr{Op: driver.OpPrefix, Field: "source", Values: []string{"https://docs.rs/"}}},
-		{`draft EXISTS`, &Expr{Op: driver.OpExists, Field: "draft"}},
-		{`attr.type = x`, &Expr{Op: driver.OpEq, Field: "attr.type", Values: []string{"x"}}},
-		{`"my key" = x`, &Expr{Op: driver.OpEq, Field: "my key", Values: []string{"x"}}},
-		{`created >= 2025-01-31`, &Expr{Op: driver.OpGe, Field: "created", Time: time.Date(2025, 1, 31, 0, 0, 0, 0, time.UTC)}},
-		{`created < 2025-01-31T12:00:00+02:00`, &Expr{Op: driver.OpLt, Field: "created", Time: time.Date(2025, 1, 31, 10, 0, 0, 0, time.UTC)}},
-		{`created > now-7d`, &Expr{Op: driver.OpGt, Field: "created", Time: filterNow.Add(-7 * day)}},
-		{`created <= NOW`, &Expr{Op: driver.OpLe, Field: "created", Time: filterNow}},
-		{`a = 1 AND b = 2 OR c = 3`, &Expr{Op: driver.OpOr, Args: []*Expr{
-			{Op: driver.OpAnd, Args: []*Expr{{Op: driver.OpEq, Field: "a", Values: []string{"1"}}, {Op: driver.OpEq, Field: "b", Values: []string{"2"}}}},
-			{Op: driver.OpEq, Field: "c", Values: []string{"3"}},
+		{`lang = en`, &Expr{Op: OpEq, Field: "lang", Values: []string{"en"}}},
+		{`lang == "en"`, &Expr{Op: OpEq, Field: "lang", Values: []string{"en"}}},
+		{`lang != 'e\'n'`, &Expr{Op: OpNe, Field: "lang", Values: []string{"e'n"}}},
+		{`team IN [search, "infra ops"]`, &Expr{Op: OpIn, Field: "team", Values: []string{"search", "infra ops"}}},
+		{`source starts with https://docs.rs/`, &Expr{Op: OpPrefix, Field: "source", Values: []string{"https://docs.rs/"}}},
+		{`draft EXISTS`, &Expr{Op: OpExists, Field: "draft"}},
+		{`attr.type = x`, &Expr{Op: OpEq, Field: "attr.type", Values: []string{"x"}}},
+		{`"my key" = x`, &Expr{Op: OpEq, Field: "my key", Values: []string{"x"}}},
+		{`created >= 2025-01-31`, &Expr{Op: OpGe, Field: "created", Time: time.Date(2025, 1, 31, 0, 0, 0, 0, time.UTC)}},
+		{`created < 2025-01-31T12:00:00+02:00`, &Expr{Op: OpLt, Field: "created", Time: time.Date(2025, 1, 31, 10, 0, 0, 0, time.UTC)}},
+		{`created > now-7d`, &Expr{Op: OpGt, Field: "created", Time: filterNow.Add(-7 * day)}},
+		{`created <= NOW`, &Expr{Op: OpLe, Field: "created", Time: filterNow}},
+		{`a = 1 AND b = 2 OR c = 3`, &Expr{Op: OpOr, Args: []*Expr{
+			{Op: OpAnd, Args: []*Expr{{Op: OpEq, Field: "a", Values: []string{"1"}}, {Op: OpEq, Field: "b", Values: []string{"2"}}}},
+			{Op: OpEq, Field: "c", Values: []string{"3"}},
 		}}},
-		{`a = 1 and (b = 2 or not c exists)`, &Expr{Op: driver.OpAnd, Args: []*Expr{
-			{Op: driver.OpEq, Field: "a", Values: []string{"1"}},
-			{Op: driver.OpOr, Args: []*Expr{
-				{Op: driver.OpEq, Field: "b", Values: []string{"2"}},
-				{Op: driver.OpNot, Args: []*Expr{{Op: driver.OpExists, Field: "c"}}},
+		{`a = 1 and (b = 2 or not c exists)`, &Expr{Op: OpAnd, Args: []*Expr{
+			{Op: OpEq, Field: "a", Values: []string{"1"}},
+			{Op: OpOr, Args: []*Expr{
+				{Op: OpEq, Field: "b", Values: []string{"2"}},
+				{Op: OpNot, Args: []*Expr{{Op: OpExists, Field: "c"}}},
 			}},
 		}}},
-		{`a=1 AND b=2 AND c=3`, &Expr{Op: driver.OpAnd, Args: []*Expr{
-			{Op: driver.OpEq, Field: "a", Values: []string{"1"}}, {Op: driver.OpEq, Field: "b", Values: []string{"2"}}, {Op: driver.OpEq, Field: "c", Values: []string{"3"}},
+		{`a=1 AND b=2 AND c=3`, &Expr{Op: OpAnd, Args: []*Expr{
+			{Op: OpEq, Field: "a", Values: []string{"1"}}, {Op: OpEq, Field: "b", Values: []string{"2"}}, {Op: OpEq, Field: "c", Values: []string{"3"}},
 		}}},
 	}
 	for _, c := range cases {

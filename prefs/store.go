@@ -21,6 +21,7 @@ import (
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/reserved"
 )
 
@@ -51,7 +52,7 @@ type Preference struct {
 // caches the last list it read or wrote, so that the profile can still be
 // formatted when the index cannot be read (see Cached).
 type Store struct {
-	ix  *index.Index
+	ix  *engine.Index
 	now func() time.Time
 
 	mu     sync.Mutex // serialises read-modify-write operations
@@ -61,7 +62,7 @@ type Store struct {
 }
 
 // NewStore returns a Store over ix.
-func NewStore(ix *index.Index) *Store { return &Store{ix: ix, now: time.Now} }
+func NewStore(ix *engine.Index) *Store { return &Store{ix: ix, now: time.Now} }
 
 func typeTitle(t Type) string {
 	s := string(t)

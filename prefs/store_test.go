@@ -11,12 +11,13 @@ import (
 
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 )
 
 // memIndex opens an index over an in-memory local store, closed with the
 // test unless the test closes it first.
-func memIndex(t *testing.T) *index.Index {
+func memIndex(t *testing.T) *engine.Index {
 	t.Helper()
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -24,7 +25,7 @@ func memIndex(t *testing.T) *index.Index {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := index.Open(ctx, "", &index.Options{Backend: lb, Logger: quiet})
+	ix, err := engine.Open(ctx, "", &engine.Options{Backend: lb, Logger: quiet})
 	if err != nil {
 		_ = lb.Close()
 		t.Fatal(err)
@@ -35,7 +36,7 @@ func memIndex(t *testing.T) *index.Index {
 
 // clockStore is a Store whose clock stands still at a fixed time unless the
 // test moves it.
-func clockStore(t *testing.T, ix *index.Index) (*Store, *time.Time) {
+func clockStore(t *testing.T, ix *engine.Index) (*Store, *time.Time) {
 	now := time.Date(2025, 3, 1, 9, 0, 0, 0, time.FixedZone("CET", 3600))
 	s := NewStore(ix)
 	s.now = func() time.Time { return now }

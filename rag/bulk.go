@@ -9,12 +9,9 @@ import (
 	"strings"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/reserved"
 )
-
-// WhereRemoval reports what RemoveWhere removed or, in a dry run, would
-// remove (see index.WhereRemoval).
-type WhereRemoval = index.WhereRemoval
 
 // ErrMatchesAll is returned by RemoveWhere for a filter that matches every
 // knowledge source in the store (a nil one among them) when the caller did
@@ -29,12 +26,12 @@ var ErrMatchesAll = errors.New("rag: the filter matches every source; say all to
 // does) is refused with ErrMatchesAll unless all is set. With dryRun
 // nothing is removed and the answer lists what would be; a dry run is
 // refused exactly when the removal would be. Each source is removed whole
-// or not at all, durably (index.Index.RemoveWhere).
-func (e *Engine) RemoveWhere(ctx context.Context, where *Expr, all, dryRun bool) (WhereRemoval, error) {
+// or not at all, durably (engine.Index.RemoveWhere).
+func (e *Engine) RemoveWhere(ctx context.Context, where *index.Expr, all, dryRun bool) (index.WhereRemoval, error) {
 	if where == nil && !all {
-		return WhereRemoval{}, ErrMatchesAll
+		return index.WhereRemoval{}, ErrMatchesAll
 	}
-	guard := func(remove, kept []SourceInfo) error {
+	guard := func(remove, kept []index.SourceInfo) error {
 		if len(remove) == 0 && len(kept) > 0 {
 			k := kept[0]
 			return fmt.Errorf("%w: the filter matches only sources of the memory or preference store (%d, e.g. %s, a %s source); they belong to %s",
@@ -43,13 +40,13 @@ func (e *Engine) RemoveWhere(ctx context.Context, where *Expr, all, dryRun bool)
 		if all || len(remove) == 0 {
 			return nil
 		}
-		every, _, err := e.ix.Sources(ctx, Filter{}, 0, 0)
+		every, _, err := e.ix.Sources(ctx, index.Filter{}, 0, 0)
 		if err != nil {
 			return err
 		}
 		n := 0
 		for i := range every {
-			if !index.ReservedInfo(&every[i]) {
+			if !engine.ReservedInfo(&every[i]) {
 				n++
 			}
 		}
@@ -58,7 +55,7 @@ func (e *Engine) RemoveWhere(ctx context.Context, where *Expr, all, dryRun bool)
 		}
 		return nil
 	}
-	r, err := e.ix.RemoveWhere(ctx, Filter{Where: where}, dryRun, guard)
+	r, err := e.ix.RemoveWhere(ctx, index.Filter{Where: where}, dryRun, guard)
 	if !dryRun {
 		e.cal.Changed(r.Chunks)
 	}
@@ -66,7 +63,7 @@ func (e *Engine) RemoveWhere(ctx context.Context, where *Expr, all, dryRun bool)
 }
 
 // SetAttrs changes a knowledge source's attributes without embedding it
-// again (index.Index.SetSourceAttrs): set adds or replaces keys, unset
+// again (engine.Index.SetSourceAttrs): set adds or replaces keys, unset
 // removes them. It returns how many chunks changed. A source of the memory
 // or preference store, or a key of theirs, is refused with ErrReserved; an
 // unknown source with ErrNotFound; bad attributes with ErrBadAttrs.
@@ -84,7 +81,7 @@ func (e *Engine) SetAttrs(ctx context.Context, sourceURL string, set map[string]
 		return 0, err
 	}
 	n, err := e.ix.SetSourceAttrs(ctx, sourceURL, set, unset)
-	if errors.Is(err, index.ErrNotFound) {
+	if errors.Is(err, engine.ErrNotFound) {
 		err = fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return n, err

@@ -8,11 +8,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ragmem/ragmem/index"
+
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
 
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/internal/proptest"
 	"github.com/ragmem/ragmem/internal/reserved"
@@ -30,7 +31,7 @@ func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 	return c.Embedder.Embed(ctx, texts)
 }
 
-func sourceURLs(ss []SourceInfo) []string {
+func sourceURLs(ss []index.SourceInfo) []string {
 	var out []string
 	for _, s := range ss {
 		out = append(out, s.SourceURL)
@@ -40,7 +41,7 @@ func sourceURLs(ss []SourceInfo) []string {
 
 func allSources(t *testing.T, e *Engine) []string {
 	t.Helper()
-	ss, _, err := e.ListSources(ctx, Filter{}, 0, 0)
+	ss, _, err := e.ListSources(ctx, index.Filter{}, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestRemoveWhere(t *testing.T) {
 	e := openEngine(t, nil)
 	for i := range 6 {
 		team := []string{"red", "blue"}[i%2]
-		if _, err := e.IndexDocument(ctx, Document{SourceURL: fmt.Sprintf("https://ex.example/%d", i), Content: fmt.Sprintf("Page %d about herons and team %s.", i, team),
+		if _, err := e.IndexDocument(ctx, index.Document{SourceURL: fmt.Sprintf("https://ex.example/%d", i), Content: fmt.Sprintf("Page %d about herons and team %s.", i, team),
 			Attrs: map[string]string{"team": team}}); err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +70,7 @@ func TestRemoveWhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, e)
-	where, err := ParseFilter(`team = "red"`)
+	where, err := index.ParseFilter(`team = "red"`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestRemoveWhere(t *testing.T) {
 	}
 
 	// Only reserved sources: refused, nothing changes.
-	mem, _ := ParseFilter(`type = "memory"`)
+	mem, _ := index.ParseFilter(`type = "memory"`)
 	before = snapshot(t, e)
 	if _, err := e.RemoveWhere(ctx, mem, false, false); !errors.Is(err, ErrReserved) {
 		t.Fatalf("a filter matching only a memory: %v, want ErrReserved", err)
@@ -118,7 +119,7 @@ func TestRemoveWhere(t *testing.T) {
 	if _, err := e.RemoveWhere(ctx, nil, false, false); !errors.Is(err, ErrMatchesAll) {
 		t.Fatalf("no filter without all: %v, want ErrMatchesAll", err)
 	}
-	every, _ := ParseFilter(`source STARTS WITH "https://ex.example/" OR type = "memory"`)
+	every, _ := index.ParseFilter(`source STARTS WITH "https://ex.example/" OR type = "memory"`)
 	before = snapshot(t, e)
 	for _, dry := range []bool{true, false} {
 		if _, err := e.RemoveWhere(ctx, every, false, dry); !errors.Is(err, ErrMatchesAll) {
@@ -149,7 +150,7 @@ func TestRemoveWhere(t *testing.T) {
 func TestSetAttrs(t *testing.T) {
 	ce := &countingEmbedder{Embedder: embed.Default()}
 	e := openEngine(t, &Options{Embedder: ce})
-	doc := Document{SourceURL: "https://ex.example/heron", Title: "Herons", Content: "# Herons\n\nHerons wade.\n\n## Food\n\nThey eat fish and frogs.",
+	doc := index.Document{SourceURL: "https://ex.example/heron", Title: "Herons", Content: "# Herons\n\nHerons wade.\n\n## Food\n\nThey eat fish and frogs.",
 		Attrs: map[string]string{"team": "red", "old": "x"}}
 	if _, err := e.IndexDocument(ctx, doc); err != nil {
 		t.Fatal(err)
@@ -181,8 +182,8 @@ func TestSetAttrs(t *testing.T) {
 			t.Fatalf("chunk %d attrs %v, want %v", i, recs1[i].Attrs, want)
 		}
 	}
-	where, _ := ParseFilter(`team = "blue"`)
-	ss, _, err := e.ListSources(ctx, Filter{Where: where}, 0, 0)
+	where, _ := index.ParseFilter(`team = "blue"`)
+	ss, _, err := e.ListSources(ctx, index.Filter{Where: where}, 0, 0)
 	if err != nil || len(ss) != 1 {
 		t.Fatalf("sources with team=blue: %v %v", ss, err)
 	}
@@ -218,8 +219,8 @@ func TestSetAttrs(t *testing.T) {
 		"reserved key":   {doc.SourceURL, map[string]string{reserved.AttrMemoryDir: "/x"}, nil, ErrReserved},
 		"reserved unset": {doc.SourceURL, nil, []string{reserved.AttrMemorySlug}, ErrReserved},
 		"unknown":        {"https://ex.example/none", map[string]string{"team": "x"}, nil, ErrNotFound},
-		"bad key":        {doc.SourceURL, map[string]string{"bad key": "x"}, nil, ErrBadAttrs},
-		"set and unset":  {doc.SourceURL, map[string]string{"team": "x"}, []string{"team"}, ErrBadAttrs},
+		"bad key":        {doc.SourceURL, map[string]string{"bad key": "x"}, nil, index.ErrBadAttrs},
+		"set and unset":  {doc.SourceURL, map[string]string{"team": "x"}, []string{"team"}, index.ErrBadAttrs},
 	} {
 		if _, err := e.SetAttrs(ctx, c.url, c.set, c.unset); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
@@ -243,7 +244,7 @@ func TestRemoveWhereProperty(t *testing.T) {
 	ps.Property("removes what the filter matches", prop.ForAll(func(assign []int, team int, size int, op int) bool {
 		e := openEngine(t, nil)
 		for i, a := range assign {
-			d := Document{SourceURL: fmt.Sprintf("https://p.example/%d", i), Content: fmt.Sprintf("source %d text", i),
+			d := index.Document{SourceURL: fmt.Sprintf("https://p.example/%d", i), Content: fmt.Sprintf("source %d text", i),
 				Attrs: map[string]string{"team": teams[a%3], "size": fmt.Sprint(a % 5)}}
 			if _, err := e.IndexDocument(ctx, d); err != nil {
 				t.Log(err)
@@ -255,7 +256,7 @@ func TestRemoveWhereProperty(t *testing.T) {
 			fmt.Sprintf(`team = %q or size = "%d"`, teams[team%3], size%5),
 			fmt.Sprintf(`not team = %q and size != "%d"`, teams[team%3], size%5),
 		}[op%3]
-		where, err := ParseFilter(expr)
+		where, err := index.ParseFilter(expr)
 		if err != nil {
 			t.Log(err)
 			return false
@@ -263,7 +264,7 @@ func TestRemoveWhereProperty(t *testing.T) {
 		recs, _ := e.Store().Records(ctx, index.Filter{})
 		var want, keep []string
 		for _, r := range recs {
-			f := Filter{Where: where}
+			f := index.Filter{Where: where}
 			if f.Match(&r) {
 				want = append(want, r.SourceURL)
 			} else {

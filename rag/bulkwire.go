@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ragmem/ragmem/index"
+
 	"github.com/ragmem/ragmem/internal/jsonbody"
 )
 
@@ -49,9 +51,9 @@ type SetAttrsJSON struct {
 	Changed int    `json:"changed"` // chunks whose attributes changed
 }
 
-// SplitAttrsPatch turns a merge patch of attributes into the keys to set
+// splitAttrsPatch turns a merge patch of attributes into the keys to set
 // and those to remove (sorted), for Engine.SetAttrs.
-func SplitAttrsPatch(p map[string]*string) (set map[string]string, unset []string) {
+func splitAttrsPatch(p map[string]*string) (set map[string]string, unset []string) {
 	for _, k := range slices.Sorted(maps.Keys(p)) {
 		if p[k] == nil {
 			unset = append(unset, k)
@@ -68,11 +70,11 @@ func SplitAttrsPatch(p map[string]*string) (set map[string]string, unset []strin
 // DeleteSources removes every knowledge source a filter matches (see
 // Memory).
 func (e *Engine) DeleteSources(ctx context.Context, req DeleteSourcesRequest) (*DeleteSourcesJSON, error) {
-	var where *Expr
+	var where *index.Expr
 	if strings.TrimSpace(req.Filter) != "" {
 		var err error
-		if where, err = ParseFilter(req.Filter); err != nil {
-			return nil, badRequest("filter: %s", ClientMessage(err, ErrBadFilter))
+		if where, err = index.ParseFilter(req.Filter); err != nil {
+			return nil, badRequest("filter: %s", ClientMessage(err, index.ErrBadFilter))
 		}
 	}
 	if where == nil && !req.All {
@@ -88,10 +90,10 @@ func (e *Engine) DeleteSources(ctx context.Context, req DeleteSourcesRequest) (*
 	now := e.now()
 	out := &DeleteSourcesJSON{DryRun: req.DryRun, Removed: len(res.Sources), Chunks: res.Chunks, Kept: len(res.Kept), Sources: make([]SourceJSON, 0, len(res.Sources))}
 	for i := range res.Sources {
-		out.Sources = append(out.Sources, NewSourceJSON(&res.Sources[i], now))
+		out.Sources = append(out.Sources, newSourceJSON(&res.Sources[i], now))
 	}
 	for i := range res.Kept {
-		out.KeptSources = append(out.KeptSources, NewSourceJSON(&res.Kept[i], now))
+		out.KeptSources = append(out.KeptSources, newSourceJSON(&res.Kept[i], now))
 	}
 	return out, nil
 }
@@ -106,13 +108,13 @@ func (e *Engine) SetSourceAttrs(ctx context.Context, sourceURL string, req SetAt
 		return nil, badRequest("attrs is empty: give the attributes to set (a string) or remove (null)")
 	}
 	u := strings.TrimSpace(sourceURL)
-	set, unset := SplitAttrsPatch(req.Attrs)
+	set, unset := splitAttrsPatch(req.Attrs)
 	n, err := e.SetAttrs(ctx, u, set, unset)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil, notFound("no source %s in the memory", clipURL(u))
-	case errors.Is(err, ErrBadAttrs):
-		return nil, badRequest("attrs: %s", ClientMessage(err, ErrBadAttrs))
+	case errors.Is(err, index.ErrBadAttrs):
+		return nil, badRequest("attrs: %s", ClientMessage(err, index.ErrBadAttrs))
 	case err != nil:
 		return nil, apiError(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
+
 	"github.com/ragmem/ragmem/internal/jsonbody"
 	"github.com/ragmem/ragmem/prefs"
 )
@@ -403,14 +405,14 @@ func (c *Client) DetectPreferences(ctx context.Context, req DetectRequest) (*Det
 
 // SetURLRules sets the store's URL rules (see Memory): a route of a data
 // directory's owner, on its socket only.
-func (c *Client) SetURLRules(ctx context.Context, r URLRules) error {
+func (c *Client) SetURLRules(ctx context.Context, r index.URLRules) error {
 	return c.Do(ctx, http.MethodPut, URLRulesPath, r, nil, 0)
 }
 
 // Stats describes the store (see Memory).
-func (c *Client) Stats(ctx context.Context) (Stats, error) {
+func (c *Client) Stats(ctx context.Context) (index.Stats, error) {
 	var out struct {
-		Store Stats `json:"store"`
+		Store index.Stats `json:"store"`
 	}
 	err := c.Do(ctx, http.MethodGet, "/v1/stats", nil, &out, 0)
 	if !out.Store.LastSyncTime.IsZero() {

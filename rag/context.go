@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
+
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ragmem/ragmem/budget"
@@ -319,7 +321,7 @@ func (e *Engine) profile(ctx context.Context, cfg Config, c budget.Counter) stri
 	return text
 }
 
-func (e *Engine) buildWithProfile(ctx context.Context, query, profile string, knowledgeBudget int, cfg Config, c budget.Counter, where *Expr) (Block, error) {
+func (e *Engine) buildWithProfile(ctx context.Context, query, profile string, knowledgeBudget int, cfg Config, c budget.Counter, where *index.Expr) (Block, error) {
 	var results []search.Result
 	var rep search.Report
 	if knowledgeBudget > 0 && strings.TrimSpace(query) != "" {
@@ -351,7 +353,7 @@ type ContextOptions struct {
 	Config             *Config
 	// Where restricts the knowledge to chunks that match a filter
 	// expression (index.ParseFilter). Default nil: all knowledge.
-	Where *Expr
+	Where *index.Expr
 }
 
 // Context is a built context ready to send.

@@ -7,10 +7,11 @@
 // Memory (memory.go) is the contract every surface binds: the HTTP API,
 // the MCP tools and the CLI call it, with its wire types. *Engine
 // implements it in process; *Client implements it over the /v1 API of a
-// `ragmem serve` or of a data directory's owner. The types, values and
-// errors of the store the engine's own methods need are re-exported here
-// (rag.Document, rag.Filter, rag.ErrTooManyChunks, ...), and
-// layout_test.go keeps the bindings from importing the index.
+// `ragmem serve` or of a data directory's owner. The engine's own methods
+// take and return the data model of package index (index.Document,
+// index.Filter, index.Job, ...); the store's errors are rag's
+// (rag.ErrTooManyChunks, ...), and layout_test.go keeps the bindings from
+// importing the engine beneath (internal/index/engine).
 //
 //	mem, err := rag.Open(ctx, dir, nil) // or rag.Dial("http://127.0.0.1:7070", token, nil)
 //	...
@@ -26,11 +27,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index"
+
+	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/internal/extract"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/search"
 )
@@ -45,18 +48,18 @@ type Options struct {
 	Config    Config         // zero fields: DefaultConfig
 	Logger    *slog.Logger   // default slog.Default()
 	QueueSize int            // IndexPageAsync queue bound; default 1024
-	QueueDir  string         // where IndexPageAsync persists queued pages; default dir (see index.Options.QueueDir)
+	QueueDir  string         // where IndexPageAsync persists queued pages; default dir (see engine.Options.QueueDir)
 	Now       func() time.Time
 
 	// EmbedderFor builds the embedder from what the store records when
-	// Embedder is nil (see index.Options.EmbedderFor).
-	EmbedderFor func(ctx context.Context, rec *EmbedderRecord) (embed.Embedder, error)
+	// Embedder is nil (see engine.Options.EmbedderFor).
+	EmbedderFor func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error)
 	// QueryCache caches query embeddings; default a cache of the store's own
-	// (see index.Options.QueryCache).
+	// (see engine.Options.QueryCache).
 	QueryCache           *embed.QueryCache
-	MaxChunksPerDocument int                   // see index.Options; default index.DefaultMaxChunksPerDocument
-	QuotaChunks          int                   // see index.Options; default 0, no quota
-	QuotaBytes           int64                 // see index.Options; default 0, no quota
+	MaxChunksPerDocument int                   // see engine.Options; default engine.DefaultMaxChunksPerDocument
+	QuotaChunks          int                   // see engine.Options; default 0, no quota
+	QuotaBytes           int64                 // see engine.Options; default 0, no quota
 	Breaker              *embed.BreakerOptions // the embedder's circuit breaker; default embed defaults
 	// Extract bounds the extraction of a page's HTML (IndexPage); default
 	// package extract's limits.
@@ -83,7 +86,7 @@ type Engine struct {
 	rerankLog   atomic.Int64 // when a skipped rerank was last logged (Unix ns)
 	rerankers   sync.Map     // RerankConfig -> search.Reranker (rerank.go)
 
-	ix      *index.Index
+	ix      *engine.Index
 	cal     *search.Calibrator // keeps the hybrid fusion weight measured on the store
 	prefs   *prefs.Store
 	cfg     Config
@@ -98,7 +101,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
 	if err := o.Config.Rerank.check(); err != nil {
 		return nil, err
 	}
-	ix, err := index.Open(ctx, dir, &index.Options{
+	ix, err := engine.Open(ctx, dir, &engine.Options{
 		Embedder: o.Embedder, EmbedderFor: o.EmbedderFor, QueryCache: o.QueryCache, Backend: o.Backend, Chunking: o.Chunking,
 		Logger: o.Logger, QueueSize: o.QueueSize, QueueDir: o.QueueDir, Now: o.Now,
 		MaxChunksPerDocument: o.MaxChunksPerDocument, QuotaChunks: o.QuotaChunks, QuotaBytes: o.QuotaBytes, Breaker: o.Breaker,
@@ -106,14 +109,14 @@ func Open(ctx context.Context, dir string, opts *Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(ix, &o), nil
+	return newEngine(ix, &o), nil
 }
 
-// New wraps an open index. The engine owns it: Close closes it. With a
+// newEngine wraps an open index. The engine owns it: Close closes it. With a
 // semantic embedder the engine keeps the store's hybrid fusion weight
 // calibrated in the background (search.Calibrator): at open when the store
 // has no calibration, and again as it grows.
-func New(ix *index.Index, opts *Options) *Engine {
+func newEngine(ix *engine.Index, opts *Options) *Engine {
 	o := opts.withDefaults()
 	e := &Engine{ix: ix, cal: search.NewCalibrator(ix, o.Logger), prefs: prefs.NewStore(ix), cfg: o.Config.withDefaults(), log: o.Logger, now: o.Now}
 	if o.Extract != nil {
@@ -123,7 +126,7 @@ func New(ix *index.Index, opts *Options) *Engine {
 }
 
 // changed tells the calibrator what indexing did.
-func (e *Engine) changed(rs ...Result) {
+func (e *Engine) changed(rs ...index.Result) {
 	n := 0
 	for _, r := range rs {
 		if r.Err == nil && !r.Unchanged {
@@ -133,11 +136,11 @@ func (e *Engine) changed(rs ...Result) {
 	e.cal.Changed(n)
 }
 
-// Store returns the underlying index, for the composition root and admin
-// tools (wiring agent memory over the same store, checking its files).
-// Adapters use the engine's own methods; the store's vocabulary is in
-// types.go.
-func (e *Engine) Store() *index.Index { return e.ix }
+// Store returns the underlying index (the engine behind the door,
+// internal/index/engine), for the composition root and admin tools (wiring
+// agent memory over the same store, checking its files). Adapters use the
+// engine's own methods, which speak the data model of package index.
+func (e *Engine) Store() *engine.Index { return e.ix }
 
 // PreferenceStore returns the preference store.
 func (e *Engine) PreferenceStore() *prefs.Store { return e.prefs }
@@ -149,9 +152,9 @@ func (e *Engine) Config() Config { return e.cfg }
 // and doing nothing when its content is unchanged (Property 6). It writes
 // knowledge: a memory, a preference or what belongs to them is refused
 // with ErrReserved (reserved.go).
-func (e *Engine) IndexDocument(ctx context.Context, d Document) (Result, error) {
+func (e *Engine) IndexDocument(ctx context.Context, d index.Document) (index.Result, error) {
 	if err := checkWritable(&d); err != nil {
-		return Result{SourceURL: d.SourceURL}, err
+		return index.Result{SourceURL: d.SourceURL}, err
 	}
 	r, err := e.ix.Add(ctx, d)
 	if err == nil {
@@ -164,7 +167,7 @@ func (e *Engine) IndexDocument(ctx context.Context, d Document) (Result, error) 
 // holds a document Index refuses with ErrReserved is refused whole, before
 // anything is written; a document that would replace a memory or a
 // preference gets ErrReserved as its own Result.Err.
-func (e *Engine) IndexDocuments(ctx context.Context, docs []Document) ([]Result, error) {
+func (e *Engine) IndexDocuments(ctx context.Context, docs []index.Document) ([]index.Result, error) {
 	for i := range docs {
 		if err := checkWritable(&docs[i]); err != nil {
 			return nil, err
@@ -176,9 +179,9 @@ func (e *Engine) IndexDocuments(ctx context.Context, docs []Document) ([]Result,
 }
 
 // IndexPageAsync queues a page for background indexing and returns its job
-// id at once (fire-and-forget; see index.Index.IndexPageAsync). What Index
+// id at once (fire-and-forget; see engine.Index.IndexPageAsync). What Index
 // refuses with ErrReserved is refused here, and not queued.
-func (e *Engine) IndexPageAsync(d Document) (string, error) {
+func (e *Engine) IndexPageAsync(d index.Document) (string, error) {
 	if err := checkWritable(&d); err != nil {
 		return "", err
 	}
@@ -188,7 +191,7 @@ func (e *Engine) IndexPageAsync(d Document) (string, error) {
 }
 
 // LookupJob reports an IndexPageAsync job.
-func (e *Engine) LookupJob(id string) (Job, bool) { return e.ix.Job(id) }
+func (e *Engine) LookupJob(id string) (index.Job, bool) { return e.ix.Job(id) }
 
 // Remove deletes every chunk of a source. A source of the memory or
 // preference store is refused with ErrReserved: preferences are removed
@@ -247,7 +250,7 @@ func (e *Engine) RetrieveReport(ctx context.Context, query string, opts *search.
 }
 
 // Stats returns the store's statistics.
-func (e *Engine) Stats(ctx context.Context) (Stats, error) { return e.ix.Stats(ctx) }
+func (e *Engine) Stats(ctx context.Context) (index.Stats, error) { return e.ix.Stats(ctx) }
 
 // Flush waits for queued background indexing.
 func (e *Engine) Flush(ctx context.Context) error { return e.ix.Flush(ctx) }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ragmem/ragmem/index"
+
 	"github.com/ragmem/ragmem/internal/jsonbody"
 )
 
@@ -90,7 +92,7 @@ func ErrorCode(err error) string {
 		return jsonbody.CodeReserved
 	case errors.Is(err, ErrNoJob), errors.Is(err, ErrNotFound), errors.Is(err, ErrNoPage):
 		return jsonbody.CodeNotFound
-	case errors.Is(err, ErrBadRequest), errors.Is(err, ErrBadURL), errors.Is(err, ErrBadFilter), errors.Is(err, ErrBadAttrs):
+	case errors.Is(err, ErrBadRequest), errors.Is(err, ErrBadURL), errors.Is(err, index.ErrBadFilter), errors.Is(err, index.ErrBadAttrs):
 		return jsonbody.CodeBadRequest
 	case errors.Is(err, ErrTooManyChunks):
 		return jsonbody.CodeTooManyChunks

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
+
 	"github.com/ragmem/ragmem/internal/jsonbody"
 
 	"github.com/ragmem/ragmem/prefs"
@@ -89,9 +91,9 @@ type Memory interface {
 
 	// SetURLRules sets and records the rules by which the store
 	// canonicalises source URLs (PUT /v1/url-rules).
-	SetURLRules(ctx context.Context, r URLRules) error
+	SetURLRules(ctx context.Context, r index.URLRules) error
 	// Stats describes the store (GET /v1/stats).
-	Stats(ctx context.Context) (Stats, error)
+	Stats(ctx context.Context) (index.Stats, error)
 
 	// Close ends the use of the memory: an engine finishes its queued
 	// work and closes the store, a client closes its idle connections.
@@ -155,7 +157,7 @@ func (r *DocumentResult) Err() error {
 }
 
 // NewDocumentRequest is d as Index takes it.
-func NewDocumentRequest(d *Document) DocumentRequest {
+func NewDocumentRequest(d *index.Document) DocumentRequest {
 	return DocumentRequest{URL: d.SourceURL, Title: d.Title, Content: d.Content, Format: d.Format.String(), Type: d.DocType, Attrs: d.Attrs, Extracted: d.Extracted}
 }
 
@@ -203,8 +205,8 @@ type JobJSON struct {
 	RetryAt   time.Time `json:"retryAt,omitzero"`
 }
 
-// NewJobJSON is j for the wire.
-func NewJobJSON(j *Job) JobJSON {
+// newJobJSON is j for the wire.
+func newJobJSON(j *index.Job) JobJSON {
 	return JobJSON{ID: j.ID, URL: j.SourceURL, State: string(j.State), Chunks: j.Chunks, Unchanged: j.Unchanged, Error: j.Error,
 		Attempts: j.Attempts, Queued: j.Queued, Finished: j.Finished, RetryAt: j.RetryAt}
 }
@@ -220,8 +222,8 @@ type JobsRequest struct {
 
 // JobsJSON is Jobs' answer.
 type JobsJSON struct {
-	Jobs  []JobJSON  `json:"jobs"`
-	Queue QueueStats `json:"queue"`
+	Jobs  []JobJSON        `json:"jobs"`
+	Queue index.QueueStats `json:"queue"`
 }
 
 // SearchRequest is Search's request (the body of POST /v1/search). What it

@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ragmem/ragmem/index"
+
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/internal/extract"
 	"github.com/ragmem/ragmem/internal/jsonbody"
@@ -51,13 +53,13 @@ func checkText(field, s string, max int) error {
 }
 
 // parseWhere reads a request's filter expression (nil when none).
-func parseWhere(field, s string) (*Expr, error) {
+func parseWhere(field, s string) (*index.Expr, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	e, err := ParseFilter(s)
+	e, err := index.ParseFilter(s)
 	if err != nil {
-		return nil, badRequest("%s: %s", field, ClientMessage(err, ErrBadFilter))
+		return nil, badRequest("%s: %s", field, ClientMessage(err, index.ErrBadFilter))
 	}
 	return e, nil
 }
@@ -76,7 +78,7 @@ func apiError(err error) error {
 		return err // not described to clients: the binding decides what to say
 	}
 	msg := err.Error()
-	for _, s := range []error{ErrReserved, ErrTooManyChunks, ErrQuotaExceeded, ErrBadURL, ErrBadAttrs, ErrBadFilter, ErrNoJob, ErrNoPage} {
+	for _, s := range []error{ErrReserved, ErrTooManyChunks, ErrQuotaExceeded, ErrBadURL, index.ErrBadAttrs, index.ErrBadFilter, ErrNoJob, ErrNoPage} {
 		if errors.Is(err, s) {
 			msg = ClientMessage(err, s)
 			break
@@ -102,38 +104,38 @@ func checkSourceName(field, u string) error {
 }
 
 // document validates one document of a batch.
-func (d *DocumentRequest) document(i int) (Document, error) {
+func (d *DocumentRequest) document(i int) (index.Document, error) {
 	field := func(name string) string { return fmt.Sprintf("documents[%d].%s", i, name) }
 	if err := checkSourceName(field("url"), d.URL); err != nil {
-		return Document{}, err
+		return index.Document{}, err
 	}
 	if err := checkText(field("title"), d.Title, maxTitleBytes); err != nil {
-		return Document{}, err
+		return index.Document{}, err
 	}
 	if err := checkText(field("content"), d.Content, 1<<40); err != nil {
-		return Document{}, err
+		return index.Document{}, err
 	}
 	f := chunk.Text
 	if d.Format != "" {
 		var err error
 		if f, err = chunk.ParseFormat(d.Format); err != nil {
-			return Document{}, badRequest("%s: %v", field("format"), err)
+			return index.Document{}, badRequest("%s: %v", field("format"), err)
 		}
 	}
 	t := strings.TrimSpace(d.Type)
 	switch {
 	case t == "":
-		t = DocKnowledge
-	case t == DocKnowledge:
+		t = index.DocKnowledge
+	case t == index.DocKnowledge:
 	case reserved.DocType(t):
 		// The engine refuses them (ErrReserved).
 	default:
-		return Document{}, badRequest("%s: %q is not a document type; documents are knowledge (memories are written with /v1/memories, preferences with /v1/preferences)", field("type"), clipURL(d.Type))
+		return index.Document{}, badRequest("%s: %q is not a document type; documents are knowledge (memories are written with /v1/memories, preferences with /v1/preferences)", field("type"), clipURL(d.Type))
 	}
-	if err := CheckAttrs(d.Attrs); err != nil {
-		return Document{}, badRequest("%s: %s", field("attrs"), ClientMessage(err, ErrBadAttrs))
+	if err := index.CheckAttrs(d.Attrs); err != nil {
+		return index.Document{}, badRequest("%s: %s", field("attrs"), ClientMessage(err, index.ErrBadAttrs))
 	}
-	return Document{SourceURL: d.URL, Title: d.Title, Content: d.Content, Format: f, DocType: t, Attrs: d.Attrs, Extracted: d.Extracted && f == chunk.HTML}, nil
+	return index.Document{SourceURL: d.URL, Title: d.Title, Content: d.Content, Format: f, DocType: t, Attrs: d.Attrs, Extracted: d.Extracted && f == chunk.HTML}, nil
 }
 
 // Index indexes documents synchronously, in one atomic write (see Memory).
@@ -144,7 +146,7 @@ func (e *Engine) Index(ctx context.Context, req DocumentsRequest) (*DocumentsJSO
 	if len(req.Documents) > maxDocuments {
 		return nil, badRequest("more than %d documents in one request", maxDocuments)
 	}
-	docs := make([]Document, len(req.Documents))
+	docs := make([]index.Document, len(req.Documents))
 	for i := range req.Documents {
 		d, err := req.Documents[i].document(i)
 		if err != nil {
@@ -207,8 +209,8 @@ func (p *PageRequest) validate() (string, error) {
 	if _, err := p.textFormat(); err != nil {
 		return "", badRequest("%v", err)
 	}
-	if err := CheckAttrs(p.Attrs); err != nil {
-		return "", badRequest("attrs: %s", ClientMessage(err, ErrBadAttrs))
+	if err := index.CheckAttrs(p.Attrs); err != nil {
+		return "", badRequest("attrs: %s", ClientMessage(err, index.ErrBadAttrs))
 	}
 	return u, nil
 }
@@ -216,9 +218,9 @@ func (p *PageRequest) validate() (string, error) {
 // pageDocument turns a page request into the document to index: HTML is
 // reduced to its main content (package extract) within the engine's
 // extraction limits (Options.Extract).
-func (e *Engine) pageDocument(ctx context.Context, u string, req *PageRequest) (Document, int, error) {
+func (e *Engine) pageDocument(ctx context.Context, u string, req *PageRequest) (index.Document, int, error) {
 	title := cleanTitle(req.Title)
-	doc := Document{SourceURL: u, DocType: DocKnowledge}
+	doc := index.Document{SourceURL: u, DocType: index.DocKnowledge}
 	if strings.TrimSpace(req.HTML) != "" {
 		xo := e.extract
 		p, err := extract.HTMLContext(ctx, req.HTML, u, &xo)
@@ -323,10 +325,10 @@ func (e *Engine) IndexPage(ctx context.Context, req PageRequest) (*PageAccepted,
 		return nil, apiError(err)
 	}
 	job, _ := e.LookupJob(id)
-	if job.State == JobFailed {
+	if job.State == index.JobFailed {
 		return nil, &Error{Code: jsonbody.CodeQueueFull, Message: "the page was not queued: " + job.Error, Err: ErrQueueFull}
 	}
-	jj := NewJobJSON(&job)
+	jj := newJobJSON(&job)
 	resp.Status, resp.JobID, resp.Job = "queued", id, &jj
 	return resp, nil
 }
@@ -337,7 +339,7 @@ func (e *Engine) Job(_ context.Context, id string) (*JobJSON, error) {
 	if !ok {
 		return nil, notFound("no job %q", clipURL(id))
 	}
-	jj := NewJobJSON(&j)
+	jj := newJobJSON(&j)
 	return &jj, nil
 }
 
@@ -350,10 +352,10 @@ func (e *Engine) Jobs(_ context.Context, req JobsRequest) (*JobsJSON, error) {
 	case limit < 0 || limit > maxJobsLimit:
 		return nil, badRequest("limit must be an integer between 1 and %d", maxJobsLimit)
 	}
-	var states []JobState
+	var states []index.JobState
 	for _, x := range req.States {
-		switch st := JobState(strings.TrimSpace(x)); st {
-		case JobQueued, JobRunning, JobDone, JobFailed, JobDead, JobCancelled:
+		switch st := index.JobState(strings.TrimSpace(x)); st {
+		case index.JobQueued, index.JobRunning, index.JobDone, index.JobFailed, index.JobDead, index.JobCancelled:
 			states = append(states, st)
 		default:
 			return nil, badRequest("state: unknown job state %q (want queued, running, done, failed, dead or cancelled)", clipURL(x))
@@ -365,7 +367,7 @@ func (e *Engine) Jobs(_ context.Context, req JobsRequest) (*JobsJSON, error) {
 	}
 	out := &JobsJSON{Jobs: make([]JobJSON, 0, len(jobs)), Queue: e.QueueStats()}
 	for i := range jobs {
-		out.Jobs = append(out.Jobs, NewJobJSON(&jobs[i]))
+		out.Jobs = append(out.Jobs, newJobJSON(&jobs[i]))
 	}
 	return out, nil
 }
@@ -379,7 +381,7 @@ func (e *Engine) RetryJob(ctx context.Context, id string) (*JobJSON, error) {
 	if err != nil {
 		return nil, apiError(err)
 	}
-	jj := NewJobJSON(&j)
+	jj := newJobJSON(&j)
 	return &jj, nil
 }
 
@@ -448,7 +450,7 @@ func (q *SearchRequest) options() (search.Options, error) {
 	}
 	if f := q.Filters; f != nil {
 		if f.URL != "" {
-			u, err := CheckURL(f.URL)
+			u, err := checkURL(f.URL)
 			if err != nil {
 				return o, badRequest("filters.url: %s", ClientMessage(err, ErrBadURL))
 			}
@@ -478,7 +480,7 @@ func (q *SearchRequest) options() (search.Options, error) {
 func checkTypes(field string, types []string) error {
 	for _, t := range types {
 		switch t {
-		case DocKnowledge, DocMemory, DocPreference:
+		case index.DocKnowledge, index.DocMemory, index.DocPreference:
 		default:
 			return badRequest("%s: unknown document type %q (want knowledge, memory or preference)", field, clipURL(t))
 		}
@@ -497,7 +499,7 @@ func (e *Engine) Search(ctx context.Context, req SearchRequest) (*SearchJSON, er
 	if err != nil {
 		return nil, apiError(err)
 	}
-	out := NewSearchJSON(req.Query, res, rep, e.now(), time.Since(start))
+	out := newSearchJSON(req.Query, res, rep, e.now(), time.Since(start))
 	return &out, nil
 }
 
@@ -562,7 +564,7 @@ func (e *Engine) BuildContext(ctx context.Context, req ContextRequest) (*Context
 	if err != nil {
 		return nil, apiError(err)
 	}
-	out := NewContextJSON(c)
+	out := newContextJSON(c)
 	return &out, nil
 }
 
@@ -579,7 +581,7 @@ func (e *Engine) Sources(ctx context.Context, req SourcesRequest) (*SourcesJSON,
 	}
 	types := req.Types
 	if len(types) == 0 {
-		types = []string{DocKnowledge}
+		types = []string{index.DocKnowledge}
 	}
 	if err := checkTypes("types", types); err != nil {
 		return nil, err
@@ -588,21 +590,21 @@ func (e *Engine) Sources(ctx context.Context, req SourcesRequest) (*SourcesJSON,
 	if err != nil {
 		return nil, err
 	}
-	srcs, total, err := e.ListSources(ctx, Filter{DocTypes: types, Where: where}, req.Offset, limit)
+	srcs, total, err := e.ListSources(ctx, index.Filter{DocTypes: types, Where: where}, req.Offset, limit)
 	if err != nil {
 		return nil, apiError(err)
 	}
 	now := e.now()
 	out := &SourcesJSON{Total: total, Offset: req.Offset, Limit: limit, Sources: make([]SourceJSON, 0, len(srcs))}
 	for i := range srcs {
-		out.Sources = append(out.Sources, NewSourceJSON(&srcs[i], now))
+		out.Sources = append(out.Sources, newSourceJSON(&srcs[i], now))
 	}
 	return out, nil
 }
 
 // Page returns a stored page's chunks (see Memory).
 func (e *Engine) Page(ctx context.Context, raw string) (*PageJSON, error) {
-	u, err := CheckURL(raw)
+	u, err := checkURL(raw)
 	if err != nil {
 		return nil, badRequest("url: %s", ClientMessage(err, ErrBadURL))
 	}
@@ -613,11 +615,11 @@ func (e *Engine) Page(ctx context.Context, raw string) (*PageJSON, error) {
 	now := e.now()
 	out := &PageJSON{URL: u, Chunks: []ChunkJSON{}}
 	for i := range recs {
-		if recs[i].DocType != DocKnowledge {
+		if recs[i].DocType != index.DocKnowledge {
 			continue
 		}
 		out.Title = recs[i].Title
-		out.Chunks = append(out.Chunks, NewChunkJSON(&recs[i], now))
+		out.Chunks = append(out.Chunks, newChunkJSON(&recs[i], now))
 	}
 	if len(out.Chunks) == 0 {
 		return nil, notFound("no page %s in the memory", clipURL(u))
@@ -627,7 +629,7 @@ func (e *Engine) Page(ctx context.Context, raw string) (*PageJSON, error) {
 
 // ForgetPage removes a page (see Memory).
 func (e *Engine) ForgetPage(ctx context.Context, raw string) (*ForgetJSON, error) {
-	if _, err := CheckURL(raw); err != nil {
+	if _, err := checkURL(raw); err != nil {
 		return nil, badRequest("url: %s", ClientMessage(err, ErrBadURL))
 	}
 	u := strings.TrimSpace(raw)

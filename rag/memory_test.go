@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/server"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -156,7 +157,7 @@ var conformance = []struct {
 		}
 	}},
 	{"reserved sources are refused with ErrReserved", func(t *testing.T, ctx context.Context, m rag.Memory) {
-		_, err := m.Index(ctx, rag.DocumentsRequest{Documents: []rag.DocumentRequest{{URL: "file:///m.md", Content: "x", Type: rag.DocMemory}}})
+		_, err := m.Index(ctx, rag.DocumentsRequest{Documents: []rag.DocumentRequest{{URL: "file:///m.md", Content: "x", Type: index.DocMemory}}})
 		if !errors.Is(err, rag.ErrReserved) || rag.ErrorCode(err) != "reserved" {
 			t.Errorf("Index of a memory: %v, want ErrReserved", err)
 		}
@@ -228,11 +229,11 @@ var conformance = []struct {
 			if j, err = m.Job(ctx, a.JobID); err != nil {
 				t.Fatal(err)
 			}
-			if j.State == string(rag.JobDone) || time.Now().After(deadline) {
+			if j.State == string(index.JobDone) || time.Now().After(deadline) {
 				break
 			}
 		}
-		if j.State != string(rag.JobDone) || j.Chunks == 0 || j.URL != "https://example.com/p" {
+		if j.State != string(index.JobDone) || j.Chunks == 0 || j.URL != "https://example.com/p" {
 			t.Fatalf("Job = %+v", j)
 		}
 		js, err := m.Jobs(ctx, rag.JobsRequest{States: []string{"done"}})

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ragmem/ragmem/index"
+
 	"github.com/ragmem/ragmem/internal/reserved"
 )
 
@@ -30,11 +32,11 @@ var (
 // maxURLBytes is the longest page URL accepted.
 const maxURLBytes = 8 << 10
 
-// CheckURL trims raw and checks it as the URL of a source to read or
+// checkURL trims raw and checks it as the URL of a source to read or
 // forget: not empty, valid UTF-8, at most maxURLBytes, no control
 // characters, absolute (with a scheme). The error wraps ErrBadURL and says
 // what is wrong in words a client can act on.
-func CheckURL(raw string) (string, error) {
+func checkURL(raw string) (string, error) {
 	u := strings.TrimSpace(raw)
 	switch {
 	case u == "":
@@ -56,7 +58,7 @@ func CheckURL(raw string) (string, error) {
 	return u, nil
 }
 
-// CheckPageURL is CheckURL for the URL of a page to store: the schemes of
+// CheckPageURL is checkURL for the URL of a page to store: the schemes of
 // preferences and memories (preference:, memory:, memory-layer:) are
 // reserved (ErrReserved); a URL with
 // an authority ("scheme://…", file: aside) must name a host, and its port
@@ -64,7 +66,7 @@ func CheckURL(raw string) (string, error) {
 // ("user:password@"): credentials are never stored (index.URLRules.Canonical
 // drops them too, for every other way a page reaches the index).
 func CheckPageURL(raw string) (string, error) {
-	u, err := CheckURL(raw)
+	u, err := checkURL(raw)
 	if err != nil {
 		return "", err
 	}
@@ -72,7 +74,7 @@ func CheckPageURL(raw string) (string, error) {
 		return "", err
 	}
 	p, err := url.Parse(u)
-	if err != nil { // CheckURL parsed it
+	if err != nil { // checkURL parsed it
 		return "", fmt.Errorf("%w: %q is not a valid URL", ErrBadURL, clipURL(u))
 	}
 	_, rest, _ := strings.Cut(u, ":")
@@ -107,35 +109,35 @@ func clipURL(u string) string {
 // pageSource returns what the store holds under a page URL (ok false when
 // nothing), failing with ErrReserved when it is not a page (a memory or a
 // preference).
-func (e *Engine) pageSource(ctx context.Context, u string) (SourceInfo, bool, error) {
+func (e *Engine) pageSource(ctx context.Context, u string) (index.SourceInfo, bool, error) {
 	if err := e.checkRemovable(ctx, u); err != nil {
-		return SourceInfo{}, true, err // a store's source (or its patterns', "#whenToUse")
+		return index.SourceInfo{}, true, err // a store's source (or its patterns', "#whenToUse")
 	}
-	srcs, _, err := e.ix.Sources(ctx, Filter{SourceURL: u}, 0, 1)
+	srcs, _, err := e.ix.Sources(ctx, index.Filter{SourceURL: u}, 0, 1)
 	if raw := strings.TrimSpace(u); err == nil && len(srcs) == 0 && e.ix.CanonicalURL(raw) != raw {
 		// A source stored before canonicalisation (with user info, say)
 		// is still found, and removed, by the URL it was stored under.
-		srcs, _, err = e.ix.Backend().Sources(ctx, Filter{SourceURL: raw}, 0, 1)
+		srcs, _, err = e.ix.Backend().Sources(ctx, index.Filter{SourceURL: raw}, 0, 1)
 	}
 	if err != nil || len(srcs) == 0 {
-		return SourceInfo{}, false, err
+		return index.SourceInfo{}, false, err
 	}
-	if srcs[0].DocType != DocKnowledge {
+	if srcs[0].DocType != index.DocKnowledge {
 		return srcs[0], true, fmt.Errorf("%w: %s is a %s source, not a page: it belongs to %s", ErrReserved, clipURL(u), srcs[0].DocType, reserved.Owner(srcs[0].DocType))
 	}
 	return srcs[0], true, nil
 }
 
 // PageUnchanged reports whether indexing d would change nothing (see
-// index.Index.Unchanged), with what the store holds under its URL; it fails
+// engine.Index.Unchanged), with what the store holds under its URL; it fails
 // with ErrReserved when d or that source is not a page's (reserved.go).
-func (e *Engine) PageUnchanged(ctx context.Context, d Document) (SourceInfo, bool, error) {
-	d.DocType = DocKnowledge
+func (e *Engine) PageUnchanged(ctx context.Context, d index.Document) (index.SourceInfo, bool, error) {
+	d.DocType = index.DocKnowledge
 	if err := checkWritable(&d); err != nil {
-		return SourceInfo{}, false, err
+		return index.SourceInfo{}, false, err
 	}
 	if _, _, err := e.pageSource(ctx, e.ix.CanonicalURL(d.SourceURL)); err != nil {
-		return SourceInfo{}, false, err
+		return index.SourceInfo{}, false, err
 	}
 	return e.ix.Unchanged(ctx, d)
 }
@@ -143,37 +145,37 @@ func (e *Engine) PageUnchanged(ctx context.Context, d Document) (SourceInfo, boo
 // IndexPageNow indexes a page (a knowledge document) now, by the page rules:
 // its URL passes CheckPageURL, and it neither carries the memory store's
 // attributes nor replaces a preference or a memory (ErrReserved).
-func (e *Engine) IndexPageNow(ctx context.Context, d Document) (Result, error) {
+func (e *Engine) IndexPageNow(ctx context.Context, d index.Document) (index.Result, error) {
 	u, err := CheckPageURL(d.SourceURL)
 	if err != nil {
-		return Result{}, err
+		return index.Result{}, err
 	}
-	d.SourceURL, d.DocType = u, DocKnowledge
+	d.SourceURL, d.DocType = u, index.DocKnowledge
 	if err := checkWritable(&d); err != nil {
-		return Result{}, err
+		return index.Result{}, err
 	}
 	if _, _, err := e.pageSource(ctx, u); err != nil {
-		return Result{}, err
+		return index.Result{}, err
 	}
 	return e.ix.Add(ctx, d)
 }
 
 // Forget removes a page and cancels its background indexing: after it
 // returns, the page is gone and no job queued before the call brings it
-// back (see index.Index.RemoveSource). It reports the chunks deleted and
+// back (see engine.Index.RemoveSource). It reports the chunks deleted and
 // the jobs cancelled, and fails with ErrNoPage when there is neither a page
 // with that URL nor a queued one, and with ErrReserved for a preference or
 // a memory (removed through their own stores).
-func (e *Engine) Forget(ctx context.Context, raw string) (Removal, error) {
-	u, err := CheckURL(raw)
+func (e *Engine) Forget(ctx context.Context, raw string) (index.Removal, error) {
+	u, err := checkURL(raw)
 	if err != nil {
-		return Removal{}, err
+		return index.Removal{}, err
 	}
 	if s := reserved.Scheme(u); s != "" {
-		return Removal{}, fmt.Errorf("%w: %s is the address of %s, not of a page", ErrReserved, clipURL(u), reserved.Owner(s))
+		return index.Removal{}, fmt.Errorf("%w: %s is the address of %s, not of a page", ErrReserved, clipURL(u), reserved.Owner(s))
 	}
 	if _, _, err := e.pageSource(ctx, u); err != nil {
-		return Removal{}, err
+		return index.Removal{}, err
 	}
 	rm, err := e.ix.RemoveSource(ctx, u)
 	e.cal.Changed(rm.Chunks)

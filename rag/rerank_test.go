@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
+
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -46,7 +48,7 @@ func rerankCorpus(t *testing.T, e *Engine, n int) {
 	t.Helper()
 	for i := range n {
 		content := fmt.Sprintf("Page %d is about harbour cranes. %s", i, strings.Repeat("harbour cranes lift containers. ", n-i))
-		if _, err := e.IndexDocument(ctx, Document{SourceURL: fmt.Sprintf("https://example.org/p%d", i), Title: fmt.Sprintf("p%d", i), Content: content}); err != nil {
+		if _, err := e.IndexDocument(ctx, index.Document{SourceURL: fmt.Sprintf("https://example.org/p%d", i), Title: fmt.Sprintf("p%d", i), Content: content}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ragmem/ragmem/index"
+
 	"github.com/ragmem/ragmem/internal/reserved"
 )
 
@@ -22,13 +24,13 @@ import (
 // MCP tools, the Go adapters, the CLI, a running owner's clients) refuses
 // them by the same code. The index adds the one rule that needs the store's
 // state at write time: a document of another type never replaces a
-// reserved source (index.ErrReserved).
+// reserved source (engine.ErrReserved).
 
 // checkWritable refuses a document the engine does not write: a type other
 // than knowledge, an attribute of the memory store, or a reserved URL
 // scheme. It reads nothing.
-func checkWritable(d *Document) error {
-	if t := strings.TrimSpace(d.DocType); t != "" && t != DocKnowledge {
+func checkWritable(d *index.Document) error {
+	if t := strings.TrimSpace(d.DocType); t != "" && t != index.DocKnowledge {
 		if reserved.DocType(t) {
 			return fmt.Errorf("%w: documents of type %q are %s", ErrReserved, t, reserved.Owner(t))
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ragmem/ragmem/index"
+
 	"github.com/ragmem/ragmem/internal/reserved"
 	"github.com/ragmem/ragmem/prefs"
 )
@@ -46,33 +47,33 @@ func TestEngineRefusesReservedRecords(t *testing.T) {
 	if _, err := e.PreferenceStore().Add(ctx, prefs.Expertise, "User is a Go developer"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.IndexDocument(ctx, Document{SourceURL: "https://ok.example/page", Content: "A page about herons."}); err != nil {
+	if _, err := e.IndexDocument(ctx, index.Document{SourceURL: "https://ok.example/page", Content: "A page about herons."}); err != nil {
 		t.Fatal(err)
 	}
 	before := snapshot(t, e)
 
-	page := func(mod func(d *Document)) Document {
-		d := Document{SourceURL: "https://new.example/page", Content: "forged text"}
+	page := func(mod func(d *index.Document)) index.Document {
+		d := index.Document{SourceURL: "https://new.example/page", Content: "forged text"}
 		mod(&d)
 		return d
 	}
-	var bad []Document
+	var bad []index.Document
 	for _, typ := range []string{"memory", "preference", "memory-pattern", " Memory "} {
-		bad = append(bad, page(func(d *Document) { d.DocType = typ }))
+		bad = append(bad, page(func(d *index.Document) { d.DocType = typ }))
 	}
 	for _, k := range []string{"memoryDir", "memorySlug", "memoryKind", "memoryPattern", "memoryAuthor", "memoryConflicts", "preferenceType", "MEMORYDIR"} {
-		bad = append(bad, page(func(d *Document) { d.Attrs = map[string]string{"team": "x", k: "/home/user/memories"} }))
+		bad = append(bad, page(func(d *index.Document) { d.Attrs = map[string]string{"team": "x", k: "/home/user/memories"} }))
 	}
 	for _, u := range []string{"preference://user", "PREFERENCE://user", "memory:flaky-tests.md", "Memory-Layer://episodic/x", memURL, memURL + "#whenToUse"} {
-		bad = append(bad, page(func(d *Document) { d.SourceURL = u }))
+		bad = append(bad, page(func(d *index.Document) { d.SourceURL = u }))
 	}
-	writes := map[string]func(d Document) error{
-		"Index": func(d Document) error { _, err := e.IndexDocument(ctx, d); return err },
-		"IndexMany": func(d Document) error {
+	writes := map[string]func(d index.Document) error{
+		"Index": func(d index.Document) error { _, err := e.IndexDocument(ctx, d); return err },
+		"IndexMany": func(d index.Document) error {
 			// A reserved type, attribute or scheme refuses the batch
 			// whole; a document that would replace a store's source fails
 			// alone, beside the good one.
-			rs, err := e.IndexDocuments(ctx, []Document{{SourceURL: "https://fine.example/", Content: "fine"}, d})
+			rs, err := e.IndexDocuments(ctx, []index.Document{{SourceURL: "https://fine.example/", Content: "fine"}, d})
 			if err == nil {
 				err = rs[1].Err
 				e.Remove(ctx, "https://fine.example/")
@@ -81,22 +82,22 @@ func TestEngineRefusesReservedRecords(t *testing.T) {
 			}
 			return err
 		},
-		"IndexPage": func(d Document) error { _, err := e.IndexPageNow(ctx, d); return err },
-		"IndexPageAsync": func(d Document) error {
+		"IndexPage": func(d index.Document) error { _, err := e.IndexPageNow(ctx, d); return err },
+		"IndexPageAsync": func(d index.Document) error {
 			// Refused at once, or (a store's source, found by the worker)
 			// given up on at the first attempt.
 			id, err := e.IndexPageAsync(d)
 			if err == nil {
 				e.Flush(ctx)
 				j, _ := e.LookupJob(id)
-				if err = fmt.Errorf("queued: %s %s", j.State, j.Error); j.State == JobDead && j.Attempts == 1 && strings.HasPrefix(j.Error, "reserved for memories and preferences: ") {
+				if err = fmt.Errorf("queued: %s %s", j.State, j.Error); j.State == index.JobDead && j.Attempts == 1 && strings.HasPrefix(j.Error, "reserved for memories and preferences: ") {
 					err = ErrReserved
 				}
 			}
 			return err
 		},
-		"PageUnchanged": func(d Document) error { _, _, err := e.PageUnchanged(ctx, d); return err },
-		"CheckDocument": func(d Document) error { _, err := e.CheckDocument(ctx, d); return err },
+		"PageUnchanged": func(d index.Document) error { _, _, err := e.PageUnchanged(ctx, d); return err },
+		"CheckDocument": func(d index.Document) error { _, err := e.CheckDocument(ctx, d); return err },
 	}
 	for name, write := range writes {
 		for _, d := range bad {

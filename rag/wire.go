@@ -3,6 +3,8 @@ package rag
 import (
 	"time"
 
+	"github.com/ragmem/ragmem/index"
+
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/search"
 )
@@ -30,8 +32,8 @@ type ChunkJSON struct {
 	ContentHash string            `json:"contentHash,omitempty" jsonschema:"hash of the whole source's content"`
 }
 
-// NewChunkJSON is r as the wire shows it, aged relative to now.
-func NewChunkJSON(r *Record, now time.Time) ChunkJSON {
+// newChunkJSON is r as the wire shows it, aged relative to now.
+func newChunkJSON(r *index.Record, now time.Time) ChunkJSON {
 	return ChunkJSON{
 		ID: r.ID, URL: r.SourceURL, Title: r.Title, HeadingPath: r.HeadingPath, Content: r.Content,
 		Position: r.Position, Tokens: r.Tokens, DocType: r.DocType, CreatedAt: r.CreatedAt.UTC(),
@@ -63,14 +65,14 @@ type SearchJSON struct {
 	RerankSkipped string `json:"rerankSkipped,omitempty" jsonschema:"why the configured reranker was skipped and the fused order kept"`
 }
 
-// NewSearchJSON is a search's answer for the wire: res and rep as Engine.
+// newSearchJSON is a search's answer for the wire: res and rep as Engine.
 // SearchReport returned them, took how long it took.
-func NewSearchJSON(query string, res []search.Result, rep search.Report, now time.Time, took time.Duration) SearchJSON {
+func newSearchJSON(query string, res []search.Result, rep search.Report, now time.Time, took time.Duration) SearchJSON {
 	out := SearchJSON{Query: query, Mode: rep.Mode, Degraded: rep.Degraded, Results: make([]ResultJSON, 0, len(res)),
 		TookMs: float64(took.Microseconds()) / 1000, Reranked: rep.Reranked, RerankSkipped: rep.RerankSkipped}
 	for i := range res {
 		x := &res[i]
-		out.Results = append(out.Results, ResultJSON{ChunkJSON: NewChunkJSON(&x.Record, now), Score: x.Score, Explanation: x.Explanation, AlsoAt: x.AlsoAt})
+		out.Results = append(out.Results, ResultJSON{ChunkJSON: newChunkJSON(&x.Record, now), Score: x.Score, Explanation: x.Explanation, AlsoAt: x.AlsoAt})
 	}
 	return out
 }
@@ -124,8 +126,11 @@ type ContextItem struct {
 	ChunkID     string    `json:"chunkId"`
 }
 
-// NewContextJSON is c for the wire.
-func NewContextJSON(c *Context) ContextJSON {
+// newContextJSON is c for the wire.
+// JSON is c as BuildContext answers it (the body of POST /v1/context).
+func (c *Context) JSON() ContextJSON { return newContextJSON(c) }
+
+func newContextJSON(c *Context) ContextJSON {
 	b := &c.Block
 	out := ContextJSON{
 		Text:    c.Text,
@@ -159,8 +164,8 @@ type SourceJSON struct {
 	ContentHash string `json:"contentHash,omitempty" jsonschema:"hash of the source's content"`
 }
 
-// NewSourceJSON is s for the wire, aged relative to now.
-func NewSourceJSON(s *SourceInfo, now time.Time) SourceJSON {
+// newSourceJSON is s for the wire, aged relative to now.
+func newSourceJSON(s *index.SourceInfo, now time.Time) SourceJSON {
 	return SourceJSON{URL: s.SourceURL, Title: s.Title, DocType: s.DocType, Chunks: s.Chunks, Tokens: s.Tokens,
 		CreatedAt: s.CreatedAt.UTC(), Age: RelativeTime(s.CreatedAt, now), ContentHash: s.ContentHash}
 }

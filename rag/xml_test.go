@@ -1,6 +1,8 @@
 package rag
 
-import "testing"
+import (
+	"testing"
+)
 
 func TestEscape(t *testing.T) {
 	for _, tc := range []struct{ in, text, attr string }{

@@ -14,6 +14,7 @@ import (
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -321,28 +322,28 @@ type RankedLists struct {
 
 // Hits returns the lists as index hits in descending score (ties by id):
 // the order a retriever returns. Each id appears at most once per list.
-func (l RankedLists) Hits() (text, vec []index.Hit) {
+func (l RankedLists) Hits() (text, vec []driver.Hit) {
 	return toHits(l.BM25), toHits(l.Vector)
 }
 
 // RecordID is the record id GenRankedLists uses for id n.
 func RecordID(n int) string { return fmt.Sprintf("r%02d", n) }
 
-func toHits(hs []Hit) []index.Hit {
+func toHits(hs []Hit) []driver.Hit {
 	seen := map[int]bool{}
-	out := make([]index.Hit, 0, len(hs))
+	out := make([]driver.Hit, 0, len(hs))
 	for _, h := range hs {
 		if seen[h.ID] {
 			continue
 		}
 		seen[h.ID] = true
-		out = append(out, index.Hit{Record: index.Record{ID: RecordID(h.ID), SourceURL: "https://fusion.example/" + RecordID(h.ID)}, Score: h.Score})
+		out = append(out, driver.Hit{Record: index.Record{ID: RecordID(h.ID), SourceURL: "https://fusion.example/" + RecordID(h.ID)}, Score: h.Score})
 	}
 	sortHits(out)
 	return out
 }
 
-func sortHits(hs []index.Hit) {
+func sortHits(hs []driver.Hit) {
 	for i := 1; i < len(hs); i++ {
 		for j := i; j > 0 && (hs[j].Score > hs[j-1].Score || hs[j].Score == hs[j-1].Score && hs[j].Record.ID < hs[j-1].Record.ID); j-- {
 			hs[j], hs[j-1] = hs[j-1], hs[j]

@@ -47,6 +47,7 @@ import (
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/extract"
+	"github.com/ragmem/ragmem/internal/index/engine"
 )
 
 var (
@@ -165,7 +166,7 @@ func storeChunks(files []string) (texts, pageTitles []string, failed, mangled in
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	ix, err := index.Open(ctx, dir, &index.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ix, err := engine.Open(ctx, dir, &engine.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		panic(err)
 	}

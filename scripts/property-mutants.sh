@@ -33,7 +33,7 @@ run() {
 }
 run "P2: EscapeText returns \"\"" rag/xml.go 'func EscapeText(s string) string { return escape(s, false) }' 'func EscapeText(s string) string { return "" }'
 run "P3: every url and title rendered as \"x\"" rag/context.go 's.Index, EscapeAttr(s.URL), EscapeAttr(s.Title),' 's.Index, "x", "x",'
-run "P6: an identical re-index rewrites the chunks" index/index.go '		if existing[0].ContentHash == p.hash {' '		if false && existing[0].ContentHash == p.hash {'
+run "P6: an identical re-index rewrites the chunks" internal/index/engine/index.go '		if existing[0].ContentHash == p.hash {' '		if false && existing[0].ContentHash == p.hash {'
 run "P7/P8: selection returns nothing" budget/select.go '	if budget <= 0 || len(items) == 0 {' '	if true {'
 run "P1: one result more than topK" search/fuse.go '	if len(out) > o.TopK {
 		out = out[:o.TopK]

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -65,8 +66,8 @@ func docs(n int, seed int64) []index.Document {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func indexAll(tb testing.TB, dir string, ds []index.Document) *index.Index {
-	ix, err := index.Open(bctx, dir, &index.Options{Logger: quiet()})
+func indexAll(tb testing.TB, dir string, ds []index.Document) *engine.Index {
+	ix, err := engine.Open(bctx, dir, &engine.Options{Logger: quiet()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -94,11 +95,11 @@ func BenchmarkIndex(b *testing.B) {
 }
 
 var (
-	stores   = map[int]*index.Index{}
+	stores   = map[int]*engine.Index{}
 	storesMu sync.Mutex
 )
 
-func store(b *testing.B, n int) *index.Index {
+func store(b *testing.B, n int) *engine.Index {
 	storesMu.Lock()
 	defer storesMu.Unlock()
 	if ix, ok := stores[n]; ok {

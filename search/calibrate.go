@@ -17,7 +17,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 )
 
 // Calibration of the vector weight.
@@ -61,9 +63,9 @@ const (
 	// are calibrated; a type with fewer uses DefaultAlpha (a store that
 	// small ranks a handful of candidates, whatever the weight).
 	MinCalibrationChunks = 50
-	// DefaultCalibrationSamples is the number of pseudo-questions per
+	// defaultCalibrationSamples is the number of pseudo-questions per
 	// document type.
-	DefaultCalibrationSamples = 200
+	defaultCalibrationSamples = 200
 
 	calibrationVersion = 3
 	calibrationDepth   = 10  // MRR@10
@@ -117,7 +119,7 @@ type TypeCalibration struct {
 	MRRFused    float64 `json:"mrrFused"`
 	Alpha       float64 `json:"alpha"`
 	// Feedback is how many results refine the vector query when a search
-	// does not say (Options.Feedback): DefaultFeedback, or 0 where the
+	// does not say (Options.Feedback): defaultFeedback, or 0 where the
 	// questions were found better without feedback.
 	Feedback int `json:"feedback,omitempty"`
 }
@@ -145,13 +147,13 @@ type CalibrateOptions struct {
 // searches per question; the store is not changed otherwise. It returns
 // ErrTooSmall when no type could be measured (the store's calibration is
 // then left as it was).
-func Calibrate(ctx context.Context, ix *index.Index, opts *CalibrateOptions) (Calibration, error) {
+func Calibrate(ctx context.Context, ix *engine.Index, opts *CalibrateOptions) (Calibration, error) {
 	var o CalibrateOptions
 	if opts != nil {
 		o = *opts
 	}
 	if o.Samples <= 0 {
-		o.Samples = DefaultCalibrationSamples
+		o.Samples = defaultCalibrationSamples
 	}
 	if o.Seed == 0 {
 		o.Seed = 1
@@ -194,7 +196,7 @@ func Calibrate(ctx context.Context, ix *index.Index, opts *CalibrateOptions) (Ca
 }
 
 // calibrateType measures one document type.
-func calibrateType(ctx context.Context, ix *index.Index, docType string, n int, seed uint64) (TypeCalibration, error) {
+func calibrateType(ctx context.Context, ix *engine.Index, docType string, n int, seed uint64) (TypeCalibration, error) {
 	f := index.Filter{DocTypes: []string{docType}}
 	asked, chat, err := questionFilter(ctx, ix, f, seed)
 	if err != nil {
@@ -221,11 +223,11 @@ func calibrateType(ctx context.Context, ix *index.Index, docType string, n int, 
 	}
 	vecs, err := embedQueries(ctx, ix.Embedder(), texts)
 	if err != nil {
-		return TypeCalibration{}, fmt.Errorf("search: calibrate: %w: %w", index.ErrEmbedding, err)
+		return TypeCalibration{}, fmt.Errorf("search: calibrate: %w: %w", engine.ErrEmbedding, err)
 	}
 	tc := TypeCalibration{Chunks: chunks, Samples: len(qs), From: from}
 	fused := make([]float64, len(calibrationGrid))
-	lists := make([][2][]index.Hit, len(qs)) // each question's BM25 and vector rankings
+	lists := make([][2][]driver.Hit, len(qs)) // each question's BM25 and vector rankings
 	var cands []candidate
 	for i, q := range qs {
 		text, err := ix.FullText(ctx, q.text, calibrationPool, f)
@@ -237,7 +239,7 @@ func calibrateType(ctx context.Context, ix *index.Index, docType string, n int, 
 			return TypeCalibration{}, fmt.Errorf("search: calibrate: %w", err)
 		}
 		text, vec = without(text, q.self), without(vec, q.self)
-		lists[i] = [2][]index.Hit{text, vec}
+		lists[i] = [2][]driver.Hit{text, vec}
 		tc.MRRFullText += reciprocalRank(hitSources(text), q.source)
 		tc.MRRVector += reciprocalRank(hitSources(vec), q.source)
 		cands = candidates(cands[:0], text, vec)
@@ -254,13 +256,13 @@ func calibrateType(ctx context.Context, ix *index.Index, docType string, n int, 
 	// question.
 	fedBack := 0.0
 	for i, q := range qs {
-		o := &Options{Alpha: tc.Alpha, TopK: 3 * calibrationDepth, SimilarityThreshold: -1, Feedback: DefaultFeedback}
+		o := &Options{Alpha: tc.Alpha, TopK: 3 * calibrationDepth, SimilarityThreshold: -1, Feedback: defaultFeedback}
 		fedBack += reciprocalRank(resultSources(refine(ctx, ix, q.text, vecs[i], lists[i][0], lists[i][1], o)), q.source)
 	}
 	k := float64(len(qs))
 	tc.MRRFullText, tc.MRRVector, tc.MRRFused = tc.MRRFullText/k, tc.MRRVector/k, fused[best]/k
 	if fedBack >= fused[best]-1 {
-		tc.Feedback, tc.MRRFused = DefaultFeedback, fedBack/k
+		tc.Feedback, tc.MRRFused = defaultFeedback, fedBack/k
 	}
 	return tc, nil
 }
@@ -270,7 +272,7 @@ func calibrateType(ctx context.Context, ix *index.Index, docType string, n int, 
 // index.AttrRole), the user's turns, as what a user asks their assistant's
 // memory is what they told it (a fact said in passing in a short turn, not
 // the long answers around it); elsewhere f. chat says which.
-func questionFilter(ctx context.Context, ix *index.Index, f index.Filter, seed uint64) (index.Filter, bool, error) {
+func questionFilter(ctx context.Context, ix *engine.Index, f index.Filter, seed uint64) (index.Filter, bool, error) {
 	u := f
 	u.Attrs = map[string]string{index.AttrRole: "user"}
 	recs, _, err := sampleChunks(ctx, ix, u, 1, seed)
@@ -294,10 +296,10 @@ type candidate struct {
 }
 
 // candidates appends to cs the records of text and vec, each once.
-func candidates(cs []candidate, text, vec []index.Hit) []candidate {
+func candidates(cs []candidate, text, vec []driver.Hit) []candidate {
 	ts, vs := minMax(text), minMax(vec)
 	at := make(map[string]int, len(text)+len(vec))
-	get := func(h index.Hit) *candidate {
+	get := func(h driver.Hit) *candidate {
 		i, ok := at[h.Record.ID]
 		if !ok {
 			i = len(cs)
@@ -379,7 +381,7 @@ const minAsked = 20
 // question mark and has minQuestionWords words or more), and the next turn
 // of its session (index.AttrSession, AttrTurn), said by another speaker.
 // They are drawn from 20·n chunks sampled as pseudoQuestions draws its.
-func storeQuestions(ctx context.Context, ix *index.Index, f index.Filter, n int, seed uint64) ([]question, error) {
+func storeQuestions(ctx context.Context, ix *engine.Index, f index.Filter, n int, seed uint64) ([]question, error) {
 	recs, _, err := sampleChunks(ctx, ix, f, 20*n, seed)
 	if err != nil {
 		return nil, err
@@ -415,7 +417,7 @@ func storeQuestions(ctx context.Context, ix *index.Index, f index.Filter, n int,
 // asks a question of each (see the comment above), with the number of
 // chunks matching f. The rarity of a word is measured on four times as many
 // chunks, drawn the same way.
-func pseudoQuestions(ctx context.Context, ix *index.Index, f index.Filter, n int, seed uint64) ([]question, int, error) {
+func pseudoQuestions(ctx context.Context, ix *engine.Index, f index.Filter, n int, seed uint64) ([]question, int, error) {
 	recs, total, err := sampleChunks(ctx, ix, f, 4*n, seed)
 	if err != nil {
 		return nil, total, err
@@ -533,7 +535,7 @@ var functionWords = func() map[string]bool {
 
 // sampleChunks draws up to n distinct chunks matching f uniformly, in store
 // order, with the number of chunks matching f.
-func sampleChunks(ctx context.Context, ix *index.Index, f index.Filter, n int, seed uint64) ([]index.Record, int, error) {
+func sampleChunks(ctx context.Context, ix *engine.Index, f index.Filter, n int, seed uint64) ([]index.Record, int, error) {
 	srcs, _, err := ix.Sources(ctx, f, 0, 0)
 	if err != nil {
 		return nil, 0, fmt.Errorf("search: calibrate: %w", err)
@@ -594,14 +596,14 @@ func embedQueries(ctx context.Context, emb embed.Embedder, texts []string) ([][]
 }
 
 // without drops the hits of source src ("" drops nothing).
-func without(hs []index.Hit, src string) []index.Hit {
+func without(hs []driver.Hit, src string) []driver.Hit {
 	if src == "" {
 		return hs
 	}
-	return slices.DeleteFunc(slices.Clone(hs), func(h index.Hit) bool { return h.Record.SourceURL == src })
+	return slices.DeleteFunc(slices.Clone(hs), func(h driver.Hit) bool { return h.Record.SourceURL == src })
 }
 
-func hitSources(hs []index.Hit) []string {
+func hitSources(hs []driver.Hit) []string {
 	out := make([]string, len(hs))
 	for i, h := range hs {
 		out[i] = h.Record.SourceURL
@@ -637,7 +639,7 @@ func reciprocalRank(sources []string, source string) float64 {
 }
 
 // settingsOf is implemented by retrievers that keep store settings, as
-// *index.Index does.
+// *engine.Index does.
 type settingsOf interface {
 	Setting(ctx context.Context, key string) (string, bool, error)
 }
@@ -675,7 +677,7 @@ func StoredCalibration(ctx context.Context, r Retriever) (Calibration, bool) {
 // still due. rag.Engine runs one per open store. A Calibrator is safe for
 // concurrent use.
 type Calibrator struct {
-	ix    *index.Index
+	ix    *engine.Index
 	log   *slog.Logger
 	quiet time.Duration
 
@@ -695,7 +697,7 @@ type Calibrator struct {
 const calibrationQuiet = 2 * time.Second
 
 // NewCalibrator starts keeping ix calibrated; a nil log means slog.Default().
-func NewCalibrator(ix *index.Index, log *slog.Logger) *Calibrator {
+func NewCalibrator(ix *engine.Index, log *slog.Logger) *Calibrator {
 	if log == nil {
 		log = slog.Default()
 	}

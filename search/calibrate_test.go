@@ -20,7 +20,9 @@ import (
 	"github.com/leanovate/gopter/prop"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/proptest"
 )
 
@@ -82,9 +84,9 @@ func corpus(n, seed int) []index.Document {
 	return docs
 }
 
-func openStore(t *testing.T, dir string, emb embed.Embedder, docs []index.Document) *index.Index {
+func openStore(t *testing.T, dir string, emb embed.Embedder, docs []index.Document) *engine.Index {
 	t.Helper()
-	ix, err := index.Open(context.Background(), dir, &index.Options{Embedder: emb, Logger: quietLog()})
+	ix, err := engine.Open(context.Background(), dir, &engine.Options{Embedder: emb, Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,7 +556,7 @@ func TestCalibrateWrongVectorCount(t *testing.T) {
 	defer ix.Close()
 	on = true
 	_, err := Calibrate(context.Background(), ix, nil)
-	if !errors.Is(err, index.ErrEmbedding) || !errors.Is(err, embed.ErrBadResponse) {
+	if !errors.Is(err, engine.ErrEmbedding) || !errors.Is(err, embed.ErrBadResponse) {
 		t.Errorf("err = %v, want ErrEmbedding and ErrBadResponse", err)
 	}
 	if _, ok := StoredCalibration(context.Background(), ix); ok {
@@ -622,7 +624,7 @@ func TestCalibratorNothingChangedIsQuiet(t *testing.T) {
 // source, and 30 sources of one), with scores drawn from a few values so
 // that ties are common, and the source to find.
 type calibrationCase struct {
-	text, vec []index.Hit
+	text, vec []driver.Hit
 	source    string
 	alpha     float64
 }
@@ -644,12 +646,12 @@ func genCalibrationCase() gopter.Gen {
 		var c calibrationCase
 		for i, s := range v[0].([]int) {
 			if s >= 0 { // -1 leaves the record out of the ranking
-				c.text = append(c.text, index.Hit{Record: rec(i), Score: float64(s)})
+				c.text = append(c.text, driver.Hit{Record: rec(i), Score: float64(s)})
 			}
 		}
 		for i, s := range v[1].([]int) {
 			if s >= 0 {
-				c.vec = append(c.vec, index.Hit{Record: rec(i), Score: float64(s) / 3})
+				c.vec = append(c.vec, driver.Hit{Record: rec(i), Score: float64(s) / 3})
 			}
 		}
 		sortHits(c.text)
@@ -685,21 +687,21 @@ func TestFusedReciprocalRankIsFuses(t *testing.T) {
 // calibrationDepth sources come before it; and a tie in fused score broken
 // by each record's best rank in either list.
 func TestFusedReciprocalRankEdges(t *testing.T) {
-	rec := func(id, src string, score float64) index.Hit {
-		return index.Hit{Record: index.Record{ID: id, SourceURL: src}, Score: score}
+	rec := func(id, src string, score float64) driver.Hit {
+		return driver.Hit{Record: index.Record{ID: id, SourceURL: src}, Score: score}
 	}
-	var long []index.Hit // 30 records of five sources, then the one to find
+	var long []driver.Hit // 30 records of five sources, then the one to find
 	for i := range 30 {
 		long = append(long, rec(fmt.Sprintf("r%02d", i), fmt.Sprintf("s%d", i/6), 10))
 	}
 	long = append(long, rec("t", "target", 5))
 	// x and y tie at 0.625 with alpha 0.5; x is first in BM25's list, y
 	// second in both.
-	text := []index.Hit{rec("x", "target", 8), rec("y", "other", 4), rec("z", "z", 0)}
-	vec := []index.Hit{rec("w", "w", 1), rec("y", "other", 0.75), rec("x", "target", 0.25), rec("z", "z", 0)}
+	text := []driver.Hit{rec("x", "target", 8), rec("y", "other", 4), rec("z", "z", 0)}
+	vec := []driver.Hit{rec("w", "w", 1), rec("y", "other", 0.75), rec("x", "target", 0.25), rec("z", "z", 0)}
 	for _, c := range []struct {
 		name      string
-		text, vec []index.Hit
+		text, vec []driver.Hit
 		alpha     float64
 		want      float64
 	}{
@@ -760,7 +762,7 @@ func TestCalibratedFeedback(t *testing.T) {
 		want   string
 	}{
 		{0, Options{}, "relative(alpha=0.30, calibrated)"},
-		{DefaultFeedback, Options{}, "relative(alpha=0.30, calibrated, feedback=3)"},
+		{defaultFeedback, Options{}, "relative(alpha=0.30, calibrated, feedback=3)"},
 		{0, Options{Feedback: 2}, "relative(alpha=0.30, calibrated, feedback=2)"},
 		{0, Options{Alpha: 0.5}, "relative(alpha=0.50, feedback=3)"},
 	} {

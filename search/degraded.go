@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 )
 
 // Report says how a search was answered.
@@ -39,7 +39,7 @@ const DegradedEmbedder = "embedder unavailable"
 // rerank stage did (Options.Reranker: how many results it reordered, or
 // why it was skipped). A hybrid or
 // vector search whose embedder fails (an outage, an open circuit breaker,
-// an answer of the wrong dimension: any error wrapping index.ErrEmbedding)
+// an answer of the wrong dimension: any error wrapping engine.ErrEmbedding)
 // answers from BM25 alone, with BM25 run once: the hybrid search's own BM25
 // candidates become the results. The caller's own cancellation is never
 // taken for an outage.
@@ -60,7 +60,7 @@ func SearchReport(ctx context.Context, r Retriever, query string, opts *Options)
 // unavailable reports whether err is the embedder's, and not the caller
 // giving up.
 func unavailable(ctx context.Context, err error) bool {
-	return err != nil && errors.Is(err, index.ErrEmbedding) && ctx.Err() == nil
+	return err != nil && errors.Is(err, engine.ErrEmbedding) && ctx.Err() == nil
 }
 
 // reason says in words what an embedder failure means.

@@ -8,18 +8,20 @@ import (
 	"testing"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 )
 
 // errOutage is what the index returns when the embedder is down.
-var errOutage = fmt.Errorf("%w: embed query: %w", index.ErrEmbedding,
+var errOutage = fmt.Errorf("%w: embed query: %w", engine.ErrEmbedding,
 	&embed.UnavailableError{Cause: fmt.Errorf("%w: 503", embed.ErrRetriesExhausted)})
 
 // TestSearchDegradesToBM25: with the embedder unavailable, hybrid and vector
 // searches answer from BM25, run once, and the report says which mode was
 // used and why; the caller's cancellation and other failures are errors.
 func TestSearchDegradesToBM25(t *testing.T) {
-	text := []index.Hit{hit("a", 9), hit("b", 8), hit("c", 1), hit("d", 0.5)}
+	text := []driver.Hit{hit("a", 9), hit("b", 8), hit("c", 1), hit("d", 0.5)}
 	for _, mode := range []Mode{Hybrid, Vector} {
 		f := &fakeRetriever{text: text, verr: errOutage}
 		res, rep, err := SearchReport(context.Background(), f, "herons", &Options{Mode: mode, TopK: 2})
@@ -42,7 +44,7 @@ func TestSearchDegradesToBM25(t *testing.T) {
 		}
 	}
 	// Healthy: the mode asked for, nothing degraded.
-	f := &fakeRetriever{text: text, vec: []index.Hit{hit("a", 0.9)}}
+	f := &fakeRetriever{text: text, vec: []driver.Hit{hit("a", 0.9)}}
 	if _, rep, err := SearchReport(context.Background(), f, "herons", nil); err != nil || rep.Mode != Hybrid || rep.Degraded != "" {
 		t.Fatalf("healthy: %+v %v", rep, err)
 	}
@@ -61,9 +63,9 @@ func TestSearchDegradesToBM25(t *testing.T) {
 	}
 	// The reasons, in words, never the error text.
 	for err, want := range map[error]string{
-		fmt.Errorf("%w: %w", index.ErrEmbedding, embed.ErrDimensionMismatch):       "another dimension",
-		fmt.Errorf("%w: %w", index.ErrEmbedding, context.DeadlineExceeded):         "in time",
-		fmt.Errorf("%w: dial tcp 10.0.0.7:443: %w", index.ErrEmbedding, &netErr{}): "cannot be reached",
+		fmt.Errorf("%w: %w", engine.ErrEmbedding, embed.ErrDimensionMismatch):       "another dimension",
+		fmt.Errorf("%w: %w", engine.ErrEmbedding, context.DeadlineExceeded):         "in time",
+		fmt.Errorf("%w: dial tcp 10.0.0.7:443: %w", engine.ErrEmbedding, &netErr{}): "cannot be reached",
 	} {
 		_, rep, _ := SearchReport(context.Background(), &fakeRetriever{text: text, verr: err}, "q", nil)
 		if !strings.Contains(rep.Degraded, want) || strings.Contains(rep.Degraded, "10.0.0.7") {
@@ -83,12 +85,12 @@ func (*netErr) Temporary() bool { return false }
 // diversification drops candidates beyond the first fetch (3 × TopK): its
 // BM25 candidates are all kept, not cut to the fetch.
 func TestDegradedHybridKeepsItsCandidates(t *testing.T) {
-	var text []index.Hit
+	var text []driver.Hit
 	for i := 0; i < 15; i++ { // one source's chunks: at most 3 are shown
-		text = append(text, index.Hit{Record: index.Record{ID: fmt.Sprintf("a%02d", i), SourceURL: "https://x/a",
+		text = append(text, driver.Hit{Record: index.Record{ID: fmt.Sprintf("a%02d", i), SourceURL: "https://x/a",
 			Content: fmt.Sprintf("heron %d wades in water number %d", i, i*7)}, Score: float64(100 - i)})
 	}
-	text = append(text, index.Hit{Record: index.Record{ID: "b", SourceURL: "https://x/b", Content: "a stork on a roof"}, Score: 1})
+	text = append(text, driver.Hit{Record: index.Record{ID: "b", SourceURL: "https://x/b", Content: "a stork on a roof"}, Score: 1})
 	opts := &Options{TopK: 4, SimilarityThreshold: -1}
 	want, err := Search(context.Background(), &fakeRetriever{text: text}, "herons", &Options{Mode: FullText, TopK: 4, SimilarityThreshold: -1})
 	if err != nil || !eq(ids(want), []string{"a00", "a01", "a02", "b"}) {

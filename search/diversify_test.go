@@ -15,6 +15,7 @@ import (
 	"github.com/leanovate/gopter/prop"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/proptest"
 )
 
@@ -117,7 +118,7 @@ func TestDiversifyCapAndGroups(t *testing.T) {
 // Search ranks more than TopK when diversification drops results, so that a
 // source with many matching chunks does not leave the list short.
 func TestSearchRefillsAfterDiversification(t *testing.T) {
-	var text []index.Hit
+	var text []driver.Hit
 	for i := 0; i < 40; i++ {
 		h := hit(fmt.Sprintf("a%d", i), 100-float64(i))
 		h.Record.SourceURL = "https://a/"
@@ -328,7 +329,7 @@ func TestJaccard(t *testing.T) {
 // answered by BM25 while the embedder is down. The pool of 15 is exactly
 // the first fetch (3 × TopK), so that the lists come back full.
 func TestEveryModeRefills(t *testing.T) {
-	var text, vec []index.Hit
+	var text, vec []driver.Hit
 	add := func(id, src string, i int) {
 		h := hit(id, 100-float64(i))
 		h.Record.SourceURL, h.Record.Content = src, words(i, 20)
@@ -367,19 +368,19 @@ func TestEveryModeRefills(t *testing.T) {
 // endless holds more chunks of one source than any search ranks.
 type endless struct{ calls int }
 
-func (e *endless) FullText(_ context.Context, _ string, k int, _ index.Filter) ([]index.Hit, error) {
+func (e *endless) FullText(_ context.Context, _ string, k int, _ index.Filter) ([]driver.Hit, error) {
 	e.calls++
 	if e.calls > 20 {
 		return nil, fmt.Errorf("asked %d times", e.calls)
 	}
-	hs := make([]index.Hit, k)
+	hs := make([]driver.Hit, k)
 	for i := range hs {
-		hs[i] = index.Hit{Record: index.Record{ID: fmt.Sprint(i), SourceURL: "https://a/", Content: fmt.Sprint("chunk ", i)}, Score: float64(k - i)}
+		hs[i] = driver.Hit{Record: index.Record{ID: fmt.Sprint(i), SourceURL: "https://a/", Content: fmt.Sprint("chunk ", i)}, Score: float64(k - i)}
 	}
 	return hs, nil
 }
 
-func (e *endless) Vector(ctx context.Context, q string, k int, f index.Filter) ([]index.Hit, error) {
+func (e *endless) Vector(ctx context.Context, q string, k int, f index.Filter) ([]driver.Hit, error) {
 	return e.FullText(ctx, q, k, f)
 }
 

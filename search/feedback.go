@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 )
 
 // Pseudo-relevance feedback on the vector side of a hybrid search.
@@ -32,16 +33,16 @@ import (
 // is within ±0.002.
 
 const (
-	// DefaultFeedback is how many fused results refine the vector query
+	// defaultFeedback is how many fused results refine the vector query
 	// (Options.Feedback).
-	DefaultFeedback = 3
+	defaultFeedback = 3
 	// FeedbackWeight is the weight of the results' centroid against the
 	// query's own vector (both of unit length) in the refined query.
 	FeedbackWeight = 1.0
 )
 
 // vectorScorer is implemented by retrievers that can score the records
-// they hold against a vector of the caller's, as *index.Index does.
+// they hold against a vector of the caller's, as *engine.Index does.
 type vectorScorer interface {
 	EmbedQuery(ctx context.Context, query string) ([]float32, error)
 	Vectors(ctx context.Context, ids []string) ([][]float32, error)
@@ -49,17 +50,17 @@ type vectorScorer interface {
 }
 
 // vectorSearcher is implemented by retrievers that embed a query and
-// search by a vector in two steps, as *index.Index does.
+// search by a vector in two steps, as *engine.Index does.
 type vectorSearcher interface {
 	EmbedQuery(ctx context.Context, query string) ([]float32, error)
-	VectorByEmbedding(ctx context.Context, vec []float32, k int, f index.Filter) ([]index.Hit, error)
+	VectorByEmbedding(ctx context.Context, vec []float32, k int, f index.Filter) ([]driver.Hit, error)
 }
 
 // vectorLeg runs the vector side of a hybrid search. When r embeds and
 // searches in two steps it also returns the query's vector, which feedback
 // then reuses: a query is embedded once per search, even when the query
 // cache is off or has evicted it.
-func vectorLeg(ctx context.Context, r Retriever, query string, k int, f index.Filter) ([]index.Hit, []float32, error) {
+func vectorLeg(ctx context.Context, r Retriever, query string, k int, f index.Filter) ([]driver.Hit, []float32, error) {
 	vs, ok := r.(vectorSearcher)
 	if !ok {
 		hits, err := r.Vector(ctx, query, k, f)
@@ -79,7 +80,7 @@ func vectorLeg(ctx context.Context, r Retriever, query string, k int, f index.Fi
 // that cannot score, an error), since the first fusion is a good answer.
 // q is the query's vector when the vector side returned it (nil: feedback
 // asks r for it).
-func refine(ctx context.Context, r Retriever, query string, q []float32, text, vec []index.Hit, o *Options) []Result {
+func refine(ctx context.Context, r Retriever, query string, q []float32, text, vec []driver.Hit, o *Options) []Result {
 	vs, ok := r.(vectorScorer)
 	if !ok || o.Feedback <= 0 || len(vec) == 0 {
 		return Fuse(text, vec, o)
@@ -119,7 +120,7 @@ func refine(ctx context.Context, r Retriever, query string, q []float32, text, v
 // each candidate's similarity to the query itself; ok is false when it
 // cannot (the caller then fuses as usual). qv is the query's vector (nil:
 // it is asked of vs); it is not modified.
-func feedbackList(ctx context.Context, vs vectorScorer, query string, qv []float32, text, vec []index.Hit, top []Result) (refined []index.Hit, orig map[string]float64, ok bool) {
+func feedbackList(ctx context.Context, vs vectorScorer, query string, qv []float32, text, vec []driver.Hit, top []Result) (refined []driver.Hit, orig map[string]float64, ok bool) {
 	q := slices.Clone(qv)
 	if q == nil {
 		var err error
@@ -160,9 +161,9 @@ func feedbackList(ctx context.Context, vs vectorScorer, query string, qv []float
 		return nil, nil, false
 	}
 	// Every candidate once: the vector list's, then BM25's that it lacks.
-	cands := make([]index.Hit, 0, len(vec)+len(text))
+	cands := make([]driver.Hit, 0, len(vec)+len(text))
 	seen := make(map[string]bool, len(vec)+len(text))
-	for _, list := range [][]index.Hit{vec, text} {
+	for _, list := range [][]driver.Hit{vec, text} {
 		for _, h := range list {
 			if !seen[h.Record.ID] {
 				seen[h.Record.ID] = true
@@ -179,15 +180,15 @@ func feedbackList(ctx context.Context, vs vectorScorer, query string, qv []float
 		return nil, nil, false
 	}
 	orig = make(map[string]float64, len(cands))
-	refined = make([]index.Hit, 0, len(cands))
+	refined = make([]driver.Hit, 0, len(cands))
 	for i, h := range cands {
 		if math.IsNaN(sims[1][i]) || math.IsNaN(sims[0][i]) {
 			continue // deleted since it was retrieved
 		}
 		orig[h.Record.ID] = sims[0][i]
-		refined = append(refined, index.Hit{Record: h.Record, Score: sims[1][i]})
+		refined = append(refined, driver.Hit{Record: h.Record, Score: sims[1][i]})
 	}
-	slices.SortFunc(refined, func(a, b index.Hit) int {
+	slices.SortFunc(refined, func(a, b driver.Hit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/internal/index/engine"
 )
 
 // topicEmbedder maps a text to the vector of the first marker (in sorted
@@ -57,7 +59,7 @@ const (
 	urlMention = "https://t.test/m"
 )
 
-func feedbackStore(t *testing.T) *index.Index {
+func feedbackStore(t *testing.T) *engine.Index {
 	t.Helper()
 	emb := topicEmbedder{
 		"apple orchard": fbQuery, // the query itself; no document holds these words together
@@ -134,9 +136,9 @@ func TestFeedbackRefinesTheVectorSide(t *testing.T) {
 	off := opts
 	off.Feedback = -1
 	first := off
-	first.TopK = DefaultFeedback
+	first.TopK = defaultFeedback
 	top, err := Search(ctx, ix, "apple orchard", &first)
-	if err != nil || len(top) != DefaultFeedback {
+	if err != nil || len(top) != defaultFeedback {
 		t.Fatalf("first results %v %v", ids(top), err)
 	}
 	fv, err := ix.Vectors(ctx, ids(top))
@@ -242,7 +244,7 @@ func TestFeedbackThresholdUsesTheQuery(t *testing.T) {
 // gone wraps a store whose record id vanishes between retrieval and
 // scoring, as a concurrent delete makes it.
 type gone struct {
-	*index.Index
+	*engine.Index
 	id string
 }
 
@@ -367,7 +369,7 @@ func TestFeedbackListCutsTheUnionToThePool(t *testing.T) {
 		t.Fatalf("refined %d %v", len(refined), ok)
 	}
 	union := map[string]bool{}
-	for _, h := range append(append([]index.Hit(nil), text...), vec...) {
+	for _, h := range append(append([]driver.Hit(nil), text...), vec...) {
 		union[h.Record.ID] = true
 	}
 	if len(union) <= 3 || len(orig) != len(union) {
@@ -375,7 +377,7 @@ func TestFeedbackListCutsTheUnionToThePool(t *testing.T) {
 	}
 	// The refined similarities of every candidate, from a pool as large as
 	// the union: the cut keeps the three best of them.
-	all, _, _ := feedbackList(ctx, ix, "apple orchard", nil, text, append(append([]index.Hit(nil), vec...), text...), top)
+	all, _, _ := feedbackList(ctx, ix, "apple orchard", nil, text, append(append([]driver.Hit(nil), vec...), text...), top)
 	if len(all) != len(union) {
 		t.Fatalf("scored %d of %d", len(all), len(union))
 	}

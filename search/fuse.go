@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 )
 
 // agreementDepth is how deep the two lists are compared for Options.Agreement.
@@ -22,11 +22,11 @@ const agreementDepth = 10
 // its list's spread, which lifts the results below the mean), nor is
 // per-query Agreement (a result's rise can change the two top-10 lists, and
 // so alpha for every result); that is one reason neither is the default.
-func Fuse(text, vec []index.Hit, opts *Options) []Result {
+func Fuse(text, vec []driver.Hit, opts *Options) []Result {
 	o := opts.withDefaults()
 	byID := map[string]*Result{}
 	var order []string
-	get := func(h index.Hit) *Result {
+	get := func(h driver.Hit) *Result {
 		r, ok := byID[h.Record.ID]
 		if !ok {
 			r = &Result{Record: h.Record}
@@ -155,7 +155,7 @@ func (c scale) of(s float64) float64 {
 // minMax is relative-score fusion's scale: the list's lowest and highest
 // scores. A list whose scores are all equal maps to 1: each member is as
 // good as its best.
-func minMax(hs []index.Hit) scale {
+func minMax(hs []driver.Hit) scale {
 	if len(hs) == 0 {
 		return scale{}
 	}
@@ -171,7 +171,7 @@ func minMax(hs []index.Hit) scale {
 // defines it): the list's mean minus and plus three standard deviations. A
 // score beyond them is not clamped: an outlier keeps its lead. A list whose
 // scores are all equal maps to 0.5, where DBSF maps a list's mean.
-func spread(hs []index.Hit) scale {
+func spread(hs []driver.Hit) scale {
 	if len(hs) == 0 {
 		return scale{}
 	}
@@ -190,7 +190,7 @@ func spread(hs []index.Hit) scale {
 
 // agreement is the share of the first n results of text that are also among
 // the first n of vec.
-func agreement(text, vec []index.Hit, n int) float64 {
+func agreement(text, vec []driver.Hit, n int) float64 {
 	top := make(map[string]bool, n)
 	for _, h := range text[:min(n, len(text))] {
 		top[h.Record.ID] = true

@@ -9,7 +9,7 @@ import (
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
 
-	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/proptest"
 )
 
@@ -24,8 +24,8 @@ import (
 // RRF k=60 with weights 2(1−alpha), 2·alpha.
 // Agreement: the top-10 lists share b, so 1/10; alpha 0.25 + 0.5 × 0.1 = 0.3.
 func TestFusionCandidatesHandComputed(t *testing.T) {
-	text := []index.Hit{hit("a", 10), hit("b", 5), hit("c", 0)}
-	vec := []index.Hit{hit("b", 0.9), hit("d", 0.5)}
+	text := []driver.Hit{hit("a", 10), hit("b", 5), hit("c", 0)}
+	vec := []driver.Hit{hit("b", 0.9), hit("d", 0.5)}
 	sd := math.Sqrt(50.0 / 3)
 	dbsfText := func(s float64) float64 { return (s - (5 - 3*sd)) / (6 * sd) }
 	cases := []struct {
@@ -69,7 +69,7 @@ func TestFusionCandidatesHandComputed(t *testing.T) {
 // (where it maps a list's mean); an empty one contributes nothing.
 func TestFusionDegenerateLists(t *testing.T) {
 	for f, want := range map[Fusion]float64{Relative: 0.5, DBSF: 0.25} {
-		rs := Fuse([]index.Hit{hit("a", 3), hit("b", 3)}, nil, &Options{Fusion: f, Alpha: 0.5, TopK: 5, SimilarityThreshold: -1})
+		rs := Fuse([]driver.Hit{hit("a", 3), hit("b", 3)}, nil, &Options{Fusion: f, Alpha: 0.5, TopK: 5, SimilarityThreshold: -1})
 		if len(rs) != 2 || rs[0].Score != want || rs[1].Score != want || rs[0].Record.ID != "a" {
 			t.Errorf("%s: %+v", f, rs)
 		}
@@ -81,7 +81,7 @@ func TestFusionDegenerateLists(t *testing.T) {
 
 // fusionCase is a generated pair of ranked lists over ids "0".."n-1".
 type fusionCase struct {
-	text, vec []index.Hit
+	text, vec []driver.Hit
 	opts      Options
 }
 
@@ -115,7 +115,7 @@ func genFusionCase(methods ...any) gopter.Gen {
 	})
 }
 
-func sortHits(hs []index.Hit) {
+func sortHits(hs []driver.Hit) {
 	sort.SliceStable(hs, func(i, j int) bool { return hs[i].Score > hs[j].Score })
 }
 
@@ -137,11 +137,11 @@ func TestFusionProperties(t *testing.T) {
 	ps.Property("a result first in both lists is first when fused", prop.ForAll(
 		func(c fusionCase, boost float64) bool {
 			// Make "x" strictly first in both lists.
-			x := func(hs []index.Hit, top float64) []index.Hit {
+			x := func(hs []driver.Hit, top float64) []driver.Hit {
 				if len(hs) > 0 {
 					top = hs[0].Score + boost
 				}
-				return append([]index.Hit{hit("x", top)}, hs...)
+				return append([]driver.Hit{hit("x", top)}, hs...)
 			}
 			rs := Fuse(x(c.text, 1), x(c.vec, 1), &c.opts)
 			return len(rs) > 0 && rs[0].Record.ID == "x"
@@ -160,7 +160,7 @@ func TestFusionProperties(t *testing.T) {
 			i := pick % len(list)
 			id := list[i].Record.ID
 			before := fusedScores(Fuse(c.text, c.vec, &c.opts))
-			raised := append([]index.Hit(nil), list...)
+			raised := append([]driver.Hit(nil), list...)
 			raised[i].Score += raise
 			sortHits(raised)
 			text, vec := c.text, raised
@@ -187,8 +187,8 @@ func TestFusionProperties(t *testing.T) {
 // mean, and c's BM25 lead carries it past a. (A case the property above
 // found for DBSF, shrunk.) Relative fusion keeps a ahead.
 func TestDBSFIsNotMonotone(t *testing.T) {
-	text := []index.Hit{hit("c", 20), hit("e", 19), hit("d", 15), hit("b", 5), hit("f", 2), hit("a", 1)}
-	vec := func(a float64) []index.Hit { return []index.Hit{hit("a", a), hit("e", 0.5), hit("c", 0.3)} }
+	text := []driver.Hit{hit("c", 20), hit("e", 19), hit("d", 15), hit("b", 5), hit("f", 2), hit("a", 1)}
+	vec := func(a float64) []driver.Hit { return []driver.Hit{hit("a", a), hit("e", 0.5), hit("c", 0.3)} }
 	o := Options{Fusion: DBSF, Alpha: 0.5, TopK: 10, SimilarityThreshold: -1}
 	before := fusedScores(Fuse(text, vec(0.8), &o))
 	after := fusedScores(Fuse(text, vec(1.3), &o))
@@ -206,8 +206,8 @@ func TestDBSFIsNotMonotone(t *testing.T) {
 // Fusion's threshold: a result passes on either side, at exactly the
 // threshold too; on the BM25 side it compares the score over the best one.
 func TestFusionThresholdEdges(t *testing.T) {
-	text := []index.Hit{hit("a", 10), hit("b", 5), hit("c", 2)}
-	vec := []index.Hit{hit("d", 0.5), hit("e", 0.4999)}
+	text := []driver.Hit{hit("a", 10), hit("b", 5), hit("c", 2)}
+	vec := []driver.Hit{hit("d", 0.5), hit("e", 0.4999)}
 	out := Fuse(text, vec, &Options{Fusion: Relative, Alpha: 0.5, SimilarityThreshold: 0.5, TopK: 10})
 	got := ids(out)
 	sort.Strings(got)
@@ -219,8 +219,8 @@ func TestFusionThresholdEdges(t *testing.T) {
 // DBSF over a list of equal scores whose mean does not round back to them
 // (three scores of 0.1 sum to 0.30000000000000004) stays finite.
 func TestDBSFEqualScoresStayFinite(t *testing.T) {
-	text := []index.Hit{hit("a", 3), hit("b", 2), hit("c", 1)}
-	vec := []index.Hit{hit("a", 0.1), hit("b", 0.1), hit("c", 0.1)}
+	text := []driver.Hit{hit("a", 3), hit("b", 2), hit("c", 1)}
+	vec := []driver.Hit{hit("a", 0.1), hit("b", 0.1), hit("c", 0.1)}
 	for _, r := range Fuse(text, vec, &Options{Fusion: DBSF, Alpha: 0.5, SimilarityThreshold: -1, TopK: 10}) {
 		if math.IsNaN(r.Score) || math.IsInf(r.Score, 0) {
 			t.Fatalf("%s scored %v", r.Record.ID, r.Score)

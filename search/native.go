@@ -7,14 +7,14 @@ import (
 	"github.com/ragmem/ragmem/index/driver"
 )
 
-// NativeHybridRetriever is a Retriever whose store can fuse a hybrid query
-// itself in one request (for example a Weaviate backend); *index.Index
+// nativeHybridRetriever is a Retriever whose store can fuse a hybrid query
+// itself in one request (for example a Weaviate backend); *engine.Index
 // implements it. Search uses it for hybrid queries when NativeHybrid reports
 // true and the options can be expressed natively.
-type NativeHybridRetriever interface {
+type nativeHybridRetriever interface {
 	Retriever
 	NativeHybrid() bool
-	Hybrid(ctx context.Context, query string, q index.HybridQuery) ([]index.HybridHit, error)
+	Hybrid(ctx context.Context, query string, q driver.HybridQuery) ([]driver.HybridHit, error)
 }
 
 // nativeRRFK is the k of the backend's ranked fusion (Weaviate's is fixed).
@@ -39,11 +39,11 @@ const nativeRRFK = 60
 // threshold no similarity is asked for (it costs fetching vectors), and
 // results carry only what the store's fusion reports.
 func searchNative(ctx context.Context, r Retriever, query string, f index.Filter, o *Options, rc *recall) ([]Result, bool, error) {
-	nr, ok := r.(NativeHybridRetriever)
+	nr, ok := r.(nativeHybridRetriever)
 	if !ok || o.Mode != Hybrid || !nr.NativeHybrid() || o.Fusion == DBSF || o.Agreement > 0 || (o.Fusion == RRF && o.RRFK != nativeRRFK) {
 		return nil, false, nil
 	}
-	q := index.HybridQuery{K: o.TopK, Filter: f}
+	q := driver.HybridQuery{K: o.TopK, Filter: f}
 	if o.SimilarityThreshold >= 0 {
 		q.K, q.Similarity = max(2*o.TopK, 10), true
 	}

@@ -14,30 +14,30 @@ import (
 // nativeFake is a retriever whose store fuses hybrid queries itself.
 type nativeFake struct {
 	native     bool
-	hits       []index.HybridHit
-	got        *index.HybridQuery
+	hits       []driver.HybridHit
+	got        *driver.HybridQuery
 	singleUsed atomic.Int32 // Search calls both sides concurrently
 }
 
-func (n *nativeFake) FullText(context.Context, string, int, index.Filter) ([]index.Hit, error) {
+func (n *nativeFake) FullText(context.Context, string, int, index.Filter) ([]driver.Hit, error) {
 	n.singleUsed.Add(1)
 	return nil, nil
 }
 
-func (n *nativeFake) Vector(context.Context, string, int, index.Filter) ([]index.Hit, error) {
+func (n *nativeFake) Vector(context.Context, string, int, index.Filter) ([]driver.Hit, error) {
 	n.singleUsed.Add(1)
 	return nil, nil
 }
 
 func (n *nativeFake) NativeHybrid() bool { return n.native }
 
-func (n *nativeFake) Hybrid(_ context.Context, _ string, q index.HybridQuery) ([]index.HybridHit, error) {
+func (n *nativeFake) Hybrid(_ context.Context, _ string, q driver.HybridQuery) ([]driver.HybridHit, error) {
 	n.got = &q
 	return n.hits, nil
 }
 
-func nhit(id string, score float64, bm25Rank, vecRank int, bm25, sim float64) index.HybridHit {
-	return index.HybridHit{
+func nhit(id string, score float64, bm25Rank, vecRank int, bm25, sim float64) driver.HybridHit {
+	return driver.HybridHit{
 		Record: index.Record{ID: id, SourceURL: "https://x/" + id}, Score: score,
 		BM25Rank: bm25Rank, VectorRank: vecRank, BM25Score: bm25, VectorSimilarity: sim,
 		InBM25: bm25Rank > 0 || bm25 > 0, InVector: vecRank > 0 || sim > 0,
@@ -45,7 +45,7 @@ func nhit(id string, score float64, bm25Rank, vecRank int, bm25, sim float64) in
 }
 
 func TestNativeHybridRRF(t *testing.T) {
-	f := &nativeFake{native: true, hits: []index.HybridHit{
+	f := &nativeFake{native: true, hits: []driver.HybridHit{
 		nhit("a", 0.5/60+0.5/61, 1, 2, 0, 0.5),
 		nhit("b", 0.5/60, 0, 1, 0, 0.6),
 		nhit("c", 0.5/62, 3, 0, 0, 0.1),
@@ -96,7 +96,7 @@ func TestNativeHybridRRF(t *testing.T) {
 }
 
 func TestNativeHybridRelativeAndThreshold(t *testing.T) {
-	f := &nativeFake{native: true, hits: []index.HybridHit{
+	f := &nativeFake{native: true, hits: []driver.HybridHit{
 		nhit("strong", 0.9, 0, 0, 10, 0.8),
 		nhit("weakbm25", 0.2, 0, 0, 1, 0.1), // 1/10 of the best BM25 and dissimilar: dropped
 		nhit("okbm25", 0.3, 0, 0, 5, 0.1),   // half the best BM25
@@ -132,7 +132,7 @@ func TestNativeHybridNotUsed(t *testing.T) {
 		"vector mode":                 {true, Options{Mode: Vector}},
 		"full-text mode":              {true, Options{Mode: FullText}},
 	} {
-		f := &nativeFake{native: tc.native, hits: []index.HybridHit{nhit("a", 1, 1, 1, 1, 1)}}
+		f := &nativeFake{native: tc.native, hits: []driver.HybridHit{nhit("a", 1, 1, 1, 1, 1)}}
 		if _, err := Search(context.Background(), f, "q", &tc.opts); err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestNativeHybridNotUsed(t *testing.T) {
 // The native path's threshold at its edges: a BM25 score of exactly the
 // threshold × the best, or a similarity of exactly the threshold, passes.
 func TestNativeHybridThresholdEdges(t *testing.T) {
-	f := &nativeFake{native: true, hits: []index.HybridHit{
+	f := &nativeFake{native: true, hits: []driver.HybridHit{
 		nhit("best", 0.9, 0, 0, 10, 0.8),
 		nhit("bm25edge", 0.5, 0, 0, 3, 0.1),   // 3/10 = DefaultThreshold
 		nhit("simedge", 0.4, 0, 0, 0, 0.3),    // DefaultThreshold

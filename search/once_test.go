@@ -7,6 +7,7 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 )
 
 // countingTopics counts the embedder calls for one text.
@@ -34,7 +35,7 @@ func TestQueryEmbeddedOncePerSearch(t *testing.T) {
 	emb := countingTopics{topicEmbedder: topicEmbedder{
 		"apple orchard": fbQuery, "docA": fbA, "docB": fbBC, "docC": fbBC, "filler": fbFiller,
 	}, text: "apple orchard", calls: &calls}
-	ix, err := index.Open(ctx, t.TempDir(), &index.Options{Embedder: emb, Logger: quietLog(),
+	ix, err := engine.Open(ctx, t.TempDir(), &engine.Options{Embedder: emb, Logger: quietLog(),
 		QueryCache: embed.NewQueryCache(&embed.QueryCacheOptions{MaxEntries: -1})})
 	if err != nil {
 		t.Fatal(err)

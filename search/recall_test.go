@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 )
 
 // turn is a conversation memory hit.
-func turn(id, speaker, at, text string, score float64) index.Hit {
+func turn(id, speaker, at, text string, score float64) driver.Hit {
 	h := hit(id, score)
 	h.Record.DocType = index.DocMemory
 	h.Record.Content = id + ": " + text // distinct: diversification shows identical texts once
@@ -36,7 +37,7 @@ func memOpts(mode Mode, topK int) *Options {
 // The speaker named in the question lifts that speaker's memories by
 // 1+SpeakerWeight, a nickname included; others are untouched.
 func TestSpeakerSignal(t *testing.T) {
-	f := &fakeRetriever{text: []index.Hit{
+	f := &fakeRetriever{text: []driver.Hit{
 		turn("m1", "Melanie", "", "Caroline went to the support group.", 10),
 		turn("c1", "Caroline", "", "I went to a support group yesterday.", 9),
 		turn("x", "", "", "A support group meets on Fridays.", 8.5),
@@ -79,7 +80,7 @@ func TestSpeakerSignal(t *testing.T) {
 // it, is lifted by 1+TimeWeight; a memory without a time, or a search of
 // knowledge only, is not.
 func TestTimeSignal(t *testing.T) {
-	f := &fakeRetriever{text: []index.Hit{
+	f := &fakeRetriever{text: []driver.Hit{
 		turn("june", "A", "2023-06-20T10:00:00Z", "we adopted a dog", 10),
 		turn("may", "A", "2023-05-20T10:00:00Z", "we adopted a dog", 9),
 		turn("early-june", "A", "2023-06-05T10:00:00Z", "we adopted a dog", 8),
@@ -122,7 +123,7 @@ func TestTimeSignal(t *testing.T) {
 // A conversation memory that asks is divided by 1+QuestionWeight; text
 // without a speaker is not a turn.
 func TestQuestionSignal(t *testing.T) {
-	f := &fakeRetriever{text: []index.Hit{
+	f := &fakeRetriever{text: []driver.Hit{
 		turn("ask", "A", "", "How long have you been married? ", 10),
 		turn("tell", "B", "", "Five years already!", 9.5),
 		turn("note", "", "", "Married how long?", 9.8),
@@ -140,7 +141,7 @@ func TestQuestionSignal(t *testing.T) {
 // person) is a statement with a question at its end, not a question only:
 // it keeps its score, as does a question in a curly quote's contraction.
 func TestQuestionThatTellsIsNotDivided(t *testing.T) {
-	f := &fakeRetriever{text: []index.Hit{
+	f := &fakeRetriever{text: []driver.Hit{
 		turn("mine", "User", "", "I moved my Flask app to Postgres 16; can you check the pool size?", 10),
 		turn("ours", "A", "", "We\u2019re painting the fence. Want to help?", 9.9),
 		turn("yours", "B", "", "Which Postgres do you run?", 9.8),
@@ -170,7 +171,7 @@ func TestFirstPersonNamesTheUser(t *testing.T) {
 	asst := turn("a", "Assistant", "", "Your sprint ending on March 29 is planned.", 9.5)
 	asst.Record.Attrs[index.AttrRole] = "assistant"
 	other := turn("o", "Kim", "", "Kim's sprint ends in April.", 9.4)
-	f := &fakeRetriever{text: []index.Hit{user, bare, asst, other}}
+	f := &fakeRetriever{text: []driver.Hit{user, bare, asst, other}}
 	rs, _ := Search(context.Background(), f, "When does my first sprint end?", memOpts(FullText, 4))
 	if got := ids(rs); !eq(got, []string{"u", "b", "a", "o"}) {
 		t.Fatalf("ranking %v, want the user's turns (9×1.2, 8.9×1.2) first", got)
@@ -191,7 +192,7 @@ func TestFirstPersonNamesTheUser(t *testing.T) {
 // In one-mode searches with memories, a pool is ranked so that a boost can
 // lift a memory from below TopK; hybrid search boosts the fused pool.
 func TestSignalsRankThePool(t *testing.T) {
-	var text, vec []index.Hit
+	var text, vec []driver.Hit
 	for i := range 20 {
 		text = append(text, turn(string(rune('a'+i)), "B", "", "x", float64(100-i)))
 		vec = append(vec, turn(string(rune('a'+i)), "B", "", "x", 0.9-float64(i)/100))
@@ -220,7 +221,7 @@ func TestSignalsRankThePool(t *testing.T) {
 // A signal that is off names no reason, even when another signal lifts
 // the memory; with every signal off, a memory search ranks no pool.
 func TestSignalsOff(t *testing.T) {
-	f := &fakeRetriever{text: []index.Hit{
+	f := &fakeRetriever{text: []driver.Hit{
 		turn("q", "Caroline", "2023-05-20T10:00:00Z", "Did we adopt a dog?", 10),
 		turn("o", "B", "", "a dog", 9),
 	}}

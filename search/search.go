@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 )
 
 // Mode selects the retrieval method.
@@ -151,7 +152,7 @@ type Options struct {
 	// side of a hybrid search (pseudo-relevance feedback, see feedback.go):
 	// the query's vector is moved toward their centroid and every
 	// candidate of either list is scored again against it before the
-	// final fusion. Default 0: DefaultFeedback (3); negative: off. A store
+	// final fusion. Default 0: defaultFeedback (3); negative: off. A store
 	// that fuses natively (Weaviate) does not refine.
 	Feedback int
 	// CandidatePool is how many candidates each side of a hybrid search
@@ -259,7 +260,7 @@ func (o *Options) withDefaults() Options {
 		r.Agreement = 0
 	}
 	r.feedbackAuto = r.Feedback == 0 // the store's calibration decides
-	r.Feedback = orDefault(r.Feedback, DefaultFeedback, 0)
+	r.Feedback = orDefault(r.Feedback, defaultFeedback, 0)
 	if r.CandidatePool <= 0 {
 		r.CandidatePool = max(10*r.TopK, MinCandidatePool)
 	}
@@ -359,15 +360,15 @@ type Result struct {
 	Unit *Unit `json:"unit,omitempty"`
 }
 
-// Retriever is what search needs from a store; *index.Index implements it.
+// Retriever is what search needs from a store; *engine.Index implements it.
 type Retriever interface {
-	FullText(ctx context.Context, query string, k int, f index.Filter) ([]index.Hit, error)
-	Vector(ctx context.Context, query string, k int, f index.Filter) ([]index.Hit, error)
+	FullText(ctx context.Context, query string, k int, f index.Filter) ([]driver.Hit, error)
+	Vector(ctx context.Context, query string, k int, f index.Filter) ([]driver.Hit, error)
 }
 
 // Search runs a query. A blank query returns no results. When the
 // embedder is unavailable (the retriever's vector side fails with
-// index.ErrEmbedding), a hybrid or vector search answers from BM25 alone;
+// engine.ErrEmbedding), a hybrid or vector search answers from BM25 alone;
 // SearchReport says when it did, and why.
 func Search(ctx context.Context, r Retriever, query string, opts *Options) ([]Result, error) {
 	res, _, err := SearchReport(ctx, r, query, opts)
@@ -483,7 +484,7 @@ func retrieve(ctx context.Context, r Retriever, query string, f index.Filter, o 
 		return res, len(res) == fetch, nil, err
 	}
 	pool := max(o.CandidatePool, fetch)
-	var text, vec []index.Hit
+	var text, vec []driver.Hit
 	var qv []float32 // the query's vector, when the vector side says it
 	var terr, verr error
 	done := make(chan struct{})
@@ -519,7 +520,7 @@ func retrieve(ctx context.Context, r Retriever, query string, f index.Filter, o 
 
 // single turns one ranked list into results, boosted by rc (nil: none),
 // and cuts them to o.TopK.
-func single(hits []index.Hit, o Options, bm25 bool, rc *recall) []Result {
+func single(hits []driver.Hit, o Options, bm25 bool, rc *recall) []Result {
 	out := make([]Result, 0, len(hits))
 	best := 0.0
 	if len(hits) > 0 {

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/embed"
 )
 
 type fakeRetriever struct {
-	text, vec      []index.Hit
+	text, vec      []driver.Hit
 	terr, verr     error
 	textK, vecK    int
 	textF, vecF    index.Filter
@@ -21,7 +22,7 @@ type fakeRetriever struct {
 	textN, vectorN int
 }
 
-func (f *fakeRetriever) FullText(_ context.Context, q string, k int, fl index.Filter) ([]index.Hit, error) {
+func (f *fakeRetriever) FullText(_ context.Context, q string, k int, fl index.Filter) ([]driver.Hit, error) {
 	f.textQ, f.textK, f.textF = q, k, fl
 	f.textN++
 	if f.terr != nil {
@@ -30,7 +31,7 @@ func (f *fakeRetriever) FullText(_ context.Context, q string, k int, fl index.Fi
 	return trim(f.text, k), nil
 }
 
-func (f *fakeRetriever) Vector(_ context.Context, q string, k int, fl index.Filter) ([]index.Hit, error) {
+func (f *fakeRetriever) Vector(_ context.Context, q string, k int, fl index.Filter) ([]driver.Hit, error) {
 	f.vecQ, f.vecK, f.vecF = q, k, fl
 	f.vectorN++
 	if f.verr != nil {
@@ -39,15 +40,15 @@ func (f *fakeRetriever) Vector(_ context.Context, q string, k int, fl index.Filt
 	return trim(f.vec, k), nil
 }
 
-func trim(h []index.Hit, k int) []index.Hit {
+func trim(h []driver.Hit, k int) []driver.Hit {
 	if len(h) > k {
 		return h[:k]
 	}
 	return h
 }
 
-func hit(id string, score float64) index.Hit {
-	return index.Hit{Record: index.Record{ID: id, SourceURL: "https://x/" + id}, Score: score}
+func hit(id string, score float64) driver.Hit {
+	return driver.Hit{Record: index.Record{ID: id, SourceURL: "https://x/" + id}, Score: score}
 }
 
 func ids(rs []Result) []string {
@@ -74,8 +75,8 @@ func TestRRFHandComputed(t *testing.T) {
 	// BM25: a, b, c.  Vector: c, a, d.
 	// RRF k=60: a = 1/61 + 1/62, c = 1/63 + 1/61, b = 1/62, d = 1/63.
 	f := &fakeRetriever{
-		text: []index.Hit{hit("a", 12), hit("b", 9), hit("c", 3)},
-		vec:  []index.Hit{hit("c", 0.9), hit("a", 0.8), hit("d", 0.7)},
+		text: []driver.Hit{hit("a", 12), hit("b", 9), hit("c", 3)},
+		vec:  []driver.Hit{hit("c", 0.9), hit("a", 0.8), hit("d", 0.7)},
 	}
 	rs, err := Search(context.Background(), f, "q", &Options{TopK: 10, SimilarityThreshold: -1, Fusion: RRF})
 	if err != nil {
@@ -108,8 +109,8 @@ func TestRRFHandComputed(t *testing.T) {
 // b = 1.6/62 = .02581, d = 0.4/63 = .00635.
 func TestWeightedRRFHandComputed(t *testing.T) {
 	f := &fakeRetriever{
-		text: []index.Hit{hit("a", 12), hit("b", 9), hit("c", 3)},
-		vec:  []index.Hit{hit("c", 0.9), hit("a", 0.8), hit("d", 0.7)},
+		text: []driver.Hit{hit("a", 12), hit("b", 9), hit("c", 3)},
+		vec:  []driver.Hit{hit("c", 0.9), hit("a", 0.8), hit("d", 0.7)},
 	}
 	rs, err := Search(context.Background(), f, "q", &Options{TopK: 10, SimilarityThreshold: -1, Fusion: RRF, Alpha: 0.2})
 	if err != nil {
@@ -141,7 +142,7 @@ func (semanticStub) Identity() string                                     { retu
 func (semanticStub) Dimension() int                                       { return 2 }
 
 // withSettings is a retriever with an embedder and store settings, as
-// *index.Index has.
+// *engine.Index has.
 type withSettings struct {
 	withEmbedder
 	settings map[string]string
@@ -169,7 +170,7 @@ func calibrated(alpha, memAlpha float64) map[string]string {
 // always wins, and the explanation says which.
 func TestAutomaticWeight(t *testing.T) {
 	lists := func() *fakeRetriever {
-		return &fakeRetriever{text: []index.Hit{hit("a", 10), hit("b", 5)}, vec: []index.Hit{hit("b", 0.9), hit("a", 0.1)}}
+		return &fakeRetriever{text: []driver.Hit{hit("a", 10), hit("b", 5)}, vec: []driver.Hit{hit("b", 0.9), hit("a", 0.1)}}
 	}
 	with := func(emb embed.Embedder, settings map[string]string) Retriever {
 		return withSettings{withEmbedder{lists(), emb}, settings}
@@ -235,8 +236,8 @@ func TestDefaults(t *testing.T) {
 func TestRelativeFusionHandComputed(t *testing.T) {
 	// BM25 10, 5, 0 -> 1, .5, 0.  Vector .9, .5 -> 1, 0.  alpha = .25.
 	f := &fakeRetriever{
-		text: []index.Hit{hit("a", 10), hit("b", 5), hit("c", 0.0001)},
-		vec:  []index.Hit{hit("b", 0.9), hit("d", 0.5)},
+		text: []driver.Hit{hit("a", 10), hit("b", 5), hit("c", 0.0001)},
+		vec:  []driver.Hit{hit("b", 0.9), hit("d", 0.5)},
 	}
 	rs, _ := Search(context.Background(), f, "q", &Options{TopK: 10, Fusion: Relative, Alpha: 0.25, SimilarityThreshold: -1})
 	tmin := 0.0001
@@ -259,7 +260,7 @@ func TestRelativeFusionHandComputed(t *testing.T) {
 }
 
 func TestTopKAndDescending(t *testing.T) {
-	var text, vec []index.Hit
+	var text, vec []driver.Hit
 	for i := 0; i < 40; i++ {
 		text = append(text, hit(string(rune('A'+i)), float64(40-i)))
 		vec = append(vec, hit(string(rune('A'+39-i)), 1-float64(i)/100))
@@ -320,8 +321,8 @@ func TestDefaultsAndFilters(t *testing.T) {
 }
 
 func TestThresholdPerMode(t *testing.T) {
-	text := []index.Hit{hit("a", 10), hit("b", 4), hit("c", 2)}      // normalised 1, .4, .2
-	vec := []index.Hit{hit("d", 0.8), hit("c", 0.35), hit("e", 0.1)} // .8 .35 .1
+	text := []driver.Hit{hit("a", 10), hit("b", 4), hit("c", 2)}      // normalised 1, .4, .2
+	vec := []driver.Hit{hit("d", 0.8), hit("c", 0.35), hit("e", 0.1)} // .8 .35 .1
 	cases := []struct {
 		mode Mode
 		want []string
@@ -370,8 +371,8 @@ func TestParse(t *testing.T) {
 
 // An alpha the caller gives is clamped to [0, 1].
 func TestGivenAlphaClamped(t *testing.T) {
-	text := []index.Hit{hit("a", 2), hit("b", 1)}
-	vec := []index.Hit{hit("b", 0.9), hit("a", 0.1)}
+	text := []driver.Hit{hit("a", 2), hit("b", 1)}
+	vec := []driver.Hit{hit("b", 0.9), hit("a", 0.1)}
 	for _, c := range []struct {
 		alpha  float64
 		method string
@@ -388,8 +389,8 @@ func TestGivenAlphaClamped(t *testing.T) {
 // list whose best score is 0 matched nothing, and each result's
 // explanation carries its 1-based rank in its list.
 func TestSingleModeEdges(t *testing.T) {
-	text := []index.Hit{hit("a", 10), hit("b", 3), hit("c", 2.9)}    // 1, .3, .29
-	vec := []index.Hit{hit("d", 0.8), hit("e", 0.3), hit("f", 0.29)} // .8, .3, .29
+	text := []driver.Hit{hit("a", 10), hit("b", 3), hit("c", 2.9)}    // 1, .3, .29
+	vec := []driver.Hit{hit("d", 0.8), hit("e", 0.3), hit("f", 0.29)} // .8, .3, .29
 	opts := &Options{TopK: 10, KeepDuplicates: true, MaxPerSource: -1}
 	opts.Mode = FullText
 	rs, err := Search(context.Background(), &fakeRetriever{text: text}, "q", opts)
@@ -408,7 +409,7 @@ func TestSingleModeEdges(t *testing.T) {
 		t.Errorf("vector ranks: %+v", rs)
 	}
 	opts.Mode = FullText
-	zero := []index.Hit{hit("z1", 0), hit("z2", 0)}
+	zero := []driver.Hit{hit("z1", 0), hit("z2", 0)}
 	if rs, _ := Search(context.Background(), &fakeRetriever{text: zero}, "q", opts); len(rs) != 0 {
 		t.Errorf("BM25 scores of 0 passed the threshold: %v", ids(rs))
 	}
@@ -426,7 +427,7 @@ func TestDefaultsPerField(t *testing.T) {
 		in    Options
 		check func(o Options) bool
 	}{
-		{"feedback default", Options{}, func(o Options) bool { return o.Feedback == DefaultFeedback }},
+		{"feedback default", Options{}, func(o Options) bool { return o.Feedback == defaultFeedback }},
 		{"feedback off", Options{Feedback: -2}, func(o Options) bool { return o.Feedback == 0 }},
 		{"feedback kept", Options{Feedback: 7}, func(o Options) bool { return o.Feedback == 7 }},
 		{"per source default", Options{}, func(o Options) bool { return o.MaxPerSource == DefaultMaxPerSource }},

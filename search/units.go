@@ -68,7 +68,7 @@ func ParseUnit(s string) (string, error) {
 }
 
 // recordLister is implemented by retrievers that list the records matching
-// a filter, as *index.Index does.
+// a filter, as *engine.Index does.
 type recordLister interface {
 	Records(ctx context.Context, f index.Filter) ([]index.Record, error)
 }

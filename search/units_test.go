@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 )
 
 // chat is a retriever over conversation turns that also lists them: its
@@ -59,9 +60,9 @@ func newChat(ranked ...string) *chat {
 	for _, r := range recs {
 		byID[r.ID] = r
 	}
-	var text []index.Hit
+	var text []driver.Hit
 	for i, id := range ranked {
-		text = append(text, index.Hit{Record: byID[id], Score: float64(10 - i)})
+		text = append(text, driver.Hit{Record: byID[id], Score: float64(10 - i)})
 	}
 	return &chat{fakeRetriever: &fakeRetriever{text: text}, recs: recs}
 }
@@ -145,7 +146,7 @@ func TestSessions(t *testing.T) {
 	}
 	c = newChat("s1-0", "s2-0")
 	c.text[1].Score = c.text[0].Score // a tie, s1's turn ranked first
-	c.text = append(c.text, index.Hit{Record: c.recs[6], Score: 1})
+	c.text = append(c.text, driver.Hit{Record: c.recs[6], Score: 1})
 	rs, _ = Search(context.Background(), c, "x", unitOpts(UnitSession, 2))
 	if len(rs) != 2 || rs[0].Unit.Session != "s2" {
 		t.Errorf("tie: %v", ids(rs))
@@ -165,7 +166,7 @@ func TestUnitsOptions(t *testing.T) {
 	if _, err := Search(context.Background(), newChat("s1-1"), "lisbon", unitOpts("paragraph", 10)); !errors.Is(err, ErrBadUnit) {
 		t.Errorf("unknown unit: %v", err)
 	}
-	f := &fakeRetriever{text: []index.Hit{{Record: chatTurn("s1", 0, "User", "user", "hi"), Score: 1}}}
+	f := &fakeRetriever{text: []driver.Hit{{Record: chatTurn("s1", 0, "User", "user", "hi"), Score: 1}}}
 	if _, err := Search(context.Background(), f, "hi", unitOpts(UnitRound, 10)); !errors.Is(err, ErrBadUnit) {
 		t.Errorf("a store that cannot list: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -27,7 +28,7 @@ func newAttrsCmd(g *globals) *cobra.Command {
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			kv, err := rag.ParseAttrs(args[1:])
+			kv, err := index.ParseAttrs(args[1:])
 			if err != nil {
 				return err
 			}

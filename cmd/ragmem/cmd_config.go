@@ -19,10 +19,10 @@ import (
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/settings"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/internal/wal"
-	"github.com/ragmem/ragmem/rag"
 )
 
 // configTemplate is what `ragmem config init` writes: every key, commented out.
@@ -175,7 +175,7 @@ func (g *globals) effectiveSettings(ctx context.Context, cmd *cobra.Command) ([]
 
 // readStoreRecord reads what the local store in dir records about its
 // embedder, without changing anything; the note says what was found.
-func (g *globals) readStoreRecord(ctx context.Context, dir string) (*rag.EmbedderRecord, string) {
+func (g *globals) readStoreRecord(ctx context.Context, dir string) (*index.EmbedderRecord, string) {
 	if b := strings.ToLower(strings.TrimSpace(g.Backend.Name)); b != "" && b != "local" {
 		return nil, "(not read: backend " + b + ")"
 	}
@@ -199,7 +199,7 @@ func (g *globals) readStoreRecord(ctx context.Context, dir string) (*rag.Embedde
 		return nil, "(not read: " + oneLine(err) + ")"
 	}
 	defer be.Close()
-	rec, ok, err := index.ReadEmbedderRecord(ctx, be)
+	rec, ok, err := engine.ReadEmbedderRecord(ctx, be)
 	switch {
 	case err != nil:
 		return nil, "(not read: " + oneLine(err) + ")"
@@ -214,7 +214,7 @@ func (g *globals) readStoreRecord(ctx context.Context, dir string) (*rag.Embedde
 }
 
 // ownerStoreRecord asks the owner of dir which embedder its store records.
-func (g *globals) ownerStoreRecord(ctx context.Context, dir string, info owner.Info) (*rag.EmbedderRecord, string) {
+func (g *globals) ownerStoreRecord(ctx context.Context, dir string, info owner.Info) (*index.EmbedderRecord, string) {
 	c, err := owner.NewClient(dir, info, nil)
 	if err != nil {
 		return nil, "(not read: " + oneLine(err) + ")"
@@ -237,5 +237,5 @@ func (g *globals) ownerStoreRecord(ctx context.Context, dir string, info owner.I
 	if err != nil {
 		return nil, "records embedder " + ex.EmbedderSpec + by
 	}
-	return &rag.EmbedderRecord{Identity: ex.Embedder, Spec: &spec}, "records embedder " + spec.String() + by
+	return &index.EmbedderRecord{Identity: ex.Embedder, Spec: &spec}, "records embedder " + spec.String() + by
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/ingest"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/sample"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
@@ -39,7 +40,7 @@ func newDemoCmd(g *globals) *cobra.Command {
 			}
 			return g.withStore(ctx, func(m rag.Memory) error {
 				sum := ingest.Summary{}
-				if _, err := ingest.Files(ctx, ingest.Output{Stdout: g.stdout, Stderr: g.Stderr}, m, files, &ingest.Options{DocType: rag.DocKnowledge}, &sum); err != nil {
+				if _, err := ingest.Files(ctx, ingest.Output{Stdout: g.stdout, Stderr: g.Stderr}, m, files, &ingest.Options{DocType: index.DocKnowledge}, &sum); err != nil {
 					return err
 				}
 				if _, err := m.AddPreference(ctx, rag.PreferenceRequest{Type: string(prefs.Expertise), Content: "User is a backend developer who knows Go well"}); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/ownerd"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/export"
 	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/internal/perm"
@@ -170,7 +171,7 @@ func newImportCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if snap.Spec != nil {
-				g.NewStoreEmbedder = &rag.EmbedderRecord{Identity: snap.Embedder, Spec: snap.Spec}
+				g.NewStoreEmbedder = &index.EmbedderRecord{Identity: snap.Embedder, Spec: snap.Spec}
 			}
 			var ans ownerd.ImportAnswer
 			err = g.withStore(ctx, func(m rag.Memory) error {
@@ -201,7 +202,7 @@ func newImportCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "imported %d records (embedder %s) from %s\n", ans.Records, ans.Embedder, args[0])
-			for _, t := range []string{rag.DocKnowledge, rag.DocPreference, rag.DocMemory} {
+			for _, t := range []string{index.DocKnowledge, index.DocPreference, index.DocMemory} {
 				fmt.Fprintf(g.stdout, "  %-11s %d sources\n", t, ans.Sources[t])
 			}
 			if ans.Removed > 0 {

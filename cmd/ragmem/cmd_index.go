@@ -11,6 +11,7 @@ import (
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/docread"
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/ingest"
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/units"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -65,10 +66,10 @@ func newIndexCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			var err error
-			if o.Attrs, err = rag.ParseAttrs(attrs); err != nil {
+			if o.Attrs, err = index.ParseAttrs(attrs); err != nil {
 				return err
 			}
-			if o.DocType != rag.DocKnowledge {
+			if o.DocType != index.DocKnowledge {
 				// Memories and preferences belong to their stores
 				// (rag.ErrReserved): index writes knowledge only.
 				return fmt.Errorf("--type %s: index writes knowledge only; write memories with `ragmem memory add` and preferences with `ragmem prefs add`", o.DocType)
@@ -97,7 +98,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 			}
 			return g.withStore(ctx, func(m rag.Memory) error {
 				if cmd.Flags().Changed("keep-params") {
-					if err := m.SetURLRules(ctx, rag.URLRules{KeepParams: keepParams}); err != nil {
+					if err := m.SetURLRules(ctx, index.URLRules{KeepParams: keepParams}); err != nil {
 						return err
 					}
 				}
@@ -120,7 +121,7 @@ func newIndexCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.SourceURL, "url", "", "source URL of the document read from stdin")
 	f.StringVar(&o.Title, "title", "", "title of the document read from stdin")
 	f.StringVar(&o.Format, "format", "", "format of stdin: text, markdown or html (default text)")
-	f.StringVar(&o.DocType, "type", rag.DocKnowledge, "document type: knowledge, the only one index writes (memories: ragmem memory add)")
+	f.StringVar(&o.DocType, "type", index.DocKnowledge, "document type: knowledge, the only one index writes (memories: ragmem memory add)")
 	f.IntVar(&o.Batch, "batch", 64, "files written per atomic batch")
 	f.StringArrayVar(&attrs, "attr", nil, "attribute key=value stored on every chunk (repeatable); filter on it with --filter")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "skip paths matching this gitignore-style pattern, relative to the folder (repeatable): '*.log', 'drafts/', '**/gen/**'; remembered for the folder, '' forgets")

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -46,19 +48,19 @@ func newJobsListCmd(g *globals) *cobra.Command {
 			}
 			if asJSON {
 				type out struct {
-					Pending   []rag.Job `json:"pending"`
-					Dead      []rag.Job `json:"dead"`
-					Cancelled []rag.Job `json:"cancelled"`
+					Pending   []index.Job `json:"pending"`
+					Dead      []index.Job `json:"dead"`
+					Cancelled []index.Job `json:"cancelled"`
 				}
 				o := out{Pending: qc.PendingJobs, Dead: qc.Dead, Cancelled: qc.Cancelled}
 				if o.Pending == nil {
-					o.Pending = []rag.Job{}
+					o.Pending = []index.Job{}
 				}
 				if o.Dead == nil {
-					o.Dead = []rag.Job{}
+					o.Dead = []index.Job{}
 				}
 				if o.Cancelled == nil {
-					o.Cancelled = []rag.Job{}
+					o.Cancelled = []index.Job{}
 				}
 				return writeJSON(g.stdout, o)
 			}
@@ -69,7 +71,7 @@ func newJobsListCmd(g *globals) *cobra.Command {
 			}
 			for _, j := range qc.PendingJobs {
 				state := "queued"
-				if j.State == rag.JobRunning {
+				if j.State == index.JobRunning {
 					state = "interrupted"
 				}
 				fmt.Fprintf(w, "%-11s %s  %s  queued %s%s\n", state, j.ID, printable(j.SourceURL, 120), j.Queued.Local().Format(time.DateTime), attempts(j))
@@ -91,7 +93,7 @@ func newJobsListCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func attempts(j rag.Job) string {
+func attempts(j index.Job) string {
 	if j.Attempts == 0 {
 		return ""
 	}
@@ -137,9 +139,9 @@ func newJobsRetryCmd(g *globals) *cobra.Command {
 				for i, id := range args {
 					j := jobs[i]
 					switch j.State {
-					case rag.JobDone:
+					case index.JobDone:
 						fmt.Fprintf(g.stdout, "%s  indexed %s (%d chunks)\n", id, printable(j.SourceURL, 120), j.Chunks)
-					case rag.JobDead:
+					case index.JobDead:
 						failed++
 						fmt.Fprintf(g.stdout, "%s  failed again: %s\n", id, printable(j.Error, 300))
 					default:
@@ -185,58 +187,58 @@ func jobError(id string, err error) error {
 // queue when a process owns the store (its pages waiting, most recent
 // first, then its dead letters), else from the queue's log, read while
 // this process holds the ownership.
-func (g *globals) queueJobs(ctx context.Context) (rag.QueueCheck, error) {
+func (g *globals) queueJobs(ctx context.Context) (engine.QueueCheck, error) {
 	dir, err := g.DataDir()
 	if err != nil {
-		return rag.QueueCheck{}, err
+		return engine.QueueCheck{}, err
 	}
 	info, claim, err := owner.Join(ctx, dir, nil)
 	if err != nil {
-		return rag.QueueCheck{}, err
+		return engine.QueueCheck{}, err
 	}
 	if claim != nil {
 		defer claim.Release()
-		qc, err := rag.CheckQueue(ctx, g.StoreDir(dir), false)
+		qc, err := engine.CheckQueue(ctx, g.StoreDir(dir), false)
 		return qc, queueError(err)
 	}
 	c, err := owner.NewClient(dir, info, g.ClientOptions())
 	if err != nil {
-		return rag.QueueCheck{}, err
+		return engine.QueueCheck{}, err
 	}
 	defer c.Close()
 	resp, err := c.Jobs(ctx, rag.JobsRequest{States: []string{"queued", "running", "dead"}, Limit: 10000})
 	if err != nil {
-		return rag.QueueCheck{}, err
+		return engine.QueueCheck{}, err
 	}
-	var qc rag.QueueCheck
+	var qc engine.QueueCheck
 	for i := range resp.Jobs {
 		job := jobOf(&resp.Jobs[i])
-		if job.State == rag.JobDead {
+		if job.State == index.JobDead {
 			qc.Dead = append(qc.Dead, job)
 		} else {
 			qc.PendingJobs = append(qc.PendingJobs, job)
 		}
 	}
-	slices.SortStableFunc(qc.PendingJobs, func(a, b rag.Job) int { return a.Queued.Compare(b.Queued) }) // queue order
+	slices.SortStableFunc(qc.PendingJobs, func(a, b index.Job) int { return a.Queued.Compare(b.Queued) }) // queue order
 	qc.Pending = len(qc.PendingJobs)
 	return qc, nil
 }
 
 // jobOf turns the API's job back into the index's.
-func jobOf(j *rag.JobJSON) rag.Job {
-	return rag.Job{ID: j.ID, SourceURL: j.URL, State: rag.JobState(j.State), Chunks: j.Chunks, Unchanged: j.Unchanged,
+func jobOf(j *rag.JobJSON) index.Job {
+	return index.Job{ID: j.ID, SourceURL: j.URL, State: index.JobState(j.State), Chunks: j.Chunks, Unchanged: j.Unchanged,
 		Error: j.Error, Attempts: j.Attempts, Queued: j.Queued, Finished: j.Finished, RetryAt: j.RetryAt}
 }
 
 // retryJobs queues dead letters again and waits until each is indexed or
 // given up on again.
-func retryJobs(ctx context.Context, m rag.Memory, ids []string) ([]rag.Job, error) {
+func retryJobs(ctx context.Context, m rag.Memory, ids []string) ([]index.Job, error) {
 	for _, id := range ids {
 		if _, err := m.RetryJob(ctx, id); err != nil {
 			return nil, jobError(id, err)
 		}
 	}
-	out := make([]rag.Job, len(ids))
+	out := make([]index.Job, len(ids))
 	for i, id := range ids {
 		for delay := 10 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
 			j, err := m.Job(ctx, id)
@@ -244,7 +246,7 @@ func retryJobs(ctx context.Context, m rag.Memory, ids []string) ([]rag.Job, erro
 				return nil, err
 			}
 			out[i] = jobOf(j)
-			if st := out[i].State; st != rag.JobQueued && st != rag.JobRunning {
+			if st := out[i].State; st != index.JobQueued && st != index.JobRunning {
 				break
 			}
 			select {

@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/internal/owner"
-	"github.com/ragmem/ragmem/rag"
 )
 
 func newMigrateCmd(g *globals) *cobra.Command {
@@ -57,7 +57,7 @@ func newMigrateCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, ok, _ := src.Meta(ctx, index.MetaKeys[0]); !ok && st.Records == 0 {
+			if _, ok, _ := src.Meta(ctx, engine.MetaKeys[0]); !ok && st.Records == 0 {
 				return fmt.Errorf("no local store in %s (nothing indexed there)", dir)
 			}
 			dst, err := g.Backend.OpenWeaviate(ctx)
@@ -65,22 +65,22 @@ func newMigrateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer dst.Close()
-			rep, err := index.Copy(ctx, dst, src, &index.CopyOptions{Progress: func(done, total int) {
+			rep, err := engine.Copy(ctx, dst, src, &engine.CopyOptions{Progress: func(done, total int) {
 				if g.Verbose {
 					fmt.Fprintf(g.Stderr, "copied %d of %d records\n", done, total)
 				}
 			}})
 			if err != nil {
-				if errors.Is(err, index.ErrCopyMismatch) {
+				if errors.Is(err, engine.ErrCopyMismatch) {
 					return fmt.Errorf("migrate: %w", err)
 				}
 				return err
 			}
 			fmt.Fprintf(g.stdout, "copied %d records from %s to %s (collection %s)\n", rep.Records, dir, dst.URL(), dst.Class())
-			for _, t := range []string{rag.DocKnowledge, rag.DocPreference, rag.DocMemory} {
+			for _, t := range []string{index.DocKnowledge, index.DocPreference, index.DocMemory} {
 				fmt.Fprintf(g.stdout, "  %-11s %d sources, %d chunks\n", t, rep.Sources[t], rep.Chunks[t])
 			}
-			if e, ok := rep.Meta[index.MetaKeys[0]]; ok {
+			if e, ok := rep.Meta[engine.MetaKeys[0]]; ok {
 				fmt.Fprintf(g.stdout, "  embedder    %s\n", e)
 			}
 			fmt.Fprintf(g.stdout, "verified: every source is in Weaviate with all its chunks\n")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -69,10 +70,10 @@ type rmFilterJSON struct {
 }
 
 func runRmFilter(ctx context.Context, g *globals, rf *rmFilterFlags) error {
-	var where *rag.Expr
+	var where *index.Expr
 	if rf.filter != "" {
 		var err error
-		if where, err = rag.ParseFilter(rf.filter); err != nil {
+		if where, err = index.ParseFilter(rf.filter); err != nil {
 			return fmt.Errorf("--filter: %w", err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/ingest"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/memory"
 	"github.com/ragmem/ragmem/internal/reserved"
 	"github.com/ragmem/ragmem/rag"
@@ -102,7 +103,7 @@ func newSearchCmd(g *globals) *cobra.Command {
 	f.StringVar(&fusion, "fusion", string(search.DefaultFusion), "hybrid fusion: relative, rrf or dbsf")
 	f.IntVar(&topK, "top-k", search.DefaultTopK, "maximum number of results")
 	f.Float64Var(&threshold, "threshold", search.DefaultThreshold, "similarity threshold (negative or 0 disables; see docs for what it compares per mode)")
-	f.StringSliceVar(&types, "types", []string{rag.DocKnowledge}, "document types to search: knowledge, memory, preference")
+	f.StringSliceVar(&types, "types", []string{index.DocKnowledge}, "document types to search: knowledge, memory, preference")
 	f.StringVar(&source, "source", "", "only search this source: a URL, a file, or a folder or URL ending in / (every source under it)")
 	f.StringVar(&filter, "filter", "", "only search chunks that match this filter expression (see above)")
 	f.IntVar(&perSource, "max-per-source", search.DefaultMaxPerSource, "most results from one source (0: no cap)")
@@ -153,7 +154,7 @@ func printResults(w io.Writer, res []rag.ResultJSON, grouped bool) {
 			parts = append(parts, fmt.Sprintf("vector #%d", e.VectorRank))
 		}
 		parts = append(parts, e.Method)
-		if rec.DocType == rag.DocMemory {
+		if rec.DocType == index.DocMemory {
 			parts = append(parts, memoryNote(rec.Attrs)...)
 		}
 		fmt.Fprintf(w, "   %s\n", strings.Join(parts, ", "))
@@ -186,10 +187,10 @@ func scoreLine(r *rag.ResultJSON) string {
 }
 
 // searchFilter combines --filter and --source into one expression.
-func searchFilter(filter, source string) (*rag.Expr, error) {
-	var parts []*rag.Expr
+func searchFilter(filter, source string) (*index.Expr, error) {
+	var parts []*index.Expr
 	if strings.TrimSpace(filter) != "" {
-		e, err := rag.ParseFilter(filter)
+		e, err := index.ParseFilter(filter)
 		if err != nil {
 			return nil, err
 		}
@@ -203,17 +204,17 @@ func searchFilter(filter, source string) (*rag.Expr, error) {
 				u, dir = strings.TrimSuffix(source, "*"), true
 			}
 		}
-		e := rag.SourceIs(u)
+		e := index.SourceIs(u)
 		if dir {
 			p := u
 			if strings.HasPrefix(u, "file:") {
 				p = ingest.UnderURL(u)
 			}
-			e = rag.SourceUnder(p)
+			e = index.SourceUnder(p)
 		}
 		parts = append(parts, e)
 	}
-	return rag.AllOf(parts...), nil
+	return index.AllOf(parts...), nil
 }
 
 // snippet returns the start of s on one line, cut at a rune boundary.

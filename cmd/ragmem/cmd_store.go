@@ -12,6 +12,7 @@ import (
 
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/ingest"
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/units"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -36,7 +37,7 @@ func newRmCmd(g *globals) *cobra.Command {
 				if dir {
 					// Knowledge only: the memory files of a folder belong to
 					// the memory store (rag.ErrReserved).
-					srcs, err := ingest.AllSources(ctx, m, []string{rag.DocKnowledge}, rag.SourceUnder(ingest.UnderURL(u)))
+					srcs, err := ingest.AllSources(ctx, m, []string{index.DocKnowledge}, index.SourceUnder(ingest.UnderURL(u)))
 					if err != nil {
 						return err
 					}
@@ -160,6 +161,6 @@ func newSourcesCmd(g *globals) *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.IntVar(&offset, "offset", 0, "skip this many sources")
 	f.IntVar(&limit, "limit", 100, "list at most this many sources (0: all)")
-	f.StringSliceVar(&types, "types", []string{rag.DocKnowledge}, "document types: knowledge, memory, preference")
+	f.StringSliceVar(&types, "types", []string{index.DocKnowledge}, "document types: knowledge, memory, preference")
 	return cmd
 }

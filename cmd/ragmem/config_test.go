@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/spf13/cobra"
 
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/settings"
-	"github.com/ragmem/ragmem/index"
 )
 
 func TestParseConfigErrors(t *testing.T) {
@@ -317,12 +317,12 @@ func TestStoreRemembersItsEmbedder(t *testing.T) {
 	// Naming the same embedder works; naming another fails clearly.
 	mustRun(t, "--dir", dir, "--embedder", "openai:fake-embed", "search", "tea")
 	_, _, err := runCLI(t, "--dir", dir, "--embedder", "lexical", "search", "tea")
-	if !errors.Is(err, index.ErrEmbedderMismatch) || !strings.Contains(err.Error(), "came from --embedder") ||
+	if !errors.Is(err, engine.ErrEmbedderMismatch) || !strings.Contains(err.Error(), "came from --embedder") ||
 		!strings.Contains(err.Error(), "without it ragmem uses the store's own, openai:fake-embed") {
 		t.Errorf("another embedder: %v", err)
 	}
 	t.Setenv("RAGMEM_EMBEDDER", "randproj")
-	if _, _, err := runCLI(t, "--dir", dir, "search", "tea"); !errors.Is(err, index.ErrEmbedderMismatch) || !strings.Contains(err.Error(), "came from $RAGMEM_EMBEDDER") {
+	if _, _, err := runCLI(t, "--dir", dir, "search", "tea"); !errors.Is(err, engine.ErrEmbedderMismatch) || !strings.Contains(err.Error(), "came from $RAGMEM_EMBEDDER") {
 		t.Errorf("another embedder from the environment: %v", err)
 	}
 	t.Setenv("RAGMEM_EMBEDDER", "")

@@ -12,6 +12,7 @@ import (
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/internal/embed/embedtest"
+	"github.com/ragmem/ragmem/internal/index/engine"
 )
 
 // deadLetters queues pages the worker gives up on (too many chunks for
@@ -19,7 +20,7 @@ import (
 func deadLetters(t *testing.T, dir string, n int) []string {
 	t.Helper()
 	ctx := context.Background()
-	ix, err := index.Open(ctx, dir, &index.Options{MaxChunksPerDocument: 5})
+	ix, err := engine.Open(ctx, dir, &engine.Options{MaxChunksPerDocument: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestJobsListShowsCancelled(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	h := holdEmbedder{Embedder: embed.Default(), release: make(chan struct{})}
-	ix, err := index.Open(ctx, dir, &index.Options{Embedder: h})
+	ix, err := engine.Open(ctx, dir, &engine.Options{Embedder: h})
 	if err != nil {
 		t.Fatal(err)
 	}

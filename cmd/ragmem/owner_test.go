@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/owner"
 )
 
@@ -367,7 +367,7 @@ func TestClientAgreesWithOwnersEmbedder(t *testing.T) {
 	s := startServe(t, dir)
 	defer s.stop()
 	_, _, err := runCLI(t, "--dir", dir, "--embedder", "lexical:dim=64", "search", "fusion")
-	if !errors.Is(err, index.ErrEmbedderMismatch) || !strings.Contains(err.Error(), "owned by pid "+strconv.Itoa(s.cmd.Process.Pid)) ||
+	if !errors.Is(err, engine.ErrEmbedderMismatch) || !strings.Contains(err.Error(), "owned by pid "+strconv.Itoa(s.cmd.Process.Pid)) ||
 		!strings.Contains(err.Error(), "from --embedder") {
 		t.Fatalf("another embedder through the owner: %v", err)
 	}

@@ -124,7 +124,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	oc := openai.DefaultConfig(f.apiKey)
 	oc.BaseURL = strings.TrimRight(f.baseURL, "/")
 	cfg := agent.Config{
-		LLM:               agent.LLM{Client: openai.NewClientWithConfig(oc), Model: f.model},
+		LLM:               rag.LLM{Client: openai.NewClientWithConfig(oc), Model: f.model},
 		SystemPrompt:      f.system,
 		ModelContextLimit: f.contextLimit,
 		MaxToolRounds:     f.rounds,

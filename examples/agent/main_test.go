@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -48,7 +49,7 @@ func TestExampleAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.IndexDocument(context.Background(), rag.Document{SourceURL: "https://notes.example/kelp", Title: "Kelp", Content: "Kelp forests grow up to half a metre a day."}); err != nil {
+	if _, err := eng.IndexDocument(context.Background(), index.Document{SourceURL: "https://notes.example/kelp", Title: "Kelp", Content: "Kelp forests grow up to half a metre a day."}); err != nil {
 		t.Fatal(err)
 	}
 

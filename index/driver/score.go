@@ -1,10 +1,12 @@
 package driver
 
-import "context"
+import (
+	"context"
+)
 
 // Scorer is implemented by backends that can score stored records against
 // query vectors in place, without copying the records out (index/local). It
-// is optional: index.Index scores the vectors Get returns for other backends.
+// is optional: engine.Index scores the vectors Get returns for other backends.
 // Implementations must be safe for concurrent use.
 type Scorer interface {
 	// Similarities returns sims with sims[j][i] the dot product of the

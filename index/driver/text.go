@@ -1,6 +1,10 @@
 package driver
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/ragmem/ragmem/index"
+)
 
 // SearchText is what is searched of a record, by meaning and by words: its
 // title, then each heading of its path that differs from the title, each on
@@ -12,7 +16,7 @@ import "strings"
 // The text ends with r.Content unchanged, so
 // SearchText(r)[:len(SearchText(r))-len(r.Content)] is the title and
 // headings part.
-func SearchText(r *Record) string {
+func SearchText(r *index.Record) string {
 	var b strings.Builder
 	b.Grow(len(r.Title) + len(r.Content) + 64)
 	if r.Title != "" {

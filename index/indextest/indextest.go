@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 )
 
@@ -80,14 +81,14 @@ func Vec(seed uint64) []float32 {
 }
 
 // Rec builds a record of source src at position pos.
-func Rec(src string, pos int, content string, vecSeed uint64) driver.Record {
-	return driver.Record{
+func Rec(src string, pos int, content string, vecSeed uint64) index.Record {
+	return index.Record{
 		ID:          fmt.Sprintf("%s#%d", strings.ReplaceAll(src, "/", "_"), pos),
 		SourceURL:   src,
 		Title:       "Title of " + src,
 		HeadingPath: []string{"Top", fmt.Sprintf("Section %d", pos)},
 		Content:     content,
-		DocType:     driver.DocKnowledge,
+		DocType:     index.DocKnowledge,
 		Position:    pos,
 		Start:       pos * 100,
 		End:         pos*100 + len(content),
@@ -112,7 +113,7 @@ func closeB(t *testing.T, b driver.Backend) {
 	}
 }
 
-func ids(rs []driver.Record) []string {
+func ids(rs []index.Record) []string {
 	out := make([]string, len(rs))
 	for i := range rs {
 		out[i] = rs[i].ID
@@ -143,7 +144,7 @@ func equalStrings(a, b []string) bool {
 func testPutGetSource(t *testing.T, open Opener) {
 	b := open(t, "putget")
 	defer closeB(t, b)
-	apply(t, b, driver.Batch{Put: []driver.Record{
+	apply(t, b, driver.Batch{Put: []index.Record{
 		Rec("https://a.example/doc", 2, "third chunk", 3),
 		Rec("https://a.example/doc", 0, "first chunk", 1),
 		Rec("https://a.example/doc", 1, "second chunk", 2),
@@ -184,7 +185,7 @@ func testPutGetSource(t *testing.T, open Opener) {
 	}
 }
 
-func assertRecordEqual(t *testing.T, got, want driver.Record, withVector bool) {
+func assertRecordEqual(t *testing.T, got, want index.Record, withVector bool) {
 	t.Helper()
 	if got.ID != want.ID || got.SourceURL != want.SourceURL || got.Title != want.Title ||
 		got.Content != want.Content || got.DocType != want.DocType || got.Position != want.Position ||
@@ -213,17 +214,17 @@ func assertRecordEqual(t *testing.T, got, want driver.Record, withVector bool) {
 	}
 }
 
-func withoutVec(r driver.Record) driver.Record { r.Vector = nil; return r }
+func withoutVec(r index.Record) index.Record { r.Vector = nil; return r }
 
 func testReplaceSource(t *testing.T, open Opener) {
 	b := open(t, "replace")
 	defer closeB(t, b)
 	src := "https://r.example/page"
-	apply(t, b, driver.Batch{Put: []driver.Record{Rec(src, 0, "old alpha content", 1), Rec(src, 1, "old beta content", 2), Rec(src, 2, "old gamma", 3)}})
-	apply(t, b, driver.Batch{Put: []driver.Record{Rec("https://keep.example/", 0, "unrelated keeper", 9)}})
+	apply(t, b, driver.Batch{Put: []index.Record{Rec(src, 0, "old alpha content", 1), Rec(src, 1, "old beta content", 2), Rec(src, 2, "old gamma", 3)}})
+	apply(t, b, driver.Batch{Put: []index.Record{Rec("https://keep.example/", 0, "unrelated keeper", 9)}})
 	n1 := Rec(src, 0, "new zeta content", 5)
 	n1.ID = "new-0"
-	apply(t, b, driver.Batch{DeleteSources: []string{src}, Put: []driver.Record{n1}})
+	apply(t, b, driver.Batch{DeleteSources: []string{src}, Put: []index.Record{n1}})
 	got, err := b.Source(ctx, src)
 	if err != nil {
 		t.Fatal(err)
@@ -231,18 +232,18 @@ func testReplaceSource(t *testing.T, open Opener) {
 	if !equalStrings(ids(got), []string{"new-0"}) {
 		t.Fatalf("after replace Source = %v, want [new-0]", ids(got))
 	}
-	hits, err := b.SearchText(ctx, "alpha", 10, driver.Filter{})
+	hits, err := b.SearchText(ctx, "alpha", 10, index.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(hits) != 0 {
 		t.Fatalf("old content still found by full text: %v", hitIDs(hits))
 	}
-	hits, err = b.SearchText(ctx, "zeta", 10, driver.Filter{})
+	hits, err = b.SearchText(ctx, "zeta", 10, index.Filter{})
 	if err != nil || !equalStrings(hitIDs(hits), []string{"new-0"}) {
 		t.Fatalf("new content search = %v, %v", hitIDs(hits), err)
 	}
-	vh, err := b.SearchVector(ctx, Vec(1), 10, driver.Filter{})
+	vh, err := b.SearchVector(ctx, Vec(1), 10, index.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +270,7 @@ func testDeleteIDs(t *testing.T, open Opener) {
 	defer closeB(t, b)
 	src := "preference://user"
 	r1, r2 := Rec(src, 0, "likes go", 1), Rec(src, 1, "prefers short answers", 2)
-	apply(t, b, driver.Batch{Put: []driver.Record{r1, r2}})
+	apply(t, b, driver.Batch{Put: []index.Record{r1, r2}})
 	apply(t, b, driver.Batch{DeleteIDs: []string{r1.ID, "never-existed"}})
 	got, _ := b.Source(ctx, src)
 	if !equalStrings(ids(got), []string{r2.ID}) {
@@ -278,15 +279,15 @@ func testDeleteIDs(t *testing.T, open Opener) {
 	// Overwrite by id.
 	r2b := r2
 	r2b.Content = "prefers detailed answers"
-	apply(t, b, driver.Batch{Put: []driver.Record{r2b}})
+	apply(t, b, driver.Batch{Put: []index.Record{r2b}})
 	g, _ := b.Get(ctx, []string{r2.ID})
 	if len(g) != 1 || g[0].Content != "prefers detailed answers" {
 		t.Fatalf("overwrite by id: %+v", g)
 	}
-	if h, _ := b.SearchText(ctx, "short", 5, driver.Filter{}); len(h) != 0 {
+	if h, _ := b.SearchText(ctx, "short", 5, index.Filter{}); len(h) != 0 {
 		t.Fatalf("overwritten content still found by full text")
 	}
-	if h, _ := b.SearchText(ctx, "detailed", 5, driver.Filter{}); len(h) != 1 {
+	if h, _ := b.SearchText(ctx, "detailed", 5, index.Filter{}); len(h) != 1 {
 		t.Fatalf("overwritten content not found by full text: %v", hitIDs(h))
 	}
 }
@@ -294,7 +295,7 @@ func testDeleteIDs(t *testing.T, open Opener) {
 func testSources(t *testing.T, open Opener) {
 	b := open(t, "sources")
 	defer closeB(t, b)
-	var put []driver.Record
+	var put []index.Record
 	for i := 0; i < 7; i++ {
 		src := fmt.Sprintf("https://s.example/%d", i)
 		for p := 0; p <= i%3; p++ {
@@ -302,10 +303,10 @@ func testSources(t *testing.T, open Opener) {
 		}
 	}
 	pref := Rec("preference://user", 0, "pref", 99)
-	pref.DocType = driver.DocPreference
+	pref.DocType = index.DocPreference
 	put = append(put, pref)
 	apply(t, b, driver.Batch{Put: put})
-	all, total, err := b.Sources(ctx, driver.Filter{DocTypes: []string{driver.DocKnowledge}}, 0, 0)
+	all, total, err := b.Sources(ctx, index.Filter{DocTypes: []string{index.DocKnowledge}}, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,15 +318,15 @@ func testSources(t *testing.T, open Opener) {
 			t.Fatalf("source %d = %+v", i, s)
 		}
 	}
-	page, total, _ := b.Sources(ctx, driver.Filter{DocTypes: []string{driver.DocKnowledge}}, 5, 5)
+	page, total, _ := b.Sources(ctx, index.Filter{DocTypes: []string{index.DocKnowledge}}, 5, 5)
 	if total != 7 || len(page) != 2 || page[0].SourceURL != "https://s.example/5" {
 		t.Fatalf("paged Sources = %v total %d", page, total)
 	}
-	everything, total, _ := b.Sources(ctx, driver.Filter{}, 0, 0)
+	everything, total, _ := b.Sources(ctx, index.Filter{}, 0, 0)
 	if total != 8 || len(everything) != 8 {
 		t.Fatalf("unfiltered Sources total=%d", total)
 	}
-	recs, err := b.Records(ctx, driver.Filter{DocTypes: []string{driver.DocPreference}})
+	recs, err := b.Records(ctx, index.Filter{DocTypes: []string{index.DocPreference}})
 	if err != nil || len(recs) != 1 || recs[0].ID != pref.ID || len(recs[0].Vector) != Dim {
 		t.Fatalf("Records(preference) = %v, %v", ids(recs), err)
 	}
@@ -342,8 +343,8 @@ var corpus = []string{
 	"Installing on Linux requires the tarball and a service file",
 }
 
-func loadCorpus(t *testing.T, b driver.Backend) []driver.Record {
-	var put []driver.Record
+func loadCorpus(t *testing.T, b driver.Backend) []index.Record {
+	var put []index.Record
 	for i, c := range corpus {
 		r := Rec(fmt.Sprintf("https://c.example/%d", i), 0, c, uint64(100+i))
 		put = append(put, r)
@@ -356,7 +357,7 @@ func testSearchText(t *testing.T, open Opener) {
 	b := open(t, "text")
 	defer closeB(t, b)
 	loadCorpus(t, b)
-	hits, err := b.SearchText(ctx, "BM25", 10, driver.Filter{})
+	hits, err := b.SearchText(ctx, "BM25", 10, index.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +372,7 @@ func testSearchText(t *testing.T, open Opener) {
 		t.Fatalf("BM25 query hits = %v", hitIDs(hits))
 	}
 	// Stemming: "foxes" finds "fox".
-	hits, _ = b.SearchText(ctx, "foxes", 10, driver.Filter{})
+	hits, _ = b.SearchText(ctx, "foxes", 10, index.Filter{})
 	if len(hits) != 2 {
 		t.Fatalf("stemmed query found %v", hitIDs(hits))
 	}
@@ -385,12 +386,12 @@ func testSearchText(t *testing.T, open Opener) {
 		}
 	}
 	// k bounds the result.
-	hits, _ = b.SearchText(ctx, "search fox bm25 vector", 2, driver.Filter{})
+	hits, _ = b.SearchText(ctx, "search fox bm25 vector", 2, index.Filter{})
 	if len(hits) != 2 {
 		t.Fatalf("k=2 returned %d hits", len(hits))
 	}
 	for _, q := range []string{"", "   ", "the a of", "\xff\xfe", "<script>alert(1)</script>", strings.Repeat("long ", 5000)} {
-		if _, err := b.SearchText(ctx, q, 5, driver.Filter{}); err != nil {
+		if _, err := b.SearchText(ctx, q, 5, index.Filter{}); err != nil {
 			t.Errorf("SearchText(%.20q) error: %v", q, err)
 		}
 	}
@@ -402,22 +403,22 @@ func testSearchTextFilters(t *testing.T, open Opener) {
 	loadCorpus(t, b)
 	p := Rec("preference://user", 0, "I like fox documentaries", 7)
 	p.ID = "pref-1"
-	p.DocType = driver.DocPreference
+	p.DocType = index.DocPreference
 	p.Attrs = map[string]string{"preferenceType": "custom"}
 	m := Rec("memory://m1", 0, "the fox incident of 2024", 8)
-	m.DocType = driver.DocMemory
-	apply(t, b, driver.Batch{Put: []driver.Record{p, m}})
+	m.DocType = index.DocMemory
+	apply(t, b, driver.Batch{Put: []index.Record{p, m}})
 	cases := []struct {
-		f    driver.Filter
+		f    index.Filter
 		want int
 	}{
-		{driver.Filter{}, 4},
-		{driver.Filter{DocTypes: []string{driver.DocKnowledge}}, 2},
-		{driver.Filter{DocTypes: []string{driver.DocPreference}}, 1},
-		{driver.Filter{DocTypes: []string{driver.DocKnowledge, driver.DocMemory}}, 3},
-		{driver.Filter{SourceURL: "https://c.example/0"}, 1},
-		{driver.Filter{Attrs: map[string]string{"preferenceType": "custom"}}, 1},
-		{driver.Filter{Attrs: map[string]string{"preferenceType": "style"}}, 0},
+		{index.Filter{}, 4},
+		{index.Filter{DocTypes: []string{index.DocKnowledge}}, 2},
+		{index.Filter{DocTypes: []string{index.DocPreference}}, 1},
+		{index.Filter{DocTypes: []string{index.DocKnowledge, index.DocMemory}}, 3},
+		{index.Filter{SourceURL: "https://c.example/0"}, 1},
+		{index.Filter{Attrs: map[string]string{"preferenceType": "custom"}}, 1},
+		{index.Filter{Attrs: map[string]string{"preferenceType": "style"}}, 0},
 	}
 	for _, c := range cases {
 		hits, err := b.SearchText(ctx, "fox", 10, c.f)
@@ -434,8 +435,8 @@ func testSearchTextFilters(t *testing.T, open Opener) {
 		}
 	}
 	// Filters do not change the relative BM25 scores.
-	all, _ := b.SearchText(ctx, "fox", 10, driver.Filter{})
-	kn, _ := b.SearchText(ctx, "fox", 10, driver.Filter{DocTypes: []string{driver.DocKnowledge}})
+	all, _ := b.SearchText(ctx, "fox", 10, index.Filter{})
+	kn, _ := b.SearchText(ctx, "fox", 10, index.Filter{DocTypes: []string{index.DocKnowledge}})
 	score := map[string]float64{}
 	for _, h := range all {
 		score[h.Record.ID] = h.Score
@@ -450,7 +451,7 @@ func testSearchTextFilters(t *testing.T, open Opener) {
 func testSearchVectorExact(t *testing.T, open Opener) {
 	b := open(t, "vector")
 	defer closeB(t, b)
-	var put []driver.Record
+	var put []index.Record
 	for i := 0; i < 60; i++ {
 		put = append(put, Rec(fmt.Sprintf("https://v.example/%d", i), 0, fmt.Sprintf("vector doc %d", i), uint64(1000+i)))
 	}
@@ -470,7 +471,7 @@ func testSearchVectorExact(t *testing.T, open Opener) {
 			want = append(want, sc{r.ID, d})
 		}
 		sort.Slice(want, func(i, j int) bool { return want[i].s > want[j].s })
-		hits, err := b.SearchVector(ctx, qv, 10, driver.Filter{})
+		hits, err := b.SearchVector(ctx, qv, 10, index.Filter{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -484,16 +485,16 @@ func testSearchVectorExact(t *testing.T, open Opener) {
 		}
 	}
 	// k larger than the collection is clamped, never an error.
-	hits, err := b.SearchVector(ctx, Vec(1), 1000, driver.Filter{})
+	hits, err := b.SearchVector(ctx, Vec(1), 1000, index.Filter{})
 	if err != nil || len(hits) != 60 {
 		t.Fatalf("k=1000 over 60 records: %d hits, err %v", len(hits), err)
 	}
 	// Wrong dimension is a clear error.
-	if _, err := b.SearchVector(ctx, make([]float32, Dim+1), 5, driver.Filter{}); err == nil {
+	if _, err := b.SearchVector(ctx, make([]float32, Dim+1), 5, index.Filter{}); err == nil {
 		t.Fatalf("query of the wrong dimension accepted")
 	}
 	// A zero vector matches nothing rather than producing NaN scores.
-	if h, err := b.SearchVector(ctx, make([]float32, Dim), 5, driver.Filter{}); err != nil || len(h) != 0 {
+	if h, err := b.SearchVector(ctx, make([]float32, Dim), 5, index.Filter{}); err != nil || len(h) != 0 {
 		t.Fatalf("zero query vector: %d hits, err %v", len(h), err)
 	}
 }
@@ -501,37 +502,37 @@ func testSearchVectorExact(t *testing.T, open Opener) {
 func testSearchVectorFilters(t *testing.T, open Opener) {
 	b := open(t, "vectorfilter")
 	defer closeB(t, b)
-	if h, err := b.SearchVector(ctx, Vec(1), 5, driver.Filter{}); err != nil || len(h) != 0 {
+	if h, err := b.SearchVector(ctx, Vec(1), 5, index.Filter{}); err != nil || len(h) != 0 {
 		t.Fatalf("vector search on an empty store: %v, %v", h, err)
 	}
 	loadCorpus(t, b)
 	p := Rec("preference://user", 0, "pref", 100) // same vector as corpus[0]
 	p.ID = "pref-1"
-	p.DocType = driver.DocPreference
+	p.DocType = index.DocPreference
 	p.Attrs = map[string]string{"preferenceType": "style"}
-	apply(t, b, driver.Batch{Put: []driver.Record{p}})
-	h, _ := b.SearchVector(ctx, Vec(100), 3, driver.Filter{DocTypes: []string{driver.DocKnowledge}})
+	apply(t, b, driver.Batch{Put: []index.Record{p}})
+	h, _ := b.SearchVector(ctx, Vec(100), 3, index.Filter{DocTypes: []string{index.DocKnowledge}})
 	if len(h) != 3 || h[0].Record.SourceURL != "https://c.example/0" {
 		t.Fatalf("knowledge-only vector search = %v", hitIDs(h))
 	}
 	for _, x := range h {
-		if x.Record.DocType != driver.DocKnowledge {
+		if x.Record.DocType != index.DocKnowledge {
 			t.Fatalf("preference leaked into knowledge search")
 		}
 	}
-	h, _ = b.SearchVector(ctx, Vec(100), 3, driver.Filter{DocTypes: []string{driver.DocPreference}})
+	h, _ = b.SearchVector(ctx, Vec(100), 3, index.Filter{DocTypes: []string{index.DocPreference}})
 	if len(h) != 1 || h[0].Record.ID != "pref-1" {
 		t.Fatalf("preference vector search = %v", hitIDs(h))
 	}
-	h, _ = b.SearchVector(ctx, Vec(100), 20, driver.Filter{DocTypes: []string{driver.DocPreference, driver.DocKnowledge}})
+	h, _ = b.SearchVector(ctx, Vec(100), 20, index.Filter{DocTypes: []string{index.DocPreference, index.DocKnowledge}})
 	if len(h) != len(corpus)+1 {
 		t.Fatalf("two doc types: %d hits", len(h))
 	}
-	h, _ = b.SearchVector(ctx, Vec(100), 5, driver.Filter{SourceURL: "https://c.example/3"})
+	h, _ = b.SearchVector(ctx, Vec(100), 5, index.Filter{SourceURL: "https://c.example/3"})
 	if len(h) != 1 || h[0].Record.SourceURL != "https://c.example/3" {
 		t.Fatalf("source filter: %v", hitIDs(h))
 	}
-	h, _ = b.SearchVector(ctx, Vec(100), 5, driver.Filter{Attrs: map[string]string{"preferenceType": "style"}})
+	h, _ = b.SearchVector(ctx, Vec(100), 5, index.Filter{Attrs: map[string]string{"preferenceType": "style"}})
 	if len(h) != 1 {
 		t.Fatalf("attr filter: %v", hitIDs(h))
 	}
@@ -560,16 +561,16 @@ func testReopen(t *testing.T, open Opener) {
 	b := open(t, "reopen")
 	put := loadCorpus(t, b)
 	apply(t, b, driver.Batch{DeleteSources: []string{"https://c.example/7"}})
-	beforeText, _ := b.SearchText(ctx, "fox search", 5, driver.Filter{})
-	beforeVec, _ := b.SearchVector(ctx, Vec(103), 5, driver.Filter{})
+	beforeText, _ := b.SearchText(ctx, "fox search", 5, index.Filter{})
+	beforeVec, _ := b.SearchVector(ctx, Vec(103), 5, index.Filter{})
 	closeB(t, b)
 	b = open(t, "reopen")
 	defer closeB(t, b)
-	afterText, err := b.SearchText(ctx, "fox search", 5, driver.Filter{})
+	afterText, err := b.SearchText(ctx, "fox search", 5, index.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	afterVec, _ := b.SearchVector(ctx, Vec(103), 5, driver.Filter{})
+	afterVec, _ := b.SearchVector(ctx, Vec(103), 5, index.Filter{})
 	if !equalStrings(hitIDs(beforeText), hitIDs(afterText)) || !equalStrings(hitIDs(beforeVec), hitIDs(afterVec)) {
 		t.Fatalf("search results changed across reopen:\n text %v -> %v\n vec %v -> %v", hitIDs(beforeText), hitIDs(afterText), hitIDs(beforeVec), hitIDs(afterVec))
 	}
@@ -591,7 +592,7 @@ func testReopen(t *testing.T, open Opener) {
 func testInvalid(t *testing.T, open Opener) {
 	b := open(t, "invalid")
 	defer closeB(t, b)
-	apply(t, b, driver.Batch{Put: []driver.Record{Rec("https://ok.example/", 0, "fine", 1)}})
+	apply(t, b, driver.Batch{Put: []index.Record{Rec("https://ok.example/", 0, "fine", 1)}})
 	noID := Rec("https://x.example/", 0, "x", 2)
 	noID.ID = ""
 	noSrc := Rec("https://x.example/", 0, "x", 2)
@@ -604,12 +605,12 @@ func testInvalid(t *testing.T, open Opener) {
 	nan.Vector[3] = float32(math.NaN())
 	dup := Rec("https://x.example/", 0, "x", 2)
 	for name, bt := range map[string]driver.Batch{
-		"no id":      {Put: []driver.Record{Rec("https://x.example/", 1, "y", 3), noID}},
-		"no source":  {Put: []driver.Record{noSrc}},
-		"no vector":  {Put: []driver.Record{noVec}},
-		"wrong dim":  {Put: []driver.Record{wrongDim}},
-		"nan":        {Put: []driver.Record{nan}},
-		"duplicates": {Put: []driver.Record{dup, dup}},
+		"no id":      {Put: []index.Record{Rec("https://x.example/", 1, "y", 3), noID}},
+		"no source":  {Put: []index.Record{noSrc}},
+		"no vector":  {Put: []index.Record{noVec}},
+		"wrong dim":  {Put: []index.Record{wrongDim}},
+		"nan":        {Put: []index.Record{nan}},
+		"duplicates": {Put: []index.Record{dup, dup}},
 	} {
 		err := b.Apply(ctx, &bt)
 		if !errors.Is(err, driver.ErrInvalid) {
@@ -630,7 +631,7 @@ func testContentRoundTrip(t *testing.T, open Opener) {
 		"emoji 🎉 and \"quotes\" & <tags>",
 		strings.Repeat("long content ", 4000),
 	}
-	var put []driver.Record
+	var put []index.Record
 	for i, c := range contents {
 		r := Rec(fmt.Sprintf("https://rt.example/%d?q=a&b=<c>", i), 0, c, uint64(i+50))
 		r.Attrs = map[string]string{"k": c[:min(10, len(c))]}
@@ -661,7 +662,7 @@ func testConcurrent(t *testing.T, open Opener) {
 			defer wg.Done()
 			for i := 0; i < 10; i++ {
 				src := fmt.Sprintf("https://w%d.example/", w)
-				bt := driver.Batch{DeleteSources: []string{src}, Put: []driver.Record{Rec(src, 0, fmt.Sprintf("writer %d round %d fox", w, i), uint64(w*100+i))}}
+				bt := driver.Batch{DeleteSources: []string{src}, Put: []index.Record{Rec(src, 0, fmt.Sprintf("writer %d round %d fox", w, i), uint64(w*100+i))}}
 				if err := b.Apply(ctx, &bt); err != nil {
 					errs <- err
 					return
@@ -674,15 +675,15 @@ func testConcurrent(t *testing.T, open Opener) {
 		go func(r int) {
 			defer wg.Done()
 			for i := 0; i < 20; i++ {
-				if _, err := b.SearchText(ctx, "fox writer", 5, driver.Filter{}); err != nil {
+				if _, err := b.SearchText(ctx, "fox writer", 5, index.Filter{}); err != nil {
 					errs <- err
 					return
 				}
-				if _, err := b.SearchVector(ctx, Vec(uint64(r*7+i)), 5, driver.Filter{DocTypes: []string{driver.DocKnowledge}}); err != nil {
+				if _, err := b.SearchVector(ctx, Vec(uint64(r*7+i)), 5, index.Filter{DocTypes: []string{index.DocKnowledge}}); err != nil {
 					errs <- err
 					return
 				}
-				if _, _, err := b.Sources(ctx, driver.Filter{}, 0, 0); err != nil {
+				if _, _, err := b.Sources(ctx, index.Filter{}, 0, 0); err != nil {
 					errs <- err
 					return
 				}
@@ -712,20 +713,20 @@ func testClosed(t *testing.T, open Opener) {
 	if err := b.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	bt := driver.Batch{Put: []driver.Record{Rec("https://x.example/", 0, "x", 1)}}
+	bt := driver.Batch{Put: []index.Record{Rec("https://x.example/", 0, "x", 1)}}
 	if err := b.Apply(ctx, &bt); !errors.Is(err, driver.ErrClosed) {
 		t.Fatalf("Apply after Close: %v", err)
 	}
-	if _, err := b.SearchText(ctx, "x", 1, driver.Filter{}); !errors.Is(err, driver.ErrClosed) {
+	if _, err := b.SearchText(ctx, "x", 1, index.Filter{}); !errors.Is(err, driver.ErrClosed) {
 		t.Fatalf("SearchText after Close: %v", err)
 	}
-	if _, err := b.SearchVector(ctx, Vec(1), 1, driver.Filter{}); !errors.Is(err, driver.ErrClosed) {
+	if _, err := b.SearchVector(ctx, Vec(1), 1, index.Filter{}); !errors.Is(err, driver.ErrClosed) {
 		t.Fatalf("SearchVector after Close: %v", err)
 	}
 }
 
 // testFilterExpressions checks that a backend answers filter expressions
-// (driver.Filter.Where) exactly: searches return the best k records among
+// (index.Filter.Where) exactly: searches return the best k records among
 // those that match, however few match, and listings return all of them.
 func testFilterExpressions(t *testing.T, open Opener) {
 	b := open(t, "filterexpr")
@@ -734,8 +735,8 @@ func testFilterExpressions(t *testing.T, open Opener) {
 	put := filterRecords(t0)
 	apply(t, b, driver.Batch{Put: put})
 	for name, e := range filterExprs(t0) {
-		f := driver.Filter{Where: e}
-		var match []driver.Record
+		f := index.Filter{Where: e}
+		var match []index.Record
 		for i := range put {
 			if f.Match(&put[i]) {
 				match = append(match, put[i])
@@ -750,8 +751,8 @@ func testFilterExpressions(t *testing.T, open Opener) {
 // filterRecords are the records testFilterExpressions filters: 40 pages
 // of three sites, a day apart from t0, in four languages, some with a team
 // and some memories, all holding the word "widgets".
-func filterRecords(t0 time.Time) []driver.Record {
-	var put []driver.Record
+func filterRecords(t0 time.Time) []index.Record {
+	var put []index.Record
 	for i := 0; i < 40; i++ {
 		site := []string{"https://docs.example/", "https://blog.example/", "https://docs.example.org/"}[i%3]
 		r := Rec(fmt.Sprintf("%sp%d", site, i), 0, fmt.Sprintf("shared words about widgets number %d", i), uint64(7000+i))
@@ -761,7 +762,7 @@ func filterRecords(t0 time.Time) []driver.Record {
 			r.Attrs["team"] = []string{"search", "infra"}[i/5%2]
 		}
 		if i%7 == 0 {
-			r.DocType = driver.DocMemory
+			r.DocType = index.DocMemory
 		}
 		put = append(put, r)
 	}
@@ -770,35 +771,35 @@ func filterRecords(t0 time.Time) []driver.Record {
 
 // filterExprs are one expression per operator and field kind, plus
 // combinations and one that matches nothing.
-func filterExprs(t0 time.Time) map[string]*driver.Expr {
+func filterExprs(t0 time.Time) map[string]*index.Expr {
 	day := 24 * time.Hour
-	eq := func(f, v string) *driver.Expr { return &driver.Expr{Op: driver.OpEq, Field: f, Values: []string{v}} }
-	return map[string]*driver.Expr{
+	eq := func(f, v string) *index.Expr { return &index.Expr{Op: index.OpEq, Field: f, Values: []string{v}} }
+	return map[string]*index.Expr{
 		"eq":     eq("lang", "fr"),
-		"ne":     {Op: driver.OpNe, Field: "team", Values: []string{"search"}},
-		"in":     {Op: driver.OpIn, Field: "team", Values: []string{"search", "infra"}},
-		"prefix": {Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{"https://docs.example/"}},
-		"exists": {Op: driver.OpExists, Field: "team"},
-		"type":   eq(driver.FieldType, driver.DocMemory),
-		"title":  eq(driver.FieldTitle, "Title of https://blog.example/p1"),
-		"source": {Op: driver.OpIn, Field: driver.FieldSource, Values: []string{"https://blog.example/p4", "https://docs.example/p9"}},
-		"range": {Op: driver.OpAnd, Args: []*driver.Expr{
-			{Op: driver.OpGe, Field: driver.FieldCreated, Time: t0.Add(10 * day)},
-			{Op: driver.OpLt, Field: driver.FieldCreated, Time: t0.Add(14 * day)},
+		"ne":     {Op: index.OpNe, Field: "team", Values: []string{"search"}},
+		"in":     {Op: index.OpIn, Field: "team", Values: []string{"search", "infra"}},
+		"prefix": {Op: index.OpPrefix, Field: index.FieldSource, Values: []string{"https://docs.example/"}},
+		"exists": {Op: index.OpExists, Field: "team"},
+		"type":   eq(index.FieldType, index.DocMemory),
+		"title":  eq(index.FieldTitle, "Title of https://blog.example/p1"),
+		"source": {Op: index.OpIn, Field: index.FieldSource, Values: []string{"https://blog.example/p4", "https://docs.example/p9"}},
+		"range": {Op: index.OpAnd, Args: []*index.Expr{
+			{Op: index.OpGe, Field: index.FieldCreated, Time: t0.Add(10 * day)},
+			{Op: index.OpLt, Field: index.FieldCreated, Time: t0.Add(14 * day)},
 		}},
-		"or": {Op: driver.OpOr, Args: []*driver.Expr{eq("lang", "de"), eq("team", "infra")}},
-		"not": {Op: driver.OpAnd, Args: []*driver.Expr{
-			{Op: driver.OpPrefix, Field: driver.FieldSource, Values: []string{"https://docs.example"}},
-			{Op: driver.OpNot, Args: []*driver.Expr{eq("lang", "en")}},
+		"or": {Op: index.OpOr, Args: []*index.Expr{eq("lang", "de"), eq("team", "infra")}},
+		"not": {Op: index.OpAnd, Args: []*index.Expr{
+			{Op: index.OpPrefix, Field: index.FieldSource, Values: []string{"https://docs.example"}},
+			{Op: index.OpNot, Args: []*index.Expr{eq("lang", "en")}},
 		}},
 		"none": eq("lang", "xx"),
-		"attr": eq(driver.AttrField("lang"), "de"),
+		"attr": eq(index.AttrField("lang"), "de"),
 	}
 }
 
 // checkFilteredVector: a filtered vector search gives exactly the best 3
 // of the matching records, in order.
-func checkFilteredVector(t *testing.T, b driver.Backend, name string, f driver.Filter, match []driver.Record) {
+func checkFilteredVector(t *testing.T, b driver.Backend, name string, f index.Filter, match []index.Record) {
 	t.Helper()
 	qv := Vec(4242)
 	match = slices.Clone(match)
@@ -820,13 +821,13 @@ func checkFilteredVector(t *testing.T, b driver.Backend, name string, f driver.F
 // checkFilteredText: every record holds the words, so a filtered full-text
 // search (and a native hybrid one) gives only matching records, as many as
 // match up to k.
-func checkFilteredText(t *testing.T, b driver.Backend, name string, f driver.Filter, matching int) {
+func checkFilteredText(t *testing.T, b driver.Backend, name string, f index.Filter, matching int) {
 	t.Helper()
 	th, err := b.SearchText(ctx, "widgets", 5, f)
 	if err != nil {
 		t.Fatalf("%s: SearchText: %v", name, err)
 	}
-	checkOnlyMatching(t, name+": SearchText", th, func(h driver.Hit) *driver.Record { return &h.Record }, f, min(5, matching))
+	checkOnlyMatching(t, name+": SearchText", th, func(h driver.Hit) *index.Record { return &h.Record }, f, min(5, matching))
 	hs, ok := b.(driver.HybridSearcher)
 	if !ok {
 		return
@@ -835,12 +836,12 @@ func checkFilteredText(t *testing.T, b driver.Backend, name string, f driver.Fil
 	if err != nil {
 		t.Fatalf("%s: SearchHybrid: %v", name, err)
 	}
-	checkOnlyMatching(t, name+": SearchHybrid", hh, func(h driver.HybridHit) *driver.Record { return &h.Record }, f, min(4, matching))
+	checkOnlyMatching(t, name+": SearchHybrid", hh, func(h driver.HybridHit) *index.Record { return &h.Record }, f, min(4, matching))
 }
 
 // checkOnlyMatching: the hits of a filtered search (rec is a hit's record)
 // are want records that all match the filter.
-func checkOnlyMatching[H any](t *testing.T, what string, hits []H, rec func(H) *driver.Record, f driver.Filter, want int) {
+func checkOnlyMatching[H any](t *testing.T, what string, hits []H, rec func(H) *index.Record, f index.Filter, want int) {
 	t.Helper()
 	if len(hits) != want {
 		t.Errorf("%s gave %d hits, want %d", what, len(hits), want)
@@ -854,7 +855,7 @@ func checkOnlyMatching[H any](t *testing.T, what string, hits []H, rec func(H) *
 
 // checkFilteredListings: Records lists exactly the matching records and
 // Sources counts them (each record is its own source).
-func checkFilteredListings(t *testing.T, b driver.Backend, name string, f driver.Filter, match []driver.Record) {
+func checkFilteredListings(t *testing.T, b driver.Backend, name string, f index.Filter, match []index.Record) {
 	t.Helper()
 	recs, err := b.Records(ctx, f)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -334,11 +335,11 @@ func TestRunHybrids(t *testing.T) {
 func TestRecorderReusesLists(t *testing.T) {
 	r := &recorder{}
 	calls := 0
-	search := func(_ context.Context, q string, k int, _ index.Filter) ([]index.Hit, error) {
+	search := func(_ context.Context, q string, k int, _ index.Filter) ([]driver.Hit, error) {
 		calls++
-		return []index.Hit{{Record: index.Record{ID: q + strconv.Itoa(k)}}}, nil
+		return []driver.Hit{{Record: index.Record{ID: q + strconv.Itoa(k)}}}, nil
 	}
-	seen := map[int][]index.Hit{}
+	seen := map[int][]driver.Hit{}
 	r.reset("q1")
 	for i := 0; i < 3; i++ {
 		hs, _ := r.lookup(context.Background(), seen, search, "q1", 100, index.Filter{})
@@ -375,16 +376,16 @@ type chunky struct {
 	perDoc, docs, maxK int
 }
 
-func (c *chunky) FullText(_ context.Context, _ string, k int, _ index.Filter) ([]index.Hit, error) {
+func (c *chunky) FullText(_ context.Context, _ string, k int, _ index.Filter) ([]driver.Hit, error) {
 	c.maxK = max(c.maxK, k)
-	var hits []index.Hit
+	var hits []driver.Hit
 	for i := 0; i < min(k, c.perDoc*c.docs); i++ {
-		hits = append(hits, index.Hit{Record: index.Record{ID: strconv.Itoa(i), SourceURL: sourcePrefix + strconv.Itoa(i/c.perDoc)}, Score: float64(1000 - i)})
+		hits = append(hits, driver.Hit{Record: index.Record{ID: strconv.Itoa(i), SourceURL: sourcePrefix + strconv.Itoa(i/c.perDoc)}, Score: float64(1000 - i)})
 	}
 	return hits, nil
 }
 
-func (c *chunky) Vector(ctx context.Context, q string, k int, f index.Filter) ([]index.Hit, error) {
+func (c *chunky) Vector(ctx context.Context, q string, k int, f index.Filter) ([]driver.Hit, error) {
 	return c.FullText(ctx, q, k, f)
 }
 

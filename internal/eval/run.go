@@ -30,7 +30,9 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/search"
 )
@@ -233,7 +235,7 @@ func Run(ctx context.Context, ds *Dataset, opts *Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix, err := index.Open(ctx, "", &index.Options{Embedder: o.Embedder, Backend: be, Chunking: o.Chunking, Logger: o.Logger})
+	ix, err := engine.Open(ctx, "", &engine.Options{Embedder: o.Embedder, Backend: be, Chunking: o.Chunking, Logger: o.Logger})
 	if err != nil {
 		_ = be.Close()
 		return nil, err
@@ -278,7 +280,7 @@ func Run(ctx context.Context, ds *Dataset, opts *Options) (*Report, error) {
 	return rep, nil
 }
 
-func indexCorpus(ctx context.Context, ix *index.Index, ds *Dataset, o *Options, rep *Report) error {
+func indexCorpus(ctx context.Context, ix *engine.Index, ds *Dataset, o *Options, rep *Report) error {
 	total := len(ds.Corpus)
 	progress(o, "index", 0, total)
 	batch := make([]index.Document, 0, o.BatchSize)
@@ -292,7 +294,7 @@ func indexCorpus(ctx context.Context, ix *index.Index, ds *Dataset, o *Options, 
 		}
 		for _, r := range res {
 			switch {
-			case errors.Is(r.Err, index.ErrEmptyDocument):
+			case errors.Is(r.Err, engine.ErrEmptyDocument):
 				rep.Skipped++
 			case r.Err != nil:
 				return fmt.Errorf("eval: indexing %s: %w", r.SourceURL, r.Err)
@@ -328,7 +330,7 @@ func progress(o *Options, stage string, done, total int) {
 // runMode evaluates mode m: one result, or one per Hybrid for hybrid search.
 // Queries run one at a time; for each, the hybrid variants run in turn, the
 // first through the store and the others on the candidates it retrieved.
-func runMode(ctx context.Context, ix *index.Index, ds *Dataset, m search.Mode, o *Options, chunks int) ([]ModeResult, error) {
+func runMode(ctx context.Context, ix *engine.Index, ds *Dataset, m search.Mode, o *Options, chunks int) ([]ModeResult, error) {
 	variants := []Hybrid{{}}
 	if o.Search != nil {
 		variants[0].Search = *o.Search
@@ -422,13 +424,13 @@ func scaled(m Metrics, w float64) Metrics {
 // candidate lists of the current query, so that the second and later hybrid
 // variants fuse the very lists the first retrieved.
 type recorder struct {
-	ix    *index.Index
+	ix    *engine.Index
 	query string
-	text  map[int][]index.Hit
-	vec   map[int][]index.Hit
+	text  map[int][]driver.Hit
+	vec   map[int][]driver.Hit
 }
 
-func newRecorder(ix *index.Index) *recorder { return &recorder{ix: ix} }
+func newRecorder(ix *engine.Index) *recorder { return &recorder{ix: ix} }
 
 // Embedder and Setting let search see the store through the recorder, as
 // it would see the index itself (its automatic fusion weight).
@@ -458,18 +460,18 @@ func (r *recorder) Records(ctx context.Context, f index.Filter) ([]index.Record,
 }
 
 func (r *recorder) reset(query string) {
-	r.query, r.text, r.vec = query, map[int][]index.Hit{}, map[int][]index.Hit{}
+	r.query, r.text, r.vec = query, map[int][]driver.Hit{}, map[int][]driver.Hit{}
 }
 
-func (r *recorder) FullText(ctx context.Context, query string, k int, f index.Filter) ([]index.Hit, error) {
+func (r *recorder) FullText(ctx context.Context, query string, k int, f index.Filter) ([]driver.Hit, error) {
 	return r.lookup(ctx, r.text, r.ix.FullText, query, k, f)
 }
 
-func (r *recorder) Vector(ctx context.Context, query string, k int, f index.Filter) ([]index.Hit, error) {
+func (r *recorder) Vector(ctx context.Context, query string, k int, f index.Filter) ([]driver.Hit, error) {
 	return r.lookup(ctx, r.vec, r.ix.Vector, query, k, f)
 }
 
-func (r *recorder) lookup(ctx context.Context, seen map[int][]index.Hit, search func(context.Context, string, int, index.Filter) ([]index.Hit, error), query string, k int, f index.Filter) ([]index.Hit, error) {
+func (r *recorder) lookup(ctx context.Context, seen map[int][]driver.Hit, search func(context.Context, string, int, index.Filter) ([]driver.Hit, error), query string, k int, f index.Filter) ([]driver.Hit, error) {
 	if query == r.query {
 		if hs, ok := seen[k]; ok {
 			return hs, nil

@@ -15,7 +15,7 @@
 // query the "ragmem" collection with the same embedder.
 //
 // Snapshot reads every record through the index in one consistent view
-// (index.Index.Records); Import writes them back through the index, so the
+// (engine.Index.Records); Import writes them back through the index, so the
 // destination's BM25 and vector indexes are rebuilt from the records, and
 // the vectors are stored as they were, bit for bit: no embedder is called.
 package export
@@ -42,6 +42,7 @@ import (
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/wal"
 )
 
@@ -92,10 +93,10 @@ type Snapshot struct {
 	Spec *embed.Spec
 	// Dimension is the length of every vector; 0 when there are none.
 	Dimension int
-	// Settings are store settings (index.Index.Setting) by key.
+	// Settings are store settings (engine.Index.Setting) by key.
 	Settings map[string]string
 	// Records are the store's records ordered by source, then position.
-	Records []driver.Record
+	Records []index.Record
 	// Taken is when the snapshot was taken (UTC).
 	Taken time.Time
 }
@@ -104,8 +105,8 @@ type Snapshot struct {
 // of the backend (writers may go on meanwhile; the snapshot holds each
 // batch entirely or not at all), the embedder the store records and the
 // settings named (such as search.CalibrationKey; missing ones are skipped).
-func Take(ctx context.Context, ix *index.Index, settings []string) (*Snapshot, error) {
-	rec, ok, err := index.ReadEmbedderRecord(ctx, ix.Backend())
+func Take(ctx context.Context, ix *engine.Index, settings []string) (*Snapshot, error) {
+	rec, ok, err := engine.ReadEmbedderRecord(ctx, ix.Backend())
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
@@ -268,7 +269,7 @@ func (s *Snapshot) db(ctx context.Context) (*chromem.DB, error) {
 	return db, nil
 }
 
-func recordMeta(r *driver.Record) map[string]string {
+func recordMeta(r *index.Record) map[string]string {
 	m := make(map[string]string, 10+len(r.Attrs))
 	m[mSource] = r.SourceURL
 	m[mTitle] = r.Title
@@ -470,7 +471,7 @@ func fromDB(ctx context.Context, db *chromem.DB) (*Snapshot, error) {
 	if err != nil || n != len(ids) || n != c.Count() {
 		return nil, bad("the header counts %s records and lists %d; the file holds %d", h[hRecords], len(ids), c.Count())
 	}
-	s.Records = make([]driver.Record, 0, len(ids))
+	s.Records = make([]index.Record, 0, len(ids))
 	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
@@ -496,9 +497,9 @@ func fromDB(ctx context.Context, db *chromem.DB) (*Snapshot, error) {
 	return s, nil
 }
 
-func toRecord(d *chromem.Document) (driver.Record, error) {
+func toRecord(d *chromem.Document) (index.Record, error) {
 	m := d.Metadata
-	r := driver.Record{ID: d.ID, Content: d.Content, SourceURL: m[mSource], Title: m[mTitle], DocType: m[mType], ContentHash: m[mHash]}
+	r := index.Record{ID: d.ID, Content: d.Content, SourceURL: m[mSource], Title: m[mTitle], DocType: m[mType], ContentHash: m[mHash]}
 	if r.SourceURL == "" {
 		return r, errors.New("no source")
 	}
@@ -593,7 +594,7 @@ type ImportReport struct {
 // opts.Mode says Merge or Replace (ErrNotEmpty). Settings are written last.
 // A failure part way leaves the batches written so far; importing the same
 // file again with Merge completes it.
-func Import(ctx context.Context, ix *index.Index, s *Snapshot, opts *ImportOptions) (*ImportReport, error) {
+func Import(ctx context.Context, ix *engine.Index, s *Snapshot, opts *ImportOptions) (*ImportReport, error) {
 	var o ImportOptions
 	if opts != nil {
 		o = *opts
@@ -623,7 +624,7 @@ func Import(ctx context.Context, ix *index.Index, s *Snapshot, opts *ImportOptio
 		}
 	}
 	if s.Dimension > 0 { // a store whose embedder learns its dimension on first use learns it now
-		dimKey := index.MetaKeys[1]
+		dimKey := engine.MetaKeys[1]
 		if _, ok, err := be.Meta(ctx, dimKey); err == nil && !ok {
 			if err := be.SetMeta(ctx, dimKey, strconv.Itoa(s.Dimension)); err != nil {
 				return im.rep, fmt.Errorf("export: import: %w", err)
@@ -643,8 +644,8 @@ func Import(ctx context.Context, ix *index.Index, s *Snapshot, opts *ImportOptio
 // snapshot's vectors, or that holds sources when mode is Empty; it returns
 // the destination's sources and their number, and binds the embedder to a
 // store the snapshot's records go into.
-func checkImportTarget(ctx context.Context, ix *index.Index, s *Snapshot, mode Mode) ([]index.SourceInfo, int, error) {
-	if id := ix.Embedder().Identity(); !index.SameEmbedder(s.Embedder, id) {
+func checkImportTarget(ctx context.Context, ix *engine.Index, s *Snapshot, mode Mode) ([]index.SourceInfo, int, error) {
+	if id := ix.Embedder().Identity(); !engine.SameEmbedder(s.Embedder, id) {
 		return nil, 0, fmt.Errorf("%w: the file's vectors were made by %q but the store uses %q", ErrEmbedderMismatch, s.Embedder, id)
 	}
 	if d := ix.Embedder().Dimension(); d > 0 && s.Dimension > 0 && d != s.Dimension {
@@ -697,7 +698,7 @@ func (im *importer) flush() error {
 // BatchRecords that never split a source (a source larger than that is a
 // batch of its own), each source replacing its old version when replace is
 // set. It returns the sources written.
-func (im *importer) writeRecords(recs []driver.Record, replace bool) (map[string]bool, error) {
+func (im *importer) writeRecords(recs []index.Record, replace bool) (map[string]bool, error) {
 	inFile := map[string]bool{}
 	for i := 0; i < len(recs); {
 		j := i + 1

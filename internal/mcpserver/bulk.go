@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/mcpschema"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -124,7 +125,7 @@ func (s *Server) setSourceAttrs(ctx context.Context, _ *mcp.CallToolRequest, in 
 	switch {
 	case errors.Is(err, rag.ErrNotFound):
 		return nil, setSourceAttrsOutput{}, fmt.Errorf("%w: %w (list_sources shows what is stored)", errNotFound, err)
-	case errors.Is(err, rag.ErrBadAttrs), errors.Is(err, rag.ErrBadURL):
+	case errors.Is(err, index.ErrBadAttrs), errors.Is(err, rag.ErrBadURL):
 		return nil, setSourceAttrsOutput{}, fmt.Errorf("%w: %w", errBadInput, err)
 	case errors.Is(err, rag.ErrReserved):
 		return nil, setSourceAttrsOutput{}, fmt.Errorf("%w: %w (memories and preferences have their own tools)", errBadInput, err)

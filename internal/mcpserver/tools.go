@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/mcpschema"
 	"github.com/ragmem/ragmem/prefs"
 	"github.com/ragmem/ragmem/rag"
@@ -128,7 +129,7 @@ type removePreferenceOutput struct {
 	Removed bool   `json:"removed"`
 }
 
-var docTypes = []any{rag.DocKnowledge, rag.DocMemory, rag.DocPreference}
+var docTypes = []any{index.DocKnowledge, index.DocMemory, index.DocPreference}
 
 func (s *Server) register() {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)}
@@ -224,7 +225,7 @@ func text(s string) *mcp.CallToolResult {
 func checkTypes(ts []string) error {
 	for _, t := range ts {
 		switch t {
-		case rag.DocKnowledge, rag.DocMemory, rag.DocPreference:
+		case index.DocKnowledge, index.DocMemory, index.DocPreference:
 		default:
 			return fmt.Errorf("%w: unknown document type %q (knowledge, memory or preference)", errBadInput, t)
 		}
@@ -329,7 +330,7 @@ func (s *Server) indexText(ctx context.Context, _ *mcp.CallToolRequest, in index
 			return nil, indexOutput{}, fmt.Errorf("%w: %w", errBadInput, err)
 		}
 	}
-	if err := rag.CheckAttrs(in.Attrs); err != nil {
+	if err := index.CheckAttrs(in.Attrs); err != nil {
 		return nil, indexOutput{}, fmt.Errorf("%w: %w", errBadInput, err)
 	}
 	res, err := s.mem.Index(ctx, rag.DocumentsRequest{Documents: []rag.DocumentRequest{{
@@ -431,11 +432,11 @@ func (s *Server) removePreference(ctx context.Context, _ *mcp.CallToolRequest, i
 }
 
 // toolFilter parses a tool's filter expression (nil when none).
-func toolFilter(s string) (*rag.Expr, error) {
+func toolFilter(s string) (*index.Expr, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	e, err := rag.ParseFilter(s)
+	e, err := index.ParseFilter(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: filter: %w", errBadInput, err)
 	}

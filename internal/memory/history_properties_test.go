@@ -18,7 +18,7 @@ import (
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
 
-	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/proptest"
 )
 
@@ -75,7 +75,7 @@ func TestPropertyNoMemoryTextIsLost(t *testing.T) {
 			i := 0
 			now := func() time.Time { return testClock.Add(time.Duration(i) * time.Minute) }
 			// With an index, so that restatements merge by similarity.
-			ix, err := index.Open(bg, filepath.Join(dir, ".index"), &index.Options{Logger: quiet(), Now: clock})
+			ix, err := engine.Open(bg, filepath.Join(dir, ".index"), &engine.Options{Logger: quiet(), Now: clock})
 			if err != nil {
 				return err.Error()
 			}

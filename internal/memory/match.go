@@ -11,6 +11,7 @@ import (
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/memory/internal/pattern"
 	"github.com/ragmem/ragmem/search"
 )
@@ -88,7 +89,7 @@ type Match struct {
 // only the embedder fails, it logs that and matches with BM25 alone.
 func (s *Store) Match(ctx context.Context, req MatchRequest) ([]Match, error) {
 	if err := s.maybeRefresh(ctx); err != nil {
-		if !errors.Is(err, index.ErrEmbedding) {
+		if !errors.Is(err, engine.ErrEmbedding) {
 			return nil, err
 		}
 		s.o.Logger.Warn("memory: the embedder is unavailable; indexing of changed memories is retried later", "err", err)
@@ -206,7 +207,7 @@ func (s *Store) evidence(ctx context.Context, task string, records int) (*eviden
 		Feedback: -1,
 	}
 	res, err := search.Search(ctx, s.ix, task, opts)
-	if err != nil && errors.Is(err, index.ErrEmbedding) && ctx.Err() == nil {
+	if err != nil && errors.Is(err, engine.ErrEmbedding) && ctx.Err() == nil {
 		s.o.Logger.Warn("memory: the embedder is unavailable; matching with BM25 alone", "err", err)
 		opts.Mode = search.FullText
 		res, err = search.Search(ctx, s.ix, task, opts)

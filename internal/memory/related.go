@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -52,7 +53,7 @@ func (s *Store) searchContent(ctx context.Context, text string, k int) ([]search
 		MaxPerSource: -1, KeepDuplicates: true, // near-duplicates are what this search looks for
 		Feedback: -1} // judged by their likeness to the text itself, not refined toward the first results
 	res, err := search.Search(ctx, s.ix, text, opts)
-	if err != nil && errors.Is(err, index.ErrEmbedding) && ctx.Err() == nil {
+	if err != nil && errors.Is(err, engine.ErrEmbedding) && ctx.Err() == nil {
 		opts.Mode = search.FullText
 		res, err = search.Search(ctx, s.ix, text, opts)
 	}

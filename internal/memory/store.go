@@ -23,6 +23,7 @@ import (
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/memory/internal/files"
 	"github.com/ragmem/ragmem/internal/memory/internal/pattern"
 	"github.com/ragmem/ragmem/internal/perm"
@@ -77,7 +78,7 @@ type Options struct {
 	// with docType "memory-pattern". Default nil: no
 	// index, so natural-language patterns match by their words only,
 	// relevance is 0 and there are no weak matches.
-	Index *index.Index
+	Index *engine.Index
 	// Logger receives index problems and skipped files. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -222,7 +223,7 @@ type Store struct {
 	dir     string
 	abs     string
 	o       Options
-	ix      *index.Index
+	ix      *engine.Index
 	thresh  float64
 	lexical bool // the index's embedder is the lexical one
 
@@ -354,7 +355,7 @@ func (s *Store) setThresholds() {
 func (s *Store) Dir() string { return s.dir }
 
 // Index returns the index the store uses (nil when none).
-func (s *Store) Index() *index.Index { return s.ix }
+func (s *Store) Index() *engine.Index { return s.ix }
 
 // Generation increases whenever the store sees a memory change (an Add, or
 // a file added, changed or removed on disk); the directory is checked first
@@ -580,7 +581,7 @@ func (s *Store) reindexAfterScan(ctx context.Context, auto bool, rep *RefreshRep
 	n, err := s.reconcile(ctx, rep.Removed)
 	rep.Reindexed = n
 	s.mu.Lock()
-	if err != nil && errors.Is(err, index.ErrEmbedding) {
+	if err != nil && errors.Is(err, engine.ErrEmbedding) {
 		s.retryIndex = time.Now().Add(indexRetryDelay)
 	} else {
 		s.retryIndex = time.Time{}
@@ -1163,7 +1164,7 @@ func (s *Store) memoryRecords(m *Memory) (index.Document, []index.Record, string
 	counter := budget.CounterForModel("")
 	for i, np := range parts {
 		recs[i] = index.Record{
-			ID:          index.ChunkID(src, hash, i),
+			ID:          engine.ChunkID(src, hash, i),
 			SourceURL:   src,
 			Content:     np.Text,
 			DocType:     docPattern,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/wal"
 )
 
@@ -434,7 +435,7 @@ func (f *flakyEmbedder) Embed(ctx context.Context, texts []string) ([][]float32,
 // patterns); indexing waits and catches up once it is back.
 func TestEmbedderDown(t *testing.T) {
 	emb := &flakyEmbedder{Embedder: embed.Default()}
-	ix, err := index.Open(bg, t.TempDir(), &index.Options{Embedder: emb, Logger: quiet()})
+	ix, err := engine.Open(bg, t.TempDir(), &engine.Options{Embedder: emb, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +457,7 @@ func TestEmbedderDown(t *testing.T) {
 	if !strings.Contains(strings.Join(slugs(ms), ","), "oauth-scopes") {
 		t.Fatalf("new memory not matched: %v", slugs(ms))
 	}
-	if _, err := s.Refresh(bg); !errors.Is(err, index.ErrEmbedding) {
+	if _, err := s.Refresh(bg); !errors.Is(err, engine.ErrEmbedding) {
 		t.Fatalf("explicit refresh: %v", err)
 	}
 	emb.down.Store(false)

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/index/engine"
 )
 
 // Stores keeps one open Store per memory directory, for servers that serve
@@ -33,7 +33,7 @@ func NewStores(opts *Options) *Stores {
 
 // Get returns the Store of dir over ix (nil: no index), opening it on first
 // use or when its index is no longer ix.
-func (ss *Stores) Get(ctx context.Context, dir string, ix *index.Index) (*Store, error) {
+func (ss *Stores) Get(ctx context.Context, dir string, ix *engine.Index) (*Store, error) {
 	key, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/memory/internal/files"
 	"github.com/ragmem/ragmem/internal/perm"
 )
@@ -97,7 +97,7 @@ func (s *Store) Add(ctx context.Context, nm NewMemory) (AddResult, error) {
 		return AddResult{}, err
 	}
 	slug := Slugify(fm.Title)
-	if err := s.maybeRefresh(ctx); err != nil && !errors.Is(err, index.ErrEmbedding) {
+	if err := s.maybeRefresh(ctx); err != nil && !errors.Is(err, engine.ErrEmbedding) {
 		return AddResult{}, err
 	}
 	// An extracted memory leaves what the user wrote alone unless its

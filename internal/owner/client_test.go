@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/internal/server"
 	"github.com/ragmem/ragmem/rag"
@@ -131,7 +132,7 @@ func TestClientMatchesEngine(t *testing.T) {
 		{Query: "otters sleep"},
 		{Query: "stripes flies", Mode: "fulltext", TopK: 3},
 		{Query: "capybaras", Mode: "vector", TopK: 7, MaxPerSource: &noCap},
-		{Query: "tapirs", Filters: &rag.SearchFilters{DocTypes: []string{rag.DocKnowledge}, Attrs: map[string]string{"agent": "tester"}}},
+		{Query: "tapirs", Filters: &rag.SearchFilters{DocTypes: []string{index.DocKnowledge}, Attrs: map[string]string{"agent": "tester"}}},
 		{Query: "otters", Filters: &rag.SearchFilters{URL: "file:///notes/otters.md"}, Fusion: "rrf"},
 	} {
 		want, err := eng.Search(ctx, q)
@@ -147,7 +148,7 @@ func TestClientMatchesEngine(t *testing.T) {
 			t.Errorf("Search %+v:\n got  %+v\n want %+v", q, got, want)
 		}
 	}
-	for _, q := range []rag.SourcesRequest{{}, {Types: []string{rag.DocKnowledge}}, {Types: []string{rag.DocMemory, rag.DocKnowledge}, Offset: 3, Limit: 10}, {Offset: 1000, Limit: 3}} {
+	for _, q := range []rag.SourcesRequest{{}, {Types: []string{index.DocKnowledge}}, {Types: []string{index.DocMemory, index.DocKnowledge}, Offset: 3, Limit: 10}, {Offset: 1000, Limit: 3}} {
 		want, err := eng.Sources(ctx, q)
 		if err != nil {
 			t.Fatal(err)
@@ -215,7 +216,7 @@ func TestClientMatchesEngine(t *testing.T) {
 	if _, err := m.Remove(ctx, "preference://user"); !errors.Is(err, rag.ErrReserved) {
 		t.Errorf("Remove preference://user: %v", err)
 	}
-	if _, err := m.Index(ctx, rag.DocumentsRequest{Documents: []rag.DocumentRequest{{URL: "memo://x", Content: "forged", Type: rag.DocMemory}}}); !errors.Is(err, rag.ErrReserved) {
+	if _, err := m.Index(ctx, rag.DocumentsRequest{Documents: []rag.DocumentRequest{{URL: "memo://x", Content: "forged", Type: index.DocMemory}}}); !errors.Is(err, rag.ErrReserved) {
 		t.Errorf("Index of a memory: %v", err)
 	}
 	if ps, _ := m.Preferences(ctx); len(ps) != 1 {

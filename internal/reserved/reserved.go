@@ -2,7 +2,7 @@
 // stores in an index: their document types, the attributes the memory store
 // writes on its records and the URL schemes of their sources. Only those
 // stores write and delete such records (memory.Store and prefs.Store, through
-// index.Index); rag.Engine, and with it every route of the HTTP API, the MCP
+// engine.Index); rag.Engine, and with it every route of the HTTP API, the MCP
 // tools, the Go adapters and the CLI, refuses them (rag's reserved.go), and
 // the index never lets another kind of document replace one of their
 // sources.

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/memory"
 	"github.com/ragmem/ragmem/rag"
 )
@@ -225,7 +226,7 @@ func public(c *rag.ChunkJSON, local bool) {
 // "memory:<file name>", never by the server's path, except to the user's
 // own processes on a local listener (local).
 func publicURL(u, docType string, local bool) string {
-	if local || docType == rag.DocKnowledge || docType == rag.DocPreference || !strings.HasPrefix(u, "file://") {
+	if local || docType == index.DocKnowledge || docType == index.DocPreference || !strings.HasPrefix(u, "file://") {
 		return u
 	}
 	name := u[strings.LastIndexByte(u, '/')+1:]
@@ -445,8 +446,8 @@ func deletePreferences(mem rag.Memory, ctx context.Context, id string) (map[stri
 
 // StatsJSON answers GET /v1/stats.
 type StatsJSON struct {
-	Namespace string    `json:"namespace"`
-	Store     rag.Stats `json:"store"`
+	Namespace string      `json:"namespace"`
+	Store     index.Stats `json:"store"`
 	Server    struct {
 		UptimeSeconds  float64 `json:"uptimeSeconds"`
 		NamespacesOpen int     `json:"namespacesOpen"`
@@ -468,6 +469,6 @@ func (s *Server) stats(mem rag.Memory, ctx context.Context, ns string) (*StatsJS
 // setURLRules sets the store's URL rules (rag.Memory.SetURLRules): a
 // route of local listeners only (`ragmem index --keep-params` run as a
 // client of the owner sets them here); the answer is 204.
-func setURLRules(mem rag.Memory, ctx context.Context, rules rag.URLRules) (struct{}, error) {
+func setURLRules(mem rag.Memory, ctx context.Context, rules index.URLRules) (struct{}, error) {
 	return struct{}{}, mem.SetURLRules(ctx, rules)
 }

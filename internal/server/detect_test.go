@@ -1,9 +1,10 @@
 package server_test
 
 import (
-	"github.com/ragmem/ragmem/rag"
 	"net/http"
 	"testing"
+
+	"github.com/ragmem/ragmem/rag"
 )
 
 // TestDetectEveryStatement: a message with two preference statements

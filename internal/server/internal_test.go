@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -86,8 +87,8 @@ func TestPublicAnswerHidesTheServersFiles(t *testing.T) {
 	dir := t.TempDir()
 	file := "file://" + dir + "/notes.md"
 	failure := "open " + dir + "/queue.log: permission denied"
-	chunk := rag.ChunkJSON{URL: file, DocType: rag.DocMemory}
-	source := rag.SourceJSON{URL: file, DocType: rag.DocMemory}
+	chunk := rag.ChunkJSON{URL: file, DocType: index.DocMemory}
+	source := rag.SourceJSON{URL: file, DocType: index.DocMemory}
 	job := rag.JobJSON{ID: "j1", Error: failure}
 	answers := map[string]func() any{
 		"PageAccepted":      func() any { j := job; return &rag.PageAccepted{Job: &j} },

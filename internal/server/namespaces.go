@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -62,8 +63,8 @@ type pool struct {
 	closing map[string]chan struct{} // namespaces whose engine is being closed
 	closed  bool
 	tick    uint64
-	retired rag.QueueStats // counters of engines already closed
-	bg      sync.WaitGroup // background closes
+	retired index.QueueStats // counters of engines already closed
+	bg      sync.WaitGroup   // background closes
 }
 
 type slot struct {
@@ -192,7 +193,7 @@ func (p *pool) evictLocked() bool {
 	return true
 }
 
-func (p *pool) addRetired(q rag.QueueStats) {
+func (p *pool) addRetired(q index.QueueStats) {
 	p.retired.Enqueued += q.Enqueued
 	p.retired.Done += q.Done
 	p.retired.Unchanged += q.Unchanged
@@ -221,7 +222,7 @@ func (p *pool) each(fn func(ns string, eng *rag.Engine)) {
 }
 
 // queueTotals sums the auto-indexer counters of every engine ever opened.
-func (p *pool) queueTotals() rag.QueueStats {
+func (p *pool) queueTotals() index.QueueStats {
 	p.mu.Lock()
 	t := p.retired
 	p.mu.Unlock()

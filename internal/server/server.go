@@ -44,6 +44,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/extract"
 	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/rag"
@@ -1012,7 +1013,7 @@ func (s *Server) routes() {
 	s.mustHandle("GET /metrics", prom.ServeHTTP, !s.o.MetricsPublic)
 	s.uiRoutes()
 	s.apiRoutes()
-	if err := s.HandleLocal("PUT "+rag.URLRulesPath, bind(s, http.StatusNoContent, body[rag.URLRules], setURLRules)); err != nil {
+	if err := s.HandleLocal("PUT "+rag.URLRulesPath, bind(s, http.StatusNoContent, body[index.URLRules], setURLRules)); err != nil {
 		panic(err) // our own routes never conflict
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
 )
@@ -21,7 +22,7 @@ import (
 //	go test -run xxx -bench . -benchtime 200x ./internal/index/local/
 
 // benchRecord is a chunk-sized record: about 300 words and a 384-dimensional vector.
-func benchRecord(src string, pos int, seed uint64) driver.Record {
+func benchRecord(src string, pos int, seed uint64) index.Record {
 	r := indextest.Rec(src, pos, "", seed)
 	text := make([]byte, 0, 2000)
 	for i := 0; len(text) < 1900; i++ {
@@ -137,7 +138,7 @@ func BenchmarkApplyConcurrent(b *testing.B) {
 				for pb.Next() {
 					i := next.Add(1)
 					src := fmt.Sprintf("https://bench/%d", i)
-					bt := driver.Batch{Put: []driver.Record{benchRecord(src, 0, uint64(i))}}
+					bt := driver.Batch{Put: []index.Record{benchRecord(src, 0, uint64(i))}}
 					if err := be.Apply(context.Background(), &bt); err != nil {
 						b.Fatal(err)
 					}
@@ -224,7 +225,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		r := benchRecord("https://bench/ckpt", 0, uint64(i))
-		if err := be.Apply(context.Background(), &driver.Batch{Put: []driver.Record{r}}); err != nil {
+		if err := be.Apply(context.Background(), &driver.Batch{Put: []index.Record{r}}); err != nil {
 			b.Fatal(err)
 		}
 		i++

@@ -21,6 +21,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 )
 
@@ -68,7 +69,7 @@ func storeMapping(ft *fullText) (mapping.IndexMapping, error) {
 }
 
 // storeDoc is the bleve document of a record, with its check field.
-func storeDoc(r *driver.Record) map[string]any {
+func storeDoc(r *index.Record) map[string]any {
 	d := bleveDoc(r)
 	d[fieldCheck] = chunkHash(r) + " " + r.SourceURL
 	return d
@@ -76,7 +77,7 @@ func storeDoc(r *driver.Record) map[string]any {
 
 // chunkHash identifies the version of a chunk as the indexes see it: its id,
 // source, type, title, heading path and text.
-func chunkHash(r *driver.Record) string {
+func chunkHash(r *index.Record) string {
 	h := sha256.New()
 	var n [8]byte
 	put := func(s string) {

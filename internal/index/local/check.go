@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/index/vecindex"
 )
 
@@ -268,7 +268,7 @@ func (b *Backend) checkVersions() []Problem {
 		dup := false
 		for id := range ids {
 			r := b.records[id]
-			if r.DocType == driver.DocPreference {
+			if r.DocType == index.DocPreference {
 				continue
 			}
 			hashes[r.ContentHash]++

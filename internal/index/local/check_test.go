@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
 	"github.com/ragmem/ragmem/internal/index/vecindex"
@@ -82,7 +83,7 @@ func TestCheckFindsAndRepairs(t *testing.T) {
 	}
 	// A chunk of another version of d put next to d's own: mixed versions.
 	odd := versionRecords("https://d/", 9)[1]
-	if err := b.Apply(ctx, &driver.Batch{Put: []driver.Record{odd}}); err != nil {
+	if err := b.Apply(ctx, &driver.Batch{Put: []index.Record{odd}}); err != nil {
 		t.Fatal(err)
 	}
 	probs, err := b.Check(ctx)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
 )
@@ -48,7 +49,7 @@ func TestCheckpointsGrowWithTheStore(t *testing.T) {
 		defer b.Close()
 		body := strings.Repeat("lorem ipsum dolor sit amet ", 20)
 		for i := 0; i < 150; i++ {
-			var put []driver.Record
+			var put []index.Record
 			for j := 0; j < 4; j++ {
 				put = append(put, indextest.Rec(fmt.Sprintf("https://s%d.example/", i), j, body, uint64(4*i+j+1)))
 			}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 )
 
@@ -30,7 +31,7 @@ func (e *encoder) strs(ss []string) {
 	}
 }
 
-func (e *encoder) record(r *driver.Record) {
+func (e *encoder) record(r *index.Record) {
 	e.str(r.ID)
 	e.str(r.SourceURL)
 	e.str(r.Title)
@@ -188,7 +189,7 @@ func (d *decoder) byte() byte {
 	return b
 }
 
-func (d *decoder) record(r *driver.Record) {
+func (d *decoder) record(r *index.Record) {
 	r.ID = d.str()
 	r.SourceURL = d.str()
 	r.Title = d.str()
@@ -249,7 +250,7 @@ func (d *decoder) op(o *batchOp) {
 		o.Batch.DeleteIDs = d.strs()
 		n := d.length()
 		if d.err == nil && n > 0 {
-			o.Batch.Put = make([]driver.Record, n)
+			o.Batch.Put = make([]index.Record, n)
 			for i := 0; i < n && d.err == nil; i++ {
 				d.record(&o.Batch.Put[i])
 			}
@@ -277,13 +278,13 @@ func decodeOp(p []byte) (batchOp, error) {
 	return o, d.err
 }
 
-func encodeRecord(r *driver.Record) []byte {
+func encodeRecord(r *index.Record) []byte {
 	e := encoder{}
 	e.record(r)
 	return e.buf
 }
 
-func decodeRecord(p []byte) (driver.Record, error) {
+func decodeRecord(p []byte) (index.Record, error) {
 	return decodeRecordFrom(decoder{buf: p})
 }
 
@@ -291,12 +292,12 @@ func decodeRecord(p []byte) (driver.Record, error) {
 // snapshot's) with one allocation for all its strings: they are cut from
 // one copy of p, which they keep alive together (a record's strings live
 // and die with it).
-func decodeRecordShared(p []byte) (driver.Record, error) {
+func decodeRecordShared(p []byte) (index.Record, error) {
 	return decodeRecordFrom(decoder{buf: p, src: string(p)})
 }
 
-func decodeRecordFrom(d decoder) (driver.Record, error) {
-	var r driver.Record
+func decodeRecordFrom(d decoder) (index.Record, error) {
+	var r index.Record
 	d.record(&r)
 	if d.err == nil && len(d.buf) != 0 {
 		d.fail("%d trailing bytes", len(d.buf))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/wal"
 )
@@ -47,7 +48,7 @@ func (b *Backend) Apply(ctx context.Context, bt *driver.Batch) error {
 	}
 	// Records are copied so that callers may reuse their slices; vectors
 	// are stored at unit length.
-	put := make([]driver.Record, len(bt.Put))
+	put := make([]index.Record, len(bt.Put))
 	copy(put, bt.Put)
 	for i := range put {
 		put[i].CreatedAt = put[i].CreatedAt.UTC()
@@ -300,7 +301,7 @@ func (b *Backend) applyOp(o *batchOp) error {
 }
 
 // bleveBatch deletes del, indexes put and records seq in one bleve batch.
-func (b *Backend) bleveBatch(del []string, put []driver.Record, seq uint64) error {
+func (b *Backend) bleveBatch(del []string, put []index.Record, seq uint64) error {
 	bb := b.bl.NewBatch()
 	for _, id := range del {
 		bb.Delete(id)
@@ -406,7 +407,7 @@ func (b *Backend) checkpointLocked(force bool) error {
 		return nil
 	}
 	b.mu.RLock()
-	recs := make([]*driver.Record, 0, len(b.records))
+	recs := make([]*index.Record, 0, len(b.records))
 	for _, r := range b.records {
 		recs = append(recs, r)
 	}

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/indextest"
 )
 
@@ -69,13 +69,13 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 				var err error
 				switch (i + r) % 5 {
 				case 0:
-					_, err = b.SearchText(ctx, "durable words", 10, driver.Filter{})
+					_, err = b.SearchText(ctx, "durable words", 10, index.Filter{})
 				case 1:
-					_, err = b.SearchVector(ctx, indextest.Vec(uint64(i)), 10, driver.Filter{})
+					_, err = b.SearchVector(ctx, indextest.Vec(uint64(i)), 10, index.Filter{})
 				case 2:
-					_, _, err = b.Sources(ctx, driver.Filter{}, 0, 0)
+					_, _, err = b.Sources(ctx, index.Filter{}, 0, 0)
 				case 3:
-					_, err = b.Records(ctx, driver.Filter{SourceURL: fmt.Sprintf("https://w/%d-0", i%writers)})
+					_, err = b.Records(ctx, index.Filter{SourceURL: fmt.Sprintf("https://w/%d-0", i%writers)})
 				case 4:
 					// Check sees a stable view: no mutation is half-applied.
 					var probs []Problem

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 )
 
@@ -315,7 +316,7 @@ func TestCrashSuite(t *testing.T) {
 			got = state{}
 		}
 		if n := len(got); n > 0 {
-			hits, err := b.SearchText(ctx, "durable", 1000, driver.Filter{})
+			hits, err := b.SearchText(ctx, "durable", 1000, index.Filter{})
 			st, _ := b.Stats(ctx)
 			if err != nil || len(hits) != st.Records {
 				bad("full-text search finds %d of %d chunks (%v)", len(hits), st.Records, err)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/index"
 )
 
 // TestDamageEveryFile truncates or corrupts, one at a time, every file of a
@@ -147,7 +147,7 @@ func TestDamageEveryFile(t *testing.T) {
 			if err != nil || len(probs) > 0 {
 				t.Errorf("%s: check: %v %v", name, err, probs)
 			}
-			hits, err := b.SearchText(ctx, "durable", 1000, driver.Filter{})
+			hits, err := b.SearchText(ctx, "durable", 1000, index.Filter{})
 			st, _ := b.Stats(ctx)
 			if err != nil || len(hits) != st.Records {
 				t.Errorf("%s: full-text search finds %d of %d chunks (%v)", name, len(hits), st.Records, err)

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 )
 
@@ -82,7 +83,7 @@ func TestRealDiskFull(t *testing.T) {
 
 // readStateLoose is readState for records whose content was extended.
 func readStateLoose(ctx context.Context, b driver.Backend) (state, error) {
-	recs, err := b.Records(ctx, driver.Filter{})
+	recs, err := b.Records(ctx, index.Filter{})
 	if err != nil {
 		return nil, err
 	}

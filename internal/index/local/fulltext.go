@@ -22,6 +22,7 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/registry"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 )
 
@@ -113,7 +114,7 @@ type FullTextOptions struct {
 	// is Lucene's b; a negative value means no length normalisation.
 	MemoryB float64
 	// ContextWeight, when positive, indexes each record's context
-	// (Attrs[driver.AttrContext]: for a conversation memory, the turns
+	// (Attrs[index.AttrContext]: for a conversation memory, the turns
 	// around it) in a field of its own, never in the text, and adds
 	// ContextWeight times that field's BM25 score, without length
 	// normalisation (a context's length is that of its neighbours, clipped
@@ -427,7 +428,7 @@ func init() {
 // its own, only when it has one (so that the field's statistics are those
 // of records with a context). Other records' "context" attribute is just an
 // attribute.
-func bleveDoc(r *driver.Record) map[string]any {
+func bleveDoc(r *index.Record) map[string]any {
 	body := driver.SearchText(r)
 	d := map[string]any{
 		textField(r): body,
@@ -435,15 +436,15 @@ func bleveDoc(r *driver.Record) map[string]any {
 		fieldSource:  r.SourceURL,
 		fieldDocType: r.DocType,
 	}
-	if c := r.Attrs[driver.AttrContext]; r.DocType == driver.DocMemory && strings.TrimSpace(c) != "" {
+	if c := r.Attrs[index.AttrContext]; r.DocType == index.DocMemory && strings.TrimSpace(c) != "" {
 		d[fieldContext] = c
 	}
 	return d
 }
 
 // textField is the field that holds r's text: memories have their own.
-func textField(r *driver.Record) string {
-	if r.DocType == driver.DocMemory {
+func textField(r *index.Record) string {
+	if r.DocType == index.DocMemory {
 		return fieldMemory
 	}
 	return fieldBody

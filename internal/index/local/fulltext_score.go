@@ -12,10 +12,9 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/index/scorch"
-	index "github.com/blevesearch/bleve_index_api"
+	bleveindex "github.com/blevesearch/bleve_index_api"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
-
-	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/index"
 )
 
 // BM25 as Lucene computes it (BM25Similarity since Lucene 8, used by
@@ -79,7 +78,7 @@ func (s fieldStats) meanVerbosity() float64 {
 
 // distinctOf returns the number of distinct terms the field of document id
 // has (0 when unknown).
-func (s *fieldStats) distinctOf(id index.IndexInternalID) uint32 {
+func (s *fieldStats) distinctOf(id bleveindex.IndexInternalID) uint32 {
 	if s.byID != nil {
 		return s.byID[string(id)]
 	}
@@ -106,7 +105,7 @@ func (s *fieldStats) add(u uint64, norm float64) {
 
 // collectionStats caches the statistics of one index snapshot.
 type collectionStats struct {
-	reader                       index.IndexReader // the snapshot they were computed on
+	reader                       bleveindex.IndexReader // the snapshot they were computed on
 	body, memory, title, context fieldStats
 }
 
@@ -122,14 +121,14 @@ func fieldLength(norm float64) float64 {
 // readFieldStats walks the marker's postings: one per document with the
 // field, its frequency the document's distinct terms, its length including
 // the markers.
-func readFieldStats(ctx context.Context, r index.IndexReader, field string) (fieldStats, error) {
+func readFieldStats(ctx context.Context, r bleveindex.IndexReader, field string) (fieldStats, error) {
 	tfr, err := r.TermFieldReader(ctx, []byte(markerTerm), field, true, true, false)
 	if err != nil {
 		return fieldStats{}, err
 	}
 	defer tfr.Close()
 	s := fieldStats{byID: map[string]uint32{}}
-	var tfd index.TermFieldDoc
+	var tfd bleveindex.TermFieldDoc
 	for {
 		d, err := tfr.Next(tfd.Reset())
 		if err != nil {
@@ -143,7 +142,7 @@ func readFieldStats(ctx context.Context, r index.IndexReader, field string) (fie
 	}
 }
 
-func (ft *fullText) collection(ctx context.Context, r index.IndexReader) (collectionStats, error) {
+func (ft *fullText) collection(ctx context.Context, r bleveindex.IndexReader) (collectionStats, error) {
 	ft.statsMu.Lock()
 	defer ft.statsMu.Unlock()
 	if ft.stats.reader == r {
@@ -165,7 +164,7 @@ func (ft *fullText) collection(ctx context.Context, r index.IndexReader) (collec
 }
 
 // walkStats reads the statistics from the whole index through r.
-func (ft *fullText) walkStats(ctx context.Context, r index.IndexReader) (collectionStats, error) {
+func (ft *fullText) walkStats(ctx context.Context, r bleveindex.IndexReader) (collectionStats, error) {
 	var cs collectionStats
 	var err error
 	if cs.body, err = readFieldStats(ctx, r, fieldBody); err != nil {
@@ -338,12 +337,12 @@ func bagOfWords(toks analysis.TokenStream) []qterm {
 // docKeys maps bleve's internal ids (8 bytes in scorch) to map keys and back.
 type docKeys struct {
 	ids  map[string]uint64
-	back []index.IndexInternalID
+	back []bleveindex.IndexInternalID
 }
 
 const genericKey = uint64(1) << 63
 
-func (k *docKeys) key(id index.IndexInternalID) uint64 {
+func (k *docKeys) key(id bleveindex.IndexInternalID) uint64 {
 	if len(id) == 8 && id[0]&0x80 == 0 {
 		return binary.BigEndian.Uint64(id)
 	}
@@ -355,11 +354,11 @@ func (k *docKeys) key(id index.IndexInternalID) uint64 {
 	}
 	v := genericKey | uint64(len(k.back))
 	k.ids[string(id)] = v
-	k.back = append(k.back, append(index.IndexInternalID(nil), id...))
+	k.back = append(k.back, append(bleveindex.IndexInternalID(nil), id...))
 	return v
 }
 
-func (k *docKeys) id(key uint64) index.IndexInternalID {
+func (k *docKeys) id(key uint64) bleveindex.IndexInternalID {
 	if key&genericKey != 0 {
 		return k.back[key&^genericKey]
 	}
@@ -372,7 +371,7 @@ func (k *docKeys) id(key uint64) index.IndexInternalID {
 type scorer struct {
 	ft    *fullText
 	ctx   context.Context
-	r     index.IndexReader
+	r     bleveindex.IndexReader
 	stats collectionStats
 	keys  docKeys
 	// allow, when non-nil, is the set of documents the filter admits; deny
@@ -415,7 +414,7 @@ func (s *scorer) accumulate(acc map[uint64]float64, field string, fs *fieldStats
 	}
 	avgdl := fs.avgdl()
 	mv := fs.meanVerbosity()
-	var tfd index.TermFieldDoc
+	var tfd bleveindex.TermFieldDoc
 	for _, t := range q {
 		if err := s.ctx.Err(); err != nil {
 			return err
@@ -617,7 +616,7 @@ func (s *scorer) postings(set map[uint64]bool, field, term string) error {
 		return err
 	}
 	defer tfr.Close()
-	var tfd index.TermFieldDoc
+	var tfd bleveindex.TermFieldDoc
 	for {
 		d, err := tfr.Next(tfd.Reset())
 		if err != nil {
@@ -632,7 +631,7 @@ func (s *scorer) postings(set map[uint64]bool, field, term string) error {
 
 // setFilter turns the doc-type and source parts of f into the allow or deny
 // set, whichever is smaller. Attribute filters are left to the caller.
-func (s *scorer) setFilter(f *driver.Filter) error {
+func (s *scorer) setFilter(f *index.Filter) error {
 	if f.SourceURL != "" {
 		s.allow = map[uint64]bool{}
 		if err := s.postings(s.allow, fieldSource, f.SourceURL); err != nil {
@@ -697,7 +696,7 @@ func (s *scorer) setFilter(f *driver.Filter) error {
 // search returns the ids and BM25 scores of the best k matches of text under
 // f, best first. body, when the configuration needs documents' text
 // (proximity, feedback), returns a record's analysed text by id.
-func (ft *fullText) search(ctx context.Context, bi bleve.Index, text string, k int, f *driver.Filter, body func(id string) (string, bool)) ([]string, []float64, error) {
+func (ft *fullText) search(ctx context.Context, bi bleve.Index, text string, k int, f *index.Filter, body func(id string) (string, bool)) ([]string, []float64, error) {
 	ids, scores, err := ft.searchIndex(ctx, bi, text, k, f, body)
 	if err != nil {
 		return nil, nil, fmt.Errorf("index: full-text search: %w", err)
@@ -722,7 +721,7 @@ func (ft *fullText) warm(ctx context.Context, bi bleve.Index) error {
 	return err
 }
 
-func (ft *fullText) searchIndex(ctx context.Context, bi bleve.Index, text string, k int, f *driver.Filter, body func(id string) (string, bool)) ([]string, []float64, error) {
+func (ft *fullText) searchIndex(ctx context.Context, bi bleve.Index, text string, k int, f *index.Filter, body func(id string) (string, bool)) ([]string, []float64, error) {
 	if k <= 0 {
 		return nil, nil, nil
 	}

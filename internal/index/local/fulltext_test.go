@@ -12,8 +12,9 @@ import (
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
-	index "github.com/blevesearch/bleve_index_api"
+	bleveindex "github.com/blevesearch/bleve_index_api"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 )
 
@@ -23,11 +24,11 @@ var fctx = context.Background()
 // so that hand computations stay simple.
 var plain = &FullTextOptions{K1: 1.2, B: 0.75, StopWords: StopNone, Stemmer: StemNone, TitleWeight: -1}
 
-func rec(id, title, content, docType string) driver.Record {
-	return driver.Record{ID: id, SourceURL: "src://" + id, Title: title, Content: content, DocType: docType, Vector: []float32{1, 0}}
+func rec(id, title, content, docType string) index.Record {
+	return index.Record{ID: id, SourceURL: "src://" + id, Title: title, Content: content, DocType: docType, Vector: []float32{1, 0}}
 }
 
-func openFT(t *testing.T, dir string, o *FullTextOptions, recs ...driver.Record) *Backend {
+func openFT(t *testing.T, dir string, o *FullTextOptions, recs ...index.Record) *Backend {
 	t.Helper()
 	b, err := Open(fctx, dir, &Options{FullText: o})
 	if err != nil {
@@ -41,7 +42,7 @@ func openFT(t *testing.T, dir string, o *FullTextOptions, recs ...driver.Record)
 	return b
 }
 
-func searchText(t *testing.T, b *Backend, q string, k int, f driver.Filter) ([]string, []float64) {
+func searchText(t *testing.T, b *Backend, q string, k int, f index.Filter) ([]string, []float64) {
 	t.Helper()
 	hits, err := b.SearchText(fctx, q, k, f)
 	if err != nil {
@@ -66,25 +67,25 @@ func TestTiesCutByID(t *testing.T) {
 	defer b.Close()
 	ids := []string{"t6", "t5", "t4", "t3", "t2", "t1"}
 	for _, id := range ids {
-		if err := b.Apply(fctx, &driver.Batch{Put: []driver.Record{rec(id, "", "apple orchard", driver.DocKnowledge)}}); err != nil {
+		if err := b.Apply(fctx, &driver.Batch{Put: []index.Record{rec(id, "", "apple orchard", index.DocKnowledge)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	all, scores := searchText(t, b, "apple", 10, driver.Filter{})
+	all, scores := searchText(t, b, "apple", 10, index.Filter{})
 	if !slices.Equal(all, []string{"t1", "t2", "t3", "t4", "t5", "t6"}) || scores[0] != scores[5] {
 		t.Fatalf("all: %v %v", all, scores)
 	}
 	for k := 1; k < 6; k++ {
-		got, _ := searchText(t, b, "apple", k, driver.Filter{})
+		got, _ := searchText(t, b, "apple", k, index.Filter{})
 		if !slices.Equal(got, all[:k]) {
 			t.Errorf("top %d: %v, want %v", k, got, all[:k])
 		}
 	}
 	// A better document keeps its place above the tie.
-	if err := b.Apply(fctx, &driver.Batch{Put: []driver.Record{rec("t9", "", "apple apple orchard", driver.DocKnowledge)}}); err != nil {
+	if err := b.Apply(fctx, &driver.Batch{Put: []index.Record{rec("t9", "", "apple apple orchard", index.DocKnowledge)}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := searchText(t, b, "apple", 3, driver.Filter{}); !slices.Equal(got, []string{"t9", "t1", "t2"}) {
+	if got, _ := searchText(t, b, "apple", 3, index.Filter{}); !slices.Equal(got, []string{"t9", "t1", "t2"}) {
 		t.Errorf("top 3 with a better document: %v", got)
 	}
 }
@@ -102,14 +103,14 @@ func TestTopKIsAPrefixOfTheRanking(t *testing.T) {
 		var bt driver.Batch
 		for n := 1 + rng.IntN(7); n > 0 && i < len(order); n-- {
 			id := fmt.Sprintf("r%02d", order[i])
-			bt.Put = append(bt.Put, rec(id, "", texts[order[i]%len(texts)], driver.DocKnowledge))
+			bt.Put = append(bt.Put, rec(id, "", texts[order[i]%len(texts)], index.DocKnowledge))
 			i++
 		}
 		if err := b.Apply(fctx, &bt); err != nil {
 			t.Fatal(err)
 		}
 	}
-	all, scores := searchText(t, b, "apple", 100, driver.Filter{})
+	all, scores := searchText(t, b, "apple", 100, index.Filter{})
 	if len(all) != 60 {
 		t.Fatalf("%d hits", len(all))
 	}
@@ -119,7 +120,7 @@ func TestTopKIsAPrefixOfTheRanking(t *testing.T) {
 		}
 	}
 	for k := 1; k < len(all); k++ {
-		if got, _ := searchText(t, b, "apple", k, driver.Filter{}); !slices.Equal(got, all[:k]) {
+		if got, _ := searchText(t, b, "apple", k, index.Filter{}); !slices.Equal(got, all[:k]) {
 			t.Errorf("top %d: %v, want %v", k, got, all[:k])
 		}
 	}
@@ -134,11 +135,11 @@ func TestTopKIsAPrefixOfTheRanking(t *testing.T) {
 //	d2: cherry×1, |d|=2: 0.47000 · 1/(1 + 1.2·(0.25 + 0.75·2/3)) = 0.47000 · 0.5263 = 0.24737
 func TestBM25HandComputed(t *testing.T) {
 	b := openFT(t, t.TempDir(), plain,
-		rec("d1", "", "Apple banana apple", driver.DocKnowledge),
-		rec("d2", "", "banana cherry", driver.DocKnowledge),
-		rec("d3", "", "cherry cherry cherry date", driver.DocKnowledge))
+		rec("d1", "", "Apple banana apple", index.DocKnowledge),
+		rec("d2", "", "banana cherry", index.DocKnowledge),
+		rec("d3", "", "cherry cherry cherry date", index.DocKnowledge))
 	defer b.Close()
-	ids, scores := searchText(t, b, "apple cherry", 10, driver.Filter{})
+	ids, scores := searchText(t, b, "apple cherry", 10, index.Filter{})
 	want := []struct {
 		id    string
 		score float64
@@ -152,7 +153,7 @@ func TestBM25HandComputed(t *testing.T) {
 		}
 	}
 	// A repeated query term counts twice (Anserini's bag of words).
-	_, s2 := searchText(t, b, "apple apple", 1, driver.Filter{})
+	_, s2 := searchText(t, b, "apple apple", 1, index.Filter{})
 	if !approx(s2[0], 2*0.61302) {
 		t.Errorf("apple apple: %.5f, want %.5f", s2[0], 2*0.61302)
 	}
@@ -161,13 +162,13 @@ func TestBM25HandComputed(t *testing.T) {
 	if err := b.Apply(fctx, &driver.Batch{DeleteIDs: []string{"d1"}}); err != nil {
 		t.Fatal(err)
 	}
-	ids, scores = searchText(t, b, "apple cherry", 10, driver.Filter{})
+	ids, scores = searchText(t, b, "apple cherry", 10, index.Filter{})
 	if len(ids) != 2 || ids[0] != "d3" || !approx(scores[0], 0.12155) {
 		t.Errorf("after delete: %v %v", ids, scores)
 	}
 	// Nothing matches: no hits, no error; a blank or stop-word query too.
 	for _, q := range []string{"zebra", "", "   ", "\x00"} {
-		if ids, _ := searchText(t, b, q, 10, driver.Filter{}); len(ids) != 0 {
+		if ids, _ := searchText(t, b, q, 10, index.Filter{}); len(ids) != 0 {
 			t.Errorf("%q: %v", q, ids)
 		}
 	}
@@ -183,10 +184,10 @@ func TestBM25HandComputed(t *testing.T) {
 // Lucene's b = 0.75 gives both the same B (1.15): 0.349444 and 0.197481.
 // The two are as long; VA discounts the one that only repeats itself.
 func TestBM25VAHandComputed(t *testing.T) {
-	recs := []driver.Record{
-		rec("d1", "", "apple apple apple apple", driver.DocKnowledge),
-		rec("d2", "", "apple banana cherry date", driver.DocKnowledge),
-		rec("d3", "", "banana cherry", driver.DocKnowledge),
+	recs := []index.Record{
+		rec("d1", "", "apple apple apple apple", index.DocKnowledge),
+		rec("d2", "", "apple banana cherry date", index.DocKnowledge),
+		rec("d3", "", "banana cherry", index.DocKnowledge),
 	}
 	auto := *plain
 	auto.B = 0
@@ -195,7 +196,7 @@ func TestBM25VAHandComputed(t *testing.T) {
 		want1, want2 float64
 	}{{&auto, 0.317570, 0.232675}, {plain, 0.349444, 0.197481}} {
 		b := openFT(t, t.TempDir(), c.o, recs...)
-		ids, scores := searchText(t, b, "apple", 10, driver.Filter{})
+		ids, scores := searchText(t, b, "apple", 10, index.Filter{})
 		if len(ids) != 2 || ids[0] != "d1" || ids[1] != "d2" || !approx(scores[0], c.want1) || !approx(scores[1], c.want2) {
 			t.Errorf("b=%s: %v %v, want d1 %.6f, d2 %.6f", bString(newFullText(c.o).b), ids, scores, c.want1, c.want2)
 		}
@@ -203,14 +204,14 @@ func TestBM25VAHandComputed(t *testing.T) {
 	}
 	// Memories are normalised by their own field's statistics: the same
 	// texts as memories score the same among themselves.
-	var mems []driver.Record
+	var mems []index.Record
 	for _, r := range recs {
-		r.DocType = driver.DocMemory
+		r.DocType = index.DocMemory
 		mems = append(mems, r)
 	}
-	b := openFT(t, t.TempDir(), &auto, append(mems, rec("k", "", "apple apple apple orchard pie", driver.DocKnowledge))...)
+	b := openFT(t, t.TempDir(), &auto, append(mems, rec("k", "", "apple apple apple orchard pie", index.DocKnowledge))...)
 	defer b.Close()
-	ids, scores := searchText(t, b, "apple", 10, driver.Filter{DocTypes: []string{driver.DocMemory}})
+	ids, scores := searchText(t, b, "apple", 10, index.Filter{DocTypes: []string{index.DocMemory}})
 	if len(ids) != 2 || !approx(scores[0], 0.317570) || !approx(scores[1], 0.232675) {
 		t.Errorf("memories: %v %v", ids, scores)
 	}
@@ -219,31 +220,31 @@ func TestBM25VAHandComputed(t *testing.T) {
 // Filters are applied before the top k is cut: the best knowledge chunk is
 // found even when preferences score higher.
 func TestFullTextFilters(t *testing.T) {
-	var recs []driver.Record
+	var recs []index.Record
 	for _, id := range []string{"p1", "p2", "p3"} {
-		recs = append(recs, rec(id, "", "kiwi kiwi kiwi", driver.DocPreference))
+		recs = append(recs, rec(id, "", "kiwi kiwi kiwi", index.DocPreference))
 	}
-	recs = append(recs, rec("k1", "", "kiwi and a lot of other words here", driver.DocKnowledge))
-	recs = append(recs, rec("m1", "", "kiwi kiwi", driver.DocMemory))
+	recs = append(recs, rec("k1", "", "kiwi and a lot of other words here", index.DocKnowledge))
+	recs = append(recs, rec("m1", "", "kiwi kiwi", index.DocMemory))
 	b := openFT(t, t.TempDir(), plain, recs...)
 	defer b.Close()
-	if ids, _ := searchText(t, b, "kiwi", 1, driver.Filter{DocTypes: []string{driver.DocKnowledge}}); len(ids) != 1 || ids[0] != "k1" {
+	if ids, _ := searchText(t, b, "kiwi", 1, index.Filter{DocTypes: []string{index.DocKnowledge}}); len(ids) != 1 || ids[0] != "k1" {
 		t.Errorf("knowledge only: %v", ids)
 	}
 	// The scorer itself applies the filter (SearchText would otherwise have
 	// to ask again for more).
-	for _, f := range []driver.Filter{{DocTypes: []string{driver.DocKnowledge}}, {SourceURL: "src://k1"}} {
+	for _, f := range []index.Filter{{DocTypes: []string{index.DocKnowledge}}, {SourceURL: "src://k1"}} {
 		if ids, _, err := b.ft.search(fctx, b.bl, "kiwi", 1, &f, nil); err != nil || len(ids) != 1 || ids[0] != "k1" {
 			t.Errorf("scorer with filter %+v: %v %v", f, ids, err)
 		}
 	}
-	if ids, _ := searchText(t, b, "kiwi", 10, driver.Filter{DocTypes: []string{driver.DocKnowledge, driver.DocMemory}}); len(ids) != 2 || ids[0] != "m1" {
+	if ids, _ := searchText(t, b, "kiwi", 10, index.Filter{DocTypes: []string{index.DocKnowledge, index.DocMemory}}); len(ids) != 2 || ids[0] != "m1" {
 		t.Errorf("knowledge and memory: %v", ids)
 	}
-	if ids, _ := searchText(t, b, "kiwi", 10, driver.Filter{SourceURL: "src://p2"}); len(ids) != 1 || ids[0] != "p2" {
+	if ids, _ := searchText(t, b, "kiwi", 10, index.Filter{SourceURL: "src://p2"}); len(ids) != 1 || ids[0] != "p2" {
 		t.Errorf("one source: %v", ids)
 	}
-	if ids, _ := searchText(t, b, "kiwi", 10, driver.Filter{DocTypes: []string{"none-such"}}); len(ids) != 0 {
+	if ids, _ := searchText(t, b, "kiwi", 10, index.Filter{DocTypes: []string{"none-such"}}); len(ids) != 0 {
 		t.Errorf("unknown doc type: %v", ids)
 	}
 }
@@ -252,18 +253,18 @@ func TestFullTextFilters(t *testing.T) {
 // with the same text, the one whose title matches ranks first, and by
 // exactly the title's share.
 func TestTitleWeight(t *testing.T) {
-	recs := []driver.Record{
-		rec("a", "Solar panels", "how to clean them", driver.DocKnowledge),
-		rec("b", "Wind turbines", "how to clean them", driver.DocKnowledge),
+	recs := []index.Record{
+		rec("a", "Solar panels", "how to clean them", index.DocKnowledge),
+		rec("b", "Wind turbines", "how to clean them", index.DocKnowledge),
 	}
 	o := *plain
 	off := openFT(t, t.TempDir(), &o, recs...)
-	_, base := searchText(t, off, "clean solar", 2, driver.Filter{})
+	_, base := searchText(t, off, "clean solar", 2, index.Filter{})
 	off.Close()
 	o.TitleWeight = 0.5
 	on := openFT(t, t.TempDir(), &o, recs...)
 	defer on.Close()
-	ids, with := searchText(t, on, "clean solar", 2, driver.Filter{})
+	ids, with := searchText(t, on, "clean solar", 2, index.Filter{})
 	if ids[0] != "a" || with[0] <= base[0] || !approx(with[1], base[1]) {
 		t.Errorf("with title field: %v %v, without %v", ids, with, base)
 	}
@@ -271,13 +272,13 @@ func TestTitleWeight(t *testing.T) {
 
 // Proximity lifts the chunk where the query's words stand together.
 func TestProximity(t *testing.T) {
-	recs := []driver.Record{
-		rec("apart", "", "heat flows in one direction while exchange of mass goes the other way", driver.DocKnowledge),
-		rec("together", "", "mass goes one direction while heat exchange flows the other way in it", driver.DocKnowledge),
+	recs := []index.Record{
+		rec("apart", "", "heat flows in one direction while exchange of mass goes the other way", index.DocKnowledge),
+		rec("together", "", "mass goes one direction while heat exchange flows the other way in it", index.DocKnowledge),
 	}
 	o := *plain
 	b := openFT(t, t.TempDir(), &o, recs...)
-	ids, s := searchText(t, b, "heat exchange", 2, driver.Filter{})
+	ids, s := searchText(t, b, "heat exchange", 2, index.Filter{})
 	b.Close()
 	if !approx(s[0], s[1]) {
 		t.Fatalf("the two chunks should tie without proximity: %v %v", ids, s)
@@ -285,7 +286,7 @@ func TestProximity(t *testing.T) {
 	o.Proximity = 1
 	b = openFT(t, t.TempDir(), &o, recs...)
 	defer b.Close()
-	if ids, s := searchText(t, b, "heat exchange", 2, driver.Filter{}); ids[0] != "together" || s[0] <= s[1] {
+	if ids, s := searchText(t, b, "heat exchange", 2, index.Filter{}); ids[0] != "together" || s[0] <= s[1] {
 		t.Errorf("with proximity: %v %v", ids, s)
 	}
 }
@@ -293,17 +294,17 @@ func TestProximity(t *testing.T) {
 // RM3 brings in a chunk that shares no word with the query but many with
 // the chunks the query finds.
 func TestRM3Expansion(t *testing.T) {
-	recs := []driver.Record{
-		rec("q1", "", "myocardial infarction treated with thrombolysis and aspirin", driver.DocKnowledge),
-		rec("q2", "", "myocardial infarction outcomes after thrombolysis and aspirin", driver.DocKnowledge),
-		rec("x", "", "thrombolysis aspirin thrombolysis aspirin regimen", driver.DocKnowledge),
+	recs := []index.Record{
+		rec("q1", "", "myocardial infarction treated with thrombolysis and aspirin", index.DocKnowledge),
+		rec("q2", "", "myocardial infarction outcomes after thrombolysis and aspirin", index.DocKnowledge),
+		rec("x", "", "thrombolysis aspirin thrombolysis aspirin regimen", index.DocKnowledge),
 	}
 	for i := 0; i < 40; i++ { // background, so that expansion terms are not too common
-		recs = append(recs, rec("bg"+string(rune('a'+i%26))+string(rune('a'+i/26)), "", "unrelated text about gardening and soil", driver.DocKnowledge))
+		recs = append(recs, rec("bg"+string(rune('a'+i%26))+string(rune('a'+i/26)), "", "unrelated text about gardening and soil", index.DocKnowledge))
 	}
 	o := *plain
 	b := openFT(t, t.TempDir(), &o, recs...)
-	ids, _ := searchText(t, b, "myocardial infarction", 10, driver.Filter{})
+	ids, _ := searchText(t, b, "myocardial infarction", 10, index.Filter{})
 	b.Close()
 	for _, id := range ids {
 		if id == "x" {
@@ -313,7 +314,7 @@ func TestRM3Expansion(t *testing.T) {
 	o.Feedback = &Feedback{Docs: 2, Terms: 5}
 	b = openFT(t, t.TempDir(), &o, recs...)
 	defer b.Close()
-	ids, _ = searchText(t, b, "myocardial infarction", 10, driver.Filter{})
+	ids, _ = searchText(t, b, "myocardial infarction", 10, index.Filter{})
 	if len(ids) != 3 || ids[2] != "x" {
 		t.Errorf("with RM3: %v, want q1/q2 then x", ids)
 	}
@@ -323,9 +324,9 @@ func TestRM3Expansion(t *testing.T) {
 // ragmem recorded one) is rebuilt on open; a query-time change is not.
 func TestAnalysisChangeRebuilds(t *testing.T) {
 	dir := t.TempDir()
-	recs := []driver.Record{rec("a", "", "the running dogs", driver.DocKnowledge), rec("b", "", "a cat", driver.DocKnowledge)}
+	recs := []index.Record{rec("a", "", "the running dogs", index.DocKnowledge), rec("b", "", "a cat", index.DocKnowledge)}
 	b := openFT(t, dir, &FullTextOptions{Stemmer: StemNone}, recs...)
-	if ids, _ := searchText(t, b, "dog", 5, driver.Filter{}); len(ids) != 0 {
+	if ids, _ := searchText(t, b, "dog", 5, index.Filter{}); len(ids) != 0 {
 		t.Fatalf("without stemming, dog matched %v", ids)
 	}
 	b.Close()
@@ -340,7 +341,7 @@ func TestAnalysisChangeRebuilds(t *testing.T) {
 	if !b.Recovery().BleveRebuilt {
 		t.Error("an analysis change did not rebuild the index")
 	}
-	if ids, _ := searchText(t, b, "dog", 5, driver.Filter{}); len(ids) != 1 || ids[0] != "a" {
+	if ids, _ := searchText(t, b, "dog", 5, index.Filter{}); len(ids) != 1 || ids[0] != "a" {
 		t.Errorf("after rebuild, dog: %v", ids)
 	}
 	// An index from before analysis versions (no key) is rebuilt too.
@@ -360,7 +361,7 @@ func TestAnalysisChangeRebuilds(t *testing.T) {
 
 // The length marker never matches a query and is not counted in lengths.
 func TestLengthMarker(t *testing.T) {
-	b := openFT(t, t.TempDir(), plain, rec("a", "", "one two three", driver.DocKnowledge), rec("b", "", "four", driver.DocKnowledge))
+	b := openFT(t, t.TempDir(), plain, rec("a", "", "one two three", index.DocKnowledge), rec("b", "", "four", index.DocKnowledge))
 	defer b.Close()
 	adv, _ := b.bl.Advanced()
 	r, _ := adv.Reader()
@@ -369,7 +370,7 @@ func TestLengthMarker(t *testing.T) {
 	if err != nil || st.docs != 2 || st.sumLen != 4 || st.texts != 2 || st.sumVerb != 2 || st.meanVerbosity() != 1 {
 		t.Errorf("stats %+v, %v; want 2 documents of 4 tokens, each word once", st, err)
 	}
-	if ids, _ := searchText(t, b, markerTerm, 5, driver.Filter{}); len(ids) != 0 {
+	if ids, _ := searchText(t, b, markerTerm, 5, index.Filter{}); len(ids) != 0 {
 		t.Errorf("the marker matched %v", ids)
 	}
 }
@@ -447,7 +448,7 @@ func TestFullTextDefaults(t *testing.T) {
 func TestSegmentedStatsMatchTheWalk(t *testing.T) {
 	b := openFT(t, t.TempDir(), nil)
 	defer b.Close()
-	reader := func() (index.IndexReader, func()) {
+	reader := func() (bleveindex.IndexReader, func()) {
 		adv, err := b.bl.Advanced()
 		if err != nil {
 			t.Fatal(err)
@@ -482,7 +483,7 @@ func TestSegmentedStatsMatchTheWalk(t *testing.T) {
 				t.Fatalf("step %d: %s: segmented %d/%d/%d/%g, walk %d/%d/%d/%g", step, f.name, g.docs, g.sumLen, g.texts, g.sumVerb, w.docs, w.sumLen, w.texts, w.sumVerb)
 			}
 			for id, u := range w.byID {
-				if d := g.distinctOf(index.IndexInternalID(id)); d != u {
+				if d := g.distinctOf(bleveindex.IndexInternalID(id)); d != u {
 					t.Fatalf("step %d: %s: document %x has %d distinct terms by segment, %d by the walk", step, f.name, id, d, u)
 				}
 			}
@@ -501,7 +502,7 @@ func TestSegmentedStatsMatchTheWalk(t *testing.T) {
 		for j := 0; j < 3; j++ {
 			n := (i*3 + j) % 70 // ids repeat: later steps replace earlier records
 			content := strings.Repeat(words[(i+j)%len(words)]+" ", 1+(i*7+j)%11)
-			bt.Put = append(bt.Put, rec(fmt.Sprint("r", n), words[j%len(words)], content, driver.DocKnowledge))
+			bt.Put = append(bt.Put, rec(fmt.Sprint("r", n), words[j%len(words)], content, index.DocKnowledge))
 		}
 		if i%7 == 6 {
 			bt.DeleteIDs = []string{fmt.Sprint("r", i%70), fmt.Sprint("r", (i+30)%70)}
@@ -536,10 +537,10 @@ func TestMemoryField(t *testing.T) {
 	o.MemoryB = 0.3
 	o.ContextWeight = -1
 	b := openFT(t, t.TempDir(), &o,
-		rec("m1", "", "apple", driver.DocMemory),
-		rec("m2", "", "apple banana cherry", driver.DocMemory))
+		rec("m1", "", "apple", index.DocMemory),
+		rec("m2", "", "apple banana cherry", index.DocMemory))
 	defer b.Close()
-	mem := driver.Filter{DocTypes: []string{driver.DocMemory}}
+	mem := index.Filter{DocTypes: []string{index.DocMemory}}
 	check := func(when string) {
 		t.Helper()
 		ids, scores := searchText(t, b, "apple", 10, mem)
@@ -549,19 +550,19 @@ func TestMemoryField(t *testing.T) {
 	}
 	check("memories alone")
 	// Long knowledge chunks full of apples change nothing for memories.
-	if err := b.Apply(fctx, &driver.Batch{Put: []driver.Record{
-		rec("k1", "", "apple orchard apple harvest in the autumn with many kinds of apple", driver.DocKnowledge),
-		rec("k2", "", "an apple a day keeps the doctor away, as the saying goes", driver.DocKnowledge),
+	if err := b.Apply(fctx, &driver.Batch{Put: []index.Record{
+		rec("k1", "", "apple orchard apple harvest in the autumn with many kinds of apple", index.DocKnowledge),
+		rec("k2", "", "an apple a day keeps the doctor away, as the saying goes", index.DocKnowledge),
 	}}); err != nil {
 		t.Fatal(err)
 	}
 	check("with knowledge")
 	// And memories change nothing for knowledge: k2 alone in its field.
-	_, ks := searchText(t, b, "doctor", 1, driver.Filter{DocTypes: []string{driver.DocKnowledge}})
-	kb := openFT(t, t.TempDir(), &o, rec("k1", "", "apple orchard apple harvest in the autumn with many kinds of apple", driver.DocKnowledge),
-		rec("k2", "", "an apple a day keeps the doctor away, as the saying goes", driver.DocKnowledge))
+	_, ks := searchText(t, b, "doctor", 1, index.Filter{DocTypes: []string{index.DocKnowledge}})
+	kb := openFT(t, t.TempDir(), &o, rec("k1", "", "apple orchard apple harvest in the autumn with many kinds of apple", index.DocKnowledge),
+		rec("k2", "", "an apple a day keeps the doctor away, as the saying goes", index.DocKnowledge))
 	defer kb.Close()
-	if _, alone := searchText(t, kb, "doctor", 1, driver.Filter{}); len(ks) != 1 || !approx(ks[0], alone[0]) {
+	if _, alone := searchText(t, kb, "doctor", 1, index.Filter{}); len(ks) != 1 || !approx(ks[0], alone[0]) {
 		t.Errorf("knowledge score %v with memories, %v without", ks, alone)
 	}
 	if got := newFullText(&FullTextOptions{}).mb; got != bAuto {
@@ -577,20 +578,20 @@ func TestMemoryField(t *testing.T) {
 // turn before it, at exactly that share; a record without context is
 // scored as before; with the weight off the context is not indexed.
 func TestContextField(t *testing.T) {
-	recs := func() []driver.Record {
-		ask := rec("ask", "", "what did you bake", driver.DocMemory)
-		answer := rec("answer", "", "banana bread", driver.DocMemory)
-		answer.Attrs = map[string]string{driver.AttrContext: "what did you bake"}
-		page := rec("page", "", "a page", driver.DocKnowledge)
-		page.Attrs = map[string]string{driver.AttrContext: "bake"} // only memories are found by their context
-		return []driver.Record{ask, answer, rec("other", "", "bake sale", driver.DocMemory), page}
+	recs := func() []index.Record {
+		ask := rec("ask", "", "what did you bake", index.DocMemory)
+		answer := rec("answer", "", "banana bread", index.DocMemory)
+		answer.Attrs = map[string]string{index.AttrContext: "what did you bake"}
+		page := rec("page", "", "a page", index.DocKnowledge)
+		page.Attrs = map[string]string{index.AttrContext: "bake"} // only memories are found by their context
+		return []index.Record{ask, answer, rec("other", "", "bake sale", index.DocMemory), page}
 	}
 	scores := map[float64]map[string]float64{}
 	for _, w := range []float64{-1, 0.3, 0.6} {
 		o := *plain
 		o.ContextWeight = w
 		b := openFT(t, t.TempDir(), &o, recs()...)
-		ids, sc := searchText(t, b, "bake", 10, driver.Filter{})
+		ids, sc := searchText(t, b, "bake", 10, index.Filter{})
 		scores[w] = map[string]float64{}
 		for i, id := range ids {
 			scores[w][id] = sc[i]

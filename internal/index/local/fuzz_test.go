@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/wal"
 )
@@ -86,7 +87,7 @@ func checkJournal(t *testing.T, data []byte) {
 
 // encodeSnapshotV1 writes the format-1 snapshot older versions of ragmem
 // wrote (vectors inline), for the tests of reading and upgrading them.
-func encodeSnapshotV1(w io.Writer, seq uint64, meta map[string]string, records []*driver.Record) error {
+func encodeSnapshotV1(w io.Writer, seq uint64, meta map[string]string, records []*index.Record) error {
 	head := []byte(snapMagic)
 	head = binary.LittleEndian.AppendUint64(head, seq)
 	head = binary.LittleEndian.AppendUint64(head, uint64(len(records)))
@@ -105,7 +106,7 @@ func encodeSnapshotV1(w io.Writer, seq uint64, meta map[string]string, records [
 // snapshotBytes writes a format-2 snapshot with writeSnapshot (in memory
 // where the system has a tmpfs, so that fuzzing does not wait for disks)
 // and returns its bytes.
-func snapshotBytes(t testing.TB, seq uint64, meta map[string]string, records []*driver.Record, dim int) []byte {
+func snapshotBytes(t testing.TB, seq uint64, meta map[string]string, records []*index.Record, dim int) []byte {
 	base := ""
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		base = "/dev/shm"
@@ -131,7 +132,7 @@ func snapshotBytes(t testing.TB, seq uint64, meta map[string]string, records []*
 func FuzzReadSnapshot(f *testing.F) {
 	recs := versionRecords("https://f/s", 3)
 	recs[1].Attrs = map[string]string{"preferenceType": "style"}
-	ptrs := []*driver.Record{&recs[0], &recs[1], &recs[2]}
+	ptrs := []*index.Record{&recs[0], &recs[1], &recs[2]}
 	var buf bytes.Buffer
 	if err := encodeSnapshotV1(&buf, 42, map[string]string{"embedder": "lexical"}, ptrs); err != nil {
 		f.Fatal(err)
@@ -162,7 +163,7 @@ func checkSnapshot(t *testing.T, data []byte) {
 	if err != nil {
 		return
 	}
-	ptrs := make([]*driver.Record, len(s.records))
+	ptrs := make([]*index.Record, len(s.records))
 	for i := range s.records {
 		ptrs[i] = &s.records[i]
 		if len(s.records[i].Vector) != s.dim {

@@ -76,6 +76,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/index/vecindex"
 	"github.com/ragmem/ragmem/internal/perm"
@@ -157,7 +158,7 @@ type Backend struct {
 	pendingFix   []Problem     // read-only: what a normal open would repair
 
 	mu       sync.RWMutex // guards the fields below
-	records  map[string]*driver.Record
+	records  map[string]*index.Record
 	bySource map[string]map[string]struct{}
 	byType   map[string]map[string]struct{} // doc type -> ids
 	meta     map[string]string
@@ -219,7 +220,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Backend, error) {
 		groupLimit: opts.groupLimit,
 		ft:         newFullText(opts.FullText),
 		vecOpts:    opts.Vectors,
-		records:    map[string]*driver.Record{},
+		records:    map[string]*index.Record{},
 		bySource:   map[string]map[string]struct{}{},
 		byType:     map[string]map[string]struct{}{},
 		meta:       map[string]string{},
@@ -298,7 +299,7 @@ func (b *Backend) readable() error {
 
 // copyRecord copies r for a caller; the vector, when asked for, is copied
 // too (it may be mapped from a snapshot that a checkpoint unmaps).
-func copyRecord(r *driver.Record, withVector bool) driver.Record {
+func copyRecord(r *index.Record, withVector bool) index.Record {
 	c := *r
 	c.Vector = nil
 	if withVector && r.Vector != nil {
@@ -317,13 +318,13 @@ func copyRecord(r *driver.Record, withVector bool) driver.Record {
 }
 
 // Get implements driver.Backend.
-func (b *Backend) Get(ctx context.Context, ids []string) ([]driver.Record, error) {
+func (b *Backend) Get(ctx context.Context, ids []string) ([]index.Record, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.readable(); err != nil {
 		return nil, err
 	}
-	out := make([]driver.Record, 0, len(ids))
+	out := make([]index.Record, 0, len(ids))
 	for _, id := range ids {
 		if r, ok := b.records[id]; ok {
 			out = append(out, copyRecord(r, true))
@@ -333,14 +334,14 @@ func (b *Backend) Get(ctx context.Context, ids []string) ([]driver.Record, error
 }
 
 // Source implements driver.Backend.
-func (b *Backend) Source(ctx context.Context, sourceURL string) ([]driver.Record, error) {
+func (b *Backend) Source(ctx context.Context, sourceURL string) ([]index.Record, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.readable(); err != nil {
 		return nil, err
 	}
 	ids := b.bySource[sourceURL]
-	out := make([]driver.Record, 0, len(ids))
+	out := make([]index.Record, 0, len(ids))
 	for id := range ids {
 		out = append(out, copyRecord(b.records[id], false))
 	}
@@ -354,13 +355,13 @@ func (b *Backend) Source(ctx context.Context, sourceURL string) ([]driver.Record
 }
 
 // Sources implements driver.Backend.
-func (b *Backend) Sources(ctx context.Context, f driver.Filter, offset, limit int) ([]driver.SourceInfo, int, error) {
+func (b *Backend) Sources(ctx context.Context, f index.Filter, offset, limit int) ([]index.SourceInfo, int, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.readable(); err != nil {
 		return nil, 0, err
 	}
-	var all []driver.SourceInfo
+	var all []index.SourceInfo
 	sources := b.bySource
 	if f.SourceURL != "" {
 		sources = map[string]map[string]struct{}{}
@@ -369,7 +370,7 @@ func (b *Backend) Sources(ctx context.Context, f driver.Filter, offset, limit in
 		}
 	}
 	for _, ids := range sources {
-		var si driver.SourceInfo
+		var si index.SourceInfo
 		for id := range ids {
 			r := b.records[id]
 			if !f.Match(r) {
@@ -402,13 +403,13 @@ func (b *Backend) Sources(ctx context.Context, f driver.Filter, offset, limit in
 }
 
 // Records implements driver.Backend.
-func (b *Backend) Records(ctx context.Context, f driver.Filter) ([]driver.Record, error) {
+func (b *Backend) Records(ctx context.Context, f index.Filter) ([]index.Record, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.readable(); err != nil {
 		return nil, err
 	}
-	var out []driver.Record
+	var out []index.Record
 	if sets, all := b.candidates(f); all {
 		for _, r := range b.records {
 			if f.Match(r) {
@@ -437,7 +438,7 @@ func (b *Backend) Records(ctx context.Context, f driver.Filter) ([]driver.Record
 }
 
 // SearchText implements driver.Backend.
-func (b *Backend) SearchText(ctx context.Context, text string, k int, f driver.Filter) ([]driver.Hit, error) {
+func (b *Backend) SearchText(ctx context.Context, text string, k int, f index.Filter) ([]driver.Hit, error) {
 	if err := b.readableLocked(); err != nil {
 		return nil, err
 	}
@@ -484,7 +485,7 @@ func (b *Backend) readableLocked() error {
 }
 
 // SearchVector implements driver.Backend; the vector index answers it.
-func (b *Backend) SearchVector(ctx context.Context, vec []float32, k int, f driver.Filter) ([]driver.Hit, error) {
+func (b *Backend) SearchVector(ctx context.Context, vec []float32, k int, f index.Filter) ([]driver.Hit, error) {
 	if k <= 0 || len(vec) == 0 {
 		return nil, b.readableLocked()
 	}

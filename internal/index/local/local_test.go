@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
 )
@@ -32,9 +33,9 @@ func TestIndexesHoldExactlyTheRecords(t *testing.T) {
 	}
 	src := "https://x.example/"
 	steps := []driver.Batch{
-		{Put: []driver.Record{indextest.Rec(src, 0, "alpha", 1), indextest.Rec(src, 1, "beta", 2)}},
-		{Put: []driver.Record{indextest.Rec("https://y.example/", 0, "gamma", 3)}},
-		{DeleteSources: []string{src}, Put: []driver.Record{indextest.Rec(src, 5, "delta", 4)}},
+		{Put: []index.Record{indextest.Rec(src, 0, "alpha", 1), indextest.Rec(src, 1, "beta", 2)}},
+		{Put: []index.Record{indextest.Rec("https://y.example/", 0, "gamma", 3)}},
+		{DeleteSources: []string{src}, Put: []index.Record{indextest.Rec(src, 5, "delta", 4)}},
 		{DeleteIDs: []string{indextest.Rec("https://y.example/", 0, "", 0).ID}},
 		{DeleteSources: []string{src}},
 	}
@@ -76,25 +77,25 @@ func TestRecordsByTypeAndSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	types := []string{driver.DocKnowledge, driver.DocPreference, "memory"}
-	var put []driver.Record
+	types := []string{index.DocKnowledge, index.DocPreference, "memory"}
+	var put []index.Record
 	for i := 0; i < 30; i++ {
 		r := indextest.Rec(fmt.Sprintf("https://s%d.example/", i%4), i, fmt.Sprint("text ", i), uint64(i+1))
 		r.DocType = types[i%3]
 		put = append(put, r)
 	}
 	moved := put[7]
-	moved.DocType, moved.SourceURL = driver.DocKnowledge, "https://moved.example/"
-	filters := []driver.Filter{
+	moved.DocType, moved.SourceURL = index.DocKnowledge, "https://moved.example/"
+	filters := []index.Filter{
 		{},
-		{DocTypes: []string{driver.DocPreference}},
-		{DocTypes: []string{driver.DocKnowledge, "memory", driver.DocKnowledge}},
+		{DocTypes: []string{index.DocPreference}},
+		{DocTypes: []string{index.DocKnowledge, "memory", index.DocKnowledge}},
 		{DocTypes: []string{"nothing"}},
 		{SourceURL: "https://s1.example/"},
-		{SourceURL: "https://moved.example/", DocTypes: []string{driver.DocKnowledge}},
+		{SourceURL: "https://moved.example/", DocTypes: []string{index.DocKnowledge}},
 		{SourceURL: "https://s2.example/", DocTypes: []string{"memory"}},
 	}
-	check := func(step string, want map[string]driver.Record) {
+	check := func(step string, want map[string]index.Record) {
 		t.Helper()
 		for _, f := range filters {
 			got, err := b.Records(ctx, f)
@@ -118,7 +119,7 @@ func TestRecordsByTypeAndSource(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]driver.Record{}
+	want := map[string]index.Record{}
 	for _, r := range put {
 		want[r.ID] = r
 	}
@@ -126,7 +127,7 @@ func TestRecordsByTypeAndSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("put", want)
-	if err := b.Apply(ctx, &driver.Batch{Put: []driver.Record{moved}}); err != nil {
+	if err := b.Apply(ctx, &driver.Batch{Put: []index.Record{moved}}); err != nil {
 		t.Fatal(err)
 	}
 	want[moved.ID] = moved

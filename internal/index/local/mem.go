@@ -5,13 +5,14 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 )
 
 // The in-memory side of the store: records by id, by source and by type.
 
 // putMem stores r in the in-memory maps (not the vector index).
-func (b *Backend) putMem(r *driver.Record) {
+func (b *Backend) putMem(r *index.Record) {
 	if old, ok := b.records[r.ID]; ok {
 		b.unindex(old)
 	}
@@ -25,8 +26,8 @@ func (b *Backend) putMem(r *driver.Record) {
 
 // presize sizes the empty in-memory maps for recs, so that loading a
 // snapshot rehashes none of them as it grows.
-func (b *Backend) presize(recs []driver.Record) {
-	b.records = make(map[string]*driver.Record, len(recs))
+func (b *Backend) presize(recs []index.Record) {
+	b.records = make(map[string]*index.Record, len(recs))
 	b.bySource = make(map[string]map[string]struct{}, len(recs))
 	types := map[string]int{}
 	for i := range recs {
@@ -57,7 +58,7 @@ func removeFrom(m map[string]map[string]struct{}, key, id string) {
 }
 
 // unindex removes r from the by-source and by-type sets.
-func (b *Backend) unindex(r *driver.Record) {
+func (b *Backend) unindex(r *index.Record) {
 	removeFrom(b.bySource, r.SourceURL, r.ID)
 	removeFrom(b.byType, r.DocType, r.ID)
 }
@@ -72,7 +73,7 @@ func (b *Backend) deleteMem(id string) {
 // candidates returns the sets of ids a filter can match, from the narrowest
 // index that covers it (one source, or the named document types), or all
 // true when every record must be examined.
-func (b *Backend) candidates(f driver.Filter) (sets []map[string]struct{}, all bool) {
+func (b *Backend) candidates(f index.Filter) (sets []map[string]struct{}, all bool) {
 	switch {
 	case f.SourceURL != "":
 		return []map[string]struct{}{b.bySource[f.SourceURL]}, false

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
 )
@@ -22,7 +23,7 @@ func TestInMemory(t *testing.T) {
 	}
 	src := "https://x.example/"
 	for i := 0; i < 40; i++ {
-		bt := driver.Batch{DeleteSources: []string{src}, Put: []driver.Record{indextest.Rec(src, 0, "alpha words", uint64(i)), indextest.Rec(src, 1, "beta words", 2)}}
+		bt := driver.Batch{DeleteSources: []string{src}, Put: []index.Record{indextest.Rec(src, 0, "alpha words", uint64(i)), indextest.Rec(src, 1, "beta words", 2)}}
 		if i%3 == 0 {
 			bt.Put = append(bt.Put, indextest.Rec("https://y.example/", i, "gamma words", 3))
 		}
@@ -40,11 +41,11 @@ func TestInMemory(t *testing.T) {
 	if err != nil || st.Records != 2+14 || st.Sources != 2 || st.LastSync.IsZero() {
 		t.Fatalf("stats %+v %v", st, err)
 	}
-	hits, err := b.SearchText(ctx, "gamma", 5, driver.Filter{})
+	hits, err := b.SearchText(ctx, "gamma", 5, index.Filter{})
 	if err != nil || len(hits) != 5 {
 		t.Fatalf("full text: %v %v", hits, err)
 	}
-	vhits, err := b.SearchVector(ctx, indextest.Rec(src, 0, "", 2).Vector, 3, driver.Filter{SourceURL: src})
+	vhits, err := b.SearchVector(ctx, indextest.Rec(src, 0, "", 2).Vector, 3, index.Filter{SourceURL: src})
 	if err != nil || len(vhits) != 2 {
 		t.Fatalf("vector: %v %v", vhits, err)
 	}

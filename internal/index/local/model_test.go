@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
 )
@@ -53,9 +54,9 @@ func seedOf(parts ...string) uint64 {
 }
 
 // versionRecords are the chunks of version v of src.
-func versionRecords(src string, v int) []driver.Record {
+func versionRecords(src string, v int) []index.Record {
 	n := chunkCount(v)
-	out := make([]driver.Record, n)
+	out := make([]index.Record, n)
 	for p := 0; p < n; p++ {
 		seed := seedOf(src, strconv.Itoa(v), strconv.Itoa(p))
 		text := fmt.Sprintf("version %d of %s, chunk %d: durable searchable words w%d w%d", v, src, p, seed%97, seed%89)
@@ -78,11 +79,11 @@ func removeSource(src string) *driver.Batch { return &driver.Batch{DeleteSources
 // cannot produce: a source mixing versions, missing or extra chunks, or a
 // chunk whose fields differ from what its version says.
 func readState(ctx context.Context, b driver.Backend) (state, error) {
-	recs, err := b.Records(ctx, driver.Filter{})
+	recs, err := b.Records(ctx, index.Filter{})
 	if err != nil {
 		return nil, err
 	}
-	bySrc := map[string][]driver.Record{}
+	bySrc := map[string][]index.Record{}
 	for _, r := range recs {
 		bySrc[r.SourceURL] = append(bySrc[r.SourceURL], r)
 	}

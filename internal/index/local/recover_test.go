@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
 	"github.com/ragmem/ragmem/internal/wal"
@@ -52,7 +53,7 @@ func mustOpen(t *testing.T, dir string, opts *Options) *Backend {
 
 func putSource(t *testing.T, b *Backend, src string, n int, seed uint64) {
 	t.Helper()
-	var recs []driver.Record
+	var recs []index.Record
 	for i := 0; i < n; i++ {
 		recs = append(recs, indextest.Rec(src, i, fmt.Sprintf("%s chunk %d searchable", src, i), seed+uint64(i)))
 	}
@@ -122,7 +123,7 @@ func TestBleveLostIsRebuilt(t *testing.T) {
 		t.Fatalf("bleve not rebuilt: %+v", b.Recovery())
 	}
 	assertClean(t, b, 4)
-	hits, _ := b.SearchText(context.Background(), "searchable", 10, driver.Filter{})
+	hits, _ := b.SearchText(context.Background(), "searchable", 10, index.Filter{})
 	if len(hits) != 4 {
 		t.Fatalf("rebuilt bleve finds %d chunks", len(hits))
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/index/vecindex"
 	"github.com/ragmem/ragmem/internal/wal"
@@ -60,7 +61,7 @@ func snapName(seq uint64) string { return fmt.Sprintf("%s%016x%s", snapPrefix, s
 type snapshotData struct {
 	seq     uint64
 	meta    map[string]string
-	records []driver.Record
+	records []index.Record
 	version int
 	dim     int
 	vecs    *vecSection // format 2: the rows records[i].Vector point into
@@ -97,7 +98,7 @@ type snapshotWriter struct {
 // nil, the codes of their vectors; both are durable and in place when it
 // returns nil, and neither is when it fails.
 // The returned tag identifies the snapshot's vectors (codesTag).
-func writeSnapshot(fsys wal.FS, dir string, seq uint64, meta map[string]string, records []*driver.Record, dim int, vx *vecindex.Index) ([]byte, error) {
+func writeSnapshot(fsys wal.FS, dir string, seq uint64, meta map[string]string, records []*index.Record, dim int, vx *vecindex.Index) ([]byte, error) {
 	w := &snapshotWriter{fs: fsys, seq: seq, dim: dim, count: len(records),
 		snapPath: filepath.Join(dir, snapName(seq)), codesPath: filepath.Join(dir, codesName(seq))}
 	err := w.write(meta, records, vx)
@@ -118,7 +119,7 @@ func (w *snapshotWriter) abort() {
 	_ = w.fs.Remove(w.codesPath + ".tmp")
 }
 
-func (w *snapshotWriter) write(meta map[string]string, records []*driver.Record, vx *vecindex.Index) error {
+func (w *snapshotWriter) write(meta map[string]string, records []*index.Record, vx *vecindex.Index) error {
 	if err := w.create(vx); err != nil {
 		return err
 	}
@@ -163,7 +164,7 @@ func (w *snapshotWriter) create(vx *vecindex.Index) error {
 // writeVectors writes the header frame, padded to snapVecOff, and then the
 // records' vectors row by row, summing them per block and adding them to
 // the codes.
-func (w *snapshotWriter) writeVectors(records []*driver.Record) error {
+func (w *snapshotWriter) writeVectors(records []*index.Record) error {
 	if w.dim > 0 {
 		w.blockVecs = max(1, (1<<20)/(4*w.dim))
 	}
@@ -203,7 +204,7 @@ func (w *snapshotWriter) writeVectors(records []*driver.Record) error {
 
 // writeRecords writes the meta frame and then a frame per record, without
 // its vector (the row of the same rank holds it).
-func (w *snapshotWriter) writeRecords(meta map[string]string, records []*driver.Record) error {
+func (w *snapshotWriter) writeRecords(meta map[string]string, records []*index.Record) error {
 	m := meta
 	if m == nil {
 		m = map[string]string{}
@@ -483,7 +484,7 @@ func readSnapshot2Records(ra io.ReaderAt, size int64, h snapshot2Header, s *snap
 	// The header is checksummed, but a crafted one could still claim more
 	// records than the file holds: the allocation is bounded by the bytes
 	// left (a record's frame takes at least minRecordFrame of them).
-	s.records = make([]driver.Record, 0, min(h.count, uint64(size-h.tail)/minRecordFrame))
+	s.records = make([]index.Record, 0, min(h.count, uint64(size-h.tail)/minRecordFrame))
 	var buf []byte
 	var sums []uint32
 	for {
@@ -553,7 +554,7 @@ func readSnapshotFrom(r *bufio.Reader, name string) (*snapshotData, error) {
 	}
 	// The count is only a hint for the allocation until the end frame
 	// confirms it.
-	s.records = make([]driver.Record, 0, min(count, 1<<16))
+	s.records = make([]index.Record, 0, min(count, 1<<16))
 	var buf []byte
 	for {
 		p, err := wal.ReadFrame(r, buf)

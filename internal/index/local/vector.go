@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/index/vecindex"
 	"github.com/ragmem/ragmem/internal/wal"
@@ -40,7 +41,7 @@ const (
 func codesName(seq uint64) string { return fmt.Sprintf("%s%016x%s", codesPrefix, seq, codesSuffix) }
 
 // vecItem is the vecindex entry of a record.
-func vecItem(r *driver.Record) vecindex.Item {
+func vecItem(r *index.Record) vecindex.Item {
 	return vecindex.Item{ID: r.ID, Vector: r.Vector, DocType: r.DocType, Source: r.SourceURL}
 }
 
@@ -266,7 +267,7 @@ func (b *Backend) writeCodes(seq uint64, items []vecindex.Item, tag []byte) erro
 }
 
 // applyVectors brings the vector index in line with an applied batch.
-func (b *Backend) applyVectors(del []string, put []driver.Record) {
+func (b *Backend) applyVectors(del []string, put []index.Record) {
 	if len(del) > 0 {
 		b.vx.Delete(del...)
 	}
@@ -285,7 +286,7 @@ func (b *Backend) applyVectors(del []string, put []driver.Record) {
 }
 
 // searchVectors answers SearchVector from the vector index.
-func (b *Backend) searchVectors(ctx context.Context, vec []float32, k int, f driver.Filter) ([]driver.Hit, error) {
+func (b *Backend) searchVectors(ctx context.Context, vec []float32, k int, f index.Filter) ([]driver.Hit, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.readable(); err != nil {
@@ -331,7 +332,7 @@ func (b *Backend) searchVectors(ctx context.Context, vec []float32, k int, f dri
 // order) and the vector index at the snapshot's mapped rows, and unmaps the
 // previous snapshot's. The records' vectors written since the previous
 // snapshot leave memory this way. Called with wmu held.
-func (b *Backend) remapVectors(seq uint64, recs []*driver.Record, dim int) {
+func (b *Backend) remapVectors(seq uint64, recs []*index.Record, dim int) {
 	if dim == 0 || len(recs) == 0 || b.memory {
 		return // an in-memory store's vectors stay where they are
 	}
@@ -370,5 +371,5 @@ func (b *Backend) VectorRecall(queries [][]float32, k int) (float64, error) {
 // VectorSearchExact runs the vector index's exhaustive scan for the top k
 // knowledge chunks (benchmarks compare it with the approximate search).
 func (b *Backend) VectorSearchExact(vec []float32, k int) ([]vecindex.Result, error) {
-	return b.vx.SearchExact(vec, k, &vecindex.Filter{DocTypes: []string{driver.DocKnowledge}})
+	return b.vx.SearchExact(vec, k, &vecindex.Filter{DocTypes: []string{index.DocKnowledge}})
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/index/vecindex"
 	"github.com/ragmem/ragmem/internal/wal"
@@ -32,7 +33,7 @@ func denseBatch(r *rand.Rand, from, n, dim int) *driver.Batch {
 		}
 		src := fmt.Sprintf("https://v/%d", i)
 		bt.DeleteSources = append(bt.DeleteSources, src)
-		bt.Put = append(bt.Put, driver.Record{ID: fmt.Sprintf("v%d", i), SourceURL: src, Title: "t", Content: fmt.Sprintf("chunk %d", i), DocType: driver.DocKnowledge, Vector: v})
+		bt.Put = append(bt.Put, index.Record{ID: fmt.Sprintf("v%d", i), SourceURL: src, Title: "t", Content: fmt.Sprintf("chunk %d", i), DocType: index.DocKnowledge, Vector: v})
 	}
 	return bt
 }
@@ -73,7 +74,7 @@ func TestVectorsMappedAndIndexReady(t *testing.T) {
 		t.Fatalf("Get returned %v (%v); want a copy of the vector", got, err)
 	}
 	q := got[0].Vector
-	before, err := b.SearchVector(ctx, q, 10, driver.Filter{})
+	before, err := b.SearchVector(ctx, q, 10, index.Filter{})
 	if err != nil || len(before) == 0 || before[0].Record.ID != "v7" {
 		t.Fatalf("search before reopen: %v %v", before, err)
 	}
@@ -86,7 +87,7 @@ func TestVectorsMappedAndIndexReady(t *testing.T) {
 	if rep := b.Recovery(); rep.VectorIndexRebuilt || len(rep.Problems) > 0 {
 		t.Fatalf("reopen rebuilt the vector index: %+v", rep)
 	}
-	after, err := b.SearchVector(ctx, q, 10, driver.Filter{})
+	after, err := b.SearchVector(ctx, q, 10, index.Filter{})
 	if err != nil || len(after) != len(before) {
 		t.Fatalf("search after reopen: %v %v", after, err)
 	}
@@ -100,7 +101,7 @@ func TestVectorsMappedAndIndexReady(t *testing.T) {
 	if err := b.Apply(ctx, nb); err != nil {
 		t.Fatal(err)
 	}
-	hits, err := b.SearchVector(ctx, nb.Put[0].Vector, 1, driver.Filter{})
+	hits, err := b.SearchVector(ctx, nb.Put[0].Vector, 1, index.Filter{})
 	if err != nil || len(hits) != 1 || hits[0].Record.ID != "v5000" {
 		t.Fatalf("fresh write not found: %v %v", hits, err)
 	}
@@ -119,7 +120,7 @@ func TestVectorsMappedAndIndexReady(t *testing.T) {
 	if !inMap {
 		t.Fatal("the next checkpoint did not map the new vector")
 	}
-	if hits, _ := b.SearchVector(ctx, nb.Put[0].Vector, 1, driver.Filter{}); len(hits) != 1 || hits[0].Record.ID != "v5000" {
+	if hits, _ := b.SearchVector(ctx, nb.Put[0].Vector, 1, index.Filter{}); len(hits) != 1 || hits[0].Record.ID != "v5000" {
 		t.Fatalf("after the checkpoint: %v", hits)
 	}
 	assertClean(t, b, 2001)
@@ -135,7 +136,7 @@ func TestFormat1SnapshotUpgraded(t *testing.T) {
 	b := mustOpen(t, dir, &Options{Logger: quietLogger()})
 	putSource(t, b, "https://a/", 3, 1)
 	putSource(t, b, "https://b/", 2, 10)
-	recs, err := b.Records(ctx, driver.Filter{})
+	recs, err := b.Records(ctx, index.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestFormat1SnapshotUpgraded(t *testing.T) {
 			os.Remove(f)
 		}
 	}
-	ptrs := make([]*driver.Record, len(recs))
+	ptrs := make([]*index.Record, len(recs))
 	for i := range recs {
 		ptrs[i] = &recs[i]
 	}
@@ -158,7 +159,7 @@ func TestFormat1SnapshotUpgraded(t *testing.T) {
 	for i := range long {
 		long[i] *= 3
 	}
-	ptrs[0] = &driver.Record{}
+	ptrs[0] = &index.Record{}
 	*ptrs[0] = recs[0]
 	ptrs[0].Vector = long
 	var buf bytes.Buffer
@@ -356,7 +357,7 @@ func TestOpenComputesFullTextStats(t *testing.T) {
 	if got.reader == nil || got.body.docs != 50 {
 		t.Fatalf("statistics after open: %d documents (reader set: %v), want 50", got.body.docs, got.reader != nil)
 	}
-	if _, err := b.SearchText(ctx, "chunk", 5, driver.Filter{}); err != nil {
+	if _, err := b.SearchText(ctx, "chunk", 5, index.Filter{}); err != nil {
 		t.Fatal(err)
 	}
 	b.ft.statsMu.Lock()

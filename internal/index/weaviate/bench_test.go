@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/weaviate"
 	"github.com/ragmem/ragmem/internal/wvtest"
 	"github.com/ragmem/ragmem/search"
@@ -77,12 +78,12 @@ func BenchmarkBackendQuery(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		stores := map[string]*index.Index{}
-		for name, opts := range map[string]*index.Options{
+		stores := map[string]*engine.Index{}
+		for name, opts := range map[string]*engine.Options{
 			"local":    {Logger: quiet},
 			"weaviate": {Logger: quiet, Backend: wb},
 		} {
-			ix, err := index.Open(ctx, b.TempDir(), opts)
+			ix, err := engine.Open(ctx, b.TempDir(), opts)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -142,8 +143,8 @@ func BenchmarkApply(b *testing.B) {
 			for j := range v {
 				v[j] = float32(r.NormFloat64())
 			}
-			bt.Put = append(bt.Put, driver.Record{ID: fmt.Sprintf("%s#%d-%d", src, i, p), SourceURL: src, Title: "Apply benchmark",
-				Content: text(250), DocType: driver.DocKnowledge, Position: p, Tokens: 300, CreatedAt: time.Now().UTC(), Vector: v})
+			bt.Put = append(bt.Put, index.Record{ID: fmt.Sprintf("%s#%d-%d", src, i, p), SourceURL: src, Title: "Apply benchmark",
+				Content: text(250), DocType: index.DocKnowledge, Position: p, Tokens: 300, CreatedAt: time.Now().UTC(), Vector: v})
 		}
 		return bt
 	}
@@ -180,7 +181,7 @@ func BenchmarkQueryLatency(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ix, err := index.Open(ctx, b.TempDir(), &index.Options{Logger: quiet, Backend: wb})
+	ix, err := engine.Open(ctx, b.TempDir(), &engine.Options{Logger: quiet, Backend: wb})
 	if err != nil {
 		b.Fatal(err)
 	}

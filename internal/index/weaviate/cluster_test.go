@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
 	"github.com/ragmem/ragmem/internal/wvtest"
@@ -28,13 +29,13 @@ func TestClusterSurvivesANodeKill(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open on %s: %v", nodes[0].Name, err)
 	}
-	acked := map[string]driver.Record{}
+	acked := map[string]index.Record{}
 	sources := 0
 	write := func(b *Backend, round int) {
 		t.Helper()
 		for s := 0; s < 10; s++ {
 			src := fmt.Sprintf("https://cluster.example/%d/%d", round, s)
-			var put []driver.Record
+			var put []index.Record
 			for p := 0; p < 3; p++ {
 				put = append(put, indextest.Rec(src, p, fmt.Sprintf("round %d source %d chunk %d replicated fox", round, s, p), uint64(round*1000+s*10+p)))
 			}
@@ -51,7 +52,7 @@ func TestClusterSurvivesANodeKill(t *testing.T) {
 	// A replaced source: only the new version may survive.
 	replaced := indextest.Rec("https://cluster.example/0/0", 0, "replaced version of the first source", 77)
 	replaced.ID = "replaced-0"
-	if err := b.Apply(ctx, &driver.Batch{DeleteSources: []string{replaced.SourceURL}, Put: []driver.Record{replaced}}); err != nil {
+	if err := b.Apply(ctx, &driver.Batch{DeleteSources: []string{replaced.SourceURL}, Put: []index.Record{replaced}}); err != nil {
 		t.Fatal(err)
 	}
 	for id, r := range acked {
@@ -101,15 +102,15 @@ func TestClusterSurvivesANodeKill(t *testing.T) {
 		if st.Records != len(acked) || st.Sources != sources {
 			t.Fatalf("%s: Stats = %d records in %d sources, want %d in %d", when, st.Records, st.Sources, len(acked), sources)
 		}
-		old, err := b2.SearchText(ctx, "chunk replicated", 100, driver.Filter{SourceURL: replaced.SourceURL})
+		old, err := b2.SearchText(ctx, "chunk replicated", 100, index.Filter{SourceURL: replaced.SourceURL})
 		if err != nil || len(old) != 0 {
 			t.Fatalf("%s: the replaced version answers: %v, %v", when, len(old), err)
 		}
-		hits, err := b2.SearchText(ctx, "replicated fox", 5, driver.Filter{})
+		hits, err := b2.SearchText(ctx, "replicated fox", 5, index.Filter{})
 		if err != nil || len(hits) != 5 {
 			t.Fatalf("%s: full-text search: %d hits, %v", when, len(hits), err)
 		}
-		vh, err := b2.SearchVector(ctx, replaced.Vector, 3, driver.Filter{})
+		vh, err := b2.SearchVector(ctx, replaced.Vector, 3, index.Filter{})
 		if err != nil || len(vh) != 3 || vh[0].Record.ID != replaced.ID {
 			t.Fatalf("%s: vector search: %v, %v", when, len(vh), err)
 		}

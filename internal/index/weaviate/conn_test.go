@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
 	"github.com/ragmem/ragmem/internal/wvtest"
@@ -229,7 +230,7 @@ func mustQuery(t *testing.T, raw string) string {
 func smoke(t *testing.T, b *Backend) {
 	t.Helper()
 	ctx := context.Background()
-	var put []driver.Record
+	var put []index.Record
 	for i := 0; i < 6; i++ {
 		put = append(put, indextest.Rec(fmt.Sprintf("https://smoke.example/%d", i/2), i%2, fmt.Sprintf("smoke test otter %d", i), uint64(i+1)))
 	}
@@ -242,10 +243,10 @@ func smoke(t *testing.T, b *Backend) {
 	if v, ok, err := b.Meta(ctx, "embedder"); err != nil || !ok || v != "x" {
 		t.Fatalf("Meta = %q %v %v", v, ok, err)
 	}
-	if hs, err := b.SearchText(ctx, "otter", 10, driver.Filter{}); err != nil || len(hs) != 6 {
+	if hs, err := b.SearchText(ctx, "otter", 10, index.Filter{}); err != nil || len(hs) != 6 {
 		t.Fatalf("SearchText: %d, %v", len(hs), err)
 	}
-	if hs, err := b.SearchVector(ctx, put[3].Vector, 1, driver.Filter{}); err != nil || len(hs) != 1 || hs[0].Record.ID != put[3].ID {
+	if hs, err := b.SearchVector(ctx, put[3].Vector, 1, index.Filter{}); err != nil || len(hs) != 1 || hs[0].Record.ID != put[3].ID {
 		t.Fatalf("SearchVector: %v, %v", hs, err)
 	}
 	if hs, err := b.SearchHybrid(ctx, driver.HybridQuery{Text: "otter 3", Vector: put[3].Vector, K: 3, Alpha: 0.5}); err != nil || len(hs) == 0 {
@@ -287,7 +288,7 @@ func TestAPIKey(t *testing.T) {
 	if err := b.dial(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.SearchText(ctx, "otter", 3, driver.Filter{})
+	_, err = b.SearchText(ctx, "otter", 3, index.Filter{})
 	if !errors.Is(err, ErrServer) || !strings.Contains(err.Error(), "refused the credentials") || strings.Contains(err.Error(), "rpc error") {
 		t.Fatalf("gRPC search without the key: %v", err)
 	}

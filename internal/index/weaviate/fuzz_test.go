@@ -11,6 +11,7 @@ import (
 	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 )
 
@@ -116,8 +117,8 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-func indextestRecord() driver.Record {
-	return driver.Record{ID: "r1", SourceURL: "https://x.example/", Title: "T", Content: "c", DocType: driver.DocKnowledge,
+func indextestRecord() index.Record {
+	return index.Record{ID: "r1", SourceURL: "https://x.example/", Title: "T", Content: "c", DocType: index.DocKnowledge,
 		Position: 3, HeadingPath: []string{"a", "b"}, Attrs: map[string]string{"k": "v"}, Vector: []float32{0.6, 0.8}}
 }
 

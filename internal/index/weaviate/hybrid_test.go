@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
 	"github.com/ragmem/ragmem/internal/wvtest"
@@ -24,7 +25,7 @@ func TestHybridExplanations(t *testing.T) {
 	}
 	defer b.Drop(ctx)
 	words := []string{"fox", "search", "vector", "hybrid", "rank", "fusion", "memory", "agent"}
-	var put []driver.Record
+	var put []index.Record
 	for i := 0; i < 40; i++ {
 		c := fmt.Sprintf("%s %s note %d", words[i%len(words)], words[(i*3+1)%len(words)], i)
 		put = append(put, indextest.Rec(fmt.Sprintf("https://h.example/%d", i), 0, c, uint64(i+7)))
@@ -33,11 +34,11 @@ func TestHybridExplanations(t *testing.T) {
 		t.Fatal(err)
 	}
 	qv := indextest.Vec(9)
-	text, err := b.SearchText(ctx, "fox fusion", 100, driver.Filter{})
+	text, err := b.SearchText(ctx, "fox fusion", 100, index.Filter{})
 	if err != nil || len(text) == 0 {
 		t.Fatalf("SearchText: %d, %v", len(text), err)
 	}
-	vec, err := b.SearchVector(ctx, qv, 100, driver.Filter{})
+	vec, err := b.SearchVector(ctx, qv, 100, index.Filter{})
 	if err != nil || len(vec) != 40 {
 		t.Fatalf("SearchVector: %d, %v", len(vec), err)
 	}
@@ -103,7 +104,7 @@ func TestHybridExplanations(t *testing.T) {
 		}
 	}
 	// Filters apply to both sides.
-	fh, err := b.SearchHybrid(ctx, driver.HybridQuery{Text: "fox", Vector: qv, K: 10, Alpha: 0.5, Fusion: driver.FusionRanked, Filter: driver.Filter{SourceURL: "https://h.example/3"}})
+	fh, err := b.SearchHybrid(ctx, driver.HybridQuery{Text: "fox", Vector: qv, K: 10, Alpha: 0.5, Fusion: driver.FusionRanked, Filter: index.Filter{SourceURL: "https://h.example/3"}})
 	if err != nil || len(fh) != 1 || fh[0].Record.SourceURL != "https://h.example/3" {
 		t.Fatalf("filtered hybrid: %v, %v", len(fh), err)
 	}

@@ -15,6 +15,7 @@ import (
 	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 )
 
@@ -53,8 +54,8 @@ func (b *Backend) results(ctx context.Context, op string, req *pb.SearchRequest)
 	return out, nil
 }
 
-func toRecords(rs []result) ([]driver.Record, error) {
-	out := make([]driver.Record, 0, len(rs))
+func toRecords(rs []result) ([]index.Record, error) {
+	out := make([]index.Record, 0, len(rs))
 	for i := range rs {
 		r, err := rs[i].record()
 		if err != nil {
@@ -66,11 +67,11 @@ func toRecords(rs []result) ([]driver.Record, error) {
 }
 
 // Get implements driver.Backend.
-func (b *Backend) Get(ctx context.Context, ids []string) ([]driver.Record, error) {
+func (b *Backend) Get(ctx context.Context, ids []string) ([]index.Record, error) {
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
-	found := map[string]driver.Record{}
+	found := map[string]index.Record{}
 	for lo := 0; lo < len(ids); lo += page {
 		chunk := ids[lo:min(lo+page, len(ids))]
 		oids := make([]string, len(chunk))
@@ -91,7 +92,7 @@ func (b *Backend) Get(ctx context.Context, ids []string) ([]driver.Record, error
 			found[r.ID] = r
 		}
 	}
-	out := make([]driver.Record, 0, len(found))
+	out := make([]index.Record, 0, len(found))
 	for _, id := range ids {
 		if r, ok := found[id]; ok {
 			out = append(out, r)
@@ -103,7 +104,7 @@ func (b *Backend) Get(ctx context.Context, ids []string) ([]driver.Record, error
 
 // list returns every record matching f, by offset pages, sorted by the
 // property sortBy when it is not "".
-func (b *Backend) list(ctx context.Context, op string, f *pb.Filters, vectors bool, sortBy string) ([]driver.Record, error) {
+func (b *Backend) list(ctx context.Context, op string, f *pb.Filters, vectors bool, sortBy string) ([]index.Record, error) {
 	off := 0
 	return b.pages(ctx, op, vectors, func(req *pb.SearchRequest, prev []result) {
 		if prev != nil {
@@ -118,7 +119,7 @@ func (b *Backend) list(ctx context.Context, op string, f *pb.Filters, vectors bo
 
 // scan returns every record of the collection with the cursor API, which
 // has no result limit.
-func (b *Backend) scan(ctx context.Context, vectors bool) ([]driver.Record, error) {
+func (b *Backend) scan(ctx context.Context, vectors bool) ([]index.Record, error) {
 	return b.pages(ctx, "list records", vectors, func(req *pb.SearchRequest, prev []result) {
 		if len(prev) > 0 {
 			req.After = prev[len(prev)-1].id
@@ -129,8 +130,8 @@ func (b *Backend) scan(ctx context.Context, vectors bool) ([]driver.Record, erro
 // pages reads records a page at a time until a page comes back short. Each
 // page's request is set by next from the results of the page before (nil
 // for the first).
-func (b *Backend) pages(ctx context.Context, op string, vectors bool, next func(req *pb.SearchRequest, prev []result)) ([]driver.Record, error) {
-	var out []driver.Record
+func (b *Backend) pages(ctx context.Context, op string, vectors bool, next func(req *pb.SearchRequest, prev []result)) ([]index.Record, error) {
+	var out []index.Record
 	var prev []result
 	for {
 		req := b.recordSearch(page, &pb.MetadataRequest{Uuid: true, Vector: vectors}, nil)
@@ -152,7 +153,7 @@ func (b *Backend) pages(ctx context.Context, op string, vectors bool, next func(
 }
 
 // Source implements driver.Backend.
-func (b *Backend) Source(ctx context.Context, sourceURL string) ([]driver.Record, error) {
+func (b *Backend) Source(ctx context.Context, sourceURL string) ([]index.Record, error) {
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
@@ -164,7 +165,7 @@ func (b *Backend) Source(ctx context.Context, sourceURL string) ([]driver.Record
 	return rs, nil
 }
 
-func sortRecords(rs []driver.Record) {
+func sortRecords(rs []index.Record) {
 	sort.SliceStable(rs, func(i, j int) bool {
 		a, c := &rs[i], &rs[j]
 		if a.SourceURL != c.SourceURL {
@@ -181,7 +182,7 @@ func sortRecords(rs []driver.Record) {
 // collection with the cursor API; a filtered listing is bounded by the
 // server's QUERY_MAXIMUM_RESULTS (10,000 by default) and says so when it
 // reaches it.
-func (b *Backend) Records(ctx context.Context, f driver.Filter) ([]driver.Record, error) {
+func (b *Backend) Records(ctx context.Context, f index.Filter) ([]index.Record, error) {
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
@@ -194,8 +195,8 @@ func (b *Backend) Records(ctx context.Context, f driver.Filter) ([]driver.Record
 }
 
 // records returns the records matching f, with their vectors or not.
-func (b *Backend) records(ctx context.Context, f driver.Filter, vectors bool) ([]driver.Record, error) {
-	var rs []driver.Record
+func (b *Backend) records(ctx context.Context, f index.Filter, vectors bool) ([]index.Record, error) {
+	var rs []index.Record
 	var err error
 	w, exact := where(f)
 	if w == nil {
@@ -220,7 +221,7 @@ func (b *Backend) records(ctx context.Context, f driver.Filter, vectors bool) ([
 // that Weaviate evaluates goes into the query's filter; when that is not
 // all of f (see where), the query asks for more and the rest is checked
 // here, until k results match or they run out.
-func (b *Backend) searchFiltered(ctx context.Context, op string, f driver.Filter, k int, req func(limit int) *pb.SearchRequest) ([]result, error) {
+func (b *Backend) searchFiltered(ctx context.Context, op string, f index.Filter, k int, req func(limit int) *pb.SearchRequest) ([]result, error) {
 	w, exact := where(f)
 	limit := k
 	if !exact {
@@ -257,7 +258,7 @@ const maxGroups = 1 << 30
 
 // Sources implements driver.Backend with one server-side aggregation
 // grouped by source URL.
-func (b *Backend) Sources(ctx context.Context, f driver.Filter, offset, limit int) ([]driver.SourceInfo, int, error) {
+func (b *Backend) Sources(ctx context.Context, f index.Filter, offset, limit int) ([]index.SourceInfo, int, error) {
 	if err := b.usable(); err != nil {
 		return nil, 0, err
 	}
@@ -287,12 +288,12 @@ func (b *Backend) Sources(ctx context.Context, f driver.Filter, offset, limit in
 		return nil, 0, err
 	}
 	gs := reply.GetGroupedResults().GetGroups()
-	all := make([]driver.SourceInfo, 0, len(gs))
+	all := make([]index.SourceInfo, 0, len(gs))
 	for _, g := range gs {
 		if g.GetObjectsCount() == 0 {
 			continue
 		}
-		si := driver.SourceInfo{SourceURL: g.GetGroupedBy().GetText(), Chunks: int(g.GetObjectsCount())}
+		si := index.SourceInfo{SourceURL: g.GetGroupedBy().GetText(), Chunks: int(g.GetObjectsCount())}
 		for _, a := range g.GetAggregations().GetAggregations() {
 			switch a.GetProperty() {
 			case pTokens:
@@ -321,7 +322,7 @@ func topValue(a *pb.AggregateReply_Aggregations_Aggregation) string {
 	return ""
 }
 
-func pageSources(all []driver.SourceInfo, offset, limit int) ([]driver.SourceInfo, int, error) {
+func pageSources(all []index.SourceInfo, offset, limit int) ([]index.SourceInfo, int, error) {
 	sort.Slice(all, func(i, j int) bool { return all[i].SourceURL < all[j].SourceURL })
 	total := len(all)
 	offset = max(0, min(offset, total))
@@ -335,20 +336,20 @@ func pageSources(all []driver.SourceInfo, offset, limit int) ([]driver.SourceInf
 // sourcesOf lists the sources of the records matching f, summarised here
 // rather than by a server-side aggregation: for filters that Weaviate cannot
 // evaluate whole.
-func (b *Backend) sourcesOf(ctx context.Context, f driver.Filter, offset, limit int) ([]driver.SourceInfo, int, error) {
+func (b *Backend) sourcesOf(ctx context.Context, f index.Filter, offset, limit int) ([]index.SourceInfo, int, error) {
 	rs, err := b.records(ctx, f, false)
 	if err != nil {
 		return nil, 0, err
 	}
 	by := map[string]int{}
-	var all []driver.SourceInfo
+	var all []index.SourceInfo
 	for i := range rs {
 		r := &rs[i]
 		j, ok := by[r.SourceURL]
 		if !ok {
 			j = len(all)
 			by[r.SourceURL] = j
-			all = append(all, driver.SourceInfo{SourceURL: r.SourceURL, Title: r.Title, DocType: r.DocType, ContentHash: r.ContentHash, CreatedAt: r.CreatedAt})
+			all = append(all, index.SourceInfo{SourceURL: r.SourceURL, Title: r.Title, DocType: r.DocType, ContentHash: r.ContentHash, CreatedAt: r.CreatedAt})
 		}
 		si := &all[j]
 		si.Chunks++
@@ -364,7 +365,7 @@ func clampK(k int) int { return max(0, min(k, maxK)) }
 
 // SearchText implements driver.Backend: Weaviate's BM25 over the analysed
 // terms of each record.
-func (b *Backend) SearchText(ctx context.Context, query string, k int, f driver.Filter) ([]driver.Hit, error) {
+func (b *Backend) SearchText(ctx context.Context, query string, k int, f index.Filter) ([]driver.Hit, error) {
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
@@ -423,7 +424,7 @@ func (b *Backend) checkQueryVector(ctx context.Context, vec []float32) (zero boo
 
 // SearchVector implements driver.Backend: Weaviate's vector index under
 // cosine distance; the score is the cosine similarity, 1 − distance.
-func (b *Backend) SearchVector(ctx context.Context, vec []float32, k int, f driver.Filter) ([]driver.Hit, error) {
+func (b *Backend) SearchVector(ctx context.Context, vec []float32, k int, f index.Filter) ([]driver.Hit, error) {
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
@@ -601,7 +602,7 @@ func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 	if err != nil {
 		return driver.Stats{}, err
 	}
-	_, sources, err := b.Sources(ctx, driver.Filter{}, 0, 1)
+	_, sources, err := b.Sources(ctx, index.Filter{}, 0, 1)
 	if err != nil {
 		return driver.Stats{}, err
 	}

@@ -20,6 +20,7 @@ import (
 	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 )
 
@@ -67,7 +68,7 @@ func terms(text string) string {
 }
 
 // object converts a record to a Weaviate object for a gRPC batch write.
-func (b *Backend) object(r *driver.Record) *pb.BatchObject {
+func (b *Backend) object(r *index.Record) *pb.BatchObject {
 	fields := map[string]*structpb.Value{
 		pRecordID:    structpb.NewStringValue(r.ID),
 		pSourceURL:   structpb.NewStringValue(r.SourceURL),
@@ -217,8 +218,8 @@ func (r *result) texts(name string) []string {
 }
 
 // record converts a result to a record.
-func (r *result) record() (driver.Record, error) {
-	rec := driver.Record{
+func (r *result) record() (index.Record, error) {
+	rec := index.Record{
 		ID:          r.text(pRecordID),
 		SourceURL:   r.text(pSourceURL),
 		Title:       r.text(pTitle),
@@ -257,12 +258,12 @@ func (r *result) record() (driver.Record, error) {
 // a superset of f's records (possibly all: nil) and the caller checks the
 // rest with f.Match.
 //
-// Of a filter expression (driver.Filter.Where), Weaviate evaluates =, IN
+// Of a filter expression (index.Filter.Where), Weaviate evaluates =, IN
 // and, when the prefix holds no * or ?, STARTS WITH on source, type and
 // attributes, and AND and OR of these. NOT, !=, EXISTS, title and created
 // comparisons are checked here: the schema keeps titles and creation times
 // unfiltered, and a negation of a superset is no superset.
-func where(f driver.Filter) (w *pb.Filters, exact bool) {
+func where(f index.Filter) (w *pb.Filters, exact bool) {
 	var ops []*pb.Filters
 	exact = true
 	if len(f.DocTypes) > 0 {
@@ -294,9 +295,9 @@ func where(f driver.Filter) (w *pb.Filters, exact bool) {
 }
 
 // whereExpr translates a filter expression; see where.
-func whereExpr(e *driver.Expr) (*pb.Filters, bool) {
+func whereExpr(e *index.Expr) (*pb.Filters, bool) {
 	switch e.Op {
-	case driver.OpAnd:
+	case index.OpAnd:
 		var ops []*pb.Filters
 		exact := true
 		for _, a := range e.Args {
@@ -307,7 +308,7 @@ func whereExpr(e *driver.Expr) (*pb.Filters, bool) {
 			exact = exact && ok
 		}
 		return fAnd(ops...), exact
-	case driver.OpOr:
+	case index.OpOr:
 		ops := make([]*pb.Filters, 0, len(e.Args))
 		exact := true
 		for _, a := range e.Args {
@@ -319,7 +320,7 @@ func whereExpr(e *driver.Expr) (*pb.Filters, bool) {
 			exact = exact && ok
 		}
 		return &pb.Filters{Operator: pb.Filters_OPERATOR_OR, Filters: ops}, exact
-	case driver.OpEq, driver.OpIn:
+	case index.OpEq, index.OpIn:
 		if len(e.Values) == 0 {
 			return nil, false
 		}
@@ -332,9 +333,9 @@ func whereExpr(e *driver.Expr) (*pb.Filters, bool) {
 		}
 		path := ""
 		switch e.Field {
-		case driver.FieldSource:
+		case index.FieldSource:
 			path = pSourceKey
-		case driver.FieldType:
+		case index.FieldType:
 			path = pDocKey
 		default:
 			return nil, false
@@ -347,8 +348,8 @@ func whereExpr(e *driver.Expr) (*pb.Filters, bool) {
 			return ops[0], true
 		}
 		return &pb.Filters{Operator: pb.Filters_OPERATOR_OR, Filters: ops}, true
-	case driver.OpPrefix:
-		if e.Field != driver.FieldSource || len(e.Values) != 1 {
+	case index.OpPrefix:
+		if e.Field != index.FieldSource || len(e.Values) != 1 {
 			return nil, false
 		}
 		p := e.Values[0]

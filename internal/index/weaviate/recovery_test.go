@@ -11,6 +11,7 @@ import (
 	"github.com/weaviate/weaviate/entities/models"
 	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
 	"github.com/ragmem/ragmem/internal/wvtest"
@@ -19,7 +20,7 @@ import (
 // crashAfter runs the first steps of Apply's protocol for a replacement of
 // src by newRecs, as a writer that crashed after them would leave it: the
 // intent (pending or committed) and the new records written, nothing deleted.
-func crashAfter(t *testing.T, b *Backend, src string, newRecs []driver.Record, commit bool) {
+func crashAfter(t *testing.T, b *Backend, src string, newRecs []index.Record, commit bool) {
 	t.Helper()
 	ctx := context.Background()
 	old, err := b.objectIDs(ctx, fEq(pSourceKey, key(src)))
@@ -73,14 +74,14 @@ func TestRecoveryUndoesAndFinishes(t *testing.T) {
 	defer b.Drop(ctx)
 	pend, comm := "https://pending.example/", "https://committed.example/"
 	for _, src := range []string{pend, comm} {
-		if err := b.Apply(ctx, &driver.Batch{Put: []driver.Record{indextest.Rec(src, 0, "old a", 1), indextest.Rec(src, 1, "old b", 2)}}); err != nil {
+		if err := b.Apply(ctx, &driver.Batch{Put: []index.Record{indextest.Rec(src, 0, "old a", 1), indextest.Rec(src, 1, "old b", 2)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	newRec := func(src string) []driver.Record {
+	newRec := func(src string) []index.Record {
 		r := indextest.Rec(src, 0, "new", 3)
 		r.ID = src + "-new"
-		return []driver.Record{r}
+		return []index.Record{r}
 	}
 	crashAfter(t, b, pend, newRec(pend), false)
 	crashAfter(t, b, comm, newRec(comm), true)

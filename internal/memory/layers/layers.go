@@ -46,6 +46,7 @@ import (
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/llmchat"
 	"github.com/ragmem/ragmem/internal/memory"
 	"github.com/ragmem/ragmem/internal/memory/internal/files"
@@ -253,7 +254,7 @@ type Options struct {
 	// Index makes episodic memory searchable with hybrid search (BM25 and
 	// vectors) and lets rules match by embedding similarity. Default nil:
 	// searches match words (stems) only.
-	Index *index.Index
+	Index *engine.Index
 	// MaxWorking bounds working memory. Default 50.
 	MaxWorking int
 	// Summarizer summarises older entries in Compact. Default
@@ -280,7 +281,7 @@ type Manager struct {
 	dir  string
 	abs  string
 	o    Options
-	ix   *index.Index
+	ix   *engine.Index
 	lock *wal.Lock
 	src  string // index source of the episodic entries
 
@@ -828,7 +829,7 @@ func (m *Manager) searchIndex(ctx context.Context, query string, limit int, pool
 		Attrs:        map[string]string{attrKind: kindEpisodic, attrLayerDir: m.abs},
 		MaxPerSource: -1} // a layer's entries share one source
 	res, err := search.Search(ctx, m.ix, query, opts)
-	if err != nil && errors.Is(err, index.ErrEmbedding) && ctx.Err() == nil {
+	if err != nil && errors.Is(err, engine.ErrEmbedding) && ctx.Err() == nil {
 		m.o.Logger.Warn("layers: the embedder is unavailable; searching episodic memory with BM25 alone", "err", err)
 		opts.Mode = search.FullText
 		res, err = search.Search(ctx, m.ix, query, opts)

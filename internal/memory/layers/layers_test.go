@@ -11,11 +11,12 @@ import (
 
 	"github.com/ragmem/ragmem/budget"
 	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/memory"
 	"github.com/ragmem/ragmem/internal/memory/internal/memtest"
 )
 
-func openManager(t *testing.T, dir string, ix *index.Index) *Manager {
+func openManager(t *testing.T, dir string, ix *engine.Index) *Manager {
 	t.Helper()
 	m, err := Open(bg, dir, &Options{Index: ix, Logger: quiet(), Now: clock})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/memory"
 	"github.com/ragmem/ragmem/internal/memory/internal/memtest"
 	"github.com/ragmem/ragmem/rag"
@@ -25,7 +25,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 
 func newStore(t *testing.T) *memory.Store {
 	t.Helper()
-	ix, err := index.Open(bg, t.TempDir(), &index.Options{Logger: quiet()})
+	ix, err := engine.Open(bg, t.TempDir(), &engine.Options{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestErrors(t *testing.T) {
 // A store that fails is a 500 with a generic message (details go to the
 // log); a resolver error is mapped like any other.
 func TestStoreFailures(t *testing.T) {
-	ix, err := index.Open(bg, t.TempDir(), &index.Options{Logger: quiet()})
+	ix, err := engine.Open(bg, t.TempDir(), &engine.Options{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

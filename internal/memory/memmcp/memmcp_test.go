@@ -13,7 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/memory"
 	"github.com/ragmem/ragmem/internal/memory/internal/memtest"
 	"github.com/ragmem/ragmem/rag"
@@ -28,7 +28,7 @@ func connect(t *testing.T, readOnly bool) (*mcp.ClientSession, *memory.Store) {
 func connectWith(t *testing.T, opts *Options) (*mcp.ClientSession, *memory.Store) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ix, err := index.Open(bg, t.TempDir(), &index.Options{Logger: quiet})
+	ix, err := engine.Open(bg, t.TempDir(), &engine.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/rag"
 )
 
@@ -312,7 +313,7 @@ func pageRequest(p Page) rag.PageRequest {
 }
 
 // waitDrained polls the server's stats until the indexing queue is empty.
-func waitDrained(ctx context.Context, c *Config) (rag.Stats, error) {
+func waitDrained(ctx context.Context, c *Config) (index.Stats, error) {
 	for {
 		s, err := c.mem.Stats(ctx)
 		if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/benchdata"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/search"
 )
 
@@ -324,7 +325,7 @@ func (o Options) startProfile(corpus, phase string) func() {
 }
 
 // indexCorpus indexes the corpus in batches with o.writers calls in flight.
-func indexCorpus(ctx context.Context, ix *index.Index, c *corpus, o Options, start time.Time) error {
+func indexCorpus(ctx context.Context, ix *engine.Index, c *corpus, o Options, start time.Time) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	writers := max(1, o.Writers)

@@ -13,6 +13,7 @@ import (
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/benchdata"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/search"
 )
@@ -31,7 +32,7 @@ type corpusRun struct {
 
 	emb     embed.Embedder    // be's embedder, or its memo when pre-embedded
 	noCache *embed.QueryCache // no query cache: every mode's latency includes embedding its query
-	ix      *index.Index      // open from index to the close before the cold open
+	ix      *engine.Index     // open from index to the close before the cold open
 	lb      *local.Backend    // the index's backend when it is the local one
 	texts   []string          // the queries' texts
 	qvecs   [][]float32       // their vectors
@@ -107,7 +108,7 @@ func (r *corpusRun) measureOpen(ctx context.Context) error {
 // index opens a fresh store and indexes the corpus into it.
 func (r *corpusRun) index(ctx context.Context) error {
 	c, o, res := r.c, r.o, r.res
-	ix, err := index.Open(ctx, r.dir, &index.Options{Embedder: r.emb, QueryCache: r.noCache, Logger: quietLogger()})
+	ix, err := engine.Open(ctx, r.dir, &engine.Options{Embedder: r.emb, QueryCache: r.noCache, Logger: quietLogger()})
 	if err != nil {
 		return err
 	}
@@ -312,7 +313,7 @@ func (r *corpusRun) coldOpen(ctx context.Context) error {
 	runtime.GC()
 	debug.FreeOSMemory()
 	start := time.Now()
-	ix, err := index.Open(ctx, r.dir, &index.Options{Embedder: r.emb, QueryCache: r.noCache, Logger: quietLogger()})
+	ix, err := engine.Open(ctx, r.dir, &engine.Options{Embedder: r.emb, QueryCache: r.noCache, Logger: quietLogger()})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/embed"
 )
@@ -272,7 +273,7 @@ func preEmbed(ctx context.Context, c *corpus, emb embed.Embedder, dir string, o 
 					title = sourceURL(d.ID)
 				}
 				for _, ch := range chunk.Split(d.Text, chunk.Text, &chunk.Options{}) {
-					texts = append(texts, driver.SearchText(&driver.Record{Title: title, HeadingPath: ch.HeadingPath, Content: ch.Text}))
+					texts = append(texts, driver.SearchText(&index.Record{Title: title, HeadingPath: ch.HeadingPath, Content: ch.Text}))
 				}
 			}
 			vecs, err := emb.Embed(ctx, texts)

@@ -8,14 +8,14 @@ import (
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/docread"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/extract"
-	"github.com/ragmem/ragmem/rag"
 )
 
 // kind is a kind of file `ragmem index` reads.
 type kind struct {
 	exts []string
-	read func(ctx context.Context, o *Options, d rag.Document, path string, data []byte) (rag.Document, string, error)
+	read func(ctx context.Context, o *Options, d index.Document, path string, data []byte) (index.Document, string, error)
 }
 
 // kinds are the files `ragmem index` reads, by extension.
@@ -51,8 +51,8 @@ func Exts() string {
 }
 
 // readText reads a text, Markdown or HTML file.
-func readText(f chunk.Format) func(context.Context, *Options, rag.Document, string, []byte) (rag.Document, string, error) {
-	return func(_ context.Context, _ *Options, d rag.Document, path string, data []byte) (rag.Document, string, error) {
+func readText(f chunk.Format) func(context.Context, *Options, index.Document, string, []byte) (index.Document, string, error) {
+	return func(_ context.Context, _ *Options, d index.Document, path string, data []byte) (index.Document, string, error) {
 		s := string(data)
 		if chunk.Binary(s) {
 			return d, "binary data, not text", nil
@@ -71,7 +71,7 @@ func readText(f chunk.Format) func(context.Context, *Options, rag.Document, stri
 // password, has no text layer, is damaged or past a limit) or that makes
 // the process pass a limit or crash is skipped with that reason (see
 // skipKeep), and the rest of the folder is indexed.
-func readDocumentFile(ctx context.Context, o *Options, d rag.Document, path string, data []byte) (rag.Document, string, error) {
+func readDocumentFile(ctx context.Context, o *Options, d index.Document, path string, data []byte) (index.Document, string, error) {
 	p, err := docread.Read(ctx, path, data, &docread.Options{Timeout: o.DocTimeout, Memory: o.DocMemory})
 	switch {
 	case ctx.Err() != nil:

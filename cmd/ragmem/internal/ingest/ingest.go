@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/chunk"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/folder"
 	"github.com/ragmem/ragmem/rag"
 	"github.com/schollz/progressbar/v3"
@@ -64,7 +65,7 @@ func indexStdin(ctx context.Context, r io.Reader, m rag.Memory, o *Options, sum 
 	if f != chunk.HTML && chunk.Binary(content) {
 		return rag.ErrBinaryContent // judged on the bytes read, before validText
 	}
-	res, err := indexDocs(ctx, m, []rag.Document{{SourceURL: o.SourceURL, Title: o.Title, Content: validText(content), Format: f, DocType: o.DocType, Attrs: o.Attrs}})
+	res, err := indexDocs(ctx, m, []index.Document{{SourceURL: o.SourceURL, Title: o.Title, Content: validText(content), Format: f, DocType: o.DocType, Attrs: o.Attrs}})
 	if err != nil {
 		return err
 	}
@@ -164,7 +165,7 @@ func Sync(ctx context.Context, g Output, m rag.Memory, o *Options, t Target, sum
 // sparing those under the folders of spare (folders that could not be
 // read: their files may be there).
 func prune(ctx context.Context, g Output, m rag.Memory, o *Options, dir string, present map[string]bool, spare []string, sum *Summary) error {
-	under := rag.SourceUnder(folderPrefix(dir))
+	under := index.SourceUnder(folderPrefix(dir))
 	srcs, err := AllSources(ctx, m, []string{o.DocType}, under)
 	if err != nil {
 		return err
@@ -229,7 +230,7 @@ type Summary struct {
 	Total, Indexed, Unchanged, Failed, Skipped, Removed, Chunks, Replaced int
 }
 
-func (s *Summary) add(r rag.Result) {
+func (s *Summary) add(r index.Result) {
 	s.Total++
 	switch {
 	case r.Err != nil:
@@ -281,7 +282,7 @@ func Files(ctx context.Context, g Output, m rag.Memory, files []string, o *Optio
 			return nil, err
 		}
 		group := files[lo:min(lo+batch, len(files))]
-		docs := make([]rag.Document, 0, len(group))
+		docs := make([]index.Document, 0, len(group))
 		for _, p := range group {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -293,7 +294,7 @@ func Files(ctx context.Context, g Output, m rag.Memory, files []string, o *Optio
 				return nil, ctx.Err()
 			case errors.As(err, &keep):
 				sum.Skipped++
-				present[rag.CanonicalURL(FileURL(p))] = true // what was indexed of it stays
+				present[index.CanonicalURL(FileURL(p))] = true // what was indexed of it stays
 				fmt.Fprintf(g.Stderr, "ragmem: %s: skipped: %s\n", p, keep.reason)
 			case skip != "":
 				sum.Skipped++
@@ -301,7 +302,7 @@ func Files(ctx context.Context, g Output, m rag.Memory, files []string, o *Optio
 			case err != nil:
 				sum.Total++
 				sum.Failed++
-				present[rag.CanonicalURL(FileURL(p))] = true // unreadable now, not gone
+				present[index.CanonicalURL(FileURL(p))] = true // unreadable now, not gone
 				fmt.Fprintf(g.Stderr, "ragmem: %s: %v\n", p, err)
 			default:
 				docs = append(docs, d)
@@ -312,7 +313,7 @@ func Files(ctx context.Context, g Output, m rag.Memory, files []string, o *Optio
 			return nil, err
 		}
 		for i, r := range results {
-			src := rag.CanonicalURL(docs[i].SourceURL)
+			src := index.CanonicalURL(docs[i].SourceURL)
 			switch {
 			case errors.Is(r.Err, rag.ErrEmptyDocument), errors.Is(r.Err, rag.ErrBinaryContent):
 				sum.Skipped++
@@ -343,7 +344,7 @@ func pathOf(u string) string {
 
 // indexDocs indexes documents through the contract (Memory.Index) and
 // says what became of each, as the engine's own IndexDocuments does.
-func indexDocs(ctx context.Context, m rag.Memory, docs []rag.Document) ([]rag.Result, error) {
+func indexDocs(ctx context.Context, m rag.Memory, docs []index.Document) ([]index.Result, error) {
 	if len(docs) == 0 {
 		return nil, nil
 	}
@@ -355,15 +356,15 @@ func indexDocs(ctx context.Context, m rag.Memory, docs []rag.Document) ([]rag.Re
 	if err != nil {
 		return nil, err
 	}
-	rs := make([]rag.Result, len(out.Results))
+	rs := make([]index.Result, len(out.Results))
 	for i, r := range out.Results {
-		rs[i] = rag.Result{SourceURL: r.URL, ContentHash: r.ContentHash, Chunks: r.Chunks, Removed: r.Removed, Unchanged: r.Unchanged, Superseded: r.Superseded, Err: r.Err()}
+		rs[i] = index.Result{SourceURL: r.URL, ContentHash: r.ContentHash, Chunks: r.Chunks, Removed: r.Removed, Unchanged: r.Unchanged, Superseded: r.Superseded, Err: r.Err()}
 	}
 	return rs, nil
 }
 
 // AllSources lists every source of the types that matches where.
-func AllSources(ctx context.Context, m rag.Memory, types []string, where *rag.Expr) ([]rag.SourceJSON, error) {
+func AllSources(ctx context.Context, m rag.Memory, types []string, where *index.Expr) ([]rag.SourceJSON, error) {
 	srcs, _, err := ListSources(ctx, m, types, where, 0, 0)
 	return srcs, err
 }
@@ -372,7 +373,7 @@ func AllSources(ctx context.Context, m rag.Memory, types []string, where *rag.Ex
 // offset on, at most limit of them (0: all), with how many match in all:
 // page by page, Memory.Sources returning at most rag.MaxListLimit at a
 // time.
-func ListSources(ctx context.Context, m rag.Memory, types []string, where *rag.Expr, offset, limit int) ([]rag.SourceJSON, int, error) {
+func ListSources(ctx context.Context, m rag.Memory, types []string, where *index.Expr, offset, limit int) ([]rag.SourceJSON, int, error) {
 	var out []rag.SourceJSON
 	for {
 		n := rag.MaxListLimit
@@ -399,7 +400,7 @@ func skipReason(err error) string {
 
 // readDocument reads a file into a document. A file that is skipped (empty,
 // binary, too large) returns the reason why in skip.
-func readDocument(ctx context.Context, path string, o *Options) (d rag.Document, skip string, err error) {
+func readDocument(ctx context.Context, path string, o *Options) (d index.Document, skip string, err error) {
 	kind, _ := fileKind(path)
 	st, err := os.Stat(path)
 	if err != nil {
@@ -418,7 +419,7 @@ func readDocument(ctx context.Context, path string, o *Options) (d rag.Document,
 	if err != nil {
 		return d, "", err
 	}
-	d = rag.Document{SourceURL: FileURL(path), DocType: o.DocType, Attrs: o.Attrs}
+	d = index.Document{SourceURL: FileURL(path), DocType: o.DocType, Attrs: o.Attrs}
 	if d, skip, err = kind.read(ctx, o, d, path, data); skip != "" || err != nil {
 		return d, skip, err
 	}

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ragmem/ragmem/rag"
+	"github.com/ragmem/ragmem/index"
 )
 
 // TestFileURLs: a file's source URL names its absolute path, escaped, and
@@ -27,9 +27,9 @@ func TestFileURLs(t *testing.T) {
 
 func TestSummary(t *testing.T) {
 	var s Summary
-	s.add(rag.Result{Chunks: 3, Removed: 2})
-	s.add(rag.Result{Unchanged: true})
-	s.add(rag.Result{Err: errors.New("boom")})
+	s.add(index.Result{Chunks: 3, Removed: 2})
+	s.add(index.Result{Unchanged: true})
+	s.add(index.Result{Err: errors.New("boom")})
 	s.Skipped, s.Removed = 1, 4
 	want := "indexed 1 documents (3 chunks), 1 unchanged, 2 old chunks replaced, 1 skipped, 4 removed, 1 failed"
 	if got := s.String(); got != want || s.Total != 3 || s.Failed != 1 {

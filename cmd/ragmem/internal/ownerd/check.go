@@ -9,6 +9,7 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/internal/server"
 	"github.com/ragmem/ragmem/rag"
@@ -23,7 +24,7 @@ type CheckReport struct {
 	Embedder    string          `json:"embedder,omitempty"`
 	QueuedPages int             `json:"queuedPages"`           // background pages waiting; the next open indexes them
 	Interrupted int             `json:"interruptedPages"`      // of those, pages whose indexing the end of a process interrupted
-	DeadLetters []rag.Job       `json:"deadLetters,omitempty"` // pages given up on (ragmem jobs list, retry, drop): not an inconsistency
+	DeadLetters []index.Job     `json:"deadLetters,omitempty"` // pages given up on (ragmem jobs list, retry, drop): not an inconsistency
 	Recovered   []string        `json:"recovered,omitempty"`   // what opening the store did (--repair)
 	Repaired    []local.Problem `json:"repaired,omitempty"`
 	Pending     []local.Problem `json:"recoveryPending,omitempty"` // what the next open applies by itself, losing nothing: not inconsistencies
@@ -52,7 +53,7 @@ func LiveCheck(ctx context.Context, dir string, eng *rag.Engine) (CheckReport, e
 		rep.Embedder = v
 	}
 	rep.Problems = append(rep.Problems, probs...)
-	if err := index.VerifyEmbedder(ctx, be, eng.Store().Embedder()); err != nil {
+	if err := engine.VerifyEmbedder(ctx, be, eng.Store().Embedder()); err != nil {
 		rep.Problems = append(rep.Problems, local.Problem{Kind: "embedder", Msg: err.Error()})
 	}
 	rep.QueuedPages = eng.QueueStats().Depth
@@ -83,13 +84,13 @@ func (r *Run) serveCheck(w http.ResponseWriter, req *http.Request) {
 // opening it for writing (which recovers it) and rebuilding what still
 // disagrees with the stored records. embedderFor builds the embedder the
 // store records, to verify it.
-func Check(ctx context.Context, dir string, repair bool, embedderFor func(context.Context, *rag.EmbedderRecord) (embed.Embedder, error)) (CheckReport, error) {
+func Check(ctx context.Context, dir string, repair bool, embedderFor func(context.Context, *index.EmbedderRecord) (embed.Embedder, error)) (CheckReport, error) {
 	be, err := local.Open(ctx, dir, &local.Options{Logger: slog.Default(), ReadOnly: !repair})
 	if err != nil {
 		return CheckReport{}, err
 	}
 	defer be.Close()
-	rec, ok, err := index.ReadEmbedderRecord(ctx, be)
+	rec, ok, err := engine.ReadEmbedderRecord(ctx, be)
 	if err != nil {
 		return CheckReport{}, err
 	}
@@ -108,7 +109,7 @@ func Check(ctx context.Context, dir string, repair bool, embedderFor func(contex
 		rep.Embedder = v
 	}
 	var embProblem *local.Problem
-	if err := index.VerifyEmbedder(ctx, be, emb); err != nil {
+	if err := engine.VerifyEmbedder(ctx, be, emb); err != nil {
 		embProblem = &local.Problem{Kind: "embedder", Msg: err.Error()}
 	}
 	if repair {
@@ -128,7 +129,7 @@ func Check(ctx context.Context, dir string, repair bool, embedderFor func(contex
 	if embProblem != nil {
 		rep.Problems = append(rep.Problems, *embProblem)
 	}
-	qc, err := rag.CheckQueue(ctx, dir, repair)
+	qc, err := engine.CheckQueue(ctx, dir, repair)
 	if err != nil {
 		return CheckReport{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ragmem/ragmem/cmd/ragmem/internal/settings"
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/prefs"
@@ -317,12 +318,12 @@ func (s *Store) DetectPreferences(ctx context.Context, req rag.DetectRequest) (o
 	return out, err
 }
 
-func (s *Store) Stats(ctx context.Context) (st rag.Stats, err error) {
+func (s *Store) Stats(ctx context.Context) (st index.Stats, err error) {
 	err = s.Call(ctx, true, "", func(m rag.Memory) (err error) { st, err = m.Stats(ctx); return err })
 	return st, err
 }
 
-func (s *Store) SetURLRules(ctx context.Context, r rag.URLRules) error {
+func (s *Store) SetURLRules(ctx context.Context, r index.URLRules) error {
 	// Setting the same rules twice is setting them once.
 	return s.Call(ctx, true, "", func(m rag.Memory) error { return m.SetURLRules(ctx, r) })
 }
@@ -383,7 +384,7 @@ func agreeWithOwner(ctx context.Context, g *settings.Settings, c *owner.Client) 
 		if err != nil {
 			return nil // a spec this binary does not know: the owner's store decides
 		}
-		choice, err := g.ResolveEmbedder(&rag.EmbedderRecord{Spec: &ownerSpec})
+		choice, err := g.ResolveEmbedder(&index.EmbedderRecord{Spec: &ownerSpec})
 		if err != nil {
 			return err
 		}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/index/weaviate"
-	"github.com/ragmem/ragmem/rag"
 )
 
 // BackendFlags select the storage backend.
@@ -31,7 +31,7 @@ func addBackendFlags(pf *pflag.FlagSet, b *BackendFlags) {
 
 // open returns the backend the flags select; nil means the local store in
 // the data directory.
-func (b *BackendFlags) open(ctx context.Context) (rag.Backend, error) {
+func (b *BackendFlags) open(ctx context.Context) (driver.Backend, error) {
 	switch strings.ToLower(strings.TrimSpace(b.Name)) {
 	case "", "local":
 		return nil, nil

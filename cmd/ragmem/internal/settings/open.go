@@ -19,6 +19,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/spf13/pflag"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/internal/owner"
 	"github.com/ragmem/ragmem/internal/server"
@@ -49,7 +50,7 @@ type Settings struct {
 	// NewStoreEmbedder is the embedder a store that records none yet takes
 	// when this process opens it (import: the embedder of the file's
 	// vectors); nil: the flags' or the default.
-	NewStoreEmbedder *rag.EmbedderRecord
+	NewStoreEmbedder *index.EmbedderRecord
 
 	embMu     sync.Mutex
 	embedders map[string]embed.Embedder // built embedders by spec and secrets, shared by a server's stores
@@ -120,7 +121,7 @@ func (s *Settings) Open(ctx context.Context) (*rag.Engine, error) {
 
 // OpenWith is Open where a store that records no embedder yet is taken to
 // record fallback (import: the embedder of the file's vectors).
-func (s *Settings) OpenWith(ctx context.Context, fallback *rag.EmbedderRecord) (*rag.Engine, error) {
+func (s *Settings) OpenWith(ctx context.Context, fallback *index.EmbedderRecord) (*rag.Engine, error) {
 	dir, err := s.DataDir()
 	if err != nil {
 		return nil, err
@@ -133,7 +134,7 @@ func (s *Settings) OpenWith(ctx context.Context, fallback *rag.EmbedderRecord) (
 // (nil: the flags' or the default), sharing queryCache (nil: the store's
 // own), logging to log, with the quotas of chunks and bytes (0: the
 // defaults; negative: none).
-func (s *Settings) OpenDir(ctx context.Context, dir string, fallback *rag.EmbedderRecord, queryCache *embed.QueryCache, log *slog.Logger, quotaChunks int, quotaBytes int64) (*rag.Engine, error) {
+func (s *Settings) OpenDir(ctx context.Context, dir string, fallback *index.EmbedderRecord, queryCache *embed.QueryCache, log *slog.Logger, quotaChunks int, quotaBytes int64) (*rag.Engine, error) {
 	be, err := s.Backend.open(ctx)
 	if err != nil {
 		return nil, err
@@ -141,7 +142,7 @@ func (s *Settings) OpenDir(ctx context.Context, dir string, fallback *rag.Embedd
 	var choice *Choice
 	eng, err := rag.Open(ctx, dir, &rag.Options{Backend: be, Logger: log, QueryCache: queryCache, MaxChunksPerDocument: s.MaxChunksOption(), Config: s.RagConfig(),
 		QuotaChunks: max(quotaChunks, 0), QuotaBytes: max(quotaBytes, 0),
-		EmbedderFor: func(ctx context.Context, rec *rag.EmbedderRecord) (embed.Embedder, error) {
+		EmbedderFor: func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error) {
 			if rec == nil {
 				rec = fallback
 			}

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
-	"github.com/ragmem/ragmem/rag"
 )
 
 // Sources of a setting, as `config show` prints them.
@@ -111,7 +111,7 @@ type Choice struct {
 	KeyEnv      string // the variable the key is read from
 	KeyEnvFrom  string
 	HeadersFrom string
-	Recorded    *rag.EmbedderRecord // what the store records, if anything
+	Recorded    *index.EmbedderRecord // what the store records, if anything
 }
 
 // layer is one level of the embedder's settings.
@@ -126,7 +126,7 @@ type layer struct {
 // that names an embedder; each option, the base URL and the API key come
 // from the highest level that sets them (levels that name another model do
 // not count).
-func (s *Settings) ResolveEmbedder(rec *rag.EmbedderRecord) (*Choice, error) {
+func (s *Settings) ResolveEmbedder(rec *index.EmbedderRecord) (*Choice, error) {
 	levels, err := s.layers(rec)
 	if err != nil {
 		return nil, err
@@ -176,7 +176,7 @@ func (s *Settings) ResolveEmbedder(rec *rag.EmbedderRecord) (*Choice, error) {
 // layers returns the levels of the embedder's settings, lowest first: what
 // the store records, the config file, $RAGMEM_EMBEDDER and --embedder (nil
 // for a level that names none).
-func (s *Settings) layers(rec *rag.EmbedderRecord) ([4]*layer, error) {
+func (s *Settings) layers(rec *index.EmbedderRecord) ([4]*layer, error) {
 	var out [4]*layer
 	if rec != nil && rec.Spec != nil {
 		sp := rec.Spec.Clone()
@@ -288,7 +288,7 @@ func (s *Settings) BuildEmbedder(c *Choice) (embed.Embedder, error) {
 
 // EmbedderFor resolves and builds the embedder of a store that records rec
 // (nil: a new store, or none at all); it is index.Options.EmbedderFor.
-func (s *Settings) EmbedderFor(_ context.Context, rec *rag.EmbedderRecord) (embed.Embedder, error) {
+func (s *Settings) EmbedderFor(_ context.Context, rec *index.EmbedderRecord) (embed.Embedder, error) {
 	c, err := s.ResolveEmbedder(rec)
 	if err != nil {
 		return nil, err

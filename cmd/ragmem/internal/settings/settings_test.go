@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/embed"
-	"github.com/ragmem/ragmem/rag"
 )
 
 // testSchema has one section, "serve", of a flag set with a duration, a
@@ -80,7 +80,7 @@ func TestResolveEmbedderLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &rag.EmbedderRecord{Spec: &stored}
+	rec := &index.EmbedderRecord{Spec: &stored}
 	s := &Settings{Cfg: cfg, Stderr: io.Discard, Embedder: "openai:m,retries=4"}
 	c, err := s.ResolveEmbedder(rec)
 	if err != nil {

@@ -5,9 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ragmem/ragmem/index"
 	"github.com/spf13/cobra"
-
-	"github.com/ragmem/ragmem/rag"
 )
 
 // FileInfo describes the config file for `config show`: its path, where
@@ -38,7 +37,7 @@ const redacted = "[redacted]"
 // Effective lists every setting with its value and source, for cmd: the
 // data directory dir, the memories directory mem, the store's embedder
 // record rec (storeNote says what was found) and what the rest resolve to.
-func (s *Settings) Effective(cmd *cobra.Command, dir, mem string, rec *rag.EmbedderRecord, storeNote string) ([]Row, error) {
+func (s *Settings) Effective(cmd *cobra.Command, dir, mem string, rec *index.EmbedderRecord, storeNote string) ([]Row, error) {
 	var rows []Row
 	dirSrc := s.Sources["dir"]
 	if s.Dir != "" && dirSrc == SrcDefault {

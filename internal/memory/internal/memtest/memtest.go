@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"gopkg.in/yaml.v3"
-
-	"github.com/ragmem/ragmem/index"
 )
 
 // Clock is the fixed time of the tests: the fixtures' ages are relative to
@@ -99,9 +98,9 @@ func Within(t testing.TB, d time.Duration, what string, f func() error) error {
 
 // OpenIndex opens a fresh index (offline lexical embedder) on Clock, closed
 // when the test ends.
-func OpenIndex(t testing.TB) *index.Index {
+func OpenIndex(t testing.TB) *engine.Index {
 	t.Helper()
-	ix, err := index.Open(context.Background(), t.TempDir(), &index.Options{Logger: Quiet(), Now: Now})
+	ix, err := engine.Open(context.Background(), t.TempDir(), &engine.Options{Logger: Quiet(), Now: Now})
 	if err != nil {
 		t.Fatal(err)
 	}

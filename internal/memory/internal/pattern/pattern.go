@@ -15,8 +15,8 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/internal/clean"
+	"github.com/ragmem/ragmem/internal/index/engine"
 )
 
 // MaxLen bounds one pattern, in bytes.
@@ -37,12 +37,12 @@ const (
 
 // Lexical reports whether ix embeds with ragmem's lexical embedder, which
 // sees shared words and sub-words rather than meaning.
-func Lexical(ix *index.Index) bool {
+func Lexical(ix *engine.Index) bool {
 	return ix != nil && strings.HasPrefix(ix.Embedder().Identity(), "lexical")
 }
 
 // Threshold is the similarity threshold for ix's embedder.
-func Threshold(ix *index.Index) float64 {
+func Threshold(ix *engine.Index) float64 {
 	if Lexical(ix) {
 		return LexicalThreshold
 	}

@@ -1,4 +1,4 @@
-package index
+package engine
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/index"
 
 	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/internal/index/local"
@@ -109,7 +111,7 @@ func TestStoreRecordsAndRebuildsItsEmbedder(t *testing.T) {
 		t.Fatal(err)
 	}
 	ix := open(t, dir, &Options{Embedder: emb})
-	if _, err := ix.Add(ctx, Document{SourceURL: "u1", Content: longDoc(300, "otters")}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u1", Content: longDoc(300, "otters")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := ix.Close(); err != nil {
@@ -146,7 +148,7 @@ func TestStoreRecordsAndRebuildsItsEmbedder(t *testing.T) {
 		t.Errorf("rebuilt embedder %q", id)
 	}
 	before := srv.calls.Load()
-	hits, err := ix.Vector(ctx, "otters", 3, Filter{})
+	hits, err := ix.Vector(ctx, "otters", 3, index.Filter{})
 	if err != nil || len(hits) == 0 {
 		t.Fatalf("vector search with the rebuilt embedder: %v, %v", hits, err)
 	}
@@ -165,7 +167,7 @@ func TestStoreDoesNotRecordURLCredentials(t *testing.T) {
 	ix := open(t, dir, &Options{Embedder: emb})
 	vec := make([]float32, 16)
 	vec[0] = 1
-	if err := ix.Put(ctx, []Record{{ID: "r", SourceURL: "u", Content: "Zebras.", Vector: vec}}); err != nil { // the first write records the embedder
+	if err := ix.Put(ctx, []index.Record{{ID: "r", SourceURL: "u", Content: "Zebras.", Vector: vec}}); err != nil { // the first write records the embedder
 		t.Fatal(err)
 	}
 	rec, ok, err := ReadEmbedderRecord(ctx, ix.Backend())
@@ -195,7 +197,7 @@ func TestStoreFromBeforeSpecsFallsBackToTheIdentity(t *testing.T) {
 	dir := t.TempDir()
 	lex := embed.NewLexical(&embed.LexicalOptions{Dimension: 96, BigramWeight: 0.5})
 	ix := open(t, dir, &Options{Embedder: anonymous{lex}})
-	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
 		t.Fatal(err)
 	}
 	rec, ok, err := ReadEmbedderRecord(ctx, ix.Backend())
@@ -219,7 +221,7 @@ func TestStoreFromBeforeSpecsFallsBackToTheIdentity(t *testing.T) {
 func TestStoreWithUnrebuildableIdentity(t *testing.T) {
 	dir := t.TempDir()
 	ix := open(t, dir, &Options{Embedder: &namedEmbedder{Embedder: embed.Default(), id: "model2vec/x/0123456789ab/d768/t512"}})
-	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
 		t.Fatal(err)
 	}
 	ix.Close()
@@ -239,16 +241,16 @@ func (n *namedEmbedder) Identity() string { return n.id }
 
 func TestEmbedderForSeesTheRecord(t *testing.T) {
 	dir := t.TempDir()
-	var got []*EmbedderRecord
-	ix := open(t, dir, &Options{EmbedderFor: func(c context.Context, rec *EmbedderRecord) (embed.Embedder, error) {
+	var got []*index.EmbedderRecord
+	ix := open(t, dir, &Options{EmbedderFor: func(c context.Context, rec *index.EmbedderRecord) (embed.Embedder, error) {
 		got = append(got, rec)
 		return embed.NewRandProj(&embed.RandProjOptions{Dimension: 24}), nil
 	}})
-	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
 		t.Fatal(err)
 	}
 	ix.Close()
-	ix = open(t, dir, &Options{EmbedderFor: func(c context.Context, rec *EmbedderRecord) (embed.Embedder, error) {
+	ix = open(t, dir, &Options{EmbedderFor: func(c context.Context, rec *index.EmbedderRecord) (embed.Embedder, error) {
 		got = append(got, rec)
 		return embed.New(*rec.Spec, nil)
 	}})
@@ -257,7 +259,7 @@ func TestEmbedderForSeesTheRecord(t *testing.T) {
 		t.Fatalf("EmbedderFor saw %+v", got)
 	}
 	boom := errors.New("no key")
-	if _, err := Open(ctx, dir, &Options{EmbedderFor: func(context.Context, *EmbedderRecord) (embed.Embedder, error) { return nil, boom }}); !errors.Is(err, boom) {
+	if _, err := Open(ctx, dir, &Options{EmbedderFor: func(context.Context, *index.EmbedderRecord) (embed.Embedder, error) { return nil, boom }}); !errors.Is(err, boom) {
 		t.Errorf("err = %v", err)
 	}
 	// The store is still usable (the failed open released it).
@@ -267,7 +269,7 @@ func TestEmbedderForSeesTheRecord(t *testing.T) {
 func TestExplicitEmbedderStillChecked(t *testing.T) {
 	dir := t.TempDir()
 	ix := open(t, dir, &Options{Embedder: embed.NewRandProj(&embed.RandProjOptions{Dimension: 24})})
-	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
 		t.Fatal(err)
 	}
 	ix.Close()
@@ -286,12 +288,12 @@ func TestRepeatedQueryCostsNoEmbedderCall(t *testing.T) {
 	}
 	ix := open(t, t.TempDir(), &Options{Embedder: emb})
 	defer ix.Close()
-	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: longDoc(200, "zebras")}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u", Content: longDoc(200, "zebras")}); err != nil {
 		t.Fatal(err)
 	}
 	before := srv.calls.Load()
 	for range 5 {
-		if _, err := ix.Vector(ctx, "where do zebras live", 3, Filter{}); err != nil {
+		if _, err := ix.Vector(ctx, "where do zebras live", 3, index.Filter{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := ix.EmbedQuery(ctx, "where do zebras live"); err != nil {
@@ -322,9 +324,9 @@ func TestSelfParallelEmbedderGetsEveryChunkAtOnce(t *testing.T) {
 	}
 	ix := open(t, t.TempDir(), &Options{Embedder: emb, EmbedBatch: 8})
 	defer ix.Close()
-	var docs []Document
+	var docs []index.Document
 	for i := range 120 {
-		docs = append(docs, Document{SourceURL: fmt.Sprint("u", i), Content: fmt.Sprintf("Document %d is about subject %d.", i, i)})
+		docs = append(docs, index.Document{SourceURL: fmt.Sprint("u", i), Content: fmt.Sprintf("Document %d is about subject %d.", i, i)})
 	}
 	if _, err := ix.AddMany(ctx, docs); err != nil {
 		t.Fatal(err)
@@ -336,7 +338,7 @@ func TestSelfParallelEmbedderGetsEveryChunkAtOnce(t *testing.T) {
 	if sizes != "[50 50 20]" && sizes != "[50 20 50]" && sizes != "[20 50 50]" {
 		t.Errorf("request sizes %s", sizes)
 	}
-	hits, err := ix.Vector(ctx, "Document 77 is about subject 77.", 1, Filter{})
+	hits, err := ix.Vector(ctx, "Document 77 is about subject 77.", 1, index.Filter{})
 	if err != nil || len(hits) != 1 || hits[0].Record.SourceURL != "u77" {
 		t.Errorf("vectors out of order: %+v %v", hits, err)
 	}
@@ -345,7 +347,7 @@ func TestSelfParallelEmbedderGetsEveryChunkAtOnce(t *testing.T) {
 func TestCopyCarriesTheEmbedderSpec(t *testing.T) {
 	srcDir := t.TempDir()
 	ix := open(t, srcDir, &Options{Embedder: embed.NewRandProj(&embed.RandProjOptions{Dimension: 24})})
-	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
 		t.Fatal(err)
 	}
 	ix.Close()

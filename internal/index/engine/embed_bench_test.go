@@ -1,4 +1,4 @@
-package index
+package engine
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/index"
 
 	"github.com/ragmem/ragmem/internal/benchdata"
 	"github.com/ragmem/ragmem/internal/embed"
@@ -46,7 +48,7 @@ func benchDelay(b *testing.B) time.Duration {
 	return d
 }
 
-func sciFactDocs(b *testing.B) []Document {
+func sciFactDocs(b *testing.B) []index.Document {
 	dir := benchdata.SciFactDir()
 	if dir == "" {
 		b.Skip("no SciFact collection (shared/eval/scifact or $RAGMEM_SCIFACT_DIR)")
@@ -55,9 +57,9 @@ func sciFactDocs(b *testing.B) []Document {
 	if err != nil {
 		b.Fatal(err)
 	}
-	out := make([]Document, len(docs))
+	out := make([]index.Document, len(docs))
 	for i, d := range docs {
-		out[i] = Document{SourceURL: "scifact://" + d.ID, Title: d.Title, Content: d.Text}
+		out[i] = index.Document{SourceURL: "scifact://" + d.ID, Title: d.Title, Content: d.Text}
 	}
 	return out
 }
@@ -139,13 +141,13 @@ func BenchmarkRepeatedQuery(b *testing.B) {
 			}
 			defer ix.Close()
 			for i := range 200 {
-				if _, err := ix.Add(ctx, Document{SourceURL: fmt.Sprint("doc://", i), Content: longDoc(120, fmt.Sprint("topic ", i))}); err != nil {
+				if _, err := ix.Add(ctx, index.Document{SourceURL: fmt.Sprint("doc://", i), Content: longDoc(120, fmt.Sprint("topic ", i))}); err != nil {
 					b.Fatal(err)
 				}
 			}
 			before := srv.calls.Load()
 			for b.Loop() {
-				if _, err := ix.Vector(ctx, "which documents talk about topic 42", 10, Filter{}); err != nil {
+				if _, err := ix.Vector(ctx, "which documents talk about topic 42", 10, index.Filter{}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package index
+package engine
 
 import (
 	"bufio"
@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ragmem/ragmem/index"
 
 	"github.com/ragmem/ragmem/internal/perm"
 	"github.com/ragmem/ragmem/internal/wal"
@@ -81,15 +83,15 @@ var ErrQueueLocked = errors.New("index: indexing queue is locked")
 
 // queueRecord is one entry of the queue log.
 type queueRecord struct {
-	Kind string    `json:"k"`             // one of the rec* kinds
-	Job  Job       `json:"job"`           // the job as it stands
-	Doc  *Document `json:"doc,omitempty"` // with "page"
+	Kind string          `json:"k"`             // one of the rec* kinds
+	Job  index.Job       `json:"job"`           // the job as it stands
+	Doc  *index.Document `json:"doc,omitempty"` // with "page"
 }
 
 // deadLetter is what dead/<name>.json holds.
 type deadLetter struct {
-	Job Job      `json:"job"`
-	Doc Document `json:"doc"`
+	Job index.Job      `json:"job"`
+	Doc index.Document `json:"doc"`
 }
 
 // queueLog is the persisted queue. Safe for concurrent use.
@@ -103,16 +105,16 @@ type queueLog struct {
 	pending  map[string]*queueRecord // queued, not finished: kept for compaction
 	order    []string                // pending ids in queue order
 	inflight map[string]bool         // pending ids with a "try" and no outcome yet
-	dead     map[string]Job          // dead letters
-	finished []Job                   // recent finished jobs, oldest first, at most maxJobs
+	dead     map[string]index.Job    // dead letters
+	finished []index.Job             // recent finished jobs, oldest first, at most maxJobs
 }
 
 // queueState is what opening a queue log found.
 type queueState struct {
 	pending  []*queueRecord // pages to index, in queue order
-	finished []Job          // finished jobs to remember
-	dead     []Job          // dead letters, oldest first
-	crashed  []Job          // pages whose indexing was interrupted by the end of the process
+	finished []index.Job    // finished jobs to remember
+	dead     []index.Job    // dead letters, oldest first
+	crashed  []index.Job    // pages whose indexing was interrupted by the end of the process
 	notes    []string       // recovery notes (torn tail cut, damage quarantined, pages given up)
 }
 
@@ -171,7 +173,7 @@ func openQueue(fs wal.FS, dir string, logger *slog.Logger, maxAttempts int) (*qu
 
 func (q *queueLog) reset() {
 	q.pending, q.order, q.finished = map[string]*queueRecord{}, nil, nil
-	q.inflight, q.dead = map[string]bool{}, map[string]Job{}
+	q.inflight, q.dead = map[string]bool{}, map[string]index.Job{}
 }
 
 func (q *queueLog) path() string { return filepath.Join(q.dir, queueFile) }
@@ -250,8 +252,8 @@ func (q *queueLog) settle(st *queueState, maxAttempts int) {
 }
 
 // deadList returns the dead letters, oldest first.
-func (q *queueLog) deadList() []Job {
-	out := make([]Job, 0, len(q.dead))
+func (q *queueLog) deadList() []index.Job {
+	out := make([]index.Job, 0, len(q.dead))
 	for _, j := range q.dead {
 		out = append(out, j)
 	}
@@ -347,7 +349,7 @@ func (q *queueLog) add(r *queueRecord) {
 		}
 		q.finished = append(q.finished, r.Job)
 		if len(q.finished) > maxJobs {
-			q.finished = append([]Job(nil), q.finished[len(q.finished)-maxJobs:]...)
+			q.finished = append([]index.Job(nil), q.finished[len(q.finished)-maxJobs:]...)
 		}
 	case recDrop:
 		delete(q.dead, id)
@@ -404,7 +406,7 @@ func (q *queueLog) append(sync bool, rs ...*queueRecord) error {
 }
 
 // enqueue makes a page durable.
-func (q *queueLog) enqueue(j Job, d *Document) error {
+func (q *queueLog) enqueue(j index.Job, d *index.Document) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.appendAdd(true, &queueRecord{Kind: recPage, Job: j, Doc: d})
@@ -424,28 +426,28 @@ func (q *queueLog) appendAdd(sync bool, rs ...*queueRecord) error {
 
 // try records that the worker starts on jobs: if the process dies before an
 // outcome is recorded, the next Open counts a failed attempt.
-func (q *queueLog) try(jobs []Job) error {
+func (q *queueLog) try(jobs []index.Job) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	rs := make([]*queueRecord, len(jobs))
 	for i, j := range jobs {
-		rs[i] = &queueRecord{Kind: recTry, Job: Job{ID: j.ID, Attempts: j.Attempts}}
+		rs[i] = &queueRecord{Kind: recTry, Job: index.Job{ID: j.ID, Attempts: j.Attempts}}
 	}
 	return q.appendAdd(false, rs...)
 }
 
 // retry records a failed attempt of a page that waits to be tried again.
-func (q *queueLog) retry(j Job) {
+func (q *queueLog) retry(j index.Job) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.record(&queueRecord{Kind: recRetry, Job: Job{ID: j.ID, Attempts: j.Attempts, Error: j.Error}})
+	q.record(&queueRecord{Kind: recRetry, Job: index.Job{ID: j.ID, Attempts: j.Attempts, Error: j.Error}})
 }
 
 // pendingJobs returns the jobs of the pending pages whose URL matches.
-func (q *queueLog) pendingJobs(match func(string) bool) []Job {
+func (q *queueLog) pendingJobs(match func(string) bool) []index.Job {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var out []Job
+	var out []index.Job
 	for _, id := range q.order {
 		if r := q.pending[id]; r.Doc != nil && match(r.Doc.SourceURL) {
 			out = append(out, r.Job)
@@ -456,7 +458,7 @@ func (q *queueLog) pendingJobs(match func(string) bool) []Job {
 
 // cancel records, durably, that pending jobs were cancelled: they are
 // finished and never replayed.
-func (q *queueLog) cancel(jobs []Job) error {
+func (q *queueLog) cancel(jobs []index.Job) error {
 	if len(jobs) == 0 {
 		return nil
 	}
@@ -470,20 +472,20 @@ func (q *queueLog) cancel(jobs []Job) error {
 }
 
 // finish records that a job finished.
-func (q *queueLog) finish(j Job) {
+func (q *queueLog) finish(j index.Job) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.record(&queueRecord{Kind: recDone, Job: j})
 }
 
 // bury moves a job to the dead letters, with its page.
-func (q *queueLog) bury(j Job, d *Document) error {
+func (q *queueLog) bury(j index.Job, d *index.Document) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.deadLocked(j, d)
 }
 
-func (q *queueLog) deadLocked(j Job, d *Document) error {
+func (q *queueLog) deadLocked(j index.Job, d *index.Document) error {
 	if d == nil {
 		if p, ok := q.pending[j.ID]; ok {
 			d = p.Doc
@@ -537,7 +539,7 @@ func (q *queueLog) deadDoc(id string) (*deadLetter, error) {
 }
 
 // revive queues a dead letter's page again, as job j, and deletes its file.
-func (q *queueLog) revive(j Job, d *Document) error {
+func (q *queueLog) revive(j index.Job, d *index.Document) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	r := &queueRecord{Kind: recPage, Job: j, Doc: d}
@@ -556,7 +558,7 @@ func (q *queueLog) drop(id string) error {
 	if err := q.fs.Remove(q.deadPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	q.record(&queueRecord{Kind: recDrop, Job: Job{ID: id}})
+	q.record(&queueRecord{Kind: recDrop, Job: index.Job{ID: id}})
 	return nil
 }
 
@@ -592,7 +594,7 @@ func (q *queueLog) compactLocked() error {
 				return err
 			}
 			if q.inflight[id] {
-				if err := write(&queueRecord{Kind: recTry, Job: Job{ID: id, Attempts: r.Job.Attempts}}); err != nil {
+				if err := write(&queueRecord{Kind: recTry, Job: index.Job{ID: id, Attempts: r.Job.Attempts}}); err != nil {
 					return err
 				}
 			}
@@ -633,15 +635,15 @@ func (q *queueLog) close() error {
 
 // QueueCheck describes the persisted indexing queue in a directory.
 type QueueCheck struct {
-	Pending     int      // pages waiting to be indexed; the next Open indexes them
-	PendingJobs []Job    // their jobs, in queue order
-	Interrupted int      // of Pending, pages whose indexing the end of the last process interrupted
-	Finished    int      // finished jobs remembered for Job lookups
-	Cancelled   []Job    // of those, the jobs cancelled because their source was removed, most recent last
-	Dead        []Job    // dead letters: pages given up on (ragmem jobs list, retry, drop)
-	Problems    []string // damage found: an unreadable or damaged log
-	Recovery    []string // what the next open does by itself, losing nothing queued: cut an unfinished write at the end
-	Repaired    []string // with repair: what was done about it
+	Pending     int         // pages waiting to be indexed; the next Open indexes them
+	PendingJobs []index.Job // their jobs, in queue order
+	Interrupted int         // of Pending, pages whose indexing the end of the last process interrupted
+	Finished    int         // finished jobs remembered for Job lookups
+	Cancelled   []index.Job // of those, the jobs cancelled because their source was removed, most recent last
+	Dead        []index.Job // dead letters: pages given up on (ragmem jobs list, retry, drop)
+	Problems    []string    // damage found: an unreadable or damaged log
+	Recovery    []string    // what the next open does by itself, losing nothing queued: cut an unfinished write at the end
+	Repaired    []string    // with repair: what was done about it
 }
 
 // CheckQueue inspects the indexing queue persisted in dir (the data
@@ -699,7 +701,7 @@ func CheckQueue(ctx context.Context, dir string, repair bool) (QueueCheck, error
 	for _, id := range q.order {
 		j := q.pending[id].Job
 		if q.inflight[id] {
-			j.State = JobRunning // interrupted: the next open counts the attempt
+			j.State = index.JobRunning // interrupted: the next open counts the attempt
 		}
 		qc.PendingJobs = append(qc.PendingJobs, j)
 	}
@@ -713,10 +715,10 @@ func CheckQueue(ctx context.Context, dir string, repair bool) (QueueCheck, error
 	return qc, nil
 }
 
-func cancelledJobs(finished []Job) []Job {
-	var out []Job
+func cancelledJobs(finished []index.Job) []index.Job {
+	var out []index.Job
 	for _, j := range finished {
-		if j.State == JobCancelled {
+		if j.State == index.JobCancelled {
 			out = append(out, j)
 		}
 	}

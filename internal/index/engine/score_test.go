@@ -1,4 +1,4 @@
-package index_test
+package engine_test
 
 import (
 	"context"
@@ -9,10 +9,11 @@ import (
 
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 )
 
-// hidden is a backend that does not score in place, so index.Index scores
+// hidden is a backend that does not score in place, so engine.Index scores
 // the vectors Get returns (as it does for Weaviate).
 type hidden struct{ driver.Backend }
 
@@ -35,7 +36,7 @@ func TestSimilarities(t *testing.T) {
 			if _, ok := b.(driver.Scorer); ok != inPlace {
 				t.Fatalf("scorer %v", ok)
 			}
-			ix, err := index.Open(ctx, "", &index.Options{Backend: b})
+			ix, err := engine.Open(ctx, "", &engine.Options{Backend: b})
 			if err != nil {
 				t.Fatal(err)
 			}

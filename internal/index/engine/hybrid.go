@@ -1,16 +1,10 @@
-package index
+package engine
 
 import (
 	"context"
 	"errors"
 
 	"github.com/ragmem/ragmem/index/driver"
-)
-
-// Aliases for native hybrid search (see driver.HybridSearcher).
-type (
-	HybridQuery = driver.HybridQuery
-	HybridHit   = driver.HybridHit
 )
 
 // ErrNoNativeHybrid is returned by Hybrid when the backend does not fuse
@@ -26,7 +20,7 @@ func (ix *Index) NativeHybrid() bool {
 
 // Hybrid embeds query and runs the backend's own hybrid search with q (whose
 // Text and Vector it sets).
-func (ix *Index) Hybrid(ctx context.Context, query string, q HybridQuery) ([]HybridHit, error) {
+func (ix *Index) Hybrid(ctx context.Context, query string, q driver.HybridQuery) ([]driver.HybridHit, error) {
 	hs, ok := ix.be.(driver.HybridSearcher)
 	if !ok {
 		return nil, ErrNoNativeHybrid

@@ -1,4 +1,4 @@
-package index
+package engine
 
 import (
 	"bufio"
@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/index"
 
 	"github.com/ragmem/ragmem/internal/embed"
 )
@@ -71,7 +73,7 @@ func poisonChild(dir string) int {
 			if i == 4 {
 				content = "this page is poison for the embedder"
 			}
-			id := ix.IndexPageAsync(Document{SourceURL: fmt.Sprintf("https://c.example/%d", i), Content: content})
+			id := ix.IndexPageAsync(index.Document{SourceURL: fmt.Sprintf("https://c.example/%d", i), Content: content})
 			say("acked %d %s", i, id)
 		}
 	case "stream":
@@ -79,7 +81,7 @@ func poisonChild(dir string) int {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		for i := 0; ; i++ {
 			n := rng.IntN(1000)
-			id := ix.IndexPageAsync(Document{SourceURL: fmt.Sprintf("https://s.example/%d", n), Content: fmt.Sprintf("version %d of page %d about egrets", i, n)})
+			id := ix.IndexPageAsync(index.Document{SourceURL: fmt.Sprintf("https://s.example/%d", n), Content: fmt.Sprintf("version %d of page %d about egrets", i, n)})
 			say("acked %d %s", n, id)
 			if rng.IntN(4) == 0 {
 				time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
@@ -181,9 +183,9 @@ func TestQueueCrashPoisonPage(t *testing.T) {
 	defer ix.Close()
 	for i, id := range ids {
 		j, ok := ix.Job(id)
-		want := JobDone
+		want := index.JobDone
 		if i == 4 {
-			want = JobDead
+			want = index.JobDead
 		}
 		if !ok || j.State != want {
 			t.Fatalf("page %d: %+v", i, j)
@@ -233,7 +235,7 @@ func TestQueueCrashRandomKills(t *testing.T) {
 	}
 	ix := open(t, dir, nil)
 	defer ix.Close()
-	dead := ix.ListJobs(JobDead)
+	dead := ix.ListJobs(index.JobDead)
 	for _, j := range dead {
 		if j.Attempts != DefaultMaxAttempts || !strings.Contains(j.Error, "process stopped") {
 			t.Fatalf("dead letter: %+v", j)
@@ -247,7 +249,7 @@ func TestQueueCrashRandomKills(t *testing.T) {
 	}
 	for id, src := range acked {
 		j, ok := ix.Job(id)
-		if !ok || j.State != JobDone {
+		if !ok || j.State != index.JobDone {
 			t.Fatalf("acknowledged job %s (%s): %+v %v", id, src, j, ok)
 		}
 	}

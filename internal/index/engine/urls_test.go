@@ -1,10 +1,13 @@
-package index
+package engine
 
 import (
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 
 	"github.com/ragmem/ragmem/chunk"
 )
@@ -20,7 +23,7 @@ func TestURLVariantsAreOneSource(t *testing.T) {
 		"https://example.com/guide#faq",
 	}
 	for i, u := range variants {
-		r, err := ix.Add(ctx, Document{SourceURL: u, Title: "Guide", Content: longDoc(300, "installing widgets")})
+		r, err := ix.Add(ctx, index.Document{SourceURL: u, Title: "Guide", Content: longDoc(300, "installing widgets")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,12 +34,12 @@ func TestURLVariantsAreOneSource(t *testing.T) {
 			t.Fatalf("variant %q was indexed again: %+v", u, r)
 		}
 	}
-	srcs, total, err := ix.Sources(ctx, Filter{}, 0, 0)
+	srcs, total, err := ix.Sources(ctx, index.Filter{}, 0, 0)
 	if err != nil || total != 1 || srcs[0].SourceURL != "https://example.com/guide" {
 		t.Fatalf("sources %+v (total %d), %v", srcs, total, err)
 	}
 	// One batch with two variants: the last wins, the first is superseded.
-	rs, err := ix.AddMany(ctx, []Document{
+	rs, err := ix.AddMany(ctx, []index.Document{
 		{SourceURL: "https://example.com/b?utm_medium=x", Content: "first version of b"},
 		{SourceURL: "https://EXAMPLE.com/b", Content: "second version of b"},
 	})
@@ -47,7 +50,7 @@ func TestURLVariantsAreOneSource(t *testing.T) {
 	if err != nil || len(recs) != 1 || recs[0].Content != "second version of b" {
 		t.Fatalf("Source by a variant: %+v, %v", recs, err)
 	}
-	hits, err := ix.FullText(ctx, "widgets", 10, Filter{SourceURL: "https://example.com:443/guide#x"})
+	hits, err := ix.FullText(ctx, "widgets", 10, index.Filter{SourceURL: "https://example.com:443/guide#x"})
 	if err != nil || len(hits) == 0 {
 		t.Fatalf("search filtered by a variant: %d hits, %v", len(hits), err)
 	}
@@ -60,7 +63,7 @@ func TestURLVariantsAreOneSource(t *testing.T) {
 		t.Fatalf("Remove by a variant: %d, %v", n, err)
 	}
 	// The job of a background page reports the canonical URL.
-	id := ix.IndexPageAsync(Document{SourceURL: "https://example.com/c#x", Content: "async page"})
+	id := ix.IndexPageAsync(index.Document{SourceURL: "https://example.com/c#x", Content: "async page"})
 	if j, ok := ix.Job(id); !ok || j.SourceURL != "https://example.com/c" {
 		t.Fatalf("job %+v", j)
 	}
@@ -70,8 +73,8 @@ func TestURLVariantsAreOneSource(t *testing.T) {
 // names no rules canonicalises alike.
 func TestURLRulesAreRemembered(t *testing.T) {
 	dir := t.TempDir()
-	ix := open(t, dir, &Options{URLRules: &URLRules{KeepParams: []string{"Ref_Src", "ref_src"}}})
-	r, err := ix.Add(ctx, Document{SourceURL: "https://x.org/p?ref_src=feed&utm_source=a", Content: "a page"})
+	ix := open(t, dir, &Options{URLRules: &index.URLRules{KeepParams: []string{"Ref_Src", "ref_src"}}})
+	r, err := ix.Add(ctx, index.Document{SourceURL: "https://x.org/p?ref_src=feed&utm_source=a", Content: "a page"})
 	if err != nil || r.SourceURL != "https://x.org/p?ref_src=feed" {
 		t.Fatalf("%+v, %v", r, err)
 	}
@@ -86,7 +89,7 @@ func TestURLRulesAreRemembered(t *testing.T) {
 		t.Fatalf("reopened: %q", got)
 	}
 	ix.Close()
-	ix = open(t, dir, &Options{URLRules: &URLRules{}})
+	ix = open(t, dir, &Options{URLRules: &index.URLRules{}})
 	defer ix.Close()
 	if got := ix.CanonicalURL("https://x.org/p?ref_src=feed"); got != "https://x.org/p" {
 		t.Fatalf("rules reset: %q", got)
@@ -99,7 +102,7 @@ func TestLegacySourceURL(t *testing.T) {
 	ix := open(t, t.TempDir(), nil)
 	defer ix.Close()
 	legacy := "https://Example.com/old#x"
-	if err := ix.be.Apply(ctx, &Batch{Put: []Record{{ID: "l1", SourceURL: legacy, Content: "legacy", DocType: DocKnowledge, CreatedAt: time.Now(), Vector: unitVector(ix)}}}); err != nil {
+	if err := ix.be.Apply(ctx, &driver.Batch{Put: []index.Record{{ID: "l1", SourceURL: legacy, Content: "legacy", DocType: index.DocKnowledge, CreatedAt: time.Now(), Vector: unitVector(ix)}}}); err != nil {
 		t.Fatal(err)
 	}
 	if recs, err := ix.Source(ctx, legacy); err != nil || len(recs) != 1 {
@@ -119,7 +122,7 @@ func unitVector(ix *Index) []float32 {
 func TestFilterExpressionsInSearches(t *testing.T) {
 	ix := open(t, t.TempDir(), nil)
 	defer ix.Close()
-	docs := []Document{
+	docs := []index.Document{
 		{SourceURL: "https://docs.rs/serde/", Content: "serde serializes rust data structures", Attrs: map[string]string{"lang": "en", "team": "infra"}},
 		{SourceURL: "https://docs.rs/tokio/", Content: "tokio runs rust futures and serializes nothing", Attrs: map[string]string{"lang": "en", "team": "runtime"}},
 		{SourceURL: "https://crates.io/serde", Content: "serde on crates serializes rust data", Attrs: map[string]string{"lang": "de"}},
@@ -139,14 +142,14 @@ func TestFilterExpressionsInSearches(t *testing.T) {
 		{`created < now-1h`, nil},
 	}
 	for _, c := range cases {
-		e, err := ParseFilter(c.expr)
+		e, err := index.ParseFilter(c.expr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := Filter{Where: e}
-		for name, search := range map[string]func() ([]Hit, error){
-			"fulltext": func() ([]Hit, error) { return ix.FullText(ctx, "serializes rust", 10, f) },
-			"vector":   func() ([]Hit, error) { return ix.Vector(ctx, "serializes rust", 10, f) },
+		f := index.Filter{Where: e}
+		for name, search := range map[string]func() ([]driver.Hit, error){
+			"fulltext": func() ([]driver.Hit, error) { return ix.FullText(ctx, "serializes rust", 10, f) },
+			"vector":   func() ([]driver.Hit, error) { return ix.Vector(ctx, "serializes rust", 10, f) },
 		} {
 			hits, err := search()
 			if err != nil {
@@ -176,10 +179,10 @@ func TestFilterExpressionsInSearches(t *testing.T) {
 func TestBinaryAndBOM(t *testing.T) {
 	ix := open(t, t.TempDir(), nil)
 	defer ix.Close()
-	if _, err := ix.Add(ctx, Document{SourceURL: "bin", Content: "ELF\x02\x01\x01\x00\x00\x00\x00binary"}); !errors.Is(err, ErrBinaryContent) {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "bin", Content: "ELF\x02\x01\x01\x00\x00\x00\x00binary"}); !errors.Is(err, ErrBinaryContent) {
 		t.Fatalf("binary text: %v", err)
 	}
-	a, err := ix.Add(ctx, Document{SourceURL: "bom", Content: "\uFEFF# Heading\n\nBody text.", Format: chunk.Markdown})
+	a, err := ix.Add(ctx, index.Document{SourceURL: "bom", Content: "\uFEFF# Heading\n\nBody text.", Format: chunk.Markdown})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +191,7 @@ func TestBinaryAndBOM(t *testing.T) {
 		t.Fatalf("BOM file: %+v", recs)
 	}
 	// The same text without the mark is the same content.
-	b, _ := ix.Add(ctx, Document{SourceURL: "bom", Content: "# Heading\n\nBody text.", Format: chunk.Markdown})
+	b, _ := ix.Add(ctx, index.Document{SourceURL: "bom", Content: "# Heading\n\nBody text.", Format: chunk.Markdown})
 	if !b.Unchanged || b.ContentHash != a.ContentHash {
 		t.Fatalf("BOM changes the content hash: %+v %+v", a, b)
 	}
@@ -206,7 +209,7 @@ func TestHTMLMainContent(t *testing.T) {
 <main><h1>Shared-State Concurrency</h1><p>` + strings.Repeat("Mutexes let threads share data one at a time. ", 12) + `</p>
 <h2>Using Mutexes</h2><p>` + strings.Repeat("Lock the mutex, then use the data it guards. ", 12) + `</p></main>
 <footer>© 2026 My Book authors</footer></body></html>`
-	r, err := ix.Add(ctx, Document{SourceURL: "https://book.example/ch16-03.html", Content: page, Format: chunk.HTML})
+	r, err := ix.Add(ctx, index.Document{SourceURL: "https://book.example/ch16-03.html", Content: page, Format: chunk.HTML})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +230,7 @@ func TestHTMLMainContent(t *testing.T) {
 		t.Errorf("content or headings lost: %+v", recs)
 	}
 	// Already extracted HTML (a reader's, or the server's) is chunked as it is.
-	r, err = ix.Add(ctx, Document{SourceURL: "doc", Content: "<nav><p>kept as given</p></nav><p>body</p>", Format: chunk.HTML, Extracted: true})
+	r, err = ix.Add(ctx, index.Document{SourceURL: "doc", Content: "<nav><p>kept as given</p></nav><p>body</p>", Format: chunk.HTML, Extracted: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +244,7 @@ func TestHTMLMainContent(t *testing.T) {
 func TestAttrsChangeIsAChange(t *testing.T) {
 	ix := open(t, t.TempDir(), nil)
 	defer ix.Close()
-	d := Document{SourceURL: "u", Content: "same text", Attrs: map[string]string{"team": "a"}}
+	d := index.Document{SourceURL: "u", Content: "same text", Attrs: map[string]string{"team": "a"}}
 	if _, err := ix.Add(ctx, d); err != nil {
 		t.Fatal(err)
 	}

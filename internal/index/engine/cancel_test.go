@@ -1,4 +1,4 @@
-package index
+package engine
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/index"
 
 	"github.com/ragmem/ragmem/internal/embed"
 )
@@ -39,11 +41,11 @@ func TestRemoveCancelsQueuedPages(t *testing.T) {
 	dir := t.TempDir()
 	he := &heldEmbedder{Embedder: embed.Default(), entered: make(chan struct{}, 1), release: make(chan struct{})}
 	ix := open(t, dir, &Options{Embedder: he})
-	running := ix.IndexPageAsync(Document{SourceURL: "https://c.example/running", Content: "held page about kestrels"})
+	running := ix.IndexPageAsync(index.Document{SourceURL: "https://c.example/running", Content: "held page about kestrels"})
 	<-he.entered // the worker is indexing it, held in the embedder
-	q1 := ix.IndexPageAsync(Document{SourceURL: "https://c.example/queued#top", Content: "a page about herons"})
-	q2 := ix.IndexPageAsync(Document{SourceURL: "https://c.example/queued?utm_source=feed", Content: "a newer page about herons"})
-	other := ix.IndexPageAsync(Document{SourceURL: "https://c.example/other", Content: "a page about owls"})
+	q1 := ix.IndexPageAsync(index.Document{SourceURL: "https://c.example/queued#top", Content: "a page about herons"})
+	q2 := ix.IndexPageAsync(index.Document{SourceURL: "https://c.example/queued?utm_source=feed", Content: "a newer page about herons"})
+	other := ix.IndexPageAsync(index.Document{SourceURL: "https://c.example/other", Content: "a page about owls"})
 
 	rm, err := ix.RemoveSource(ctx, "https://C.example/queued")
 	if err != nil || rm.Chunks != 0 || !slices.Equal(rm.Cancelled, []string{q1, q2}) {
@@ -53,7 +55,7 @@ func TestRemoveCancelsQueuedPages(t *testing.T) {
 	if err != nil || !slices.Equal(rm.Cancelled, []string{running}) {
 		t.Fatalf("RemoveSource(running): %+v %v", rm, err)
 	}
-	if j, _ := ix.Job(running); j.State != JobCancelled || j.Finished.IsZero() || !strings.Contains(j.Error, "deleted") {
+	if j, _ := ix.Job(running); j.State != index.JobCancelled || j.Finished.IsZero() || !strings.Contains(j.Error, "deleted") {
 		t.Fatalf("running job after the removal: %+v", j)
 	}
 	close(he.release)
@@ -68,14 +70,14 @@ func TestRemoveCancelsQueuedPages(t *testing.T) {
 			}
 		}
 		for _, id := range []string{running, q1, q2} {
-			if j, _ := ix.Job(id); j.State != JobCancelled {
+			if j, _ := ix.Job(id); j.State != index.JobCancelled {
 				t.Errorf("%s: job %s: %+v", when, id, j)
 			}
 		}
-		if j, _ := ix.Job(other); j.State != JobDone || j.Chunks != 1 {
+		if j, _ := ix.Job(other); j.State != index.JobDone || j.Chunks != 1 {
 			t.Errorf("%s: the other page's job: %+v", when, j)
 		}
-		if got := ix.ListJobs(JobCancelled); len(got) != 3 {
+		if got := ix.ListJobs(index.JobCancelled); len(got) != 3 {
 			t.Errorf("%s: ListJobs(cancelled): %+v", when, got)
 		}
 	}
@@ -106,9 +108,9 @@ func TestRemoveCancelsWaitingPages(t *testing.T) {
 	oe := &outageEmbedder{Embedder: embed.Default()}
 	oe.down.Store(true)
 	ix := open(t, dir, &Options{Embedder: oe, RetryDelay: time.Hour, Breaker: &embed.BreakerOptions{OpenFor: time.Millisecond}})
-	id := ix.IndexPageAsync(Document{SourceURL: "https://w.example/", Content: "a page about ospreys"})
+	id := ix.IndexPageAsync(index.Document{SourceURL: "https://w.example/", Content: "a page about ospreys"})
 	for {
-		if j, _ := ix.Job(id); j.State == JobQueued && !j.RetryAt.IsZero() {
+		if j, _ := ix.Job(id); j.State == index.JobQueued && !j.RetryAt.IsZero() {
 			break
 		}
 		time.Sleep(time.Millisecond)
@@ -132,7 +134,7 @@ func TestRemoveCancelsWaitingPages(t *testing.T) {
 	if err := ix.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if j, _ := ix.Job(id); j.State != JobCancelled {
+	if j, _ := ix.Job(id); j.State != index.JobCancelled {
 		t.Fatalf("after the restart: %+v", j)
 	}
 	if recs, _ := ix.Source(ctx, "https://w.example/"); len(recs) != 0 {

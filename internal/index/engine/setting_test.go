@@ -1,9 +1,11 @@
-package index
+package engine
 
 import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/ragmem/ragmem/index"
 )
 
 // Settings of other packages are durable, namespaced, and read from the
@@ -12,7 +14,7 @@ func TestSettings(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	ix := open(t, dir, nil)
-	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil { // records the embedder
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil { // records the embedder
 		t.Fatal(err)
 	}
 	if _, ok, err := ix.Setting(ctx, "search.fusion"); ok || err != nil {

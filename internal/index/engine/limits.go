@@ -1,4 +1,4 @@
-package index
+package engine
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/ragmem/ragmem/index"
 )
 
 // DefaultMaxChunksPerDocument is Options.MaxChunksPerDocument's default:
@@ -93,7 +95,7 @@ func (ix *Index) storeBytes(ctx context.Context) (int64, error) {
 // (ErrTooManyChunks, ErrEmptyDocument, ErrNoSource, ErrQuotaExceeded). A
 // surface that queues documents for IndexPageAsync calls it first, to
 // refuse at once what the background worker would give up on.
-func (ix *Index) Check(ctx context.Context, d Document) (int, error) {
+func (ix *Index) Check(ctx context.Context, d index.Document) (int, error) {
 	if ix.closed.Load() {
 		return 0, ErrClosed
 	}

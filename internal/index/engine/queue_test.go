@@ -1,4 +1,4 @@
-package index
+package engine
 
 import (
 	"bufio"
@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/index"
 
 	"github.com/ragmem/ragmem/internal/embed"
 	"github.com/ragmem/ragmem/internal/wal"
@@ -51,14 +53,14 @@ func queueChild(dir string) int {
 		fmt.Println("error", err)
 		return 3
 	}
-	first := ix.IndexPageAsync(Document{SourceURL: "https://q.example/done", Title: "Done", Content: "a page about herons, indexed before the crash"})
+	first := ix.IndexPageAsync(index.Document{SourceURL: "https://q.example/done", Title: "Done", Content: "a page about herons, indexed before the crash"})
 	if err := ix.Flush(context.Background()); err != nil {
 		return 4
 	}
 	fmt.Println("done", first)
-	fmt.Println("queued", ix.IndexPageAsync(Document{SourceURL: "https://q.example/stuck", Content: "this page gets stuck in the embedder: storks"}))
+	fmt.Println("queued", ix.IndexPageAsync(index.Document{SourceURL: "https://q.example/stuck", Content: "this page gets stuck in the embedder: storks"}))
 	for i := 0; i < 5; i++ {
-		fmt.Println("queued", ix.IndexPageAsync(Document{SourceURL: fmt.Sprintf("https://q.example/%d", i), Content: fmt.Sprintf("queued page %d about cranes", i)}))
+		fmt.Println("queued", ix.IndexPageAsync(index.Document{SourceURL: fmt.Sprintf("https://q.example/%d", i), Content: fmt.Sprintf("queued page %d about cranes", i)}))
 	}
 	fmt.Println("ready")
 	select {}
@@ -112,26 +114,26 @@ func TestQueuedPagesSurviveACrash(t *testing.T) {
 	if err := ix.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if j, ok := ix.Job(done); !ok || j.State != JobDone || j.Replayed {
+	if j, ok := ix.Job(done); !ok || j.State != index.JobDone || j.Replayed {
 		t.Fatalf("job finished before the crash: %+v %v", j, ok)
 	}
 	for _, id := range queued {
 		j, ok := ix.Job(id)
-		if !ok || j.State != JobDone || !j.Replayed || j.Chunks == 0 {
+		if !ok || j.State != index.JobDone || !j.Replayed || j.Chunks == 0 {
 			t.Fatalf("queued job %s after the restart: %+v %v", id, j, ok)
 		}
 	}
 	if q := ix.QueueStats(); q.Replayed != 6 || !q.Durable {
 		t.Fatalf("queue stats %+v", q)
 	}
-	hits, err := ix.FullText(ctx, "storks cranes herons", 20, Filter{})
+	hits, err := ix.FullText(ctx, "storks cranes herons", 20, index.Filter{})
 	if err != nil || len(hits) != 7 {
 		t.Fatalf("after replay the store finds %d of 7 pages (%v)", len(hits), err)
 	}
 	// Job ids stay valid across a clean restart too.
 	ix.Close()
 	ix = open(t, dir, nil)
-	if j, ok := ix.Job(queued[0]); !ok || j.State != JobDone {
+	if j, ok := ix.Job(queued[0]); !ok || j.State != index.JobDone {
 		t.Fatalf("job after a clean restart: %+v %v", j, ok)
 	}
 	if ix.QueueStats().Replayed != 0 {
@@ -153,7 +155,7 @@ func TestReplayNeverOverwritesNewer(t *testing.T) {
 	}
 	ix := open(t, dir, nil)
 	time.Sleep(2 * time.Millisecond)
-	if _, err := ix.Add(ctx, Document{SourceURL: "https://q.example/stuck", Content: "the newer version: ibises"}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "https://q.example/stuck", Content: "the newer version: ibises"}); err != nil {
 		t.Fatal(err)
 	}
 	ix.Close()
@@ -167,7 +169,7 @@ func TestReplayNeverOverwritesNewer(t *testing.T) {
 	if len(recs) != 1 || !strings.Contains(recs[0].Content, "ibises") {
 		t.Fatalf("replay overwrote the newer version: %+v", recs)
 	}
-	if j, _ := ix.Job(queued[0]); j.State != JobDone || !j.Unchanged {
+	if j, _ := ix.Job(queued[0]); j.State != index.JobDone || !j.Unchanged {
 		t.Fatalf("skipped job: %+v", j)
 	}
 }
@@ -186,8 +188,8 @@ func TestQueueLogRecovers(t *testing.T) {
 			dir := t.TempDir()
 			data := []byte(queueMagic)
 			for i := 0; i < 3; i++ {
-				p, _ := json.Marshal(queueRecord{Kind: "page", Job: Job{ID: fmt.Sprintf("job_%d", i), State: JobQueued, Queued: time.Now().UTC()},
-					Doc: &Document{SourceURL: fmt.Sprintf("https://l.example/%d", i), Content: "logged page about puffins"}})
+				p, _ := json.Marshal(queueRecord{Kind: "page", Job: index.Job{ID: fmt.Sprintf("job_%d", i), State: index.JobQueued, Queued: time.Now().UTC()},
+					Doc: &index.Document{SourceURL: fmt.Sprintf("https://l.example/%d", i), Content: "logged page about puffins"}})
 				data = wal.AppendFrame(data, p)
 			}
 			data = append(data, tc.tail...)
@@ -197,7 +199,7 @@ func TestQueueLogRecovers(t *testing.T) {
 			defer ix.Close()
 			ix.Flush(ctx)
 			for i := 0; i < 3; i++ {
-				if j, _ := ix.Job(fmt.Sprintf("job_%d", i)); j.State != JobDone {
+				if j, _ := ix.Job(fmt.Sprintf("job_%d", i)); j.State != index.JobDone {
 					t.Fatalf("job_%d: %+v", i, j)
 				}
 			}
@@ -221,12 +223,12 @@ func TestQueueCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 4; i++ {
-		if err := q.enqueue(Job{ID: fmt.Sprint("j", i), State: JobQueued}, &Document{SourceURL: fmt.Sprint("u", i), Content: strings.Repeat("x", 1000)}); err != nil {
+		if err := q.enqueue(index.Job{ID: fmt.Sprint("j", i), State: index.JobQueued}, &index.Document{SourceURL: fmt.Sprint("u", i), Content: strings.Repeat("x", 1000)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	q.finish(Job{ID: "j1", State: JobDone})
-	q.finish(Job{ID: "j2", State: JobFailed, Error: "boom"})
+	q.finish(index.Job{ID: "j1", State: index.JobDone})
+	q.finish(index.Job{ID: "j2", State: index.JobFailed, Error: "boom"})
 	before := q.log.Size()
 	q.mu.Lock()
 	err = q.compactLocked()
@@ -272,8 +274,8 @@ func TestQueueDirIsLocked(t *testing.T) {
 // FuzzReadQueue feeds arbitrary bytes to the queue log reader: it must never
 // panic, and every record it accepts is well-formed.
 func FuzzReadQueue(f *testing.F) {
-	p, _ := json.Marshal(queueRecord{Kind: "page", Job: Job{ID: "job_1"}, Doc: &Document{SourceURL: "u", Content: "c"}})
-	d, _ := json.Marshal(queueRecord{Kind: "done", Job: Job{ID: "job_1", State: JobDone}})
+	p, _ := json.Marshal(queueRecord{Kind: "page", Job: index.Job{ID: "job_1"}, Doc: &index.Document{SourceURL: "u", Content: "c"}})
+	d, _ := json.Marshal(queueRecord{Kind: "done", Job: index.Job{ID: "job_1", State: index.JobDone}})
 	good := wal.AppendFrame(wal.AppendFrame([]byte(queueMagic), p), d)
 	f.Add(good)
 	f.Add(good[:len(good)-2])

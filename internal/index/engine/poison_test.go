@@ -1,4 +1,4 @@
-package index
+package engine
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/index"
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/internal/embed"
@@ -37,7 +39,7 @@ func TestHeadingBombIsRefused(t *testing.T) {
 		runtime.GC()
 		runtime.ReadMemStats(&a)
 		start := time.Now()
-		_, err = ix.Add(ctx, Document{SourceURL: "https://bomb.example/", Content: src, Format: f})
+		_, err = ix.Add(ctx, index.Document{SourceURL: "https://bomb.example/", Content: src, Format: f})
 		took := time.Since(start)
 		runtime.ReadMemStats(&b)
 		if !errors.Is(err, ErrTooManyChunks) || !strings.Contains(err.Error(), "4096") {
@@ -56,17 +58,17 @@ func TestHeadingBombIsRefused(t *testing.T) {
 	ix2 := open(t, t.TempDir(), &Options{MaxChunksPerDocument: 10})
 	defer ix2.Close()
 	src, f := headingBomb(40, false)
-	if r, err := ix2.Add(ctx, Document{SourceURL: "u", Content: src, Format: f}); err != nil || r.Chunks != 10 {
+	if r, err := ix2.Add(ctx, index.Document{SourceURL: "u", Content: src, Format: f}); err != nil || r.Chunks != 10 {
 		t.Fatalf("10 headings with a limit of 10: %+v, %v", r, err)
 	}
 	src, f = headingBomb(44, false)
-	if _, err := ix2.Add(ctx, Document{SourceURL: "u", Content: src, Format: f}); !errors.Is(err, ErrTooManyChunks) {
+	if _, err := ix2.Add(ctx, index.Document{SourceURL: "u", Content: src, Format: f}); !errors.Is(err, ErrTooManyChunks) {
 		t.Fatalf("11 headings with a limit of 10: %v", err)
 	}
 }
 
 // waitJob polls a job until it reaches a state (or fails the test).
-func waitJob(t *testing.T, ix *Index, id string, want JobState) Job {
+func waitJob(t *testing.T, ix *Index, id string, want index.JobState) index.Job {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -91,20 +93,20 @@ func TestPoisonPageGoesToTheDeadLetters(t *testing.T) {
 	ix := open(t, dir, &Options{MaxChunksPerDocument: 50})
 	src, f := headingBomb(4*200, false)
 	var ids []string
-	ids = append(ids, ix.IndexPageAsync(Document{SourceURL: "https://a.example/1", Content: "herons wade"}))
-	bomb := ix.IndexPageAsync(Document{SourceURL: "https://bomb.example/", Content: src, Format: f})
-	ids = append(ids, ix.IndexPageAsync(Document{SourceURL: "https://a.example/2", Content: "storks fly"}))
+	ids = append(ids, ix.IndexPageAsync(index.Document{SourceURL: "https://a.example/1", Content: "herons wade"}))
+	bomb := ix.IndexPageAsync(index.Document{SourceURL: "https://bomb.example/", Content: src, Format: f})
+	ids = append(ids, ix.IndexPageAsync(index.Document{SourceURL: "https://a.example/2", Content: "storks fly"}))
 	if err := ix.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	j := waitJob(t, ix, bomb, JobDead)
+	j := waitJob(t, ix, bomb, index.JobDead)
 	if j.Attempts != 1 || !strings.Contains(j.Error, "too many chunks") || !strings.Contains(j.Error, "50") {
 		t.Fatalf("dead job: %+v", j)
 	}
 	for _, id := range ids {
-		waitJob(t, ix, id, JobDone)
+		waitJob(t, ix, id, index.JobDone)
 	}
-	if dead := ix.ListJobs(JobDead); len(dead) != 1 || dead[0].ID != bomb {
+	if dead := ix.ListJobs(index.JobDead); len(dead) != 1 || dead[0].ID != bomb {
 		t.Fatalf("dead letters: %+v", dead)
 	}
 	if q := ix.QueueStats(); q.Dead != 1 || q.Failed != 1 || q.Depth != 0 {
@@ -122,14 +124,14 @@ func TestPoisonPageGoesToTheDeadLetters(t *testing.T) {
 	// A restart keeps the dead letter and does not replay it.
 	ix = open(t, dir, &Options{MaxChunksPerDocument: 500})
 	defer ix.Close()
-	if j, _ := ix.Job(bomb); j.State != JobDead || ix.QueueStats().Replayed != 0 {
+	if j, _ := ix.Job(bomb); j.State != index.JobDead || ix.QueueStats().Replayed != 0 {
 		t.Fatalf("after a restart: %+v %+v", j, ix.QueueStats())
 	}
 	nj, err := ix.RetryJob(ctx, bomb)
-	if err != nil || nj.State != JobQueued {
+	if err != nil || nj.State != index.JobQueued {
 		t.Fatalf("RetryJob: %+v, %v", nj, err)
 	}
-	j = waitJob(t, ix, bomb, JobDone)
+	j = waitJob(t, ix, bomb, index.JobDone)
 	if j.Chunks != 200 {
 		t.Fatalf("retried job: %+v", j)
 	}
@@ -140,15 +142,15 @@ func TestPoisonPageGoesToTheDeadLetters(t *testing.T) {
 	ix.Close()
 	ix = open(t, dir, &Options{MaxChunksPerDocument: 5})
 	src, f = headingBomb(4*6, false)
-	id := ix.IndexPageAsync(Document{SourceURL: "https://b.example/", Content: src, Format: f})
-	waitJob(t, ix, id, JobDead)
+	id := ix.IndexPageAsync(index.Document{SourceURL: "https://b.example/", Content: src, Format: f})
+	waitJob(t, ix, id, index.JobDead)
 	if m, _ := filepath.Glob(filepath.Join(dir, deadDir, "*")); len(m) != 1 {
 		t.Fatalf("dead letter files: %v", m)
 	}
 	if err := ix.DropJob(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := ix.Job(id); ok || len(ix.ListJobs(JobDead)) != 0 {
+	if _, ok := ix.Job(id); ok || len(ix.ListJobs(index.JobDead)) != 0 {
 		t.Fatal("dropped job still listed")
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, deadDir, "*")); len(m) != 0 {
@@ -159,7 +161,7 @@ func TestPoisonPageGoesToTheDeadLetters(t *testing.T) {
 	}
 	ix.Close()
 	ix = open(t, dir, nil)
-	if len(ix.ListJobs(JobDead)) != 0 {
+	if len(ix.ListJobs(index.JobDead)) != 0 {
 		t.Fatal("dropped job back after a restart")
 	}
 }
@@ -189,12 +191,12 @@ func TestPagesWaitOutAnOutage(t *testing.T) {
 	oe.down.Store(true)
 	fast := &embed.BreakerOptions{OpenFor: time.Millisecond}
 	ix := open(t, dir, &Options{Embedder: oe, MaxAttempts: 2, RetryDelay: time.Millisecond, Breaker: fast})
-	id := ix.IndexPageAsync(Document{SourceURL: "https://o.example/", Content: "a page about ospreys"})
+	id := ix.IndexPageAsync(index.Document{SourceURL: "https://o.example/", Content: "a page about ospreys"})
 	for oe.calls.Load() < 10 {
 		time.Sleep(time.Millisecond)
 	}
 	j, _ := ix.Job(id)
-	if j.State == JobDead || j.Attempts != 0 || !strings.Contains(j.Error, "unavailable") {
+	if j.State == index.JobDead || j.Attempts != 0 || !strings.Contains(j.Error, "unavailable") {
 		t.Fatalf("job during the outage: %+v", j)
 	}
 	if q := ix.QueueStats(); q.Waiting+q.Depth == 0 {
@@ -210,7 +212,7 @@ func TestPagesWaitOutAnOutage(t *testing.T) {
 	oe.down.Store(false)
 	ix = open(t, dir, &Options{Embedder: oe, Breaker: fast})
 	defer ix.Close()
-	if j := waitJob(t, ix, id, JobDone); j.Chunks != 1 {
+	if j := waitJob(t, ix, id, index.JobDone); j.Chunks != 1 {
 		t.Fatalf("job after the outage: %+v", j)
 	}
 }
@@ -220,14 +222,14 @@ func TestPagesWaitOutAnOutage(t *testing.T) {
 func TestQueueBytesBound(t *testing.T) {
 	ix := openBlocked(t, &Options{QueueBytes: 1000})
 	big := strings.Repeat("x ", 2000)
-	first := ix.IndexPageAsync(Document{SourceURL: "u0", Content: big}) // taken by the worker, which blocks
-	waitJob(t, ix, first, JobRunning)
-	second := ix.IndexPageAsync(Document{SourceURL: "u1", Content: big}) // alone in the queue: accepted
-	third := ix.IndexPageAsync(Document{SourceURL: "u2", Content: "small"})
-	if j, _ := ix.Job(second); j.State != JobQueued {
+	first := ix.IndexPageAsync(index.Document{SourceURL: "u0", Content: big}) // taken by the worker, which blocks
+	waitJob(t, ix, first, index.JobRunning)
+	second := ix.IndexPageAsync(index.Document{SourceURL: "u1", Content: big}) // alone in the queue: accepted
+	third := ix.IndexPageAsync(index.Document{SourceURL: "u2", Content: "small"})
+	if j, _ := ix.Job(second); j.State != index.JobQueued {
 		t.Fatalf("a page into an empty queue: %+v", j)
 	}
-	if j, _ := ix.Job(third); j.State != JobFailed || !strings.Contains(j.Error, "bytes of text waiting") {
+	if j, _ := ix.Job(third); j.State != index.JobFailed || !strings.Contains(j.Error, "bytes of text waiting") {
 		t.Fatalf("a page past the bytes bound: %+v", j)
 	}
 }
@@ -239,40 +241,40 @@ func TestQuotas(t *testing.T) {
 	ix := open(t, t.TempDir(), &Options{QuotaChunks: 3})
 	defer ix.Close()
 	for i := 0; i < 3; i++ {
-		if _, err := ix.Add(ctx, Document{SourceURL: fmt.Sprint("u", i), Content: "text"}); err != nil {
+		if _, err := ix.Add(ctx, index.Document{SourceURL: fmt.Sprint("u", i), Content: "text"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := ix.Add(ctx, Document{SourceURL: "u3", Content: "text"}); !errors.Is(err, ErrQuotaExceeded) || !strings.Contains(err.Error(), "quota of 3") {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u3", Content: "text"}); !errors.Is(err, ErrQuotaExceeded) || !strings.Contains(err.Error(), "quota of 3") {
 		t.Fatalf("past the chunk quota: %v", err)
 	}
-	if _, err := ix.Add(ctx, Document{SourceURL: "u0", Content: "replaced"}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u0", Content: "replaced"}); err != nil {
 		t.Fatalf("replacing within the quota: %v", err)
 	}
 	if n, err := ix.Remove(ctx, "u1"); err != nil || n != 1 {
 		t.Fatalf("remove at the quota: %d, %v", n, err)
 	}
-	if _, err := ix.Add(ctx, Document{SourceURL: "u3", Content: "text"}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u3", Content: "text"}); err != nil {
 		t.Fatalf("after a removal: %v", err)
 	}
-	id := ix.IndexPageAsync(Document{SourceURL: "u4", Content: "text"})
-	if j := waitJob(t, ix, id, JobDead); !strings.Contains(j.Error, "quota") || j.Attempts != 1 {
+	id := ix.IndexPageAsync(index.Document{SourceURL: "u4", Content: "text"})
+	if j := waitJob(t, ix, id, index.JobDead); !strings.Contains(j.Error, "quota") || j.Attempts != 1 {
 		t.Fatalf("background page past the quota: %+v", j)
 	}
 
 	// Bytes: the store's own files, not a store nested in its directory.
 	dir := t.TempDir()
 	nested := open(t, filepath.Join(dir, "namespaces", "alice"), nil)
-	if _, err := nested.Add(ctx, Document{SourceURL: "n", Content: strings.Repeat("nested words ", 20000)}); err != nil {
+	if _, err := nested.Add(ctx, index.Document{SourceURL: "n", Content: strings.Repeat("nested words ", 20000)}); err != nil {
 		t.Fatal(err)
 	}
 	nested.Close()
 	ixb := open(t, dir, &Options{QuotaBytes: 200 << 10})
 	defer ixb.Close()
-	if _, err := ixb.Add(ctx, Document{SourceURL: "a", Content: "a small page"}); err != nil {
+	if _, err := ixb.Add(ctx, index.Document{SourceURL: "a", Content: "a small page"}); err != nil {
 		t.Fatalf("a small page under the byte quota (a larger nested store must not count): %v", err)
 	}
-	if _, err := ixb.Add(ctx, Document{SourceURL: "b", Content: strings.Repeat("many words here ", 30000)}); !errors.Is(err, ErrQuotaExceeded) {
+	if _, err := ixb.Add(ctx, index.Document{SourceURL: "b", Content: strings.Repeat("many words here ", 30000)}); !errors.Is(err, ErrQuotaExceeded) {
 		t.Fatalf("past the byte quota: %v", err)
 	}
 }

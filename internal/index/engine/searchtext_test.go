@@ -1,8 +1,10 @@
-package index
+package engine
 
 import (
 	"math"
 	"testing"
+
+	"github.com/ragmem/ragmem/index"
 
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/index/local"
@@ -22,14 +24,14 @@ func TestEmbedderAndBM25SearchTheSameText(t *testing.T) {
 	ix := open(t, dir, &Options{Backend: be})
 	defer ix.Close()
 	src := "https://example.com/travel"
-	recs := []Record{
+	recs := []index.Record{
 		{ID: "z", SourceURL: src, Title: "Travel notes", HeadingPath: []string{"Travel notes", "Zanzibar"}, Content: "Ferries leave the harbour every morning.", End: 40},
 		{ID: "l", SourceURL: src, Title: "Travel notes", HeadingPath: []string{"Lisbon"}, Content: "Trams climb the hills.", Position: 1, End: 22},
 	}
 	if err := ix.Put(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
-	recs, err = ix.Records(ctx, Filter{SourceURL: src})
+	recs, err = ix.Records(ctx, index.Filter{SourceURL: src})
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("%d records, %v", len(recs), err)
 	}
@@ -43,7 +45,7 @@ func TestEmbedderAndBM25SearchTheSameText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hits, err := ix.VectorByEmbedding(ctx, vs[0], 1, Filter{SourceURL: src})
+		hits, err := ix.VectorByEmbedding(ctx, vs[0], 1, index.Filter{SourceURL: src})
 		if err != nil || len(hits) != 1 || hits[0].Record.ID != r.ID || math.Abs(hits[0].Score-1) > 1e-4 {
 			t.Errorf("record %q: the stored vector is not the embedding of its search text: %+v, %v", r.Content, hits, err)
 		}
@@ -51,9 +53,9 @@ func TestEmbedderAndBM25SearchTheSameText(t *testing.T) {
 	if zanzibar == "" {
 		t.Fatalf("record z is missing: %+v", recs)
 	}
-	for name, search := range map[string]func() ([]Hit, error){
-		"BM25":   func() ([]Hit, error) { return ix.FullText(ctx, "zanzibar", 1, Filter{}) },
-		"vector": func() ([]Hit, error) { return ix.Vector(ctx, "zanzibar", 1, Filter{}) },
+	for name, search := range map[string]func() ([]driver.Hit, error){
+		"BM25":   func() ([]driver.Hit, error) { return ix.FullText(ctx, "zanzibar", 1, index.Filter{}) },
+		"vector": func() ([]driver.Hit, error) { return ix.Vector(ctx, "zanzibar", 1, index.Filter{}) },
 	} {
 		hits, err := search()
 		if err != nil || len(hits) == 0 || hits[0].Record.ID != zanzibar {

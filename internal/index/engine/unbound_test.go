@@ -1,9 +1,11 @@
-package index
+package engine
 
 import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/ragmem/ragmem/index"
 
 	"github.com/ragmem/ragmem/internal/embed"
 )
@@ -37,7 +39,7 @@ func TestStoreWaitsForTheRightEmbedder(t *testing.T) {
 	}
 	// Opened with the default, searched: nothing recorded.
 	ix := open(t, dir, nil)
-	if _, err := ix.Vector(ctx, "zebras", 3, Filter{}); err != nil {
+	if _, err := ix.Vector(ctx, "zebras", 3, index.Filter{}); err != nil {
 		t.Fatal(err)
 	}
 	if r := recorded(ix); r != "" {
@@ -52,7 +54,7 @@ func TestStoreWaitsForTheRightEmbedder(t *testing.T) {
 	ix.Close()
 	// A first write that fails (the embedder is down) records nothing.
 	ix = open(t, dir, &Options{Embedder: failing{randproj(16)}})
-	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "Zebras have stripes."}); !errors.Is(err, errDown) {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u", Content: "Zebras have stripes."}); !errors.Is(err, errDown) {
 		t.Fatalf("add with the embedder down: %v", err)
 	}
 	if r := recorded(ix); r != "" {
@@ -61,7 +63,7 @@ func TestStoreWaitsForTheRightEmbedder(t *testing.T) {
 	ix.Close()
 	// Another embedder is welcome, and its first write binds the store.
 	ix = open(t, dir, &Options{Embedder: randproj(24)})
-	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u", Content: "Zebras have stripes."}); err != nil {
 		t.Fatal(err)
 	}
 	if r := recorded(ix); r != randproj(24).Identity() {
@@ -83,10 +85,10 @@ func TestStoreWaitsForTheRightEmbedder(t *testing.T) {
 	ix.Close()
 	other := embed.NewLexical(&embed.LexicalOptions{Dimension: 24})
 	ix = open(t, dir, &Options{Embedder: other})
-	if _, err := ix.Add(ctx, Document{SourceURL: "v", Content: "Okapis are shy."}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "v", Content: "Okapis are shy."}); err != nil {
 		t.Fatal(err)
 	}
-	if hits, err := ix.Vector(ctx, "okapis", 3, Filter{}); err != nil || len(hits) != 1 {
+	if hits, err := ix.Vector(ctx, "okapis", 3, index.Filter{}); err != nil || len(hits) != 1 {
 		t.Fatalf("search after rebinding: %v %v", hits, err)
 	}
 	if r := recorded(ix); r != other.Identity() {

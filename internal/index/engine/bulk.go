@@ -1,4 +1,4 @@
-package index
+package engine
 
 import (
 	"context"
@@ -6,6 +6,10 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/ragmem/ragmem/index"
+	"github.com/ragmem/ragmem/index/driver"
 
 	"github.com/ragmem/ragmem/internal/reserved"
 )
@@ -15,24 +19,9 @@ import (
 // either whole or gone, and a long removal does not build one huge entry.
 const removeBatchSources = 64
 
-// WhereRemoval reports what RemoveWhere removed (or, in a dry run, would
-// remove).
-type WhereRemoval struct {
-	// Sources are the sources removed, ordered by URL.
-	Sources []SourceInfo
-	// Chunks is how many chunks they held.
-	Chunks int
-	// Kept are the sources that passed the filter but belong to the
-	// memory or preference store (reserved): never removed here.
-	Kept []SourceInfo
-	// Cancelled are the ids of background jobs of the removed sources
-	// that were cancelled (none in a dry run).
-	Cancelled []string
-}
-
 // ReservedInfo reports whether a listed source belongs to the memory or
 // preference store: a reserved document type or URL scheme.
-func ReservedInfo(s *SourceInfo) bool {
+func ReservedInfo(s *index.SourceInfo) bool {
 	return reserved.DocType(s.DocType) || reserved.Scheme(s.SourceURL) != ""
 }
 
@@ -46,8 +35,8 @@ func ReservedInfo(s *SourceInfo) bool {
 // removeBatchSources (each one journal entry), and their queued
 // background jobs are cancelled first, as RemoveSource does; after a
 // crash each source is either all there or gone.
-func (ix *Index) RemoveWhere(ctx context.Context, f Filter, dryRun bool, guard func(remove, kept []SourceInfo) error) (WhereRemoval, error) {
-	var out WhereRemoval
+func (ix *Index) RemoveWhere(ctx context.Context, f index.Filter, dryRun bool, guard func(remove, kept []index.SourceInfo) error) (index.WhereRemoval, error) {
+	var out index.WhereRemoval
 	if ix.closed.Load() {
 		return out, ErrClosed
 	}
@@ -69,7 +58,7 @@ func (ix *Index) RemoveWhere(ctx context.Context, f Filter, dryRun bool, guard f
 	}
 	if guard != nil {
 		if err := guard(out.Sources, out.Kept); err != nil {
-			return WhereRemoval{}, err
+			return index.WhereRemoval{}, err
 		}
 	}
 	if dryRun || len(out.Sources) == 0 {
@@ -77,7 +66,7 @@ func (ix *Index) RemoveWhere(ctx context.Context, f Filter, dryRun bool, guard f
 	}
 	for start := 0; start < len(out.Sources); start += removeBatchSources {
 		if err := ctx.Err(); err != nil {
-			return out.upTo(start), err
+			return upTo(out, start), err
 		}
 		part := out.Sources[start:min(start+removeBatchSources, len(out.Sources))]
 		urls := make([]string, len(part))
@@ -85,19 +74,19 @@ func (ix *Index) RemoveWhere(ctx context.Context, f Filter, dryRun bool, guard f
 			urls[i] = s.SourceURL
 			ids, err := ix.cancelSource(s.SourceURL)
 			if err != nil {
-				return out.upTo(start), err
+				return upTo(out, start), err
 			}
 			out.Cancelled = append(out.Cancelled, ids...)
 		}
-		if err := ix.be.Apply(ctx, &Batch{DeleteSources: urls}); err != nil {
-			return out.upTo(start), err
+		if err := ix.be.Apply(ctx, &driver.Batch{DeleteSources: urls}); err != nil {
+			return upTo(out, start), err
 		}
 	}
 	return out, nil
 }
 
 // upTo is r cut to its first n sources: what was removed before an error.
-func (r WhereRemoval) upTo(n int) WhereRemoval {
+func upTo(r index.WhereRemoval, n int) index.WhereRemoval {
 	r.Sources = r.Sources[:n]
 	r.Chunks = 0
 	for _, s := range r.Sources {
@@ -122,16 +111,16 @@ func (ix *Index) SetSourceAttrs(ctx context.Context, sourceURL string, set map[s
 	}
 	for _, k := range unset {
 		if _, ok := set[k]; ok {
-			return 0, fmt.Errorf("%w: key %q is both set and removed", ErrBadAttrs, clip(k))
+			return 0, fmt.Errorf("%w: key %q is both set and removed", index.ErrBadAttrs, clip(k))
 		}
 	}
 	ix.commitMu.Lock()
 	defer ix.commitMu.Unlock()
 	u := ix.CanonicalURL(sourceURL)
-	recs, err := ix.be.Records(ctx, Filter{SourceURL: u})
+	recs, err := ix.be.Records(ctx, index.Filter{SourceURL: u})
 	if err == nil && len(recs) == 0 && u != strings.TrimSpace(sourceURL) {
 		u = strings.TrimSpace(sourceURL) // stored before canonicalisation
-		recs, err = ix.be.Records(ctx, Filter{SourceURL: u})
+		recs, err = ix.be.Records(ctx, index.Filter{SourceURL: u})
 	}
 	if err != nil {
 		return 0, err
@@ -149,7 +138,7 @@ func (ix *Index) SetSourceAttrs(ctx context.Context, sourceURL string, set map[s
 	for _, k := range unset {
 		delete(attrs, k)
 	}
-	if err := CheckAttrs(attrs); err != nil {
+	if err := index.CheckAttrs(attrs); err != nil {
 		return 0, err
 	}
 	if len(attrs) == 0 {
@@ -165,9 +154,22 @@ func (ix *Index) SetSourceAttrs(ctx context.Context, sourceURL string, set map[s
 	if changed == 0 {
 		return 0, nil
 	}
-	slices.SortFunc(recs, func(a, b Record) int { return a.Position - b.Position })
-	if err := ix.be.Apply(ctx, &Batch{Put: recs}); err != nil {
+	slices.SortFunc(recs, func(a, b index.Record) int { return a.Position - b.Position })
+	if err := ix.be.Apply(ctx, &driver.Batch{Put: recs}); err != nil {
 		return 0, err
 	}
 	return changed, nil
+}
+
+// clip shortens s to at most 80 bytes (on a rune boundary) for an error
+// message.
+func clip(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	n := 80
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -1,4 +1,4 @@
-package index
+package engine
 
 import (
 	"context"
@@ -13,55 +13,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ragmem/ragmem/index"
+
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/internal/embed"
 )
-
-// JobState is the state of an IndexPageAsync job.
-type JobState string
-
-const (
-	JobQueued  JobState = "queued"  // waiting (Attempts > 0: waiting to be tried again)
-	JobRunning JobState = "running" // being indexed
-	JobDone    JobState = "done"    // indexed, or found unchanged
-	JobFailed  JobState = "failed"  // refused when queued: queue full, index closed, page not persisted
-	JobDead    JobState = "dead"    // given up on and kept in the dead letters: see RetryJob, DropJob
-	// JobCancelled: its source was removed (RemoveSource) before the page
-	// was indexed; it is not indexed, now or after a restart.
-	JobCancelled JobState = "cancelled"
-)
-
-// Job reports one IndexPageAsync call.
-type Job struct {
-	ID        string    `json:"id"`
-	SourceURL string    `json:"sourceUrl"`
-	State     JobState  `json:"state"`
-	Chunks    int       `json:"chunks,omitempty"`
-	Unchanged bool      `json:"unchanged,omitempty"` // same content was already indexed, or newer content since the page was queued
-	Error     string    `json:"error,omitempty"`     // why it failed (for a job waiting again: why the last attempt failed)
-	Attempts  int       `json:"attempts,omitempty"`  // attempts that failed, or that the end of the process interrupted
-	Queued    time.Time `json:"queued"`
-	Finished  time.Time `json:"finished,omitzero"`  // done, failed or moved to the dead letters
-	RetryAt   time.Time `json:"retryAt,omitzero"`   // a job waiting after a failure is tried again from then
-	Replayed  bool      `json:"replayed,omitempty"` // queued before the last restart and indexed after it
-}
-
-// QueueStats counts IndexPageAsync work since Open.
-type QueueStats struct {
-	Depth     int   `json:"depth"`     // jobs waiting, Waiting included
-	Waiting   int   `json:"waiting"`   // of Depth, jobs waiting to be tried again after a failure (an embedder outage, ...)
-	Bytes     int64 `json:"bytes"`     // text bytes of the jobs waiting
-	Enqueued  int64 `json:"enqueued"`  // jobs accepted
-	Done      int64 `json:"done"`      // jobs indexed (or found unchanged)
-	Unchanged int64 `json:"unchanged"` // of Done, those that were no-ops
-	Failed    int64 `json:"failed"`    // jobs given up on: moved to the dead letters
-	Retries   int64 `json:"retries"`   // attempts that failed and were tried again
-	Dead      int   `json:"dead"`      // dead letters kept now (ListJobs(JobDead))
-	Dropped   int64 `json:"dropped"`   // jobs refused: queue full, index closed, or the page could not be persisted
-	Cancelled int64 `json:"cancelled"` // jobs cancelled because their source was removed (RemoveSource)
-	Replayed  int64 `json:"replayed"`  // jobs queued before the last restart and replayed at Open
-	Durable   bool  `json:"durable"`   // queued pages survive a crash (a queue directory is in use)
-}
 
 type asyncCounters struct {
 	enqueued, done, unchanged, failed, retries, dropped, replayed, cancelled atomic.Int64
@@ -69,7 +25,7 @@ type asyncCounters struct {
 
 type job struct {
 	id       string
-	doc      Document
+	doc      index.Document
 	queued   time.Time
 	replayed bool
 	attempts int       // failed attempts so far
@@ -123,7 +79,9 @@ func newJobID(now time.Time) string {
 	return "job_" + strconv.FormatInt(now.UnixMilli(), 36) + "_" + hex.EncodeToString(r[:])
 }
 
-func docBytes(d *Document) int64 { return int64(len(d.Content) + len(d.Title) + len(d.SourceURL)) }
+func docBytes(d *index.Document) int64 {
+	return int64(len(d.Content) + len(d.Title) + len(d.SourceURL))
+}
 
 // IndexPageAsync queues a page for indexing and returns at once with a job id
 // that Job reports on. It never returns an error: when the queue is full
@@ -146,11 +104,11 @@ func docBytes(d *Document) int64 { return int64(len(d.Content) + len(d.Title) + 
 // the process is given up on after MaxAttempts starts. Without a queue
 // directory, queued pages live in memory only and are lost in a crash;
 // QueueStats().Durable says which.
-func (ix *Index) IndexPageAsync(d Document) string {
+func (ix *Index) IndexPageAsync(d index.Document) string {
 	d.SourceURL = ix.CanonicalURL(d.SourceURL)
 	now := ix.now().UTC()
 	id := newJobID(now)
-	j := &Job{ID: id, SourceURL: d.SourceURL, State: JobQueued, Queued: now}
+	j := &index.Job{ID: id, SourceURL: d.SourceURL, State: index.JobQueued, Queued: now}
 	ix.remember(j)
 	size := docBytes(&d)
 	refuse := func(msg string) string {
@@ -215,12 +173,12 @@ func (ix *Index) replayQueue(st *queueState) {
 	}
 	for _, j := range st.dead {
 		jj := j
-		jj.State = JobDead
+		jj.State = index.JobDead
 		ix.remember(&jj)
 	}
 	for _, r := range st.pending {
 		j := r.Job
-		j.State, j.Replayed = JobQueued, true
+		j.State, j.Replayed = index.JobQueued, true
 		ix.remember(&j)
 		ix.pushLocked(&job{id: j.ID, doc: *r.Doc, queued: j.Queued, replayed: true, attempts: j.Attempts, bytes: docBytes(r.Doc)})
 		ix.stats.enqueued.Add(1)
@@ -231,7 +189,7 @@ func (ix *Index) replayQueue(st *queueState) {
 	}
 }
 
-func (ix *Index) remember(j *Job) {
+func (ix *Index) remember(j *index.Job) {
 	ix.jobsMu.Lock()
 	defer ix.jobsMu.Unlock()
 	if _, ok := ix.jobs[j.ID]; !ok {
@@ -247,7 +205,7 @@ func (ix *Index) remember(j *Job) {
 	kept := ix.jobList[:0]
 	for _, id := range ix.jobList {
 		oj := ix.jobs[id]
-		if excess > 0 && oj != nil && (oj.State == JobDone || oj.State == JobFailed || oj.State == JobCancelled) {
+		if excess > 0 && oj != nil && (oj.State == index.JobDone || oj.State == index.JobFailed || oj.State == index.JobCancelled) {
 			delete(ix.jobs, id)
 			excess--
 			continue
@@ -257,7 +215,7 @@ func (ix *Index) remember(j *Job) {
 	ix.jobList = kept
 }
 
-func (ix *Index) update(id string, f func(*Job)) {
+func (ix *Index) update(id string, f func(*index.Job)) {
 	ix.jobsMu.Lock()
 	defer ix.jobsMu.Unlock()
 	if j := ix.jobs[id]; j != nil {
@@ -266,31 +224,31 @@ func (ix *Index) update(id string, f func(*Job)) {
 }
 
 func (ix *Index) fail(id, msg string) {
-	ix.update(id, func(j *Job) { j.State, j.Error, j.Finished = JobFailed, msg, ix.now().UTC() })
+	ix.update(id, func(j *index.Job) { j.State, j.Error, j.Finished = index.JobFailed, msg, ix.now().UTC() })
 }
 
 // Job returns the state of an IndexPageAsync job. Finished jobs are
 // remembered up to the last 10,000, across restarts when the queue is
 // durable; unfinished jobs and dead letters always.
-func (ix *Index) Job(id string) (Job, bool) {
+func (ix *Index) Job(id string) (index.Job, bool) {
 	ix.jobsMu.Lock()
 	defer ix.jobsMu.Unlock()
 	j, ok := ix.jobs[id]
 	if !ok {
-		return Job{}, false
+		return index.Job{}, false
 	}
 	return *j, true
 }
 
 // ListJobs returns the remembered jobs in the given states (all states when
 // none is given), most recently queued first.
-func (ix *Index) ListJobs(states ...JobState) []Job {
-	want := map[JobState]bool{}
+func (ix *Index) ListJobs(states ...index.JobState) []index.Job {
+	want := map[index.JobState]bool{}
 	for _, s := range states {
 		want[s] = true
 	}
 	ix.jobsMu.Lock()
-	out := make([]Job, 0, len(ix.jobs))
+	out := make([]index.Job, 0, len(ix.jobs))
 	for _, j := range ix.jobs {
 		if len(want) == 0 || want[j.State] {
 			out = append(out, *j)
@@ -309,33 +267,33 @@ func (ix *Index) ListJobs(states ...JobState) []Job {
 // RetryJob queues a dead letter's page again, with its attempts reset, and
 // returns the job. It fails with ErrNoJob for a job that is not a dead
 // letter.
-func (ix *Index) RetryJob(ctx context.Context, id string) (Job, error) {
+func (ix *Index) RetryJob(ctx context.Context, id string) (index.Job, error) {
 	if err := ctx.Err(); err != nil {
-		return Job{}, err
+		return index.Job{}, err
 	}
 	j, ok := ix.Job(id)
-	if !ok || j.State != JobDead {
-		return Job{}, fmt.Errorf("%w: %q", ErrNoJob, id)
+	if !ok || j.State != index.JobDead {
+		return index.Job{}, fmt.Errorf("%w: %q", ErrNoJob, id)
 	}
 	ix.qmu.Lock()
 	defer ix.qmu.Unlock()
 	if ix.closing {
-		return Job{}, ErrClosed
+		return index.Job{}, ErrClosed
 	}
-	var doc *Document
+	var doc *index.Document
 	if ix.q != nil {
 		dl, err := ix.q.deadDoc(id)
 		if err != nil {
-			return Job{}, fmt.Errorf("index: read the page of dead letter %s: %w", id, err)
+			return index.Job{}, fmt.Errorf("index: read the page of dead letter %s: %w", id, err)
 		}
 		doc = &dl.Doc
 	} else if doc = ix.deadDocs[id]; doc == nil {
-		return Job{}, fmt.Errorf("%w: %q", ErrNoJob, id)
+		return index.Job{}, fmt.Errorf("%w: %q", ErrNoJob, id)
 	}
-	nj := Job{ID: id, SourceURL: j.SourceURL, State: JobQueued, Queued: ix.now().UTC()}
+	nj := index.Job{ID: id, SourceURL: j.SourceURL, State: index.JobQueued, Queued: ix.now().UTC()}
 	if ix.q != nil {
 		if err := ix.q.revive(nj, doc); err != nil {
-			return Job{}, fmt.Errorf("index: queue the page again: %w", err)
+			return index.Job{}, fmt.Errorf("index: queue the page again: %w", err)
 		}
 	}
 	delete(ix.deadDocs, id)
@@ -352,7 +310,7 @@ func (ix *Index) DropJob(ctx context.Context, id string) error {
 		return err
 	}
 	j, ok := ix.Job(id)
-	if !ok || j.State != JobDead {
+	if !ok || j.State != index.JobDead {
 		return fmt.Errorf("%w: %q", ErrNoJob, id)
 	}
 	ix.qmu.Lock()
@@ -376,19 +334,19 @@ func (ix *Index) DropJob(ctx context.Context, id string) error {
 }
 
 // QueueStats returns the auto-indexer's counters.
-func (ix *Index) QueueStats() QueueStats {
+func (ix *Index) QueueStats() index.QueueStats {
 	ix.qmu.Lock()
 	depth, waiting, bytes := len(ix.ready)+len(ix.waiting)+ix.running, len(ix.waiting), ix.queuedBytes
 	ix.qmu.Unlock()
 	dead := 0
 	ix.jobsMu.Lock()
 	for _, j := range ix.jobs {
-		if j.State == JobDead {
+		if j.State == index.JobDead {
 			dead++
 		}
 	}
 	ix.jobsMu.Unlock()
-	return QueueStats{
+	return index.QueueStats{
 		Depth:     depth,
 		Waiting:   waiting,
 		Bytes:     bytes,
@@ -543,16 +501,16 @@ func (ix *Index) cancelSource(raw string) ([]string, error) {
 	}
 	now := ix.now().UTC()
 	var ids []string
-	var cancel []Job
-	add := func(j Job) {
-		j.State, j.Error, j.Finished, j.RetryAt = JobCancelled, cancelledMsg, now, time.Time{}
+	var cancel []index.Job
+	add := func(j index.Job) {
+		j.State, j.Error, j.Finished, j.RetryAt = index.JobCancelled, cancelledMsg, now, time.Time{}
 		ids = append(ids, j.ID)
 		cancel = append(cancel, j)
 	}
 	for _, jb := range hit {
 		j, ok := ix.Job(jb.id)
 		if !ok {
-			j = Job{ID: jb.id, SourceURL: jb.doc.SourceURL, Queued: jb.queued}
+			j = index.Job{ID: jb.id, SourceURL: jb.doc.SourceURL, Queued: jb.queued}
 		}
 		add(j)
 	}
@@ -622,8 +580,8 @@ func (ix *Index) runBatch(batch []*job) {
 			continue
 		}
 		if j.replayed {
-			if ex, _, err := ix.be.Sources(ctx, Filter{SourceURL: ix.CanonicalURL(j.doc.SourceURL)}, 0, 1); err == nil && len(ex) == 1 && !ex[0].CreatedAt.Before(j.queued) {
-				ix.finishJob(j, Result{Unchanged: true, Chunks: ex[0].Chunks}, ix.now().UTC())
+			if ex, _, err := ix.be.Sources(ctx, index.Filter{SourceURL: ix.CanonicalURL(j.doc.SourceURL)}, 0, 1); err == nil && len(ex) == 1 && !ex[0].CreatedAt.Before(j.queued) {
+				ix.finishJob(j, index.Result{Unchanged: true, Chunks: ex[0].Chunks}, ix.now().UTC())
 				continue
 			}
 		}
@@ -632,14 +590,14 @@ func (ix *Index) runBatch(batch []*job) {
 	if len(run) == 0 {
 		return
 	}
-	docs := make([]Document, len(run))
-	tries := make([]Job, len(run))
+	docs := make([]index.Document, len(run))
+	tries := make([]index.Job, len(run))
 	for i, j := range run {
 		docs[i] = j.doc
-		tries[i] = Job{ID: j.id, Attempts: j.attempts}
-		ix.update(j.id, func(x *Job) {
-			if x.State != JobCancelled {
-				x.State, x.RetryAt = JobRunning, time.Time{}
+		tries[i] = index.Job{ID: j.id, Attempts: j.attempts}
+		ix.update(j.id, func(x *index.Job) {
+			if x.State != index.JobCancelled {
+				x.State, x.RetryAt = index.JobRunning, time.Time{}
 			}
 		})
 	}
@@ -658,7 +616,7 @@ func (ix *Index) runBatch(batch []*job) {
 	}
 	now := ix.now().UTC()
 	for i, j := range run {
-		var r Result
+		var r index.Result
 		if err == nil {
 			r = results[i]
 		} else {
@@ -681,7 +639,7 @@ func permanent(err error) bool {
 // job RemoveSource cancelled, which it recorded itself. It holds qmu, so
 // that a cancellation sees the job either still in the batch or where its
 // outcome put it.
-func (ix *Index) finishJob(j *job, r Result, now time.Time) {
+func (ix *Index) finishJob(j *job, r index.Result, now time.Time) {
 	ix.qmu.Lock()
 	prune := ix.finishLocked(j, r, now)
 	ix.qmu.Unlock()
@@ -692,7 +650,7 @@ func (ix *Index) finishJob(j *job, r Result, now time.Time) {
 
 // finishLocked is finishJob holding qmu; it reports whether a dead letter
 // was added.
-func (ix *Index) finishLocked(j *job, r Result, now time.Time) bool {
+func (ix *Index) finishLocked(j *job, r index.Result, now time.Time) bool {
 	ix.leaveBatchLocked(j)
 	if j.cancelled {
 		return false
@@ -702,8 +660,8 @@ func (ix *Index) finishLocked(j *job, r Result, now time.Time) bool {
 		if r.Unchanged || r.Superseded {
 			ix.stats.unchanged.Add(1)
 		}
-		ix.update(j.id, func(x *Job) {
-			x.State, x.Chunks, x.Unchanged, x.Finished, x.Error = JobDone, r.Chunks, r.Unchanged || r.Superseded, now, ""
+		ix.update(j.id, func(x *index.Job) {
+			x.State, x.Chunks, x.Unchanged, x.Finished, x.Error = index.JobDone, r.Chunks, r.Unchanged || r.Superseded, now, ""
 			x.Attempts = j.attempts
 		})
 		if ix.q != nil {
@@ -733,11 +691,11 @@ func (ix *Index) finishLocked(j *job, r Result, now time.Time) bool {
 		delay = min(delay, maxRetryDelay)
 		j.retryAt = now.Add(delay)
 		ix.stats.retries.Add(1)
-		ix.update(j.id, func(x *Job) {
-			x.State, x.Error, x.Attempts, x.RetryAt = JobQueued, msg, j.attempts, j.retryAt
+		ix.update(j.id, func(x *index.Job) {
+			x.State, x.Error, x.Attempts, x.RetryAt = index.JobQueued, msg, j.attempts, j.retryAt
 		})
 		if ix.q != nil {
-			ix.q.retry(Job{ID: j.id, Attempts: j.attempts, Error: msg})
+			ix.q.retry(index.Job{ID: j.id, Attempts: j.attempts, Error: msg})
 		}
 		if closing {
 			if ix.q == nil {
@@ -783,8 +741,8 @@ func jobError(err error) string {
 func (ix *Index) buryLocked(j *job, msg string, now time.Time) {
 	ix.stats.failed.Add(1)
 	ix.log.Error("index: background indexing failed; the page is kept in the dead letters (ragmem jobs list)", "source", j.doc.SourceURL, "job", j.id, "attempts", j.attempts, "err", msg)
-	ix.update(j.id, func(x *Job) {
-		x.State, x.Error, x.Attempts, x.Finished, x.RetryAt = JobDead, msg, j.attempts, now, time.Time{}
+	ix.update(j.id, func(x *index.Job) {
+		x.State, x.Error, x.Attempts, x.Finished, x.RetryAt = index.JobDead, msg, j.attempts, now, time.Time{}
 	})
 	jj, _ := ix.Job(j.id)
 	if ix.q != nil {
@@ -798,7 +756,7 @@ func (ix *Index) buryLocked(j *job, msg string, now time.Time) {
 
 // pruneDead drops the oldest dead letters past maxDead.
 func (ix *Index) pruneDead() {
-	dead := ix.ListJobs(JobDead)
+	dead := ix.ListJobs(index.JobDead)
 	for i := len(dead) - 1; i >= maxDead; i-- {
 		if err := ix.DropJob(context.Background(), dead[i].ID); err == nil {
 			ix.log.Warn("index: dropped the oldest dead letter", "job", dead[i].ID, "source", dead[i].SourceURL, "limit", maxDead)

@@ -1,5 +1,7 @@
-// Package index is ragmem's persistent store: it chunks documents, embeds the
-// chunks and writes them to a storage backend (by default index/local:
+// Package engine is ragmem's persistent store, the machinery behind
+// rag.Engine: it chunks documents (index.Document), embeds the chunks and
+// writes them as records (index.Record) to a storage backend (by default
+// internal/index/local:
 // records and vectors in its own snapshots and journal, answered by the
 // vector index and a bleve BM25 index, in a data directory).
 //
@@ -9,7 +11,7 @@
 // built it and refuses to open with another one, because vectors from two
 // models are not comparable. It also records how to rebuild that embedder
 // (kind, model, base URL and options, never an API key or header; see
-// [EmbedderRecord]), so that opening it later needs no embedder at all.
+// index.EmbedderRecord), so that opening it later needs no embedder at all.
 //
 // Query embeddings are cached ([embed.QueryCache]): a repeated question costs
 // no embedder call.
@@ -21,7 +23,7 @@
 // IndexPageAsync returns, a crash before it is indexed loses nothing (the
 // next Open indexes it), and job ids stay valid across restarts. Flush and
 // Close wait for the queue.
-package index
+package engine
 
 import (
 	"context"
@@ -41,6 +43,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ragmem/ragmem/index"
+
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/internal/embed"
@@ -48,32 +52,6 @@ import (
 	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/internal/reserved"
 	"github.com/ragmem/ragmem/internal/wal"
-)
-
-// Aliases so that users of the index need not import index/driver.
-type (
-	Record     = driver.Record
-	Filter     = driver.Filter
-	Hit        = driver.Hit
-	SourceInfo = driver.SourceInfo
-	Batch      = driver.Batch
-)
-
-// Document types.
-const (
-	DocKnowledge  = driver.DocKnowledge
-	DocPreference = driver.DocPreference
-	DocMemory     = driver.DocMemory
-)
-
-// Attribute keys of conversation memories; see driver.AttrSpeaker.
-const (
-	AttrSpeaker    = driver.AttrSpeaker
-	AttrOccurredAt = driver.AttrOccurredAt
-	AttrContext    = driver.AttrContext
-	AttrRole       = driver.AttrRole
-	AttrSession    = driver.AttrSession
-	AttrTurn       = driver.AttrTurn
 )
 
 // Errors returned by the index. Backend errors (driver.ErrClosed, ...) pass through wrapped.
@@ -123,7 +101,7 @@ type Options struct {
 	// or one that records nothing). Default: embed.New of the recorded spec
 	// (with the API key from the environment), else embed.Default(), the
 	// offline lexical embedder.
-	EmbedderFor func(ctx context.Context, rec *EmbedderRecord) (embed.Embedder, error)
+	EmbedderFor func(ctx context.Context, rec *index.EmbedderRecord) (embed.Embedder, error)
 	// QueryCache caches query embeddings. Default: a cache of this index's
 	// own with the embed.QueryCacheOptions defaults (1024 queries, 16 MiB).
 	// Share one between stores to bound them together; a cache made with a
@@ -191,14 +169,14 @@ type Options struct {
 	// store remembers them, so that every process names a page alike.
 	// Default nil: the rules the store remembers (the default rules for a
 	// new store).
-	URLRules *URLRules
+	URLRules *index.URLRules
 }
 
 // Index is the persistent store. See the package comment. An *Index is
 // safe for concurrent use.
 type Index struct {
-	dir      string                   // the local store's directory; "" with Options.Backend
-	urls     atomic.Pointer[URLRules] // how source URLs are canonicalised
+	dir      string                         // the local store's directory; "" with Options.Backend
+	urls     atomic.Pointer[index.URLRules] // how source URLs are canonicalised
 	extract  *extract.Options
 	be       driver.Backend
 	emb      embed.Embedder // as configured, for Embedder and identity checks
@@ -235,20 +213,20 @@ type Index struct {
 
 	qmu         sync.Mutex // guards the fields below, and closing, against Close
 	closing     bool
-	ready       []*job               // pages to index, in order
-	waiting     []*job               // pages waiting to be tried again
-	queuedBytes int64                // text of ready and waiting
-	running     int                  // pages in the batch being indexed
-	inBatch     []*job               // those pages, until each one's outcome is recorded
-	deadDocs    map[string]*Document // dead letters' pages when the queue is not durable
-	wake        chan struct{}        // tells the worker there is work (or Close)
+	ready       []*job                     // pages to index, in order
+	waiting     []*job                     // pages waiting to be tried again
+	queuedBytes int64                      // text of ready and waiting
+	running     int                        // pages in the batch being indexed
+	inBatch     []*job                     // those pages, until each one's outcome is recorded
+	deadDocs    map[string]*index.Document // dead letters' pages when the queue is not durable
+	wake        chan struct{}              // tells the worker there is work (or Close)
 	queueSize   int
 	queueBytes  int64
 	maxAttempts int
 	retryDelay  time.Duration
 	q           *queueLog // the persisted queue; nil when it lives in memory only
 	jobsMu      sync.Mutex
-	jobs        map[string]*Job
+	jobs        map[string]*index.Job
 	jobList     []string // job ids, oldest first, for bounded retention
 	worker      sync.WaitGroup
 	stats       asyncCounters
@@ -256,33 +234,6 @@ type Index struct {
 	closeOnce sync.Once
 	closed    atomic.Bool
 	closeErr  error
-}
-
-// Document is one source to index.
-type Document struct {
-	SourceURL string            // required: identifies the source (a URL, a file URL, "memory://...")
-	Title     string            // title; for HTML, the page's (see extract.HTML) when empty
-	Content   string            // the source text, Markdown or HTML
-	Format    chunk.Format      // how to read Content; default chunk.Text
-	DocType   string            // DocKnowledge (default), DocMemory, ...
-	Attrs     map[string]string // extra metadata stored on every chunk
-	// Extracted says that HTML Content is already a page's main content
-	// (from extract.HTML or a document reader such as extract.PDF): it is
-	// chunked as it is. Default false: HTML is first reduced to its main
-	// content by extract.HTML, the one HTML path of every surface, so that
-	// navigation, menus, footers and help text are not indexed.
-	Extracted bool
-}
-
-// Result describes what indexing a document did.
-type Result struct {
-	SourceURL   string
-	ContentHash string
-	Chunks      int  // chunks now stored for the source
-	Removed     int  // chunks of an earlier version that were replaced
-	Unchanged   bool // same content was already indexed: nothing was written
-	Superseded  bool // a later document in the same AddMany call had the same source URL
-	Err         error
 }
 
 // Open opens (or creates) the store in dir.
@@ -296,11 +247,11 @@ func Open(ctx context.Context, dir string, opts *Options) (*Index, error) {
 		batch:     o.EmbedBatch,
 		conc:      o.EmbedConcurrency,
 		queueSize: o.QueueSize,
-		jobs:      map[string]*Job{},
+		jobs:      map[string]*index.Job{},
 
 		maxChunks: o.MaxChunksPerDocument, quotaChunks: max(o.QuotaChunks, 0), quotaBytes: max(o.QuotaBytes, 0),
 		queueBytes: o.QueueBytes, maxAttempts: o.MaxAttempts, retryDelay: o.RetryDelay,
-		deadDocs: map[string]*Document{}, wake: make(chan struct{}, 1),
+		deadDocs: map[string]*index.Document{}, wake: make(chan struct{}, 1),
 	}
 	ix.extract = o.Extract
 	if o.Chunking != nil {
@@ -455,27 +406,6 @@ func VerifyEmbedder(ctx context.Context, be driver.Backend, emb embed.Embedder) 
 	return nil
 }
 
-// EmbedderRecord is what a store records about the embedder that built it.
-// It is a plain value, safe to read from several goroutines.
-type EmbedderRecord struct {
-	// Identity is the embedder's identity (embed.Embedder.Identity).
-	Identity string
-	// Spec is how to rebuild the embedder: kind, model, base URL and
-	// options, never an API key or header. nil when the store records only
-	// an identity that cannot be turned into a spec (a model2vec store
-	// created before specs were recorded).
-	Spec *embed.Spec
-	// FromIdentity is set when the store was created before specs were
-	// recorded and Spec was derived from the identity; an openai spec so
-	// derived has no base URL. The next open with a matching embedder
-	// records the full spec.
-	FromIdentity bool
-	// Omitted names the credentials left out of the recorded base URL
-	// (its password, secret-looking query parameters): they must come
-	// from the configuration when the embedder is rebuilt.
-	Omitted []string
-}
-
 // embedderRecordV1 is the JSON kept under metaEmbedderSpec.
 type embedderRecordV1 struct {
 	Version int        `json:"v"`
@@ -489,12 +419,12 @@ var ErrBadEmbedderRecord = errors.New("index: unreadable embedder record")
 // ReadEmbedderRecord returns what the store in be records about its
 // embedder, and false when it records nothing (a new store). It changes
 // nothing.
-func ReadEmbedderRecord(ctx context.Context, be driver.Backend) (*EmbedderRecord, bool, error) {
+func ReadEmbedderRecord(ctx context.Context, be driver.Backend) (*index.EmbedderRecord, bool, error) {
 	id, ok, err := be.Meta(ctx, metaEmbedder)
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	rec := &EmbedderRecord{Identity: id}
+	rec := &index.EmbedderRecord{Identity: id}
 	raw, ok, err := be.Meta(ctx, metaEmbedderSpec)
 	if err != nil {
 		return nil, false, err
@@ -524,7 +454,7 @@ func truncate(s string, n int) string {
 }
 
 // buildEmbedder builds the embedder of a store opened without one.
-func (ix *Index) buildEmbedder(ctx context.Context, embedderFor func(context.Context, *EmbedderRecord) (embed.Embedder, error)) (embed.Embedder, error) {
+func (ix *Index) buildEmbedder(ctx context.Context, embedderFor func(context.Context, *index.EmbedderRecord) (embed.Embedder, error)) (embed.Embedder, error) {
 	rec, ok, err := ReadEmbedderRecord(ctx, ix.be)
 	if err != nil {
 		return nil, err
@@ -690,7 +620,7 @@ func (ix *Index) bind(ctx context.Context) error {
 // EmbedderRecord returns what the store records about its embedder, and
 // false when it records nothing that binds it: a new store, or one that
 // holds no records (see Open).
-func (ix *Index) EmbedderRecord(ctx context.Context) (*EmbedderRecord, bool, error) {
+func (ix *Index) EmbedderRecord(ctx context.Context) (*index.EmbedderRecord, bool, error) {
 	if ix.unbound.Load() {
 		return nil, false, nil
 	}
@@ -729,7 +659,7 @@ func (ix *Index) EmbedderState() embed.BreakerState { return ix.call.State() }
 
 // ContentHash is the hash that decides whether a source changed: it covers
 // the content, the title, the format and the doc type.
-func ContentHash(d *Document) string {
+func ContentHash(d *index.Document) string {
 	h := sha256.New()
 	h.Write([]byte(d.Format.String()))
 	h.Write([]byte{0})
@@ -759,12 +689,12 @@ func ContentHash(d *Document) string {
 // source (under the canonical URL, after the normalisation Add applies)
 // with the same content hash. It returns what the store holds under that
 // URL, if anything. It changes nothing.
-func (ix *Index) Unchanged(ctx context.Context, d Document) (SourceInfo, bool, error) {
+func (ix *Index) Unchanged(ctx context.Context, d index.Document) (index.SourceInfo, bool, error) {
 	normalize(&d)
 	d.SourceURL = ix.CanonicalURL(d.SourceURL)
-	srcs, _, err := ix.be.Sources(ctx, Filter{SourceURL: d.SourceURL}, 0, 1)
+	srcs, _, err := ix.be.Sources(ctx, index.Filter{SourceURL: d.SourceURL}, 0, 1)
 	if err != nil || len(srcs) == 0 {
-		return SourceInfo{}, false, err
+		return index.SourceInfo{}, false, err
 	}
 	return srcs[0], srcs[0].ContentHash == ContentHash(&d), nil
 }
@@ -781,7 +711,7 @@ func ChunkID(sourceURL, contentHash string, position int) string {
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-func normalize(d *Document) {
+func normalize(d *index.Document) {
 	d.Content = strings.TrimPrefix(d.Content, "\uFEFF") // a byte-order mark is no text
 	if !utf8.ValidString(d.Content) {
 		d.Content = strings.ToValidUTF8(d.Content, "\uFFFD")
@@ -792,20 +722,20 @@ func normalize(d *Document) {
 	d.Title = strings.TrimSpace(d.Title)
 	d.SourceURL = strings.TrimSpace(d.SourceURL)
 	if d.DocType == "" {
-		d.DocType = DocKnowledge
+		d.DocType = index.DocKnowledge
 	}
 }
 
 // prepared is a document chunked and ready to embed.
 type prepared struct {
-	doc     Document
+	doc     index.Document
 	hash    string
-	records []Record
-	res     *Result
+	records []index.Record
+	res     *index.Result
 }
 
 // prepare chunks d; it returns nil records when d is unchanged.
-func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepared, error) {
+func (ix *Index) prepare(ctx context.Context, d index.Document, now time.Time) (*prepared, error) {
 	if d.Format != chunk.HTML && chunk.Binary(d.Content) {
 		return nil, ErrBinaryContent
 	}
@@ -817,9 +747,9 @@ func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepa
 	if !utf8.ValidString(d.SourceURL) {
 		return nil, fmt.Errorf("%w: source URL is not valid UTF-8", ErrNoSource)
 	}
-	p := &prepared{doc: d, hash: ContentHash(&d), res: &Result{SourceURL: d.SourceURL}}
+	p := &prepared{doc: d, hash: ContentHash(&d), res: &index.Result{SourceURL: d.SourceURL}}
 	p.res.ContentHash = p.hash
-	existing, _, err := ix.be.Sources(ctx, Filter{SourceURL: d.SourceURL}, 0, 1)
+	existing, _, err := ix.be.Sources(ctx, index.Filter{SourceURL: d.SourceURL}, 0, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -879,9 +809,9 @@ func (ix *Index) prepare(ctx context.Context, d Document, now time.Time) (*prepa
 	if title == "" {
 		title = d.SourceURL
 	}
-	p.records = make([]Record, len(chunks))
+	p.records = make([]index.Record, len(chunks))
 	for i, c := range chunks {
-		p.records[i] = Record{
+		p.records[i] = index.Record{
 			ID:          ChunkID(d.SourceURL, p.hash, c.Index),
 			SourceURL:   d.SourceURL,
 			Title:       title,
@@ -917,7 +847,7 @@ func (ix *Index) ReservedSource(ctx context.Context, u string) (string, error) {
 			continue
 		}
 		seen[c] = true
-		srcs, _, err := ix.be.Sources(ctx, Filter{SourceURL: c}, 0, 1)
+		srcs, _, err := ix.be.Sources(ctx, index.Filter{SourceURL: c}, 0, 1)
 		if err != nil {
 			return "", err
 		}
@@ -940,10 +870,10 @@ func cloneAttrs(a map[string]string) map[string]string {
 }
 
 // Add indexes one document, replacing any earlier version of its source.
-func (ix *Index) Add(ctx context.Context, d Document) (Result, error) {
-	res, err := ix.AddMany(ctx, []Document{d})
+func (ix *Index) Add(ctx context.Context, d index.Document) (index.Result, error) {
+	res, err := ix.AddMany(ctx, []index.Document{d})
 	if err != nil {
-		return Result{SourceURL: d.SourceURL}, err
+		return index.Result{SourceURL: d.SourceURL}, err
 	}
 	return res[0], res[0].Err
 }
@@ -953,7 +883,7 @@ func (ix *Index) Add(ctx context.Context, d Document) (Result, error) {
 // its own Result.Err and does not stop the others; the returned error is for
 // failures of the whole batch (embedding, storage). When a source URL appears
 // more than once, the last document wins.
-func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error) {
+func (ix *Index) AddMany(ctx context.Context, docs []index.Document) ([]index.Result, error) {
 	return ix.addMany(ctx, docs, nil)
 }
 
@@ -961,12 +891,12 @@ func (ix *Index) AddMany(ctx context.Context, docs []Document) ([]Result, error)
 // document), the batch is written holding commitMu, without the pages a
 // RemoveSource cancelled meanwhile (their Result.Err is errCancelled), and
 // the pages written are marked committed.
-func (ix *Index) addMany(ctx context.Context, docs []Document, jobs []*job) ([]Result, error) {
+func (ix *Index) addMany(ctx context.Context, docs []index.Document, jobs []*job) ([]index.Result, error) {
 	if ix.closed.Load() {
 		return nil, ErrClosed
 	}
 	now := ix.now().UTC()
-	results := make([]Result, len(docs))
+	results := make([]index.Result, len(docs))
 	last := map[string]int{}
 	for i := range docs {
 		last[ix.CanonicalURL(docs[i].SourceURL)] = i
@@ -996,15 +926,15 @@ func (ix *Index) addMany(ctx context.Context, docs []Document, jobs []*job) ([]R
 	wg.Wait()
 	var work []*prepared
 	var workIdx []int // the document of each work item
-	var recs []*Record
+	var recs []*index.Record
 	for i, d := range docs {
 		if last[ix.CanonicalURL(d.SourceURL)] != i {
-			results[i] = Result{SourceURL: d.SourceURL, Superseded: true}
+			results[i] = index.Result{SourceURL: d.SourceURL, Superseded: true}
 			continue
 		}
 		p, err := preps[i], errs[i]
 		if err != nil {
-			results[i] = Result{SourceURL: d.SourceURL, Err: err}
+			results[i] = index.Result{SourceURL: d.SourceURL, Err: err}
 			continue
 		}
 		results[i] = *p.res
@@ -1026,7 +956,7 @@ func (ix *Index) addMany(ctx context.Context, docs []Document, jobs []*job) ([]R
 	if err := ix.embedRecords(ctx, recs); err != nil {
 		return nil, err
 	}
-	bt := &Batch{}
+	bt := &driver.Batch{}
 	// Every write of sources holds commitMu around its Apply: RemoveWhere
 	// and SetSourceAttrs read and write under it, and no write may land
 	// between their read and their write.
@@ -1037,7 +967,7 @@ func (ix *Index) addMany(ctx context.Context, docs []Document, jobs []*job) ([]R
 		if jobs != nil {
 			jb := jobs[workIdx[k]]
 			if jb.cancelled {
-				results[workIdx[k]] = Result{SourceURL: p.doc.SourceURL, Err: errCancelled}
+				results[workIdx[k]] = index.Result{SourceURL: p.doc.SourceURL, Err: errCancelled}
 				continue
 			}
 			written = append(written, jb)
@@ -1065,7 +995,7 @@ func (ix *Index) addMany(ctx context.Context, docs []Document, jobs []*job) ([]R
 // embedRecords fills in the vectors of recs, EmbedBatch at a time with up to
 // EmbedConcurrency calls in flight, or in one call to an embedder that
 // batches and parallelises its requests itself.
-func (ix *Index) embedRecords(ctx context.Context, recs []*Record) error {
+func (ix *Index) embedRecords(ctx context.Context, recs []*index.Record) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type span struct{ lo, hi int }
@@ -1149,16 +1079,16 @@ func firstErr(errs []error) error {
 // Put stores records as they are (embedding those without a vector), in one
 // atomic batch. It is the primitive for preferences and memories, which are
 // single records rather than chunked sources.
-func (ix *Index) Put(ctx context.Context, recs []Record) error {
+func (ix *Index) Put(ctx context.Context, recs []index.Record) error {
 	if ix.closed.Load() {
 		return ErrClosed
 	}
-	var need []*Record
+	var need []*index.Record
 	now := ix.now().UTC()
 	for i := range recs {
 		r := &recs[i]
 		if r.DocType == "" {
-			r.DocType = DocKnowledge
+			r.DocType = index.DocKnowledge
 		}
 		if r.CreatedAt.IsZero() {
 			r.CreatedAt = now
@@ -1180,7 +1110,7 @@ func (ix *Index) Put(ctx context.Context, recs []Record) error {
 			return err
 		}
 	}
-	return ix.be.Apply(ctx, &Batch{Put: recs})
+	return ix.be.Apply(ctx, &driver.Batch{Put: recs})
 }
 
 // Delete removes records by id in one atomic batch.
@@ -1188,7 +1118,7 @@ func (ix *Index) Delete(ctx context.Context, ids []string) error {
 	if ix.closed.Load() {
 		return ErrClosed
 	}
-	return ix.be.Apply(ctx, &Batch{DeleteIDs: ids})
+	return ix.be.Apply(ctx, &driver.Batch{DeleteIDs: ids})
 }
 
 // Remove deletes every chunk of a source and returns how many there were.
@@ -1199,12 +1129,6 @@ func (ix *Index) Remove(ctx context.Context, sourceURL string) (int, error) {
 	return r.Chunks, err
 }
 
-// Removal reports what RemoveSource did.
-type Removal struct {
-	Chunks    int      // chunks deleted
-	Cancelled []string // ids of the source's background jobs that were cancelled
-}
-
 // RemoveSource deletes every chunk of a source and cancels its pages queued
 // for background indexing (IndexPageAsync): those waiting, those waiting
 // to be tried again after a failure, and one being indexed whose chunks are
@@ -1213,8 +1137,8 @@ type Removal struct {
 // deleted with the rest. So once RemoveSource returns, the source is gone
 // and no job queued before the call brings it back; only a new write does.
 // Dead letters of the source stay until they are dropped (DropJob).
-func (ix *Index) RemoveSource(ctx context.Context, sourceURL string) (Removal, error) {
-	var out Removal
+func (ix *Index) RemoveSource(ctx context.Context, sourceURL string) (index.Removal, error) {
+	var out index.Removal
 	if ix.closed.Load() {
 		return out, ErrClosed
 	}
@@ -1229,7 +1153,7 @@ func (ix *Index) RemoveSource(ctx context.Context, sourceURL string) (Removal, e
 	if err != nil || len(ex) == 0 {
 		return out, err
 	}
-	if err := ix.be.Apply(ctx, &Batch{DeleteSources: []string{sourceURL}}); err != nil {
+	if err := ix.be.Apply(ctx, &driver.Batch{DeleteSources: []string{sourceURL}}); err != nil {
 		return out, err
 	}
 	out.Chunks = ex[0].Chunks
@@ -1237,7 +1161,7 @@ func (ix *Index) RemoveSource(ctx context.Context, sourceURL string) (Removal, e
 }
 
 // Source returns the chunks of one source in order (searchBySourceUrl).
-func (ix *Index) Source(ctx context.Context, sourceURL string) ([]Record, error) {
+func (ix *Index) Source(ctx context.Context, sourceURL string) ([]index.Record, error) {
 	rs, err := ix.be.Source(ctx, ix.CanonicalURL(sourceURL))
 	if err == nil && len(rs) == 0 && ix.CanonicalURL(sourceURL) != sourceURL {
 		return ix.be.Source(ctx, sourceURL) // stored before canonicalisation
@@ -1246,17 +1170,17 @@ func (ix *Index) Source(ctx context.Context, sourceURL string) ([]Record, error)
 }
 
 // Sources lists sources matching f, with the total before paging.
-func (ix *Index) Sources(ctx context.Context, f Filter, offset, limit int) ([]SourceInfo, int, error) {
+func (ix *Index) Sources(ctx context.Context, f index.Filter, offset, limit int) ([]index.SourceInfo, int, error) {
 	return ix.be.Sources(ctx, ix.canonFilter(f), offset, limit)
 }
 
 // Records returns every record matching f.
-func (ix *Index) Records(ctx context.Context, f Filter) ([]Record, error) {
+func (ix *Index) Records(ctx context.Context, f index.Filter) ([]index.Record, error) {
 	return ix.be.Records(ctx, ix.canonFilter(f))
 }
 
 // FullText runs a BM25 query.
-func (ix *Index) FullText(ctx context.Context, query string, k int, f Filter) ([]Hit, error) {
+func (ix *Index) FullText(ctx context.Context, query string, k int, f index.Filter) ([]driver.Hit, error) {
 	if !utf8.ValidString(query) {
 		query = strings.ToValidUTF8(query, " ")
 	}
@@ -1281,7 +1205,7 @@ func (ix *Index) EmbedQuery(ctx context.Context, query string) ([]float32, error
 }
 
 // Vector runs a vector query for the text of query.
-func (ix *Index) Vector(ctx context.Context, query string, k int, f Filter) ([]Hit, error) {
+func (ix *Index) Vector(ctx context.Context, query string, k int, f index.Filter) ([]driver.Hit, error) {
 	v, err := ix.EmbedQuery(ctx, query)
 	if err != nil {
 		return nil, err
@@ -1290,49 +1214,31 @@ func (ix *Index) Vector(ctx context.Context, query string, k int, f Filter) ([]H
 }
 
 // VectorByEmbedding runs a vector query for a vector the caller already has.
-func (ix *Index) VectorByEmbedding(ctx context.Context, vec []float32, k int, f Filter) ([]Hit, error) {
+func (ix *Index) VectorByEmbedding(ctx context.Context, vec []float32, k int, f index.Filter) ([]driver.Hit, error) {
 	return ix.be.SearchVector(ctx, vec, k, ix.canonFilter(f))
 }
 
-// Stats describes the store.
-type Stats struct {
-	DocumentCount        int       `json:"documentCount"` // knowledge sources
-	ChunkCount           int       `json:"chunkCount"`    // all records
-	PreferenceCount      int       `json:"preferenceCount"`
-	MemoryCount          int       `json:"memoryCount"`
-	IndexSizeBytes       int64     `json:"indexSizeBytes"`
-	LastSyncTime         time.Time `json:"lastSyncTime,omitzero"`
-	EmbeddingModelLoaded bool      `json:"embeddingModelLoaded"`
-	Embedder             string    `json:"embedder"`
-	// EmbedderSpec is the embedder configuration the store records (no
-	// credentials), "" for a store that records none.
-	EmbedderSpec string                `json:"embedderSpec,omitempty"`
-	Dimension    int                   `json:"dimension"`
-	Queue        QueueStats            `json:"queue"`
-	QueryCache   embed.QueryCacheStats `json:"queryCache"`
-}
-
 // Stats returns the store's statistics.
-func (ix *Index) Stats(ctx context.Context) (Stats, error) {
+func (ix *Index) Stats(ctx context.Context) (index.Stats, error) {
 	bs, err := ix.be.Stats(ctx)
 	if err != nil {
-		return Stats{}, err
+		return index.Stats{}, err
 	}
-	_, docs, err := ix.be.Sources(ctx, Filter{DocTypes: []string{DocKnowledge}}, 0, 1)
+	_, docs, err := ix.be.Sources(ctx, index.Filter{DocTypes: []string{index.DocKnowledge}}, 0, 1)
 	if err != nil {
-		return Stats{}, err
+		return index.Stats{}, err
 	}
-	prefSources, _, err := ix.be.Sources(ctx, Filter{DocTypes: []string{DocPreference}}, 0, 0)
+	prefSources, _, err := ix.be.Sources(ctx, index.Filter{DocTypes: []string{index.DocPreference}}, 0, 0)
 	if err != nil {
-		return Stats{}, err
+		return index.Stats{}, err
 	}
 	prefCount := 0
 	for _, s := range prefSources {
 		prefCount += s.Chunks
 	}
-	_, mems, err := ix.be.Sources(ctx, Filter{DocTypes: []string{DocMemory}}, 0, 1)
+	_, mems, err := ix.be.Sources(ctx, index.Filter{DocTypes: []string{index.DocMemory}}, 0, 1)
 	if err != nil {
-		return Stats{}, err
+		return index.Stats{}, err
 	}
 	dim := ix.emb.Dimension()
 	if dim == 0 && !ix.unbound.Load() {
@@ -1344,7 +1250,7 @@ func (ix *Index) Stats(ctx context.Context) (Stats, error) {
 	if rec, ok, err := ix.EmbedderRecord(ctx); err == nil && ok && rec.Spec != nil && !rec.FromIdentity {
 		spec = rec.Spec.String()
 	}
-	return Stats{
+	return index.Stats{
 		EmbedderSpec:         spec,
 		QueryCache:           ix.qcache.Stats(),
 		DocumentCount:        docs,

@@ -1,4 +1,4 @@
-package index
+package engine
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ragmem/ragmem/index/driver"
+	"github.com/ragmem/ragmem/index"
 )
 
 // metaURLRules is the store setting that remembers the URL rules.
@@ -15,29 +15,29 @@ const metaURLRules = "urlRules"
 
 // SetURLRules replaces the rules the index canonicalises source URLs with
 // and records them in the store. Sources stored before keep their URLs.
-func (ix *Index) SetURLRules(ctx context.Context, r URLRules) error {
+func (ix *Index) SetURLRules(ctx context.Context, r index.URLRules) error {
 	return ix.loadURLRules(ctx, &r)
 }
 
 // loadURLRules sets the rules from opts, recording them when they differ
 // from the store's, or else from the store.
-func (ix *Index) loadURLRules(ctx context.Context, opts *URLRules) error {
+func (ix *Index) loadURLRules(ctx context.Context, opts *index.URLRules) error {
 	stored, ok, err := ix.be.Meta(ctx, metaURLRules)
 	if err != nil {
 		return err
 	}
-	var have URLRules
+	var have index.URLRules
 	if ok {
 		if err := json.Unmarshal([]byte(stored), &have); err != nil {
 			ix.log.Warn("index: the store's URL rules are unreadable; using the defaults", "err", err)
-			have = URLRules{}
+			have = index.URLRules{}
 		}
 	}
 	if opts == nil {
 		ix.urls.Store(&have)
 		return nil
 	}
-	want := URLRules{KeepParams: normalizeParams(opts.KeepParams)}
+	want := index.URLRules{KeepParams: normalizeParams(opts.KeepParams)}
 	ix.urls.Store(&want)
 	if ok && slices.Equal(have.KeepParams, want.KeepParams) || !ok && len(want.KeepParams) == 0 {
 		return nil
@@ -66,15 +66,15 @@ func normalizeParams(ps []string) []string {
 }
 
 // URLRules returns the rules the index canonicalises source URLs with.
-func (ix *Index) URLRules() URLRules {
-	return URLRules{KeepParams: slices.Clone(ix.rules().KeepParams)}
+func (ix *Index) URLRules() index.URLRules {
+	return index.URLRules{KeepParams: slices.Clone(ix.rules().KeepParams)}
 }
 
-func (ix *Index) rules() *URLRules {
+func (ix *Index) rules() *index.URLRules {
 	if r := ix.urls.Load(); r != nil {
 		return r
 	}
-	return &URLRules{}
+	return &index.URLRules{}
 }
 
 // CanonicalURL returns the canonical form of a source URL under the index's
@@ -84,21 +84,21 @@ func (ix *Index) CanonicalURL(u string) string { return ix.rules().Canonical(u) 
 // findSource returns the stored source u names, canonical form first, then
 // as given (a source stored before canonicalisation), and sets *u to the
 // URL found.
-func (ix *Index) findSource(ctx context.Context, u *string) ([]SourceInfo, error) {
+func (ix *Index) findSource(ctx context.Context, u *string) ([]index.SourceInfo, error) {
 	c := ix.CanonicalURL(*u)
-	ex, _, err := ix.be.Sources(ctx, Filter{SourceURL: c}, 0, 1)
+	ex, _, err := ix.be.Sources(ctx, index.Filter{SourceURL: c}, 0, 1)
 	if err != nil || len(ex) > 0 || c == strings.TrimSpace(*u) {
 		*u = c
 		return ex, err
 	}
 	raw := strings.TrimSpace(*u)
-	ex, _, err = ix.be.Sources(ctx, Filter{SourceURL: raw}, 0, 1)
+	ex, _, err = ix.be.Sources(ctx, index.Filter{SourceURL: raw}, 0, 1)
 	*u = raw
 	return ex, err
 }
 
 // canonFilter canonicalises the source URLs a filter names.
-func (ix *Index) canonFilter(f Filter) Filter {
+func (ix *Index) canonFilter(f index.Filter) index.Filter {
 	if f.SourceURL != "" {
 		f.SourceURL = ix.CanonicalURL(f.SourceURL)
 	}
@@ -110,10 +110,10 @@ func (ix *Index) canonFilter(f Filter) Filter {
 
 // canonExpr returns e with its source values canonicalised (a copy where
 // anything changes; e itself is never modified).
-func (ix *Index) canonExpr(e *Expr) *Expr {
+func (ix *Index) canonExpr(e *index.Expr) *index.Expr {
 	switch e.Op {
-	case driver.OpAnd, driver.OpOr, driver.OpNot:
-		var args []*Expr
+	case index.OpAnd, index.OpOr, index.OpNot:
+		var args []*index.Expr
 		for i, a := range e.Args {
 			c := ix.canonExpr(a)
 			if c != a && args == nil {
@@ -130,12 +130,12 @@ func (ix *Index) canonExpr(e *Expr) *Expr {
 		c.Args = args
 		return &c
 	}
-	if e.Field != driver.FieldSource || len(e.Values) == 0 {
+	if e.Field != index.FieldSource || len(e.Values) == 0 {
 		return e
 	}
 	vs := make([]string, len(e.Values))
 	for i, v := range e.Values {
-		if e.Op == driver.OpPrefix {
+		if e.Op == index.OpPrefix {
 			vs[i] = canonicalPrefix(v)
 		} else {
 			vs[i] = ix.CanonicalURL(v)

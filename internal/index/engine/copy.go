@@ -1,4 +1,4 @@
-package index
+package engine
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/ragmem/ragmem/index"
 
 	"github.com/ragmem/ragmem/index/driver"
 )
@@ -80,7 +82,7 @@ func Copy(ctx context.Context, dst, src driver.Backend, opts *CopyOptions) (*Cop
 	} else if ok {
 		rep.Meta[metaEmbedderSpec] = v
 	}
-	recs, err := src.Records(ctx, driver.Filter{})
+	recs, err := src.Records(ctx, index.Filter{})
 	if err != nil {
 		return nil, fmt.Errorf("read source records: %w", err)
 	}
@@ -135,8 +137,8 @@ func Copy(ctx context.Context, dst, src driver.Backend, opts *CopyOptions) (*Cop
 // verifyCopy compares, per doc type, the sources and chunk counts of src and
 // dst.
 func verifyCopy(ctx context.Context, dst, src driver.Backend, rep *CopyReport) error {
-	types := map[string]bool{DocKnowledge: true, DocPreference: true, DocMemory: true}
-	all, _, err := src.Sources(ctx, Filter{}, 0, 0)
+	types := map[string]bool{index.DocKnowledge: true, index.DocPreference: true, index.DocMemory: true}
+	all, _, err := src.Sources(ctx, index.Filter{}, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -145,7 +147,7 @@ func verifyCopy(ctx context.Context, dst, src driver.Backend, rep *CopyReport) e
 	}
 	var probs []string
 	for t := range types {
-		f := Filter{DocTypes: []string{t}}
+		f := index.Filter{DocTypes: []string{t}}
 		ss, _, err := src.Sources(ctx, f, 0, 0)
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package driver
+package index
 
 import (
 	"strconv"
@@ -188,7 +188,7 @@ func (e *Expr) write(b *strings.Builder) {
 		b.WriteByte(')')
 		return
 	}
-	b.WriteString(QuoteField(e.Field))
+	b.WriteString(quoteField(e.Field))
 	switch e.Op {
 	case OpExists:
 		b.WriteString(" EXISTS")
@@ -213,9 +213,9 @@ func (e *Expr) write(b *strings.Builder) {
 	}
 }
 
-// QuoteField renders a field name so that the filter syntax reads it back as
+// quoteField renders a field name so that the filter syntax reads it back as
 // the same field: as it is when it is a simple name, else quoted.
-func QuoteField(f string) string {
+func quoteField(f string) string {
 	simple := f != ""
 	for i, r := range f {
 		ok := r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && (r >= '0' && r <= '9' || r == '.' || r == '-' || r == ':')

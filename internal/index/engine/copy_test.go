@@ -1,4 +1,4 @@
-package index_test
+package engine_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/ragmem/ragmem/index"
 	"github.com/ragmem/ragmem/index/driver"
 	"github.com/ragmem/ragmem/index/indextest"
+	"github.com/ragmem/ragmem/internal/index/engine"
 	"github.com/ragmem/ragmem/internal/index/local"
 	"github.com/ragmem/ragmem/internal/index/weaviate"
 	"github.com/ragmem/ragmem/internal/wvtest"
@@ -24,14 +25,14 @@ func TestCopyLocalToWeaviate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	var put []driver.Record
+	var put []index.Record
 	for i := 0; i < 30; i++ {
 		r := indextest.Rec(fmt.Sprintf("https://copy.example/%d", i/3), i%3, fmt.Sprintf("chunk %d", i), uint64(i))
 		switch {
 		case i >= 27:
-			r.DocType = driver.DocMemory
+			r.DocType = index.DocMemory
 		case i >= 24:
-			r.DocType, r.Attrs = driver.DocPreference, map[string]string{"preferenceType": "style"}
+			r.DocType, r.Attrs = index.DocPreference, map[string]string{"preferenceType": "style"}
 		}
 		put = append(put, r)
 	}
@@ -47,15 +48,15 @@ func TestCopyLocalToWeaviate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dst.Drop(ctx)
-	rep, err := index.Copy(ctx, dst, src, &index.CopyOptions{BatchRecords: 7})
+	rep, err := engine.Copy(ctx, dst, src, &engine.CopyOptions{BatchRecords: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Verified || rep.Records != 30 || rep.Chunks[driver.DocMemory] != 3 || rep.Chunks[driver.DocPreference] != 3 {
+	if !rep.Verified || rep.Records != 30 || rep.Chunks[index.DocMemory] != 3 || rep.Chunks[index.DocPreference] != 3 {
 		t.Fatalf("report %+v", rep)
 	}
-	want, _ := src.Records(ctx, driver.Filter{})
-	got, err := dst.Records(ctx, driver.Filter{})
+	want, _ := src.Records(ctx, index.Filter{})
+	got, err := dst.Records(ctx, index.Filter{})
 	if err != nil || len(got) != len(want) {
 		t.Fatalf("destination has %d records, want %d (%v)", len(got), len(want), err)
 	}
@@ -74,7 +75,7 @@ func TestCopyLocalToWeaviate(t *testing.T) {
 		t.Fatalf("embedder setting %q %v", v, ok)
 	}
 	// Copying again changes nothing.
-	if rep, err := index.Copy(ctx, dst, src, nil); err != nil || rep.Records != 30 {
+	if rep, err := engine.Copy(ctx, dst, src, nil); err != nil || rep.Records != 30 {
 		t.Fatalf("second copy: %+v %v", rep, err)
 	}
 	if st, _ := dst.Stats(ctx); st.Records != 30 {
@@ -82,7 +83,7 @@ func TestCopyLocalToWeaviate(t *testing.T) {
 	}
 	// Another embedder's store is refused before anything is written.
 	_ = src.SetMeta(ctx, "embedder", "openai:other/d16")
-	if _, err := index.Copy(ctx, dst, src, nil); !errors.Is(err, index.ErrCopyMismatch) {
+	if _, err := engine.Copy(ctx, dst, src, nil); !errors.Is(err, engine.ErrCopyMismatch) {
 		t.Fatalf("copy of another embedder's store: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package index
+package engine
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ragmem/ragmem/index"
 
 	"github.com/ragmem/ragmem/chunk"
 	"github.com/ragmem/ragmem/internal/embed"
@@ -39,7 +41,7 @@ func TestAddIsIdempotentAndReplaces(t *testing.T) {
 	dir := t.TempDir()
 	ix := open(t, dir, nil)
 	defer ix.Close()
-	d := Document{SourceURL: "https://example.com/a", Title: "A", Content: longDoc(1500, "gardening")}
+	d := index.Document{SourceURL: "https://example.com/a", Title: "A", Content: longDoc(1500, "gardening")}
 	r1, err := ix.Add(ctx, d)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +74,7 @@ func TestAddIsIdempotentAndReplaces(t *testing.T) {
 			t.Fatalf("old chunk survived replacement: %s", c.ID)
 		}
 	}
-	hits, _ := ix.FullText(ctx, "gardening", 10, Filter{})
+	hits, _ := ix.FullText(ctx, "gardening", 10, index.Filter{})
 	if len(hits) != 0 {
 		t.Fatalf("old content still searchable")
 	}
@@ -89,14 +91,14 @@ func TestChunkMetadata(t *testing.T) {
 	defer ix.Close()
 	before := time.Now()
 	md := "# Install\n\nIntro text.\n\n## Linux\n\nUse the tarball on Linux.\n"
-	if _, err := ix.Add(ctx, Document{SourceURL: "file:///docs/install.md", Title: "Install guide", Content: md, Format: chunk.Markdown}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "file:///docs/install.md", Title: "Install guide", Content: md, Format: chunk.Markdown}); err != nil {
 		t.Fatal(err)
 	}
-	recs, _ := ix.Records(ctx, Filter{SourceURL: "file:///docs/install.md"})
-	var linux *Record
+	recs, _ := ix.Records(ctx, index.Filter{SourceURL: "file:///docs/install.md"})
+	var linux *index.Record
 	for i := range recs {
 		r := &recs[i]
-		if r.Title != "Install guide" || r.DocType != DocKnowledge || r.ContentHash == "" || len(r.Vector) != ix.Embedder().Dimension() {
+		if r.Title != "Install guide" || r.DocType != index.DocKnowledge || r.ContentHash == "" || len(r.Vector) != ix.Embedder().Dimension() {
 			t.Fatalf("bad record %+v", r)
 		}
 		if r.CreatedAt.Before(before.Add(-time.Second)) || r.CreatedAt.After(time.Now().Add(time.Second)) {
@@ -118,7 +120,7 @@ func TestHTMLTitleAndExtraction(t *testing.T) {
 	ix := open(t, t.TempDir(), nil)
 	defer ix.Close()
 	html := `<html><head><title>Page T</title><script>var secret=1</script></head><body><nav>Menu</nav><h1>Heading</h1><p>Body text about otters.</p></body></html>`
-	if _, err := ix.Add(ctx, Document{SourceURL: "https://h.example/", Content: html, Format: chunk.HTML}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "https://h.example/", Content: html, Format: chunk.HTML}); err != nil {
 		t.Fatal(err)
 	}
 	recs, _ := ix.Source(ctx, "https://h.example/")
@@ -135,18 +137,18 @@ func TestHTMLTitleAndExtraction(t *testing.T) {
 func TestBadDocuments(t *testing.T) {
 	ix := open(t, t.TempDir(), nil)
 	defer ix.Close()
-	if _, err := ix.Add(ctx, Document{SourceURL: "", Content: "x"}); !errors.Is(err, ErrNoSource) {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "", Content: "x"}); !errors.Is(err, ErrNoSource) {
 		t.Fatalf("no URL: %v", err)
 	}
-	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "   \n\t "}); !errors.Is(err, ErrEmptyDocument) {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u", Content: "   \n\t "}); !errors.Is(err, ErrEmptyDocument) {
 		t.Fatalf("blank content: %v", err)
 	}
 	// Invalid UTF-8 is repaired, not rejected.
-	if _, err := ix.Add(ctx, Document{SourceURL: "u", Content: "valid \xff\xfe text"}); err != nil {
+	if _, err := ix.Add(ctx, index.Document{SourceURL: "u", Content: "valid \xff\xfe text"}); err != nil {
 		t.Fatalf("invalid UTF-8: %v", err)
 	}
 	// One bad document does not sink the batch.
-	res, err := ix.AddMany(ctx, []Document{{SourceURL: "ok", Content: "fine text"}, {SourceURL: "", Content: "no url"}})
+	res, err := ix.AddMany(ctx, []index.Document{{SourceURL: "ok", Content: "fine text"}, {SourceURL: "", Content: "no url"}})
 	if err != nil || res[0].Err != nil || res[1].Err == nil {
 		t.Fatalf("AddMany: %+v %v", res, err)
 	}
@@ -155,7 +157,7 @@ func TestBadDocuments(t *testing.T) {
 		t.Fatalf("documents = %d, want 2", st.DocumentCount)
 	}
 	// The same URL twice in one call: the last wins.
-	res, _ = ix.AddMany(ctx, []Document{{SourceURL: "dup", Content: "first version"}, {SourceURL: "dup", Content: "second version"}})
+	res, _ = ix.AddMany(ctx, []index.Document{{SourceURL: "dup", Content: "first version"}, {SourceURL: "dup", Content: "second version"}})
 	if !res[0].Superseded || res[1].Err != nil {
 		t.Fatalf("duplicate URLs: %+v", res)
 	}
@@ -168,7 +170,7 @@ func TestBadDocuments(t *testing.T) {
 func TestEmbedderMismatchIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	ix := open(t, dir, nil)
-	ix.Add(ctx, Document{SourceURL: "u", Content: "text"})
+	ix.Add(ctx, index.Document{SourceURL: "u", Content: "text"})
 	ix.Close()
 	other := embed.NewLexical(&embed.LexicalOptions{Dimension: 128})
 	_, err := Open(ctx, dir, &Options{Embedder: other})
@@ -224,9 +226,9 @@ func TestEmbedFailureChangesNothing(t *testing.T) {
 	fe := &failingEmbedder{Embedder: embed.Default()}
 	ix := open(t, t.TempDir(), &Options{Embedder: fe})
 	defer ix.Close()
-	ix.Add(ctx, Document{SourceURL: "u", Content: "original text"})
+	ix.Add(ctx, index.Document{SourceURL: "u", Content: "original text"})
 	fe.fail.Store(true)
-	_, err := ix.Add(ctx, Document{SourceURL: "u", Content: "replacement text"})
+	_, err := ix.Add(ctx, index.Document{SourceURL: "u", Content: "replacement text"})
 	if !errors.Is(err, ErrEmbedding) {
 		t.Fatalf("err = %v", err)
 	}
@@ -238,7 +240,7 @@ func TestEmbedFailureChangesNothing(t *testing.T) {
 	if st.EmbeddingModelLoaded {
 		t.Fatal("stats say the embedder is fine after a failure")
 	}
-	if _, err := ix.Vector(ctx, "q", 3, Filter{}); !errors.Is(err, ErrEmbedding) {
+	if _, err := ix.Vector(ctx, "q", 3, index.Filter{}); !errors.Is(err, ErrEmbedding) {
 		t.Fatalf("vector query with a failing embedder: %v", err)
 	}
 }
@@ -248,14 +250,14 @@ func TestIndexPageAsync(t *testing.T) {
 	ix := open(t, t.TempDir(), &Options{Embedder: fe, MaxAttempts: 2, RetryDelay: time.Millisecond})
 	var ids []string
 	for i := 0; i < 40; i++ {
-		ids = append(ids, ix.IndexPageAsync(Document{SourceURL: fmt.Sprintf("https://p.example/%d", i%20), Title: "P", Content: fmt.Sprintf("page %d about rivers", i%20)}))
+		ids = append(ids, ix.IndexPageAsync(index.Document{SourceURL: fmt.Sprintf("https://p.example/%d", i%20), Title: "P", Content: fmt.Sprintf("page %d about rivers", i%20)}))
 	}
 	if err := ix.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
 		j, ok := ix.Job(id)
-		if !ok || j.State != JobDone {
+		if !ok || j.State != index.JobDone {
 			t.Fatalf("job %s: %+v", id, j)
 		}
 	}
@@ -270,11 +272,11 @@ func TestIndexPageAsync(t *testing.T) {
 	// Failures are retried, counted and reported by the job, never
 	// returned; after MaxAttempts the page goes to the dead letters.
 	fe.fail.Store(true)
-	bad := ix.IndexPageAsync(Document{SourceURL: "https://p.example/new", Content: "new page"})
+	bad := ix.IndexPageAsync(index.Document{SourceURL: "https://p.example/new", Content: "new page"})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		j, _ := ix.Job(bad)
-		if j.State == JobDead {
+		if j.State == index.JobDead {
 			if j.Attempts != 2 || !strings.Contains(j.Error, "gave up after 2 attempts") || !strings.Contains(j.Error, "the embedder failed") {
 				t.Fatalf("dead job: %+v", j)
 			}
@@ -290,16 +292,16 @@ func TestIndexPageAsync(t *testing.T) {
 	}
 	fe.fail.Store(false)
 	// Close waits for queued pages.
-	last := ix.IndexPageAsync(Document{SourceURL: "https://p.example/last", Content: "the last page"})
+	last := ix.IndexPageAsync(index.Document{SourceURL: "https://p.example/last", Content: "the last page"})
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if j, _ := ix.Job(last); j.State != JobDone {
+	if j, _ := ix.Job(last); j.State != index.JobDone {
 		t.Fatalf("Close did not finish the queue: %+v", j)
 	}
 	// After Close, pages are refused without panicking.
-	after := ix.IndexPageAsync(Document{SourceURL: "x", Content: "y"})
-	if j, _ := ix.Job(after); j.State != JobFailed {
+	after := ix.IndexPageAsync(index.Document{SourceURL: "x", Content: "y"})
+	if j, _ := ix.Job(after); j.State != index.JobFailed {
 		t.Fatalf("job after close: %+v", j)
 	}
 }
@@ -308,7 +310,7 @@ func TestQueueFullDrops(t *testing.T) {
 	ix := openBlocked(t, &Options{QueueSize: 2})
 	var states []string
 	for i := 0; i < 10; i++ {
-		id := ix.IndexPageAsync(Document{SourceURL: fmt.Sprintf("u%d", i), Content: "text"})
+		id := ix.IndexPageAsync(index.Document{SourceURL: fmt.Sprintf("u%d", i), Content: "text"})
 		j, _ := ix.Job(id)
 		states = append(states, string(j.State))
 	}
@@ -344,9 +346,9 @@ func (b *blockingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 func TestStats(t *testing.T) {
 	ix := open(t, t.TempDir(), nil)
 	defer ix.Close()
-	ix.Add(ctx, Document{SourceURL: "a", Content: "alpha text"})
-	ix.Add(ctx, Document{SourceURL: "m", Content: "a memory", DocType: DocMemory})
-	ix.Put(ctx, []Record{{ID: "p1", SourceURL: "preference://user", Content: "likes go", DocType: DocPreference}})
+	ix.Add(ctx, index.Document{SourceURL: "a", Content: "alpha text"})
+	ix.Add(ctx, index.Document{SourceURL: "m", Content: "a memory", DocType: index.DocMemory})
+	ix.Put(ctx, []index.Record{{ID: "p1", SourceURL: "preference://user", Content: "likes go", DocType: index.DocPreference}})
 	st, err := ix.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
