@@ -3,6 +3,7 @@ package rag_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -111,6 +112,52 @@ var conformance = []struct {
 		st, err := m.Stats(ctx)
 		if err != nil || st.DocumentCount != 1 || st.ChunkCount == 0 {
 			t.Fatalf("Stats = %+v, %v", st, err)
+		}
+	}},
+	{"attributes set in place, sources removed by filter", func(t *testing.T, ctx context.Context, m rag.Memory) {
+		var docs []rag.DocumentRequest
+		for i, team := range []string{"search", "search", "storage"} {
+			docs = append(docs, rag.DocumentRequest{URL: fmt.Sprintf("https://example.com/note-%d", i), Attrs: map[string]string{"team": team},
+				Content: fmt.Sprintf("Note %d of the %s team: the index is rebuilt every night.", i, team)})
+		}
+		if r, err := m.Index(ctx, rag.DocumentsRequest{Documents: docs}); err != nil || len(r.Results) != 3 {
+			t.Fatalf("Index = %+v, %v", r, err)
+		}
+		// note-0 moves to another team and loses nothing else; its text is
+		// not embedded again, so its chunks keep their ids.
+		red := "red"
+		a, err := m.SetSourceAttrs(ctx, docs[0].URL, rag.SetAttrsRequest{Attrs: map[string]*string{"team": &red, "absent": nil}})
+		if err != nil || a.URL != docs[0].URL || a.Changed == 0 {
+			t.Fatalf("SetSourceAttrs = %+v, %v", a, err)
+		}
+		if _, err := m.SetSourceAttrs(ctx, "https://example.com/none", rag.SetAttrsRequest{Attrs: map[string]*string{"team": &red}}); !errors.Is(err, rag.ErrNotFound) {
+			t.Errorf("SetSourceAttrs of no source: %v, want ErrNotFound", err)
+		}
+		// A dry run names what a removal would take, and takes nothing.
+		d, err := m.DeleteSources(ctx, rag.DeleteSourcesRequest{Filter: "team = search", DryRun: true})
+		if err != nil || !d.DryRun || d.Removed != 1 || len(d.Sources) != 1 || d.Sources[0].URL != docs[1].URL {
+			t.Fatalf("DeleteSources dry run = %+v, %v", d, err)
+		}
+		if src, err := m.Sources(ctx, rag.SourcesRequest{}); err != nil || src.Total != 3 {
+			t.Fatalf("after the dry run: %+v, %v", src, err)
+		}
+		d, err = m.DeleteSources(ctx, rag.DeleteSourcesRequest{Filter: "team IN [search, red]"})
+		if err != nil || d.DryRun || d.Removed != 2 || d.Chunks == 0 || len(d.Sources) != 2 || d.Sources[0].URL != docs[0].URL || d.Sources[1].URL != docs[1].URL {
+			t.Fatalf("DeleteSources = %+v, %v", d, err)
+		}
+		src, err := m.Sources(ctx, rag.SourcesRequest{})
+		if err != nil || src.Total != 1 || src.Sources[0].URL != docs[2].URL {
+			t.Fatalf("after the removal: %+v, %v", src, err)
+		}
+		// A filter that matches every source removes nothing without all.
+		if _, err := m.DeleteSources(ctx, rag.DeleteSourcesRequest{Filter: "team = storage"}); !errors.Is(err, rag.ErrMatchesAll) {
+			t.Errorf("a filter matching every source: %v, want ErrMatchesAll", err)
+		}
+		if _, err := m.DeleteSources(ctx, rag.DeleteSourcesRequest{}); !errors.Is(err, rag.ErrMatchesAll) {
+			t.Errorf("no filter: %v, want ErrMatchesAll", err)
+		}
+		if d, err := m.DeleteSources(ctx, rag.DeleteSourcesRequest{All: true}); err != nil || d.Removed != 1 {
+			t.Fatalf("DeleteSources all = %+v, %v", d, err)
 		}
 	}},
 	{"bad requests are ErrBadRequest with code bad_request", func(t *testing.T, ctx context.Context, m rag.Memory) {
