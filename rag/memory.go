@@ -244,6 +244,12 @@ type SearchRequest struct {
 	// KeepDuplicates keeps identical and near-identical chunks of other
 	// sources as results of their own (default: collapsed into alsoAt).
 	KeepDuplicates bool `json:"keepDuplicates,omitempty"`
+	// Unit is what a result of a conversation (memories that say their
+	// session and turn) is: "turn" (the default), "round" (a user's turn
+	// with the replies to it) or "session". A round or session scores as
+	// its best turn, its content is its turns in order, and the result's
+	// unit names every turn with its own score.
+	Unit string `json:"unit,omitempty" jsonschema:"turn (default), round (a user's turn with its replies) or session"`
 }
 
 // SearchFilters restrict a search.

@@ -409,6 +409,11 @@ func (q *SearchRequest) options() (search.Options, error) {
 		return o, badRequest("topK must be between 1 and %d", MaxTopK)
 	}
 	o = search.Options{TopK: q.TopK, GroupBySource: q.GroupBySource, KeepDuplicates: q.KeepDuplicates}
+	unit, err := search.ParseUnit(q.Unit)
+	if err != nil {
+		return o, badRequest("%v", err)
+	}
+	o.Unit = unit
 	if strings.TrimSpace(q.Mode) != "" {
 		m, err := search.ParseMode(q.Mode)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,6 +159,50 @@ var conformance = []struct {
 		}
 		if d, err := m.DeleteSources(ctx, rag.DeleteSourcesRequest{All: true}); err != nil || d.Removed != 1 {
 			t.Fatalf("DeleteSources all = %+v, %v", d, err)
+		}
+	}},
+	{"a conversation searched by turn, round and session", func(t *testing.T, ctx context.Context, m rag.Memory) {
+		turns := []struct{ role, text string }{
+			{"user", "My sister's wedding is on the twelfth of June in Lisbon."},
+			{"assistant", "Congratulations! June in Lisbon is lovely; book the flights early."},
+			{"user", "Which suit colour suits a summer wedding?"},
+			{"assistant", "Light grey or sand linen suits a summer wedding well."},
+		}
+		var docs []rag.DocumentRequest
+		for i, tu := range turns {
+			docs = append(docs, rag.DocumentRequest{URL: fmt.Sprintf("https://example.com/chat/%d", i), Content: tu.text,
+				Attrs: map[string]string{"session": "1", "turn": fmt.Sprint(i), "role": tu.role, "speaker": tu.role}})
+		}
+		if _, err := m.Index(ctx, rag.DocumentsRequest{Documents: docs}); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			unit  string
+			turns []int // of the first result
+		}{{"", nil}, {"round", []int{0, 1}}, {"session", []int{0, 1, 2, 3}}} {
+			s, err := m.Search(ctx, rag.SearchRequest{Query: "when is the wedding in Lisbon", Mode: "fulltext", Unit: c.unit})
+			if err != nil || len(s.Results) == 0 {
+				t.Fatalf("unit %q: %+v, %v", c.unit, s, err)
+			}
+			u := s.Results[0].Unit
+			if c.turns == nil {
+				if u != nil || s.Results[0].URL != docs[0].URL {
+					t.Errorf("by turn: the first result is %s with unit %+v", s.Results[0].URL, u)
+				}
+				continue
+			}
+			var got []int
+			if u != nil {
+				for _, tu := range u.Turns {
+					got = append(got, tu.Turn)
+				}
+			}
+			if u == nil || u.Kind != c.unit || u.Session != "1" || !slices.Equal(got, c.turns) || !strings.Contains(s.Results[0].Content, "Lisbon is lovely") {
+				t.Errorf("unit %q: first result %+v, its unit %+v", c.unit, s.Results[0].ChunkJSON, u)
+			}
+		}
+		if _, err := m.Search(ctx, rag.SearchRequest{Query: "wedding", Unit: "paragraph"}); !errors.Is(err, rag.ErrBadRequest) {
+			t.Errorf("an unknown unit: %v, want ErrBadRequest", err)
 		}
 	}},
 	{"bad requests are ErrBadRequest with code bad_request", func(t *testing.T, ctx context.Context, m rag.Memory) {

@@ -50,6 +50,8 @@ type ResultJSON struct {
 	// AlsoAt lists other sources with the same text or a near copy of the
 	// page, collapsed into this result.
 	AlsoAt []string `json:"alsoAt,omitempty" jsonschema:"other sources holding the same text, collapsed into this result"`
+	// Unit names the turns of a round or session (SearchRequest.Unit).
+	Unit *search.Unit `json:"unit,omitempty" jsonschema:"for a round or session: its kind, session and every turn with its own score"`
 }
 
 // SearchJSON is the answer to a search.
@@ -72,7 +74,7 @@ func newSearchJSON(query string, res []search.Result, rep search.Report, now tim
 		TookMs: float64(took.Microseconds()) / 1000, Reranked: rep.Reranked, RerankSkipped: rep.RerankSkipped}
 	for i := range res {
 		x := &res[i]
-		out.Results = append(out.Results, ResultJSON{ChunkJSON: newChunkJSON(&x.Record, now), Score: x.Score, Explanation: x.Explanation, AlsoAt: x.AlsoAt})
+		out.Results = append(out.Results, ResultJSON{ChunkJSON: newChunkJSON(&x.Record, now), Score: x.Score, Explanation: x.Explanation, AlsoAt: x.AlsoAt, Unit: x.Unit})
 	}
 	return out
 }

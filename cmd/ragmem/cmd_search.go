@@ -24,7 +24,7 @@ func newSearchCmd(g *globals) *cobra.Command {
 	var topK int
 	var threshold float64
 	var types []string
-	var source, filter string
+	var source, filter, unit string
 	var perSource int
 	var group, keepDup bool
 	var asJSON bool
@@ -41,7 +41,8 @@ func newSearchCmd(g *globals) *cobra.Command {
 		Example: "  ragmem search \"install on linux\"\n" +
 			"  ragmem search --mode fulltext --top-k 10 --json \"bm25 saturation\"\n" +
 			"  ragmem search --filter 'team = search AND created > now-30d' \"rollout plan\"\n" +
-			"  ragmem search --source docs/ --group \"configuration\"",
+			"  ragmem search --source docs/ --group \"configuration\"\n" +
+			"  ragmem search --types memory --unit round \"what did I decide about the launch\"",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Flags not given stay zero: the engine's configuration decides
@@ -77,7 +78,7 @@ func newSearchCmd(g *globals) *cobra.Command {
 			return g.withStore(cmd.Context(), func(st rag.Memory) error {
 				out, err := st.Search(cmd.Context(), rag.SearchRequest{
 					Query: query, Mode: string(m), TopK: topK, Threshold: thr, Fusion: string(fu), Filters: &rag.SearchFilters{DocTypes: types},
-					Filter: where.String(), MaxPerSource: &perSource, GroupBySource: group, KeepDuplicates: keepDup,
+					Filter: where.String(), MaxPerSource: &perSource, GroupBySource: group, KeepDuplicates: keepDup, Unit: unit,
 				})
 				if err != nil {
 					return err
@@ -109,6 +110,7 @@ func newSearchCmd(g *globals) *cobra.Command {
 	f.IntVar(&perSource, "max-per-source", search.DefaultMaxPerSource, "most results from one source (0: no cap)")
 	f.BoolVar(&group, "group", false, "list the results source by source")
 	f.BoolVar(&keepDup, "keep-duplicates", false, "show identical and near-identical chunks of other sources too")
+	f.StringVar(&unit, "unit", search.UnitTurn, "what a conversation's result is: turn, round (a user's turn with its replies) or session")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -46,6 +46,7 @@ type searchInput struct {
 	SourceURL string   `json:"sourceUrl,omitempty" jsonschema:"Search only this source (as listed by list_sources)."`
 	Types     []string `json:"types,omitempty" jsonschema:"Document types to search: knowledge (the default), memory, preference."`
 	Filter    string   `json:"filter,omitempty"`
+	Unit      string   `json:"unit,omitempty" jsonschema:"What a result of a conversation is: turn (the default), round (a user's turn with its replies) or session."`
 }
 
 // searchOutput is search_memory's structured output: the wire format every
@@ -258,7 +259,7 @@ func (s *Server) searchMemory(ctx context.Context, _ *mcp.CallToolRequest, in se
 	if _, err := toolFilter(in.Filter); err != nil {
 		return nil, searchOutput{}, err
 	}
-	req := rag.SearchRequest{Query: q, TopK: min(max(in.TopK, 0), maxTopK), Mode: in.Mode, Filter: in.Filter}
+	req := rag.SearchRequest{Query: q, TopK: min(max(in.TopK, 0), maxTopK), Mode: in.Mode, Filter: in.Filter, Unit: in.Unit}
 	if in.SourceURL != "" || len(in.Types) > 0 {
 		req.Filters = &rag.SearchFilters{URL: in.SourceURL, DocTypes: in.Types}
 	}

@@ -390,14 +390,16 @@ class Client:
                fusion: Optional[str] = None, threshold: Optional[float] = None,
                filters: Optional[SearchFilters] = None, filter: Optional[str] = None,
                max_per_source: Optional[int] = None, group_by_source: Optional[bool] = None,
-               keep_duplicates: Optional[bool] = None) -> SearchResponse:
+               keep_duplicates: Optional[bool] = None, unit: Optional[str] = None) -> SearchResponse:
         """Hybrid (default), vector or full-text search (``POST /v1/search``).
         ``filter`` is a filter expression (``lang = "en" AND source STARTS WITH
         "https://go.dev/"``); ``filters`` the structured ones (url, docTypes,
-        attrs); ``max_per_source`` 0 lifts the cap of 3 results per source."""
+        attrs); ``max_per_source`` 0 lifts the cap of 3 results per source;
+        ``unit`` is what a conversation's result is: turn (default), round or
+        session."""
         body = _drop_none({"query": query, "topK": top_k, "mode": mode, "fusion": fusion, "threshold": threshold,
                            "filters": filters, "filter": filter, "maxPerSource": max_per_source,
-                           "groupBySource": group_by_source, "keepDuplicates": keep_duplicates})
+                           "groupBySource": group_by_source, "keepDuplicates": keep_duplicates, "unit": unit})
         out, _ = self._request("POST", "/v1/search", body=body)
         return cast(SearchResponse, out)
 

@@ -78,10 +78,29 @@ class _SearchResult(Chunk):
     explanation: Explanation
 
 
+class UnitTurn(TypedDict, total=False):
+    """One turn of a round or session, with its own score."""
+
+    sourceUrl: str
+    speaker: str
+    turn: int
+    score: float
+
+
+class Unit(TypedDict):
+    """A round or session of a conversation (search.Unit)."""
+
+    kind: str
+    session: str
+    turns: List[UnitTurn]
+
+
 class SearchResult(_SearchResult, total=False):
-    """One search result: the chunk, its score and its explanation (rag.ResultJSON)."""
+    """One search result: the chunk, its score and its explanation (rag.ResultJSON).
+    ``unit`` names a round's or session's turns (``search(..., unit=...)``)."""
 
     alsoAt: List[str]
+    unit: Unit
 
 
 class _SearchResponse(TypedDict):

@@ -55,6 +55,15 @@ export interface SearchResult extends Chunk {
   score: number;
   explanation: Explanation;
   alsoAt?: string[];
+  /** For a round or session (SearchRequest.unit): its turns, each with its own score. */
+  unit?: Unit;
+}
+
+/** A round or session of a conversation (search.Unit). */
+export interface Unit {
+  kind: "round" | "session";
+  session: string;
+  turns: { sourceUrl: string; speaker?: string; turn: number; score?: number }[];
 }
 
 /** The answer to a search (rag.SearchJSON); `degraded` says why the mode is not the one asked for. */
@@ -86,6 +95,8 @@ export interface SearchOptions {
   maxPerSource?: number;
   groupBySource?: boolean;
   keepDuplicates?: boolean;
+  /** What a result of a conversation is: turn (default), round or session. */
+  unit?: "turn" | "round" | "session";
 }
 
 /** A chat message, ready to send to a model. */
