@@ -73,6 +73,7 @@ type bridge struct {
 	client   *owner.Client
 	proto    atomic.Value // string: the negotiated protocol version
 	replayID jsonrpc.ID
+	toolsID  jsonrpc.ID // the bridge's own tools/list (see askTools)
 
 	init        *jsonrpc.Request // the client's initialize
 	initialized bool             // the client sent notifications/initialized
@@ -427,7 +428,12 @@ func (b *bridge) checkMemories(ctx context.Context, c *owner.Client) error {
 
 // replay opens the MCP session on a new owner with the client's own
 // initialize (its answer is not passed on: the client has had one), then
-// its initialized notification and log level.
+// its initialized notification, the bridge's own tools/list (so that it
+// knows which tools are safe to send again before it judges the calls in
+// flight) and the client's log level. When the client's initialize is
+// itself still in flight, the replay's answer is its answer: sending it
+// again would be a second initialize on one session, which the server
+// refuses.
 func (b *bridge) replay(ctx context.Context, gen int) error {
 	b.replayID, _ = jsonrpc.MakeID(fmt.Sprintf("ragmem-bridge-%d", gen))
 	req := &jsonrpc.Request{ID: b.replayID, Method: b.init.Method, Params: b.init.Params}
@@ -442,36 +448,71 @@ func (b *bridge) replay(ctx context.Context, gen int) error {
 			b.fromOwner(ev.msg)
 		}
 	}()
+	r, err := b.await(ctx, gen, b.replayID, timeout.C, &held)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if r.Error != nil {
+		return fmt.Errorf("initialize: %w", r.Error)
+	}
+	b.learnInitialize(r.Result)
+	if p, ok := b.inflight[b.init.ID]; ok && p.req == b.init {
+		delete(b.inflight, b.init.ID)
+		if err := b.down.Write(context.Background(), &jsonrpc.Response{ID: b.init.ID, Result: r.Result}); err != nil {
+			b.log.Debug("writing to the MCP client failed", "err", err)
+		}
+	}
+	if b.initialized {
+		n := &jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage("{}")}
+		if err := b.up.Write(b.upCtx, n); err != nil {
+			return err
+		}
+		b.toolsID = toolsID(gen)
+		if err := b.up.Write(b.upCtx, &jsonrpc.Request{ID: b.toolsID, Method: "tools/list", Params: json.RawMessage("{}")}); err != nil {
+			return err
+		}
+		r, err := b.await(ctx, gen, b.toolsID, timeout.C, &held)
+		if err != nil {
+			return fmt.Errorf("tools/list: %w", err)
+		}
+		if r.Error != nil {
+			b.log.Warn("the owner did not list its tools; calls of tools cut off by a reconnection are not sent again", "err", r.Error)
+		} else {
+			b.learnTools(r.Result)
+		}
+	}
+	if b.logLevel != nil {
+		b.sendUp(gen, &jsonrpc.Request{Method: b.logLevel.Method, Params: b.logLevel.Params})
+	}
+	return nil
+}
+
+// toolsID is the ID of the bridge's own tools/list on generation gen.
+func toolsID(gen int) jsonrpc.ID {
+	id, _ := jsonrpc.MakeID(fmt.Sprintf("ragmem-bridge-tools-%d", gen))
+	return id
+}
+
+// await waits for generation gen's answer to the bridge's own call id,
+// keeping in held whatever else the owner says meanwhile.
+func (b *bridge) await(ctx context.Context, gen int, id jsonrpc.ID, timeout <-chan time.Time, held *[]upEvent) (*jsonrpc.Response, error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-timeout.C:
-			return errors.New("the new owner did not answer initialize")
+			return nil, ctx.Err()
+		case <-timeout:
+			return nil, errors.New("the new owner did not answer")
 		case ev := <-b.events:
 			if ev.gen != gen {
 				continue
 			}
 			if ev.err != nil {
-				return ev.err
+				return nil, ev.err
 			}
-			if r, ok := ev.msg.(*jsonrpc.Response); ok && r.ID == b.replayID {
-				if r.Error != nil {
-					return fmt.Errorf("initialize: %w", r.Error)
-				}
-				b.learnInitialize(r.Result)
-				if b.initialized {
-					n := &jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage("{}")}
-					if err := b.up.Write(b.upCtx, n); err != nil {
-						return err
-					}
-				}
-				if b.logLevel != nil {
-					b.sendUp(gen, &jsonrpc.Request{Method: b.logLevel.Method, Params: b.logLevel.Params})
-				}
-				return nil
+			if r, ok := ev.msg.(*jsonrpc.Response); ok && r.ID == id {
+				return r, nil
 			}
-			held = append(held, ev)
+			*held = append(*held, ev)
 		}
 	}
 }
@@ -568,6 +609,10 @@ func (b *bridge) fromClient(msg jsonrpc.Message) {
 			return
 		}
 		if b.up != nil {
+			if m.Method == "notifications/initialized" {
+				b.askTools(b.gen, m)
+				return
+			}
 			b.sendUp(b.gen, m)
 		}
 	case *jsonrpc.Response: // to a request the owner made
@@ -590,6 +635,29 @@ func (b *bridge) sendCall(gen int, p *pendingCall) {
 			case b.events <- upEvent{gen: gen, err: err, id: &id}:
 			case <-ctx.Done():
 			}
+		}
+	}()
+}
+
+// askTools sends the client's initialized notification, then, once it
+// is written (the server refuses other calls before it), the bridge's own
+// tools/list: its answer (fromOwner) says which tools are safe to send
+// again, whether or not the client ever lists the tools.
+func (b *bridge) askTools(gen int, initialized *jsonrpc.Request) {
+	up, ctx := b.up, b.upCtx
+	b.toolsID = toolsID(gen)
+	list := &jsonrpc.Request{ID: b.toolsID, Method: "tools/list", Params: json.RawMessage("{}")}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := up.Write(ctx, initialized); err != nil {
+			if ctx.Err() == nil {
+				b.log.Debug("a message to the owner was lost", "err", err)
+			}
+			return
+		}
+		if err := up.Write(ctx, list); err != nil && ctx.Err() == nil {
+			b.log.Debug("the bridge's tools/list was lost", "err", err)
 		}
 	}()
 }
@@ -645,6 +713,12 @@ func (b *bridge) fromOwner(msg jsonrpc.Message) {
 	if r, ok := msg.(*jsonrpc.Response); ok {
 		if r.ID == b.replayID && b.replayID.IsValid() {
 			return // a late answer to a replayed initialize
+		}
+		if r.ID == b.toolsID && b.toolsID.IsValid() {
+			if r.Error == nil { // the bridge's own tools/list
+				b.learnTools(r.Result)
+			}
+			return
 		}
 		if p, ok := b.inflight[r.ID]; ok {
 			delete(b.inflight, r.ID)
