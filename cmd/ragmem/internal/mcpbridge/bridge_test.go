@@ -3,7 +3,9 @@ package mcpbridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -243,5 +245,75 @@ func TestBridgeListsToolsAfterInitialized(t *testing.T) {
 	}
 	if len(down.out) != 0 {
 		t.Errorf("the client got the bridge's own answer: %+v", down.out)
+	}
+}
+
+// TestBridgeWaitsForLeavingOwnersAnswers: when the owner says it is
+// leaving, the calls it took stay with its connection: none is sent again
+// or answered "may or may not have been done" while it finishes them; its
+// answers reach the client; when its process exits, a safe call it did
+// not answer is sent again on the new connection and an unsafe one is
+// answered with the error.
+func TestBridgeWaitsForLeavingOwnersAnswers(t *testing.T) {
+	leaving := exec.Command("sleep", "60") // the leaving owner's process
+	if err := leaving.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = leaving.Process.Kill(); _ = leaving.Wait() })
+	down := &fakeConn{}
+	b, _ := newTestBridge(t, down, 1)
+	b.draining = map[int]*oldConn{}
+	b.ownerPID = leaving.Process.Pid
+	b.safeTools = map[string]bool{"search_memory": true}
+	for i, tool := range []string{"search_memory", "remember", "remember"} {
+		req := request(float64(i+1), "tools/call", `{"name":"`+tool+`","arguments":{}}`)
+		b.inflight[req.ID] = &pendingCall{req: req, since: time.Now(), delivered: true, gen: 1}
+	}
+	// What reconnect does on "leaving": keep the connection, then open
+	// the next one and send again what is to be sent again.
+	b.drain()
+	b.closeUp()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	next := &fakeOwner{b: b, gen: 2}
+	b.gen, b.up, b.upCtx, b.upCancel = 2, next, ctx, cancel
+	b.resend(2)
+	// (b.wg also counts the watcher of the leaving owner's process: the
+	// calls' generations say whether any was sent again.)
+	for id, p := range b.inflight {
+		if p.gen != 1 {
+			t.Errorf("call %v was sent again while the leaving owner finishes it", id)
+		}
+	}
+	if len(b.inflight) != 3 || len(down.out) != 0 {
+		t.Fatalf("while the leaving owner finishes, the bridge answered %+v", down.out)
+	}
+	// The leaving owner answers the first remember.
+	id2, _ := jsonrpc.MakeID(float64(2))
+	b.fromDraining(upEvent{gen: 1, msg: &jsonrpc.Response{ID: id2, Result: json.RawMessage(`{"content":[]}`)}})
+	if len(down.out) != 1 || down.out[0].(*jsonrpc.Response).ID != id2 || down.out[0].(*jsonrpc.Response).Error != nil {
+		t.Fatalf("the client got %+v, want the leaving owner's answer to call 2", down.out)
+	}
+	// It exits without answering the others.
+	_ = leaving.Process.Kill()
+	_ = leaving.Wait()
+	select {
+	case ev := <-b.events:
+		if ev.gen != 1 || !errors.Is(ev.err, errOwnerExited) {
+			t.Fatalf("event %+v, want the leaving owner's exit", ev)
+		}
+		b.fromDraining(ev)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the bridge did not notice that the leaving owner exited")
+	}
+	b.wg.Wait()
+	if got := next.methods(); len(got) != 1 || got[0] != "tools/call" {
+		t.Errorf("sent again %v, want the search_memory call", got)
+	}
+	if len(down.out) != 2 || !strings.Contains(down.out[1].(*jsonrpc.Response).Error.Error(), "remember; it may or may not have been done") {
+		t.Errorf("the client got %+v, want the answer to call 2, then an error for call 3", down.out)
+	}
+	if len(b.draining) != 0 {
+		t.Errorf("%d connections still draining", len(b.draining))
 	}
 }
