@@ -577,10 +577,16 @@ func (b *bridge) resend(gen int) {
 func (b *bridge) answerUnsafe(gen int) {
 	for id, p := range b.inflight {
 		if p.gen != gen && p.delivered && !b.safe(p.req) && !b.awaited(p) {
-			delete(b.inflight, id)
-			b.answerError(id, fmt.Sprintf("ragmem: the memory's owner went away during %s; it may or may not have been done (check before calling it again)", describeCall(p.req)))
+			b.answerLost(id, p)
 		}
 	}
+}
+
+// answerLost answers call p, which the owner may have done and will not
+// answer, with an error saying so.
+func (b *bridge) answerLost(id jsonrpc.ID, p *pendingCall) {
+	delete(b.inflight, id)
+	b.answerError(id, fmt.Sprintf("ragmem: the memory's owner went away during %s; it may or may not have been done (check before calling it again)", describeCall(p.req)))
 }
 
 // reconnect replaces a broken upstream connection.
@@ -625,9 +631,9 @@ func (b *bridge) awaited(p *pendingCall) bool {
 	return p.delivered && b.draining[p.gen] != nil
 }
 
-// drain keeps the current connection, whose owner is leaving, open for the answers to the calls it took, until they have come, the
-// connection fails, or the owner's process exits (a watcher reports
-// errOwnerExited).
+// drain keeps the current connection, whose owner is leaving, open for
+// the answers to the calls it took, until they have come, the connection
+// fails, or the owner's process exits (a watcher reports errOwnerExited).
 func (b *bridge) drain() {
 	if b.up == nil {
 		return
@@ -759,8 +765,7 @@ func (d *oldConn) close() {
 // safe to repeat, and answers it with an error otherwise.
 func (b *bridge) retry(p *pendingCall) {
 	if p.delivered && !b.safe(p.req) {
-		delete(b.inflight, p.req.ID)
-		b.answerError(p.req.ID, fmt.Sprintf("ragmem: the memory's owner went away during %s; it may or may not have been done (check before calling it again)", describeCall(p.req)))
+		b.answerLost(p.req.ID, p)
 		return
 	}
 	p.gen, p.delivered = 0, false // sent by the next resend when there is no connection now
