@@ -37,6 +37,12 @@ func commandLoops(t *testing.T, dir string) (ran func() int, stop func() (runs i
 		}
 	}
 	notes := t.TempDir()
+	// A test that ends early (t.Fatal) stops the loops too, before its
+	// temporary directories go: they must not run, or log, after it.
+	t.Cleanup(func() {
+		done.Store(true)
+		wg.Wait()
+	})
 	wg.Add(2)
 	go func() {
 		defer wg.Done()

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -44,7 +45,10 @@ import (
 // that is safe: a call that never reached the owner, or one the client may
 // repeat (every method but tools/call, and the tools the server marks
 // read-only or idempotent). Any other call in flight is answered with an
-// error saying it may or may not have been done.
+// error saying it may or may not have been done. An owner that says it is
+// leaving finishes the requests it has (ownerd's Run.Stop): the bridge
+// keeps its connection open (draining) until the calls it took are
+// answered or it is gone, and only then judges what is left of them.
 
 // bridgeCallTimeout bounds how long a call may wait for its answer.
 const bridgeCallTimeout = 10 * time.Minute
@@ -71,13 +75,16 @@ type bridge struct {
 	upCtx    context.Context
 	upCancel context.CancelFunc
 	client   *owner.Client
+	ownerPID int          // the process of the owner up connects to
 	proto    atomic.Value // string: the negotiated protocol version
 	replayID jsonrpc.ID
+	toolsID  jsonrpc.ID // the bridge's own tools/list (see askTools)
 
 	init        *jsonrpc.Request // the client's initialize
 	initialized bool             // the client sent notifications/initialized
 	logLevel    *jsonrpc.Request // the client's last logging/setLevel
 	inflight    map[jsonrpc.ID]*pendingCall
+	draining    map[int]*oldConn // by generation: leaving owners' connections, kept for their answers
 	safeTools   map[string]bool
 	daemon      <-chan error // the background owner this bridge started
 	daemonPID   int
@@ -90,6 +97,24 @@ type pendingCall struct {
 	delivered bool // the owner may have received it (it was written without error)
 	gen       int
 }
+
+// oldConn is the connection of an owner that said it is leaving, kept
+// open for the answers to the calls it took.
+type oldConn struct {
+	up     mcp.Connection
+	cancel context.CancelFunc
+	client *owner.Client
+}
+
+// errOwnerExited ends a drain: the leaving owner's process has exited (or
+// the drain has waited drainLimit), so the calls it took and did not
+// answer will get no answer.
+var errOwnerExited = errors.New("the leaving owner exited")
+
+// drainLimit bounds how long the bridge waits for a leaving owner's
+// answers: the owner's server cuts the requests still in flight after
+// server.DefaultShutdownTimeout, then exits.
+const drainLimit = server.DefaultShutdownTimeout + 5*time.Second
 
 // upEvent is what an upstream generation's goroutines report.
 type upEvent struct {
@@ -118,11 +143,14 @@ func Run(ctx context.Context, g *settings.Settings, readOnly bool, memories stri
 	b := &bridge{
 		g: g, dir: dir, readOnly: readOnly, memories: memories, grace: grace, log: slog.Default(),
 		down: down, events: make(chan upEvent, 64),
-		inflight: map[jsonrpc.ID]*pendingCall{}, safeTools: map[string]bool{},
+		inflight: map[jsonrpc.ID]*pendingCall{}, safeTools: map[string]bool{}, draining: map[int]*oldConn{},
 	}
 	b.proto.Store("")
 	defer func() {
 		b.closeUp()
+		for _, d := range b.draining {
+			d.close()
+		}
 		_ = b.down.Close() // unblocks the stdin reader
 		b.wg.Wait()
 	}()
@@ -174,7 +202,8 @@ func (b *bridge) run(ctx context.Context) error {
 			b.fromClient(msg)
 		case ev := <-b.events:
 			if ev.gen != b.gen {
-				continue // from a connection already replaced
+				b.fromDraining(ev) // or from a connection already replaced
+				continue
 			}
 			switch {
 			case ev.err != nil && ev.id != nil:
@@ -367,7 +396,7 @@ func (b *bridge) open(ctx context.Context, info owner.Info) error {
 	}
 	b.gen++
 	gen := b.gen
-	b.up, b.upCtx, b.upCancel, b.client = up, upCtx, cancel, c
+	b.up, b.upCtx, b.upCancel, b.client, b.ownerPID = up, upCtx, cancel, c, info.PID
 	b.wg.Add(2)
 	go func() {
 		defer b.wg.Done()
@@ -427,7 +456,12 @@ func (b *bridge) checkMemories(ctx context.Context, c *owner.Client) error {
 
 // replay opens the MCP session on a new owner with the client's own
 // initialize (its answer is not passed on: the client has had one), then
-// its initialized notification and log level.
+// its initialized notification, the bridge's own tools/list (so that it
+// knows which tools are safe to send again before it judges the calls in
+// flight) and the client's log level. When the client's initialize is
+// itself still in flight, the replay's answer is its answer: sending it
+// again would be a second initialize on one session, which the server
+// refuses.
 func (b *bridge) replay(ctx context.Context, gen int) error {
 	b.replayID, _ = jsonrpc.MakeID(fmt.Sprintf("ragmem-bridge-%d", gen))
 	req := &jsonrpc.Request{ID: b.replayID, Method: b.init.Method, Params: b.init.Params}
@@ -438,40 +472,82 @@ func (b *bridge) replay(ctx context.Context, gen int) error {
 	defer timeout.Stop()
 	var held []upEvent
 	defer func() {
-		for _, ev := range held { // anything else the owner said meanwhile
-			b.fromOwner(ev.msg)
+		for _, ev := range held { // anything else the owners said meanwhile
+			if ev.gen == gen {
+				b.fromOwner(ev.msg)
+			} else {
+				b.fromDraining(ev)
+			}
 		}
 	}()
+	r, err := b.await(ctx, gen, b.replayID, timeout.C, &held)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if r.Error != nil {
+		return fmt.Errorf("initialize: %w", r.Error)
+	}
+	b.learnInitialize(r.Result)
+	if p, ok := b.inflight[b.init.ID]; ok && p.req == b.init {
+		delete(b.inflight, b.init.ID)
+		if err := b.down.Write(context.Background(), &jsonrpc.Response{ID: b.init.ID, Result: r.Result}); err != nil {
+			b.log.Debug("writing to the MCP client failed", "err", err)
+		}
+	}
+	if b.initialized {
+		n := &jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage("{}")}
+		if err := b.up.Write(b.upCtx, n); err != nil {
+			return err
+		}
+		b.toolsID = toolsID(gen)
+		if err := b.up.Write(b.upCtx, &jsonrpc.Request{ID: b.toolsID, Method: "tools/list", Params: json.RawMessage("{}")}); err != nil {
+			return err
+		}
+		r, err := b.await(ctx, gen, b.toolsID, timeout.C, &held)
+		if err != nil {
+			return fmt.Errorf("tools/list: %w", err)
+		}
+		if r.Error != nil {
+			b.log.Warn("the owner did not list its tools; calls of tools cut off by a reconnection are not sent again", "err", r.Error)
+		} else {
+			b.learnTools(r.Result)
+		}
+	}
+	if b.logLevel != nil {
+		b.sendUp(gen, &jsonrpc.Request{Method: b.logLevel.Method, Params: b.logLevel.Params})
+	}
+	return nil
+}
+
+// toolsID is the ID of the bridge's own tools/list on generation gen.
+func toolsID(gen int) jsonrpc.ID {
+	id, _ := jsonrpc.MakeID(fmt.Sprintf("ragmem-bridge-tools-%d", gen))
+	return id
+}
+
+// await waits for generation gen's answer to the bridge's own call id,
+// keeping in held whatever else the owner says meanwhile.
+func (b *bridge) await(ctx context.Context, gen int, id jsonrpc.ID, timeout <-chan time.Time, held *[]upEvent) (*jsonrpc.Response, error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-timeout.C:
-			return errors.New("the new owner did not answer initialize")
+			return nil, ctx.Err()
+		case <-timeout:
+			return nil, errors.New("the new owner did not answer")
 		case ev := <-b.events:
 			if ev.gen != gen {
+				if b.draining[ev.gen] != nil {
+					*held = append(*held, ev)
+				}
 				continue
 			}
 			if ev.err != nil {
-				return ev.err
+				return nil, ev.err
 			}
-			if r, ok := ev.msg.(*jsonrpc.Response); ok && r.ID == b.replayID {
-				if r.Error != nil {
-					return fmt.Errorf("initialize: %w", r.Error)
-				}
-				b.learnInitialize(r.Result)
-				if b.initialized {
-					n := &jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage("{}")}
-					if err := b.up.Write(b.upCtx, n); err != nil {
-						return err
-					}
-				}
-				if b.logLevel != nil {
-					b.sendUp(gen, &jsonrpc.Request{Method: b.logLevel.Method, Params: b.logLevel.Params})
-				}
-				return nil
+			if r, ok := ev.msg.(*jsonrpc.Response); ok && r.ID == id {
+				return r, nil
 			}
-			held = append(held, ev)
+			*held = append(*held, ev)
 		}
 	}
 }
@@ -487,7 +563,7 @@ func (b *bridge) resend(gen int) {
 	sort.Slice(ids, func(i, j int) bool { return b.inflight[ids[i]].since.Before(b.inflight[ids[j]].since) })
 	for _, id := range ids {
 		p := b.inflight[id]
-		if p.gen == gen {
+		if p.gen == gen || b.awaited(p) {
 			continue
 		}
 		p.gen, p.delivered = gen, false
@@ -500,17 +576,29 @@ func (b *bridge) resend(gen int) {
 // may not have been done.
 func (b *bridge) answerUnsafe(gen int) {
 	for id, p := range b.inflight {
-		if p.gen != gen && p.delivered && !b.safe(p.req) {
-			delete(b.inflight, id)
-			b.answerError(id, fmt.Sprintf("ragmem: the memory's owner went away during %s; it may or may not have been done (check before calling it again)", describeCall(p.req)))
+		if p.gen != gen && p.delivered && !b.safe(p.req) && !b.awaited(p) {
+			b.answerLost(id, p)
 		}
 	}
+}
+
+// answerLost answers call p, which the owner may have done and will not
+// answer, with an error saying so.
+func (b *bridge) answerLost(id jsonrpc.ID, p *pendingCall) {
+	delete(b.inflight, id)
+	b.answerError(id, fmt.Sprintf("ragmem: the memory's owner went away during %s; it may or may not have been done (check before calling it again)", describeCall(p.req)))
 }
 
 // reconnect replaces a broken upstream connection.
 func (b *bridge) reconnect(ctx context.Context, cause error) {
 	handover := errors.Is(cause, owner.ErrHandingOver)
 	b.log.Info("the owner's connection ended; finding the next owner", "cause", cause)
+	if errors.Is(cause, owner.ErrLeaving) || isRejected(cause) {
+		// The owner said it is leaving, or refused a request (it may be
+		// shutting down before its attach stream says so): the connection
+		// still works for the calls it took.
+		b.drain()
+	}
 	b.closeUp()
 	for ctx.Err() == nil {
 		err := b.connect(ctx, handover)
@@ -537,14 +625,175 @@ func (b *bridge) reconnect(ctx context.Context, cause error) {
 	}
 }
 
+// awaited reports whether call p waits for its answer on a draining
+// connection.
+func (b *bridge) awaited(p *pendingCall) bool {
+	return p.delivered && b.draining[p.gen] != nil
+}
+
+// drain keeps the current connection, whose owner is leaving, open for
+// the answers to the calls it took, until they have come, the connection
+// fails, or the owner's process exits (a watcher reports errOwnerExited).
+func (b *bridge) drain() {
+	if b.up == nil {
+		return
+	}
+	n := 0
+	for _, p := range b.inflight {
+		if p.gen == b.gen && p.delivered {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	gen, pid, ctx := b.gen, b.ownerPID, b.upCtx
+	b.draining[gen] = &oldConn{up: b.up, cancel: b.upCancel, client: b.client}
+	b.up, b.client = nil, nil
+	b.log.Info("waiting for the leaving owner's answers", "pid", pid, "calls", n)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if waitExit(ctx, pid) {
+			select {
+			case b.events <- upEvent{gen: gen, err: errOwnerExited}:
+			case <-ctx.Done():
+			}
+		}
+	}()
+}
+
+// waitExit waits until process pid has exited (and a moment more: an
+// answer it wrote just before may still be on its way through the
+// connection's reader) or drainLimit has passed; false if ctx ended first.
+func waitExit(ctx context.Context, pid int) bool {
+	limit := time.NewTimer(drainLimit)
+	defer limit.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for processAlive(pid) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-limit.C:
+			return true
+		case <-tick.C:
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(200 * time.Millisecond):
+		return true
+	}
+}
+
+// fromDraining handles what a draining connection reports: an answer to
+// a call it took is passed on; a failure, or its owner's exit, ends the
+// drain. Reports of connections replaced without a drain are dropped.
+func (b *bridge) fromDraining(ev upEvent) {
+	if b.draining[ev.gen] == nil {
+		return
+	}
+	switch {
+	case ev.err != nil && ev.id != nil: // a call written as the owner left
+		if p, ok := b.inflight[*ev.id]; ok && p.gen == ev.gen {
+			if isRejected(ev.err) {
+				p.delivered = false
+			}
+			b.retry(p)
+		}
+	case ev.err != nil:
+		b.log.Info("the leaving owner's connection ended", "cause", ev.err)
+		b.endDrain(ev.gen)
+		return
+	default:
+		switch m := ev.msg.(type) {
+		case *jsonrpc.Response:
+			if p, ok := b.inflight[m.ID]; ok && p.gen == ev.gen {
+				b.fromOwner(m)
+			}
+		case *jsonrpc.Request:
+			if !m.IsCall() { // progress and log notifications of the calls it finishes
+				if err := b.down.Write(context.Background(), m); err != nil {
+					b.log.Debug("writing to the MCP client failed", "err", err)
+				}
+			}
+		}
+	}
+	for _, p := range b.inflight {
+		if p.gen == ev.gen {
+			return
+		}
+	}
+	b.endDrain(ev.gen)
+}
+
+// endDrain closes a draining connection and judges the calls it took and
+// did not answer: sent again on the current connection when that is safe,
+// answered "may or may not have been done" otherwise.
+func (b *bridge) endDrain(gen int) {
+	d := b.draining[gen]
+	if d == nil {
+		return
+	}
+	delete(b.draining, gen)
+	for _, p := range b.inflight {
+		if p.gen == gen {
+			b.retry(p)
+		}
+	}
+	// Closing ends the session with a request the leaving owner may no
+	// longer answer: not on the bridge's loop.
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		d.close()
+	}()
+}
+
+func (d *oldConn) close() {
+	_ = d.up.Close()
+	d.cancel()
+	if d.client != nil {
+		d.client.Close()
+	}
+}
+
+// retry sends call p, taken by a connection that will not answer it,
+// again on the current connection when it never reached the owner or is
+// safe to repeat, and answers it with an error otherwise.
+func (b *bridge) retry(p *pendingCall) {
+	if p.delivered && !b.safe(p.req) {
+		b.answerLost(p.req.ID, p)
+		return
+	}
+	p.gen, p.delivered = 0, false // sent by the next resend when there is no connection now
+	if b.up != nil {
+		p.gen = b.gen
+		b.sendCall(b.gen, p)
+	}
+}
+
+// processAlive reports whether process pid still runs.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
 // closeUp closes the current upstream connection.
 func (b *bridge) closeUp() {
 	if b.up == nil {
 		return
 	}
-	_ = b.up.Close()
-	b.upCancel()
-	b.client.Close()
+	(&oldConn{up: b.up, cancel: b.upCancel, client: b.client}).close()
 	b.up, b.client = nil, nil
 }
 
@@ -568,6 +817,10 @@ func (b *bridge) fromClient(msg jsonrpc.Message) {
 			return
 		}
 		if b.up != nil {
+			if m.Method == "notifications/initialized" {
+				b.askTools(b.gen, m)
+				return
+			}
 			b.sendUp(b.gen, m)
 		}
 	case *jsonrpc.Response: // to a request the owner made
@@ -590,6 +843,29 @@ func (b *bridge) sendCall(gen int, p *pendingCall) {
 			case b.events <- upEvent{gen: gen, err: err, id: &id}:
 			case <-ctx.Done():
 			}
+		}
+	}()
+}
+
+// askTools sends the client's initialized notification, then, once it
+// is written (the server refuses other calls before it), the bridge's own
+// tools/list: its answer (fromOwner) says which tools are safe to send
+// again, whether or not the client ever lists the tools.
+func (b *bridge) askTools(gen int, initialized *jsonrpc.Request) {
+	up, ctx := b.up, b.upCtx
+	b.toolsID = toolsID(gen)
+	list := &jsonrpc.Request{ID: b.toolsID, Method: "tools/list", Params: json.RawMessage("{}")}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := up.Write(ctx, initialized); err != nil {
+			if ctx.Err() == nil {
+				b.log.Debug("a message to the owner was lost", "err", err)
+			}
+			return
+		}
+		if err := up.Write(ctx, list); err != nil && ctx.Err() == nil {
+			b.log.Debug("the bridge's tools/list was lost", "err", err)
 		}
 	}()
 }
@@ -645,6 +921,12 @@ func (b *bridge) fromOwner(msg jsonrpc.Message) {
 	if r, ok := msg.(*jsonrpc.Response); ok {
 		if r.ID == b.replayID && b.replayID.IsValid() {
 			return // a late answer to a replayed initialize
+		}
+		if r.ID == b.toolsID && b.toolsID.IsValid() {
+			if r.Error == nil { // the bridge's own tools/list
+				b.learnTools(r.Result)
+			}
+			return
 		}
 		if p, ok := b.inflight[r.ID]; ok {
 			delete(b.inflight, r.ID)
