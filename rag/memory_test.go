@@ -134,6 +134,17 @@ var conformance = []struct {
 		if _, err := m.SetSourceAttrs(ctx, "https://example.com/none", rag.SetAttrsRequest{Attrs: map[string]*string{"team": &red}}); !errors.Is(err, rag.ErrNotFound) {
 			t.Errorf("SetSourceAttrs of no source: %v, want ErrNotFound", err)
 		}
+		// Sources lists by filter, type and page.
+		if src, err := m.Sources(ctx, rag.SourcesRequest{Filter: "team = search"}); err != nil || src.Total != 1 || src.Sources[0].URL != docs[1].URL {
+			t.Fatalf("Sources by filter = %+v, %v", src, err)
+		}
+		if src, err := m.Sources(ctx, rag.SourcesRequest{Types: []string{"preference"}}); err != nil || src.Total != 0 {
+			t.Fatalf("Sources of preferences = %+v, %v", src, err)
+		}
+		if src, err := m.Sources(ctx, rag.SourcesRequest{Types: []string{"knowledge"}, Offset: 1, Limit: 1}); err != nil ||
+			src.Total != 3 || src.Limit != 1 || src.Offset != 1 || len(src.Sources) != 1 || src.Sources[0].URL != docs[1].URL {
+			t.Fatalf("Sources page 2 = %+v, %v", src, err)
+		}
 		// A dry run names what a removal would take, and takes nothing.
 		d, err := m.DeleteSources(ctx, rag.DeleteSourcesRequest{Filter: "team = search", DryRun: true})
 		if err != nil || !d.DryRun || d.Removed != 1 || len(d.Sources) != 1 || d.Sources[0].URL != docs[1].URL {
