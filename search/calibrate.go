@@ -198,7 +198,7 @@ func Calibrate(ctx context.Context, ix *engine.Index, opts *CalibrateOptions) (C
 // calibrateType measures one document type.
 func calibrateType(ctx context.Context, ix *engine.Index, docType string, n int, seed uint64) (TypeCalibration, error) {
 	f := index.Filter{DocTypes: []string{docType}}
-	asked, chat, err := questionFilter(ctx, ix, f, seed)
+	asked, chat, err := questionFilter(ctx, ix, f)
 	if err != nil {
 		return TypeCalibration{}, err
 	}
@@ -209,7 +209,7 @@ func calibrateType(ctx context.Context, ix *engine.Index, docType string, n int,
 	from := FromChunks
 	if chat {
 		from = FromUserTurns
-		if _, chunks, err = sampleChunks(ctx, ix, f, 0, seed); err != nil { // all the type's chunks
+		if _, chunks, err = countChunks(ctx, ix, f); err != nil { // all the type's chunks
 			return TypeCalibration{}, err
 		}
 	} else if mined, err := storeQuestions(ctx, ix, f, n, seed); err != nil {
@@ -268,21 +268,21 @@ func calibrateType(ctx context.Context, ix *engine.Index, docType string, n int,
 }
 
 // questionFilter returns the filter of the chunks pseudo-questions are
-// drawn from: in a chat (a store whose turns of docType say their role,
-// index.AttrRole), the user's turns, as what a user asks their assistant's
+// drawn from: in a chat (a store with at least MinCalibrationChunks chunks
+// of the user's turns, as index.AttrRole says), the user's turns, as what a user asks their assistant's
 // memory is what they told it (a fact said in passing in a short turn, not
 // the long answers around it); elsewhere f. chat says which.
-func questionFilter(ctx context.Context, ix *engine.Index, f index.Filter, seed uint64) (index.Filter, bool, error) {
+func questionFilter(ctx context.Context, ix *engine.Index, f index.Filter) (index.Filter, bool, error) {
 	u := f
 	u.Attrs = map[string]string{index.AttrRole: "user"}
-	recs, _, err := sampleChunks(ctx, ix, u, 1, seed)
+	_, n, err := countChunks(ctx, ix, u)
 	switch {
-	case errors.Is(err, ErrTooSmall):
-		return f, false, nil
 	case err != nil:
 		return f, false, err
+	case n < MinCalibrationChunks:
+		return f, false, nil
 	}
-	return u, len(recs) > 0, nil
+	return u, true, nil
 }
 
 // candidate is a record of a question's two rankings as relative fusion
@@ -533,18 +533,31 @@ var functionWords = func() map[string]bool {
 	return m
 }()
 
-// sampleChunks draws up to n distinct chunks matching f uniformly, in store
-// order, with the number of chunks matching f.
-func sampleChunks(ctx context.Context, ix *engine.Index, f index.Filter, n int, seed uint64) ([]index.Record, int, error) {
+// countChunks returns the sources matching f and their number of chunks.
+func countChunks(ctx context.Context, ix *engine.Index, f index.Filter) ([]index.SourceInfo, int, error) {
 	srcs, _, err := ix.Sources(ctx, f, 0, 0)
 	if err != nil {
 		return nil, 0, fmt.Errorf("search: calibrate: %w", err)
 	}
-	ends := make([]int, len(srcs)) // ends[i]: chunks in srcs[:i+1]
 	total := 0
-	for i, s := range srcs {
+	for _, s := range srcs {
 		total += s.Chunks
-		ends[i] = total
+	}
+	return srcs, total, nil
+}
+
+// sampleChunks draws up to n distinct chunks matching f uniformly, in store
+// order, with the number of chunks matching f.
+func sampleChunks(ctx context.Context, ix *engine.Index, f index.Filter, n int, seed uint64) ([]index.Record, int, error) {
+	srcs, total, err := countChunks(ctx, ix, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	ends := make([]int, len(srcs)) // ends[i]: chunks in srcs[:i+1]
+	end := 0
+	for i, s := range srcs {
+		end += s.Chunks
+		ends[i] = end
 	}
 	if total < MinCalibrationChunks {
 		return nil, total, fmt.Errorf("%w: %d chunks, want at least %d", ErrTooSmall, total, MinCalibrationChunks)
@@ -790,15 +803,13 @@ func (c *Calibrator) refresh() int {
 	counts := map[string]int{}
 	all := 0
 	for _, dt := range types {
-		srcs, _, err := c.ix.Sources(ctx, index.Filter{DocTypes: []string{dt}}, 0, 0)
+		_, n, err := countChunks(ctx, c.ix, index.Filter{DocTypes: []string{dt}})
 		if err != nil {
 			c.log.Warn("search: cannot check the fusion calibration", "err", err)
 			return MinCalibrationChunks
 		}
-		for _, s := range srcs {
-			counts[dt] += s.Chunks
-		}
-		all += counts[dt]
+		counts[dt] = n
+		all += n
 	}
 	next := max(10, all/4)
 	cur, _ := StoredCalibration(ctx, c.ix)
